@@ -1,0 +1,488 @@
+"""Cost of one collective on a system: t = latency term + bandwidth term, per algorithm and protocol.
+
+The model follows NCCL's own tuning model (src/graph/tuning.cc, constants in catalog/nccl.toml):
+every (algorithm, protocol) pair is a straight line in the message size,
+
+    t(n) = base_latency[algo][proto] + steps * hop_latency[link][proto]  +  n / algbw
+
+and `auto` picks the fastest valid pair at each size, as NCCL does. The bandwidth term uses the
+fabric's *achievable* bus bandwidth (a measured nccl-tests busbw where one exists), scaled by the
+protocol's efficiency, and converted to algorithm bandwidth with the nccl-tests factors:
+
+    all-reduce: busbw = algbw * 2(p-1)/p      all-gather / reduce-scatter / all-to-all: (p-1)/p
+
+The textbook ring all-reduce 2(p-1)·α + 2(p-1)/p · n/B is the Simple-protocol ring on a system whose
+base latency is zero (`base_latency = "0 us"` in a user catalog): see `textbook_ring_allreduce_s`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .errors import PlanError, UnknownNameError
+from .hardware import PROTOCOLS, Catalog, Fabric, System, load_catalog
+
+OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "send/recv")
+ALGORITHMS = ("ring", "tree", "nvls", "one-shot", "two-shot", "hierarchical", "direct")
+IMPLS = ("nccl", "custom")
+_ALIASES = {"allreduce": "all-reduce", "reducescatter": "reduce-scatter", "allgather": "all-gather",
+            "alltoall": "all-to-all", "sendrecv": "send/recv", "p2p": "send/recv"}
+
+
+def busbw_factor(op: str, ranks: int) -> float:
+    """nccl-tests' busbw / algbw ratio (doc/PERFORMANCE.md): the share of the data each rank's link
+    must carry relative to the message, so busbw is comparable to the link's peak across `ranks`."""
+    if ranks < 2:
+        return 1.0
+    if op == "all-reduce":
+        return 2 * (ranks - 1) / ranks  # reduce-scatter then all-gather: each (p-1)/p of the data
+    if op in ("reduce-scatter", "all-gather", "all-to-all"):
+        return (ranks - 1) / ranks
+    return 1.0  # broadcast, send/recv: every byte crosses each link once
+
+
+def normalize_op(op: str) -> str:
+    key = op.strip().lower().replace("_", "-")
+    key = _ALIASES.get(key.replace("-", ""), key)
+    if key not in OPS:
+        raise UnknownNameError("operation", op, OPS)
+    return key
+
+
+# --- who takes part, and over which links ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Group:
+    """The ranks of one collective: `gpus_per_node` GPUs on each of `nodes` nodes of `system`."""
+
+    system: System
+    nodes: int
+    gpus_per_node: int
+    catalog: Catalog = field(repr=False, compare=False, hash=False)
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def make_group(system: System | str, *, nodes: int = 1, gpus: int | None = None,
+               catalog: Catalog | None = None) -> Group:
+    """Validate a GPU count against the nodes: `gpus` defaults to every GPU of the nodes."""
+    catalog = catalog or load_catalog()
+    system = catalog.system(system) if isinstance(system, str) else system
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
+    total = nodes * system.gpus_per_node
+    gpus = total if gpus is None else gpus
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise PlanError(f"gpus must be a whole number of at least 1, got {gpus!r}")
+    if gpus > total:
+        raise PlanError(f"{gpus} GPUs requested but {nodes} x {system.name} has {total} "
+                        f"({system.gpus_per_node} per node); add --nodes")
+    if gpus % nodes:
+        raise PlanError(f"{gpus} GPUs cannot be spread evenly over {nodes} nodes")
+    if nodes > 1 and system.nic_fabric is None:
+        raise PlanError(f"system {system.name!r} has no scale-out network; it cannot span {nodes} nodes")
+    return Group(system=system, nodes=nodes, gpus_per_node=gpus // nodes, catalog=catalog)
+
+
+@dataclass(frozen=True)
+class Path:
+    """The links a ring over the GPUs of one node crosses, reduced to what the cost model needs."""
+
+    name: str
+    busbw_bytes_per_s: float
+    """Achievable bus bandwidth per GPU per direction (the slowest link of the ring)."""
+    peak_bytes_per_s: float
+    hop_latency_s: dict[str, float]
+    """Mean per-hop latency around the ring, per protocol."""
+    nccl_link: str
+    nvls: bool
+    p2p: bool
+
+
+def _ring_hops(system: System, g: int) -> list[Fabric]:
+    """The fabric of each hop of a ring over `g` GPUs of one node (GPUs filled in order)."""
+    intra = system.intra_fabric
+    socket = system.socket_fabric
+    crosses_socket = g > system.gpus_per_socket and socket is not None
+    if system.topology == "pairs" and g > 2:
+        between = system.fallback_fabric or intra
+        hops = [intra] * (g // 2) + [between] * (g - g // 2)
+    else:
+        hops = [intra] * g
+    if crosses_socket:  # a ring enters and leaves the other socket once: two hops cross
+        hops[-2:] = [socket, socket]
+    return hops
+
+
+@lru_cache(maxsize=4096)
+def intra_path(system: System, g: int) -> Path:
+    hops = _ring_hops(system, g)
+    busbw = min(f.achievable_bytes_per_s for f in hops)
+    peak = min(f.bytes_per_s for f in hops)
+    if system.topology == "mesh" and system.gpus_per_node > 1:
+        # xGMI is point-to-point: g GPUs use only the links among themselves, g-1 of each GPU's
+        # gpus_per_node-1 links (MI300X: 2 GPUs share one 64 GB/s link).
+        share = (g - 1) / (system.gpus_per_node - 1)
+        busbw, peak = busbw * share, peak * share
+    latency = {p: sum(f.hop_latency_s[p] for f in hops) / len(hops) for p in PROTOCOLS}
+    names = sorted({f.name for f in hops})
+    return Path(name="+".join(names), busbw_bytes_per_s=busbw, peak_bytes_per_s=peak,
+                hop_latency_s=latency, nccl_link=hops[0].nccl_link,
+                nvls=system.topology == "switch" and all(f.in_switch_reduction for f in hops),
+                p2p=all(f.p2p for f in hops))
+
+
+def nic_bytes_per_s(group: Group) -> float:
+    """Scale-out bandwidth per node per direction usable by the group's GPUs on that node.
+
+    Rail-optimised nodes give each GPU its own NIC(s): using g of G GPUs uses g/G of the NICs
+    (at least one). Shared NICs (no rails) are reachable from every GPU."""
+    s = group.system
+    if s.nic_fabric is None:
+        return 0.0
+    nics = s.nics_per_node
+    if s.rail_optimized:
+        nics = max(1.0, nics * group.gpus_per_node / s.gpus_per_node)
+    return nics * s.nic_fabric.achievable_bytes_per_s
+
+
+# --- candidates: one straight line t = latency + n / algbw per (algorithm, protocol) ---------
+
+@dataclass(frozen=True)
+class Candidate:
+    algorithm: str
+    protocol: str
+    latency_s: float
+    algbw_bytes_per_s: float
+    max_bytes: float = math.inf
+    """Largest message the implementation accepts (custom kernels stop at a buffer size)."""
+
+    def time_s(self, msg_bytes):
+        return self.latency_s + msg_bytes / self.algbw_bytes_per_s
+
+
+def _nccl(group: Group) -> dict:
+    return group.catalog.nccl
+
+
+def _base_latency_s(group: Group, algo: str, proto: str) -> float:
+    if group.system.base_latency_s is not None:
+        return group.system.base_latency_s
+    return _nccl(group)["base_latency"][algo][proto]
+
+
+def _protocol_busbw(group: Group, raw_busbw: float, proto: str) -> float:
+    """The bus bandwidth a protocol reaches on a link of `raw_busbw` (Simple) bytes/s."""
+    nccl = _nccl(group)
+    busbw = raw_busbw * nccl["protocol_bandwidth_fraction"][proto]
+    if proto == "ll":
+        caps = nccl["ll_max_bw_gbps"].get(group.system.gpu.arch, nccl["ll_max_bw_gbps"]["ampere"])
+        busbw = min(busbw, caps[min(group.nodes, 3) - 1] * 1e9)
+    return busbw
+
+
+def _inter_hop_s(group: Group, proto: str) -> float:
+    nic = group.system.nic_fabric
+    return nic.hop_latency_s[proto] if nic else 0.0
+
+
+def _ring(group: Group, op: str, proto: str) -> Candidate:
+    p, n_nodes = group.ranks, group.nodes
+    steps = 2 * (p - 1) if op == "all-reduce" else p - 1
+    inter_steps = (2 if op == "all-reduce" else 1) * (n_nodes - 1)
+    intra_steps = steps - inter_steps
+    busbw = math.inf
+    intra_hop = 0.0
+    if group.gpus_per_node > 1:
+        path = intra_path(group.system, group.gpus_per_node)
+        busbw, intra_hop = path.busbw_bytes_per_s, path.hop_latency_s[proto]
+    if n_nodes > 1:
+        # Each ring leaves every node once: the node's NICs carry busbw * (their count) in total.
+        busbw = min(busbw, nic_bytes_per_s(group))
+        overhead = _nccl(group)["calibrated"]["net_overhead_us"] * 1e-6 * (3 if proto == "simple" else 1)
+        intra_hop = max(intra_hop, overhead)
+    latency = (_base_latency_s(group, "ring", proto) + intra_steps * intra_hop
+               + inter_steps * _inter_hop_s(group, proto))
+    algbw = _protocol_busbw(group, busbw, proto) / busbw_factor(op, p)
+    return Candidate("ring", proto, latency, algbw)
+
+
+def _tree(group: Group, proto: str) -> Candidate:
+    """NCCL's double binary tree across nodes, a chain inside each node (all-reduce only)."""
+    g, n_nodes = group.gpus_per_node, group.nodes
+    busbw, intra_hop = math.inf, 0.0
+    if g > 1:
+        path = intra_path(group.system, g)
+        busbw, intra_hop = path.busbw_bytes_per_s, path.hop_latency_s[proto]
+    if n_nodes > 1:
+        busbw = min(busbw, nic_bytes_per_s(group))
+    # tuning.cc: Tree+LL bus bandwidth / 3.8, Tree+LL128 * 120/128 (7/9 on one node), Simple * 0.92
+    scale = {"ll": 1 / 3.8, "ll128": 120 / 128 if n_nodes > 1 else 7 / 9, "simple": 0.92}[proto]
+    busbw = busbw * scale
+    if proto == "ll":
+        busbw = _protocol_busbw(group, busbw * 2, "ll")  # the LL cap, not the LL halving again
+    latency = _base_latency_s(group, "tree", proto) + 2 * (
+        (g - 1) * intra_hop + math.ceil(math.log2(n_nodes)) * _inter_hop_s(group, proto))
+    return Candidate("tree", proto, latency, busbw * 0.5)  # the tree moves n up and n down
+
+
+def _nvls(group: Group) -> Candidate | None:
+    """NVLink SHARP: the switch reduces; every GPU sends n once and receives n once."""
+    s = group.system
+    fractions = _nccl(group)["calibrated"]["nvls_algbw_fraction"]
+    if group.nodes != 1 or group.gpus_per_node < 2 or s.gpu.arch not in fractions:
+        return None
+    if not intra_path(s, group.gpus_per_node).nvls:
+        return None
+    latency = _nccl(group)["calibrated"]["nvls_latency_us"] * 1e-6
+    return Candidate("nvls", "simple", latency, s.intra_fabric.bytes_per_s * fractions[s.gpu.arch])
+
+
+def custom_allreduce_allowed(group: Group) -> str | None:
+    """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
+    custom = _nccl(group)["custom"]
+    if group.nodes > 1 and group.system.intra_fabric.kind != "nvl72":
+        return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
+    path = intra_path(group.system, group.gpus_per_node)
+    if not path.p2p:
+        return f"custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
+    if group.system.topology in ("pcie", "pairs") and group.gpus_per_node > 2:
+        return "custom all-reduce over PCIe is limited to 2 GPUs (vLLM disables it beyond)"
+    if group.gpus_per_node not in custom["world_sizes"]:
+        sizes = ", ".join(str(w) for w in custom["world_sizes"])
+        return f"custom all-reduce supports {sizes} GPUs, not {group.gpus_per_node}"
+    return None
+
+
+def _custom(group: Group, shots: int) -> Candidate | None:
+    if custom_allreduce_allowed(group) is not None:
+        return None
+    custom = _nccl(group)["custom"]
+    p = group.gpus_per_node
+    path = intra_path(group.system, p)
+    latency = (custom["launch_us"] + shots * custom["sync_us"] + path.hop_latency_s["ll"]) * 1e-6
+    if shots == 1:
+        # one-shot: each rank reads all p-1 peers' full buffers and reduces locally
+        algbw = path.busbw_bytes_per_s / (p - 1)
+        return Candidate("one-shot", "ll", latency, algbw, custom["one_shot_max_bytes"] if p > 2 else custom["max_bytes"])
+    # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
+    algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
+    return Candidate("two-shot", "ll", latency, algbw, custom["max_bytes"])
+
+
+def _hierarchical(group: Group, op: str) -> Candidate | None:
+    """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
+    all-gather (NCCL's NVLS-tree / CollNet shape, and TensorRT-LLM's multi-node all-reduce)."""
+    g, n_nodes = group.gpus_per_node, group.nodes
+    if op != "all-reduce" or n_nodes < 2 or g < 2:
+        return None
+    intra = Group(group.system, 1, g, group.catalog)
+    inter = Group(group.system, n_nodes, 1, group.catalog)
+    rs = best_line(candidates(intra, "reduce-scatter"))
+    ag = best_line(candidates(intra, "all-gather"))
+    # each GPU's slice is 1/g of the message and its NIC share is 1/g of the node's NICs
+    per_gpu_nic = nic_bytes_per_s(group) / g
+    ar = min((c for c in candidates(inter, "all-reduce")), key=lambda c: c.latency_s)
+    inter_algbw = _protocol_busbw(inter, per_gpu_nic, ar.protocol) / busbw_factor("all-reduce", n_nodes)
+    latency = rs.latency_s + ar.latency_s + ag.latency_s
+    seconds_per_byte = 1 / rs.algbw_bytes_per_s + 1 / (g * inter_algbw) + 1 / ag.algbw_bytes_per_s
+    return Candidate("hierarchical", ar.protocol, latency, 1 / seconds_per_byte)
+
+
+def best_line(cands: Sequence[Candidate]) -> Candidate:
+    """The candidate with the best bandwidth (for composite algorithms' large-message parts)."""
+    return max(cands, key=lambda c: c.algbw_bytes_per_s)
+
+
+def _alltoall(group: Group) -> Candidate:
+    """NCCL all-to-all = grouped send/recv to every peer; intra and inter traffic overlap."""
+    p, g, n_nodes = group.ranks, group.gpus_per_node, group.nodes
+    hop = intra_path(group.system, g).hop_latency_s["simple"] if g > 1 else 0.0
+    latency = _base_latency_s(group, "ring", "simple") + hop + (
+        _inter_hop_s(group, "simple") if n_nodes > 1 else 0.0)
+    seconds_per_byte = 0.0
+    if g > 1:  # (g-1)/p of the message goes to peers in the node
+        seconds_per_byte = (g - 1) / p / intra_path(group.system, g).busbw_bytes_per_s
+    if n_nodes > 1:  # (p-g)/p leaves the node through this GPU's share of the NICs
+        seconds_per_byte = max(seconds_per_byte, (p - g) / p / (nic_bytes_per_s(group) / g))
+    return Candidate("direct", "simple", latency, 1 / seconds_per_byte)
+
+
+def _sendrecv(group: Group, proto: str) -> Candidate:
+    if group.nodes > 1:
+        bw, hop = group.system.nic_fabric.achievable_bytes_per_s, _inter_hop_s(group, proto)
+    else:
+        path = intra_path(group.system, max(2, group.gpus_per_node))
+        bw, hop = path.busbw_bytes_per_s, path.hop_latency_s[proto]
+    return Candidate("direct", proto, _base_latency_s(group, "ring", proto) + hop,
+                     _protocol_busbw(group, bw, proto))
+
+
+def _broadcast(group: Group, proto: str) -> Candidate:
+    ring = _ring(group, "all-gather", proto)  # same p-1 pipeline hops, one copy of n per link
+    return Candidate("ring", proto, ring.latency_s, ring.algbw_bytes_per_s * busbw_factor("all-gather", group.ranks))
+
+
+@lru_cache(maxsize=65536)
+def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ...]:
+    """Every (algorithm, protocol) the implementation could use for `op` on `group`."""
+    if group.ranks < 2:
+        return (Candidate("none", "none", 0.0, math.inf),)
+    out: list[Candidate | None] = []
+    if op in ("all-reduce", "reduce-scatter", "all-gather"):
+        out += [_ring(group, op, p) for p in PROTOCOLS]
+    if op == "all-reduce":
+        if group.nodes > 1:
+            out += [_tree(group, p) for p in PROTOCOLS]
+        out += [_nvls(group), _hierarchical(group, op)]
+        if impl == "custom":
+            out += [_custom(group, 1), _custom(group, 2)]
+    elif op == "all-to-all":
+        out.append(_alltoall(group))
+    elif op == "broadcast":
+        out += [_broadcast(group, p) for p in PROTOCOLS]
+    elif op == "send/recv":
+        out += [_sendrecv(group, p) for p in PROTOCOLS]
+    return tuple(c for c in out if c is not None)
+
+
+def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: str) -> tuple[Candidate, ...]:
+    """Candidates filtered by a user's --algo / --protocol, with a clear error where none remain."""
+    if algo not in ("auto",) + ALGORITHMS:
+        raise UnknownNameError("algorithm", algo, ("auto",) + ALGORITHMS)
+    if protocol not in ("auto",) + PROTOCOLS:
+        raise UnknownNameError("protocol", protocol, ("auto",) + PROTOCOLS)
+    pool = candidates(group, op, "custom" if algo in ("one-shot", "two-shot") else impl)
+    if algo == "tree" and op == "all-reduce" and group.nodes == 1:
+        pool = pool + tuple(_tree(group, p) for p in PROTOCOLS)
+    chosen = tuple(c for c in pool if (algo == "auto" or c.algorithm == algo)
+                   and (protocol == "auto" or c.protocol == protocol))
+    if not chosen:
+        raise PlanError(_why_not(group, op, algo, protocol))
+    return chosen
+
+
+def _why_not(group: Group, op: str, algo: str, protocol: str) -> str:
+    where = f"{op} on {group.ranks} GPUs of {group.system.name} ({group.nodes} node(s))"
+    if algo == "nvls":
+        return f"NVLS needs NVSwitch with in-switch reduction inside one node; not available for {where}"
+    if algo in ("one-shot", "two-shot"):
+        return f"{algo} all-reduce is not possible for {where}: {custom_allreduce_allowed(group)}"
+    if algo == "hierarchical":
+        return f"hierarchical all-reduce needs 2+ nodes with 2+ GPUs each; not {where}"
+    return f"no {algo} algorithm with protocol {protocol} for {where}"
+
+
+# --- results --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cost:
+    """One collective's time, split into its latency and bandwidth terms."""
+
+    op: str
+    msg_bytes: float
+    ranks: int
+    nodes: int
+    algorithm: str
+    protocol: str
+    time_s: float
+    latency_s: float
+    bandwidth_s: float
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    crossover_bytes: float
+    """Message size where this algorithm's bandwidth term equals its latency term."""
+
+    @property
+    def latency_share(self) -> float:
+        return self.latency_s / self.time_s if self.time_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["latency_share"] = self.latency_share
+        return d
+
+
+def pick(cands: Sequence[Candidate], msg_bytes: float) -> Candidate:
+    """The fastest candidate that accepts a message of this size (NCCL's tuner does the same)."""
+    valid = [c for c in cands if msg_bytes <= c.max_bytes] or list(cands)
+    return min(valid, key=lambda c: c.time_s(msg_bytes))
+
+
+def _cost(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
+    bandwidth_s = msg_bytes / c.algbw_bytes_per_s if math.isfinite(c.algbw_bytes_per_s) else 0.0
+    time_s = c.latency_s + bandwidth_s
+    algbw = msg_bytes / time_s if time_s > 0 else math.inf
+    return Cost(op=op, msg_bytes=msg_bytes, ranks=group.ranks, nodes=group.nodes,
+                algorithm=c.algorithm, protocol=c.protocol, time_s=time_s, latency_s=c.latency_s,
+                bandwidth_s=bandwidth_s, algbw_bytes_per_s=algbw,
+                busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks),
+                crossover_bytes=c.latency_s * c.algbw_bytes_per_s)
+
+
+def collective_cost(op: str, msg_bytes: float, system: System | str, *, nodes: int = 1,
+                    gpus: int | None = None, algo: str = "auto", protocol: str = "auto",
+                    impl: str = "nccl", catalog: Catalog | None = None) -> Cost:
+    """Price one collective of `msg_bytes` per rank (nccl-tests' "size") on `gpus` GPUs."""
+    return sweep(op, [msg_bytes], system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol,
+                 impl=impl, catalog=catalog)[0]
+
+
+def sweep(op: str, sizes_bytes: Iterable[float], system: System | str, *, nodes: int = 1,
+          gpus: int | None = None, algo: str = "auto", protocol: str = "auto", impl: str = "nccl",
+          catalog: Catalog | None = None) -> list[Cost]:
+    op = normalize_op(op)
+    if impl not in IMPLS:
+        raise UnknownNameError("implementation", impl, IMPLS)
+    group = make_group(system, nodes=nodes, gpus=gpus, catalog=catalog)
+    cands = explicit_candidates(group, op, impl, algo, protocol) if group.ranks > 1 else candidates(group, op)
+    out = []
+    for n in sizes_bytes:
+        if not (isinstance(n, (int, float)) and math.isfinite(n) and n > 0):
+            raise PlanError(f"message size must be a positive number of bytes, got {n!r}")
+        out.append(_cost(group, op, float(n), pick(cands, float(n))))
+    return out
+
+
+def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:
+    """Vectorised `pick(...).time_s`: the fastest valid candidate's time for each size."""
+    msg_bytes = np.asarray(msg_bytes, dtype=float)
+    best = np.full(msg_bytes.shape, np.inf)
+    for c in cands:
+        t = c.latency_s + msg_bytes / c.algbw_bytes_per_s
+        best = np.where(msg_bytes <= c.max_bytes, np.minimum(best, t), best)
+    fallback = np.min([c.latency_s + msg_bytes / c.algbw_bytes_per_s for c in cands], axis=0)
+    return np.where(np.isfinite(best), best, fallback)
+
+
+def crossover_bytes(group: Group, op: str, impl: str = "nccl", algo: str = "auto",
+                    protocol: str = "auto") -> float:
+    """Smallest message at which the chosen algorithm's bandwidth term exceeds its latency term."""
+    cands = explicit_candidates(group, op, impl, algo, protocol)
+    lo, hi = 1.0, 2.0 ** 45
+    if _bw_dominates(cands, lo):
+        return lo
+    if not _bw_dominates(cands, hi):
+        return math.inf
+    for _ in range(60):  # bisection in log space
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if _bw_dominates(cands, mid) else (mid, hi)
+    return hi
+
+
+def _bw_dominates(cands: Sequence[Candidate], n: float) -> bool:
+    c = pick(cands, n)
+    return n / c.algbw_bytes_per_s >= c.latency_s
+
+
+def textbook_ring_allreduce_s(msg_bytes: float, ranks: int, alpha_s: float, link_bytes_per_s: float) -> float:
+    """2(p-1)·α + 2(p-1)/p · n/B: p-1 reduce-scatter and p-1 all-gather steps, each moving n/p."""
+    p = ranks
+    return 2 * (p - 1) * alpha_s + 2 * (p - 1) / p * msg_bytes / link_bytes_per_s

@@ -1,0 +1,84 @@
+"""Systems side by side at the message sizes that matter: what decode and prefill really send."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .collectives import Cost, crossover_bytes, make_group, normalize_op, sweep
+from .hardware import Catalog, load_catalog
+from .units import format_bytes, format_rate
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    msg_bytes: float
+    label: str
+    costs: tuple[Cost, ...]
+
+    @property
+    def ratio(self) -> float:
+        times = [c.time_s for c in self.costs]
+        return max(times) / min(times)
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    op: str
+    gpus: int
+    nodes: int
+    systems: tuple[str, ...]
+    crossovers: tuple[float, ...]
+    notes: tuple[str, ...]
+    rows: tuple[CompareRow, ...] = field(default=())
+
+    @property
+    def gpus_label(self) -> str:
+        return f"{self.gpus} GPUs over {self.nodes} node(s)"
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "gpus": self.gpus, "nodes": self.nodes, "systems": list(self.systems),
+                "crossover_bytes": dict(zip(self.systems, self.crossovers)),
+                "rows": [{"bytes": r.msg_bytes, "label": r.label, "ratio": r.ratio,
+                          "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)}} for r in self.rows]}
+
+
+def decode_message_sizes(model: str, batches: list[int], act_bytes: float = 2.0) -> list[tuple[float, str]]:
+    """TP all-reduce message per decode step: batch x hidden x activation bytes (per rank)."""
+    from .transformer import load_model
+    cfg = load_model(model)
+    out = []
+    for b in batches:
+        # bytes per rank: one token per sequence, the full hidden vector, bf16
+        out.append((b * cfg.hidden_size * act_bytes, f"decode {cfg.name} batch {b}"))
+    out.append((4096 * cfg.hidden_size * act_bytes, f"prefill {cfg.name} 4096 tokens"))
+    return out
+
+
+def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = None, op: str = "all-reduce",
+                    model: str = "llama-3.1-70b", batches: list[int] = (1, 64), impl: str = "nccl",
+                    catalog: Catalog | None = None, extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30)) -> CompareResult:
+    catalog = catalog or load_catalog()
+    op = normalize_op(op)
+    entries = [catalog.system(s) for s in systems]
+    if gpus is None:  # compare like with like: the GPU count every system can provide
+        gpus = min(nodes * s.gpus_per_node for s in entries)
+    groups = [make_group(s, nodes=nodes, gpus=gpus, catalog=catalog) for s in entries]
+    sizes = decode_message_sizes(model, list(batches)) + [(n, "reference") for n in extra_sizes]
+    sizes.sort(key=lambda x: x[0])
+    per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus, impl=_impl_for(g, impl),
+                        catalog=catalog) for g in groups]
+    rows = tuple(CompareRow(n, label, tuple(costs[i] for costs in per_system)) for i, (n, label) in enumerate(sizes))
+    crossovers = tuple(crossover_bytes(g, op, _impl_for(g, impl)) for g in groups)
+    notes = tuple(f"latency floor {per_system[i][0].latency_s * 1e6:.1f} us, "
+                  f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}" for i in range(len(groups)))
+    return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
+                         crossovers=crossovers, notes=notes, rows=rows)
+
+
+def _impl_for(group, impl: str) -> str:
+    """`--impl custom` falls back to NCCL where the hardware cannot run custom kernels."""
+    from .collectives import custom_allreduce_allowed
+    return impl if impl == "nccl" or custom_allreduce_allowed(group) is None else "nccl"
+
+
+__all__ = ["CompareResult", "CompareRow", "compare_systems", "decode_message_sizes", "format_bytes"]

@@ -1,0 +1,48 @@
+"""The project's own error types.
+
+Every error a user can cause (unknown name, malformed file, impossible plan, typo'd unit) is a
+`ShardbudgetError`. The CLI prints its message on one line and exits with code 2; the library lets
+it propagate. Anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class ShardbudgetError(Exception):
+    """A problem with the user's input or request, explained in one line."""
+
+    exit_code = 2
+
+
+class UnknownNameError(ShardbudgetError, KeyError):
+    """A name that is not in the catalog; the message suggests the closest names."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]):
+        self.kind, self.name = kind, name
+        self.known = sorted(known)
+        close = difflib.get_close_matches(name, self.known, n=3, cutoff=0.4)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        listing = f" (known: {', '.join(self.known)})" if len(self.known) <= 12 and not close else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}{listing}")
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return self.args[0]
+
+
+class UnitError(ShardbudgetError, ValueError):
+    """A quantity that could not be read as the expected kind (size, time, rate)."""
+
+
+class CatalogError(ShardbudgetError, ValueError):
+    """A catalog or user file that is malformed or fails validation."""
+
+
+class PlanError(ShardbudgetError, ValueError):
+    """A request the hardware or model cannot satisfy (too many GPUs, invalid TP degree, ...)."""
+
+
+class MeasureError(ShardbudgetError, RuntimeError):
+    """A measurement run that could not start or did not finish."""

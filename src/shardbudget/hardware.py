@@ -1,0 +1,408 @@
+"""Hardware catalog: fabrics (links), GPUs and systems (nodes), loaded from TOML and validated.
+
+The catalog files (`catalog/fabrics.toml`, `gpus.toml`, `systems.toml`) hold every number with its
+unit written out ("450 GB/s", "0.6 us") and a `source`; this module turns them into frozen
+dataclasses of SI floats. Users add their own entries with a TOML file of the same format
+(`--catalog my.toml`); they are validated with the same messages. See `units` for the glossary
+(per-direction vs bidirectional, Gbit vs GB).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import units
+from .errors import CatalogError, UnknownNameError
+
+PROTOCOLS = ("ll", "ll128", "simple")
+FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "efa", "ethernet", "xgmi",
+                "tcp")
+NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/graph/tuning.cc)
+FIGURES = ("peak", "measured", "achievable")
+TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
+ARCHS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class Fabric:
+    """One kind of link between GPUs (or a GPU's NIC), as a GPU sees it."""
+
+    name: str
+    kind: str
+    """One of FABRIC_KINDS."""
+    description: str
+    bytes_per_s: float
+    """Vendor peak bandwidth per GPU (or per NIC port), **per direction**, bytes/s."""
+    achievable_bytes_per_s: float
+    """Achievable bus bandwidth per GPU per direction with the Simple protocol, bytes/s (a measured
+    nccl-tests busbw where one exists; what the collective model uses for large messages)."""
+    hop_latency_s: Mapping[str, float]
+    """Per-step latency of a ring/tree hop over this link, per NCCL protocol (ll, ll128, simple), s.
+    Defaults to NCCL's hwLat row for `nccl_link` where the catalog gives none."""
+    nccl_link: str
+    """Which NCCL link class its hops belong to: nvlink, pci or net."""
+    in_switch_reduction: bool = False
+    """NVLink SHARP (NVLS): the switch reduces, so all-reduce moves each byte once each way."""
+    p2p: bool = True
+    """GPUs can load/store each other's memory over it (what one-/two-shot custom kernels need)."""
+    links_per_gpu: int = 1
+    per_link_bytes_per_s: float | None = None
+    """Per-link, per-direction rate for multi-link fabrics (NVLink), bytes/s."""
+    figure: str = "peak"
+    """Whether `bytes_per_s` is a vendor peak or a measured figure."""
+    source: str
+    achievable_source: str = ""
+    latency_source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class GPU:
+    name: str
+    description: str
+    arch: str
+    memory_bytes: float
+    """Device memory, bytes (GB = 1e9 as datasheets state, GiB where the vendor means GiB)."""
+    mem_bytes_per_s: float
+    """Peak HBM / GDDR bandwidth, bytes/s."""
+    bf16_flops_per_s: float
+    """Dense (no sparsity) BF16 tensor-core peak, FLOP/s."""
+    fp8_flops_per_s: float
+    """Dense FP8 tensor-core peak, FLOP/s (equal to bf16 where the GPU has no FP8)."""
+    figure: str = "peak"
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class System:
+    """One node type: its GPUs, how they are wired inside the node, and its scale-out network."""
+
+    name: str
+    description: str
+    gpu: GPU
+    gpus_per_node: int
+    topology: str
+    """switch: every GPU one hop from every other through a switch (NVSwitch, NVL72);
+    pairs: NVLink-bridged pairs, everything else over `fallback_fabric` (PCIe);
+    pcie: a PCIe tree, `gpus_per_socket` per CPU socket, crossing sockets over `fallback_fabric`;
+    mesh: point-to-point links between every pair (AMD xGMI); single: one GPU."""
+    intra_fabric: Fabric
+    fallback_fabric: Fabric | None
+    """Second intra-node path: PCIe between NVLink-bridged pairs."""
+    socket_fabric: Fabric | None
+    """The path between GPUs on different CPU sockets (None: same as inside a socket)."""
+    gpus_per_socket: int
+    nic_fabric: Fabric | None
+    nics_per_node: int
+    rail_optimized: bool
+    """Each GPU has its own NIC on its own rail: inter-node rings/trees use all NICs in parallel."""
+    domain_gpus: int
+    """GPUs reachable over `intra_fabric` without the NICs: 8 for HGX, 72 for NVL72."""
+    source: str
+    base_latency_s: float | None = None
+    """Replaces NCCL's per-call base latency when set: 0 gives an idealised link (textbook model)."""
+
+    @property
+    def nic_bytes_per_s(self) -> float:
+        return self.nic_fabric.achievable_bytes_per_s if self.nic_fabric else 0.0
+
+
+@dataclass(frozen=True)
+class Catalog:
+    fabrics: Mapping[str, Fabric]
+    gpus: Mapping[str, GPU]
+    systems: Mapping[str, System]
+    nccl: Mapping[str, Any] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+    def fabric(self, name: str) -> Fabric:
+        return _lookup("fabric", name, self.fabrics)
+
+    def gpu(self, name: str) -> GPU:
+        return _lookup("GPU", name, self.gpus)
+
+    def system(self, name: str) -> System:
+        return _lookup("system", name, self.systems)
+
+
+def _lookup(kind: str, name: str, table: Mapping[str, Any]):
+    try:
+        return table[name]
+    except KeyError:
+        raise UnknownNameError(kind, name, table.keys()) from None
+
+
+def to_dict(obj: Any) -> dict:
+    """A catalog entry as plain JSON-ready data (nested entries included)."""
+    return asdict(obj)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+class _Entry:
+    """A TOML table being read, which names itself in every error."""
+
+    def __init__(self, where: str, table: Any):
+        if not isinstance(table, dict):
+            raise CatalogError(f"{where}: expected a table of fields, got {type(table).__name__}")
+        self.where, self.table = where, table
+        self.used: set[str] = set()
+
+    def raw(self, key: str, default: Any = ..., types: type | tuple = object) -> Any:
+        self.used.add(key)
+        if key not in self.table:
+            if default is ...:
+                raise CatalogError(f"{self.where}: missing field '{key}'")
+            return default
+        value = self.table[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _astuple(types)):
+            raise CatalogError(f"{self.where}.{key}: expected {_typename(types)}, got {value!r}")
+        return value
+
+    def text(self, key: str, default: Any = ...) -> str:
+        return self.raw(key, default, str)
+
+    def choice(self, key: str, allowed: Iterable[str], default: Any = ...) -> str:
+        value = self.text(key, default)
+        if value not in allowed:
+            raise CatalogError(f"{self.where}.{key}: {value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
+        value = self.raw(key, default, int)
+        if value < minimum:
+            raise CatalogError(f"{self.where}.{key}: {value} must be at least {minimum}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        return self.raw(key, default, bool)
+
+    def quantity(self, key: str, parser, default: Any = ...) -> float:
+        value = self.raw(key, default, (str, int, float))
+        if key not in self.table and default is not ...:
+            return default
+        try:
+            return parser(value, what=f"{self.where}.{key}")
+        except units.UnitError as err:
+            raise CatalogError(str(err)) from None
+
+    def check_unknown(self) -> None:
+        extra = sorted(set(self.table) - self.used)
+        if extra:
+            raise CatalogError(f"{self.where}: unknown field(s) {', '.join(extra)}")
+
+
+def _astuple(types: type | tuple) -> tuple:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _typename(types: type | tuple) -> str:
+    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "true/false",
+                        dict: "a table", object: "a value"}.get(t, t.__name__) for t in _astuple(types))
+
+
+def _rate(entry: _Entry, key: str, direction_key: str, default: Any = ...) -> float:
+    """A rate field plus the field saying whether it is per direction or the sum of both."""
+    if default is not ... and key not in entry.table:
+        return default
+    value = entry.raw(key, types=(str,))
+    direction = entry.choice(direction_key, units.DIRECTIONS, "per-direction")
+    try:
+        return units.vendor_rate_to_bytes_per_s(value, direction)
+    except units.UnitError as err:
+        raise CatalogError(f"{entry.where}.{key}: {err}") from None
+
+
+def _hop_latencies(entry: _Entry, nccl_link: str, nccl: Mapping[str, Any]) -> dict[str, float]:
+    defaults = nccl.get("hw_latency", {}).get(nccl_link, {}).get("ring", {})
+    given = entry.raw("hop_latency", {}, dict)
+    out: dict[str, float] = {}
+    for proto in PROTOCOLS:
+        if proto in given:
+            out[proto] = entry_quantity(entry, f"hop_latency.{proto}", given[proto])
+        elif proto in defaults:
+            out[proto] = defaults[proto]
+        else:
+            raise CatalogError(f"{entry.where}: hop_latency.{proto} is missing and NCCL's table has "
+                               f"no default for link class {nccl_link!r}")
+    unknown = set(given) - set(PROTOCOLS)
+    if unknown:
+        raise CatalogError(f"{entry.where}.hop_latency: unknown protocol(s) {', '.join(sorted(unknown))}"
+                           f" (expected {', '.join(PROTOCOLS)})")
+    return out
+
+
+def entry_quantity(entry: _Entry, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise CatalogError(f"{entry.where}.{key}: expected a time such as '0.6 us', got {value!r}")
+    try:
+        return units.parse_seconds(value, what=f"{entry.where}.{key}")
+    except units.UnitError as err:
+        raise CatalogError(str(err)) from None
+
+
+def _read_fabric(name: str, table: Any, nccl: Mapping[str, Any]) -> Fabric:
+    e = _Entry(f"fabrics.{name}", table)
+    nccl_link = e.choice("nccl_link", NCCL_LINKS)
+    peak = _rate(e, "bandwidth", "bandwidth_direction")
+    links = e.integer("links_per_gpu", 1)
+    per_link = _rate(e, "link_bandwidth", "bandwidth_direction", None)
+    achievable = _rate(e, "achievable_bandwidth", "achievable_direction", peak)
+    if achievable > peak * 1.0001:
+        raise CatalogError(f"fabrics.{name}: achievable_bandwidth ({units.format_rate(achievable)}) "
+                           f"exceeds the peak bandwidth ({units.format_rate(peak)})")
+    fabric = Fabric(
+        name=name, kind=e.choice("kind", FABRIC_KINDS), description=e.text("description", ""),
+        bytes_per_s=peak, achievable_bytes_per_s=achievable,
+        hop_latency_s=_hop_latencies(e, nccl_link, nccl), nccl_link=nccl_link,
+        in_switch_reduction=e.flag("in_switch_reduction", False), p2p=e.flag("p2p", True),
+        links_per_gpu=links, per_link_bytes_per_s=per_link,
+        figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
+        achievable_source=e.text("achievable_source", ""), latency_source=e.text("latency_source", ""),
+    )
+    e.check_unknown()
+    return fabric
+
+
+def _source(e: _Entry) -> str:
+    src = e.text("source")
+    if not src.strip():
+        raise CatalogError(f"{e.where}.source: must name where the numbers come from")
+    return src
+
+
+def _read_gpu(name: str, table: Any) -> GPU:
+    e = _Entry(f"gpus.{name}", table)
+    bf16 = e.quantity("bf16_dense", units.parse_flops)
+    gpu = GPU(
+        name=name, description=e.text("description", ""), arch=e.choice("arch", ARCHS),
+        memory_bytes=e.quantity("memory", units.parse_bytes),
+        mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
+        bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
+        figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
+    )
+    e.check_unknown()
+    return gpu
+
+
+def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU]) -> System:
+    e = _Entry(f"systems.{name}", table)
+    gpus_per_node = e.integer("gpus_per_node")
+    topology = e.choice("topology", TOPOLOGIES)
+    nic_name = e.raw("nic_fabric", None, str)
+    fallback = e.raw("fallback_fabric", None, str)
+    socket = e.raw("socket_fabric", None, str)
+    if topology == "pairs" and fallback is None:
+        raise CatalogError(f"systems.{name}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
+    system = System(
+        name=name, description=e.text("description", ""),
+        gpu=_lookup("GPU", e.text("gpu"), gpus), gpus_per_node=gpus_per_node, topology=topology,
+        intra_fabric=_lookup("fabric", e.text("intra_fabric"), fabrics),
+        fallback_fabric=_lookup("fabric", fallback, fabrics) if fallback else None,
+        socket_fabric=_lookup("fabric", socket, fabrics) if socket else None,
+        gpus_per_socket=e.integer("gpus_per_socket", gpus_per_node),
+        nic_fabric=_lookup("fabric", nic_name, fabrics) if nic_name else None,
+        nics_per_node=e.integer("nics_per_node", 0, minimum=0),
+        rail_optimized=e.flag("rail_optimized", True),
+        domain_gpus=e.integer("domain_gpus", gpus_per_node),
+        source=_source(e),
+        base_latency_s=e.quantity("base_latency", _seconds_or_zero, None),
+    )
+    e.check_unknown()
+    _validate_system(system)
+    return system
+
+
+def _seconds_or_zero(value: Any, what: str) -> float:
+    return units.parse_seconds(value, what=what, allow_zero=True)
+
+
+def _validate_system(s: System) -> None:
+    where = f"systems.{s.name}"
+    if s.gpus_per_node % s.gpus_per_socket:
+        raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) must divide gpus_per_node "
+                           f"({s.gpus_per_node})")
+    if s.domain_gpus < s.gpus_per_node or s.domain_gpus % s.gpus_per_node:
+        raise CatalogError(f"{where}: domain_gpus ({s.domain_gpus}) must be a multiple of gpus_per_node "
+                           f"({s.gpus_per_node})")
+    if s.nic_fabric is not None and s.nics_per_node < 1:
+        raise CatalogError(f"{where}: nic_fabric {s.nic_fabric.name!r} is set but nics_per_node is 0")
+    if s.topology == "pairs" and s.gpus_per_node % 2:
+        raise CatalogError(f"{where}: topology 'pairs' needs an even gpus_per_node, got {s.gpus_per_node}")
+
+
+def _read_toml(path: Path | str, text: str | None = None) -> dict:
+    try:
+        raw = text if text is not None else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: no such catalog file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CatalogError(f"{path}: cannot read catalog file ({err.__class__.__name__})") from None
+    try:
+        return tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"{path}: not valid TOML ({err})") from None
+
+
+def _builtin_texts() -> list[tuple[str, str]]:
+    root = resources.files("shardbudget") / "catalog"
+    return [(f"catalog/{n}", (root / n).read_text(encoding="utf-8"))
+            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "systems.toml")]
+
+
+_SECTIONS = ("nccl", "fabrics", "gpus", "systems")
+
+
+def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
+    """Later files add entries; a user file may also replace a built-in entry of the same name."""
+    merged: dict[str, dict] = {s: {} for s in _SECTIONS}
+    for where, doc in docs:
+        unknown = set(doc) - set(_SECTIONS) - {"meta"}
+        if unknown:
+            raise CatalogError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} "
+                               f"(expected {', '.join(_SECTIONS[1:])})")
+        for section in _SECTIONS:
+            part = doc.get(section, {})
+            if not isinstance(part, dict):
+                raise CatalogError(f"{where}: [{section}] must be a table")
+            merged[section].update(part)
+    return merged
+
+
+def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
+    """The built-in catalog plus any user TOML files (later files override earlier entries)."""
+    extra = tuple(str(p) for p in extra)
+    return _load_cached(extra)
+
+
+@lru_cache(maxsize=16)
+def _load_cached(extra: tuple[str, ...]) -> Catalog:
+    docs = [(where, _read_toml(where, text)) for where, text in _builtin_texts()]
+    docs += [(p, _read_toml(p)) for p in extra]
+    merged = _merge(docs)
+    nccl = _read_nccl(merged["nccl"])
+    fabrics = {n: _read_fabric(n, t, nccl) for n, t in merged["fabrics"].items()}
+    gpus = {n: _read_gpu(n, t) for n, t in merged["gpus"].items()}
+    systems = {n: _read_system(n, t, fabrics, gpus) for n, t in merged["systems"].items()}
+    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra)
+
+
+def _read_nccl(table: Mapping[str, Any]) -> dict[str, Any]:
+    """NCCL's tuning constants (catalog/nccl.toml), microseconds in the file -> seconds here."""
+    def seconds(tree: Any) -> Any:
+        if isinstance(tree, dict):
+            return {k: seconds(v) for k, v in tree.items()}
+        if isinstance(tree, (int, float)) and not isinstance(tree, bool):
+            return float(tree) * 1e-6
+        return tree
+
+    out = dict(table)
+    for key in ("base_latency_us", "hw_latency_us"):
+        if key in out:
+            out[key.replace("_us", "")] = seconds(out.pop(key))
+    return out

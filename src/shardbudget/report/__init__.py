@@ -1,0 +1,1 @@
+"""Presentation: terminal tables, matplotlib figures and the single-file HTML report."""

@@ -1,0 +1,90 @@
+"""Terminal tables (rich). Only formatting lives here: every number comes from the library."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..hardware import Catalog, to_dict
+from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
+
+import sys
+
+# Piped output (tests, files) gets a wide console so columns are not folded.
+console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+
+
+def fabrics_dict(cat: Catalog) -> dict:
+    return {"fabrics": [to_dict(f) for f in cat.fabrics.values()],
+            "gpus": [to_dict(g) for g in cat.gpus.values()],
+            "systems": [_system_summary(s) for s in cat.systems.values()]}
+
+
+def _system_summary(s) -> dict:
+    return {"name": s.name, "description": s.description, "gpu": s.gpu.name, "gpus_per_node": s.gpus_per_node,
+            "topology": s.topology, "intra_fabric": s.intra_fabric.name,
+            "fallback_fabric": s.fallback_fabric.name if s.fallback_fabric else None,
+            "socket_fabric": s.socket_fabric.name if s.socket_fabric else None,
+            "gpus_per_socket": s.gpus_per_socket,
+            "nic_fabric": s.nic_fabric.name if s.nic_fabric else None, "nics_per_node": s.nics_per_node,
+            "rail_optimized": s.rail_optimized, "source": s.source}
+
+
+def print_fabrics(cat: Catalog, systems: bool = False) -> None:
+    t = Table(title="Fabrics (bandwidth per GPU or per NIC port, per direction)", show_lines=False)
+    for col in ("name", "kind", "peak", "achievable", "hop LL", "hop Simple", "NVLS", "P2P", "source"):
+        t.add_column(col, overflow="fold")
+    for f in cat.fabrics.values():
+        t.add_row(f.name, f.kind, format_rate(f.bytes_per_s), format_rate(f.achievable_bytes_per_s),
+                  format_seconds(f.hop_latency_s["ll"]), format_seconds(f.hop_latency_s["simple"]),
+                  "yes" if f.in_switch_reduction else "", "yes" if f.p2p else "no", f.source)
+    console.print(t)
+    if not systems:
+        return
+    s = Table(title="Systems (nodes)")
+    for col in ("name", "GPUs", "GPU", "topology", "intra-node", "scale-out", "source"):
+        s.add_column(col, overflow="fold")
+    for sy in cat.systems.values():
+        nic = f"{sy.nics_per_node}x {sy.nic_fabric.name}" if sy.nic_fabric else "-"
+        intra = sy.intra_fabric.name + (f" / {sy.socket_fabric.name}" if sy.socket_fabric else "")
+        s.add_row(sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, sy.source)
+    console.print(s)
+    g = Table(title="GPUs (dense tensor-core peaks)")
+    for col in ("name", "memory", "mem bandwidth", "BF16", "FP8", "source"):
+        g.add_column(col, overflow="fold")
+    for gpu in cat.gpus.values():
+        g.add_row(gpu.name, format_decimal_bytes(gpu.memory_bytes), format_rate(gpu.mem_bytes_per_s),
+                  f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s", f"{gpu.fp8_flops_per_s / 1e12:.0f} TFLOP/s", gpu.source)
+    console.print(g)
+
+
+def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float) -> None:
+    """nccl-tests' column layout, plus algorithm, protocol and the latency share of each row."""
+    s = group.system
+    print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
+          f"({s.gpu.name}, {s.intra_fabric.name}"
+          + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
+          + f"), impl {impl}  [predicted]")
+    print(f"# crossover (bandwidth term > latency term): "
+          f"{format_bytes(crossover) if crossover != float('inf') else 'never'}")
+    print(f"#{'size':>12} {'count':>12} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
+          f"  {'algorithm':<12} {'proto':<6} {'lat%':>5}")
+    for c in costs:
+        print(f" {int(c.msg_bytes):>12d} {int(c.msg_bytes // elem_bytes):>12d} {c.time_s * 1e6:>10.2f} "
+              f"{c.algbw_bytes_per_s / 1e9:>12.2f} {c.busbw_bytes_per_s / 1e9:>12.2f}  "
+              f"{c.algorithm:<12} {c.protocol:<6} {100 * c.latency_share:>5.0f}")
+
+
+def print_compare(result) -> None:
+    t = Table(title=f"{result.op} on {result.gpus_label}: predicted time per call")
+    t.add_column("message", justify="right")
+    t.add_column("why")
+    for s in result.systems:
+        t.add_column(s, justify="right")
+    t.add_column("slowest / fastest", justify="right")
+    for row in result.rows:
+        cells = [f"{format_seconds(x.time_s)} ({x.algorithm}/{x.protocol})" for x in row.costs]
+        t.add_row(format_bytes(row.msg_bytes), row.label, *cells, f"{row.ratio:.1f}x")
+    console.print(t)
+    for name, cross, note in zip(result.systems, result.crossovers, result.notes):
+        print(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")

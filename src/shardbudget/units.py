@@ -1,0 +1,169 @@
+"""Quantities at the boundary: parse what people type, print what people read.
+
+Inside shardbudget every quantity is an SI float: bytes, seconds, bytes per second, FLOP per second.
+This module is the only place where text becomes a number or a number becomes text. Parsing of
+SI and binary prefixes is done by `quantiphy`; this module only decides which units are allowed for
+which kind of quantity and converts bits to bytes.
+
+Glossary (words with two meanings)
+----------------------------------
+GB vs GiB
+    GB = 1e9 bytes (vendors, link rates, HBM sizes on datasheets); GiB = 2**30 bytes (message sizes in
+    nccl-tests style sweeps). Never mixed: ``16KiB`` is 16384 bytes, ``16KB`` is 16000 bytes.
+Gbit vs GB
+    Network rates are usually quoted in bits: a "400G" NDR port is 400 Gbit/s = 50e9 bytes/s.
+    ``b`` / ``bit`` means bits and ``B`` means bytes, always.
+per-direction vs bidirectional
+    NVLink's "900 GB/s" for H100 is the sum of both directions (450 GB/s each way). Inside the code
+    every bandwidth is **per direction**; `vendor_rate_to_bytes_per_s` is the one converter.
+per-token vs per-step
+    A decode step produces one token for each sequence in the batch; inter-token latency (ITL) is the
+    time of one decode step as seen by one sequence.
+per-rank vs total
+    Collective message sizes are the bytes each rank contributes (nccl-tests' "size" column), not the
+    sum over ranks.
+algbw vs busbw
+    nccl-tests definitions: algbw = size / time; busbw = algbw x a per-operation factor
+    (all-reduce: 2(n-1)/n; all-gather, reduce-scatter, all-to-all: (n-1)/n; broadcast, send/recv: 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from quantiphy import InvalidNumber, Quantity
+
+from .errors import UnitError
+
+# Units accepted per kind, and the factor that turns one of them into the SI base we use inside.
+_BYTE_UNITS: dict[str, float] = {"B": 1.0, "byte": 1.0, "bytes": 1.0, "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8}
+_TIME_UNITS: dict[str, float] = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0}
+_RATE_UNITS: dict[str, float] = {
+    "B/s": 1.0, "Bps": 1.0, "byte/s": 1.0, "bytes/s": 1.0,
+    "b/s": 1 / 8, "bps": 1 / 8, "bit/s": 1 / 8, "bits/s": 1 / 8,
+}
+_FLOPS_UNITS: dict[str, float] = {"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0, "flops": 1.0}
+
+DIRECTIONS = ("per-direction", "bidirectional")
+
+
+def _parse(text: str | float | int, what: str, units: dict[str, float], example: str,
+           bare_unit: str | None) -> float:
+    """Parse `text` as a quantity whose unit is one of `units`; return it in the SI base."""
+    if isinstance(text, bool):
+        raise UnitError(f"{what} {text!r} is not a quantity; expected e.g. {example}")
+    if isinstance(text, (int, float)):
+        value, unit = float(text), bare_unit
+    else:
+        raw = str(text).strip()
+        try:
+            q = Quantity(raw.replace("μ", "u").replace("µ", "u"), binary=True)
+        except (InvalidNumber, ValueError, TypeError):
+            raise UnitError(f"{what} {raw!r} is not a quantity; expected e.g. {example}") from None
+        value, unit = float(q), (q.units or bare_unit)
+    if not math.isfinite(value):
+        raise UnitError(f"{what} {text!r} must be a finite number")
+    if unit is None:
+        raise UnitError(f"{what} {text!r} has no unit; expected e.g. {example}")
+    if unit not in units:
+        raise UnitError(f"{what} {text!r} has unit {unit!r}, expected one of "
+                        f"{', '.join(sorted(units))} (e.g. {example})")
+    return value * units[unit]
+
+
+def _positive(value: float, what: str, text: object, allow_zero: bool) -> float:
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = "zero or more" if allow_zero else "greater than zero"
+        raise UnitError(f"{what} {text!r} must be {bound}")
+    return value
+
+
+def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool = False) -> float:
+    """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes)."""
+    value = _parse(text, what, _BYTE_UNITS, "16KiB, 1 MB, 2GiB", bare_unit="B")
+    return _positive(value, what, text, allow_zero)
+
+
+def parse_seconds(text: str | float | int, *, what: str = "time", bare_ok: bool = False,
+                  allow_zero: bool = False) -> float:
+    """'30ms' -> 0.03; '2 µs' -> 2e-6. A bare number is refused unless `bare_ok` (then seconds)."""
+    value = _parse(text, what, _TIME_UNITS, "30ms, 2us, 1.5 s", bare_unit="s" if bare_ok else None)
+    return _positive(value, what, text, allow_zero)
+
+
+def parse_rate(text: str | float | int, *, what: str = "bandwidth") -> float:
+    """'400Gb/s' -> 50e9 bytes/s; '50 GB/s' -> 50e9 bytes/s. A bare number is refused."""
+    value = _parse(text, what, _RATE_UNITS, "400Gb/s, 50 GB/s", bare_unit=None)
+    return _positive(value, what, text, allow_zero=False)
+
+
+def parse_flops(text: str | float | int, *, what: str = "compute rate") -> float:
+    """'989 TFLOP/s' -> 9.89e14 FLOP/s."""
+    value = _parse(text, what, _FLOPS_UNITS, "989 TFLOP/s", bare_unit=None)
+    return _positive(value, what, text, allow_zero=False)
+
+
+def vendor_rate_to_bytes_per_s(rate: str | float, direction: str) -> float:
+    """Turn a vendor link rate into bytes/s **per direction**.
+
+    Vendors quote bits for networks ("400 Gb/s" NDR = 50e9 B/s) and often the sum of both directions
+    for NVLink ("900 GB/s" H100 = 450e9 B/s each way). `direction` says which the figure is.
+    """
+    if direction not in DIRECTIONS:
+        raise UnitError(f"direction {direction!r} must be one of {', '.join(DIRECTIONS)}")
+    bytes_per_s = parse_rate(rate)
+    return bytes_per_s / 2 if direction == "bidirectional" else bytes_per_s
+
+
+# --- printing -------------------------------------------------------------------------------
+
+def _fmt(value: float, unit: str, binary: bool = False, prec: int = 3) -> str:
+    q = Quantity(value, unit)
+    return q.binary(prec=prec, strip_zeros=True) if binary else q.render(prec=prec, strip_zeros=True)
+
+
+def format_bytes(n_bytes: float) -> str:
+    """Message sizes in binary prefixes, as nccl-tests sweeps are powers of two: 16384 -> '16 KiB'."""
+    return _fmt(n_bytes, "B", binary=True)
+
+
+def format_decimal_bytes(n_bytes: float) -> str:
+    """Memory capacities in decimal prefixes, as datasheets give them: 80e9 -> '80 GB'."""
+    return _fmt(n_bytes, "B")
+
+
+def format_seconds(t_s: float) -> str:
+    return _fmt(t_s, "s").replace("us", "µs")
+
+
+def format_rate(bytes_per_s: float) -> str:
+    return _fmt(bytes_per_s, "B/s")
+
+
+def parse_list(values: list[str], parser: Callable[[str], float]) -> list[float]:
+    """Apply `parser` to each value; accepts comma separated items too ('8B,1KiB')."""
+    out: list[float] = []
+    for v in values:
+        out.extend(parser(p) for p in str(v).split(",") if p.strip())
+    return out
+
+
+def parse_size_range(text: str) -> list[float]:
+    """'8B:64MiB' -> powers of two from 8 B to 64 MiB inclusive; 'a:b:f' uses factor f."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise UnitError(f"size range {text!r} must look like 8B:64MiB or 8B:64MiB:4")
+    lo, hi = parse_bytes(parts[0]), parse_bytes(parts[1])
+    factor = float(parts[2]) if len(parts) == 3 and parts[2].strip().replace(".", "", 1).isdigit() else (
+        2.0 if len(parts) == 2 else float("nan"))
+    if not factor > 1:
+        raise UnitError(f"size range {text!r}: the factor must be a number greater than 1")
+    if hi < lo:
+        raise UnitError(f"size range {text!r}: the end ({format_bytes(hi)}) is below the start "
+                        f"({format_bytes(lo)})")
+    sizes, s = [], lo
+    while s <= hi * (1 + 1e-12) and len(sizes) < 200:
+        sizes.append(float(round(s)))
+        s *= factor
+    return sizes
