@@ -152,6 +152,98 @@ def compare(
         typer.echo(f"wrote {plot}", err=True)
 
 
+# --- plan ------------------------------------------------------------------------------------
+
+@app.command("plan")
+def plan_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
+    system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
+    nodes: NodesOpt = 1,
+    batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeatable).")] = None,
+    context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence (and the prompt length for TTFT).")] = 4096,
+    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none' to skip).")] = "30ms",
+    ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
+    impl: Annotated[str, typer.Option("--impl", help="nccl | custom")] = "nccl",
+    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
+    kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache dtype (default: bf16, fp8 with fp8 weights).")] = None,
+    comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
+    pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
+    require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
+    from .planner import plan, required_fabric
+    from .report import tables
+    if impl not in ("nccl", "custom"):
+        from .errors import UnknownNameError
+        raise UnknownNameError("implementation", impl, ("nccl", "custom"))
+    if not 0 < comm_threshold < 1:
+        from .errors import PlanError
+        raise PlanError(f"--comm-threshold must be between 0 and 1, got {comm_threshold}")
+    budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
+    ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
+    cat = _catalog(catalog)
+    result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
+                  ttft_budget_s=ttft_s, impl=impl, dtype=dtype, kv_dtype=kv_dtype, comm_threshold=comm_threshold,
+                  pp_all=pp_all, catalog=cat)
+    req = None
+    if require_tp:
+        req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
+                              budget_s=budget_s or 0.030, impl=impl, dtype=dtype, catalog=cat)
+    if json_out:
+        out = result.to_dict()
+        if req:
+            out["requirement"] = req.to_dict()
+        _print_json(out)
+    else:
+        tables.print_plan(result)
+        if req:
+            print(f"\nWhat TP{req.tp} would need: {req.explanation}")
+    if plot:
+        from .report import figures
+        figures.save(figures.where_the_token_goes([result]), plot)
+        typer.echo(f"wrote {plot}", err=True)
+
+
+@app.command()
+def explain(
+    model: Annotated[str, typer.Option("--model", "-m")] = "llama-3.1-70b",
+    batch: Annotated[int, typer.Option("--batch", "-b")] = 1,
+    context: Annotated[int, typer.Option("--context")] = 4096,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """NVLink vs PCIe, when all-reduce limits sharding, why InfiniBand is slow for decode: with numbers."""
+    from .explain import explain as run
+    answers = run(model, batch=batch, context=context, catalog=_catalog(catalog))
+    if json_out:
+        _print_json([a.to_dict() for a in answers])
+        return
+    for a in answers:
+        print(f"## {a.question}\n{a.text}\n-> {a.takeaway}\n")
+
+
+@app.command()
+def models(json_out: JsonOpt = False) -> None:
+    """The model configs shipped with shardbudget."""
+    from . import transformer as tf
+    rows = []
+    for name in tf.list_models():
+        cfg = tf.load_model(name)
+        rows.append({"name": name, "layers": cfg.num_layers, "hidden": cfg.hidden_size, "heads": cfg.num_heads,
+                     "kv_heads": cfg.num_kv_heads, "experts": cfg.num_experts if cfg.is_moe else 0,
+                     "params": tf.total_params(cfg), "active_params": tf.active_params(cfg)})
+    if json_out:
+        _print_json(rows)
+        return
+    for r in rows:
+        moe = f", {r['experts']} experts" if r["experts"] else ""
+        print(f"{r['name']:<18} {r['params'] / 1e9:7.1f}B params ({r['active_params'] / 1e9:.1f}B active), "
+              f"{r['layers']} layers, hidden {r['hidden']}, {r['heads']} heads / {r['kv_heads']} KV{moe}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:

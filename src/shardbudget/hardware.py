@@ -112,7 +112,7 @@ class System:
         return self.nic_fabric.achievable_bytes_per_s if self.nic_fabric else 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity hash: a loaded catalog is a cache key
 class Catalog:
     fabrics: Mapping[str, Fabric]
     gpus: Mapping[str, GPU]

@@ -88,3 +88,22 @@ def print_compare(result) -> None:
     console.print(t)
     for name, cross, note in zip(result.systems, result.crossovers, result.notes):
         print(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")
+
+
+def print_plan(result) -> None:
+    budget = format_seconds(result.budget_s) if result.budget_s else "none"
+    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
+          f"impl {result.impl}, weights {result.dtype}")
+    for br in result.results:
+        t = Table(title=f"batch {br.batch}")
+        for col in ("tp", "pp", "ep", "ITL ms", "compute ms", "comm ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
+            t.add_column(col, justify="right" if col != "verdict" else "left")
+        for r in br.rows:
+            t.add_row(str(r.tp), str(r.pp), str(r.ep), f"{r.itl_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
+                      f"{r.comm_s * 1e3:.2f}", f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}",
+                      f"{r.mem_bytes_per_gpu / 1e9:.1f}", "yes" if r.fits_memory else "no", r.verdict)
+        console.print(t)
+        print(f"min TP that fits: {br.min_tp_memory}   max TP within budget: {br.max_tp_budget}   "
+              f"latency-optimal TP: {br.best_tp}")
+        print(br.verdict)
+        print()

@@ -1,0 +1,335 @@
+"""Sweep parallel plans and answer the question: how far can this model be sharded on this fabric?
+
+For each batch size the planner reports every valid plan's inter-token latency (ITL), its compute and
+communication parts, TTFT, memory per GPU, and four verdicts:
+
+- min_tp_memory  the smallest TP whose weights + KV cache + workspace fit in GPU memory;
+- max_tp_budget  the largest TP (that fits) whose ITL still meets the budget;
+- best_tp        the latency-optimal TP: going to the next TP lowers ITL by less than
+                 `knee_threshold` (default 5%), or raises it;
+- sharded too far  every TP at which communication is more than `comm_threshold` (default 30%) of
+                 the ITL (the fabric, not the GPUs, sets the latency), or that lies past best_tp.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import transformer as tf
+from .errors import PlanError
+from .hardware import Catalog, System, load_catalog
+from .step import Efficiency, Plan, compile_step, memory_bytes_per_gpu
+from .units import format_bytes, format_decimal_bytes, format_rate, format_seconds
+
+
+@dataclass(frozen=True)
+class Row:
+    tp: int
+    pp: int
+    ep: int
+    itl_s: float
+    compute_s: float
+    comm_s: float
+    comm_share: float
+    comm_latency_s: float
+    ttft_s: float
+    mem_bytes_per_gpu: float
+    fits_memory: bool
+    meets_budget: bool
+    verdict: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    batch: int
+    rows: tuple[Row, ...]
+    min_tp_memory: int | None
+    max_tp_budget: int | None
+    best_tp: int | None
+    verdict: str
+
+    def to_dict(self) -> dict:
+        return {"batch": self.batch, "rows": [r.to_dict() for r in self.rows], "min_tp_memory": self.min_tp_memory,
+                "max_tp_budget": self.max_tp_budget, "best_tp": self.best_tp, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    model: str
+    system: str
+    nodes: int
+    context: int
+    budget_s: float | None
+    ttft_budget_s: float | None
+    impl: str
+    dtype: str
+    results: tuple[BatchResult, ...]
+    assumptions: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "system": self.system, "nodes": self.nodes, "context": self.context,
+                "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "impl": self.impl,
+                "dtype": self.dtype, "results": [r.to_dict() for r in self.results],
+                "assumptions": self.assumptions}
+
+
+# --- which plans are valid ------------------------------------------------------------------
+
+def _tp_ok(cfg: tf.ModelConfig, tp: int) -> bool:
+    try:
+        tf.layer_work(cfg, next(iter(tf.layer_kinds(cfg))), tokens=1, context=1, tp=tp)
+        return True
+    except PlanError:
+        return False
+
+
+def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
+    """TP in powers of two up to every GPU of the nodes (TP beyond a node spans whole nodes), PP
+    that completes the cluster (TP inside a node, PP across nodes), EP = TP for MoE models."""
+    total = nodes * system.gpus_per_node
+    tps = [t for t in (2 ** k for k in range(0, 12)) if t <= total]
+    tps = [t for t in tps if (t <= system.gpus_per_node or t % system.gpus_per_node == 0) and _tp_ok(cfg, t)]
+    plans: list[Plan] = []
+    for tp in tps:
+        pps = [1]
+        for pp in (2 ** k for k in range(1, 12)):
+            if tp * pp <= total and pp <= cfg.num_layers and (pp_all or tp * pp == total):
+                pps.append(pp)
+        for pp in pps:
+            plans.append(Plan(tp, pp, 1))
+            if cfg.is_moe and tp > 1 and cfg.num_experts % tp == 0:
+                plans.append(Plan(tp, pp, tp))
+    if not plans:
+        raise PlanError(f"no valid TP degree for {cfg.name} on {total} GPUs of {system.name} "
+                        f"(num_attention_heads {cfg.num_heads}, num_key_value_heads {cfg.num_kv_heads})")
+    return plans
+
+
+# --- the sweep ------------------------------------------------------------------------------
+
+def _validate(cfg: tf.ModelConfig, batches: Sequence[int], context: int, budget_s, ttft_budget_s) -> None:
+    for b in batches:
+        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
+            raise PlanError(f"batch must be a whole number of at least 1, got {b!r}")
+    if not isinstance(context, (int, np.integer)) or isinstance(context, bool) or context < 1:
+        raise PlanError(f"context must be a whole number of tokens, at least 1, got {context!r}")
+    if cfg.max_position_embeddings and context > cfg.max_position_embeddings:
+        raise PlanError(f"context {context} exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings} tokens")
+    for name, v in (("budget", budget_s), ("ttft budget", ttft_budget_s)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise PlanError(f"{name} must be a positive time, got {v!r}")
+
+
+def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
+         context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
+         impl: str = "nccl", dtype: str = "bf16", kv_dtype: str | None = None, eff: Efficiency = Efficiency(),
+         comm_threshold: float = 0.30, knee_threshold: float = 0.05, pp_all: bool = False,
+         catalog: Catalog | None = None) -> PlanResult:
+    """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
+    catalog = catalog or load_catalog()
+    cfg = tf.load_model(model) if isinstance(model, str) else model
+    sysm = catalog.system(system) if isinstance(system, str) else system
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
+    if nodes > 1 and sysm.nic_fabric is None:
+        raise PlanError(f"system {sysm.name!r} has no scale-out network; it cannot span {nodes} nodes")
+    _validate(cfg, batches, context, budget_s, ttft_budget_s)
+    kv = kv_dtype or ("bf16" if dtype in ("int4", "int8") else dtype)
+    act = "bf16"
+    plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
+    batch_arr = np.asarray(list(batches), dtype=float)
+    per_plan = {}
+    for p in plans:
+        impl_p = impl if impl == "nccl" else impl
+        dec = compile_step(cfg, sysm, p, catalog, impl_p, dtype, act, kv, "decode", eff).evaluate(batch_arr, float(context))
+        pre = compile_step(cfg, sysm, p, catalog, impl_p, dtype, act, kv, "prefill", eff).evaluate(1.0, float(context))
+        per_plan[p] = (dec, float(pre["total_s"]))
+    results = []
+    for i, b in enumerate(batches):
+        rows = []
+        for p in plans:
+            dec, ttft = per_plan[p]
+            mem = memory_bytes_per_gpu(cfg, p, batch=int(b), context=context, weight_dtype=dtype, kv_dtype=kv, eff=eff)
+            itl = float(dec["total_s"][i])
+            fits = mem <= sysm.gpu.memory_bytes * eff.memory_utilization
+            meets = fits and (budget_s is None or itl <= budget_s) and (ttft_budget_s is None or ttft <= ttft_budget_s)
+            comm = float(dec["comm_s"][i])
+            rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, itl_s=itl, compute_s=float(dec["compute_s"][i]), comm_s=comm,
+                            comm_share=comm / itl if itl else 0.0, comm_latency_s=float(dec["comm_latency_s"][i]),
+                            ttft_s=ttft, mem_bytes_per_gpu=mem, fits_memory=fits, meets_budget=meets))
+        results.append(_verdicts(int(b), rows, cfg, sysm, nodes, budget_s, comm_threshold, knee_threshold))
+    assumptions = {"efficiency": eff.to_dict(), "impl": impl, "weight_dtype": dtype, "kv_dtype": kv,
+                   "act_dtype": act, "comm_threshold": comm_threshold, "knee_threshold": knee_threshold,
+                   "ttft": f"prefill of one {context}-token prompt", "gpu": sysm.gpu.name,
+                   "intra_fabric": sysm.intra_fabric.name,
+                   "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None}
+    return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
+                      ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, results=tuple(results),
+                      assumptions=assumptions)
+
+
+def _tp_line(rows: list[Row]) -> list[Row]:
+    """The TP-only rows (pp = 1, and for MoE the faster of ep = 1 / ep = tp), ordered by TP."""
+    best: dict[int, Row] = {}
+    for r in rows:
+        if r.pp == 1 and (r.tp not in best or r.itl_s < best[r.tp].itl_s):
+            best[r.tp] = r
+    return [best[t] for t in sorted(best)]
+
+
+def _verdicts(batch: int, rows: list[Row], cfg, sysm, nodes, budget_s, comm_threshold, knee_threshold) -> BatchResult:
+    line = _tp_line(rows)
+    fitting = [r for r in line if r.fits_memory]
+    min_tp = fitting[0].tp if fitting else None
+    meeting = [r for r in fitting if budget_s is None or r.itl_s <= budget_s]
+    max_tp = meeting[-1].tp if meeting else None
+    best = None
+    for cur, nxt in zip(fitting, fitting[1:] + [None]):
+        if nxt is None or cur.itl_s / nxt.itl_s - 1 < knee_threshold:
+            best = cur
+            break
+    # Too far: communication is a visible share of the token (the fabric sets the latency), or the
+    # TP is past the latency-optimal point (more GPUs, no faster).
+    too_far = {r.tp for r in fitting if r.tp > 1 and (r.comm_share > comm_threshold or (best and r.tp > best.tp))}
+    labelled = []
+    for r in rows:
+        labelled.append(Row(**{**asdict(r), "verdict": _row_verdict(r, best, too_far, budget_s, comm_threshold)}))
+    text = _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm, nodes, budget_s,
+                         comm_threshold, knee_threshold)
+    return BatchResult(batch=batch, rows=tuple(labelled), min_tp_memory=min_tp, max_tp_budget=max_tp,
+                       best_tp=best.tp if best else None, verdict=text)
+
+
+def _row_verdict(r: Row, best: Row | None, too_far: set[int], budget_s, comm_threshold) -> str:
+    if not r.fits_memory:
+        return "does not fit"
+    if r.pp == 1 and r.tp in too_far:
+        return "sharded too far"
+    if budget_s is not None and r.itl_s > budget_s:
+        return "over budget"
+    if best and r.pp == 1 and r.tp == best.tp and (r.ep == best.ep):
+        return "latency-optimal"
+    if r.comm_share > comm_threshold:
+        return "comm-heavy"
+    return "ok"
+
+
+def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm, nodes, budget_s,
+                  comm_threshold, knee_threshold) -> str:
+    where = f"{cfg.name} on {nodes} x {sysm.name}" if nodes > 1 else f"{cfg.name} on {sysm.name}"
+    if not fitting:
+        largest = line[-1] if line else None
+        need = f" (TP{largest.tp} needs {format_decimal_bytes(largest.mem_bytes_per_gpu)} per GPU, the " \
+               f"{sysm.gpu.name} has {format_decimal_bytes(sysm.gpu.memory_bytes)})" if largest else ""
+        return f"Batch {batch}: {where} does not fit in memory at any TP degree{need}; add nodes or quantise."
+    parts = [f"Batch {batch}: {where} fits from TP{min_tp} "
+             f"({format_decimal_bytes(fitting[0].mem_bytes_per_gpu)} per GPU)."]
+    if best:
+        parts.append(f"Latency is lowest around TP{best.tp}: {format_seconds(best.itl_s)} per token, "
+                     f"{100 * best.comm_share:.0f}% of it communication"
+                     + ("" if best is fitting[-1] else
+                        f"; the next step up saves less than {100 * knee_threshold:.0f}%") + ".")
+    if budget_s is not None:
+        if max_tp is None:
+            closest = min(fitting, key=lambda r: r.itl_s)
+            parts.append(f"No plan meets the {format_seconds(budget_s)} budget: the closest is TP{closest.tp} at "
+                         f"{format_seconds(closest.itl_s)} ({format_seconds(closest.compute_s)} compute, "
+                         f"{format_seconds(closest.comm_s)} communication).")
+        else:
+            r = next(x for x in fitting if x.tp == max_tp)
+            parts.append(f"The largest TP that meets the {format_seconds(budget_s)} budget is TP{max_tp} "
+                         f"({format_seconds(r.itl_s)}).")
+    if too_far:
+        worst = max((r for r in fitting if r.tp in too_far), key=lambda r: r.tp)
+        parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far: at TP{worst.tp} "
+                     f"communication is {100 * worst.comm_share:.0f}% of the inter-token latency "
+                     f"({worst.comm_s * 1e3:.2f} ms of {worst.itl_s * 1e3:.2f} ms) and adding GPUs no longer pays.")
+    elif best and best is fitting[-1] and fitting[-1].comm_share <= comm_threshold:
+        parts.append(f"Every TP up to TP{best.tp} still pays: the fabric is not the limit here.")
+    return " ".join(parts)
+
+
+# --- the inverse question -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Requirement:
+    """What the fabric would need for `tp` to meet the budget."""
+
+    model: str
+    system: str
+    tp: int
+    nodes: int
+    batch: int
+    budget_s: float
+    itl_s: float
+    compute_s: float
+    comm_s: float
+    calls_per_step: int
+    comm_budget_s: float
+    current_latency_per_call_s: float
+    required_latency_per_call_s: float | None
+    """Per-call latency (all hops) that would fit, keeping today's bandwidth; None if impossible."""
+    current_busbw_bytes_per_s: float
+    required_busbw_bytes_per_s: float | None
+    """Bus bandwidth that would fit, keeping today's latency; None if latency alone breaks the budget."""
+    explanation: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def required_fabric(model: str, system: str, *, tp: int, nodes: int = 1, batch: int = 1, context: int = 4096,
+                    budget_s: float = 0.030, impl: str = "nccl", dtype: str = "bf16", eff: Efficiency = Efficiency(),
+                    catalog: Catalog | None = None) -> Requirement:
+    """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
+    catalog = catalog or load_catalog()
+    cfg = tf.load_model(model)
+    sysm = catalog.system(system)
+    if tp > nodes * sysm.gpus_per_node:
+        raise PlanError(f"TP{tp} needs {tp} GPUs but {nodes} x {sysm.name} has {nodes * sysm.gpus_per_node}")
+    p = Plan(tp, 1, 1)
+    sm = compile_step(cfg, sysm, p, catalog, impl, dtype, "bf16", None, "decode", eff)
+    st = sm.step(batch, context)
+    calls = sm.collective_calls(batch, context)
+    n_calls = sum(c["count"] for c in calls)
+    comm_budget = budget_s - st.compute_s
+    lat = st.comm_latency_s
+    bw_time = st.comm_s - lat
+    from .collectives import busbw_factor
+    bus_bytes = sum(c["count"] * c["msg_bytes"] * busbw_factor("all-reduce", tp) for c in calls)
+    cur_busbw = bus_bytes / bw_time if bw_time > 0 else math.inf
+    if n_calls == 0:
+        return Requirement(cfg.name, sysm.name, tp, nodes, batch, budget_s, st.total_s, st.compute_s, 0.0, 0,
+                           comm_budget, 0.0, None, cur_busbw, None, "TP1 inserts no collectives.")
+    req_lat = (comm_budget - bw_time) / n_calls if comm_budget > bw_time else None
+    req_bw = bus_bytes / (comm_budget - lat) if comm_budget > lat else None
+    if comm_budget <= 0:
+        text = (f"Compute alone takes {format_seconds(st.compute_s)}, more than the {format_seconds(budget_s)} "
+                f"budget: no fabric can make TP{tp} fit.")
+    else:
+        text = (f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
+                f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
+                f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. ")
+        text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)}. "
+                 if req_lat is not None else "No latency is small enough with today's bandwidth. ")
+        text += (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
+                 if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
+                 "breaks the budget.")
+    return Requirement(cfg.name, sysm.name, tp, nodes, batch, budget_s, st.total_s, st.compute_s, st.comm_s,
+                       int(n_calls), comm_budget, lat / n_calls, req_lat, cur_busbw, req_bw, text)
+
+
+def message_sizes(cfg: tf.ModelConfig, batch: int, act_bytes: float = 2.0) -> float:
+    """The TP all-reduce message of one decode step: batch x hidden x activation bytes."""
+    return batch * cfg.hidden_size * act_bytes
+
+
+__all__ = ["BatchResult", "PlanResult", "Requirement", "Row", "format_bytes", "message_sizes", "plan",
+           "required_fabric", "valid_plans"]

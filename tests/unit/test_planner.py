@@ -1,0 +1,64 @@
+import pytest
+
+from shardbudget.errors import PlanError, UnknownNameError
+from shardbudget.planner import plan, required_fabric
+from shardbudget.step import Plan, decode_step
+
+
+def test_decode_batch1_is_weight_streaming():
+    # Llama-3.1-8B bf16 on one H100: ~16.06 GB of weights / (3.35 TB/s x 0.8) = 6.0 ms, plus KV and launches
+    st = decode_step("llama-3.1-8b", "hgx-h100", Plan(1), batch=1, context=1024)
+    assert 5.5e-3 < st.total_s < 7.5e-3
+    assert st.comm_s == 0
+
+
+def test_tp_halves_compute_but_adds_calls():
+    one = decode_step("llama-3.1-70b", "hgx-h100", Plan(4), batch=1, context=4096)
+    two = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
+    assert two.compute_s == pytest.approx(one.compute_s / 2, rel=0.15)
+    assert two.comm_calls == one.comm_calls == 2 * 80 + 2
+    assert two.comm_s > one.comm_s
+
+
+def test_pcie_is_sharded_too_far_at_batch_64():
+    r = plan("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=0.05)
+    b = r.results[0]
+    assert b.min_tp_memory == 8
+    tp8 = next(x for x in b.rows if x.tp == 8 and x.pp == 1)
+    assert tp8.comm_share > 0.3 and tp8.verdict == "sharded too far"
+    assert "sharded too far" in b.verdict
+
+
+def test_nvswitch_plan_verdicts():
+    r = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030)
+    b = r.results[0]
+    assert b.min_tp_memory == 4  # 141 GB of bf16 weights do not fit in 2 x 80 GB
+    assert b.max_tp_budget == 8 and b.best_tp == 8
+    d = r.to_dict()
+    assert set(d) >= {"model", "system", "nodes", "context", "budget_s", "results"}
+    assert set(d["results"][0]["rows"][0]) >= {"tp", "pp", "ep", "itl_s", "compute_s", "comm_s", "comm_share",
+                                               "ttft_s", "mem_bytes_per_gpu", "fits_memory", "meets_budget"}
+
+
+def test_budget_nobody_meets_says_so():
+    r = plan("llama-3.1-405b", "hgx-h100", batches=[1], budget_s=0.001)
+    assert r.results[0].max_tp_budget is None
+
+
+def test_bad_plans():
+    with pytest.raises(PlanError, match="batch"):
+        plan("llama-3.1-8b", "hgx-h100", batches=[0])
+    with pytest.raises(PlanError, match="exceeds"):
+        plan("llama-3.1-8b", "hgx-h100", context=10_000_000)
+    with pytest.raises(UnknownNameError, match="did you mean"):
+        plan("llama-3.1-7b", "hgx-h100")
+    with pytest.raises(PlanError, match="must divide"):
+        decode_step("llama-3.1-70b", "hgx-h100", Plan(6))
+
+
+def test_inverse_question():
+    req = required_fabric("llama-3.1-70b", "hgx-h100", tp=16, nodes=2, batch=1, budget_s=0.010)
+    assert req.calls_per_step == 162
+    assert req.required_latency_per_call_s is None or req.required_latency_per_call_s < req.current_latency_per_call_s * 2
+    impossible = required_fabric("llama-3.1-70b", "hgx-h100", tp=2, batch=1, budget_s=0.005)
+    assert "no fabric" in impossible.explanation
