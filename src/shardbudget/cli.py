@@ -131,7 +131,7 @@ def compare(
     gpus: Annotated[Optional[int], typer.Option("--gpus")] = None,
     op: Annotated[str, typer.Option("--op")] = "all-reduce",
     model: Annotated[str, typer.Option("--model", help="Model whose decode message sizes are marked.")] = "llama-3.1-70b",
-    batch: Annotated[Optional[list[int]], typer.Option("--batch", help="Decode batch sizes to mark.")] = None,
+    batch: Annotated[Optional[list[int]], typer.Option("--batch", min=1, help="Decode batch sizes to mark.")] = None,
     impl: Annotated[str, typer.Option("--impl")] = "nccl",
     plot: Annotated[Optional[Path], typer.Option("--plot")] = None,
     catalog: CatalogOpt = None,
@@ -167,6 +167,8 @@ def plan_cmd(
     dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
     kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache dtype (default: bf16, fp8 with fp8 weights).")] = None,
     comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
+    knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
+    engine: Annotated[str, typer.Option("--engine", help="graphs (vLLM V1/SGLang/TRT-LLM with CUDA graphs) | vllm-v0 | eager (no CUDA graphs)")] = "graphs",
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
@@ -184,14 +186,19 @@ def plan_cmd(
         raise PlanError(f"--comm-threshold must be between 0 and 1, got {comm_threshold}")
     budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
+    if not 0 < knee_threshold < 1:
+        from .errors import PlanError
+        raise PlanError(f"--knee-threshold must be between 0 and 1, got {knee_threshold}")
+    from .step import engine_efficiency
+    eff = engine_efficiency(engine)
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, dtype=dtype, kv_dtype=kv_dtype, comm_threshold=comm_threshold,
-                  pp_all=pp_all, catalog=cat)
+                  knee_threshold=knee_threshold, pp_all=pp_all, eff=eff, catalog=cat)
     req = None
-    if require_tp:
+    if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
-                              budget_s=budget_s or 0.030, impl=impl, dtype=dtype, catalog=cat)
+                              budget_s=budget_s or 0.030, impl=impl, dtype=dtype, eff=eff, catalog=cat)
     if json_out:
         out = result.to_dict()
         if req:
@@ -210,8 +217,8 @@ def plan_cmd(
 @app.command()
 def explain(
     model: Annotated[str, typer.Option("--model", "-m")] = "llama-3.1-70b",
-    batch: Annotated[int, typer.Option("--batch", "-b")] = 1,
-    context: Annotated[int, typer.Option("--context")] = 4096,
+    batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
+    context: Annotated[int, typer.Option("--context", min=1)] = 4096,
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -244,6 +251,75 @@ def models(json_out: JsonOpt = False) -> None:
               f"{r['layers']} layers, hidden {r['hidden']}, {r['heads']} heads / {r['kv_heads']} KV{moe}")
 
 
+# --- measure and fit -------------------------------------------------------------------------
+
+@app.command()
+def measure(
+    backend: Annotated[str, typer.Option("--backend", help="gloo (CPU) | nccl (GPUs)")] = "gloo",
+    nproc: Annotated[Optional[int], typer.Option("--nproc", help="Ranks to spawn locally (ignored under torchrun/srun).")] = None,
+    op: Annotated[str, typer.Option("--op")] = "all-reduce",
+    sizes: Annotated[str, typer.Option("--sizes", help="Size range, e.g. 8B:64MiB (powers of two) or 8B:64MiB:4.")] = "8B:64MiB",
+    dtype: Annotated[str, typer.Option("--dtype")] = "float32",
+    iters: Annotated[int, typer.Option("--iters")] = 20,
+    warmup: Annotated[int, typer.Option("--warmup")] = 5,
+    check: Annotated[bool, typer.Option("--check", help="Verify the reduced values.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write every sample and the environment as JSON.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    timeout: Annotated[str, typer.Option("--timeout", help="Give up on a hung or dead rank after this long.")] = "120s",
+    port: Annotated[Optional[int], typer.Option("--port", help="Rendezvous port (default: a free one).")] = None,
+) -> None:
+    """Time real collectives with torch.distributed; nccl-tests columns on stdout, JSON with --out."""
+    from .measure.harness import format_table_header, format_table_row, run_measure
+    sizes_bytes = units.parse_size_range(sizes) if ":" in sizes else units.parse_list([sizes], units.parse_bytes)
+    timeout_s = units.parse_seconds(timeout, what="--timeout")
+    print(format_table_header())
+    run_measure(backend=backend, nproc=nproc, op=op, sizes_bytes=sizes_bytes, dtype=dtype, iters=iters,
+                warmup=warmup, check=check, out=str(out) if out else None, force=force, timeout_s=timeout_s,
+                master_port=port, on_size=lambda row: print(format_table_row(row, op=op, dtype=dtype), flush=True))
+    if out:
+        typer.echo(f"wrote {out}", err=True)
+
+
+@app.command()
+def fit(
+    files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs or shardbudget measure JSON.")],
+    name: Annotated[str, typer.Option("--name", help="Name of the fitted system.")],
+    base_system: Annotated[str, typer.Option("--base-system", help="The catalog system it is a measurement of.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the profile TOML here.")] = None,
+    force: Annotated[bool, typer.Option("--force")] = False,
+    no_holdout: Annotated[bool, typer.Option("--no-holdout", help="Skip the leave-one-GPU-count-out check.")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Measured vs predicted figure (PNG/SVG).")] = None,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fit the collective model's constants to measurements and write a profile usable as --catalog."""
+    from .measure.fit import check_profile_path, fit_profile, write_profile
+    from .measure.logs import read_logs, summarize
+    if out:  # before the fit: a refused --out must not cost the user a run
+        check_profile_path(out, force=force)
+    sets = read_logs(files)
+    result = fit_profile(sets, name=name, base_system=base_system, catalog=_catalog(catalog), holdout=not no_holdout)
+    if out:
+        write_profile(result, out, force=force)
+    if json_out:
+        d = result.to_dict()
+        d["warnings"] = [w for ms in sets for w in ms.warnings]
+        _print_json(d)
+    else:
+        from .report import tables
+        for ms in sets:
+            print(f"# {ms.source}: {summarize(ms)}")
+            for w in ms.warnings:
+                print(f"#   warning: {w}")
+        tables.print_fit(result)
+    if out:
+        typer.echo(f"wrote {out}: use it with --catalog {out} --system {name}", err=True)
+    if plot:
+        from .report import figures
+        figures.save(figures.measured_vs_predicted(result), plot)
+        typer.echo(f"wrote {plot}", err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
@@ -269,18 +345,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _click_errors():
-    import click
-    return (click.exceptions.UsageError, click.exceptions.BadParameter, click.exceptions.NoSuchOption)
+    try:  # typer >= 0.2x vendors click as typer._click; `import click` may then fail or be another copy
+        from typer._click.exceptions import UsageError
+    except ImportError:
+        from click.exceptions import UsageError
+    return UsageError  # BadParameter, NoSuchOption, missing option ... all derive from it
 
 
 def _click_exit():
-    import click
-    return click.exceptions.Exit
+    return typer.Exit  # click's Exit on older typer, typer's own on newer
 
 
 def _click_abort():
-    import click
-    return click.exceptions.Abort
+    return typer.Abort
 
 
 def console_main() -> None:

@@ -175,7 +175,7 @@ def _nccl(group: Group) -> dict:
 def _base_latency_s(group: Group, algo: str, proto: str) -> float:
     if group.system.base_latency_s is not None:
         return group.system.base_latency_s
-    return _nccl(group)["base_latency"][algo][proto]
+    return _nccl(group)["base_latency"][algo][proto] * group.system.base_latency_scale
 
 
 def _protocol_busbw(group: Group, raw_busbw: float, proto: str) -> float:
@@ -188,9 +188,20 @@ def _protocol_busbw(group: Group, raw_busbw: float, proto: str) -> float:
     return busbw
 
 
-def _inter_hop_s(group: Group, proto: str) -> float:
+def _inter_hop_s(group: Group, proto: str, algo: str = "ring") -> float:
+    """One step over the scale-out network. tuning.cc prices a tree's network step higher than a
+    ring's (hwLat NET tree LL 5.0 vs ring 2.7 us: a tree node waits on two children), and uses the
+    tree figure for rings too when each node holds one rank (ppn == 1: every step is a network
+    step with no NVLink hop to hide behind). A fabric's own hop_latency is its ring figure; the
+    tree's extra is added to it. `algo="p2p"` (send/recv, all-to-all) takes the fabric's figure."""
     nic = group.system.nic_fabric
-    return nic.hop_latency_s[proto] if nic else 0.0
+    if nic is None:
+        return 0.0
+    hop = nic.hop_latency_s[proto]
+    if algo == "tree" or (algo == "ring" and group.gpus_per_node == 1):
+        net = _nccl(group)["hw_latency"]["net"]
+        hop += net["tree"][proto] - net["ring"][proto]
+    return hop
 
 
 def _ring(group: Group, op: str, proto: str) -> Candidate:
@@ -210,6 +221,11 @@ def _ring(group: Group, op: str, proto: str) -> Candidate:
         intra_hop = max(intra_hop, overhead)
     latency = (_base_latency_s(group, "ring", proto) + intra_steps * intra_hop
                + inter_steps * _inter_hop_s(group, proto))
+    if n_nodes > 1 and op == "all-reduce" and proto == "simple":
+        # tuning.cc "plateau effect of ring": multi-node Simple ring all-reduce latency x1.4 (x1.9
+        # before sm80) once a rank's share per channel passes 64 B, i.e. wherever Simple is chosen
+        plateau = _nccl(group)["calibrated"]["ring_plateau_factor"]
+        latency *= plateau.get(group.system.gpu.arch, plateau["default"])
     algbw = _protocol_busbw(group, busbw, proto) / busbw_factor(op, p)
     return Candidate("ring", proto, latency, algbw)
 
@@ -229,20 +245,46 @@ def _tree(group: Group, proto: str) -> Candidate:
     if proto == "ll":
         busbw = _protocol_busbw(group, busbw * 2, "ll")  # the LL cap, not the LL halving again
     latency = _base_latency_s(group, "tree", proto) + 2 * (
-        (g - 1) * intra_hop + math.ceil(math.log2(n_nodes)) * _inter_hop_s(group, proto))
+        (g - 1) * intra_hop + math.ceil(math.log2(n_nodes)) * _inter_hop_s(group, proto, "tree"))
     return Candidate("tree", proto, latency, busbw * 0.5)  # the tree moves n up and n down
 
 
-def _nvls(group: Group) -> Candidate | None:
-    """NVLink SHARP: the switch reduces; every GPU sends n once and receives n once."""
+def _nvls_efficiency(group: Group) -> float | None:
+    """Share of the per-direction NVLink rate an NVLS all-reduce sustains on this switch fabric
+    (keyed by fabric name, else by GPU generation); None where NVLS is not available."""
+    table = _nccl(group)["calibrated"]["nvls_link_efficiency"]
     s = group.system
-    fractions = _nccl(group)["calibrated"]["nvls_algbw_fraction"]
-    if group.nodes != 1 or group.gpus_per_node < 2 or s.gpu.arch not in fractions:
+    return table.get(s.intra_fabric.name, table.get(s.gpu.arch))
+
+
+def _nvls(group: Group) -> Candidate | None:
+    """NVLink SHARP: the switch reduces (multimem.ld_reduce) and multicasts (multimem.st).
+
+    Each GPU owns 1/g of the message. Its link sends n (the switch pulls every GPU's copy of every
+    slice) plus n/g (its reduced slice, stored once to the multicast address), and receives n/g (its
+    reduced slice) plus n (every slice, multicast back): n(1 + 1/g) each way, so
+    algbw = efficiency x link rate x g/(g+1). Measured NVLS runs fit one efficiency per fabric across
+    5-8 GPUs (nccl_tests.csv: H100 NCCL_ALGO=NVLS 0.68-0.69, H200 0.68, B200 0.60)."""
+    s, g = group.system, group.gpus_per_node
+    eff = _nvls_efficiency(group)
+    if group.nodes != 1 or g < 2 or eff is None or not intra_path(s, g).nvls:
         return None
-    if not intra_path(s, group.gpus_per_node).nvls:
+    cal = _nccl(group)["calibrated"]
+    latency = (cal["nvls_latency_us"] + cal["nvls_latency_per_rank_us"] * g) * 1e-6
+    return Candidate("nvls", "simple", latency, s.intra_fabric.bytes_per_s * eff * g / (g + 1))
+
+
+def _nvls_small(group: Group) -> Candidate | None:
+    """NVLS below a few hundred MiB: NCCL's own fixed cost (hwLat NVLink NVLS 25 us, tuning.cc) at a
+    fraction of the full rate, because NCCL gives small messages fewer channels and smaller chunks.
+    `pick` takes the faster of this line and `_nvls`'s, so together they trace NVLS's ramp to full
+    bandwidth: short fixed cost for MiB messages, full rate (and a longer pipeline fill) for GiBs."""
+    full = _nvls(group)
+    if full is None:
         return None
-    latency = _nccl(group)["calibrated"]["nvls_latency_us"] * 1e-6
-    return Candidate("nvls", "simple", latency, s.intra_fabric.bytes_per_s * fractions[s.gpu.arch])
+    latency = _nccl(group)["hw_latency"]["nvlink"]["nvls"]["simple"]
+    fraction = _nccl(group)["calibrated"]["nvls_small_algbw_fraction"]
+    return Candidate("nvls", "simple", latency, full.algbw_bytes_per_s * fraction)
 
 
 def custom_allreduce_allowed(group: Group) -> str | None:
@@ -277,18 +319,34 @@ def _custom(group: Group, shots: int) -> Candidate | None:
     return Candidate("two-shot", "ll", latency, algbw, custom["max_bytes"])
 
 
-def _hierarchical(group: Group, op: str) -> Candidate | None:
+def _hierarchical(group: Group, op: str, small: bool = False) -> Candidate | None:
     """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
-    all-gather (NCCL's NVLS-tree / CollNet shape, and TensorRT-LLM's multi-node all-reduce)."""
+    all-gather. Where the node has NVLS this is NCCL's NVLSTree, whose stages are pipelined (built on
+    the small-message NVLS line when `small`); elsewhere the three run one after the other
+    (TensorRT-LLM's multi-node all-reduce), and `small` gives nothing."""
     g, n_nodes = group.gpus_per_node, group.nodes
     if op != "all-reduce" or n_nodes < 2 or g < 2:
         return None
     intra = Group(group.system, 1, g, group.catalog)
     inter = Group(group.system, n_nodes, 1, group.catalog)
-    rs = best_line(candidates(intra, "reduce-scatter"))
-    ag = best_line(candidates(intra, "all-gather"))
     # each GPU's slice is 1/g of the message and its NIC share is 1/g of the node's NICs
     per_gpu_nic = nic_bytes_per_s(group) / g
+    nvls = _nvls_small(intra) if small else _nvls(intra)
+    if small and nvls is None:
+        return None
+    if nvls is not None:
+        # NCCL's NVLSTree: NVLS reduce inside the node, each GPU's 1/g slice all-reduced between the
+        # nodes on its own rail, NVLS multicast back. The stages work on successive chunks at the
+        # same time, so the slowest stage sets the bandwidth and the latencies add. Between two nodes
+        # a slice crosses the network once each way; a tree over more nodes sends and receives it
+        # twice (tuning.cc: NVLSTree interBw x2 for nNodes <= 2).
+        inter_ar = min((c for c in candidates(inter, "all-reduce") if c.protocol == "simple"),
+                       key=lambda c: c.latency_s)
+        inter_algbw = g * per_gpu_nic / (1 if n_nodes <= 2 else 2)
+        return Candidate("hierarchical", "simple", nvls.latency_s + inter_ar.latency_s,
+                         min(nvls.algbw_bytes_per_s, inter_algbw))
+    rs = best_line(candidates(intra, "reduce-scatter"))
+    ag = best_line(candidates(intra, "all-gather"))
     ar = min((c for c in candidates(inter, "all-reduce")), key=lambda c: c.latency_s)
     inter_algbw = _protocol_busbw(inter, per_gpu_nic, ar.protocol) / busbw_factor("all-reduce", n_nodes)
     latency = rs.latency_s + ar.latency_s + ag.latency_s
@@ -306,7 +364,7 @@ def _alltoall(group: Group) -> Candidate:
     p, g, n_nodes = group.ranks, group.gpus_per_node, group.nodes
     hop = intra_path(group.system, g).hop_latency_s["simple"] if g > 1 else 0.0
     latency = _base_latency_s(group, "ring", "simple") + hop + (
-        _inter_hop_s(group, "simple") if n_nodes > 1 else 0.0)
+        _inter_hop_s(group, "simple", "p2p") if n_nodes > 1 else 0.0)
     seconds_per_byte = 0.0
     if g > 1:  # (g-1)/p of the message goes to peers in the node
         seconds_per_byte = (g - 1) / p / intra_path(group.system, g).busbw_bytes_per_s
@@ -317,7 +375,7 @@ def _alltoall(group: Group) -> Candidate:
 
 def _sendrecv(group: Group, proto: str) -> Candidate:
     if group.nodes > 1:
-        bw, hop = group.system.nic_fabric.achievable_bytes_per_s, _inter_hop_s(group, proto)
+        bw, hop = group.system.nic_fabric.achievable_bytes_per_s, _inter_hop_s(group, proto, "p2p")
     else:
         path = intra_path(group.system, max(2, group.gpus_per_node))
         bw, hop = path.busbw_bytes_per_s, path.hop_latency_s[proto]
@@ -330,6 +388,21 @@ def _broadcast(group: Group, proto: str) -> Candidate:
     return Candidate("ring", proto, ring.latency_s, ring.algbw_bytes_per_s * busbw_factor("all-gather", group.ranks))
 
 
+def ll128_enabled(group: Group) -> bool:
+    """NCCL turns LL128 on by default only where it is tested safe (tuning.cc ncclTopoTuneModel):
+    every intra-node hop over NVLink (typeIntra <= PATH_NVB) and, across nodes, NICs next to the GPUs
+    (typeInter <= PATH_PXB: rail-optimised NICs under the GPU's PCIe switch). PCIe-only boxes and
+    shared NICs behind the CPU run LL and Simple only."""
+    s = group.system
+    if group.gpus_per_node > 1 and any(f.nccl_link != "nvlink" for f in _ring_hops(s, group.gpus_per_node)):
+        return False
+    return group.nodes == 1 or s.rail_optimized
+
+
+def protocols(group: Group) -> tuple[str, ...]:
+    return PROTOCOLS if ll128_enabled(group) else tuple(p for p in PROTOCOLS if p != "ll128")
+
+
 @lru_cache(maxsize=65536)
 def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ...]:
     """Every (algorithm, protocol) the implementation could use for `op` on `group`."""
@@ -337,19 +410,19 @@ def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ..
         return (Candidate("none", "none", 0.0, math.inf),)
     out: list[Candidate | None] = []
     if op in ("all-reduce", "reduce-scatter", "all-gather"):
-        out += [_ring(group, op, p) for p in PROTOCOLS]
+        out += [_ring(group, op, p) for p in protocols(group)]
     if op == "all-reduce":
         if group.nodes > 1:
-            out += [_tree(group, p) for p in PROTOCOLS]
-        out += [_nvls(group), _hierarchical(group, op)]
+            out += [_tree(group, p) for p in protocols(group)]
+        out += [_nvls(group), _nvls_small(group), _hierarchical(group, op), _hierarchical(group, op, small=True)]
         if impl == "custom":
             out += [_custom(group, 1), _custom(group, 2)]
     elif op == "all-to-all":
         out.append(_alltoall(group))
     elif op == "broadcast":
-        out += [_broadcast(group, p) for p in PROTOCOLS]
+        out += [_broadcast(group, p) for p in protocols(group)]
     elif op == "send/recv":
-        out += [_sendrecv(group, p) for p in PROTOCOLS]
+        out += [_sendrecv(group, p) for p in protocols(group)]
     return tuple(c for c in out if c is not None)
 
 
@@ -361,7 +434,7 @@ def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: s
         raise UnknownNameError("protocol", protocol, ("auto",) + PROTOCOLS)
     pool = candidates(group, op, "custom" if algo in ("one-shot", "two-shot") else impl)
     if algo == "tree" and op == "all-reduce" and group.nodes == 1:
-        pool = pool + tuple(_tree(group, p) for p in PROTOCOLS)
+        pool = pool + tuple(_tree(group, p) for p in protocols(group))
     chosen = tuple(c for c in pool if (algo == "auto" or c.algorithm == algo)
                    and (protocol == "auto" or c.protocol == protocol))
     if not chosen:
@@ -377,6 +450,9 @@ def _why_not(group: Group, op: str, algo: str, protocol: str) -> str:
         return f"{algo} all-reduce is not possible for {where}: {custom_allreduce_allowed(group)}"
     if algo == "hierarchical":
         return f"hierarchical all-reduce needs 2+ nodes with 2+ GPUs each; not {where}"
+    if protocol == "ll128" and not ll128_enabled(group):
+        return (f"NCCL enables LL128 only over NVLink inside the node and rail NICs between nodes; "
+                f"not for {where}")
     return f"no {algo} algorithm with protocol {protocol} for {where}"
 
 

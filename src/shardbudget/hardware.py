@@ -9,6 +9,7 @@ dataclasses of SI floats. Users add their own entries with a TOML file of the sa
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -106,6 +107,10 @@ class System:
     source: str
     base_latency_s: float | None = None
     """Replaces NCCL's per-call base latency when set: 0 gives an idealised link (textbook model)."""
+    base_latency_scale: float = 1.0
+    """Multiplies NCCL's base latencies (a fitted profile's measure of its software stack)."""
+    profile_source: str = ""
+    """For fitted profiles: the measurements the constants came from."""
 
     @property
     def nic_bytes_per_s(self) -> float:
@@ -173,10 +178,12 @@ class _Entry:
             raise CatalogError(f"{self.where}.{key}: {value!r} is not one of {', '.join(allowed)}")
         return value
 
-    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
+    def integer(self, key: str, default: Any = ..., minimum: int = 1, maximum: int = 100_000) -> int:
         value = self.raw(key, default, int)
         if value < minimum:
             raise CatalogError(f"{self.where}.{key}: {value} must be at least {minimum}")
+        if value > maximum:  # no node or link count is this large; a typo would exhaust memory later
+            raise CatalogError(f"{self.where}.{key}: {value} must be at most {maximum}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -281,7 +288,7 @@ def _read_gpu(name: str, table: Any) -> GPU:
     bf16 = e.quantity("bf16_dense", units.parse_flops)
     gpu = GPU(
         name=name, description=e.text("description", ""), arch=e.choice("arch", ARCHS),
-        memory_bytes=e.quantity("memory", units.parse_bytes),
+        memory_bytes=e.quantity("memory", _bytes_with_unit),
         mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
         bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
         figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
@@ -312,14 +319,27 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         domain_gpus=e.integer("domain_gpus", gpus_per_node),
         source=_source(e),
         base_latency_s=e.quantity("base_latency", _seconds_or_zero, None),
+        base_latency_scale=_positive_float(e, "base_latency_scale"),
+        profile_source=e.text("profile_source", ""),
     )
     e.check_unknown()
     _validate_system(system)
     return system
 
 
+def _positive_float(e: _Entry, key: str) -> float:
+    value = e.raw(key, 1.0, (int, float))
+    if not (0 < value < 1e6):
+        raise CatalogError(f"{e.where}.{key}: {value!r} must be a positive number")
+    return float(value)
+
+
 def _seconds_or_zero(value: Any, what: str) -> float:
     return units.parse_seconds(value, what=what, allow_zero=True)
+
+
+def _bytes_with_unit(value: Any, what: str) -> float:
+    return units.parse_bytes(value, what=what, bare_ok=False)  # the catalog writes every unit out
 
 
 def _validate_system(s: System) -> None:
@@ -370,8 +390,43 @@ def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
             part = doc.get(section, {})
             if not isinstance(part, dict):
                 raise CatalogError(f"{where}: [{section}] must be a table")
-            merged[section].update(part)
+            if section == "nccl" and merged["nccl"]:  # built-in nccl.toml is read first
+                _overlay_nccl(merged["nccl"], part, f"{where}: nccl")
+            else:
+                merged[section].update(part)
     return merged
+
+
+def _overlay_nccl(base: dict, over: dict, where: str) -> None:
+    """A user file changes single NCCL constants and the rest keep their built-in values; each
+    constant it names must exist and keep its built-in shape (table, string, number >= 0, list)."""
+    for key, value in over.items():
+        here, old = f"{where}.{key}", base.get(key, ...)
+        if old is ...:
+            raise UnknownNameError(f"NCCL constant in {where}", key, base)
+        if isinstance(old, dict):
+            if not isinstance(value, dict):
+                raise CatalogError(f"{here}: expected a table, got {value!r}")
+            _overlay_nccl(old, value, here)
+            continue
+        olds = old if isinstance(old, list) else [old]
+        # a bandwidth or fraction that is positive built in stays positive (it is divided by)
+        positive = all(isinstance(o, (int, float)) and o > 0 for o in olds)
+        if isinstance(old, (str, bool)):
+            ok = type(value) is type(old)
+        else:
+            # a per-node-count row of floats keeps its length (it is indexed), a set of ints need not
+            items = value if isinstance(value, list) else [value]
+            ok = isinstance(value, list) == isinstance(old, list) and bool(items) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and (v > 0 if positive else v >= 0) for v in items) and (
+                len(items) == len(olds) or all(type(o) is int for o in olds))
+        if not ok:
+            shape = {str: "a string", bool: "true or false"}.get(type(old)) or (
+                "a list of finite numbers " if isinstance(old, list) else "a finite number ") + (
+                "> 0" if positive else ">= 0")
+            raise CatalogError(f"{here}: expected {shape} like the built-in {old!r}, got {value!r}")
+        base[key] = value
 
 
 def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:

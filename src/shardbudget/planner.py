@@ -6,7 +6,8 @@ communication parts, TTFT, memory per GPU, and four verdicts:
 - min_tp_memory  the smallest TP whose weights + KV cache + workspace fit in GPU memory;
 - max_tp_budget  the largest TP (that fits) whose ITL still meets the budget;
 - best_tp        the latency-optimal TP: going to the next TP lowers ITL by less than
-                 `knee_threshold` (default 5%), or raises it;
+                 `knee_threshold` (default 10%: doubling the GPUs
+                 for less is not worth it), or raises it;
 - sharded too far  every TP at which communication is more than `comm_threshold` (default 30%) of
                  the ITL (the fabric, not the GPUs, sets the latency), or that lies past best_tp.
 """
@@ -36,6 +37,8 @@ class Row:
     comm_s: float
     comm_share: float
     comm_latency_s: float
+    other_s: float
+    """Host-bound time and per-step overhead (ITL minus compute minus communication)."""
     ttft_s: float
     mem_bytes_per_gpu: float
     fits_memory: bool
@@ -130,7 +133,7 @@ def _validate(cfg: tf.ModelConfig, batches: Sequence[int], context: int, budget_
 def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
          context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
          impl: str = "nccl", dtype: str = "bf16", kv_dtype: str | None = None, eff: Efficiency = Efficiency(),
-         comm_threshold: float = 0.30, knee_threshold: float = 0.05, pp_all: bool = False,
+         comm_threshold: float = 0.30, knee_threshold: float = 0.10, pp_all: bool = False,
          catalog: Catalog | None = None) -> PlanResult:
     """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
     catalog = catalog or load_catalog()
@@ -163,6 +166,7 @@ def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, b
             comm = float(dec["comm_s"][i])
             rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, itl_s=itl, compute_s=float(dec["compute_s"][i]), comm_s=comm,
                             comm_share=comm / itl if itl else 0.0, comm_latency_s=float(dec["comm_latency_s"][i]),
+                            other_s=float(dec["other_s"][i]),
                             ttft_s=ttft, mem_bytes_per_gpu=mem, fits_memory=fits, meets_budget=meets))
         results.append(_verdicts(int(b), rows, cfg, sysm, nodes, budget_s, comm_threshold, knee_threshold))
     assumptions = {"efficiency": eff.to_dict(), "impl": impl, "weight_dtype": dtype, "kv_dtype": kv,

@@ -23,7 +23,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import transformer as tf
-from .collectives import Candidate, Group, candidates, make_group, times_s
+from .collectives import Candidate, Group, make_group, times_s
+from .collectives import candidates as _candidates
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
 
@@ -50,9 +51,38 @@ class Efficiency:
     """Share of GPU memory the engine may use (vLLM's gpu_memory_utilization default)."""
     workspace_bytes: float = 2.0e9
     """Per-GPU memory for CUDA context, NCCL buffers, activations and graphs, bytes."""
+    step_overhead_s: float = 1.0e-3
+    """Host work per step outside the GPU's critical path: scheduling, sampling, output handling."""
+    overhead_per_seq_s: float = 20e-6
+    """Host work per sequence per step (sampling, detokenisation, scheduler bookkeeping)."""
+    host_per_kernel_s: float = 0.0
+    """Host time to launch one kernel when the engine does not replay CUDA graphs (eager mode)."""
+    host_per_collective_s: float = 0.0
+    """Extra host time per collective and per peer in eager mode (Python + NCCL enqueue, rank skew)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Engine presets. A decode step's time is max(GPU time, host launch time) + step overhead: with CUDA
+# graphs the host replays the whole step at once; in eager mode it launches every kernel itself and
+# becomes the bottleneck once TP makes each kernel short. Fitted on ../shared/data/decode_tp.csv:
+# "graphs" on vLLM V1 / SGLang rows (B200, GB200 Llama-70B TP4), "vllm-v0" on vLLM 0.7.2 QwQ-32B
+# (TP2-8, A100), "eager" on TGI CodeLlama-34B (A100/H100, TP1-4: no gain past TP2).
+ENGINES: dict[str, dict] = {
+    "graphs": {},
+    "vllm-v0": {"step_overhead_s": 6.0e-3, "overhead_per_seq_s": 0.2e-3},
+    "eager": {"kernel_launch_s": 3.0e-6, "host_per_kernel_s": 37e-6, "host_per_collective_s": 35e-6,
+              "step_overhead_s": 3.0e-3},
+}
+
+
+def engine_efficiency(engine: str, **overrides) -> Efficiency:
+    """The Efficiency of a named engine preset, with field overrides."""
+    if engine not in ENGINES:
+        from .errors import UnknownNameError
+        raise UnknownNameError("engine", engine, ENGINES)
+    return Efficiency(**{**ENGINES[engine], **overrides})
 
 
 @dataclass(frozen=True)
@@ -76,6 +106,8 @@ class StepTime:
     total_s: float
     compute_s: float
     comm_s: float
+    other_s: float
+    """Host-bound time and per-step overhead: total minus compute minus communication."""
     launch_s: float
     comm_calls: int
     comm_latency_s: float
@@ -154,6 +186,11 @@ class StepModel:
         self._pp = pp_group(self.system, self.plan, self.catalog) if self.plan.pp > 1 else None
         self._ops, self._nonaffine = self._compile_ops()
         self._calls = self._compile_calls()
+        # eager launches: every rank enqueues each collective itself and waits for the slowest one,
+        # so the host cost of a collective grows with the ranks it has to line up (p - 1 peers)
+        tp_calls = sum(c for c, _, _ in self._calls) + sum(c for c, _, _ in self._head_calls)
+        pp_calls = self.plan.pp - 1 if self._pp is not None else 0
+        self._host_collective_units = (tp_calls - pp_calls) * (self.plan.tp - 1) + pp_calls
 
     # The work of a step, as lists of (count, op-probe function)
     def _layer_ops(self, kind: str, t: float, L: float) -> list[tf.Op]:
@@ -176,31 +213,79 @@ class StepModel:
         affine: list[tuple[float, _Coeffs]] = []
         nonaffine: list[tuple[float, str, int]] = []
         fix_L = (lambda L: max(L, 1.0)) if self.phase == "prefill" else (lambda L: L)
+        # One layer_work call per probe point, shared by every op of the layer (compile time is
+        # part of the planner's throughput: see benchmarks/speed.py).
+        probes: dict[tuple[str, float, float], list[tf.Op]] = {}
+
+        def layer_ops(kind: str, t: float, L: float) -> list[tf.Op]:
+            key = (kind, t, L)
+            if key not in probes:
+                probes[key] = self._layer_ops(kind, t, fix_L(L))
+            return probes[key]
+
         for kind, count in tf.layer_kinds(self.model).items():
-            for i in range(len(self._layer_ops(kind, 1.0, 1.0))):
-                fl, ok1 = _affine(lambda t, L: self._layer_ops(kind, t, fix_L(L))[i].flops)
-                by, ok2 = _affine(lambda t, L: self._layer_ops(kind, t, fix_L(L))[i].bytes)
+            for i in range(len(layer_ops(kind, 1.0, 1.0))):
+                fl, ok1 = _affine(lambda t, L: layer_ops(kind, t, L)[i].flops)
+                by, ok2 = _affine(lambda t, L: layer_ops(kind, t, L)[i].bytes)
                 if ok1 and ok2:
                     affine.append((count, _Coeffs(fl, by)))
                 else:
                     nonaffine.append((count, kind, i))
         # head ops: coefficients in (rows, t) stored as c0 + c1·rows + c2·t
         head: list[_Coeffs] = []
-        for i in range(len(self._head_ops(1.0, 1.0))):
+        h11, h21, h12 = self._head_ops(1.0, 1.0), self._head_ops(2.0, 1.0), self._head_ops(1.0, 2.0)
+        for i in range(len(h11)):
             parts = []
             for attr in ("flops", "bytes"):
-                f11 = getattr(self._head_ops(1.0, 1.0)[i], attr)
-                f21 = getattr(self._head_ops(2.0, 1.0)[i], attr)
-                f12 = getattr(self._head_ops(1.0, 2.0)[i], attr)
+                f11 = getattr(h11[i], attr)
+                f21 = getattr(h21[i], attr)
+                f12 = getattr(h12[i], attr)
                 c1, c2 = f21 - f11, f12 - f11
                 parts.append((f11 - c1 - c2, c1, c2))
             head.append(_Coeffs(*parts))
         self._head = head
+        self._nonaffine_t_only = self._nonaffine_depends_on_t_only(nonaffine)
         return affine, nonaffine
+
+    def _nonaffine_depends_on_t_only(self, nonaffine: list[tuple[float, str, int]]) -> bool:
+        """True when the non-affine ops (MoE experts hit) do not change with the context at fixed
+        tokens, so `_nonaffine_time` may evaluate them once per distinct token count."""
+        if not nonaffine:
+            return True
+        fix_L = (lambda L: max(L, 1.0)) if self.phase == "prefill" else (lambda L: L)
+        for t in (1.0, 7.0, 300.0):
+            ref = None
+            for L in (1.0, 64.0, 5000.0):
+                ops = self._layer_ops_multi(nonaffine, t, fix_L(L))
+                if ref is None:
+                    ref = ops
+                elif ops != ref:
+                    return False
+        return True
+
+    def _layer_ops_multi(self, nonaffine, t: float, L: float) -> list[tuple[float, float]]:
+        """(flops, bytes) of each non-affine op at (t, L), one layer_work call per layer kind."""
+        by_kind: dict[str, list[tf.Op]] = {}
+        out = []
+        for _, kind, i in nonaffine:
+            if kind not in by_kind:
+                by_kind[kind] = self._layer_ops(kind, t, L)
+            op = by_kind[kind][i]
+            out.append((op.flops, op.bytes))
+        return out
 
     def _compile_calls(self) -> list[tuple[float, float, tuple[Candidate, ...]]]:
         """Per collective: (calls per step, message bytes per token, the candidates that price it)."""
         out = []
+        priced: dict[tuple[str, str, str], tuple[Candidate, ...]] = {}
+
+        def candidates(group: Group, op: str, impl: str) -> tuple[Candidate, ...]:
+            # The same (group, op) recurs in every layer: price its candidates once.
+            key = ("tp" if group is self._tp else "pp", op, impl)
+            if key not in priced:
+                priced[key] = _candidates(group, op, impl)
+            return priced[key]
+
         self._head_calls: list[tuple[float, float, tuple[Candidate, ...]]] = []
         if self._tp is not None:
             for kind, count in tf.layer_kinds(self.model).items():
@@ -223,16 +308,30 @@ class StepModel:
         return np.maximum(flops / self.flops_per_s, nbytes / self.bytes_per_s) + self.eff.kernel_launch_s
 
     def evaluate(self, batch, context) -> dict[str, np.ndarray]:
-        """Arrays of step time and its parts for broadcastable arrays of batch and context."""
+        """Arrays of step time and its parts for broadcastable arrays of batch and context.
+
+        Each term is computed on the smallest shape it depends on and broadcast when added: in
+        decode the weight reads, GEMMs and every collective depend on the batch only, so a
+        batch x context grid pays the full-grid price only for the attention/KV terms. The
+        arithmetic per element is the same as term-by-term on the full grid, so results are
+        bit-identical to it.
+        """
         b = np.asarray(batch, dtype=float)
         L = np.asarray(context, dtype=float)
         t = b if self.phase == "decode" else b * L  # tokens in the step
-        tL = t * L
-        compute = np.zeros(np.broadcast(t, L).shape)
+        shape = np.broadcast(t, L).shape
+        tL = None
+        compute = np.zeros(shape)
         n_kernels = 0.0
         for count, c in self._ops:
-            fl = c.flops[0] + c.flops[1] * t + c.flops[2] * tL
-            by = c.bytes[0] + c.bytes[1] * t + c.bytes[2] * tL
+            if c.flops[2] == 0.0 and c.bytes[2] == 0.0:  # no t·L term: a function of t alone
+                fl = c.flops[0] + c.flops[1] * t if c.flops[1] != 0.0 else c.flops[0]
+                by = c.bytes[0] + c.bytes[1] * t if c.bytes[1] != 0.0 else c.bytes[0]
+            else:
+                if tL is None:
+                    tL = t * L
+                fl = c.flops[0] + c.flops[1] * t + c.flops[2] * tL
+                by = c.bytes[0] + c.bytes[1] * t + c.bytes[2] * tL
             compute = compute + count * self._op_time(fl, by)
             n_kernels += count
         for c in self._head:
@@ -240,41 +339,63 @@ class StepModel:
             by = c.bytes[0] + c.bytes[1] * b + c.bytes[2] * t
             compute = compute + self._op_time(fl, by)
             n_kernels += 1
-        compute = compute + self._nonaffine_time(b, L)
+        if self._nonaffine:
+            compute = compute + self._nonaffine_time(b, L)
         n_kernels += sum(count for count, _, _ in self._nonaffine)
-        comm = np.zeros_like(compute)
-        comm_lat = np.zeros_like(compute)
+        # Collectives: message bytes scale with t (body) or b (logits), never with the context.
+        small = np.broadcast(t, b).shape
+        comm_small = np.zeros(small)
+        comm_lat_small = np.zeros(small)
         calls = 0.0
         scaled = [(c, m * t, k) for c, m, k in self._calls] + [(c, m * b, k) for c, m, k in self._head_calls]
         for count, msg, cands in scaled:
-            msg = np.broadcast_to(msg, compute.shape)
+            msg = np.broadcast_to(msg, small)
             tc = times_s(cands, msg)
-            comm = comm + count * tc
-            comm_lat = comm_lat + count * _latency_part(cands, msg)
+            comm_small = comm_small + count * tc
+            comm_lat_small = comm_lat_small + count * _latency_part(cands, msg)
             calls += count
-        total = np.maximum(compute, comm) if self.eff.overlap else compute + comm
+        comm = np.broadcast_to(comm_small, shape).copy()
+        comm_lat = np.broadcast_to(comm_lat_small, shape).copy()
+        gpu = np.maximum(compute, comm) if self.eff.overlap else compute + comm
+        # eager engines launch every kernel from the host; the step cannot beat the launch loop
+        host = n_kernels * self.eff.host_per_kernel_s + self._host_collective_units * self.eff.host_per_collective_s
+        seqs = b if self.phase == "decode" else np.ones_like(b)
+        total = np.maximum(gpu, host) + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
         return {"total_s": total, "compute_s": compute, "comm_s": comm, "comm_latency_s": comm_lat,
-                "launch_s": np.full(compute.shape, n_kernels * self.eff.kernel_launch_s), "calls": calls}
+                "other_s": total - compute - comm,
+                "launch_s": np.full(shape, n_kernels * self.eff.kernel_launch_s), "calls": calls}
 
     def _nonaffine_time(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
+        shape = np.broadcast(b, L).shape
         if not self._nonaffine:
-            return np.zeros(np.broadcast(b, L).shape)
-        out = np.zeros(np.broadcast(b, L).shape)
+            return np.zeros(shape)
+        if self._nonaffine_t_only:
+            # MoE expert reads depend on the tokens of the step only: one evaluation per distinct t.
+            t = b if self.phase == "decode" else b * L
+            keys, inverse = np.unique(t, return_inverse=True)
+            per_key = np.empty(keys.shape)
+            for j, tv in enumerate(keys):
+                total = 0.0
+                for (count, _, _), (fl, by) in zip(self._nonaffine, self._layer_ops_multi(self._nonaffine, float(tv), 64.0)):
+                    total += count * float(self._op_time(fl, by))
+                per_key[j] = total
+            return np.broadcast_to(per_key[inverse.reshape(np.shape(t))], shape).copy()
+        out = np.zeros(shape)
         bb, LL = np.broadcast_arrays(b, L)
         for key in np.unique(np.stack([bb.ravel(), LL.ravel()], axis=1), axis=0):
             bv, Lv = float(key[0]), float(key[1])
             t = bv if self.phase == "decode" else bv * Lv
             mask = (bb == bv) & (LL == Lv)
             total = 0.0
-            for count, kind, i in self._nonaffine:
-                op = self._layer_ops(kind, t, Lv)[i]
-                total += count * float(self._op_time(op.flops, op.bytes))
+            for (count, _, _), (fl, by) in zip(self._nonaffine, self._layer_ops_multi(self._nonaffine, t, Lv)):
+                total += count * float(self._op_time(fl, by))
             out[mask] += total
         return out
 
     def step(self, batch: int, context: float) -> StepTime:
         r = self.evaluate(batch, context)
         return StepTime(total_s=float(r["total_s"]), compute_s=float(r["compute_s"]), comm_s=float(r["comm_s"]),
+                        other_s=float(r["other_s"]),
                         launch_s=float(r["launch_s"]), comm_calls=int(r["calls"]),
                         comm_latency_s=float(r["comm_latency_s"]))
 

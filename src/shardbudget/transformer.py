@@ -468,8 +468,8 @@ def active_params(cfg: ModelConfig, *, include_embedding: bool = True) -> int:
     """Parameters one token touches: all but the routed experts it is not sent to.
 
     The LM head always counts. `include_embedding=False` drops the (untied) embedding table, whose
-    one looked-up row costs no FLOPs: DeepSeek quotes 37B active that way (36.6B + MTP), Mistral
-    quotes Mixtral's 12.9B with it.
+    one looked-up row costs no FLOPs. Vendors differ: DeepSeek-V3's "37B activated" is 36.6B
+    without the embedding (README_WEIGHTS.md), Mistral's 12.9B for Mixtral-8x7B includes it.
     """
     h = cfg.hidden_size
     active_ffn = {

@@ -67,9 +67,20 @@ def _parse(text: str | float | int, what: str, units: dict[str, float], example:
     if unit is None:
         raise UnitError(f"{what} {text!r} has no unit; expected e.g. {example}")
     if unit not in units:
-        raise UnitError(f"{what} {text!r} has unit {unit!r}, expected one of "
+        raise UnitError(f"{what} {text!r} has unit {_typed_unit(str(text), unit)!r}, expected one of "
                         f"{', '.join(sorted(units))} (e.g. {example})")
     return value * units[unit]
+
+
+def _typed_unit(raw: str, unit: str) -> str:
+    """The unit as the user typed it, prefix letters included: quantiphy reads '10 parsecs' as
+    10 pico-'arsecs', and an error quoting 'arsecs' would puzzle the reader."""
+    i = raw.rfind(unit)
+    if i < 0:
+        return unit
+    while i > 0 and raw[i - 1].isalpha():
+        i -= 1
+    return raw[i:].strip()
 
 
 def _positive(value: float, what: str, text: object, allow_zero: bool) -> float:
@@ -79,9 +90,16 @@ def _positive(value: float, what: str, text: object, allow_zero: bool) -> float:
     return value
 
 
-def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool = False) -> float:
-    """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes)."""
-    value = _parse(text, what, _BYTE_UNITS, "16KiB, 1 MB, 2GiB", bare_unit="B")
+MAX_BYTES = 2.0 ** 60
+"""1 EiB: no message or memory is larger; a bigger size is a typo (and would overflow int64 counts)."""
+
+
+def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool = False,
+                bare_ok: bool = True) -> float:
+    """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes, unless not `bare_ok`)."""
+    value = _parse(text, what, _BYTE_UNITS, "16KiB, 1 MB, 2GiB", bare_unit="B" if bare_ok else None)
+    if value > MAX_BYTES:
+        raise UnitError(f"{what} {text!r} is larger than {format_bytes(MAX_BYTES)}; expected e.g. 16KiB, 2GiB")
     return _positive(value, what, text, allow_zero)
 
 
@@ -146,6 +164,9 @@ def parse_list(values: list[str], parser: Callable[[str], float]) -> list[float]
     out: list[float] = []
     for v in values:
         out.extend(parser(p) for p in str(v).split(",") if p.strip())
+    if not out:
+        raise UnitError(f"{', '.join(repr(str(v)) for v in values) or 'the list'} holds no values; "
+                        f"expected e.g. 8B,1KiB")
     return out
 
 
@@ -159,6 +180,8 @@ def parse_size_range(text: str) -> list[float]:
         2.0 if len(parts) == 2 else float("nan"))
     if not factor > 1:
         raise UnitError(f"size range {text!r}: the factor must be a number greater than 1")
+    if lo < 1:  # sizes are rounded to whole bytes below, and a 0-byte message is no message
+        raise UnitError(f"size range {text!r}: the start must be at least 1 B")
     if hi < lo:
         raise UnitError(f"size range {text!r}: the end ({format_bytes(hi)}) is below the start "
                         f"({format_bytes(lo)})")

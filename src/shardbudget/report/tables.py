@@ -107,3 +107,22 @@ def print_plan(result) -> None:
               f"latency-optimal TP: {br.best_tp}")
         print(br.verdict)
         print()
+
+
+def print_fit(result) -> None:
+    p = result.params
+    print(f"# profile {result.name} (from {result.base_system}): intra-node busbw "
+          f"{format_rate(p.intra_bytes_per_s)}, hop latency x{p.intra_hop_scale:.2f}, base latency x{p.base_scale:.2f}"
+          + (f", NIC {format_rate(p.nic_bytes_per_s)} per port, NIC hop latency x{p.nic_hop_scale:.2f}"
+             if p.nic_bytes_per_s else ""))
+    print(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(us)':>13} {'predicted(us)':>14} {'error':>8}  algorithm")
+    for r in sorted(result.residuals, key=lambda r: (r.ranks, r.msg_bytes)):
+        print(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
+              f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}")
+    print(f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
+          f"over {len(result.residuals)} samples")
+    if result.heldout:
+        parts = ", ".join(f"{n} GPUs {100 * e:.1f}%" for n, e in sorted(result.heldout.items()))
+        print(f"held out (fit without that GPU count, predict it): median |error| {parts}")
+    else:
+        print("held out: only one GPU count measured; measure another to see whether the profile extrapolates")
