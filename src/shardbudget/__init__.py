@@ -6,13 +6,19 @@ Glossary of units and two-meaning words: `shardbudget.units`.
 """
 
 from .collectives import Cost, collective_cost, crossover_bytes, make_group, sweep
+from .compare import compare_systems
 from .errors import CatalogError, MeasureError, PlanError, ShardbudgetError, UnitError, UnknownNameError
+from .explain import explain
 from .hardware import Catalog, Fabric, GPU, System, load_catalog
+from .planner import PlanResult, plan, required_fabric
+from .step import Efficiency, Plan, StepTime, decode_step, engine_efficiency
+from .transformer import ModelConfig, list_models, load_model
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Catalog", "CatalogError", "Cost", "Fabric", "GPU", "MeasureError", "PlanError", "ShardbudgetError",
-    "System", "UnitError", "UnknownNameError", "__version__", "collective_cost", "crossover_bytes",
-    "load_catalog", "make_group", "sweep",
+    "Catalog", "CatalogError", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
+    "PlanError", "PlanResult", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
+    "__version__", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
+    "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
 ]

@@ -1,0 +1,75 @@
+"""The real console script, as a user runs it."""
+
+import json
+
+import pytest
+
+ALLREDUCE_KEYS = {"bytes", "time_s", "latency_s", "bandwidth_s", "algorithm", "protocol", "algbw_bytes_per_s",
+                  "busbw_bytes_per_s"}
+PLAN_ROW_KEYS = {"tp", "pp", "ep", "itl_s", "compute_s", "comm_s", "comm_share", "ttft_s", "mem_bytes_per_gpu",
+                 "fits_memory", "meets_budget"}
+
+
+def test_allreduce_json_keys_are_stable(cli):
+    r = cli("allreduce", "--system", "hgx-h100", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert {"system", "nodes", "gpus", "op", "impl", "rows"} <= set(d)
+    assert d["gpus"] == 8 and d["system"] == "hgx-h100"
+    sizes = [row["bytes"] for row in d["rows"]]
+    assert sizes[0] == 8 and sizes[-1] == 2**30 and len(sizes) == 28  # 8 B .. 1 GiB by powers of two
+    assert all(ALLREDUCE_KEYS <= set(row) for row in d["rows"])
+
+
+def test_allreduce_table_is_nccl_tests_like(cli):
+    r = cli("allreduce", "--system", "l40s-pcie", "--gpus", "4", "--size", "16KiB", "--size", "1MiB")
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+    assert [int(l.split()[0]) for l in lines] == [16384, 1048576]
+    assert "crossover" in r.stdout
+
+
+def test_plan_json(cli):
+    r = cli("plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--batch", "1", "--batch", "64",
+            "--budget", "30ms", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert {"model", "system", "nodes", "context", "budget_s", "results"} <= set(d)
+    assert d["budget_s"] == pytest.approx(0.030)
+    for res in d["results"]:
+        assert {"batch", "rows", "min_tp_memory", "max_tp_budget", "best_tp", "verdict"} <= set(res)
+        assert all(PLAN_ROW_KEYS <= set(row) for row in res["rows"])
+
+
+def test_plan_table_and_verdict(cli):
+    r = cli("plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--batch", "64", "--budget", "50ms")
+    assert r.returncode == 0, r.stderr
+    assert "sharded too far" in r.stdout and "min TP that fits: 8" in r.stdout
+
+
+def test_compare(cli):
+    r = cli("compare", "--system", "hgx-h100", "--system", "l40s-pcie", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["systems"] == ["hgx-h100", "l40s-pcie"]
+    decode = [row for row in d["rows"] if row["label"].startswith("decode")]
+    assert decode and all(row["ratio"] > 1 for row in decode)
+
+
+def test_explain_answers_three_questions(cli):
+    r = cli("explain", "--json")
+    assert r.returncode == 0, r.stderr
+    answers = json.loads(r.stdout)
+    assert len(answers) == 3 and all(a["takeaway"] and a["figures"] for a in answers)
+
+
+def test_fabrics_lists_sources(cli):
+    r = cli("fabrics", "--json")
+    d = json.loads(r.stdout)
+    assert all(f["source"] for f in d["fabrics"]) and len(d["systems"]) >= 10
+
+
+def test_errors_are_one_line(cli):
+    r = cli("plan", "--model", "llama-3.1-70c", "--system", "hgx-h100")
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "did you mean" in r.stderr and "Traceback" not in r.stderr
