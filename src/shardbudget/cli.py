@@ -320,6 +320,108 @@ def fit(
         typer.echo(f"wrote {plot}", err=True)
 
 
+@app.command()
+def lab(
+    ranks: Annotated[int, typer.Option("--ranks", help="Ranks, one per network namespace.")] = 2,
+    rate: Annotated[Optional[list[str]], typer.Option("--rate", help="Link rates to emulate (repeatable), e.g. 10Gbit/s.")] = None,
+    sizes: Annotated[str, typer.Option("--sizes")] = "8B:8MiB",
+    iters: Annotated[int, typer.Option("--iters")] = 10,
+    warmup: Annotated[int, typer.Option("--warmup")] = 3,
+    repeats: Annotated[int, typer.Option("--repeats", help="Runs per rate, for the spread.")] = 3,
+    delay: Annotated[str, typer.Option("--delay", help="Added one-way delay per link (netem, where the kernel has it).")] = "0ms",
+    keep: Annotated[Optional[Path], typer.Option("--keep", help="Keep the raw JSON of every run in this folder.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted."""
+    from .measure.lab import format_lab, lab_unavailable, run_lab
+    why = lab_unavailable()
+    if why:
+        from .errors import MeasureError
+        raise MeasureError(why)
+    delay_ms = units.parse_seconds(delay, what="--delay", allow_zero=True) * 1e3
+    log = (lambda m: typer.echo(m, err=True))
+    result = run_lab(ranks=ranks, rates=tuple(rate or ("unshaped", "10Gbit/s", "1Gbit/s")), sizes=sizes,
+                     iters=iters, warmup=warmup, repeats=repeats, delay_ms=delay_ms,
+                     keep_dir=str(keep) if keep else None, log=log)
+    if json_out:
+        _print_json(result.to_dict())
+    else:
+        print(format_lab(result))
+
+
+# --- report and demo -------------------------------------------------------------------------
+
+@app.command()
+def report(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
+    system: Annotated[list[str], typer.Option("--system", "-s", help="System to compare (repeat); 'name:N' for N nodes, e.g. hgx-h100:2.")],
+    nodes: Annotated[int, typer.Option("--nodes", help="Nodes of every system given without ':N'.")] = 1,
+    batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeat).")] = None,
+    context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence.")] = 4096,
+    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 50ms ('none' to skip).")] = "50ms",
+    impl: Annotated[str, typer.Option("--impl", help="nccl | custom")] = "nccl",
+    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
+    measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log or shardbudget measure JSON to lay over the model (repeat).")] = None,
+    measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
+    catalog: CatalogOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
+) -> None:
+    """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
+    from .report import html as report_html
+    if impl not in ("nccl", "custom"):
+        from .errors import UnknownNameError
+        raise UnknownNameError("implementation", impl, ("nccl", "custom"))
+    report_html.check_report_path(out)  # before the sweep, not after it
+    budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
+    with _progress() as progress:
+        data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
+                                   budget_s=budget_s, impl=impl, dtype=dtype, measured=measured or (),
+                                   measured_system=measured_system, catalog=_catalog(catalog), progress=progress)
+        text = report_html.render(data, progress)
+    path = report_html.write_html(out, text)
+    print(report_html.headline(data))
+    print(f"report: {path.resolve()}")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
+) -> None:
+    """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand."""
+    from .report import demo as demo_mod
+    from .report import html as report_html
+    from .report.tables import console
+    report_html.check_report_path(out)
+    with _progress() as progress:
+        data, path = demo_mod.run_demo(out, progress=progress)
+    console.print(demo_mod.verdict_table(data))
+    print(report_html.headline(data))
+    print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")
+
+
+def _progress():
+    """A transient progress bar on stderr while a report is computed; silent when stderr is not a terminal."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def cm():
+        if not sys.stderr.isatty():
+            yield None
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        with Progress(TextColumn("{task.description:<48}"), BarColumn(), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("starting", total=None)
+
+            def update(what: str, done: int, total: int) -> None:
+                bar.update(task, description=what, completed=done, total=total)
+
+            yield update
+
+    return cm()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:

@@ -1,0 +1,129 @@
+"""Accuracy of the collective model against published nccl-tests / rccl-tests timings.
+
+    python benchmarks/accuracy.py [--worst 15] [--dropped] [--data ../shared/data]
+
+Prints, per system, how many rows were compared and the median / 90th percentile of
+|predicted - measured| / measured time over all sizes and GPU counts (single-node and multi-node
+separately), the worst rows with measured beside predicted, the issue's targets, and exits 1 when a
+target is missed (2 when the data cannot be found). The rows, the keep/drop rules and the reasons live
+in tests/validation/measured.py, which this script imports by path: one copy of the loader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MEASURED = ROOT / "tests" / "validation" / "measured.py"
+
+
+def load_measured():
+    """tests/validation/measured.py as the module `measured` (shared with the validation tests)."""
+    if "measured" in sys.modules and getattr(sys.modules["measured"], "__file__", None) == str(MEASURED):
+        return sys.modules["measured"]
+    spec = importlib.util.spec_from_file_location("measured", MEASURED)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["measured"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _label(row) -> str:
+    return f"{row.system} ({row.variant})" if row.variant else row.system
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def _us(t_s: float) -> str:
+    return f"{t_s * 1e6:,.1f} us" if t_s < 1e-2 else f"{t_s * 1e3:,.2f} ms"
+
+
+def system_table(measured, compared, title: str) -> list[str]:
+    lines = [title, f"  {'system':34} {'rows':>5} {'median':>8} {'p90':>8} {'max':>8}"]
+    groups = measured.by(compared, lambda c: _label(c.row))
+    for name in sorted(groups):
+        s = measured.summarize(groups[name])
+        worst = max(abs(c.rel_error) for c in groups[name])
+        lines.append(f"  {name:34} {s.n:>5} {s.median:>8.1%} {s.p90:>8.1%} {worst:>8.1%}")
+    if compared:
+        s = measured.summarize(compared)
+        lines.append(f"  {'all':34} {s.n:>5} {s.median:>8.1%} {s.p90:>8.1%}")
+    return lines
+
+
+def worst_rows(compared, n: int) -> list[str]:
+    lines = [f"Worst {n} rows (error = predicted / measured - 1):",
+             f"  {'source':22} {'line':>4} {'system':16} {'gpus':>5} {'nodes':>5} {'op':14} {'size':>10} "
+             f"{'measured':>12} {'predicted':>12} {'error':>8}  algorithm"]
+    for c in sorted(compared, key=lambda c: -abs(c.rel_error))[:n]:
+        r = c.row
+        forced = f" (forced {r.algo})" if r.algo != "auto" else ""
+        lines.append(f"  {r.source_id:22} {r.line:>4} {r.catalog_system:16} {r.gpus:>5} {r.nodes:>5} {r.op:14} "
+                     f"{_size(r.size_bytes):>10} {_us(r.time_s):>12} {_us(c.predicted_s):>12} "
+                     f"{c.rel_error:>+8.1%}  {c.algorithm}/{c.protocol}{forced}")
+    return lines
+
+
+def target_lines(measured, compared) -> tuple[list[str], bool]:
+    ok = True
+    lines = ["Targets (|relative error| of time over all sizes and GPU counts):"]
+    for cls, (max_median, max_p90) in measured.TARGETS.items():
+        s = measured.summarize([c for c in compared if measured.category(c.row) == cls])
+        hit = s.n > 0 and s.median <= max_median and s.p90 <= max_p90
+        ok &= hit
+        p90 = f", p90 {s.p90:.1%} <= {max_p90:.0%}" if max_p90 < float("inf") else f", p90 {s.p90:.1%}"
+        lines.append(f"  {cls:12} n={s.n:>4}: median {s.median:.1%} <= {max_median:.0%}{p90}  "
+                     f"{'ok' if hit else 'MISSED'}")
+    single = [c for c in compared if not c.row.multi_node]
+    for cls, group in sorted(measured.by(single, lambda c: measured.fabric_class(c.row)).items()):
+        s = measured.summarize(group)
+        lines.append(f"    {cls:30} n={s.n:>4}: median {s.median:.1%}, p90 {s.p90:.1%} (breakdown)")
+    return lines, ok
+
+
+def dropped_lines(rows, full: bool) -> list[str]:
+    dropped = [r for r in rows if not r.kept]
+    lines = [f"Dropped {len(dropped)} of {len(rows)} rows:"]
+    counts = Counter((r.source_id, r.reason) for r in dropped)
+    for (source_id, reason), k in sorted(counts.items()):
+        lines.append(f"  {k:>4} x {source_id}: {reason}")
+    if full:
+        lines += [f"    line {r.line}: {r.hardware[:60]} {r.n_gpus} GPUs, size {r.size_bytes}" for r in dropped]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worst", type=int, default=15, help="how many of the worst rows to print")
+    parser.add_argument("--dropped", action="store_true", help="list every dropped row, not just the reasons")
+    parser.add_argument("--data", type=Path, default=None, help="folder holding nccl_tests.csv")
+    args = parser.parse_args(argv)
+    measured = load_measured()
+    try:
+        rows = measured.load_rows(args.data)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    compared = measured.predict(rows)
+    single = [c for c in compared if not c.row.multi_node]
+    multi = [c for c in compared if c.row.multi_node]
+    out = system_table(measured, single, "Single-node (one host): |predicted - measured| / measured time")
+    out += [""] + system_table(measured, multi, "Multi-node (2+ hosts; an NVL72 rack is 18 trays)")
+    out += [""] + worst_rows(compared, args.worst)
+    targets, ok = target_lines(measured, compared)
+    out += [""] + targets + [""] + dropped_lines(rows, args.dropped)
+    print("\n".join(out))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

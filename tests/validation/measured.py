@@ -1,0 +1,488 @@
+"""Published nccl-tests / rccl-tests timings, mapped onto shardbudget's systems.
+
+One loader for the validation tests (tests/validation/test_nccl_tests.py) and the accuracy benchmark
+(benchmarks/accuracy.py, which imports this file by path). It reads ../shared/data/nccl_tests.csv and
+classifies every row, deliberately, by one entry of RULES: either *kept* (a catalog system, a node
+and GPU count, the algorithm to force where the run forced one, and a measured time) or *dropped*
+with the reason written next to it. A row no rule matches is an error, so a new row in the data
+cannot slip into (or out of) the comparison silently.
+
+What counts as a measurement here:
+- nccl-tests / rccl-tests `all_reduce_perf`-style rows only: they time one host-launched NCCL call.
+  torch-level benchmarks (stas00's `all_reduce_bench.py`, host-timed torch calls) include framework
+  overhead and are dropped; so are MSCCL++ and other libraries' kernels.
+- Rows forced to a non-default algorithm are kept only when we force the same algorithm in the
+  prediction (NCCL_NVLS_ENABLE=0 -> algo="ring", NCCL_ALGO=TREE -> algo="tree", NCCL_ALGO=NVLS ->
+  algo="nvls"); an algorithm we do not model (NVLSTree, CollNet) drops the row.
+- Where a row gives only busbw, time is derived as size / (busbw / factor) with nccl-tests' busbw
+  factor (all-reduce 2(p-1)/p, all-gather / reduce-scatter (p-1)/p); `derived` says so.
+- Rows timed inside a CUDA graph (`-G 1`) skip the host launch that our base latencies include: kept
+  only at sizes >= 1 MiB, where the launch (a few us) is below 1% of the time.
+- A row whose scale-out network is not its system's default NIC is predicted with a user-catalog
+  variant built here (VARIANTS, numbers and source stated) or dropped with the reason.
+
+xla_collective_perf_table.csv is not compared against: its times are whole XLA executables (the
+README notes an 8-GPU sm_90 floor about twice nccl-tests'), three of its five device keys do not name
+the product (sm_90 covers H100, H200, H800 and H20; gfx942 covers MI300X and MI325X; sm_103 is not a
+catalog system), and on B200 even its largest all-reduce runs at 73% of nccl-tests' busbw (8 GPUs:
+614 GB/s at 2 GiB vs 838 GB/s at 8 GiB). Its GB200 rows serve only as a cross-check of the shape of
+NVL72's NVLS line, quoted in catalog/nccl.toml.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from shardbudget.collectives import busbw_factor, sweep
+from shardbudget.hardware import Catalog, load_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def find_data_dir() -> Path | None:
+    """../shared/data next to the repository, $SHARDBUDGET_DATA, or /work/shared/data."""
+    for cand in (ROOT.parent / "shared" / "data", Path(os.environ.get("SHARDBUDGET_DATA", "/nonexistent")),
+                 Path("/work/shared/data")):
+        if (cand / "nccl_tests.csv").exists():
+            return cand
+    return None
+
+
+# --- user-catalog variants for rows whose network is not the system's default NIC -------------
+
+VARIANTS: dict[str, str] = {
+    # schmaustech/nvidia-tools-image run 1: 2 nodes x 1 L40S, NCCL_IB_DISABLE=1 -> NCCL's socket
+    # transport over one Ethernet interface. The catalog's tcp-100 fabric describes that transport.
+    "l40s-pcie-tcp": """
+[systems.l40s-pcie-tcp]
+description = "l40s-pcie nodes joined by NCCL's TCP socket transport over one 100 GbE interface"
+gpu = "l40s"
+gpus_per_node = 8
+topology = "pcie"
+intra_fabric = "pcie4"
+socket_fabric = "pcie4-cross-socket"
+gpus_per_socket = 4
+nic_fabric = "tcp-100"
+nics_per_node = 1
+rail_optimized = false
+source = "nccl_tests.csv: schmaustech/nvidia-tools-image run 1 (NCCL_IB_DISABLE=1, one SR-IOV interface)"
+""",
+    # NVIDIA/nccl#652: 32 nodes x 8 A100 with "InfiniBand HDR, 4 HCAs per node (total of 100 GB/s)",
+    # half the HDR NICs of the catalog's HGX A100 (8); two GPUs share each NIC.
+    "hgx-a100-4hdr": """
+[systems.hgx-a100-4hdr]
+description = "HGX A100 8-GPU with 4x HDR 200 Gb/s per node (NVIDIA/nccl#652)"
+gpu = "a100-sxm"
+gpus_per_node = 8
+topology = "switch"
+intra_fabric = "nvswitch-gen2"
+gpus_per_socket = 4
+nic_fabric = "ib-hdr"
+nics_per_node = 4
+rail_optimized = true
+source = "https://github.com/NVIDIA/nccl/issues/652 (4 HCAs per node, 'total of 100 GB/s bandwidth')"
+""",
+    # stas00 p5en.48xlarge runs: AWS EFA v3, 16 x 200 Gb/s = 3200 Gb/s per node (AWS's p5en spec);
+    # the catalog's efa fabric is the 100 Gb/s interface of p5, so a 200 Gb/s one is declared here
+    # with the same latency and the same 88% of line rate.
+    "hgx-h200-efa": """
+[fabrics.efa-v3-200]
+kind = "efa"
+description = "AWS EFA v3 interface, 200 Gb/s (p5en: 16 per node), SRD transport"
+nccl_link = "net"
+bandwidth = "200 Gb/s"
+achievable_bandwidth = "22 GB/s"
+achievable_source = "as the catalog's efa fabric: 88% of line rate"
+hop_latency = { ll = "8.0 us", ll128 = "10.0 us", simple = "20.0 us" }
+latency_source = "as the catalog's efa fabric"
+source = "https://aws.amazon.com/ec2/instance-types/p5/ (p5en: 3200 Gbps EFAv3)"
+
+[systems.hgx-h200-efa]
+description = "AWS p5en.48xlarge: HGX H200 8-GPU, 16x 200 Gb/s EFA v3"
+gpu = "h200"
+gpus_per_node = 8
+topology = "switch"
+intra_fabric = "nvswitch-gen3"
+gpus_per_socket = 4
+nic_fabric = "efa-v3-200"
+nics_per_node = 16
+rail_optimized = true
+source = "https://aws.amazon.com/ec2/instance-types/p5/"
+""",
+}
+
+
+@lru_cache(maxsize=None)
+def variant_file(name: str) -> str:
+    """A user-catalog file holding the named variant (written once per process)."""
+    directory = Path(tempfile.mkdtemp(prefix="shardbudget-variants-"))
+    path = directory / f"{name}.toml"
+    path.write_text(VARIANTS[name], encoding="utf-8")
+    return str(path)
+
+
+def variant_catalog(name: str | None, extra: Sequence[str] = ()) -> Catalog:
+    """The built-in catalog plus `extra` user files, plus the named variant when a row needs one."""
+    return load_catalog([*extra, *([variant_file(name)] if name else [])])
+
+
+# --- the rules: every group of rows in nccl_tests.csv, kept or dropped, and why ----------------
+
+@dataclass(frozen=True)
+class Rule:
+    source_id: str
+    """Short name of the source (one validation test each)."""
+    source: str
+    """Substring of the CSV's `source` column."""
+    hardware: str = ""
+    """Substring of `hardware` (where one source has several machines)."""
+    note: str = ""
+    """Substring of `algo_or_note` (where one source has several runs)."""
+    gpus: int | None = None
+    """Only rows with this n_gpus (where a run table lists several GPU counts)."""
+    system: str | None = None
+    nodes: int | None = None
+    """Our node count when it is not the CSV's n_nodes (an NVL72 rack is one of our nodes)."""
+    algo: str = "auto"
+    variant: str | None = None
+    note_kept: str = ""
+    """Anything about the mapping a reader should know (assumed network, SHARP not modelled...)."""
+    drop: str = ""
+    """Reason the rows are not compared; empty for kept rows."""
+    drop_below_bytes: float = 0.0
+    """Drop the rows below this size (CUDA-graph timings), with `drop_small_reason`."""
+    drop_small_reason: str = ""
+
+    def matches(self, r: dict) -> bool:
+        return (self.source in r["source"] and self.hardware in r["hardware"]
+                and self.note in r["algo_or_note"] and (self.gpus is None or int(r["n_gpus"]) == self.gpus))
+
+
+NOT_NCCL_TESTS = "torch-level benchmark: its time includes framework overhead, not one NCCL call"
+GRAPH = ("timed inside a CUDA graph (-G 1): no host launch, which our latencies include; "
+         "kept only at >= 1 MiB where launch is < 1% of the time")
+
+RULES: tuple[Rule, ...] = (
+    # ---- single node, NVSwitch --------------------------------------------------------------
+    Rule("h100-readme-1node", "'# Single Node NCCL Test' README", system="hgx-h100",
+         note_kept="default algorithm (NVLS at these sizes)"),
+    Rule("gcm-a100", "facebookresearch/gcm", hardware="8x NVIDIA A100-SXM4-80GB (NCCL 2.16", system="hgx-a100"),
+    Rule("gcm-a100", "facebookresearch/gcm", hardware="2 nodes x 8x NVIDIA A100", system="hgx-a100",
+         note_kept="inter-node network not stated (FAIR cluster): predicted with the catalog's 8x HDR"),
+    Rule("stas00-a100", "stas00/ml-engineering", hardware="8x A100 (single node", system="hgx-a100",
+         note_kept="author removed the in-place columns; out-of-place assumed"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="torch all_reduce_bench", drop=NOT_NCCL_TESTS),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="NCCL_NVLS_ENABLE=0", system="hgx-h200",
+         algo="ring", note_kept="NCCL_NVLS_ENABLE=0: predicted with algo=ring"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="NCCL_NVLS_ENABLE=1", system="hgx-h200"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="default", system="hgx-h200"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="-z 1; all-gather", system="hgx-h200"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="H200", note="-z 1; reduce-scatter", system="hgx-h200"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="B200", note="NCCL_NVLS_ENABLE=0", system="hgx-b200",
+         algo="ring", note_kept="NCCL_NVLS_ENABLE=0: predicted with algo=ring"),
+    Rule("stas00-sharp", "section 'SHARP'", hardware="B200", note="default", system="hgx-b200"),
+    Rule("stas00-h200-2.30", "section 'How the calls are timed'", note="nccl-tests all_reduce_perf",
+         system="hgx-h200"),
+    Rule("stas00-h200-2.30", "section 'How the calls are timed'", note="all_reduce_bench.py", drop=NOT_NCCL_TESTS),
+    Rule("azure-nd-h200", "Azure ND H200 v5", system="hgx-h200",
+         note_kept="NCCL_MIN_NCHANNELS=32 raises the channel count, not the algorithm (NVLS either way)"),
+    Rule("nccl-tests#212", "nccl-tests/issues/212", drop="a statement of approximate peak bandwidth "
+         "('~480', 'about 250'), not a measured row"),
+    Rule("nccl#1455", "nccl/issues/1455", note="NCCL_ALGO=RING", system="hgx-h100", algo="ring",
+         note_kept="NCCL_ALGO=RING; sizes 2-4 GB taken as 4 GiB and busbw 365-370 as 367.5 GB/s "
+                   "(time is proportional to size there)"),
+    Rule("nccl#1455", "nccl/issues/1455", note="NCCL_ALGO=NVLS", gpus=2, drop="NCCL_ALGO=NVLS at 2-4 GPUs reports the "
+         "ring's busbw (~370 GB/s); which algorithm actually ran is ambiguous"),
+    Rule("nccl#1455", "nccl/issues/1455", note="NCCL_ALGO=NVLS", gpus=3, drop="NCCL_ALGO=NVLS at 2-4 GPUs reports the "
+         "ring's busbw (~370 GB/s); which algorithm actually ran is ambiguous"),
+    Rule("nccl#1455", "nccl/issues/1455", note="NCCL_ALGO=NVLS", gpus=4, drop="NCCL_ALGO=NVLS at 2-4 GPUs reports the "
+         "ring's busbw (~370 GB/s); which algorithm actually ran is ambiguous"),
+    Rule("nccl#1455", "nccl/issues/1455", note="NCCL_ALGO=NVLS", system="hgx-h100", algo="nvls",
+         note_kept="NCCL_ALGO=NVLS: predicted with algo=nvls; reporter-approximate busbw; 2-4 GB taken as 4 GiB"),
+    Rule("mscclpp-ndmv4", "microsoft/mscclpp", note="MSCCL++ AllReduce", drop="MSCCL++ kernels, not NCCL"),
+    Rule("mscclpp-ndmv4", "microsoft/mscclpp", note="NCCL AllReduce", system="hgx-a100",
+         drop_below_bytes=MiB, drop_small_reason=GRAPH,
+         note_kept="Azure NDm A100 v4 (8x HDR 200 Gb/s per node, the catalog's default); in-place columns"),
+    Rule("nccl#1374", "nccl/issues/1374", drop="H800 (NVLink cut to 400 GB/s) is not a catalog system"),
+    Rule("nccl-tests#178", "nccl-tests/issues/178", drop="A100 pairs joined by NVLink without NVSwitch "
+         "(and a mixed NVLink/PCIe triple) are not a catalog system"),
+    # ---- single node, PCIe / xGMI ------------------------------------------------------------
+    Rule("nccl-tests#194", "nccl-tests/issues/194", system="h100-pcie"),
+    Rule("rccl-mi300x", "AAC8 Kubernetes", system="mi300x"),
+    Rule("kalavai-4090", "section Benchmark interconnectivity across GPUs, Docker run",
+         drop="flagged in the data README: the slow RTX 4090 Docker runs (~2 GB/s: 2.2 GB/s busbw on 2 "
+              "GPUs, 1.7 GB/s algbw on 4), half the same host's Kubernetes run"),
+    Rule("kalavai-4090", "section Benchmark interconnectivity across GPUs, Kubernetes pod", system="rtx4090-pcie",
+         note_kept="P2P status not stated; consumer 4090s have no P2P, as the catalog's pcie4-no-p2p assumes"),
+    Rule("nccl#1530", "nccl/issues/1530", note="NCCL_ALGO=TREE", system="rtx4090-pcie", algo="tree",
+         note_kept="NCCL_ALGO=TREE: predicted with algo=tree"),
+    Rule("nccl#1530", "nccl/issues/1530", note="NCCL_BUFFSIZE", system="rtx4090-pcie",
+         note_kept="NCCL_BUFFSIZE changes the staging buffer only; the 8 B row is latency"),
+    Rule("nccl#428", "nccl/issues/428", drop="Tesla T4 is not a catalog system"),
+    Rule("pytorch#127077", "pytorch/pytorch/issues/127077", drop="A10G (AWS g5) is not a catalog system"),
+    Rule("nccl#1639", "nccl/issues/1639", drop="RTX 5090 is not a catalog system (and a forced "
+         "NCCL_NTHREADS / NCCL_MIN_NCHANNELS run)"),
+    # ---- multi-node ---------------------------------------------------------------------------
+    Rule("a3mega", "lessizzmore/create-a3mega", drop="GCP A3 Mega network (GPUDirect-TCPXO) is not in the "
+         "catalog and the file states neither NIC speed nor latency: a variant would be fitted to the "
+         "very rows it is judged on"),
+    Rule("rccl-mi325x", "AAC11 MI325X", drop="MI325X is not a catalog system (and NCCL_ALGO=Ring over "
+         "Broadcom RoCE NICs of unstated speed)"),
+    Rule("rccl-mi355x", "AAC14 MI355X", drop="MI355X / Pollara 400 is not a catalog system"),
+    Rule("schmaustech-l40s", "schmaustech/nvidia-tools-image", note="-g 1; NCCL_IB_DISABLE=1",
+         system="l40s-pcie", variant="l40s-pcie-tcp",
+         note_kept="TCP socket transport (NCCL_IB_DISABLE=1): predicted with variant l40s-pcie-tcp (tcp-100)"),
+    Rule("schmaustech-l40s", "schmaustech/nvidia-tools-image", note="-g 2 (2 procs x 2 GPUs)",
+         drop="two SR-IOV RDMA virtual functions (mlx5_2, mlx5_8) of unstated speed instead of the "
+              "catalog's 4x 200 GbE; no published number to build a variant from"),
+    Rule("schmaustech-h200", "schmaustech/nvidia-tools-image", note="NCCL_ALGO=ring; NCCL_IB_DISABLE=1",
+         drop="socket transport over one shared interface of unstated speed (not the catalog's 8x NDR); "
+              "no published number to build a variant from"),
+    Rule("coreweave-h100-sharp", "nccl-test-distributed-h100-64-sharp", system="hgx-h100",
+         note_kept="InfiniBand NDR as the catalog, with SHARP (CollNet) enabled, which we do not model: "
+                   "predicted as NCCL without SHARP"),
+    Rule("coreweave-gb200", "coreweave/nccl-tests", hardware="GB200 NVL72", note="Single Rack",
+         system="gb200-nvl72", nodes=1, note_kept="one NVL72 rack = one of our nodes (72 GPUs)"),
+    Rule("coreweave-gb200", "coreweave/nccl-tests", hardware="GB200 NVL72", note="2 Racks",
+         system="gb200-nvl72", nodes=2, note_kept="2 racks over InfiniBand (catalog: 1x NDR per GPU)"),
+    Rule("coreweave-gb200", "coreweave/nccl-tests", hardware="GB200 NVL72", note="20 Racks",
+         system="gb200-nvl72", nodes=20, note_kept="20 racks over InfiniBand (catalog: 1x NDR per GPU)"),
+    Rule("dgx-06-07", "dgx-06", drop="flagged in the data README: the dgx-06/07 2-node H100 run is "
+         "erratic at 8 KB-64 MB (misconfigured or contended)"),
+    Rule("h100-readme-2node", "'# Multiple Nodes NCCL Test' README", system="hgx-h100",
+         note_kept="8 HCAs per node of unstated speed: predicted with the catalog's 8x NDR 400 Gb/s"),
+    Rule("nccl#1244", "nccl/issues/1244", drop="H20 is not a catalog system (and NCCL_ALGO=NVLSTree)"),
+    Rule("nccl#652", "nccl/issues/652", system="hgx-a100", variant="hgx-a100-4hdr",
+         note_kept="4 HDR HCAs per node (stated): predicted with variant hgx-a100-4hdr"),
+    Rule("nccl-tests#150", "nccl-tests/issues/150", system="hgx-a100",
+         note_kept="A100 80GB, one GPU per node, over HDR: hgx-a100 nodes=2 gpus=2"),
+    Rule("nccl#378", "nccl/issues/378", drop="V100 is not a catalog system"),
+    Rule("go-fixture-h200", "sampleNCCLOutput", drop="noisy capture (2 B, 256 KB, 8 MB, 32 MB rows off by "
+         "10-25x; marked erratic in the data) and network not stated"),
+    Rule("nccl#1031", "nccl/issues/1031", drop="a reporter's summary busbw with no message size, from a "
+         "thread about underperforming RoCE"),
+    Rule("nccl-tests#153", "nccl-tests/issues/153", drop="H800 with 8x 100 Gb/s is not a catalog system"),
+    Rule("nccl#1250", "nccl/issues/1250", drop="torch.distributed call timed on the host, one iteration"),
+    Rule("dgx-spark", "Dual-DGX-Sparks", drop="DGX Spark (GB10) is not a catalog system; flagged in the data "
+         "README (too few channels)"),
+    Rule("stas00-b200-4node", "section 'all_reduce benchmark'", drop=NOT_NCCL_TESTS),
+    Rule("stas00-b200", "section 'Inter-node speed depends on intra-node speed'", drop=NOT_NCCL_TESTS),
+    Rule("stas00-h200-torch", "section 'Real network throughput' (same table", drop=NOT_NCCL_TESTS),
+    Rule("stas00-p5en", "Understanding why inter-node network", note="nvlstree",
+         drop="NCCL_ALGO=allreduce:nvlstree forces NVLSTree, an algorithm we do not model"),
+    Rule("stas00-p5en", "Understanding why inter-node network", note="allreduce:ring", system="hgx-h200",
+         variant="hgx-h200-efa", algo="ring",
+         note_kept="AWS p5en EFA (16x 200 Gb/s): variant hgx-h200-efa; NCCL_ALGO=allreduce:ring -> algo=ring"),
+    Rule("stas00-p5en", "Understanding why inter-node network", note="tuner picks Ring", system="hgx-h200",
+         variant="hgx-h200-efa", algo="ring",
+         note_kept="AWS p5en EFA (16x 200 Gb/s): variant hgx-h200-efa; the row states the tuner ran Ring, "
+                   "so algo=ring"),
+)
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    line: int
+    """Line in nccl_tests.csv (1 = header)."""
+    csv_nodes: int
+    """Hosts in the run as the CSV counts them (an NVL72 rack is 18 compute trays)."""
+    source_id: str
+    source: str
+    hardware: str
+    op: str
+    n_gpus: int
+    size_bytes: float | None
+    time_s: float | None
+    derived: str
+    """How time_s was obtained when the row gives no time ("" when it does)."""
+    system: str | None
+    nodes: int
+    gpus: int
+    algo: str
+    variant: str | None
+    kept: bool
+    reason: str
+    """Why the row is dropped, or what a reader should know about a kept row's mapping."""
+
+    @property
+    def multi_node(self) -> bool:
+        """More than one host. An NVL72 rack is one of our nodes but 18 hosts (trays) joined by
+        NVLink switches: it counts as multi-node, not as a single-node system."""
+        return self.csv_nodes > 1
+
+    @property
+    def catalog_system(self) -> str | None:
+        return self.variant or self.system
+
+
+def _number(text: str) -> tuple[float | None, str]:
+    """A CSV cell as a number; a range 'a-b' becomes its midpoint (say so); blank or prose -> None."""
+    text = text.strip().lstrip("~")
+    if not text:
+        return None, ""
+    m = re.fullmatch(r"([\d.]+)\s*-\s*([\d.]+)", text)
+    if m:
+        lo, hi = float(m[1]), float(m[2])
+        return (lo + hi) / 2, f"range {text} taken as its midpoint"
+    try:
+        return float(text), ""
+    except ValueError:
+        return None, ""
+
+
+def _size(text: str) -> tuple[float | None, str]:
+    text = text.strip()
+    if re.fullmatch(r"\d+", text):
+        return float(text), ""
+    if text == "2-4 GB":  # nccl#1455: -b 2G -e 4G, one busbw quoted for the range
+        return float(4 * GiB), "size range 2-4 GB taken as 4 GiB"
+    return None, ""
+
+
+def _op(collective: str) -> str:
+    return collective.replace("_", "-")
+
+
+def _row(line: int, r: dict, rule: Rule) -> Row:
+    size, size_note = _size(r["size_bytes"])
+    n_gpus, csv_nodes = int(r["n_gpus"]), int(r["n_nodes"])
+    nodes = rule.nodes or csv_nodes
+    op = _op(r["collective"])
+    time_us, time_note = _number(r["time_us"])
+    busbw, bus_note = _number(r["busbw_GBps"])
+    algbw, _ = _number(r["algbw_GBps"])
+    derived, time_s = "", None
+    if time_us is not None and not time_note:
+        time_s = time_us * 1e-6
+    elif size is not None and busbw:
+        time_s = size / (busbw * 1e9 / busbw_factor(op, n_gpus))
+        derived = f"time = size / (busbw {busbw:g} GB/s / {busbw_factor(op, n_gpus):.4g})"
+    elif size is not None and algbw:
+        time_s = size / (algbw * 1e9)
+        derived = f"time = size / algbw {algbw:g} GB/s"
+    notes = "; ".join(n for n in (size_note, bus_note) if n)
+    derived = "; ".join(n for n in (derived, notes) if n)
+    kept, reason = not rule.drop, rule.drop or rule.note_kept
+    if kept and (size is None or time_s is None or not math.isfinite(time_s) or time_s <= 0):
+        kept, reason = False, "no message size or no time/bandwidth in the row"
+    if kept and size is not None and size < rule.drop_below_bytes:
+        kept, reason = False, rule.drop_small_reason
+    return Row(line=line, csv_nodes=csv_nodes, source_id=rule.source_id, source=r["source"], hardware=r["hardware"], op=op,
+               n_gpus=n_gpus, size_bytes=size, time_s=time_s, derived=derived, system=rule.system,
+               nodes=nodes, gpus=n_gpus, algo=rule.algo, variant=rule.variant, kept=kept, reason=reason)
+
+
+class UnclassifiedRow(ValueError):
+    pass
+
+
+def load_rows(data_dir: Path | str | None = None) -> list[Row]:
+    """Every row of nccl_tests.csv, kept or dropped by its rule (see RULES)."""
+    data_dir = Path(data_dir) if data_dir else find_data_dir()
+    if data_dir is None:
+        raise FileNotFoundError("nccl_tests.csv not found (looked in ../shared/data, $SHARDBUDGET_DATA)")
+    return list(_load(str(data_dir)))
+
+
+@lru_cache(maxsize=4)
+def _load(data_dir: str) -> tuple[Row, ...]:
+    out = []
+    with open(Path(data_dir) / "nccl_tests.csv", newline="", encoding="utf-8") as f:
+        for line, r in enumerate(csv.DictReader(f), start=2):
+            rule = next((x for x in RULES if x.matches(r)), None)
+            if rule is None:
+                raise UnclassifiedRow(f"nccl_tests.csv line {line}: no rule for source {r['source'][:80]!r}, "
+                                      f"hardware {r['hardware'][:60]!r}; add one to RULES (keep or drop, with why)")
+            out.append(_row(line, r, rule))
+    return tuple(out)
+
+
+# --- predictions and errors -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Compared:
+    row: Row
+    predicted_s: float
+    algorithm: str
+    protocol: str
+
+    @property
+    def rel_error(self) -> float:
+        """(predicted - measured) / measured: positive = we predict slower than measured."""
+        return (self.predicted_s - self.row.time_s) / self.row.time_s
+
+
+def predict(rows: Iterable[Row], extra_catalogs: Sequence[str] = ()) -> list[Compared]:
+    """Our time for each kept row, with the row's system, GPUs, nodes and forced algorithm.
+    `extra_catalogs`: user catalog files layered on the built-in one (to try other constants)."""
+    out = []
+    for row in rows:
+        if not row.kept:
+            continue
+        cost = sweep(row.op, [row.size_bytes], row.catalog_system, nodes=row.nodes, gpus=row.gpus,
+                     algo=row.algo, catalog=variant_catalog(row.variant, tuple(extra_catalogs)))[0]
+        out.append(Compared(row, cost.time_s, cost.algorithm, cost.protocol))
+    return out
+
+
+PCIE_SYSTEMS = frozenset({"h100-pcie", "l40s-pcie", "rtx-pro-6000-pcie", "rtx4090-pcie"})
+
+TARGETS: dict[str, tuple[float, float]] = {"single-node": (0.10, 0.25), "multi-node": (0.20, math.inf)}
+"""The issue's targets, (median, p90) of |relative error| of time over all sizes and GPU counts
+present: single-node systems (NVSwitch and PCIe together) median <= 10% and p90 <= 25%; multi-node
+median <= 20%."""
+
+
+def category(row: Row) -> str:
+    """Which target a row counts toward."""
+    return "multi-node" if row.multi_node else "single-node"
+
+
+def fabric_class(row: Row) -> str:
+    """Finer grouping for the report: the scale-up fabric of single-node rows (MI300X's xGMI mesh is
+    grouped with NVSwitch: a scale-up fabric inside one box, not PCIe)."""
+    if row.multi_node:
+        return "multi-node"
+    return "single-node PCIe" if row.system in PCIE_SYSTEMS else "single-node NVSwitch/xGMI"
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
+    v = sorted(values)
+    if not v:
+        return math.nan
+    k = (len(v) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    p90: float
+    """Median and 90th percentile of |relative error|."""
+
+
+def summarize(compared: Sequence[Compared]) -> Summary:
+    errs = [abs(c.rel_error) for c in compared]
+    return Summary(len(errs), percentile(errs, 50), percentile(errs, 90))
+
+
+def by(compared: Iterable[Compared], key) -> dict:
+    out: dict = {}
+    for c in compared:
+        out.setdefault(key(c), []).append(c)
+    return out
