@@ -254,6 +254,8 @@ def _nvls_efficiency(group: Group) -> float | None:
     (keyed by fabric name, else by GPU generation); None where NVLS is not available."""
     table = _nccl(group)["calibrated"]["nvls_link_efficiency"]
     s = group.system
+    if s.intra_fabric.nvls_efficiency is not None:
+        return s.intra_fabric.nvls_efficiency
     return table.get(s.intra_fabric.name, table.get(s.gpu.arch))
 
 

@@ -52,6 +52,8 @@ class Fabric:
     """NVLink SHARP (NVLS): the switch reduces, so all-reduce moves each byte once each way."""
     p2p: bool = True
     """GPUs can load/store each other's memory over it (what one-/two-shot custom kernels need)."""
+    nvls_efficiency: float | None = None
+    """Share of the link rate NVLS reaches (None: catalog/nccl.toml's calibrated table)."""
     links_per_gpu: int = 1
     per_link_bytes_per_s: float | None = None
     """Per-link, per-direction rate for multi-link fabrics (NVLink), bytes/s."""
@@ -268,6 +270,7 @@ def _read_fabric(name: str, table: Any, nccl: Mapping[str, Any]) -> Fabric:
         bytes_per_s=peak, achievable_bytes_per_s=achievable,
         hop_latency_s=_hop_latencies(e, nccl_link, nccl), nccl_link=nccl_link,
         in_switch_reduction=e.flag("in_switch_reduction", False), p2p=e.flag("p2p", True),
+        nvls_efficiency=_fraction(e, "nvls_efficiency"),
         links_per_gpu=links, per_link_bytes_per_s=per_link,
         figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
         achievable_source=e.text("achievable_source", ""), latency_source=e.text("latency_source", ""),
@@ -325,6 +328,13 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
     e.check_unknown()
     _validate_system(system)
     return system
+
+
+def _fraction(e: _Entry, key: str) -> float | None:
+    value = e.raw(key, None, (int, float))
+    if value is not None and not (0 < value <= 1):
+        raise CatalogError(f"{e.where}.{key}: {value!r} must be a fraction in (0, 1]")
+    return None if value is None else float(value)
 
 
 def _positive_float(e: _Entry, key: str) -> float:

@@ -1,0 +1,1 @@
+"""Measurement: a torch.distributed collective benchmark and readers for benchmark logs."""

@@ -1,0 +1,194 @@
+"""One rank of the collective benchmark; the only module of the harness that imports torch.
+
+The harness starts it as ``python -m shardbudget.measure.worker CONFIG_JSON`` (one process per
+rank; events go to stdout as ``@shardbudget {json}`` lines), or calls `run_rank` in-process under
+torchrun / srun. Either way the rank reports through ``emit(event)`` and never writes files:
+
+    ready   after the rendezvous, with every rank's hostname
+    start   before each size, from every rank (so a dead or hung rank can be placed)
+    result  after each size: per-iteration slowest-rank times and wrong counts per rank
+    done    after the last size
+    error   an exception, just before exiting non-zero
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from .harness import EVENT_PREFIX, Fault, RankConfig, parse_faults
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def run_rank(cfg: RankConfig, emit: Emit) -> None:
+    faults = parse_faults(cfg.faults)
+    device = _init(cfg)
+    try:
+        hosts: list[str | None] = [None] * cfg.world_size
+        dist.all_gather_object(hosts, socket.gethostname())
+        emit({"ev": "ready", "hosts": hosts, "torch": torch.__version__})
+        for index, size_bytes in enumerate(cfg.sizes_bytes):
+            _measure_size(cfg, index, size_bytes, device, faults, emit)
+        dist.barrier()
+        emit({"ev": "done"})
+    finally:
+        dist.destroy_process_group()
+
+
+def _init(cfg: RankConfig) -> torch.device:
+    device = torch.device("cpu")
+    kwargs: dict[str, Any] = {}
+    if cfg.backend == "nccl":
+        device = torch.device("cuda", cfg.local_rank)
+        torch.cuda.set_device(device)
+        kwargs["device_id"] = device  # binds the communicator to this GPU eagerly
+    dist.init_process_group(cfg.backend, init_method=cfg.init_method, rank=cfg.rank,
+                            world_size=cfg.world_size,
+                            timeout=timedelta(seconds=cfg.pg_timeout_s), **kwargs)
+    return device
+
+
+def _measure_size(cfg: RankConfig, index: int, size_bytes: int, device: torch.device,
+                  faults: list[Fault], emit: Emit) -> None:
+    if any(f.hits("hang", cfg.rank, size_bytes) for f in faults):
+        while True:  # test hook: never start this size, as a stuck rank would
+            time.sleep(3600)
+    emit({"ev": "start", "index": index, "bytes": size_bytes})
+    if any(f.hits("crash", cfg.rank, size_bytes) for f in faults):
+        os.kill(os.getpid(), signal.SIGKILL)  # test hook: die as the OOM killer would
+    bufs = _Buffers(cfg.op, size_bytes, getattr(torch, cfg.dtype), cfg.world_size, device)
+    for _ in range(cfg.warmup):
+        bufs.run()
+    times = _time_iters(bufs, cfg.iters, device)
+    # One collective takes as long as its slowest rank (nccl-tests reduces with MAX too).
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    wrong_by_rank = None
+    if cfg.check:
+        corrupt = any(f.hits("wrong-reduction", cfg.rank, size_bytes) for f in faults)
+        wrong_by_rank = _check(bufs, cfg.rank, cfg.world_size, corrupt)
+    if cfg.rank == 0 or cfg.report_all_ranks:
+        emit({"ev": "result", "index": index, "bytes": size_bytes,
+              "samples_s": times.tolist(), "wrong_by_rank": wrong_by_rank})
+
+
+class _Buffers:
+    """Send/receive tensors sized as nccl-tests sizes them (see the harness docstring)."""
+
+    def __init__(self, op: str, size_bytes: int, dtype: torch.dtype, n: int, device: torch.device):
+        elements = size_bytes // dtype.itemsize
+        self.op, self.n, self.chunk = op, n, elements // n
+        alloc = dict(dtype=dtype, device=device)
+        # Timing runs on zeros: repeated in-place sums of zeros never overflow or turn denormal.
+        self.send = torch.zeros(elements if op != "all-gather" else self.chunk, **alloc)
+        if op == "all-reduce":
+            self.recv = self.send  # torch's all-reduce is in place
+        elif op == "reduce-scatter":
+            self.recv = torch.empty(self.chunk, **alloc)
+        else:
+            self.recv = torch.empty(elements, **alloc)
+
+    def run(self) -> None:
+        if self.op == "all-reduce":
+            dist.all_reduce(self.send)
+        elif self.op == "all-gather":
+            dist.all_gather_into_tensor(self.recv, self.send)
+        elif self.op == "reduce-scatter":
+            dist.reduce_scatter_tensor(self.recv, self.send)
+        else:
+            dist.all_to_all_single(self.recv, self.send)
+
+
+def _time_iters(bufs: _Buffers, iters: int, device: torch.device) -> torch.Tensor:
+    """Per-iteration seconds on this rank, as a float64 tensor on `device`."""
+    if device.type == "cuda":
+        return _time_iters_cuda(bufs, iters, device)
+    times_s = []
+    for _ in range(iters):
+        dist.barrier()  # start together, so the time is the collective's, not a late peer's
+        t0 = time.perf_counter()
+        bufs.run()  # gloo calls block until the collective is done on this rank
+        times_s.append(time.perf_counter() - t0)
+    return torch.tensor(times_s, dtype=torch.float64)
+
+
+def _time_iters_cuda(bufs: _Buffers, iters: int, device: torch.device) -> torch.Tensor:
+    events = []
+    for _ in range(iters):
+        dist.barrier()
+        torch.cuda.synchronize(device)  # the barrier itself is a kernel; keep it out of the time
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        bufs.run()
+        end.record()
+        events.append((start, end))
+    torch.cuda.synchronize(device)
+    times_s = [s.elapsed_time(e) / 1e3 for s, e in events]  # elapsed_time is in ms
+    return torch.tensor(times_s, dtype=torch.float64, device=device)
+
+
+def _check_data(bufs: _Buffers, rank: int) -> torch.Tensor:
+    """Fill the send buffer with a pattern whose result is known; return the expected result.
+
+    all-reduce: every element is rank+1, the sum is n(n+1)/2. all-gather: chunk j comes from
+    rank j and holds j+1. reduce-scatter: chunk j of rank r holds r+1+j, so rank r receives
+    n(n+1)/2 + n·r. all-to-all: chunk j of rank r holds r·n+j+1, so rank r receives j·n+r+1 from j.
+    """
+    n, chunk, send = bufs.n, bufs.chunk, bufs.send
+    j = torch.arange(n, dtype=torch.float64)
+    if bufs.op == "all-reduce":
+        send.fill_(rank + 1)
+        expected = torch.full((send.numel(),), n * (n + 1) / 2, dtype=torch.float64)
+    elif bufs.op == "all-gather":
+        send.fill_(rank + 1)
+        expected = (j + 1).repeat_interleave(chunk)
+    elif bufs.op == "reduce-scatter":
+        send.copy_((rank + 1 + j).repeat_interleave(chunk))
+        expected = torch.full((chunk,), n * (n + 1) / 2 + n * rank, dtype=torch.float64)
+    else:
+        send.copy_((rank * n + j + 1).repeat_interleave(chunk))
+        expected = (j * n + rank + 1).repeat_interleave(chunk)
+    return expected.to(send.dtype).to(send.device)
+
+
+def _check(bufs: _Buffers, rank: int, n: int, corrupt: bool) -> list[int]:
+    """Run once on known data; return the wrong element count of every rank (all-reduced)."""
+    expected = _check_data(bufs, rank)
+    bufs.run()
+    if corrupt:  # test hook: this rank's result is off by one in one element
+        bufs.recv.view(-1)[0] += 1
+    wrong = torch.zeros(n, dtype=torch.int64, device=bufs.send.device)
+    wrong[rank] = int((bufs.recv.view(-1) != expected).sum().item())
+    dist.all_reduce(wrong)
+    return [int(w) for w in wrong.tolist()]
+
+
+def _stdout_emit(event: dict[str, Any]) -> None:
+    print(EVENT_PREFIX + json.dumps(event), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = RankConfig.from_json((argv if argv is not None else sys.argv[1:])[0])
+    try:
+        run_rank(cfg, _stdout_emit)
+    except BaseException as exc:  # noqa: BLE001 - report anything, then exit non-zero
+        text = str(exc).strip().splitlines()
+        _stdout_emit({"ev": "error", "message": f"{type(exc).__name__}: {text[0] if text else ''}"})
+        return 1
+    finally:
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
