@@ -63,7 +63,8 @@ def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = No
     if gpus is None:  # compare like with like: the GPU count every system can provide
         gpus = min(nodes * s.gpus_per_node for s in entries)
     groups = [make_group(s, nodes=nodes, gpus=gpus, catalog=catalog) for s in entries]
-    sizes = decode_message_sizes(model, list(batches)) + [(n, "reference") for n in extra_sizes]
+    sizes = decode_message_sizes(model, list(batches))
+    sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])
     per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus, impl=_impl_for(g, impl),
                         catalog=catalog) for g in groups]

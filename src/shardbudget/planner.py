@@ -252,9 +252,15 @@ def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm
                          f"({format_seconds(r.itl_s)}).")
     if too_far:
         worst = max((r for r in fitting if r.tp in too_far), key=lambda r: r.tp)
-        parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far: at TP{worst.tp} "
-                     f"communication is {100 * worst.comm_share:.0f}% of the inter-token latency "
-                     f"({worst.comm_s * 1e3:.2f} ms of {worst.itl_s * 1e3:.2f} ms) and adding GPUs no longer pays.")
+        share = (f"communication is {100 * worst.comm_share:.0f}% of the inter-token latency "
+                 f"({worst.comm_s * 1e3:.2f} ms of {worst.itl_s * 1e3:.2f} ms)")
+        past = [t for t in sorted(too_far) if best and t > best.tp]
+        if past:
+            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far: at TP{worst.tp} {share} "
+                         f"and adding GPUs no longer pays.")
+        else:
+            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far even though it is the "
+                         f"fastest option: at TP{worst.tp} {share}, so the fabric, not the GPUs, sets the token time.")
     elif best and best is fitting[-1] and fitting[-1].comm_share <= comm_threshold:
         parts.append(f"Every TP up to TP{best.tp} still pays: the fabric is not the limit here.")
     return " ".join(parts)
