@@ -1,0 +1,57 @@
+"""`shardbudget demo`: the question on one well-known case, answered in the terminal and in a report.
+
+Llama-3.1-70B in bf16, decode at batch 1 and 64 with 4096 tokens of context, a 50 ms inter-token
+budget, on three machines that differ mainly by fabric: an HGX H100 (NVSwitch), eight L40S on PCIe
+across two sockets, and two HGX H100 nodes joined by InfiniBand NDR.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import html as report_html
+
+MODEL = "llama-3.1-70b"
+SYSTEMS = ("hgx-h100", "l40s-pcie", "hgx-h100:2")
+BATCHES = (1, 64)
+CONTEXT = 4096
+BUDGET_S = 0.050
+DTYPE = "bf16"
+IMPL = "nccl"
+
+
+def run_demo(out: str | os.PathLike = "report.html", *, catalog=None,
+             progress: report_html.Progress | None = None) -> tuple[report_html.ReportData, Path]:
+    """Compute the demo, write its report to `out` (atomically) and return the data and the path."""
+    path = report_html.check_report_path(out)  # fail before the work, not after it
+    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, impl=IMPL,
+                               dtype=DTYPE, catalog=catalog, progress=progress)
+    text = report_html.render(data, progress)
+    return data, report_html.write_html(path, text)
+
+
+def verdict_table(data: report_html.ReportData):
+    """The compact verdict table (rich): per system and batch, min/max/best TP, comm share, verdict."""
+    from rich.table import Table
+
+    from .figures import fmt_seconds
+    budget = data.settings["budget_s"]
+    t = Table(title=f"{data.model} ({data.settings['dtype']}), context {data.settings['context']}, "
+                    f"budget {fmt_seconds(budget) if budget else 'none'}: how far can it be sharded?")
+    for col, justify in (("system", "left"), ("batch", "right"), ("min TP\n(memory)", "right"),
+                         ("max TP\n(budget)", "right"), ("best TP", "right"), ("ITL at best", "right"),
+                         ("comm share\nat best", "right"), ("verdict", "left")):
+        t.add_column(col, justify=justify)
+    for r in report_html.verdict_rows(data):
+        t.add_row(r["system"], str(r["batch"]), _tp(r["min_tp"]), _tp(r["max_tp"]), _tp(r["best_tp"]),
+                  fmt_seconds(r["itl_s"]) if r["itl_s"] is not None else "-",
+                  f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["verdict"])
+    return t
+
+
+def _tp(x) -> str:
+    return "none" if x is None else f"TP{x}"
+
+
+__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "MODEL", "SYSTEMS", "run_demo", "verdict_table"]
