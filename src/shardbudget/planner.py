@@ -309,7 +309,7 @@ def required_fabric(model: str, system: str, *, tp: int, nodes: int = 1, batch: 
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)
     n_calls = sum(c["count"] for c in calls)
-    comm_budget = budget_s - st.compute_s
+    comm_budget = budget_s - st.compute_s - st.other_s  # what is left for the collectives
     lat = st.comm_latency_s
     bw_time = st.comm_s - lat
     from .collectives import busbw_factor
@@ -321,14 +321,21 @@ def required_fabric(model: str, system: str, *, tp: int, nodes: int = 1, batch: 
     req_lat = (comm_budget - bw_time) / n_calls if comm_budget > bw_time else None
     req_bw = bus_bytes / (comm_budget - lat) if comm_budget > lat else None
     if comm_budget <= 0:
-        text = (f"Compute alone takes {format_seconds(st.compute_s)}, more than the {format_seconds(budget_s)} "
-                f"budget: no fabric can make TP{tp} fit.")
+        text = (f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
+                f"{format_seconds(budget_s)} budget: no fabric can make TP{tp} fit.")
     else:
         text = (f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
                 f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
                 f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. ")
-        text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)}. "
-                 if req_lat is not None else "No latency is small enough with today's bandwidth. ")
+        if req_lat is not None:
+            ratio = req_lat / (lat / n_calls)
+            fabric = sysm.nic_fabric if tp > sysm.gpus_per_node and sysm.nic_fabric else sysm.intra_fabric
+            hop = fabric.hop_latency_s["ll"]
+            text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)} "
+                     f"({100 * ratio:.0f}% of today's: e.g. the {fabric.name} per-hop latency from "
+                     f"{format_seconds(hop)} to {format_seconds(hop * ratio)}, with NCCL's base latency scaled alike). ")
+        else:
+            text += "No latency is small enough with today's bandwidth. "
         text += (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
                  if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
                  "breaks the budget.")
