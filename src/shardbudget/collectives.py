@@ -37,8 +37,9 @@ _ALIASES = {"allreduce": "all-reduce", "reducescatter": "reduce-scatter", "allga
 def busbw_factor(op: str, ranks: int) -> float:
     """nccl-tests' busbw / algbw ratio (doc/PERFORMANCE.md): the share of the data each rank's link
     must carry relative to the message, so busbw is comparable to the link's peak across `ranks`."""
-    if ranks < 2:
-        return 1.0
+    if ranks < 1:
+        raise PlanError(f"a collective needs at least one rank, got {ranks}")
+    # with one rank nccl-tests prints busbw 0 for the (n-1)/n operations; the formulas give that
     if op == "all-reduce":
         return 2 * (ranks - 1) / ranks  # reduce-scatter then all-gather: each (p-1)/p of the data
     if op in ("reduce-scatter", "all-gather", "all-to-all"):
@@ -200,7 +201,8 @@ def _inter_hop_s(group: Group, proto: str, algo: str = "ring") -> float:
     hop = nic.hop_latency_s[proto]
     if algo == "tree" or (algo == "ring" and group.gpus_per_node == 1):
         net = _nccl(group)["hw_latency"]["net"]
-        hop += net["tree"][proto] - net["ring"][proto]
+        # never below the ring figure: a user catalog may set the ring row above the tree row
+        hop += max(0.0, net["tree"][proto] - net["ring"][proto])
     return hop
 
 
@@ -501,7 +503,7 @@ def _cost(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
     return Cost(op=op, msg_bytes=msg_bytes, ranks=group.ranks, nodes=group.nodes,
                 algorithm=c.algorithm, protocol=c.protocol, time_s=time_s, latency_s=c.latency_s,
                 bandwidth_s=bandwidth_s, algbw_bytes_per_s=algbw,
-                busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks),
+                busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks) if group.ranks > 1 else 0.0,
                 crossover_bytes=c.latency_s * c.algbw_bytes_per_s)
 
 

@@ -20,8 +20,10 @@ per-token vs per-step
     A decode step produces one token for each sequence in the batch; inter-token latency (ITL) is the
     time of one decode step as seen by one sequence.
 per-rank vs total
-    Collective message sizes are the bytes each rank contributes (nccl-tests' "size" column), not the
-    sum over ranks.
+    Collective message sizes follow nccl-tests' "size" column: for all-reduce and all-to-all the
+    buffer of one rank (not the sum over ranks); for all-gather the gathered output and for
+    reduce-scatter the whole input (p times one rank's share). A decode step's TP all-reduce is
+    tokens x hidden x 2 bytes per rank.
 algbw vs busbw
     nccl-tests definitions: algbw = size / time; busbw = algbw x a per-operation factor
     (all-reduce: 2(n-1)/n; all-gather, reduce-scatter, all-to-all: (n-1)/n; broadcast, send/recv: 1).

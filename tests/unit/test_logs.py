@@ -471,7 +471,9 @@ HARNESS_JSON = {
         {"bytes": 1024, "median_s": 2.0e-5, "min_s": 1.8e-5, "p99_s": 3e-5, "samples_s": [2e-5]},
         {"bytes": 8, "time_s": 1.2e-5, "algbw_bytes_per_s": 666666.7, "busbw_bytes_per_s": 666666.7},
         {"bytes": "lots", "time_s": 1.0},
+        {"bytes": 2048, "time_s": 3e-5, "wrong": 2, "wrong_by_rank": [0, 2]},
     ],
+    "complete": False, "error": "rank 1 exited at 4 KiB",
 }
 
 
@@ -487,6 +489,8 @@ def test_shardbudget_json(tmp_path):
     assert s.source == f"{p}:results[0]"
     assert ms.env["backend"] == "gloo" and ms.env["torch"] == "2.13.0"
     assert any("results[2]" in w for w in ms.warnings)
+    assert any("results[3]: 2 wrong element(s)" in w for w in ms.warnings)
+    assert any("did not complete (rank 1 exited at 4 KiB)" in w for w in ms.warnings)
     assert summarize(ms) == "all-reduce, 2 ranks on 1 node, 8 B..1 KiB, 2 sizes, gloo"
 
 

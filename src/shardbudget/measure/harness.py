@@ -127,14 +127,9 @@ DTYPES = {d.name: d for d in (
 
 
 def busbw_factor(op: str, world_size: int) -> float:
-    """nccl-tests' algbw -> busbw factor (doc/PERFORMANCE.md).
-
-    An all-reduce needs n-1 additions and n copies of each element, i.e. 2(n-1) transfers spread
-    over n links; reduce-scatter and all-gather are one half of that, all-to-all sends (n-1)/n of
-    its buffer away.
-    """
-    n = world_size
-    return 2 * (n - 1) / n if op == "all-reduce" else (n - 1) / n
+    """nccl-tests' algbw -> busbw factor (doc/PERFORMANCE.md); the one definition is in collectives."""
+    from ..collectives import busbw_factor as factor
+    return factor(op, world_size)
 
 
 def redop_name(op: str) -> str:

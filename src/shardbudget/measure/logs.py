@@ -98,11 +98,8 @@ def busbw_factor(op: str, n_ranks: int) -> float:
     op = normalize_op(op)
     if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
         raise MeasureError(f"n_ranks {n_ranks!r} must be a whole number of ranks, 1 or more")
-    if op == "all-reduce":
-        return 2 * (n_ranks - 1) / n_ranks
-    if op in ("all-gather", "reduce-scatter", "all-to-all"):
-        return (n_ranks - 1) / n_ranks
-    return 1.0
+    from ..collectives import busbw_factor as factor  # the one definition; "reduce" counts as broadcast
+    return factor(op, n_ranks)
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -175,7 +172,7 @@ def read_logs(paths: Iterable[str | os.PathLike], *, default_op: str = "all-redu
     return [read_log(p, default_op=default_op, n_ranks=n_ranks) for p in paths]
 
 
-def parse_log_text(text: str, *, source: str = "<text>", default_op: str = "all-reduce",
+def parse_log_text(text: str | bytes, *, source: str = "<text>", default_op: str = "all-reduce",
                    n_ranks: int | None = None) -> MeasurementSet:
     """Like `read_log`, for text already in memory; `source` names it in messages."""
     default_op = normalize_op(default_op)
@@ -289,6 +286,9 @@ def _parse_json(text: str, source: str, default_op: str, n_ranks: int | None) ->
     ranks = n_ranks or _positive_int(data.get("world_size", data.get("n_ranks")))
     if ranks is None:
         raise MeasureError(f"{source}: no usable \"world_size\" (expected a whole number >= 1)")
+    if data.get("complete") is False:
+        why = data.get("error") if isinstance(data.get("error"), str) else "no reason given"
+        warnings.append(f"{source}: the run did not complete ({why}); read the sizes it finished")
     samples = [s for i, r in enumerate(data["results"])
                if (s := _json_sample(data, r, i, op, ranks, source, warnings)) is not None]
     if not samples:
@@ -326,8 +326,12 @@ def _json_sample(data: dict, r: object, i: int, op: str, ranks: int, source: str
         return None
     msg_bytes = _finite(r.get("bytes", r.get("msg_bytes", r.get("size"))))
     time_s = _finite(r.get("time_s", r.get("median_s")))
-    if msg_bytes is None or msg_bytes < 0 or time_s is None or time_s <= 0:
+    if msg_bytes is None or msg_bytes < 0 or time_s is None or time_s <= 0 or \
+            not math.isfinite(2 * msg_bytes / time_s):  # busbw is at most 2x bytes/time
         warnings.append(f"{where}: needs \"bytes\" >= 0 and \"time_s\" (or \"median_s\") > 0; skipped")
+        return None
+    if _positive_int(r.get("wrong")):
+        warnings.append(f"{where}: {r['wrong']} wrong element(s) reported by the harness's check; skipped")
         return None
     algbw = msg_bytes / time_s
     busbw = algbw * busbw_factor(op, ranks)
@@ -459,7 +463,7 @@ _RANK_LINE = re.compile(r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+-?[0-9]+\s+)?Pid\
                         r"\s+device\s+[0-9]+\s+\[[^\]]*\]\s*(.*)")
 _VERSION = re.compile(r"\b([NR]CCL) version\s*:?\s*v?([0-9]+\.[0-9]+\.[0-9]+(?:\+[\w.]+)?)")
 _ANNOTATED_VERSION = re.compile(r"\b([NR]CCL)\s+v?([0-9]+\.[0-9]+\.[0-9]+(?:\+[\w.]+)?)")
-_TESTS_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=([0-9]+))?")
+_TESTS_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=([0-9]{1,9}))?")
 
 
 @dataclass(frozen=True)
@@ -898,6 +902,7 @@ def _table_samples(table: _Table, run: _Run, index: int, source: str, last_row_l
     wrong = bad_time = 0
     off: list[str] = []
     truncated_at = None
+    factor = busbw_factor(run.op, run.n_ranks)
     two_placements = table.ctx.placements == ("out", "in") or any(len(r.halves) == 2 for r in table.rows)
     for row in table.rows:
         if row.cut and row.lineno == last_row_line:
@@ -907,10 +912,10 @@ def _table_samples(table: _Table, run: _Run, index: int, source: str, last_row_l
         for placement, half in zip(_placements(table, row), row.halves):
             if _is_wrong(half[3], old_error):
                 wrong += 1
-            elif half[0] <= 0 or not math.isfinite(row.size / (half[0] / 1e6)):  # 0, or so small
-                bad_time += 1                                                    # size/time overflows
+            elif half[0] <= 0 or not math.isfinite(2 * row.size / (half[0] / 1e6)):  # 0, or so small
+                bad_time += 1  # that busbw (at most 2x size/time) overflows a float
             else:
-                samples.append(_sample(row, placement, half, run, index, source))
+                samples.append(_sample(row, placement, half, run, factor, index, source))
                 off.extend(_bandwidth_disagreements(samples[-1], half))
     if truncated_at is not None:
         upto = f"; kept rows up to {format_bytes(max(s.msg_bytes for s in samples))}" if samples else ""
@@ -954,11 +959,11 @@ def _note_odd_row(row: _Row, two_placements: bool, source: str, warnings: list[s
 
 
 def _sample(row: _Row, placement: str, half: tuple[float, float, float, str], run: _Run,
-            index: int, source: str) -> Sample:
+            factor: float, index: int, source: str) -> Sample:
     time_s = half[0] / 1e6  # nccl-tests prints microseconds
     algbw = row.size / time_s
     return Sample(op=run.op, msg_bytes=float(row.size), time_s=time_s, algbw_bytes_per_s=algbw,
-                  busbw_bytes_per_s=algbw * busbw_factor(run.op, run.n_ranks), n_ranks=run.n_ranks,
+                  busbw_bytes_per_s=algbw * factor, n_ranks=run.n_ranks,
                   n_nodes=run.n_nodes, in_place=placement == "in", graph=run.graph, dtype=row.dtype,
                   redop=row.redop if row.redop not in (None, "none") else None,
                   source=f"{source}:{row.lineno}", run=index)
