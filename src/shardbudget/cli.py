@@ -272,10 +272,16 @@ def measure(
     from .measure.harness import format_table_header, format_table_row, run_measure
     sizes_bytes = units.parse_size_range(sizes) if ":" in sizes else units.parse_list([sizes], units.parse_bytes)
     timeout_s = units.parse_seconds(timeout, what="--timeout")
-    print(format_table_header())
+    header = [format_table_header()]  # printed with the first row: a refused run prints nothing
+
+    def on_size(row) -> None:
+        if header:
+            print(header.pop())
+        print(format_table_row(row, op=op, dtype=dtype), flush=True)
+
     run_measure(backend=backend, nproc=nproc, op=op, sizes_bytes=sizes_bytes, dtype=dtype, iters=iters,
                 warmup=warmup, check=check, out=str(out) if out else None, force=force, timeout_s=timeout_s,
-                master_port=port, on_size=lambda row: print(format_table_row(row, op=op, dtype=dtype), flush=True))
+                master_port=port, on_size=on_size)
     if out:
         typer.echo(f"wrote {out}", err=True)
 
@@ -430,7 +436,11 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"error: {err}", err=True)
         return err.exit_code
     except _click_errors() as err:  # usage errors: unknown option, missing value, bad int
-        typer.echo(f"error: {err.format_message()}", err=True)
+        if type(err).__name__ == "NoArgsIsHelpError":  # bare `shardbudget`: rich has printed the help
+            if err.format_message().strip():  # (plain click puts it in the message instead)
+                typer.echo(err.format_message(), err=True)
+        else:
+            typer.echo(f"error: {err.format_message()}", err=True)
         return 2
     except _click_exit() as err:
         return err.exit_code

@@ -137,11 +137,14 @@ class Catalog:
         return _lookup("system", name, self.systems)
 
 
-def _lookup(kind: str, name: str, table: Mapping[str, Any]):
+def _lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):
     try:
         return table[name]
     except KeyError:
-        raise UnknownNameError(kind, name, table.keys()) from None
+        err = UnknownNameError(kind, name, table.keys())
+        if where:  # a catalog entry naming another: say which entry and field
+            err.args = (f"{where}: {err.args[0]}",)
+        raise err from None
 
 
 def to_dict(obj: Any) -> dict:
@@ -311,12 +314,12 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         raise CatalogError(f"systems.{name}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
     system = System(
         name=name, description=e.text("description", ""),
-        gpu=_lookup("GPU", e.text("gpu"), gpus), gpus_per_node=gpus_per_node, topology=topology,
-        intra_fabric=_lookup("fabric", e.text("intra_fabric"), fabrics),
-        fallback_fabric=_lookup("fabric", fallback, fabrics) if fallback else None,
-        socket_fabric=_lookup("fabric", socket, fabrics) if socket else None,
+        gpu=_lookup("GPU", e.text("gpu"), gpus, f"{e.where}.gpu"), gpus_per_node=gpus_per_node, topology=topology,
+        intra_fabric=_lookup("fabric", e.text("intra_fabric"), fabrics, f"{e.where}.intra_fabric"),
+        fallback_fabric=_lookup("fabric", fallback, fabrics, f"{e.where}.fallback_fabric") if fallback else None,
+        socket_fabric=_lookup("fabric", socket, fabrics, f"{e.where}.socket_fabric") if socket else None,
         gpus_per_socket=e.integer("gpus_per_socket", gpus_per_node),
-        nic_fabric=_lookup("fabric", nic_name, fabrics) if nic_name else None,
+        nic_fabric=_lookup("fabric", nic_name, fabrics, f"{e.where}.nic_fabric") if nic_name else None,
         nics_per_node=e.integer("nics_per_node", 0, minimum=0),
         rail_optimized=e.flag("rail_optimized", True),
         domain_gpus=e.integer("domain_gpus", gpus_per_node),

@@ -174,6 +174,7 @@ _ARCH_TO_FAMILY = {
 _FAMILIES = tuple(sorted(set(_ARCH_TO_FAMILY.values())))
 _MLA_FAMILIES = ("deepseek_v2", "deepseek_v3")
 _MAX_INT = 2**31 - 1  # int32, as checkpoints store shapes; keeps every product a finite float
+_MAX_LAYERS = 100_000  # real models have a few hundred; the reader lists dense layers one by one
 
 
 def _short(value: Any) -> str:
@@ -193,15 +194,16 @@ class _Reader:
     def fail(self, message: str) -> CatalogError:
         return CatalogError(f"{message} (in {self.where})")
 
-    def integer(self, key: str, *, minimum: int = 1, default: int | None = None) -> int:
+    def integer(self, key: str, *, minimum: int = 1, default: int | None = None,
+                maximum: int = _MAX_INT) -> int:
         value = self.raw.get(key)
         if value is None:
             if default is None:
                 raise self.fail(f"config.json is missing {key!r}")
             return default
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_INT:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
             raise self.fail(f"config.json field {key!r} must be an integer from {minimum} to "
-                            f"{_MAX_INT}, got {_short(value)}")
+                            f"{maximum}, got {_short(value)}")
         return value
 
     def flag(self, key: str, *, default: bool) -> bool:
@@ -330,7 +332,7 @@ def config_from_dict(raw: Any, *, name: str, where: str | None = None) -> ModelC
                            f"(in {where})")
     r = _Reader(raw, where)
     family = _family(r)
-    layers, intermediate = r.integer("num_hidden_layers"), r.integer("intermediate_size")
+    layers, intermediate = r.integer("num_hidden_layers", maximum=_MAX_LAYERS), r.integer("intermediate_size")
     return ModelConfig(
         name=name, model_type=family, num_layers=layers, intermediate_size=intermediate,
         vocab_size=r.integer("vocab_size"),
