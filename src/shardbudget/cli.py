@@ -31,6 +31,23 @@ def _print_json(obj) -> None:
     sys.stdout.write(json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n")
 
 
+def _check_plot(plot: Optional[Path]) -> None:
+    """Refuse a bad --plot path before any work (and before anything is printed)."""
+    if plot is not None:
+        from .report.figures import check_path
+        check_path(plot)
+
+
+def _write_plot(make_figure, plot: Path) -> None:
+    """Build and save a figure; matplotlib's layout warnings are not the user's problem."""
+    import warnings
+    from .report import figures
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        figures.save(make_figure(), plot)
+    typer.echo(f"wrote {plot}", err=True)
+
+
 def jsonable(o):
     """Plain JSON data: dataclasses via to_dict(), inf/NaN as null (JSON has no infinity)."""
     if hasattr(o, "to_dict"):
@@ -76,6 +93,7 @@ def allreduce(
     json_out: JsonOpt = False,
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
+    _check_plot(plot)
     from .collectives import crossover_bytes, make_group, normalize_op, sweep
     from .report import tables
     cat = _catalog(catalog)
@@ -94,8 +112,7 @@ def allreduce(
         tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross)
     if plot:
         from .report import figures
-        figures.save(figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op), plot)
-        typer.echo(f"wrote {plot}", err=True)
+        _write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op), plot)
 
 
 def _row_dict(c) -> dict:
@@ -138,6 +155,7 @@ def compare(
     json_out: JsonOpt = False,
 ) -> None:
     """Systems side by side: crossover sizes and the time ratio at the sizes decode really uses."""
+    _check_plot(plot)
     from .compare import compare_systems
     from .report import tables
     result = compare_systems(system, nodes=nodes, gpus=gpus, op=op, model=model, batches=batch or [1, 64],
@@ -148,8 +166,7 @@ def compare(
         tables.print_compare(result)
     if plot:
         from .report import figures
-        figures.save(figures.compare_figure(result), plot)
-        typer.echo(f"wrote {plot}", err=True)
+        _write_plot(lambda: figures.compare_figure(result), plot)
 
 
 # --- plan ------------------------------------------------------------------------------------
@@ -176,6 +193,7 @@ def plan_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
+    _check_plot(plot)
     from .planner import plan, required_fabric
     from .report import tables
     if impl not in ("nccl", "custom"):
@@ -210,8 +228,7 @@ def plan_cmd(
             print(f"\nWhat TP{req.tp} would need: {req.explanation}")
     if plot:
         from .report import figures
-        figures.save(figures.where_the_token_goes([result]), plot)
-        typer.echo(f"wrote {plot}", err=True)
+        _write_plot(lambda: figures.where_the_token_goes([result]), plot)
 
 
 @app.command()
@@ -299,6 +316,7 @@ def fit(
     json_out: JsonOpt = False,
 ) -> None:
     """Fit the collective model's constants to measurements and write a profile usable as --catalog."""
+    _check_plot(plot)
     from .measure.fit import check_profile_path, fit_profile, write_profile
     from .measure.logs import read_logs, summarize
     if out:  # before the fit: a refused --out must not cost the user a run
@@ -322,8 +340,7 @@ def fit(
         typer.echo(f"wrote {out}: use it with --catalog {out} --system {name}", err=True)
     if plot:
         from .report import figures
-        figures.save(figures.measured_vs_predicted(result), plot)
-        typer.echo(f"wrote {plot}", err=True)
+        _write_plot(lambda: figures.measured_vs_predicted(result), plot)
 
 
 @app.command()

@@ -103,6 +103,11 @@ def explain(model: str = "llama-3.1-70b", *, batch: int = 1, context: int = 4096
             catalog: Catalog | None = None) -> list[Answer]:
     catalog = catalog or load_catalog()
     cfg = tf.load_model(model)
+    from .errors import PlanError
+    if batch < 1 or context < 1:
+        raise PlanError(f"batch ({batch}) and context ({context}) must be at least 1")
+    if cfg.max_position_embeddings and context > cfg.max_position_embeddings:
+        raise PlanError(f"context {context} exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings} tokens")
     make_group("hgx-h100", catalog=catalog)  # fails early, clearly, if a user catalog broke it
     return [nvlink_vs_pcie(cfg, catalog, batch, context), when_allreduce_limits(cfg, catalog, batch, context),
             why_infiniband_is_slow(cfg, catalog, batch, context)]

@@ -395,7 +395,10 @@ def _check_args(backend: str, op: str, dtype: str, iters: int, warmup: int, chec
                 timeout_s: float, sizes_bytes: list[float], world_size: int) -> None:
     def one_of(what: str, value: str, known: tuple[str, ...] | list[str]) -> None:
         if value not in known:
-            raise MeasureError(f"{what} {value!r} is not one of {', '.join(known)}")
+            import difflib
+            close = difflib.get_close_matches(str(value), list(known), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise MeasureError(f"{what} {value!r} is not one of {', '.join(known)}{hint}")
 
     one_of("backend", backend, BACKENDS)
     one_of("op", op, OPS)

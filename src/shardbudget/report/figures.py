@@ -774,15 +774,26 @@ def to_svg(fig: Figure) -> str:
     return text[text.index("<svg"):]
 
 
-def save(fig: Figure, path: str | os.PathLike) -> Path:
-    """Write `fig` as PNG or SVG (chosen by the extension), atomically: temp file, then rename."""
+def check_path(path: str | os.PathLike) -> str:
+    """The format for `path` (png or svg), or a one-line error before any work is done."""
     path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise FigureError(f"cannot write a figure to {path}: expected a .png or .svg file name, "
                           f"got {path.suffix or 'no extension'!r}")
-    write_atomic(path, render(fig, fmt))
-    return path
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise FigureError(f"cannot write {path}: folder {parent} does not exist")
+    if path.is_dir():
+        raise FigureError(f"cannot write {path}: it is a folder")
+    return fmt
+
+
+def save(fig: Figure, path: str | os.PathLike) -> Path:
+    """Write `fig` as PNG or SVG (chosen by the extension), atomically: temp file, then rename."""
+    fmt = check_path(path)
+    write_atomic(Path(path), render(fig, fmt))
+    return Path(path)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
