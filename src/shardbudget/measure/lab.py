@@ -5,12 +5,14 @@ with veth pairs, limits each link with a token bucket (`tc ... tbf`) at each req
 the real harness (`python -m shardbudget.measure`, gloo) with one rank per namespace, and compares
 what it measured with what the collective model predicts:
 
-    t(n) = α + 2(p-1)/p · n / B,   B = min(B_unshaped, rate · 1448/1514)
+    t(n) = α + max(k·n / B_unshaped, (k·n − refill) / (rate · 1448/1514)),   k = 2(p-1)/p
 
 α (the per-call latency of gloo over TCP) and B_unshaped are fitted on the unshaped run only; every
-shaped run is then *predicted* from its tc rate alone. 1448/1514 is TCP payload per Ethernet frame at
-MTU 1500 (the token bucket counts whole frames). This is the tool's lesson in miniature: as the link
-gets slower or the message smaller, the collective's time, not the compute, sets the step.
+shaped run is then *predicted* from its tc rate alone. 1448/1514 is TCP payload per Ethernet frame
+at MTU 1500 (the token bucket counts whole frames); `refill` is what the bucket regains between
+back-to-back calls (about α at the rate, at most its 2 ms depth). This is the tool's lesson in
+miniature: as the link gets slower or the message smaller, the collective, not the compute, sets
+the step.
 
 Only addresses inside namespaces this module creates are ever used (10.250.x.y on our own veths).
 Namespaces are removed on exit, on error and on SIGINT/SIGTERM; stale ones of dead runs are
@@ -40,6 +42,7 @@ from ..units import format_bytes, format_rate, format_seconds, parse_rate, parse
 PREFIX = "sblab"
 SUBNET = "10.250"  # only ever assigned to veths inside namespaces created here
 TCP_PAYLOAD_FRACTION = 1448 / 1514  # MSS / Ethernet frame at MTU 1500 (with TCP timestamps)
+BURST_S = 0.002  # token-bucket depth, in seconds at the shaped rate
 
 
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
@@ -144,9 +147,9 @@ class Topology:
                       f"{delay_ms}ms"])
             if rate_bytes_per_s is not None:
                 bits = int(rate_bytes_per_s * 8)
-                # burst: 2 ms at the rate (at least 16 frames) -- enough for the kernel timer to keep
-                # the link busy, small enough that a message rides the bucket, not the burst
-                burst = max(int(rate_bytes_per_s * 0.002), 16 * 1514)
+                # burst: 2 ms at the rate (at least 16 frames): less and the kernel's timer cannot keep
+                # the link busy (0.2 ms halved the throughput at 1 Gbit/s); the prediction accounts for it
+                burst = max(int(rate_bytes_per_s * BURST_S), 16 * 1514)
                 parent = ["parent", "1:1"] if delay_ms else ["root"]
                 _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *parent, "tbf", "rate", f"{bits}bit",
                       "burst", str(burst), "latency", "100ms"])
@@ -326,10 +329,24 @@ def _compare(ranks: int, parsed, measured, netem: bool, files: list[str]) -> Lab
     for label, rate in parsed:
         sizes, med, lo, hi = _medians(measured[label])
         b = b_un if rate is None else min(b_un, rate * TCP_PAYLOAD_FRACTION)
-        rows = tuple(LabRow(float(n), float(m), (float(a), float(z)), alpha + k * n / b, k * n / b > alpha)
+        rows = tuple(LabRow(float(n), float(m), (float(a), float(z)), alpha + _wire_s(k * n, b_un, rate, alpha),
+                            _wire_s(k * n, b_un, rate, alpha) > alpha)
                      for n, m, a, z in zip(sizes, med, lo, hi))
         out.append(LabRate(label, rate, b, rows))
     return LabResult(ranks, alpha, b_un, tuple(out), netem, tuple(files))
+
+
+def _wire_s(sent_bytes: float, b_unshaped: float, rate: float | None, alpha_s: float) -> float:
+    """Time on the wire for `sent_bytes` per rank through a token bucket of `rate` bytes/s.
+
+    Between back-to-back collectives the bucket refills for about one per-call latency (alpha), up
+    to its depth; that much of the next message leaves at the unshaped speed, the rest at the rate
+    (in TCP payload)."""
+    unshaped = sent_bytes / b_unshaped
+    if rate is None:
+        return unshaped
+    refill_bytes = min(rate * BURST_S, rate * alpha_s)
+    return max(unshaped, (sent_bytes - refill_bytes) / (rate * TCP_PAYLOAD_FRACTION))
 
 
 def _install_cleanup(topo: Topology):
