@@ -40,12 +40,19 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
             f"{format_seconds(itl_nv.comm_s)} of {format_seconds(itl_nv.total_s)} on NVLink "
             f"({100 * itl_nv.comm_share:.0f}%) against {format_seconds(itl_pc.comm_s)} of "
             f"{format_seconds(itl_pc.total_s)} on PCIe ({100 * itl_pc.comm_share:.0f}%).")
+    big = 64 * cfg.hidden_size * 2  # batch 64: the message leaves the latency-bound regime on PCIe
+    nv64 = collective_cost("all-reduce", big, "hgx-h100", gpus=8, catalog=catalog)
+    pc64 = collective_cost("all-reduce", big, "l40s-pcie", gpus=8, catalog=catalog)
+    text += (f" At batch 64 the message is {format_bytes(big)}: {format_seconds(nv64.time_s)} on NVSwitch against "
+             f"{format_seconds(pc64.time_s)} on PCIe ({pc64.time_s / nv64.time_s:.1f}x), because PCIe's "
+             f"{format_seconds(pc64.bandwidth_s)} of transfer now dominates.")
     return Answer("NVLink versus PCIe for tensor-parallel inference", text,
                   {"msg_bytes": msg, "nvlink_allreduce_s": nv.time_s, "pcie_allreduce_s": pc.time_s,
                    "ratio": pc.time_s / nv.time_s, "nvlink_comm_share": itl_nv.comm_share,
-                   "pcie_comm_share": itl_pc.comm_share},
+                   "pcie_comm_share": itl_pc.comm_share, "batch64_ratio": pc64.time_s / nv64.time_s},
                   f"NVLink keeps each all-reduce near its {format_seconds(nv.latency_s)} latency floor; PCIe pays "
-                  f"{pc.time_s / nv.time_s:.1f}x per call, so TP over PCIe buys less and stops paying sooner.")
+                  f"{pc.time_s / nv.time_s:.1f}x per call at batch {batch} and {pc64.time_s / nv64.time_s:.1f}x at "
+                  f"batch 64, so TP over PCIe buys less and stops paying sooner.")
 
 
 def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,
