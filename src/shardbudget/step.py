@@ -213,8 +213,8 @@ class StepModel:
         affine: list[tuple[float, _Coeffs]] = []
         nonaffine: list[tuple[float, str, int]] = []
         fix_L = (lambda L: max(L, 1.0)) if self.phase == "prefill" else (lambda L: L)
-        # One layer_work call per probe point, shared by every op of the layer (compile time is
-        # part of the planner's throughput: see benchmarks/speed.py).
+        # One layer_work call per probe point, shared by every op of the layer: compile time is
+        # part of the planner's throughput (benchmarks/speed.py), and layer_work dominates it.
         probes: dict[tuple[str, float, float], list[tf.Op]] = {}
 
         def layer_ops(kind: str, t: float, L: float) -> list[tf.Op]:
@@ -224,7 +224,7 @@ class StepModel:
             return probes[key]
 
         for kind, count in tf.layer_kinds(self.model).items():
-            for i in range(len(layer_ops(kind, 1.0, 1.0))):
+            for i in range(len(layer_ops(kind, 1.0, 0.0))):  # (1, 0) is one of _affine's probes
                 fl, ok1 = _affine(lambda t, L: layer_ops(kind, t, L)[i].flops)
                 by, ok2 = _affine(lambda t, L: layer_ops(kind, t, L)[i].bytes)
                 if ok1 and ok2:
@@ -244,24 +244,75 @@ class StepModel:
                 parts.append((f11 - c1 - c2, c1, c2))
             head.append(_Coeffs(*parts))
         self._head = head
-        self._nonaffine_t_only = self._nonaffine_depends_on_t_only(nonaffine)
+        self._nonaffine_fit = self._fit_nonaffine(nonaffine, layer_ops)
+        self._nonaffine_t_only = self._nonaffine_fit is None and self._depends_on_t_only(nonaffine, layer_ops)
         return affine, nonaffine
 
-    def _nonaffine_depends_on_t_only(self, nonaffine: list[tuple[float, str, int]]) -> bool:
+    @staticmethod
+    def _depends_on_t_only(nonaffine: list[tuple[float, str, int]], layer_ops) -> bool:
         """True when the non-affine ops (MoE experts hit) do not change with the context at fixed
-        tokens, so `_nonaffine_time` may evaluate them once per distinct token count."""
-        if not nonaffine:
-            return True
-        fix_L = (lambda L: max(L, 1.0)) if self.phase == "prefill" else (lambda L: L)
-        for t in (1.0, 7.0, 300.0):
-            ref = None
-            for L in (1.0, 64.0, 5000.0):
-                ops = self._layer_ops_multi(nonaffine, t, fix_L(L))
-                if ref is None:
-                    ref = ops
-                elif ops != ref:
+        tokens, so they may be evaluated once per distinct token count."""
+        for t, L1, L2 in ((1.0, 0.0, 1024.0), (300.0, 1.0, 5000.0)):
+            for _, kind, i in nonaffine:
+                a, b = layer_ops(kind, t, L1)[i], layer_ops(kind, t, L2)[i]
+                if (a.flops, a.bytes) != (b.flops, b.bytes):
                     return False
         return True
+
+    def _experts_hit(self, t):
+        """transformer.expected_experts_hit for an array of token counts (checked against it in
+        `_fit_nonaffine`, which falls back to per-t evaluation if the two ever disagree)."""
+        e, k = self.model.num_experts, self.model.experts_per_token
+        return e / self.plan.ep * (1.0 - (1.0 - k / e) ** t)
+
+    def _fit_nonaffine(self, nonaffine: list[tuple[float, str, int]], layer_ops):
+        """Each op `_affine` could not fit, as c0 + c1·t + c2·t·L + c3·hit(t), so it is evaluated
+        as arrays instead of once per distinct (batch, context) in Python.
+
+        Two kinds of op land here. Prefill attention: it is affine in t and t·L, but `_affine`'s
+        probes at L = 0 are clamped to L = 1 in prefill, so it fails the check; here every probe
+        has L >= 1. MoE expert GEMMs: their weight reads scale with hit(t), the expected number of
+        distinct experts a step touches (transformer.expected_experts_hit), the one non-affine
+        term of a layer. Three probes at other (t, L) must agree to 1e-9; otherwise None, and
+        `_nonaffine_time` evaluates layer_work per distinct point, as before.
+        """
+        if not nonaffine:
+            return None
+        moe = self.model.is_moe
+        if moe:
+            for t in (1.0, 3.0, 1000.0):
+                exact = tf.expected_experts_hit(self.model, t, ep=self.plan.ep)
+                if not math.isclose(float(self._experts_hit(np.float64(t))), exact, rel_tol=1e-12):
+                    return None
+        hit = (lambda t: float(self._experts_hit(np.float64(t)))) if moe else (lambda t: 0.0)
+        checks = ((5.0, 300.0), (300.0, 1.0), (4096.0, 2000.0))
+        out = []
+        for _, kind, i in nonaffine:
+            coeffs = []
+            for attr in ("flops", "bytes"):
+                f = lambda t, L: getattr(layer_ops(kind, t, L)[i], attr)  # noqa: E731
+                uses_L = f(1.0, 1.0) != f(1.0, 1025.0)
+                # one probe per basis function: 1, t, then t·L and hit(t) where they apply
+                pts = [(1.0, 1.0), (2.0, 1.0)] + ([(1.0, 1025.0)] if uses_L else []) + ([(16.0, 1.0)] if moe else [])
+                cols = [lambda t, L: 1.0, lambda t, L: t]
+                cols += [lambda t, L: t * L] if uses_L else []
+                cols += [lambda t, L: hit(t)] if moe else []
+                a = np.array([[col(t, L) for col in cols] for t, L in pts])
+                try:
+                    c = np.linalg.solve(a, np.array([f(t, L) for t, L in pts]))
+                except np.linalg.LinAlgError:
+                    return None
+                c = [float(x) for x in c]
+                c0, c1 = c[0], c[1]
+                c2 = c[2] if uses_L else 0.0
+                c3 = c[-1] if moe else 0.0
+                for t, L in checks:
+                    want = f(t, L)
+                    if not math.isclose(c0 + c1 * t + c2 * t * L + c3 * hit(t), want, rel_tol=1e-9, abs_tol=1e-6):
+                        return None
+                coeffs.append((c0, c1, c2, c3))
+            out.append(tuple(coeffs))
+        return out
 
     def _layer_ops_multi(self, nonaffine, t: float, L: float) -> list[tuple[float, float]]:
         """(flops, bytes) of each non-affine op at (t, L), one layer_work call per layer kind."""
@@ -314,7 +365,8 @@ class StepModel:
         decode the weight reads, GEMMs and every collective depend on the batch only, so a
         batch x context grid pays the full-grid price only for the attention/KV terms. The
         arithmetic per element is the same as term-by-term on the full grid, so results are
-        bit-identical to it.
+        bit-identical to it; the ops `_fit_nonaffine` fits agree with per-point layer_work to
+        ~1e-14 relative.
         """
         b = np.asarray(batch, dtype=float)
         L = np.asarray(context, dtype=float)
@@ -366,12 +418,30 @@ class StepModel:
                 "launch_s": np.full(shape, n_kernels * self.eff.kernel_launch_s), "calls": calls}
 
     def _nonaffine_time(self, b: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Time of the ops `_affine` could not fit (prefill attention, MoE experts), broadcastable
+        to b x L."""
         shape = np.broadcast(b, L).shape
         if not self._nonaffine:
             return np.zeros(shape)
+        t = b if self.phase == "decode" else b * L
+        if self._nonaffine_fit is not None:
+            hit = self._experts_hit(t) if self.model.is_moe else None
+            tL = None
+            total = np.zeros(np.shape(t))
+            for (count, _, _), coeffs in zip(self._nonaffine, self._nonaffine_fit):
+                fl_by = []
+                for c0, c1, c2, c3 in coeffs:
+                    v = c0 + c1 * t
+                    if c2 != 0.0:
+                        tL = t * L if tL is None else tL
+                        v = v + c2 * tL
+                    if c3 != 0.0:
+                        v = v + c3 * hit
+                    fl_by.append(v)
+                total = total + count * self._op_time(*fl_by)
+            return total
         if self._nonaffine_t_only:
-            # MoE expert reads depend on the tokens of the step only: one evaluation per distinct t.
-            t = b if self.phase == "decode" else b * L
+            # One layer_work evaluation per distinct token count.
             keys, inverse = np.unique(t, return_inverse=True)
             per_key = np.empty(keys.shape)
             for j, tv in enumerate(keys):
@@ -379,15 +449,15 @@ class StepModel:
                 for (count, _, _), (fl, by) in zip(self._nonaffine, self._layer_ops_multi(self._nonaffine, float(tv), 64.0)):
                     total += count * float(self._op_time(fl, by))
                 per_key[j] = total
-            return np.broadcast_to(per_key[inverse.reshape(np.shape(t))], shape).copy()
+            return per_key[inverse.reshape(np.shape(t))]
         out = np.zeros(shape)
         bb, LL = np.broadcast_arrays(b, L)
         for key in np.unique(np.stack([bb.ravel(), LL.ravel()], axis=1), axis=0):
             bv, Lv = float(key[0]), float(key[1])
-            t = bv if self.phase == "decode" else bv * Lv
+            tv = bv if self.phase == "decode" else bv * Lv
             mask = (bb == bv) & (LL == Lv)
             total = 0.0
-            for (count, _, _), (fl, by) in zip(self._nonaffine, self._layer_ops_multi(self._nonaffine, t, Lv)):
+            for (count, _, _), (fl, by) in zip(self._nonaffine, self._layer_ops_multi(self._nonaffine, tv, Lv)):
                 total += count * float(self._op_time(fl, by))
             out[mask] += total
         return out

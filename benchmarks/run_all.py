@@ -1,0 +1,195 @@
+"""Run every benchmark, print one table of the issue's targets, exit non-zero if any is missed.
+
+    python benchmarks/run_all.py [--quick] [--only speed,accuracy,...]
+
+Runs, each as its own subprocess so one cannot skew another's timing or memory:
+    speed.py     planner throughput, `shardbudget plan` wall time, llm-analysis time ratio
+    accuracy.py  the collective model against published nccl-tests / rccl-tests timings
+    fuzz.py      hostile inputs through the library and CLI
+    soak.py      long harness runs and a million planner configurations under a memory bound
+(each only if the file exists). Before speed.py it makes the llm-analysis venv
+(benchmarks/.venv-llm-analysis, `pip install llm-analysis==LLM_ANALYSIS_VERSION`) if it is missing:
+llm-analysis never goes into the project's own venv.
+
+Targets: a script may report its own target records by writing {"targets": [...]} as JSON to the
+path in $SHARDBUDGET_BENCH_RESULTS (speed.py does, via --out); each record has name, value, unit,
+target (text) and passed. A script that writes none is one target: it must exit 0 (the scripts exit
+non-zero when one of their targets is missed). A script that exits non-zero although every record
+passed adds a failing record for its exit status. The table and the per-script output tails go to
+benchmarks/results.json, written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results.json"
+LLM_ANALYSIS_VENV = HERE / ".venv-llm-analysis"
+LLM_ANALYSIS_VERSION = "0.2.2"
+
+# script -> extra arguments for a --quick run (a smoke run; its numbers are not the measurement)
+SCRIPTS = {
+    "speed": ["--quick"],
+    "accuracy": [],
+    "fuzz": ["--n", "2000"],
+    "soak": ["--quick"],
+}
+
+
+def ensure_llm_analysis_venv() -> Path | None:
+    """The llm-analysis venv's python, creating the venv if it is missing; None if that fails."""
+    python = LLM_ANALYSIS_VENV / "bin" / "python"
+    if python.exists():
+        check = subprocess.run([str(python), "-c", "import llm_analysis.analysis"], capture_output=True, text=True)
+        if check.returncode == 0:
+            return python
+        print(f"run_all: {LLM_ANALYSIS_VENV} exists but cannot import llm_analysis; reinstalling", flush=True)
+    else:
+        print(f"run_all: creating {LLM_ANALYSIS_VENV} with llm-analysis=={LLM_ANALYSIS_VERSION} "
+              "(once; a few minutes)", flush=True)
+        # the base interpreter, not this venv's: the new venv must not see the project's packages
+        base = getattr(sys, "_base_executable", sys.executable)
+        made = subprocess.run([base, "-m", "venv", str(LLM_ANALYSIS_VENV)], capture_output=True, text=True)
+        if made.returncode:
+            print(f"run_all: could not create the venv: {made.stderr.strip()[-500:]}", flush=True)
+            return None
+    pip = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                          f"llm-analysis=={LLM_ANALYSIS_VERSION}"], capture_output=True, text=True)
+    if pip.returncode:
+        err = "\n".join(line for line in pip.stderr.splitlines() if not line.startswith("WARNING"))
+        print(f"run_all: pip install llm-analysis failed: {err.strip()[-800:]}", flush=True)
+        return None
+    return python
+
+
+def run_script(name: str, quick: bool, llm_python: Path | None) -> dict:
+    """Run benchmarks/<name>.py, streaming its output; return its records and exit status."""
+    path = HERE / f"{name}.py"
+    fd, results_path = tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")
+    os.close(fd)
+    os.unlink(results_path)  # present afterwards only if the script wrote it
+    cmd = [sys.executable, str(path)] + (SCRIPTS[name] if quick else [])
+    if name == "speed":
+        cmd += ["--out", results_path]
+        if llm_python is not None:
+            cmd += ["--llm-analysis-python", str(llm_python)]
+    env = dict(os.environ, SHARDBUDGET_BENCH_RESULTS=results_path, PYTHONUNBUFFERED="1")
+    print(f"\n=== {path.name} {' '.join(cmd[2:])}".rstrip(), flush=True)
+    tail: deque[str] = deque(maxlen=25)
+    t0 = time.perf_counter()
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          bufsize=1) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(line.rstrip("\n"))
+        rc = proc.wait()
+    wall_s = time.perf_counter() - t0
+    targets: list[dict] = []
+    try:
+        with open(results_path) as fh:
+            targets = list(json.load(fh).get("targets", []))
+        os.unlink(results_path)
+    except FileNotFoundError:
+        pass
+    except (json.JSONDecodeError, AttributeError, TypeError) as exc:
+        targets = [{"name": f"{name}.py results file", "value": None, "unit": "", "target": "valid JSON",
+                    "passed": False, "error": str(exc)}]
+    for t in targets:
+        t.setdefault("script", f"{name}.py")
+    if not targets or (rc != 0 and all(t.get("passed") for t in targets)):
+        targets.append({"name": f"{name}.py exit status", "value": rc, "unit": "", "target": "0",
+                        "passed": rc == 0, "script": f"{name}.py"})
+    return {"script": f"{name}.py", "returncode": rc, "wall_s": wall_s, "targets": targets, "output_tail": list(tail)}
+
+
+def _fmt(value, unit: str) -> str:
+    if value is None:
+        return "not measured"
+    if isinstance(value, float):
+        if unit in ("configs/s",):
+            return f"{value:,.0f} {unit}"
+        if unit == "x":
+            return f"{value:,.0f}x"
+        return f"{value:.3g} {unit}".strip()
+    return f"{value} {unit}".strip()
+
+
+def summary(runs: list[dict]) -> str:
+    rows = [("target", "measured", "goal", "")]
+    for run in runs:
+        for t in run["targets"]:
+            goal = t.get("target", "")
+            unit = t.get("unit", "")
+            rows.append((t["name"], _fmt(t.get("value"), unit),
+                         f"{goal} {unit}".strip() if unit not in ("", "x") else (f"{goal}x" if unit == "x" else goal),
+                         "PASS" if t.get("passed") else "MISS"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def write_json_atomic(path: Path, data) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; results are for everyone to read
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: smaller grids and inputs; not the measurement")
+    ap.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of " + ", ".join(SCRIPTS))
+    args = ap.parse_args(argv)
+    wanted = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SCRIPTS]
+    if unknown:
+        ap.error(f"unknown benchmark(s) {', '.join(unknown)}; expected some of {', '.join(SCRIPTS)}")
+    runs = []
+    for name in SCRIPTS:
+        if name not in wanted:
+            continue
+        if not (HERE / f"{name}.py").exists():
+            print(f"\n=== {name}.py: not present, skipped", flush=True)
+            continue
+        llm_python = ensure_llm_analysis_venv() if name == "speed" else None
+        runs.append(run_script(name, args.quick, llm_python))
+    table = summary(runs)
+    ok = bool(runs) and all(t.get("passed") for r in runs for t in r["targets"])
+    print("\n=== summary" + (" (--quick: a smoke run, not the measurement)" if args.quick else ""))
+    print(table)
+    print(f"\n{'all targets met' if ok else 'TARGET MISSED'}; details in {RESULTS.relative_to(ROOT)}")
+    write_json_atomic(RESULTS, {
+        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+        "all_passed": ok,
+        "targets": [t for r in runs for t in r["targets"]],
+        "runs": runs,
+    })
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
