@@ -1,4 +1,3 @@
-import os
 import shutil
 import subprocess
 import sys
@@ -6,20 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from shared_data import find_data_dir
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-
-
-def _find_data() -> Path:
-    for cand in (DATA, Path(os.environ.get("SHARDBUDGET_DATA", "/nonexistent")), Path("/work/shared/data")):
-        if (cand / "nccl_tests.csv").exists():
-            return cand
-    return DATA
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    d = _find_data()
+    d = find_data_dir()
     if not (d / "nccl_tests.csv").exists():
         pytest.skip(f"shared data not found at {d}")
     return d

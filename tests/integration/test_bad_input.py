@@ -27,8 +27,8 @@ LLAMA_8B = Path(cli.__file__).parent / "catalog" / "models" / "llama-3.1-8b.json
 
 def _log(rows: int, ranks: int = 8) -> str:
     """A small nccl-tests all_reduce_perf log of one node, algbw/busbw consistent with size/time."""
-    lines = [f"# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 5 iters: 20 "
-             f"agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 4(factor) warmup iters: 5 iters: 20 "
+             "agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
     lines += [f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on     node-1 device {r:2d} [0x{r:02x}] NVIDIA H100 80GB HBM3"
               for r in range(ranks)]
     lines += ["#",

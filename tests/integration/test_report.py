@@ -12,7 +12,6 @@ import base64
 import io
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess

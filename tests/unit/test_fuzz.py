@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from shared_data import find_data_dir
 import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -321,7 +322,7 @@ def test_config_huge_layer_count_is_refused_quickly():
 
 # --- nccl-tests logs -----------------------------------------------------------------------------
 
-_RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
+_RAW = find_data_dir() / "raw"
 _RAW_LINES = [ln for p in sorted(_RAW.glob("*.txt")) for ln in p.read_text(errors="replace").splitlines()]
 ROWS = [ln for ln in _RAW_LINES if ln.strip() and not ln.lstrip().startswith(("@", "#"))] or [
     "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",

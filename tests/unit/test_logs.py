@@ -15,9 +15,9 @@ import csv
 import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from shared_data import find_data_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +34,7 @@ from shardbudget.measure.logs import (
     summarize,
 )
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"  # ../shared/data next to the repo
+DATA = find_data_dir()  # ../shared/data next to the repo, or where it is on this machine
 RAW_FILES = sorted((DATA / "raw").glob("*.txt"))
 needs_data = pytest.mark.skipif(not RAW_FILES, reason="shared/data/raw not present")
 
@@ -363,7 +363,7 @@ def test_second_table_without_header_inherits_and_says_so():
 
 
 def test_sizes_out_of_order_are_sorted_with_a_warning():
-    text = f"""./broadcast_perf -g 4
+    text = """./broadcast_perf -g 4
      4194304       1048576     float    none       0    250.0   16.78   16.78      0    250.0   16.78   16.78      0
      1048576        262144     float    none       0    100.0   10.49   10.49      0    100.0   10.49   10.49      0
 """
