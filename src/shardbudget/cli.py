@@ -186,6 +186,8 @@ def plan_cmd(
     comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
     engine: Annotated[str, typer.Option("--engine", help="graphs (vLLM V1/SGLang/TRT-LLM with CUDA graphs) | vllm-v0 | eager (no CUDA graphs)")] = "graphs",
+    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
+    overlap: Annotated[bool, typer.Option("--overlap", help="Overlap communication with compute (step = max, not sum).")] = False,
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
@@ -208,7 +210,7 @@ def plan_cmd(
         from .errors import PlanError
         raise PlanError(f"--knee-threshold must be between 0 and 1, got {knee_threshold}")
     from .step import engine_efficiency
-    eff = engine_efficiency(engine)
+    eff = engine_efficiency(engine, sequence_parallel=sequence_parallel, overlap=overlap)
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, dtype=dtype, kv_dtype=kv_dtype, comm_threshold=comm_threshold,

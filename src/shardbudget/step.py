@@ -47,6 +47,9 @@ class Efficiency:
     """Per-kernel gap between back-to-back kernels under CUDA graphs, seconds."""
     overlap: bool = False
     """Overlap communication with compute (off for decode: the all-reduce sits between matmuls)."""
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism: each TP all-reduce becomes a reduce-scatter + all-gather (off for
+    decode, where it doubles the per-layer latency terms; it pays for prefill memory)."""
     memory_utilization: float = 0.90
     """Share of GPU memory the engine may use (vLLM's gpu_memory_utilization default)."""
     workspace_bytes: float = 2.0e9
@@ -341,7 +344,8 @@ class StepModel:
         if self._tp is not None:
             for kind, count in tf.layer_kinds(self.model).items():
                 for call in tf.collectives_for_layer(self.model, kind, tokens=1.0, tp=self.plan.tp, ep=self.plan.ep,
-                                                     act_dtype=self.act_dtype):
+                                                     act_dtype=self.act_dtype,
+                                                     sequence_parallel=self.eff.sequence_parallel):
                     out.append((count * call.count, call.msg_bytes, candidates(self._tp, call.op, self.impl)))
             _, head_calls = tf.lm_head_work(self.model, tokens=1.0, tp=self.plan.tp, act_dtype=self.act_dtype)
             _, emb_calls = tf.embedding_work(self.model, tokens=1.0, tp=self.plan.tp, act_dtype=self.act_dtype)
@@ -409,6 +413,11 @@ class StepModel:
         comm = np.broadcast_to(comm_small, shape).copy()
         comm_lat = np.broadcast_to(comm_lat_small, shape).copy()
         gpu = np.maximum(compute, comm) if self.eff.overlap else compute + comm
+        if self.eff.overlap:
+            # report the communication left on the critical path, so the parts still add up
+            exposed = gpu - compute
+            comm_lat = np.where(comm > 0, comm_lat * exposed / np.where(comm > 0, comm, 1.0), 0.0)
+            comm = exposed
         # eager engines launch every kernel from the host; the step cannot beat the launch loop
         host = n_kernels * self.eff.host_per_kernel_s + self._host_collective_units * self.eff.host_per_collective_s
         seqs = b if self.phase == "decode" else np.ones_like(b)

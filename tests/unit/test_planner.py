@@ -62,3 +62,21 @@ def test_inverse_question():
     assert req.required_latency_per_call_s is None or req.required_latency_per_call_s < req.current_latency_per_call_s * 2
     impossible = required_fabric("llama-3.1-70b", "hgx-h100", tp=2, batch=1, budget_s=0.005)
     assert "no fabric" in impossible.explanation
+
+
+def test_sequence_parallel_costs_decode_more_latency():
+    from shardbudget.step import Efficiency
+    base = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
+    sp = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096,
+                     eff=Efficiency(sequence_parallel=True))
+    assert sp.comm_calls == base.comm_calls + 2 * 80  # each layer's two all-reduces become two pairs
+    assert sp.comm_s > base.comm_s
+
+
+def test_overlap_hides_communication_behind_compute():
+    from shardbudget.step import Efficiency
+    st = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096, eff=Efficiency(overlap=True))
+    full = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
+    assert st.total_s == pytest.approx(st.compute_s + st.comm_s + st.other_s)
+    assert st.comm_s == pytest.approx(max(0.0, full.comm_s - full.compute_s))  # only the exposed part
+    assert st.total_s < full.total_s
