@@ -387,17 +387,9 @@ def llm_analysis_ratio(python: Path | None, quick: bool = False) -> dict:
 
 
 def write_json_atomic(path: Path, data) -> None:
+    from shardbudget.atomic import write_atomic  # the project's one atomic writer
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; results are for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

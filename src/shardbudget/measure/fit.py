@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -251,9 +250,10 @@ def write_profile(result: FitResult, path: str | os.PathLike, *, force: bool = F
     import tomli_w
     path = check_profile_path(path, force=force)
     text = tomli_w.dumps(profile_toml(result))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n")
-        fh.write(text)
-    os.replace(tmp, path)
+    from ..atomic import write_atomic
+    header = f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n"
+    try:
+        write_atomic(path, header + text)
+    except OSError as err:
+        raise MeasureError(f"cannot write {path}: {err.strerror or err}") from None
     return path

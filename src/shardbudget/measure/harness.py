@@ -286,19 +286,8 @@ def _version(dist_name: str) -> str:
 
 def write_json_atomic(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Write to a temp file in the same directory, then rename over `path` (never half a file)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it private; results are meant to be shared
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=1)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from ..atomic import write_atomic
+    write_atomic(path, json.dumps(payload, indent=1) + "\n")
 
 
 # --- the nccl-tests style table ---------------------------------------------------------------

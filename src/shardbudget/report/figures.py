@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 import textwrap
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShardbudgetError
+from ..atomic import write_atomic as _write_atomic
 from ..units import format_bytes, format_decimal_bytes, format_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -805,23 +805,8 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     if path.is_dir():
         raise FigureError(f"cannot write {path}: it is a folder")
     try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+        _write_atomic(path, data)
     except OSError as err:
-        raise FigureError(f"cannot write {path}: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual mode
-        os.replace(tmp, path)
-    except OSError as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise FigureError(f"cannot write {path}: {err.strerror or err}") from None
     return path
 
