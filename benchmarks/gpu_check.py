@@ -185,9 +185,8 @@ def main(argv=None) -> int:
     out = args.out or (os.path.join(os.environ["OUT"], "gpu_check.json") if os.environ.get("OUT") else None)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(out).with_suffix(".tmp")
-        tmp.write_text(json.dumps({"env": env, **results}, indent=1))
-        os.replace(tmp, out)
+        from shardbudget.atomic import write_atomic
+        write_atomic(out, json.dumps({"env": env, **results}, indent=1))
         print(f"wrote {out}")
     return 0
 

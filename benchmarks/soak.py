@@ -150,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(first chunk {p['first_peak_bytes'] / 2**20:.1f} MiB, bound {PLANNER_BOUND_BYTES / 2**20:.0f} MiB): "
           f"{'within bound' if within else 'OVER BOUND'}")
     out = Path(__file__).with_name("soak_results.json")
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1))
-    os.replace(tmp, out)
+    from shardbudget.atomic import write_atomic
+    write_atomic(out, json.dumps(report, indent=1))
     print(f"soak: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
