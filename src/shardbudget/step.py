@@ -40,7 +40,10 @@ class Efficiency:
     """
 
     flops: float = 0.70
-    """Fraction of dense tensor-core peak reached by GEMMs and attention."""
+    """Fraction of dense BF16 tensor-core peak reached by GEMMs and attention."""
+    flops_fp8: float = 0.60
+    """Fraction of dense FP8 peak reached by FP8 GEMMs (cuBLAS FP8 reaches a smaller share of its
+    doubled peak than BF16 does of its own)."""
     memory: float = 0.80
     """Fraction of HBM/GDDR peak bandwidth reached by memory-bound kernels."""
     kernel_launch_s: float = 1.5e-6
@@ -182,8 +185,11 @@ class StepModel:
 
     def __post_init__(self) -> None:
         gpu = self.system.gpu
-        fp8 = self.weight_dtype in ("fp8", "int8", "int4") and self.act_dtype == "fp8"
-        self.flops_per_s = (gpu.fp8_flops_per_s if fp8 else gpu.bf16_flops_per_s) * self.eff.flops
+        # FP8 checkpoints run W8A8 GEMMs on the FP8 tensor cores (vLLM, TRT-LLM); int8/int4 weights
+        # are weight-only (dequantised to BF16 in the GEMM), so they keep the BF16 rate
+        fp8 = self.weight_dtype == "fp8" or self.act_dtype == "fp8"
+        self.flops_per_s = (gpu.fp8_flops_per_s * self.eff.flops_fp8 if fp8
+                            else gpu.bf16_flops_per_s * self.eff.flops)
         self.bytes_per_s = gpu.mem_bytes_per_s * self.eff.memory
         self._tp = tp_group(self.system, self.plan, self.catalog) if self.plan.tp > 1 else None
         self._pp = pp_group(self.system, self.plan, self.catalog) if self.plan.pp > 1 else None

@@ -116,3 +116,24 @@ def test_same_latency_optimal_tp(errors, group):
     pred = knee([(c.tp, errors[c][0]) for c in cases])
     meas = knee([(c.tp, errors[c][1]) for c in cases])
     assert pred == meas, f"{group}: predicted knee TP{pred}, measured TP{meas}"
+
+
+# TTFT of one 2048-token prompt, TensorRT-LLM's published first-token latency (batch 1, TP4): a
+# compute-bound prefill that checks the FLOP side of the step model. LLaMA-70B is priced with
+# Llama-3.1-70B's config (same shapes but the vocabulary). The 128-token rows are left out: at that
+# length TRT-LLM's fixed per-request cost (~10 ms) dominates, which the step model does not price.
+TTFT_CASES = [
+    ("H100 (FP8)", "hgx-h100", "fp8", 0.15),
+    ("A100 (FP16)", "hgx-a100", "bf16", 0.15),
+]
+
+
+@pytest.mark.parametrize("hardware, system, dtype, tolerance", TTFT_CASES)
+def test_ttft_of_a_2048_token_prompt(data_dir, hardware, system, dtype, tolerance):
+    rows = [r for r in _rows(data_dir) if "TensorRT-LLM" in r["source"] and r["model"] == "LLaMA 70B"
+            and r["hardware"] == hardware and r["metric"] == "first_token_latency" and r["input_len"] == "2048"]
+    assert len(rows) == 1
+    measured = float(rows[0]["value"]) * 1e-3
+    predicted = decode_step("llama-3.1-70b", system, Plan(4), batch=1, context=2048, phase="prefill",
+                            weight_dtype=dtype).total_s
+    assert abs(predicted / measured - 1) <= tolerance, (predicted, measured)
