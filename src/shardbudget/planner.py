@@ -85,12 +85,30 @@ class PlanResult:
 
 # --- which plans are valid ------------------------------------------------------------------
 
-def _tp_ok(cfg: tf.ModelConfig, tp: int) -> bool:
+def _tp_problem(cfg: tf.ModelConfig, tp: int) -> str | None:
+    """Why the model's heads refuse this TP degree (as engines refuse it), or None."""
     try:
         tf.layer_work(cfg, next(iter(tf.layer_kinds(cfg))), tokens=1, context=1, tp=tp)
-        return True
-    except PlanError:
-        return False
+        return None
+    except PlanError as err:
+        return str(err)
+
+
+def plan_notes(cfg: tf.ModelConfig, system: System, nodes: int) -> list[str]:
+    """What the sweep left out and why, and where KV heads are replicated (as vLLM does)."""
+    total = nodes * system.gpus_per_node
+    notes = []
+    for tp in (2 ** k for k in range(1, 12)):
+        if tp > total:
+            break
+        if tp > system.gpus_per_node and tp % system.gpus_per_node:
+            notes.append(f"TP{tp} skipped: TP beyond one node must span whole nodes of {system.gpus_per_node} GPUs")
+        elif (why := _tp_problem(cfg, tp)) is not None:
+            notes.append(f"TP{tp} skipped: {why}")
+        elif not cfg.is_mla and tp > cfg.num_kv_heads:
+            notes.append(f"TP{tp}: {cfg.num_kv_heads} KV heads for {tp} GPUs, so each KV head is replicated on "
+                         f"{tp // cfg.num_kv_heads} GPUs (KV cache and K/V weights per GPU stop shrinking)")
+    return notes
 
 
 def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
@@ -98,7 +116,8 @@ def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool
     that completes the cluster (TP inside a node, PP across nodes), EP = TP for MoE models."""
     total = nodes * system.gpus_per_node
     tps = [t for t in (2 ** k for k in range(0, 12)) if t <= total]
-    tps = [t for t in tps if (t <= system.gpus_per_node or t % system.gpus_per_node == 0) and _tp_ok(cfg, t)]
+    tps = [t for t in tps if (t <= system.gpus_per_node or t % system.gpus_per_node == 0)
+           and _tp_problem(cfg, t) is None]
     plans: list[Plan] = []
     for tp in tps:
         pps = [1]
@@ -173,7 +192,8 @@ def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, b
                    "act_dtype": act, "comm_threshold": comm_threshold, "knee_threshold": knee_threshold,
                    "ttft": f"prefill of one {context}-token prompt", "gpu": sysm.gpu.name,
                    "intra_fabric": sysm.intra_fabric.name,
-                   "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None}
+                   "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
+                   "notes": plan_notes(cfg, sysm, nodes)}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, results=tuple(results),
                       assumptions=assumptions)

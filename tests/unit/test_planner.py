@@ -80,3 +80,10 @@ def test_overlap_hides_communication_behind_compute():
     assert st.total_s == pytest.approx(st.compute_s + st.comm_s + st.other_s)
     assert st.comm_s == pytest.approx(max(0.0, full.comm_s - full.compute_s))  # only the exposed part
     assert st.total_s < full.total_s
+
+
+def test_skipped_tp_and_kv_replication_are_explained():
+    notes = plan("qwq-32b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
+    assert "TP16 skipped: tp (16) must divide num_attention_heads (40)" in notes
+    notes = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
+    assert any(n.startswith("TP16: 8 KV heads for 16 GPUs") for n in notes)

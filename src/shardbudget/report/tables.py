@@ -94,6 +94,8 @@ def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
     print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
           f"impl {result.impl}, weights {result.dtype}")
+    for note in result.assumptions.get("notes", []):
+        print(f"# note: {note}")
     for br in result.results:
         t = Table(title=f"batch {br.batch}")
         for col in ("tp", "pp", "ep", "ITL ms", "compute ms", "comm ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
