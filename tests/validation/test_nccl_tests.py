@@ -9,7 +9,6 @@ median <= 20%. benchmarks/accuracy.py prints the same comparison per system.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -18,18 +17,8 @@ import pytest
 from shardbudget.collectives import busbw_factor, candidates, collective_cost, ll128_enabled, make_group
 
 
-def _load_measured():
-    path = Path(__file__).with_name("measured.py")
-    if "measured" in sys.modules and getattr(sys.modules["measured"], "__file__", None) == str(path):
-        return sys.modules["measured"]
-    spec = importlib.util.spec_from_file_location("measured", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measured"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-measured = _load_measured()
+sys.path.insert(0, str(Path(__file__).parent))  # measured.py is shared with benchmarks/accuracy.py
+import measured  # noqa: E402
 
 # source_id: (median, p90) tolerance on |relative error| of time, and why.
 TOLERANCES: dict[str, tuple[float, float, str]] = {
