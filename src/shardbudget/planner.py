@@ -275,8 +275,9 @@ def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm
         share = (f"communication is {100 * worst.comm_share:.0f}% of the inter-token latency "
                  f"({worst.comm_s * 1e3:.2f} ms of {worst.itl_s * 1e3:.2f} ms)")
         past = [t for t in sorted(too_far) if best and t > best.tp]
+        verb = "is" if len(too_far) == 1 else "are"
         if past:
-            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far: at TP{worst.tp} {share} "
+            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} {verb} sharded too far: at TP{worst.tp} {share} "
                          f"and adding GPUs no longer pays.")
         else:
             parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far even though it is the "
