@@ -32,6 +32,8 @@ class Row:
     tp: int
     pp: int
     ep: int
+    dp: int
+    """Data-parallel attention degree (1: attention is tensor-parallel like the rest)."""
     itl_s: float
     compute_s: float
     comm_s: float
@@ -113,7 +115,8 @@ def plan_notes(cfg: tf.ModelConfig, system: System, nodes: int) -> list[str]:
 
 def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
     """TP in powers of two up to every GPU of the nodes (TP beyond a node spans whole nodes), PP
-    that completes the cluster (TP inside a node, PP across nodes), EP = TP for MoE models."""
+    that completes the cluster (TP inside a node, PP across nodes); for MoE models also EP = TP, with
+    attention either tensor-parallel (dp = 1) or data-parallel across the group (dp = tp)."""
     total = nodes * system.gpus_per_node
     tps = [t for t in (2 ** k for k in range(0, 12)) if t <= total]
     tps = [t for t in tps if (t <= system.gpus_per_node or t % system.gpus_per_node == 0)
@@ -128,6 +131,7 @@ def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool
             plans.append(Plan(tp, pp, 1))
             if cfg.is_moe and tp > 1 and cfg.num_experts % tp == 0:
                 plans.append(Plan(tp, pp, tp))
+                plans.append(Plan(tp, pp, tp, tp))  # attention data-parallel, experts over EP
     if not plans:
         raise PlanError(f"no valid TP degree for {cfg.name} on {total} GPUs of {system.name} "
                         f"(num_attention_heads {cfg.num_heads}, num_key_value_heads {cfg.num_kv_heads})")
@@ -183,7 +187,7 @@ def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, b
             fits = mem <= sysm.gpu.memory_bytes * eff.memory_utilization
             meets = fits and (budget_s is None or itl <= budget_s) and (ttft_budget_s is None or ttft <= ttft_budget_s)
             comm = float(dec["comm_s"][i])
-            rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, itl_s=itl, compute_s=float(dec["compute_s"][i]), comm_s=comm,
+            rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]), comm_s=comm,
                             comm_share=comm / itl if itl else 0.0, comm_latency_s=float(dec["comm_latency_s"][i]),
                             other_s=float(dec["other_s"][i]),
                             ttft_s=ttft, mem_bytes_per_gpu=mem, fits_memory=fits, meets_budget=meets))

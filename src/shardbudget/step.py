@@ -96,13 +96,16 @@ class Plan:
     tp: int = 1
     pp: int = 1
     ep: int = 1
+    dp: int = 1
+    """Data-parallel attention inside the TP group (1, or tp for MoE models with ep = tp)."""
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp
 
     def label(self) -> str:
-        return f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
+        return (f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
+                + (f" DP-attention{self.dp}" if self.dp > 1 else ""))
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,7 @@ class StepModel:
     def _layer_ops(self, kind: str, t: float, L: float) -> list[tf.Op]:
         return tf.layer_work(self.model, kind, tokens=t, context=L, tp=self.plan.tp, ep=self.plan.ep,
                              weight_dtype=self.weight_dtype, act_dtype=self.act_dtype,
-                             kv_dtype=self.kv_dtype, phase=self.phase)
+                             kv_dtype=self.kv_dtype, phase=self.phase, attn_dp=self.plan.dp)
 
     def _head_ops(self, rows: float, t: float) -> list[tf.Op]:
         """Embedding of all `t` tokens, then final norm + LM head on `rows` (decode: every token;
@@ -351,7 +354,8 @@ class StepModel:
             for kind, count in tf.layer_kinds(self.model).items():
                 for call in tf.collectives_for_layer(self.model, kind, tokens=1.0, tp=self.plan.tp, ep=self.plan.ep,
                                                      act_dtype=self.act_dtype,
-                                                     sequence_parallel=self.eff.sequence_parallel):
+                                                     sequence_parallel=self.eff.sequence_parallel,
+                                                     attn_dp=self.plan.dp):
                     out.append((count * call.count, call.msg_bytes, candidates(self._tp, call.op, self.impl)))
             _, head_calls = tf.lm_head_work(self.model, tokens=1.0, tp=self.plan.tp, act_dtype=self.act_dtype)
             _, emb_calls = tf.embedding_work(self.model, tokens=1.0, tp=self.plan.tp, act_dtype=self.act_dtype)
@@ -516,8 +520,10 @@ def compile_step(model: tf.ModelConfig, system: System, plan: Plan, catalog: Cat
 def memory_bytes_per_gpu(model: tf.ModelConfig, plan: Plan, *, batch: int, context: float,
                          weight_dtype: str = "bf16", kv_dtype: str = "bf16", eff: Efficiency = Efficiency()) -> float:
     """Weights + KV cache for batch x context + workspace, bytes per GPU."""
-    weights = tf.weight_bytes_per_gpu(model, tp=plan.tp, pp=plan.pp, ep=plan.ep, weight_dtype=weight_dtype)
-    kv = tf.kv_cache_bytes_per_gpu(model, batch=batch, context=context, tp=plan.tp, pp=plan.pp, kv_dtype=kv_dtype)
+    weights = tf.weight_bytes_per_gpu(model, tp=plan.tp, pp=plan.pp, ep=plan.ep, weight_dtype=weight_dtype,
+                                      attn_dp=plan.dp)
+    kv = tf.kv_cache_bytes_per_gpu(model, batch=batch, context=context, tp=plan.tp, pp=plan.pp, kv_dtype=kv_dtype,
+                                   attn_dp=plan.dp)
     return weights + kv + eff.workspace_bytes
 
 

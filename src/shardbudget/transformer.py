@@ -555,7 +555,7 @@ def _stage_layer_counts(num_layers: int, pp: int) -> list[int]:
 # ----------------------------------------------------------------------------------------------
 
 def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
-                         weight_dtype: str = "bf16") -> float:
+                         weight_dtype: str = "bf16", attn_dp: int = 1) -> float:
     """Weight bytes on the most loaded GPU of the plan (the heaviest pipeline stage).
 
     Counts replicated KV heads when tp > num_kv_heads, replicated norms / router / MLA
@@ -566,8 +566,10 @@ def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
     _check_tp(cfg, tp)
     _check_ep(cfg, ep)
     _check_pp(cfg, pp)
-    per_layer = {kind: _attention_params_per_gpu(cfg, tp) + _ffn_params_per_gpu(cfg, kind, tp, ep)
-                 for kind in layer_kinds(cfg)}
+    tp_attn = _check_attn_dp(cfg, tp, ep, attn_dp)  # data-parallel attention replicates its weights
+    shared_extra = _shared_params(cfg) * (1 - 1 / tp) if tp_attn != tp else 0.0  # and the shared experts'
+    per_layer = {kind: _attention_params_per_gpu(cfg, tp_attn) + _ffn_params_per_gpu(cfg, kind, tp, ep)
+                 + (shared_extra if kind == "moe" else 0.0) for kind in layer_kinds(cfg)}
     vocab_shard = cfg.vocab_size * cfg.hidden_size / tp   # elements per rank of embedding / LM head
     heaviest, start = 0.0, 0
     for stage, count in enumerate(_stage_layer_counts(cfg.num_layers, pp)):
@@ -599,9 +601,15 @@ def kv_bytes_per_token(cfg: ModelConfig, kv_dtype: str = "bf16") -> float:
 
 
 def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: int, pp: int = 1,
-                           kv_dtype: str = "bf16") -> float:
-    """KV-cache bytes on the most loaded GPU for `batch` sequences of `context` tokens each."""
+                           kv_dtype: str = "bf16", attn_dp: int = 1) -> float:
+    """KV-cache bytes on the most loaded GPU for `batch` sequences of `context` tokens each (with
+    data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole heads)."""
     _check_tp(cfg, tp)
+    if attn_dp > 1:
+        if attn_dp != tp:
+            raise PlanError(f"data-parallel attention needs dp = tp; got dp {attn_dp}, tp {tp}")
+        busiest = math.ceil(batch / attn_dp - 1e-9)  # whole sequences per rank
+        return kv_cache_bytes_per_gpu(cfg, batch=busiest, context=context, tp=1, pp=pp, kv_dtype=kv_dtype)
     _check_pp(cfg, pp)
     _check_amount("batch", batch, minimum=0, strict=False)
     _check_amount("context", context, minimum=0, strict=False)
@@ -807,9 +815,32 @@ def _check_work(tokens: float, context: float, phase: str) -> None:
     _check_amount("context", context, minimum=1 if phase == "prefill" else 0, strict=False)
 
 
+def _check_attn_dp(cfg: ModelConfig, tp: int, ep: int, attn_dp: int) -> int:
+    """Data-parallel attention (SGLang --enable-dp-attention, vLLM DP + EP): every GPU of the TP group
+    runs attention for its own 1/attn_dp of the sequences with whole heads, while the experts are
+    spread over EP. Only attn_dp = 1 or attn_dp = tp (attention TP = 1) with ep = tp is modelled.
+    Returns the attention TP degree."""
+    if attn_dp == 1:
+        return tp
+    if attn_dp != tp or ep != tp or not cfg.is_moe:
+        raise PlanError(f"data-parallel attention (dp {attn_dp}) needs an MoE model with dp = ep = tp; "
+                        f"got tp {tp}, ep {ep}")
+    return 1
+
+
+def _busiest_rank_tokens(tokens: float, context: float, attn_dp: int, phase: str) -> float:
+    """Tokens of the busiest data-parallel attention rank: whole sequences go to one rank, so with
+    batch sequences over attn_dp ranks the busiest has ceil(batch / attn_dp) of them."""
+    if attn_dp == 1:
+        return tokens
+    per_seq = 1.0 if phase == "decode" else max(context, 1.0)
+    batch = tokens / per_seq
+    return math.ceil(batch / attn_dp - 1e-9) * per_seq
+
+
 def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: float, tp: int,
                ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16",
-               kv_dtype: str | None = None, phase: str = "decode") -> list[Op]:
+               kv_dtype: str | None = None, phase: str = "decode", attn_dp: int = 1) -> list[Op]:
     """The ops one GPU runs for one decoder layer in one step, in execution order.
 
     layer: a layer index, or a kind from `layer_kinds` ("dense" / "moe").
@@ -817,22 +848,27 @@ def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: fl
     context: decode: cached tokens each sequence attends over; prefill: the prompt length (causal,
         so the mean query sees (context + 1) / 2 keys; batch = tokens / context).
     kv_dtype: defaults to act_dtype.
+    attn_dp: data-parallel attention degree (1, or tp for MoE models with ep = tp): attention and
+        the residual path run on tokens / attn_dp with whole heads; experts (and dense layers' MLP,
+        after gathering the tokens) keep their tp / ep sharding over all tokens.
     """
     kind = _layer_kind(cfg, layer)
     _check_tp(cfg, tp)
     _check_ep(cfg, ep)
     _check_work(tokens, context, phase)
+    tp_attn = _check_attn_dp(cfg, tp, ep, attn_dp)
+    local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype))
     attention = _mla_ops if cfg.is_mla else _gqa_ops
-    ops = [_rms_norm("input_norm", tokens, cfg.hidden_size, b)]
-    ops += attention(cfg, tokens, context, tp, b, phase)
-    ops += [_residual("attn_residual", tokens, cfg, b),
-            _rms_norm("post_attn_norm", tokens, cfg.hidden_size, b)]
+    ops = [_rms_norm("input_norm", local, cfg.hidden_size, b)]
+    ops += attention(cfg, local, context, tp_attn, b, phase)
+    ops += [_residual("attn_residual", local, cfg, b),
+            _rms_norm("post_attn_norm", local, cfg.hidden_size, b)]
     if kind == "moe":
         ops += _moe_ops(cfg, tokens, tp, ep, b)
     else:
         ops += _mlp_ops("mlp", cfg, tokens, cfg.intermediate_size / tp, b)
-    ops.append(_residual("mlp_residual", tokens, cfg, b))
+    ops.append(_residual("mlp_residual", local, cfg, b))
     return ops
 
 
@@ -870,7 +906,7 @@ def _tp_reductions(count: int, msg_bytes: float, sequence_parallel: bool) -> lis
 
 def collectives_for_layer(cfg: ModelConfig, layer: int | str, *, tokens: float, tp: int,
                           ep: int = 1, act_dtype: str = "bf16",
-                          sequence_parallel: bool = False) -> list[CollectiveCall]:
+                          sequence_parallel: bool = False, attn_dp: int = 1) -> list[CollectiveCall]:
     """The collectives one decoder layer inserts per step.
 
     tp > 1: the row-parallel O projection and MLP down projection leave partial sums, so each is
@@ -888,6 +924,11 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str, *, tokens: float, 
     _check_amount("tokens", tokens, minimum=0, strict=True)
     a = dtype_bytes(act_dtype)
     hidden_bytes = tokens * cfg.hidden_size * a  # bytes per rank: tokens * hidden * act_bytes
+    if attn_dp > 1 and _check_attn_dp(cfg, tp, ep, attn_dp) == 1:
+        if kind == "moe":  # attention needs no reduction; the experts' dispatch and combine remain
+            return [CollectiveCall("all-to-all", tokens * cfg.experts_per_token * cfg.hidden_size * a / ep, "ep", 2)]
+        # dense layers: gather every rank's tokens for the tp-sharded MLP, scatter the sums back
+        return [CollectiveCall("all-gather", hidden_bytes, "tp"), CollectiveCall("reduce-scatter", hidden_bytes, "tp")]
     if kind == "moe" and ep > 1:
         dispatch_bytes = tokens * cfg.experts_per_token * cfg.hidden_size * a / ep
         reductions = (1 + bool(cfg.num_shared_experts)) if tp > 1 else 0

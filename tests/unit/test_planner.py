@@ -87,3 +87,21 @@ def test_skipped_tp_and_kv_replication_are_explained():
     assert "TP16 skipped: tp (16) must divide num_attention_heads (40)" in notes
     notes = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
     assert any(n.startswith("TP16: 8 KV heads for 16 GPUs") for n in notes)
+
+
+def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():
+    # DeepSeek-V3 caches one MLA latent per token that TP attention replicates on every rank:
+    # data-parallel attention keeps only each rank's own sequences (8x less KV at dp 8).
+    from shardbudget import transformer as tf
+    cfg = tf.load_model("deepseek-v3")
+    kv_tp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8)
+    kv_dp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8, attn_dp=8)
+    assert kv_dp == pytest.approx(kv_tp / 8)
+    big_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=256, context=4096, weight_dtype="fp8")
+    big_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=256, context=4096, weight_dtype="fp8")
+    assert big_dp.total_s < big_tp.total_s
+    one_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=1, context=4096, weight_dtype="fp8")
+    one_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=1, context=4096, weight_dtype="fp8")
+    assert one_dp.total_s > one_tp.total_s  # one sequence cannot be split across DP ranks
+    with pytest.raises(PlanError, match="data-parallel attention"):
+        decode_step("llama-3.1-70b", "hgx-h100", Plan(8, 1, 1, 8), batch=8, context=1024)

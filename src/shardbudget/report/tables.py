@@ -98,10 +98,10 @@ def print_plan(result) -> None:
         print(f"# note: {note}")
     for br in result.results:
         t = Table(title=f"batch {br.batch}")
-        for col in ("tp", "pp", "ep", "ITL ms", "compute ms", "comm ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
+        for col in ("tp", "pp", "ep", "dp", "ITL ms", "compute ms", "comm ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
             t.add_column(col, justify="right" if col != "verdict" else "left")
         for r in br.rows:
-            t.add_row(str(r.tp), str(r.pp), str(r.ep), f"{r.itl_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
+            t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
                       f"{r.comm_s * 1e3:.2f}", f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}",
                       f"{r.mem_bytes_per_gpu / 1e9:.1f}", "yes" if r.fits_memory else "no", r.verdict)
         console.print(t)
