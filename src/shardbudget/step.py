@@ -235,14 +235,28 @@ class StepModel:
                 probes[key] = self._layer_ops(kind, t, fix_L(L))
             return probes[key]
 
+        # Data-parallel attention in decode: the attention side runs on the busiest rank's
+        # u = ceil(batch / dp) sequences, which is affine in u, so those ops are fitted in (u, u·L)
+        # by probing whole multiples of dp, and evaluated on u (see `_local`).
+        dp = self.plan.dp if self.phase == "decode" else 1
+        local: list[tuple[float, _Coeffs]] = []
         for kind, count in tf.layer_kinds(self.model).items():
-            for i in range(len(layer_ops(kind, 1.0, 0.0))):  # (1, 0) is one of _affine's probes
+            ops = layer_ops(kind, 1.0, 0.0)  # (1, 0) is one of _affine's probes
+            on_rank = _local_mask(ops) if dp > 1 else [False] * len(ops)
+            for i in range(len(ops)):
+                if on_rank[i]:
+                    fl, ok1 = _affine(lambda u, L: layer_ops(kind, u * dp, L)[i].flops)
+                    by, ok2 = _affine(lambda u, L: layer_ops(kind, u * dp, L)[i].bytes)
+                    if ok1 and ok2:
+                        local.append((count, _Coeffs(fl, by)))
+                        continue
                 fl, ok1 = _affine(lambda t, L: layer_ops(kind, t, L)[i].flops)
                 by, ok2 = _affine(lambda t, L: layer_ops(kind, t, L)[i].bytes)
-                if ok1 and ok2:
+                if ok1 and ok2 and not on_rank[i]:
                     affine.append((count, _Coeffs(fl, by)))
                 else:
                     nonaffine.append((count, kind, i))
+        self._local = local
         # head ops: coefficients in (rows, t) stored as c0 + c1·rows + c2·t
         head: list[_Coeffs] = []
         h11, h21, h12 = self._head_ops(1.0, 1.0), self._head_ops(2.0, 1.0), self._head_ops(1.0, 2.0)
@@ -400,6 +414,14 @@ class StepModel:
                 by = c.bytes[0] + c.bytes[1] * t + c.bytes[2] * tL
             compute = compute + count * self._op_time(fl, by)
             n_kernels += count
+        if self._local:
+            u = np.ceil(b / self.plan.dp - 1e-9)  # sequences on the busiest attention rank
+            uL = u * L
+            for count, c in self._local:
+                fl = c.flops[0] + c.flops[1] * u + c.flops[2] * uL
+                by = c.bytes[0] + c.bytes[1] * u + c.bytes[2] * uL
+                compute = compute + count * self._op_time(fl, by)
+                n_kernels += count
         for c in self._head:
             fl = c.flops[0] + c.flops[1] * b + c.flops[2] * t
             by = c.bytes[0] + c.bytes[1] * b + c.bytes[2] * t
@@ -496,6 +518,14 @@ class StepModel:
         for count, msg, cands in scaled:
             rows.append({"count": count, "msg_bytes": msg, "time_s": float(times_s(cands, np.array([msg]))[0])})
         return rows
+
+
+def _local_mask(ops: list[tf.Op]) -> list[bool]:
+    """Which ops of a layer run on a data-parallel attention rank's own tokens: everything up to the
+    post-attention norm, and the closing residual add (transformer.layer_work's order)."""
+    names = [op.name for op in ops]
+    last = names.index("post_attn_norm") if "post_attn_norm" in names else -1
+    return [i <= last or name == "mlp_residual" for i, name in enumerate(names)]
 
 
 def _latency_part(cands: Sequence[Candidate], msg: np.ndarray) -> np.ndarray:
