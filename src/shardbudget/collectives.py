@@ -151,6 +151,9 @@ def nic_bytes_per_s(group: Group) -> float:
     nics = s.nics_per_node
     if s.rail_optimized:
         nics = max(1.0, nics * group.gpus_per_node / s.gpus_per_node)
+    else:
+        # a shared NIC is still reached through a GPU's own PCIe slot: g GPUs drive at most g NICs
+        nics = min(nics, group.gpus_per_node)
     return nics * s.nic_fabric.achievable_bytes_per_s
 
 
@@ -294,7 +297,8 @@ def _nvls_small(group: Group) -> Candidate | None:
 def custom_allreduce_allowed(group: Group) -> str | None:
     """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
     custom = _nccl(group)["custom"]
-    if group.nodes > 1 and group.system.intra_fabric.kind != "nvl72":
+    if group.nodes > 1 and (group.system.intra_fabric.kind != "nvl72"
+                            or group.nodes * group.system.gpus_per_node > group.system.domain_gpus):
         return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
     path = intra_path(group.system, group.gpus_per_node)
     if not path.p2p:

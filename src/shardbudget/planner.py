@@ -284,8 +284,11 @@ def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm
             parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} {verb} sharded too far: at TP{worst.tp} {share} "
                          f"and adding GPUs no longer pays.")
         else:
-            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} is sharded too far even though it is the "
-                         f"fastest option: at TP{worst.tp} {share}, so the fabric, not the GPUs, sets the token time.")
+            fastest = min(fitting, key=lambda r: r.itl_s)
+            why = "" if worst is not fastest else (" even though it is the fastest option" if len(too_far) == 1
+                                                   else f" even though TP{worst.tp} is the fastest option")
+            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} {verb} sharded too far{why}: "
+                         f"at TP{worst.tp} {share}, so the fabric, not the GPUs, sets the token time.")
     elif best and best is fitting[-1] and fitting[-1].comm_share <= comm_threshold:
         parts.append(f"Every TP up to TP{best.tp} still pays: the fabric is not the limit here.")
     return " ".join(parts)

@@ -125,11 +125,24 @@ def test_multi_node_goes_over_the_network():
     (dict(system="hgx-h100", nodes=2, algo="one-shot"), "across nodes"),
     (dict(system="hgx-h100", gpus=3, nodes=2), "evenly"),
     (dict(system="l40s-pcie", algo="one-shot"), "peer-to-peer|limited to 2 GPUs"),
+    # two NVL72 racks are two NVLink domains: no custom kernel spans them
+    (dict(system="gb200-nvl72", nodes=2, gpus=4, algo="two-shot"), "across nodes"),
 ])
 def test_impossible_requests(kwargs, message):
     system = kwargs.pop("system")
     with pytest.raises(PlanError, match=message):
         collective_cost("all-reduce", 1024, system, **kwargs)
+
+
+@pytest.mark.parametrize("system", ["l40s-pcie", "rtx-pro-6000-pcie", "h100-pcie", "hgx-h100"])
+def test_one_gpu_per_node_cannot_drive_every_shared_nic(system):
+    # one GPU per node reaches the network through its own PCIe slot: at most one NIC's worth,
+    # not the sum of all of the node's shared NICs (was 87.6 GB/s busbw on l40s-pcie's 4x roce-200)
+    cat = load_catalog()
+    nic = cat.system(system).nic_fabric
+    for op in ("all-reduce", "all-to-all"):
+        c = collective_cost(op, 1 << 30, system, nodes=2, gpus=2, catalog=cat)
+        assert c.busbw_bytes_per_s <= nic.achievable_bytes_per_s * 1.001, (op, c)
 
 
 def test_bad_names():

@@ -45,6 +45,13 @@ def test_budget_nobody_meets_says_so():
     assert r.results[0].max_tp_budget is None
 
 
+def test_several_tps_too_far_verdict_names_the_fastest_one():
+    # TP4 and TP8 both pass a 5% comm threshold; only TP8 is the fastest, and the verb is plural
+    r = plan("llama-3.1-70b", "hgx-h100", batches=[1], comm_threshold=0.05).results[0]
+    assert "TP4/8 are sharded too far even though TP8 is the fastest option" in r.verdict
+    assert "TP4/8 is sharded" not in r.verdict
+
+
 def test_bad_plans():
     with pytest.raises(PlanError, match="batch"):
         plan("llama-3.1-8b", "hgx-h100", batches=[0])
