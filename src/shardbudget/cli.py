@@ -205,6 +205,9 @@ def plan_cmd(
         from .errors import PlanError
         raise PlanError(f"--comm-threshold must be between 0 and 1, got {comm_threshold}")
     budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
+    if require_tp is not None and budget_s is None:
+        from .errors import PlanError
+        raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
     if not 0 < knee_threshold < 1:
         from .errors import PlanError
@@ -218,7 +221,7 @@ def plan_cmd(
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
-                              budget_s=budget_s or 0.030, impl=impl, dtype=dtype, eff=eff, catalog=cat)
+                              budget_s=budget_s, impl=impl, dtype=dtype, eff=eff, catalog=cat)
     if json_out:
         out = result.to_dict()
         if req:
@@ -383,7 +386,7 @@ def report(
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes of every system given without ':N'.")] = 1,
     batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeat).")] = None,
     context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence.")] = 4096,
-    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 50ms ('none' to skip).")] = "50ms",
+    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 50ms ('none' to skip).")] = "30ms",
     impl: Annotated[str, typer.Option("--impl", help="nccl | custom")] = "nccl",
     dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
     measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log or shardbudget measure JSON to lay over the model (repeat).")] = None,

@@ -40,10 +40,11 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
             f"{format_seconds(itl_nv.comm_s)} of {format_seconds(itl_nv.total_s)} on NVLink "
             f"({100 * itl_nv.comm_share:.0f}%) against {format_seconds(itl_pc.comm_s)} of "
             f"{format_seconds(itl_pc.total_s)} on PCIe ({100 * itl_pc.comm_share:.0f}%).")
-    big = 64 * cfg.hidden_size * 2  # batch 64: the message leaves the latency-bound regime on PCIe
+    big_batch = max(64, 4 * batch)
+    big = big_batch * cfg.hidden_size * 2  # a large batch: the message leaves the latency-bound regime
     nv64 = collective_cost("all-reduce", big, "hgx-h100", gpus=8, catalog=catalog)
     pc64 = collective_cost("all-reduce", big, "l40s-pcie", gpus=8, catalog=catalog)
-    text += (f" At batch 64 the message is {format_bytes(big)}: {format_seconds(nv64.time_s)} on NVSwitch against "
+    text += (f" At batch {big_batch} the message is {format_bytes(big)}: {format_seconds(nv64.time_s)} on NVSwitch against "
              f"{format_seconds(pc64.time_s)} on PCIe ({pc64.time_s / nv64.time_s:.1f}x), because PCIe's "
              f"{format_seconds(pc64.bandwidth_s)} of transfer now dominates.")
     return Answer("NVLink versus PCIe for tensor-parallel inference", text,
@@ -52,7 +53,7 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
                    "pcie_comm_share": itl_pc.comm_share, "batch64_ratio": pc64.time_s / nv64.time_s},
                   f"NVLink keeps each all-reduce near its {format_seconds(nv.latency_s)} latency floor; PCIe pays "
                   f"{pc.time_s / nv.time_s:.1f}x per call at batch {batch} and {pc64.time_s / nv64.time_s:.1f}x at "
-                  f"batch 64, so TP over PCIe buys less and stops paying sooner.")
+                  f"batch {big_batch}, so TP over PCIe buys less and stops paying sooner.")
 
 
 def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,

@@ -60,3 +60,13 @@ def test_fit_refuses_bad_requests():
     empty = MeasurementSet(samples=(), source="e.txt", tool="nccl-tests", env={}, warnings=())
     with pytest.raises(MeasureError, match="at least 3"):
         fit_profile([empty], name="x", base_system="hgx-h100")
+
+
+def test_fit_warns_when_the_data_is_not_the_base_system():
+    """Timings of milliseconds per call (a CPU transport) forced onto an NVSwitch model push it to its limits."""
+    samples = tuple(Sample(op="all-reduce", msg_bytes=float(n), time_s=5e-3 + n / 7e8, algbw_bytes_per_s=0.0,
+                           busbw_bytes_per_s=0.0, n_ranks=2, n_nodes=1, in_place=False, graph=False, dtype="float",
+                           redop="sum", source="gloo") for n in (8, 64, 512, 4096, 32768, 262144, 2097152))
+    ms = MeasurementSet(samples=samples, source="gloo.json", tool="shardbudget", env={}, warnings=())
+    r = fit_profile([ms], name="cpu", base_system="hgx-h100", holdout=False)
+    assert r.params.at_bound

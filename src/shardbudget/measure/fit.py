@@ -34,9 +34,11 @@ class Params:
     base_scale: float
     nic_bytes_per_s: float | None = None
     nic_hop_scale: float | None = None
+    at_bound: tuple[str, ...] = ()
+    """Parameters the fit pushed to their physical limits: the data does not look like this system."""
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != ()}
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,10 @@ def _fit(base: System, catalog: Catalog, samples: Sequence[Sample], name: str, s
     lo = [math.log(1e6), math.log(0.05), math.log(0.05)] + ([math.log(1e6), math.log(0.05)] if multi else [])
     hi = [math.log(1e13), math.log(20), math.log(20)] + ([math.log(1e13), math.log(20)] if multi else [])
     res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=200)
-    return _unpack(res.x, multi)
+    names = ["intra-node bandwidth", "intra-node hop latency scale", "base latency scale",
+             "NIC bandwidth", "NIC hop latency scale"]
+    at_bound = [names[i] for i, (x, a, b) in enumerate(zip(res.x, lo, hi)) if min(x - a, b - x) < 1e-3]
+    return replace(_unpack(res.x, multi), at_bound=tuple(at_bound))
 
 
 def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,

@@ -123,6 +123,9 @@ def print_fit(result) -> None:
               f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}")
     print(f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
           f"over {len(result.residuals)} samples")
+    if p.at_bound:
+        print(f"warning: {', '.join(p.at_bound)} hit the limit of what is physical for {result.base_system}: "
+              f"these measurements do not look like that system (wrong --base-system, or not GPU collectives?)")
     if result.heldout:
         parts = ", ".join(f"{n} GPUs {100 * e:.1f}%" for n, e in sorted(result.heldout.items()))
         print(f"held out (fit without that GPU count, predict it): median |error| {parts}")
