@@ -58,14 +58,19 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
 
 def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,
                           system: str = "hgx-h100", threshold: float = 0.30) -> Answer:
-    rows = []
+    from .errors import PlanError
+    from .step import memory_bytes_per_gpu
+    rows, fits = [], {}
+    capacity = catalog.system(system).gpu.memory_bytes * 0.9  # the planner's default memory utilisation
     for tp in (1, 2, 4, 8):
         try:
             st = decode_step(cfg, system, Plan(tp), batch=batch, context=context, catalog=catalog)
-        except Exception:  # a TP the model's heads do not allow
+        except PlanError:  # a TP the model's heads do not allow
             continue
         rows.append((tp, st))
-    lines = ", ".join(f"TP{tp}: {format_seconds(st.total_s)} ({100 * st.comm_share:.0f}% comm)" for tp, st in rows)
+        fits[tp] = memory_bytes_per_gpu(cfg, Plan(tp), batch=batch, context=context) <= capacity
+    lines = ", ".join(f"TP{tp}: {format_seconds(st.total_s)} ({100 * st.comm_share:.0f}% comm"
+                      f"{'' if fits[tp] else ', does not fit in memory'})" for tp, st in rows)
     crossing = next((tp for tp, st in rows if st.comm_share > threshold), None)
     per_call = rows[-1][1].comm_s / max(rows[-1][1].comm_calls, 1)
     text = (f"Compute shrinks as 1/TP while the number of all-reduces per token stays {_calls_per_token(cfg)} and "
