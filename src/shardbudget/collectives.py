@@ -537,13 +537,26 @@ def sweep(op: str, sizes_bytes: Iterable[float], system: System | str, *, nodes:
 
 def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:
     """Vectorised `pick(...).time_s`: the fastest valid candidate's time for each size."""
+    return times_and_latencies_s(cands, msg_bytes)[0]
+
+
+def times_and_latencies_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised `pick`: for each size, the chosen candidate's total time and its latency term.
+
+    Like `pick`, only candidates that accept the size compete; where none does, all do."""
     msg_bytes = np.asarray(msg_bytes, dtype=float)
-    best = np.full(msg_bytes.shape, np.inf)
+    best_t = np.full(msg_bytes.shape, np.inf)
+    best_lat = np.zeros(msg_bytes.shape)
+    any_t = np.full(msg_bytes.shape, np.inf)
+    any_lat = np.zeros(msg_bytes.shape)
     for c in cands:
         t = c.latency_s + msg_bytes / c.algbw_bytes_per_s
-        best = np.where(msg_bytes <= c.max_bytes, np.minimum(best, t), best)
-    fallback = np.min([c.latency_s + msg_bytes / c.algbw_bytes_per_s for c in cands], axis=0)
-    return np.where(np.isfinite(best), best, fallback)
+        better = (msg_bytes <= c.max_bytes) & (t < best_t)
+        best_t, best_lat = np.where(better, t, best_t), np.where(better, c.latency_s, best_lat)
+        faster = t < any_t
+        any_t, any_lat = np.where(faster, t, any_t), np.where(faster, c.latency_s, any_lat)
+    valid = np.isfinite(best_t)
+    return np.where(valid, best_t, any_t), np.where(valid, best_lat, any_lat)
 
 
 def crossover_bytes(group: Group, op: str, impl: str = "nccl", algo: str = "auto",

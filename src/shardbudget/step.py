@@ -16,14 +16,13 @@ not affine (MoE expert weights, read once per distinct expert hit) are re-evalua
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 
 from . import transformer as tf
-from .collectives import Candidate, Group, make_group, times_s
+from .collectives import Candidate, Group, make_group, times_and_latencies_s, times_s
 from .collectives import candidates as _candidates
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
@@ -438,9 +437,9 @@ class StepModel:
         scaled = [(c, m * t, k) for c, m, k in self._calls] + [(c, m * b, k) for c, m, k in self._head_calls]
         for count, msg, cands in scaled:
             msg = np.broadcast_to(msg, small)
-            tc = times_s(cands, msg)
+            tc, lat = times_and_latencies_s(cands, msg)
             comm_small = comm_small + count * tc
-            comm_lat_small = comm_lat_small + count * _latency_part(cands, msg)
+            comm_lat_small = comm_lat_small + count * lat
             calls += count
         comm = np.broadcast_to(comm_small, shape).copy()
         comm_lat = np.broadcast_to(comm_lat_small, shape).copy()
@@ -526,18 +525,6 @@ def _local_mask(ops: list[tf.Op]) -> list[bool]:
     names = [op.name for op in ops]
     last = names.index("post_attn_norm") if "post_attn_norm" in names else -1
     return [i <= last or name == "mlp_residual" for i, name in enumerate(names)]
-
-
-def _latency_part(cands: Sequence[Candidate], msg: np.ndarray) -> np.ndarray:
-    """Latency term of the candidate `times_s` picks at each size."""
-    best_t = np.full(msg.shape, np.inf)
-    lat = np.zeros(msg.shape)
-    for c in cands:
-        t = c.latency_s + msg / c.algbw_bytes_per_s
-        better = (msg <= c.max_bytes) & (t < best_t)
-        best_t = np.where(better, t, best_t)
-        lat = np.where(better, c.latency_s, lat)
-    return lat
 
 
 @lru_cache(maxsize=1024)
