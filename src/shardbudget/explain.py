@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from . import transformer as tf
 from .collectives import collective_cost, make_group
 from .hardware import Catalog, load_catalog
+from .planner import validate_request
 from .step import Plan, decode_step
 from .units import format_bytes, format_seconds
 
@@ -22,17 +23,13 @@ class Answer:
         return asdict(self)
 
 
-def _calls_per_token(cfg: tf.ModelConfig) -> int:
-    return 2 * cfg.num_layers + 2  # two per layer, plus embedding and LM head
-
-
 def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
     msg = batch * cfg.hidden_size * 2  # bytes per rank: batch x hidden x bf16
     nv = collective_cost("all-reduce", msg, "hgx-h100", gpus=8, catalog=catalog)
     pc = collective_cost("all-reduce", msg, "l40s-pcie", gpus=8, catalog=catalog)
     itl_nv = decode_step(cfg, "hgx-h100", Plan(8), batch=batch, context=context, catalog=catalog)
     itl_pc = decode_step(cfg, "l40s-pcie", Plan(8), batch=batch, context=context, catalog=catalog)
-    calls = _calls_per_token(cfg)
+    calls = itl_nv.comm_calls  # two per layer, plus the embedding and the LM head
     text = (f"A TP8 decode step of {cfg.name} at batch {batch} runs {calls} all-reduces of {format_bytes(msg)}. "
             f"Over NVSwitch (hgx-h100) each takes {format_seconds(nv.time_s)} ({nv.algorithm}/{nv.protocol}, "
             f"{100 * nv.latency_share:.0f}% latency); over PCIe Gen4 across two sockets (l40s-pcie) "
@@ -73,10 +70,11 @@ def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1,
                       f"{'' if fits[tp] else ', does not fit in memory'})" for tp, st in rows)
     crossing = next((tp for tp, st in rows if st.comm_share > threshold), None)
     per_call = rows[-1][1].comm_s / max(rows[-1][1].comm_calls, 1)
-    text = (f"Compute shrinks as 1/TP while the number of all-reduces per token stays {_calls_per_token(cfg)} and "
+    calls = max(st.comm_calls for _, st in rows)
+    text = (f"Compute shrinks as 1/TP while the number of all-reduces per token stays {calls} and "
             f"each one's latency does not shrink at all. {cfg.name}, batch {batch}, on {system}: {lines}. "
             f"At TP{rows[-1][0]} one all-reduce costs {format_seconds(per_call)}.")
-    take = (f"All-reduce limits sharding once its fixed latency x {_calls_per_token(cfg)} calls is a visible share of "
+    take = (f"All-reduce limits sharding once its fixed latency x {calls} calls is a visible share of "
             f"the token: here from TP{crossing}." if crossing else
             f"On {system} communication stays under {100 * threshold:.0f}% up to TP{rows[-1][0]}: compute, not the "
             f"fabric, still sets the latency.")
@@ -104,7 +102,7 @@ def why_infiniband_is_slow(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1
             f"{format_seconds(two.total_s)} per token ({100 * two.comm_share:.0f}% comm) against TP8 in one node "
             f"{format_seconds(one.total_s)} ({100 * one.comm_share:.0f}% comm).")
     take = ("InfiniBand's bandwidth is fine for decode; its per-message latency, paid on every one of "
-            f"{_calls_per_token(cfg)} all-reduces per token, is what makes cross-node TP a poor trade: keep TP inside "
+            f"{one.comm_calls} all-reduces per token, is what makes cross-node TP a poor trade: keep TP inside "
             "the NVLink domain and cross nodes with PP or DP.")
     return Answer("Why is InfiniBand slow for decode parallelism?", text,
                   {"msg_bytes": msg, "intra_node_allreduce_s": intra.time_s, "inter_node_allreduce_s": inter.time_s,
@@ -116,11 +114,7 @@ def explain(model: str = "llama-3.1-70b", *, batch: int = 1, context: int = 4096
             catalog: Catalog | None = None) -> list[Answer]:
     catalog = catalog or load_catalog()
     cfg = tf.load_model(model)
-    from .errors import PlanError
-    if batch < 1 or context < 1:
-        raise PlanError(f"batch ({batch}) and context ({context}) must be at least 1")
-    if cfg.max_position_embeddings and context > cfg.max_position_embeddings:
-        raise PlanError(f"context {context} exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings} tokens")
+    validate_request(cfg, [batch], context)
     make_group("hgx-h100", catalog=catalog)  # fails early, clearly, if a user catalog broke it
     return [nvlink_vs_pcie(cfg, catalog, batch, context), when_allreduce_limits(cfg, catalog, batch, context),
             why_infiniband_is_slow(cfg, catalog, batch, context)]

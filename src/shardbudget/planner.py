@@ -140,7 +140,9 @@ def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool
 
 # --- the sweep ------------------------------------------------------------------------------
 
-def _validate(cfg: tf.ModelConfig, batches: Sequence[int], context: int, budget_s, ttft_budget_s) -> None:
+def validate_request(cfg: tf.ModelConfig, batches: Sequence[int], context: int, budget_s=None,
+                     ttft_budget_s=None) -> None:
+    """Batch sizes, context and budgets a model can be asked about, or a one-line PlanError."""
     for b in batches:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
             raise PlanError(f"batch must be a whole number of at least 1, got {b!r}")
@@ -166,7 +168,7 @@ def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, b
         raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
     if nodes > 1 and sysm.nic_fabric is None:
         raise PlanError(f"system {sysm.name!r} has no scale-out network; it cannot span {nodes} nodes")
-    _validate(cfg, batches, context, budget_s, ttft_budget_s)
+    validate_request(cfg, batches, context, budget_s, ttft_budget_s)
     kv = kv_dtype or ("bf16" if dtype in ("int4", "int8") else dtype)
     act = "bf16"
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
