@@ -254,14 +254,14 @@ def _tree(group: Group, proto: str) -> Candidate:
     return Candidate("tree", proto, latency, busbw * 0.5)  # the tree moves n up and n down
 
 
-def _nvls_efficiency(group: Group) -> float | None:
-    """Share of the per-direction NVLink rate an NVLS all-reduce sustains on this switch fabric
-    (keyed by fabric name, else by GPU generation); None where NVLS is not available."""
-    table = _nccl(group)["calibrated"]["nvls_link_efficiency"]
-    s = group.system
-    if s.intra_fabric.nvls_efficiency is not None:
-        return s.intra_fabric.nvls_efficiency
-    return table.get(s.intra_fabric.name, table.get(s.gpu.arch))
+def nvls_efficiency(system: System, catalog: Catalog) -> float | None:
+    """Share of the per-direction NVLink rate an NVLS all-reduce sustains on this switch fabric:
+    the fabric's own figure, else the calibrated table by fabric name, else by GPU generation;
+    None where NVLS is not available."""
+    if system.intra_fabric.nvls_efficiency is not None:
+        return system.intra_fabric.nvls_efficiency
+    table = catalog.nccl.get("calibrated", {}).get("nvls_link_efficiency", {})
+    return table.get(system.intra_fabric.name, table.get(system.gpu.arch))
 
 
 def _nvls(group: Group) -> Candidate | None:
@@ -273,7 +273,7 @@ def _nvls(group: Group) -> Candidate | None:
     algbw = efficiency x link rate x g/(g+1). Measured NVLS runs fit one efficiency per fabric across
     5-8 GPUs (nccl_tests.csv: H100 NCCL_ALGO=NVLS 0.68-0.69, H200 0.68, B200 0.60)."""
     s, g = group.system, group.gpus_per_node
-    eff = _nvls_efficiency(group)
+    eff = nvls_efficiency(group.system, group.catalog)
     if group.nodes != 1 or g < 2 or eff is None or not intra_path(s, g).nvls:
         return None
     cal = _nccl(group)["calibrated"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collectives import make_group, normalize_op, pick, candidates
+from ..collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
 from ..hardware import Catalog, Fabric, System, load_catalog
 from .logs import MeasurementSet, Sample
@@ -113,7 +113,7 @@ def _variant(base: System, p: Params, name: str, sources: str, catalog: Catalog 
     intra = replace(base.intra_fabric, name=f"{name}-intra",
                     achievable_bytes_per_s=p.intra_bytes_per_s,
                     bytes_per_s=base.intra_fabric.bytes_per_s * ratio,
-                    nvls_efficiency=_nvls_efficiency(base, catalog),
+                    nvls_efficiency=nvls_efficiency(base, catalog) if catalog else base.intra_fabric.nvls_efficiency,
                     hop_latency_s={k: v * p.intra_hop_scale for k, v in base.intra_fabric.hop_latency_s.items()},
                     figure="measured", achievable_source=f"fitted on {sources}")
     nic = base.nic_fabric
@@ -125,13 +125,6 @@ def _variant(base: System, p: Params, name: str, sources: str, catalog: Catalog 
     # the cross-socket / PCIe paths keep their catalog values: measurements rarely isolate them
     return replace(base, name=name, intra_fabric=intra, nic_fabric=nic, base_latency_scale=p.base_scale,
                    profile_source=sources, source=f"fitted profile of {base.name} on {sources}")
-
-
-def _nvls_efficiency(base: System, catalog: Catalog | None) -> float | None:
-    if base.intra_fabric.nvls_efficiency is not None or catalog is None:
-        return base.intra_fabric.nvls_efficiency
-    table = catalog.nccl.get("calibrated", {}).get("nvls_link_efficiency", {})
-    return table.get(base.intra_fabric.name, table.get(base.gpu.arch))
 
 
 def _predict(system: System, catalog: Catalog, s: Sample) -> tuple[float, str, str]:
