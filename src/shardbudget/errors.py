@@ -23,13 +23,24 @@ class UnknownNameError(ShardbudgetError, KeyError):
     def __init__(self, kind: str, name: str, known: Iterable[str]):
         self.kind, self.name = kind, name
         self.known = sorted(known)
-        close = difflib.get_close_matches(name, self.known, n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        close = closest(name, self.known)
+        hint = did_you_mean(name, self.known)
         listing = f" (known: {', '.join(self.known)})" if len(self.known) <= 12 and not close else ""
         super().__init__(f"unknown {kind} {name!r}{hint}{listing}")
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return self.args[0]
+
+
+def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names nearest to a misspelt one."""
+    return difflib.get_close_matches(str(name), list(known), n=n, cutoff=0.4)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """'; did you mean 'a', 'b'?' for a misspelt name, or '' when nothing is close."""
+    close = closest(name, known)
+    return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
 class UnitError(ShardbudgetError, ValueError):

@@ -97,7 +97,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import MeasureError
+from ..errors import MeasureError, did_you_mean
 from ..units import format_bytes, parse_bytes
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
@@ -384,10 +384,7 @@ def _check_args(backend: str, op: str, dtype: str, iters: int, warmup: int, chec
                 timeout_s: float, sizes_bytes: list[float], world_size: int) -> None:
     def one_of(what: str, value: str, known: tuple[str, ...] | list[str]) -> None:
         if value not in known:
-            import difflib
-            close = difflib.get_close_matches(str(value), list(known), n=2, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise MeasureError(f"{what} {value!r} is not one of {', '.join(known)}{hint}")
+            raise MeasureError(f"{what} {value!r} is not one of {', '.join(known)}{did_you_mean(value, known)}")
 
     one_of("backend", backend, BACKENDS)
     one_of("op", op, OPS)
