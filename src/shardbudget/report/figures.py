@@ -781,12 +781,17 @@ def check_path(path: str | os.PathLike) -> str:
     if fmt is None:
         raise FigureError(f"cannot write a figure to {path}: expected a .png or .svg file name, "
                           f"got {path.suffix or 'no extension'!r}")
+    _check_target(path)
+    return fmt
+
+
+def _check_target(path: Path) -> None:
+    """An output file can be written here: its folder exists and it is not itself a folder."""
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise FigureError(f"cannot write {path}: folder {parent} does not exist")
     if path.is_dir():
         raise FigureError(f"cannot write {path}: it is a folder")
-    return fmt
 
 
 def save(fig: Figure, path: str | os.PathLike) -> Path:
@@ -799,11 +804,7 @@ def save(fig: Figure, path: str | os.PathLike) -> Path:
 def write_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write bytes to `path` through a temp file in the same folder and os.replace (never half a file)."""
     path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise FigureError(f"cannot write {path}: folder {parent} does not exist")
-    if path.is_dir():
-        raise FigureError(f"cannot write {path}: it is a folder")
+    _check_target(path)
     try:
         _write_atomic(path, data)
     except OSError as err:
