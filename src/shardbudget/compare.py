@@ -44,13 +44,11 @@ class CompareResult:
 
 def decode_message_sizes(model: str, batches: list[int], act_bytes: float = 2.0) -> list[tuple[float, str]]:
     """TP all-reduce message per decode step: batch x hidden x activation bytes (per rank)."""
+    from .planner import message_sizes
     from .transformer import load_model
     cfg = load_model(model)
-    out = []
-    for b in batches:
-        # bytes per rank: one token per sequence, the full hidden vector, bf16
-        out.append((b * cfg.hidden_size * act_bytes, f"decode {cfg.name} batch {b}"))
-    out.append((4096 * cfg.hidden_size * act_bytes, f"prefill {cfg.name} 4096 tokens"))
+    out = [(message_sizes(cfg, b, act_bytes), f"decode {cfg.name} batch {b}") for b in batches]
+    out.append((message_sizes(cfg, 4096, act_bytes), f"prefill {cfg.name} 4096 tokens"))
     return out
 
 
