@@ -2,6 +2,7 @@
 
 Every output shardbudget writes (measurement JSON, profiles, figures, reports, benchmark results)
 goes through `write_atomic`: a temp file in the same folder, flushed to disk, then `os.replace`.
+`check_output_path` is the one check, made before any work, that a path can be written.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+
+from .errors import OutputError, ShardbudgetError
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
@@ -31,4 +34,25 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def check_output_path(path: str | os.PathLike, *, what: str = "the output", suffixes: tuple[str, ...] = (),
+                      force: bool = True, error: type[ShardbudgetError] = OutputError) -> Path:
+    """`path` as a Path if a file can be written there, else a one-line `error`: a file name with
+    one of `suffixes` (any if empty), not a folder, in a folder that exists and is writable, and,
+    unless `force`, not an existing file."""
+    path = Path(path)
+    where = f"cannot write {what} to {path}"
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise error(f"{where}: expected a {' or '.join(suffixes)} file name, got {path.suffix or 'no extension'!r}")
+    if path.is_dir():
+        raise error(f"{where}: it is a folder; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise error(f"{where}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise error(f"{where}: folder {parent} is not writable")
+    if path.exists() and not force:
+        raise error(f"{path} exists; pass --force to overwrite it")
     return path

@@ -24,35 +24,20 @@ from functools import lru_cache
 
 import numpy as np
 
+from .collective_op import CollectiveOp, busbw_factor, parse_op
 from .errors import PlanError, UnknownNameError
 from .hardware import PROTOCOLS, Catalog, Fabric, System, load_catalog
+from .nccl_constants import NcclConstants
 
-OPS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast", "send/recv")
+# The operations this model prices (reduce is measured by nccl-tests but never inserted by a plan).
+OPS = tuple(op for op in CollectiveOp if op is not CollectiveOp.REDUCE)
 ALGORITHMS = ("ring", "tree", "nvls", "one-shot", "two-shot", "hierarchical", "direct")
 IMPLS = ("nccl", "custom")
-_ALIASES = {"allreduce": "all-reduce", "reducescatter": "reduce-scatter", "allgather": "all-gather",
-            "alltoall": "all-to-all", "sendrecv": "send/recv", "p2p": "send/recv"}
 
 
-def busbw_factor(op: str, ranks: int) -> float:
-    """nccl-tests' busbw / algbw ratio (doc/PERFORMANCE.md): the share of the data each rank's link
-    must carry relative to the message, so busbw is comparable to the link's peak across `ranks`."""
-    if ranks < 1:
-        raise PlanError(f"a collective needs at least one rank, got {ranks}")
-    # with one rank nccl-tests prints busbw 0 for the (n-1)/n operations; the formulas give that
-    if op == "all-reduce":
-        return 2 * (ranks - 1) / ranks  # reduce-scatter then all-gather: each (p-1)/p of the data
-    if op in ("reduce-scatter", "all-gather", "all-to-all"):
-        return (ranks - 1) / ranks
-    return 1.0  # broadcast, send/recv: every byte crosses each link once
-
-
-def normalize_op(op: str) -> str:
-    key = op.strip().lower().replace("_", "-")
-    key = _ALIASES.get(key.replace("-", ""), key)
-    if key not in OPS:
-        raise UnknownNameError("operation", op, OPS)
-    return key
+def normalize_op(op: str) -> CollectiveOp:
+    """An operation this model can price, from any spelling (collective_op.parse_op)."""
+    return parse_op(op, OPS)
 
 
 # --- who takes part, and over which links ---------------------------------------------------
@@ -172,23 +157,23 @@ class Candidate:
         return self.latency_s + msg_bytes / self.algbw_bytes_per_s
 
 
-def _nccl(group: Group) -> dict:
+def _nccl(group: Group) -> NcclConstants:
     return group.catalog.nccl
 
 
 def _base_latency_s(group: Group, algo: str, proto: str) -> float:
     if group.system.base_latency_s is not None:
         return group.system.base_latency_s
-    return _nccl(group)["base_latency"][algo][proto] * group.system.base_latency_scale
+    return _nccl(group).base_latency_s[algo][proto] * group.system.base_latency_scale
 
 
 def _protocol_busbw(group: Group, raw_busbw: float, proto: str) -> float:
     """The bus bandwidth a protocol reaches on a link of `raw_busbw` (Simple) bytes/s."""
     nccl = _nccl(group)
-    busbw = raw_busbw * nccl["protocol_bandwidth_fraction"][proto]
+    busbw = raw_busbw * nccl.protocol_bandwidth_fraction[proto]
     if proto == "ll":
-        caps = nccl["ll_max_bw_gbps"].get(group.system.gpu.arch, nccl["ll_max_bw_gbps"]["ampere"])
-        busbw = min(busbw, caps[min(group.nodes, 3) - 1] * 1e9)
+        caps = nccl.ll_max_bytes_per_s.get(group.system.gpu.arch, nccl.ll_max_bytes_per_s["ampere"])
+        busbw = min(busbw, caps[min(group.nodes, 3) - 1])
     return busbw
 
 
@@ -203,7 +188,7 @@ def _inter_hop_s(group: Group, proto: str, algo: str = "ring") -> float:
         return 0.0
     hop = nic.hop_latency_s[proto]
     if algo == "tree" or (algo == "ring" and group.gpus_per_node == 1):
-        net = _nccl(group)["hw_latency"]["net"]
+        net = _nccl(group).hw_latency_s["net"]
         # never below the ring figure: a user catalog may set the ring row above the tree row
         hop += max(0.0, net["tree"][proto] - net["ring"][proto])
     return hop
@@ -222,14 +207,14 @@ def _ring(group: Group, op: str, proto: str) -> Candidate:
     if n_nodes > 1:
         # Each ring leaves every node once: the node's NICs carry busbw * (their count) in total.
         busbw = min(busbw, nic_bytes_per_s(group))
-        overhead = _nccl(group)["calibrated"]["net_overhead_us"] * 1e-6 * (3 if proto == "simple" else 1)
+        overhead = _nccl(group).net_overhead_s * (3 if proto == "simple" else 1)
         intra_hop = max(intra_hop, overhead)
     latency = (_base_latency_s(group, "ring", proto) + intra_steps * intra_hop
                + inter_steps * _inter_hop_s(group, proto))
     if n_nodes > 1 and op == "all-reduce" and proto == "simple":
         # tuning.cc "plateau effect of ring": multi-node Simple ring all-reduce latency x1.4 (x1.9
         # before sm80) once a rank's share per channel passes 64 B, i.e. wherever Simple is chosen
-        plateau = _nccl(group)["calibrated"]["ring_plateau_factor"]
+        plateau = _nccl(group).ring_plateau_factor
         latency *= plateau.get(group.system.gpu.arch, plateau["default"])
     algbw = _protocol_busbw(group, busbw, proto) / busbw_factor(op, p)
     return Candidate("ring", proto, latency, algbw)
@@ -260,7 +245,7 @@ def nvls_efficiency(system: System, catalog: Catalog) -> float | None:
     None where NVLS is not available."""
     if system.intra_fabric.nvls_efficiency is not None:
         return system.intra_fabric.nvls_efficiency
-    table = catalog.nccl.get("calibrated", {}).get("nvls_link_efficiency", {})
+    table = catalog.nccl.nvls_link_efficiency
     return table.get(system.intra_fabric.name, table.get(system.gpu.arch))
 
 
@@ -276,8 +261,8 @@ def _nvls(group: Group) -> Candidate | None:
     eff = nvls_efficiency(group.system, group.catalog)
     if group.nodes != 1 or g < 2 or eff is None or not intra_path(s, g).nvls:
         return None
-    cal = _nccl(group)["calibrated"]
-    latency = (cal["nvls_latency_us"] + cal["nvls_latency_per_rank_us"] * g) * 1e-6
+    nccl = _nccl(group)
+    latency = nccl.nvls_latency_s + nccl.nvls_latency_per_rank_s * g
     return Candidate("nvls", "simple", latency, s.intra_fabric.bytes_per_s * eff * g / (g + 1))
 
 
@@ -289,14 +274,14 @@ def _nvls_small(group: Group) -> Candidate | None:
     full = _nvls(group)
     if full is None:
         return None
-    latency = _nccl(group)["hw_latency"]["nvlink"]["nvls"]["simple"]
-    fraction = _nccl(group)["calibrated"]["nvls_small_algbw_fraction"]
+    latency = _nccl(group).hw_latency_s["nvlink"]["nvls"]["simple"]
+    fraction = _nccl(group).nvls_small_algbw_fraction
     return Candidate("nvls", "simple", latency, full.algbw_bytes_per_s * fraction)
 
 
 def custom_allreduce_allowed(group: Group) -> str | None:
     """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
-    custom = _nccl(group)["custom"]
+    custom = _nccl(group).custom
     if group.nodes > 1 and (group.system.intra_fabric.kind != "nvl72"
                             or group.nodes * group.system.gpus_per_node > group.system.domain_gpus):
         return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
@@ -305,8 +290,8 @@ def custom_allreduce_allowed(group: Group) -> str | None:
         return f"custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
     if group.system.topology in ("pcie", "pairs") and group.gpus_per_node > 2:
         return "custom all-reduce over PCIe is limited to 2 GPUs (vLLM disables it beyond)"
-    if group.gpus_per_node not in custom["world_sizes"]:
-        sizes = ", ".join(str(w) for w in custom["world_sizes"])
+    if group.gpus_per_node not in custom.world_sizes:
+        sizes = ", ".join(str(w) for w in custom.world_sizes)
         return f"custom all-reduce supports {sizes} GPUs, not {group.gpus_per_node}"
     return None
 
@@ -314,17 +299,18 @@ def custom_allreduce_allowed(group: Group) -> str | None:
 def _custom(group: Group, shots: int) -> Candidate | None:
     if custom_allreduce_allowed(group) is not None:
         return None
-    custom = _nccl(group)["custom"]
+    custom = _nccl(group).custom
     p = group.gpus_per_node
     path = intra_path(group.system, p)
-    latency = (custom["launch_us"] + shots * custom["sync_us"] + path.hop_latency_s["ll"]) * 1e-6
+    # kernel start, one barrier per shot, then one hop over the link (all in seconds)
+    latency = custom.launch_s + shots * custom.sync_s + path.hop_latency_s["ll"]
     if shots == 1:
         # one-shot: each rank reads all p-1 peers' full buffers and reduces locally
         algbw = path.busbw_bytes_per_s / (p - 1)
-        return Candidate("one-shot", "ll", latency, algbw, custom["one_shot_max_bytes"] if p > 2 else custom["max_bytes"])
+        return Candidate("one-shot", "ll", latency, algbw, custom.one_shot_max_bytes if p > 2 else custom.max_bytes)
     # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
     algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
-    return Candidate("two-shot", "ll", latency, algbw, custom["max_bytes"])
+    return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes)
 
 
 def _hierarchical(group: Group, op: str, small: bool = False) -> Candidate | None:

@@ -57,3 +57,7 @@ class PlanError(ShardbudgetError, ValueError):
 
 class MeasureError(ShardbudgetError, RuntimeError):
     """A measurement run that could not start or did not finish."""
+
+
+class OutputError(ShardbudgetError, OSError):
+    """An output file that cannot be written where the user asked (missing folder, exists, ...)."""

@@ -9,17 +9,17 @@ dataclasses of SI floats. Users add their own entries with a TOML file of the sa
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import units
+from . import nccl_constants, units
 from .errors import CatalogError, UnknownNameError
+from .nccl_constants import NcclConstants
 
 PROTOCOLS = ("ll", "ll128", "simple")
 FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "efa", "ethernet", "xgmi",
@@ -124,7 +124,7 @@ class Catalog:
     fabrics: Mapping[str, Fabric]
     gpus: Mapping[str, GPU]
     systems: Mapping[str, System]
-    nccl: Mapping[str, Any] = field(default_factory=dict)
+    nccl: NcclConstants
     sources: tuple[str, ...] = ()
 
     def fabric(self, name: str) -> Fabric:
@@ -230,8 +230,8 @@ def _rate(entry: _Entry, key: str, direction_key: str, default: Any = ...) -> fl
         raise CatalogError(f"{entry.where}.{key}: {err}") from None
 
 
-def _hop_latencies(entry: _Entry, nccl_link: str, nccl: Mapping[str, Any]) -> dict[str, float]:
-    defaults = nccl.get("hw_latency", {}).get(nccl_link, {}).get("ring", {})
+def _hop_latencies(entry: _Entry, nccl_link: str, nccl: NcclConstants) -> dict[str, float]:
+    defaults = nccl.ring_hop_s(nccl_link)
     given = entry.raw("hop_latency", {}, dict)
     out: dict[str, float] = {}
     for proto in PROTOCOLS:
@@ -258,7 +258,7 @@ def entry_quantity(entry: _Entry, key: str, value: Any) -> float:
         raise CatalogError(str(err)) from None
 
 
-def _read_fabric(name: str, table: Any, nccl: Mapping[str, Any]) -> Fabric:
+def _read_fabric(name: str, table: Any, nccl: NcclConstants) -> Fabric:
     e = _Entry(f"fabrics.{name}", table)
     nccl_link = e.choice("nccl_link", NCCL_LINKS)
     peak = _rate(e, "bandwidth", "bandwidth_direction")
@@ -404,42 +404,10 @@ def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
             if not isinstance(part, dict):
                 raise CatalogError(f"{where}: [{section}] must be a table")
             if section == "nccl" and merged["nccl"]:  # built-in nccl.toml is read first
-                _overlay_nccl(merged["nccl"], part, f"{where}: nccl")
+                nccl_constants.overlay(merged["nccl"], part, f"{where}: nccl")
             else:
                 merged[section].update(part)
     return merged
-
-
-def _overlay_nccl(base: dict, over: dict, where: str) -> None:
-    """A user file changes single NCCL constants and the rest keep their built-in values; each
-    constant it names must exist and keep its built-in shape (table, string, number >= 0, list)."""
-    for key, value in over.items():
-        here, old = f"{where}.{key}", base.get(key, ...)
-        if old is ...:
-            raise UnknownNameError(f"NCCL constant in {where}", key, base)
-        if isinstance(old, dict):
-            if not isinstance(value, dict):
-                raise CatalogError(f"{here}: expected a table, got {value!r}")
-            _overlay_nccl(old, value, here)
-            continue
-        olds = old if isinstance(old, list) else [old]
-        # a bandwidth or fraction that is positive built in stays positive (it is divided by)
-        positive = all(isinstance(o, (int, float)) and o > 0 for o in olds)
-        if isinstance(old, (str, bool)):
-            ok = type(value) is type(old)
-        else:
-            # a per-node-count row of floats keeps its length (it is indexed), a set of ints need not
-            items = value if isinstance(value, list) else [value]
-            ok = isinstance(value, list) == isinstance(old, list) and bool(items) and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                and (v > 0 if positive else v >= 0) for v in items) and (
-                len(items) == len(olds) or all(type(o) is int for o in olds))
-        if not ok:
-            shape = {str: "a string", bool: "true or false"}.get(type(old)) or (
-                "a list of finite numbers " if isinstance(old, list) else "a finite number ") + (
-                "> 0" if positive else ">= 0")
-            raise CatalogError(f"{here}: expected {shape} like the built-in {old!r}, got {value!r}")
-        base[key] = value
 
 
 def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
@@ -453,24 +421,8 @@ def _load_cached(extra: tuple[str, ...]) -> Catalog:
     docs = [(where, _read_toml(where, text)) for where, text in _builtin_texts()]
     docs += [(p, _read_toml(p)) for p in extra]
     merged = _merge(docs)
-    nccl = _read_nccl(merged["nccl"])
+    nccl = nccl_constants.read_nccl(merged["nccl"])
     fabrics = {n: _read_fabric(n, t, nccl) for n, t in merged["fabrics"].items()}
     gpus = {n: _read_gpu(n, t) for n, t in merged["gpus"].items()}
     systems = {n: _read_system(n, t, fabrics, gpus) for n, t in merged["systems"].items()}
     return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra)
-
-
-def _read_nccl(table: Mapping[str, Any]) -> dict[str, Any]:
-    """NCCL's tuning constants (catalog/nccl.toml), microseconds in the file -> seconds here."""
-    def seconds(tree: Any) -> Any:
-        if isinstance(tree, dict):
-            return {k: seconds(v) for k, v in tree.items()}
-        if isinstance(tree, (int, float)) and not isinstance(tree, bool):
-            return float(tree) * 1e-6
-        return tree
-
-    out = dict(table)
-    for key in ("base_latency_us", "hw_latency_us"):
-        if key in out:
-            out[key.replace("_us", "")] = seconds(out.pop(key))
-    return out

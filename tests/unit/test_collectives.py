@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from shardbudget.collectives import (busbw_factor, candidates, collective_cost, crossover_bytes, make_group,
+from shardbudget.collective_op import busbw_factor
+from shardbudget.collectives import (candidates, collective_cost, crossover_bytes, make_group,
                                      sweep, textbook_ring_allreduce_s, times_s)
 from shardbudget.errors import PlanError, UnknownNameError
 from shardbudget.hardware import load_catalog
@@ -162,3 +163,14 @@ def test_vectorised_matches_scalar():
     scalar = [c.time_s for c in sweep("all-reduce", sizes, "hgx-h100", impl="custom")]
     assert np.allclose(vec, scalar)
     assert math.isfinite(vec.max())
+
+
+def test_custom_allreduce_latency_is_launch_plus_shots_times_sync_plus_hop():
+    """One-shot on hgx-h100: 3.0 us launch + 1 x 1.5 us sync + 0.6 us NVLink LL hop = 5.1 us; two-shot
+    adds a second sync, 6.6 us. (The constants once mixed seconds and microseconds: 4.5000006 us.)"""
+    cat = load_catalog()
+    custom = cat.nccl.custom
+    assert (custom.launch_s, custom.sync_s) == (pytest.approx(3.0e-6), pytest.approx(1.5e-6))
+    by_algo = {c.algorithm: c for c in candidates(make_group("hgx-h100", gpus=8, catalog=cat), "all-reduce", "custom")}
+    assert by_algo["one-shot"].latency_s == pytest.approx(5.1e-6, rel=1e-9)
+    assert by_algo["two-shot"].latency_s == pytest.approx(6.6e-6, rel=1e-9)

@@ -253,7 +253,8 @@ def test_catalog_examples_the_fuzzing_found(tmp_path):
 
     # a partial [nccl] override keeps the other built-in constants (it used to replace the table)
     cat = load("[nccl.calibrated]\nnvls_latency_us = 5.0\n")
-    assert cat.nccl["calibrated"]["nvls_latency_us"] == 5.0 and "net_overhead_us" in cat.nccl["calibrated"]
+    assert cat.nccl.nvls_latency_s == pytest.approx(5.0e-6)
+    assert cat.nccl.net_overhead_s == hardware.load_catalog().nccl.net_overhead_s
     for text, match in [("[nccl]\nhw_latency_us = 3\n", "expected a table, got 3"),
                         ("[nccl.base_latency_us.ring]\nll = -5.0\n", "finite number > 0.*got -5.0"),
                         ("[nccl.calibrated]\nnvls_latncy_us = 5.0\n", "did you mean 'nvls_latency_us'"),

@@ -687,7 +687,7 @@ def _section_catalog(data: ReportData) -> str:
                                               if f.achievable_source else "",
                                               f"latency: {f.latency_source}" if f.latency_source else "") if x)]
                        for f in fabrics], left=2))
-    nccl_src = (cat.nccl or {}).get("source")
+    nccl_src = cat.nccl.source
     if nccl_src:
         out.append(f'<p class="note">NCCL tuning-model constants (base and per-hop latencies per algorithm and '
                    f'protocol): <span class="src">{esc(nccl_src)}</span></p>')

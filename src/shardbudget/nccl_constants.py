@@ -1,0 +1,151 @@
+"""NCCL's tuning constants and the engines' custom all-reduce constants, typed and in SI units.
+
+`catalog/nccl.toml` writes times in microseconds (`*_us` keys, as tuning.cc does) and bandwidths in
+GB/s (`*_gbps`); `read_nccl` turns them into one frozen `NcclConstants` of seconds and bytes/s,
+so no caller converts units or reads by string key. A user catalog may change single constants
+(`overlay`): each must exist and keep its built-in shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from .errors import CatalogError, UnknownNameError
+
+US = 1e-6  # seconds per microsecond
+GB = 1e9   # bytes per GB
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomAllReduce:
+    """The inference engines' one-shot / two-shot all-reduce kernels (vLLM custom_all_reduce,
+    TensorRT-LLM, SGLang): each rank reads its peers' buffers directly over NVLink / P2P."""
+
+    launch_s: float
+    """Kernel start with CUDA graphs (no host launch on the critical path), seconds."""
+    sync_s: float
+    """One barrier (a flag written to and read from every peer), seconds; one per shot."""
+    max_bytes: float
+    """Largest message the engine sends through its kernels; larger falls back to NCCL."""
+    one_shot_max_bytes: float
+    """Above this two-shot is used for 4+ GPUs."""
+    world_sizes: tuple[int, ...]
+    """Group sizes the kernels support."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NcclConstants:
+    """tuning.cc's tables (quoted) and our calibrated constants (fitted, each documented in the TOML)."""
+
+    source: str
+    base_latency_s: Mapping[str, Mapping[str, float]]
+    """[algorithm][protocol] -> per-call base latency, seconds (tuning.cc baseLat)."""
+    hw_latency_s: Mapping[str, Mapping[str, Mapping[str, float]]]
+    """[link class][algorithm][protocol] -> per-hop latency, seconds (tuning.cc hwLat)."""
+    ll_max_bytes_per_s: Mapping[str, tuple[float, ...]]
+    """[GPU generation] -> LL bus-bandwidth cap at 1, 2 and >= 3 nodes, bytes/s (llMaxBws)."""
+    protocol_bandwidth_fraction: Mapping[str, float]
+    """[protocol] -> share of the link's Simple bandwidth the protocol carries as data."""
+    nvls_link_efficiency: Mapping[str, float]
+    """[fabric name or GPU generation] -> share of the per-direction NVLink rate NVLS sustains."""
+    nvls_latency_s: float
+    nvls_latency_per_rank_s: float
+    nvls_small_algbw_fraction: float
+    ring_plateau_factor: Mapping[str, float]
+    """[GPU generation or 'default'] -> multi-node Simple ring all-reduce latency factor."""
+    net_overhead_s: float
+    """Per intra step of an inter-node ring (tuning.cc getNetOverhead), seconds (x3 for Simple)."""
+    custom: CustomAllReduce
+
+    def ring_hop_s(self, link: str) -> Mapping[str, float]:
+        """[protocol] -> ring hop latency of an NCCL link class (nvlink, pci, net), seconds."""
+        return self.hw_latency_s.get(link, {}).get("ring", {})
+
+
+def _frozen(tree: Any, scale: float = 1.0) -> Any:
+    """Nested tables as read-only mappings, numbers times `scale`, lists as tuples."""
+    if isinstance(tree, dict):
+        return MappingProxyType({k: _frozen(v, scale) for k, v in tree.items()})
+    if isinstance(tree, list):
+        return tuple(_frozen(v, scale) for v in tree)
+    if isinstance(tree, (int, float)) and not isinstance(tree, bool):
+        return float(tree) * scale
+    return tree
+
+
+def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclConstants:
+    """The typed constants of a merged [nccl] table (built-in plus user overlays)."""
+    try:
+        cal, custom = raw["calibrated"], raw["custom"]
+        return NcclConstants(
+            source=raw["source"],
+            base_latency_s=_frozen(raw["base_latency_us"], US),
+            hw_latency_s=_frozen(raw["hw_latency_us"], US),
+            ll_max_bytes_per_s=_frozen(raw["ll_max_bw_gbps"], GB),
+            protocol_bandwidth_fraction=_frozen(raw["protocol_bandwidth_fraction"]),
+            nvls_link_efficiency=_frozen(cal["nvls_link_efficiency"]),
+            nvls_latency_s=cal["nvls_latency_us"] * US,
+            nvls_latency_per_rank_s=cal["nvls_latency_per_rank_us"] * US,
+            nvls_small_algbw_fraction=float(cal["nvls_small_algbw_fraction"]),
+            ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
+            net_overhead_s=cal["net_overhead_us"] * US,
+            custom=CustomAllReduce(
+                launch_s=custom["launch_us"] * US, sync_s=custom["sync_us"] * US,
+                max_bytes=float(custom["max_bytes"]), one_shot_max_bytes=float(custom["one_shot_max_bytes"]),
+                world_sizes=tuple(int(w) for w in custom["world_sizes"]), source=custom["source"]),
+        )
+    except KeyError as err:
+        raise CatalogError(f"{where}: the [nccl] table is missing {err.args[0]!r}") from None
+
+
+def overlay(base: dict, over: dict, where: str) -> None:
+    """A user file changes single NCCL constants and the rest keep their built-in values; each
+    constant it names must exist and keep its built-in shape (table, string, number >= 0, list)."""
+    for key, value in over.items():
+        here, old = f"{where}.{key}", base.get(key, ...)
+        if old is ...:
+            raise UnknownNameError(f"NCCL constant in {where}", key, base)
+        if isinstance(old, dict):
+            if not isinstance(value, dict):
+                raise CatalogError(f"{here}: expected a table, got {value!r}")
+            overlay(old, value, here)
+            continue
+        if not _same_shape(old, value):
+            raise CatalogError(f"{here}: expected {_shape(old)} like the built-in {old!r}, got {value!r}")
+        base[key] = value
+
+
+def _positive(old: Any) -> bool:
+    """A bandwidth or fraction that is positive built in stays positive (it is divided by)."""
+    olds = old if isinstance(old, list) else [old]
+    return all(isinstance(o, (int, float)) and o > 0 for o in olds)
+
+
+def _same_shape(old: Any, value: Any) -> bool:
+    if isinstance(old, (str, bool)):
+        return type(value) is type(old)
+    olds = old if isinstance(old, list) else [old]
+    items = value if isinstance(value, list) else [value]
+    positive = _positive(old)
+    numbers_ok = bool(items) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        and (v > 0 if positive else v >= 0) for v in items)
+    # a per-node-count row of floats keeps its length (it is indexed); a set of ints need not
+    length_ok = len(items) == len(olds) or all(type(o) is int for o in olds)
+    return isinstance(value, list) == isinstance(old, list) and numbers_ok and length_ok
+
+
+def _shape(old: Any) -> str:
+    named = {str: "a string", bool: "true or false"}.get(type(old))
+    if named:
+        return named
+    kind = "a list of finite numbers " if isinstance(old, list) else "a finite number "
+    return kind + ("> 0" if _positive(old) else ">= 0")
+
+
+__all__ = ["CustomAllReduce", "NcclConstants", "overlay", "read_nccl"]
