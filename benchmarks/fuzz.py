@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import tomli_w  # noqa: E402
 
-from shardbudget import hardware, transformer, units  # noqa: E402
+from shardbudget import hardware, model as transformer, units  # noqa: E402
 from shardbudget.collectives import collective_cost  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.measure.logs import OPS, parse_log_text, summarize  # noqa: E402

@@ -67,13 +67,14 @@ def check_hbm(torch, device, model, n_bytes: int, iters: int) -> dict:
     dst = torch.empty_like(src)
     t = _timer(torch, device, lambda: dst.copy_(src), iters, graphs=False)
     measured = 2 * n_bytes / t  # a copy reads n and writes n
-    predicted = model.bytes_per_s  # peak x memory efficiency
+    predicted = model.rates[1]  # peak x memory efficiency
     return {"what": "hbm copy", "bytes": n_bytes, "time_s": t, "measured_bytes_per_s": measured,
             "predicted_bytes_per_s": predicted, "ratio": measured / predicted}
 
 
 def _op_time(model, flops: float, nbytes: float) -> float:
-    return max(flops / model.flops_per_s, nbytes / model.bytes_per_s) + model.eff.kernel_launch_s
+    flops_per_s, bytes_per_s = model.rates
+    return max(flops / flops_per_s, nbytes / bytes_per_s) + model.eff.kernel_launch_s
 
 
 def check_gemms(torch, device, model, hidden: int, inter: int, tps, batches, iters: int) -> list[dict]:
@@ -124,12 +125,12 @@ def decode_layer(torch, device, hidden, heads, kv_heads, head_dim, inter, batch,
 
 
 def check_layers(torch, device, catalog, system, model_name, tps, batches, contexts, iters, shrink=1) -> list[dict]:
-    from shardbudget import transformer as tf
-    from shardbudget.step import Plan, compile_step
+    from shardbudget import model as tf
+    from shardbudget.step import compile_step
     cfg = tf.load_model(model_name)
     rows = []
     for tp in tps:
-        sm = compile_step(cfg, system, Plan(tp), catalog)
+        sm = compile_step(cfg, system, tf.Plan(tp), catalog)
         for b in batches:
             for L in contexts:
                 heads, kv = cfg.num_heads // tp, max(1, cfg.num_kv_heads // tp)
@@ -153,8 +154,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
     from shardbudget.hardware import load_catalog
-    from shardbudget.step import Plan, compile_step
-    from shardbudget.transformer import load_model
+    from shardbudget.model import Plan, load_model
+    from shardbudget.step import compile_step
     cat = load_catalog()
     system = cat.system(args.system)
     device = "cpu" if args.smoke or not torch.cuda.is_available() else "cuda"

@@ -101,8 +101,8 @@ def soak_harness(nproc: int, repeats: int, iters: int, sizes: str) -> dict:
 def soak_planner(total_configs: int = 1_000_000) -> dict:
     """Evaluate `total_configs` (plan x batch x context) in chunks and watch the heap."""
     from shardbudget.hardware import load_catalog
-    from shardbudget.step import Plan, compile_step
-    from shardbudget.transformer import load_model
+    from shardbudget.model import Plan, load_model
+    from shardbudget.step import compile_step
     cat = load_catalog()
     cfg = load_model("llama-3.1-70b")
     system = cat.system("hgx-h100")

@@ -99,12 +99,13 @@ def throughput(quick: bool = False) -> dict:
 
     from shardbudget.hardware import load_catalog
     from shardbudget.planner import valid_plans
-    from shardbudget.step import Efficiency, StepModel
-    from shardbudget import transformer as tf
+    from shardbudget.settings import PlanSettings
+    from shardbudget.step import StepModel
+    from shardbudget import model as tf
     from shardbudget.errors import PlanError
 
     catalog = load_catalog()
-    eff = Efficiency()
+    settings = PlanSettings()
     budget_s = 0.030
     batches = np.arange(1, (64 if quick else 256) + 1, dtype=float)          # every batch 1..256
     models = tf.list_models()
@@ -130,17 +131,15 @@ def throughput(quick: bool = False) -> dict:
                     continue  # no TP degree divides this model's heads on this many GPUs
                 for p in plans:
                     t0 = time.perf_counter()
-                    # StepModel directly: compile_step's lru_cache would hide the compile time
-                    dec = StepModel(cfg, sysm, p, catalog, "nccl", "bf16", "bf16", "bf16", "decode", eff)
-                    pre = StepModel(cfg, sysm, p, catalog, "nccl", "bf16", "bf16", "bf16", "prefill", eff)
-                    weights = tf.weight_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, weight_dtype="bf16")
-                    # KV bytes per GPU per (sequence x token): kv_cache_bytes_per_gpu is linear in both
-                    kv_per_token = tf.kv_cache_bytes_per_gpu(cfg, batch=1, context=1, tp=p.tp, pp=p.pp)
+                    # StepModel directly: compile_step's lru_cache would hide the set-up time
+                    dec = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="decode")
+                    pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
                     t1 = time.perf_counter()
                     r = dec.evaluate(batches[:, None], contexts[None, :])
                     ttft = pre.evaluate(1.0, contexts)["total_s"]          # one prompt per context
-                    mem = weights + kv_per_token * batches[:, None] * contexts[None, :] + eff.workspace_bytes
-                    fits = mem <= sysm.gpu.memory_bytes * eff.memory_utilization
+                    mem = tf.memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches[:, None],
+                                                  context=contexts[None, :], workspace_bytes=settings.workspace_bytes)
+                    fits = mem <= sysm.gpu.memory_bytes * settings.memory_utilization
                     meets = fits & (r["total_s"] <= budget_s)
                     comm_share = r["comm_s"] / r["total_s"]
                     t2 = time.perf_counter()
@@ -170,7 +169,7 @@ def throughput_by_grid() -> list[dict]:
     from shardbudget.hardware import load_catalog
     from shardbudget.planner import valid_plans
     from shardbudget.step import StepModel
-    from shardbudget import transformer as tf
+    from shardbudget import model as tf
 
     catalog = load_catalog()
     cfg = tf.load_model("llama-3.1-70b")
@@ -183,7 +182,7 @@ def throughput_by_grid() -> list[dict]:
         reps, t0 = 0, time.perf_counter()
         while reps == 0 or time.perf_counter() - t0 < 0.5:  # at least half a second per grid
             for p in plans:
-                StepModel(cfg, sysm, p, catalog).evaluate(b, L)
+                StepModel(model=cfg, system=sysm, plan=p, catalog=catalog).evaluate(b, L)
             reps += 1
         dt = time.perf_counter() - t0
         n = reps * len(plans) * b.size * L.size
@@ -228,7 +227,7 @@ def plan_wall(runs: int = 9) -> dict:
 
 def _comparison_configs(quick: bool) -> dict:
     """The shared configuration set: models as llm-analysis ModelConfig fields, GPUs, TP, batch, context."""
-    from shardbudget import transformer as tf
+    from shardbudget import model as tf
 
     models = []
     for name in LLM_ANALYSIS_MODELS:
@@ -308,11 +307,12 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
     import numpy as np
 
     from shardbudget.hardware import load_catalog
-    from shardbudget.step import Efficiency, Plan, StepModel
-    from shardbudget import transformer as tf
+    from shardbudget.settings import PlanSettings
+    from shardbudget.step import StepModel
+    from shardbudget import model as tf
 
     catalog = load_catalog()
-    eff = Efficiency()
+    settings = PlanSettings()
     b = np.asarray(batches, dtype=float)[:, None]
     L = np.asarray(contexts, dtype=float)[None, :]
     n = 0
@@ -324,13 +324,12 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
         for ours in spec["gpus"]:
             sysm = catalog.system(ours)
             for tp in spec["tps"]:
-                p = Plan(tp, 1, 1)
-                dec = StepModel(cfg, sysm, p, catalog, "nccl", "bf16", "bf16", "bf16", "decode", eff)
-                pre = StepModel(cfg, sysm, p, catalog, "nccl", "bf16", "bf16", "bf16", "prefill", eff)
+                p = tf.Plan(tp, 1, 1)
+                dec = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="decode")
+                pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
                 d = dec.evaluate(b, L)["total_s"]
                 f = pre.evaluate(b, L)["total_s"]
-                mem = (tf.weight_bytes_per_gpu(cfg, tp=tp) + eff.workspace_bytes
-                       + tf.kv_cache_bytes_per_gpu(cfg, batch=1, context=1, tp=tp) * b * L)
+                mem = tf.memory_bytes_per_gpu(cfg, tp=tp, batch=b, context=L, workspace_bytes=settings.workspace_bytes)
                 n += d.size
                 if (mspec["name"], ours, tp) == (pm, pg, ptp) and pb in batches and pc in contexts:
                     i, j = batches.index(pb), contexts.index(pc)

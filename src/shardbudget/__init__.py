@@ -10,15 +10,16 @@ from .compare import compare_systems
 from .errors import CatalogError, MeasureError, PlanError, ShardbudgetError, UnitError, UnknownNameError
 from .explain import explain
 from .hardware import Catalog, Fabric, GPU, System, load_catalog
+from .model import ModelConfig, Plan, Precision, list_models, load_model
 from .planner import PlanResult, plan, required_fabric
-from .step import Efficiency, Plan, StepTime, decode_step, engine_efficiency
-from .transformer import ModelConfig, list_models, load_model
+from .settings import Efficiency, PlanSettings, engine_efficiency
+from .step import StepTime, decode_step
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Catalog", "CatalogError", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
-    "PlanError", "PlanResult", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
+    "PlanError", "PlanResult", "PlanSettings", "Precision", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
     "__version__", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
     "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
 ]

@@ -5,13 +5,28 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import units
-from .errors import ShardbudgetError
+from .collectives import crossover_bytes, make_group, normalize_op, sweep
+from .compare import compare_systems
+from .dtypes import dtype_bytes
+from .errors import MeasureError, PlanError, ShardbudgetError
+from .explain import explain as explain_questions
+from .hardware import load_catalog
+from .model import active_params, list_models, load_model, total_params
+from .planner import check_impl, plan, required_fabric
+from .report import demo as demo_mod
+from .report import figures, tables
+from .report import html as report_html
+from .settings import PlanSettings, engine_efficiency
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="How far can a transformer be tensor-parallel sharded before the interconnect "
@@ -23,7 +38,6 @@ NodesOpt = Annotated[int, typer.Option("--nodes", help="Number of nodes of the s
 
 
 def _catalog(paths: Optional[list[Path]]):
-    from .hardware import load_catalog
     return load_catalog(tuple(str(p) for p in paths or ()))
 
 
@@ -34,14 +48,11 @@ def _print_json(obj) -> None:
 def _check_plot(plot: Optional[Path]) -> None:
     """Refuse a bad --plot path before any work (and before anything is printed)."""
     if plot is not None:
-        from .report.figures import check_path
-        check_path(plot)
+        figures.check_path(plot)
 
 
 def _write_plot(make_figure, plot: Path) -> None:
     """Build and save a figure; matplotlib's layout warnings are not the user's problem."""
-    import warnings
-    from .report import figures
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         figures.save(make_figure(), plot)
@@ -67,7 +78,6 @@ def jsonable(o):
 def fabrics(catalog: CatalogOpt = None, json_out: JsonOpt = False,
             systems: Annotated[bool, typer.Option("--systems", help="List systems and GPUs too.")] = False) -> None:
     """The fabric catalog: per-direction bandwidth, per-hop latency and the source of each number."""
-    from .report import tables
     cat = _catalog(catalog)
     if json_out:
         _print_json(tables.fabrics_dict(cat))
@@ -94,12 +104,10 @@ def allreduce(
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
     _check_plot(plot)
-    from .collectives import crossover_bytes, make_group, normalize_op, sweep
-    from .report import tables
     cat = _catalog(catalog)
     sizes = _sizes(size)
     op = normalize_op(op)
-    elem_bytes = _dtype_bytes(dtype)
+    elem_bytes = dtype_bytes(dtype)
     costs = sweep(op, sizes, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=cat)
     group = make_group(system, nodes=nodes, gpus=gpus, catalog=cat)
     cross = crossover_bytes(group, op, impl, algo, protocol)
@@ -111,7 +119,6 @@ def allreduce(
     else:
         tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross)
     if plot:
-        from .report import figures
         _write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op), plot)
 
 
@@ -128,15 +135,6 @@ def _sizes(size: Optional[list[str]]) -> list[float]:
     for s in size:
         out.extend(units.parse_size_range(s) if ":" in s else units.parse_list([s], units.parse_bytes))
     return out
-
-
-def _dtype_bytes(dtype: str) -> float:
-    table = {"bf16": 2, "fp16": 2, "float16": 2, "bfloat16": 2, "fp32": 4, "float32": 4, "float": 4,
-             "fp8": 1, "int8": 1, "int32": 4, "fp64": 8, "double": 8}
-    if dtype not in table:
-        from .errors import UnknownNameError
-        raise UnknownNameError("dtype", dtype, table)
-    return table[dtype]
 
 
 # --- compare ---------------------------------------------------------------------------------
@@ -156,8 +154,6 @@ def compare(
 ) -> None:
     """Systems side by side: crossover sizes and the time ratio at the sizes decode really uses."""
     _check_plot(plot)
-    from .compare import compare_systems
-    from .report import tables
     result = compare_systems(system, nodes=nodes, gpus=gpus, op=op, model=model, batches=batch or [1, 64],
                              impl=impl, catalog=_catalog(catalog))
     if json_out:
@@ -165,7 +161,6 @@ def compare(
     else:
         tables.print_compare(result)
     if plot:
-        from .report import figures
         _write_plot(lambda: figures.compare_figure(result), plot)
 
 
@@ -196,32 +191,20 @@ def plan_cmd(
 ) -> None:
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
     _check_plot(plot)
-    from .planner import plan, required_fabric
-    from .report import tables
-    if impl not in ("nccl", "custom"):
-        from .errors import UnknownNameError
-        raise UnknownNameError("implementation", impl, ("nccl", "custom"))
-    if not 0 < comm_threshold < 1:
-        from .errors import PlanError
-        raise PlanError(f"--comm-threshold must be between 0 and 1, got {comm_threshold}")
-    budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
+    budget_s = _budget(budget)
     if require_tp is not None and budget_s is None:
-        from .errors import PlanError
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
-    if not 0 < knee_threshold < 1:
-        from .errors import PlanError
-        raise PlanError(f"--knee-threshold must be between 0 and 1, got {knee_threshold}")
-    from .step import engine_efficiency
-    eff = engine_efficiency(engine, sequence_parallel=sequence_parallel, overlap=overlap)
+    eff = engine_efficiency(engine)
+    settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap)
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, dtype=dtype, kv_dtype=kv_dtype, comm_threshold=comm_threshold,
-                  knee_threshold=knee_threshold, pp_all=pp_all, eff=eff, catalog=cat)
+                  knee_threshold=knee_threshold, pp_all=pp_all, eff=eff, settings=settings, catalog=cat)
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
-                              budget_s=budget_s, impl=impl, dtype=dtype, eff=eff, catalog=cat)
+                              budget_s=budget_s, impl=impl, dtype=dtype, eff=eff, settings=settings, catalog=cat)
     if json_out:
         out = result.to_dict()
         if req:
@@ -232,8 +215,12 @@ def plan_cmd(
         if req:
             print(f"\nWhat TP{req.tp} would need: {req.explanation}")
     if plot:
-        from .report import figures
         _write_plot(lambda: figures.where_the_token_goes([result]), plot)
+
+
+def _budget(text: str) -> float | None:
+    """A time budget, or None for 'none'."""
+    return None if text.strip().lower() == "none" else units.parse_seconds(text, what="--budget")
 
 
 @app.command()
@@ -245,8 +232,7 @@ def explain(
     json_out: JsonOpt = False,
 ) -> None:
     """NVLink vs PCIe, when all-reduce limits sharding, why InfiniBand is slow for decode: with numbers."""
-    from .explain import explain as run
-    answers = run(model, batch=batch, context=context, catalog=_catalog(catalog))
+    answers = explain_questions(model, batch=batch, context=context, catalog=_catalog(catalog))
     if json_out:
         _print_json([a.to_dict() for a in answers])
         return
@@ -257,13 +243,12 @@ def explain(
 @app.command()
 def models(json_out: JsonOpt = False) -> None:
     """The model configs shipped with shardbudget."""
-    from . import transformer as tf
     rows = []
-    for name in tf.list_models():
-        cfg = tf.load_model(name)
+    for name in list_models():
+        cfg = load_model(name)
         rows.append({"name": name, "layers": cfg.num_layers, "hidden": cfg.hidden_size, "heads": cfg.num_heads,
                      "kv_heads": cfg.num_kv_heads, "experts": cfg.num_experts if cfg.is_moe else 0,
-                     "params": tf.total_params(cfg), "active_params": tf.active_params(cfg)})
+                     "params": total_params(cfg), "active_params": active_params(cfg)})
     if json_out:
         _print_json(rows)
         return
@@ -335,7 +320,6 @@ def fit(
         d["warnings"] = [w for ms in sets for w in ms.warnings]
         _print_json(d)
     else:
-        from .report import tables
         for ms in sets:
             print(f"# {ms.source}: {summarize(ms)}")
             for w in ms.warnings:
@@ -344,7 +328,6 @@ def fit(
     if out:
         typer.echo(f"wrote {out}: use it with --catalog {out} --system {name}", err=True)
     if plot:
-        from .report import figures
         _write_plot(lambda: figures.measured_vs_predicted(result), plot)
 
 
@@ -364,7 +347,6 @@ def lab(
     from .measure.lab import format_lab, lab_unavailable, run_lab
     why = lab_unavailable()
     if why:
-        from .errors import MeasureError
         raise MeasureError(why)
     delay_ms = units.parse_seconds(delay, what="--delay", allow_zero=True) * 1e3
     log = (lambda m: typer.echo(m, err=True))
@@ -395,12 +377,9 @@ def report(
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
-    from .report import html as report_html
-    if impl not in ("nccl", "custom"):
-        from .errors import UnknownNameError
-        raise UnknownNameError("implementation", impl, ("nccl", "custom"))
+    check_impl(impl)
     report_html.check_report_path(out)  # before the sweep, not after it
-    budget_s = None if budget.strip().lower() == "none" else units.parse_seconds(budget, what="--budget")
+    budget_s = _budget(budget)
     with _progress() as progress:
         data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
                                    budget_s=budget_s, impl=impl, dtype=dtype, measured=measured or (),
@@ -416,28 +395,21 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
 ) -> None:
     """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand."""
-    from .report import demo as demo_mod
-    from .report import html as report_html
-    from .report.tables import console
     report_html.check_report_path(out)
     with _progress() as progress:
         data, path = demo_mod.run_demo(out, progress=progress)
-    console.print(demo_mod.verdict_table(data))
+    tables.console.print(demo_mod.verdict_table(data))
     print(report_html.headline(data))
     print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")
 
 
 def _progress():
     """A transient progress bar on stderr while a report is computed; silent when stderr is not a terminal."""
-    from contextlib import contextmanager
-
     @contextmanager
     def cm():
         if not sys.stderr.isatty():
             yield None
             return
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         with Progress(TextColumn("{task.description:<48}"), BarColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("starting", total=None)

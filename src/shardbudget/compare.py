@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .collectives import Cost, crossover_bytes, make_group, normalize_op, sweep
+from .collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+from .model import hidden_message_bytes, load_model
 from .hardware import Catalog, load_catalog
 from .units import format_bytes, format_rate
 
@@ -42,13 +43,12 @@ class CompareResult:
                           "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)}} for r in self.rows]}
 
 
-def decode_message_sizes(model: str, batches: list[int], act_bytes: float = 2.0) -> list[tuple[float, str]]:
-    """TP all-reduce message per decode step: batch x hidden x activation bytes (per rank)."""
-    from .planner import message_sizes
-    from .transformer import load_model
+def decode_message_sizes(model: str, batches: list[int], act_dtype: str = "bf16") -> list[tuple[float, str]]:
+    """TP all-reduce message per decode step (model.hidden_message_bytes: batch x hidden x activation
+    bytes, per rank), and a 4096-token prefill's."""
     cfg = load_model(model)
-    out = [(message_sizes(cfg, b, act_bytes), f"decode {cfg.name} batch {b}") for b in batches]
-    out.append((message_sizes(cfg, 4096, act_bytes), f"prefill {cfg.name} 4096 tokens"))
+    out = [(float(hidden_message_bytes(cfg, b, act_dtype)), f"decode {cfg.name} batch {b}") for b in batches]
+    out.append((float(hidden_message_bytes(cfg, 4096, act_dtype)), f"prefill {cfg.name} 4096 tokens"))
     return out
 
 
@@ -76,7 +76,6 @@ def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = No
 
 def _impl_for(group, impl: str) -> str:
     """`--impl custom` falls back to NCCL where the hardware cannot run custom kernels."""
-    from .collectives import custom_allreduce_allowed
     return impl if impl == "nccl" or custom_allreduce_allowed(group) is None else "nccl"
 
 

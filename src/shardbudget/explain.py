@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import transformer as tf
 from .collectives import collective_cost, make_group
+from .errors import PlanError
 from .hardware import Catalog, load_catalog
+from .model import ModelConfig, Plan, hidden_message_bytes, load_model, memory_bytes_per_gpu
 from .planner import validate_request
-from .step import Plan, decode_step
+from .settings import PlanSettings
+from .step import decode_step
 from .units import format_bytes, format_seconds
 
 
@@ -23,8 +25,8 @@ class Answer:
         return asdict(self)
 
 
-def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
-    msg = batch * cfg.hidden_size * 2  # bytes per rank: batch x hidden x bf16
+def nvlink_vs_pcie(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
+    msg = float(hidden_message_bytes(cfg, batch))  # bytes per rank: batch x hidden x bf16
     nv = collective_cost("all-reduce", msg, "hgx-h100", gpus=8, catalog=catalog)
     pc = collective_cost("all-reduce", msg, "l40s-pcie", gpus=8, catalog=catalog)
     itl_nv = decode_step(cfg, "hgx-h100", Plan(8), batch=batch, context=context, catalog=catalog)
@@ -38,7 +40,7 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
             f"({100 * itl_nv.comm_share:.0f}%) against {format_seconds(itl_pc.comm_s)} of "
             f"{format_seconds(itl_pc.total_s)} on PCIe ({100 * itl_pc.comm_share:.0f}%).")
     big_batch = max(64, 4 * batch)
-    big = big_batch * cfg.hidden_size * 2  # a large batch: the message leaves the latency-bound regime
+    big = float(hidden_message_bytes(cfg, big_batch))  # a large batch leaves the latency-bound regime
     nv64 = collective_cost("all-reduce", big, "hgx-h100", gpus=8, catalog=catalog)
     pc64 = collective_cost("all-reduce", big, "l40s-pcie", gpus=8, catalog=catalog)
     text += (f" At batch {big_batch} the message is {format_bytes(big)}: {format_seconds(nv64.time_s)} on NVSwitch against "
@@ -53,19 +55,19 @@ def nvlink_vs_pcie(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, contex
                   f"batch {big_batch}, so TP over PCIe buys less and stops paying sooner.")
 
 
-def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,
+def when_allreduce_limits(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,
                           system: str = "hgx-h100", threshold: float = 0.30) -> Answer:
-    from .errors import PlanError
-    from .step import memory_bytes_per_gpu
     rows, fits = [], {}
-    capacity = catalog.system(system).gpu.memory_bytes * 0.9  # the planner's default memory utilisation
+    settings = PlanSettings()  # the planner's defaults: memory utilisation and workspace
+    capacity = catalog.system(system).gpu.memory_bytes * settings.memory_utilization
     for tp in (1, 2, 4, 8):
         try:
             st = decode_step(cfg, system, Plan(tp), batch=batch, context=context, catalog=catalog)
         except PlanError:  # a TP the model's heads do not allow
             continue
         rows.append((tp, st))
-        fits[tp] = memory_bytes_per_gpu(cfg, Plan(tp), batch=batch, context=context) <= capacity
+        fits[tp] = memory_bytes_per_gpu(cfg, tp=tp, batch=batch, context=context,
+                                        workspace_bytes=settings.workspace_bytes) <= capacity
     lines = ", ".join(f"TP{tp}: {format_seconds(st.total_s)} ({100 * st.comm_share:.0f}% comm"
                       f"{'' if fits[tp] else ', does not fit in memory'})" for tp, st in rows)
     crossing = next((tp for tp, st in rows if st.comm_share > threshold), None)
@@ -83,8 +85,8 @@ def when_allreduce_limits(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1,
                    "comm_share": {tp: st.comm_share for tp, st in rows}, "first_tp_over_threshold": crossing}, take)
 
 
-def why_infiniband_is_slow(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
-    msg = batch * cfg.hidden_size * 2
+def why_infiniband_is_slow(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
+    msg = float(hidden_message_bytes(cfg, batch))
     sysm = catalog.system("hgx-h100")
     intra = collective_cost("all-reduce", msg, sysm, gpus=8, catalog=catalog)
     inter = collective_cost("all-reduce", msg, sysm, nodes=2, catalog=catalog)
@@ -113,7 +115,7 @@ def why_infiniband_is_slow(cfg: tf.ModelConfig, catalog: Catalog, batch: int = 1
 def explain(model: str = "llama-3.1-70b", *, batch: int = 1, context: int = 4096,
             catalog: Catalog | None = None) -> list[Answer]:
     catalog = catalog or load_catalog()
-    cfg = tf.load_model(model)
+    cfg = load_model(model)
     validate_request(cfg, [batch], context)
     make_group("hgx-h100", catalog=catalog)  # fails early, clearly, if a user catalog broke it
     return [nvlink_vs_pcie(cfg, catalog, batch, context), when_allreduce_limits(cfg, catalog, batch, context),

@@ -20,11 +20,16 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import transformer as tf
-from .errors import PlanError
+from .collective_op import busbw_factor
+from .collectives import IMPLS
+from .dtypes import WEIGHT_DTYPES, canonical
+from .errors import PlanError, UnknownNameError
 from .hardware import Catalog, System, load_catalog
-from .step import Efficiency, Plan, compile_step, memory_bytes_per_gpu
-from .units import format_bytes, format_decimal_bytes, format_rate, format_seconds
+from .model import ModelConfig, Plan, Precision, load_model, memory_bytes_per_gpu
+from .model.plan import check_tp
+from .settings import Efficiency, PlanSettings
+from .step import compile_step
+from .units import format_decimal_bytes, format_rate, format_seconds
 
 
 @dataclass(frozen=True)
@@ -87,16 +92,16 @@ class PlanResult:
 
 # --- which plans are valid ------------------------------------------------------------------
 
-def _tp_problem(cfg: tf.ModelConfig, tp: int) -> str | None:
+def _tp_problem(cfg: ModelConfig, tp: int) -> str | None:
     """Why the model's heads refuse this TP degree (as engines refuse it), or None."""
     try:
-        tf.layer_work(cfg, next(iter(tf.layer_kinds(cfg))), tokens=1, context=1, tp=tp)
+        check_tp(cfg, tp)
         return None
     except PlanError as err:
         return str(err)
 
 
-def plan_notes(cfg: tf.ModelConfig, system: System, nodes: int) -> list[str]:
+def plan_notes(cfg: ModelConfig, system: System, nodes: int) -> list[str]:
     """What the sweep left out and why, and where KV heads are replicated (as vLLM does)."""
     total = nodes * system.gpus_per_node
     notes = []
@@ -113,7 +118,7 @@ def plan_notes(cfg: tf.ModelConfig, system: System, nodes: int) -> list[str]:
     return notes
 
 
-def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
+def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
     """TP in powers of two up to every GPU of the nodes (TP beyond a node spans whole nodes), PP
     that completes the cluster (TP inside a node, PP across nodes); for MoE models also EP = TP, with
     attention either tensor-parallel (dp = 1) or data-parallel across the group (dp = tp)."""
@@ -140,9 +145,30 @@ def valid_plans(cfg: tf.ModelConfig, system: System, nodes: int, *, pp_all: bool
 
 # --- the sweep ------------------------------------------------------------------------------
 
-def validate_request(cfg: tf.ModelConfig, batches: Sequence[int], context: int, budget_s=None,
-                     ttft_budget_s=None) -> None:
-    """Batch sizes, context and budgets a model can be asked about, or a one-line PlanError."""
+@dataclass(frozen=True, kw_only=True)
+class Budgets:
+    """What a plan must meet and the thresholds of the verdicts, validated once for every caller."""
+
+    budget_s: float | None = 0.030
+    """Inter-token latency budget, seconds (None: no budget)."""
+    ttft_budget_s: float | None = None
+    comm_threshold: float = 0.30
+    """Communication share of the ITL above which a TP counts as sharded too far."""
+    knee_threshold: float = 0.10
+    """Gain below which the next TP is not worth it (the latency-optimal TP)."""
+
+    def __post_init__(self) -> None:
+        for name, v in (("budget (--budget)", self.budget_s), ("ttft budget (--ttft-budget)", self.ttft_budget_s)):
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise PlanError(f"{name} must be a positive time, got {v!r}")
+        for name, v in (("comm_threshold (--comm-threshold)", self.comm_threshold),
+                        ("knee_threshold (--knee-threshold)", self.knee_threshold)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+                raise PlanError(f"{name} must be between 0 and 1, got {v!r}")
+
+
+def validate_request(cfg: ModelConfig, batches: Sequence[int], context: int) -> None:
+    """Batch sizes and context a model can be asked about, or a one-line PlanError."""
     for b in batches:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
             raise PlanError(f"batch must be a whole number of at least 1, got {b!r}")
@@ -150,59 +176,96 @@ def validate_request(cfg: tf.ModelConfig, batches: Sequence[int], context: int, 
         raise PlanError(f"context must be a whole number of tokens, at least 1, got {context!r}")
     if cfg.max_position_embeddings and context > cfg.max_position_embeddings:
         raise PlanError(f"context {context} exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings} tokens")
-    for name, v in (("budget", budget_s), ("ttft budget", ttft_budget_s)):
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise PlanError(f"{name} must be a positive time, got {v!r}")
 
 
-def plan(model: str | tf.ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
-         context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
-         impl: str = "nccl", dtype: str = "bf16", kv_dtype: str | None = None, eff: Efficiency = Efficiency(),
-         comm_threshold: float = 0.30, knee_threshold: float = 0.10, pp_all: bool = False,
-         catalog: Catalog | None = None) -> PlanResult:
-    """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
-    catalog = catalog or load_catalog()
-    cfg = tf.load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
+def check_nodes(system: System, nodes: int) -> None:
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
-    if nodes > 1 and sysm.nic_fabric is None:
-        raise PlanError(f"system {sysm.name!r} has no scale-out network; it cannot span {nodes} nodes")
-    validate_request(cfg, batches, context, budget_s, ttft_budget_s)
+    if nodes > 1 and system.nic_fabric is None:
+        raise PlanError(f"system {system.name!r} has no scale-out network; it cannot span {nodes} nodes")
+
+
+def check_impl(impl: str) -> str:
+    if impl not in IMPLS:
+        raise UnknownNameError("implementation", impl, IMPLS)
+    return impl
+
+
+def default_precision(dtype: str, kv_dtype: str | None = None) -> Precision:
+    """Weights in `dtype`, activations in bf16, the KV cache in `kv_dtype` or else bf16 for integer
+    weights and the weight dtype otherwise."""
+    dtype = canonical(dtype, WEIGHT_DTYPES)
     kv = kv_dtype or ("bf16" if dtype in ("int4", "int8") else dtype)
-    act = "bf16"
+    return Precision(weights=dtype, activations="bf16", kv=kv)
+
+
+def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
+         context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
+         impl: str = "nccl", dtype: str = "bf16", kv_dtype: str | None = None, eff: Efficiency = Efficiency(),
+         settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
+         pp_all: bool = False, catalog: Catalog | None = None) -> PlanResult:
+    """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
+    catalog = catalog or load_catalog()
+    cfg = load_model(model) if isinstance(model, str) else model
+    sysm = catalog.system(system) if isinstance(system, str) else system
+    check_nodes(sysm, nodes)
+    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold,
+                      knee_threshold=knee_threshold)
+    validate_request(cfg, batches, context)
+    precision = default_precision(dtype, kv_dtype)
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
     batch_arr = np.asarray(list(batches), dtype=float)
-    per_plan = {}
-    for p in plans:
-        impl_p = impl if impl == "nccl" else impl
-        dec = compile_step(cfg, sysm, p, catalog, impl_p, dtype, act, kv, "decode", eff).evaluate(batch_arr, float(context))
-        pre = compile_step(cfg, sysm, p, catalog, impl_p, dtype, act, kv, "prefill", eff).evaluate(1.0, float(context))
-        per_plan[p] = (dec, float(pre["total_s"]))
-    results = []
-    for i, b in enumerate(batches):
-        rows = []
-        for p in plans:
-            dec, ttft = per_plan[p]
-            mem = memory_bytes_per_gpu(cfg, p, batch=int(b), context=context, weight_dtype=dtype, kv_dtype=kv, eff=eff)
-            itl = float(dec["total_s"][i])
-            fits = mem <= sysm.gpu.memory_bytes * eff.memory_utilization
-            meets = fits and (budget_s is None or itl <= budget_s) and (ttft_budget_s is None or ttft <= ttft_budget_s)
-            comm = float(dec["comm_s"][i])
-            rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]), comm_s=comm,
-                            comm_share=comm / itl if itl else 0.0, comm_latency_s=float(dec["comm_latency_s"][i]),
-                            other_s=float(dec["other_s"][i]),
-                            ttft_s=ttft, mem_bytes_per_gpu=mem, fits_memory=fits, meets_budget=meets))
-        results.append(_verdicts(int(b), rows, cfg, sysm, nodes, budget_s, comm_threshold, knee_threshold))
-    assumptions = {"efficiency": eff.to_dict(), "impl": impl, "weight_dtype": dtype, "kv_dtype": kv,
-                   "act_dtype": act, "comm_threshold": comm_threshold, "knee_threshold": knee_threshold,
-                   "ttft": f"prefill of one {context}-token prompt", "gpu": sysm.gpu.name,
-                   "intra_fabric": sysm.intra_fabric.name,
+    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batch_arr, context=context, impl=check_impl(impl),
+                                  precision=precision, eff=eff, settings=settings, budgets=budgets)
+                    for p in plans}
+    results = [_verdicts(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets)
+               for i, b in enumerate(batches)]
+    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl,
+                   "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
+                   "act_dtype": precision.activations, "comm_threshold": comm_threshold,
+                   "knee_threshold": knee_threshold, "ttft": f"prefill of one {context}-token prompt",
+                   "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
                    "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
                    "notes": plan_notes(cfg, sysm, nodes)}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, results=tuple(results),
                       assumptions=assumptions)
+
+
+def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, batches: np.ndarray, *, context: int,
+               impl: str, precision: Precision, eff: Efficiency, settings: PlanSettings,
+               budgets: Budgets) -> list[Row]:
+    """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets."""
+    common = dict(impl=impl, precision=precision, eff=eff, settings=settings)
+    dec = compile_step(cfg, sysm, p, catalog, phase="decode", **common).evaluate(batches, float(context))
+    ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
+    mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches, context=float(context),
+                               weight_dtype=precision.weights, kv_dtype=precision.kv_dtype,
+                               workspace_bytes=settings.workspace_bytes)
+    usable = sysm.gpu.memory_bytes * settings.memory_utilization
+    rows = []
+    for i in range(len(batches)):
+        itl, comm, fits = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(mem[i] <= usable)
+        meets = fits and (budgets.budget_s is None or itl <= budgets.budget_s) and (
+            budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
+        rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]),
+                        comm_s=comm, comm_share=comm / itl if itl else 0.0,
+                        comm_latency_s=float(dec["comm_latency_s"][i]), other_s=float(dec["other_s"][i]),
+                        ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets))
+    return rows
+
+
+@dataclass(frozen=True)
+class _Where:
+    """The model, system and node count a verdict speaks of."""
+
+    cfg: ModelConfig
+    system: System
+    nodes: int
+
+    def text(self) -> str:
+        name = f"{self.nodes} x {self.system.name}" if self.nodes > 1 else self.system.name
+        return f"{self.cfg.name} on {name}"
 
 
 def _tp_line(rows: list[Row]) -> list[Row]:
@@ -214,7 +277,21 @@ def _tp_line(rows: list[Row]) -> list[Row]:
     return [best[t] for t in sorted(best)]
 
 
-def _verdicts(batch: int, rows: list[Row], cfg, sysm, nodes, budget_s, comm_threshold, knee_threshold) -> BatchResult:
+@dataclass(frozen=True)
+class _Facts:
+    """What the verdicts of one batch size are computed from."""
+
+    batch: int
+    line: list[Row]
+    fitting: list[Row]
+    min_tp: int | None
+    max_tp: int | None
+    best: Row | None
+    too_far: set[int]
+
+
+def _verdicts(batch: int, rows: list[Row], where: _Where, budgets: Budgets) -> BatchResult:
+    budget_s, comm_threshold, knee_threshold = budgets.budget_s, budgets.comm_threshold, budgets.knee_threshold
     line = _tp_line(rows)
     fitting = [r for r in line if r.fits_memory]
     min_tp = fitting[0].tp if fitting else None
@@ -230,14 +307,14 @@ def _verdicts(batch: int, rows: list[Row], cfg, sysm, nodes, budget_s, comm_thre
     too_far = {r.tp for r in fitting if r.tp > 1 and (r.comm_share > comm_threshold or (best and r.tp > best.tp))}
     labelled = []
     for r in rows:
-        labelled.append(Row(**{**asdict(r), "verdict": _row_verdict(r, best, too_far, budget_s, comm_threshold)}))
-    text = _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm, nodes, budget_s,
-                         comm_threshold, knee_threshold)
+        labelled.append(Row(**{**asdict(r), "verdict": _row_verdict(r, best, too_far, budgets)}))
+    text = _verdict_text(_Facts(batch, line, fitting, min_tp, max_tp, best, too_far), where, budgets)
     return BatchResult(batch=batch, rows=tuple(labelled), min_tp_memory=min_tp, max_tp_budget=max_tp,
                        best_tp=best.tp if best else None, verdict=text)
 
 
-def _row_verdict(r: Row, best: Row | None, too_far: set[int], budget_s, comm_threshold) -> str:
+def _row_verdict(r: Row, best: Row | None, too_far: set[int], budgets: Budgets) -> str:
+    budget_s, comm_threshold = budgets.budget_s, budgets.comm_threshold
     if not r.fits_memory:
         return "does not fit"
     if r.pp == 1 and r.tp in too_far:
@@ -251,9 +328,10 @@ def _row_verdict(r: Row, best: Row | None, too_far: set[int], budget_s, comm_thr
     return "ok"
 
 
-def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm, nodes, budget_s,
-                  comm_threshold, knee_threshold) -> str:
-    where = f"{cfg.name} on {nodes} x {sysm.name}" if nodes > 1 else f"{cfg.name} on {sysm.name}"
+def _verdict_text(f: _Facts, place: _Where, budgets: Budgets) -> str:
+    batch, line, fitting, min_tp, max_tp, best, too_far = f.batch, f.line, f.fitting, f.min_tp, f.max_tp, f.best, f.too_far
+    budget_s, comm_threshold, knee_threshold = budgets.budget_s, budgets.comm_threshold, budgets.knee_threshold
+    where, sysm = place.text(), place.system
     if not fitting:
         largest = line[-1] if line else None
         need = f" (TP{largest.tp} needs {format_decimal_bytes(largest.mem_bytes_per_gpu)} per GPU, the " \
@@ -298,7 +376,7 @@ def _verdict_text(batch, line, fitting, min_tp, max_tp, best, too_far, cfg, sysm
 
 # --- the inverse question -------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Requirement:
     """What the fabric would need for `tp` to meet the budget."""
 
@@ -325,58 +403,63 @@ class Requirement:
         return asdict(self)
 
 
-def required_fabric(model: str, system: str, *, tp: int, nodes: int = 1, batch: int = 1, context: int = 4096,
-                    budget_s: float = 0.030, impl: str = "nccl", dtype: str = "bf16", eff: Efficiency = Efficiency(),
+def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, nodes: int = 1, batch: int = 1,
+                    context: int = 4096, budget_s: float = 0.030, impl: str = "nccl", dtype: str = "bf16",
+                    eff: Efficiency = Efficiency(), settings: PlanSettings = PlanSettings(),
                     catalog: Catalog | None = None) -> Requirement:
     """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
     catalog = catalog or load_catalog()
-    cfg = tf.load_model(model)
-    sysm = catalog.system(system)
+    cfg = load_model(model) if isinstance(model, str) else model
+    sysm = catalog.system(system) if isinstance(system, str) else system
+    Budgets(budget_s=budget_s)
     if tp > nodes * sysm.gpus_per_node:
         raise PlanError(f"TP{tp} needs {tp} GPUs but {nodes} x {sysm.name} has {nodes * sysm.gpus_per_node}")
-    p = Plan(tp, 1, 1)
-    sm = compile_step(cfg, sysm, p, catalog, impl, dtype, "bf16", None, "decode", eff)
+    sm = compile_step(cfg, sysm, Plan(tp, 1, 1), catalog, impl=check_impl(impl),
+                      precision=Precision(weights=dtype), eff=eff, settings=settings)
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)
     n_calls = sum(c["count"] for c in calls)
     comm_budget = budget_s - st.compute_s - st.other_s  # what is left for the collectives
     lat = st.comm_latency_s
     bw_time = st.comm_s - lat
-    from .collectives import busbw_factor
     bus_bytes = sum(c["count"] * c["msg_bytes"] * busbw_factor("all-reduce", tp) for c in calls)
-    cur_busbw = bus_bytes / bw_time if bw_time > 0 else math.inf
+    common = dict(model=cfg.name, system=sysm.name, tp=tp, nodes=nodes, batch=batch, budget_s=budget_s,
+                  itl_s=st.total_s, compute_s=st.compute_s, comm_budget_s=comm_budget,
+                  current_busbw_bytes_per_s=bus_bytes / bw_time if bw_time > 0 else math.inf)
     if n_calls == 0:
-        return Requirement(cfg.name, sysm.name, tp, nodes, batch, budget_s, st.total_s, st.compute_s, 0.0, 0,
-                           comm_budget, 0.0, None, cur_busbw, None, "TP1 inserts no collectives.")
+        return Requirement(**common, comm_s=0.0, calls_per_step=0, current_latency_per_call_s=0.0,
+                           required_latency_per_call_s=None, required_busbw_bytes_per_s=None,
+                           explanation="TP1 inserts no collectives.")
     req_lat = (comm_budget - bw_time) / n_calls if comm_budget > bw_time else None
     req_bw = bus_bytes / (comm_budget - lat) if comm_budget > lat else None
+    text = _requirement_text(sysm, tp=tp, st=st, n_calls=n_calls, comm_budget=comm_budget, bw_time=bw_time,
+                             req_lat=req_lat, req_bw=req_bw, budget_s=budget_s)
+    return Requirement(**common, comm_s=st.comm_s, calls_per_step=int(n_calls), current_latency_per_call_s=lat / n_calls,
+                       required_latency_per_call_s=req_lat, required_busbw_bytes_per_s=req_bw, explanation=text)
+
+
+def _requirement_text(sysm: System, *, tp: int, st, n_calls: float, comm_budget: float, bw_time: float,
+                      req_lat: float | None, req_bw: float | None, budget_s: float) -> str:
+    lat = st.comm_latency_s
     if comm_budget <= 0:
-        text = (f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
+        return (f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
                 f"{format_seconds(budget_s)} budget: no fabric can make TP{tp} fit.")
+    text = (f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
+            f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
+            f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. ")
+    if req_lat is not None:
+        ratio = req_lat / (lat / n_calls)
+        fabric = sysm.nic_fabric if tp > sysm.gpus_per_node and sysm.nic_fabric else sysm.intra_fabric
+        hop = fabric.hop_latency_s["ll"]
+        text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)} "
+                 f"({100 * ratio:.0f}% of today's: e.g. the {fabric.name} per-hop latency from "
+                 f"{format_seconds(hop)} to {format_seconds(hop * ratio)}, with NCCL's base latency scaled alike). ")
     else:
-        text = (f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
-                f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
-                f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. ")
-        if req_lat is not None:
-            ratio = req_lat / (lat / n_calls)
-            fabric = sysm.nic_fabric if tp > sysm.gpus_per_node and sysm.nic_fabric else sysm.intra_fabric
-            hop = fabric.hop_latency_s["ll"]
-            text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)} "
-                     f"({100 * ratio:.0f}% of today's: e.g. the {fabric.name} per-hop latency from "
-                     f"{format_seconds(hop)} to {format_seconds(hop * ratio)}, with NCCL's base latency scaled alike). ")
-        else:
-            text += "No latency is small enough with today's bandwidth. "
-        text += (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
-                 if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
-                 "breaks the budget.")
-    return Requirement(cfg.name, sysm.name, tp, nodes, batch, budget_s, st.total_s, st.compute_s, st.comm_s,
-                       int(n_calls), comm_budget, lat / n_calls, req_lat, cur_busbw, req_bw, text)
+        text += "No latency is small enough with today's bandwidth. "
+    return text + (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
+                   if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
+                   "breaks the budget.")
 
 
-def message_sizes(cfg: tf.ModelConfig, batch: int, act_bytes: float = 2.0) -> float:
-    """The TP all-reduce message of one decode step: batch x hidden x activation bytes."""
-    return batch * cfg.hidden_size * act_bytes
-
-
-__all__ = ["BatchResult", "PlanResult", "Requirement", "Row", "format_bytes", "message_sizes", "plan",
-           "required_fabric", "valid_plans"]
+__all__ = ["BatchResult", "Budgets", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "valid_plans",
+           "validate_request"]

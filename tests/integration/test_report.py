@@ -30,10 +30,10 @@ from shardbudget.collectives import crossover_bytes, make_group, sweep  # noqa: 
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.hardware import load_catalog  # noqa: E402
 from shardbudget.measure.logs import read_log  # noqa: E402
-from shardbudget.planner import message_sizes, plan  # noqa: E402
+from shardbudget.planner import plan  # noqa: E402
 from shardbudget.report import demo, figures  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
-from shardbudget.transformer import load_model  # noqa: E402
+from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402
 
 MODEL, SYSTEMS, BATCHES = demo.MODEL, demo.SYSTEMS, demo.BATCHES
 FIGURE_IDS = ("fig-fabric", "fig-token", "fig-share", "fig-memory", "fig-measured-0")
@@ -104,14 +104,14 @@ def test_fabric_comparison_draws_every_system_and_its_floor():
         group = make_group(name, nodes=nodes)
         entries.append((f"{nodes}x {name}", sweep("all-reduce", sizes, name, nodes=nodes),
                         crossover_bytes(group, "all-reduce")))
-    marks = [(message_sizes(cfg, 1), "decode batch 1"), (message_sizes(cfg, 64), "decode batch 64")]
+    marks = [(hidden_message_bytes(cfg, 1), "decode batch 1"), (hidden_message_bytes(cfg, 64), "decode batch 64")]
     fig = figures.fabric_comparison(entries, marks=marks)
     ax = fig.axes[0]
     handles, labels = ax.get_legend_handles_labels()
     assert len(labels) == 2 * len(entries)  # predicted time and latency floor per system
     assert sum("latency term" in lbl for lbl in labels) == len(entries)
     # 16 KiB is the batch-1 decode message of a 8192-wide model in bf16: 1 x 8192 x 2 bytes
-    assert message_sizes(cfg, 1) == 16384
+    assert hidden_message_bytes(cfg, 1) == 16384
     title = fig._suptitle.get_text()
     assert "16 KiB" in title and "l40s-pcie" in title, title
     _assert_not_blank(_png_array(fig), "fabric comparison")

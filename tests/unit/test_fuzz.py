@@ -29,7 +29,7 @@ import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from shardbudget import hardware, transformer, units
+from shardbudget import hardware, model as transformer, units
 from shardbudget.collectives import collective_cost
 from shardbudget.errors import ShardbudgetError
 from shardbudget.measure.logs import OPS, MeasurementSet, parse_log_text, summarize

@@ -2,7 +2,9 @@ import pytest
 
 from shardbudget.errors import PlanError, UnknownNameError
 from shardbudget.planner import plan, required_fabric
-from shardbudget.step import Plan, decode_step
+from shardbudget.model import Plan, Precision
+from shardbudget.settings import PlanSettings
+from shardbudget.step import decode_step
 
 
 def test_decode_batch1_is_weight_streaming():
@@ -72,17 +74,15 @@ def test_inverse_question():
 
 
 def test_sequence_parallel_costs_decode_more_latency():
-    from shardbudget.step import Efficiency
     base = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
     sp = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096,
-                     eff=Efficiency(sequence_parallel=True))
+                     settings=PlanSettings(sequence_parallel=True))
     assert sp.comm_calls == base.comm_calls + 2 * 80  # each layer's two all-reduces become two pairs
     assert sp.comm_s > base.comm_s
 
 
 def test_overlap_hides_communication_behind_compute():
-    from shardbudget.step import Efficiency
-    st = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096, eff=Efficiency(overlap=True))
+    st = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096, settings=PlanSettings(overlap=True))
     full = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
     assert st.total_s == pytest.approx(st.compute_s + st.comm_s + st.other_s)
     assert st.comm_s == pytest.approx(max(0.0, full.comm_s - full.compute_s))  # only the exposed part
@@ -99,16 +99,16 @@ def test_skipped_tp_and_kv_replication_are_explained():
 def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():
     # DeepSeek-V3 caches one MLA latent per token that TP attention replicates on every rank:
     # data-parallel attention keeps only each rank's own sequences (8x less KV at dp 8).
-    from shardbudget import transformer as tf
+    from shardbudget import model as tf
     cfg = tf.load_model("deepseek-v3")
     kv_tp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8)
     kv_dp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8, attn_dp=8)
     assert kv_dp == pytest.approx(kv_tp / 8)
-    big_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=256, context=4096, weight_dtype="fp8")
-    big_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=256, context=4096, weight_dtype="fp8")
+    big_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=256, context=4096, precision=Precision(weights="fp8"))
+    big_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=256, context=4096, precision=Precision(weights="fp8"))
     assert big_dp.total_s < big_tp.total_s
-    one_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=1, context=4096, weight_dtype="fp8")
-    one_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=1, context=4096, weight_dtype="fp8")
+    one_tp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8), batch=1, context=4096, precision=Precision(weights="fp8"))
+    one_dp = decode_step(cfg, "hgx-h200", Plan(8, 1, 8, 8), batch=1, context=4096, precision=Precision(weights="fp8"))
     assert one_dp.total_s > one_tp.total_s  # one sequence cannot be split across DP ranks
     with pytest.raises(PlanError, match="data-parallel attention"):
         decode_step("llama-3.1-70b", "hgx-h100", Plan(8, 1, 1, 8), batch=8, context=1024)

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from shardbudget.step import Plan, decode_step, engine_efficiency
+from shardbudget.model import Plan, Precision
+from shardbudget.settings import engine_efficiency
+from shardbudget.step import decode_step
 
 
 @dataclass(frozen=True)
@@ -135,5 +137,5 @@ def test_ttft_of_a_2048_token_prompt(data_dir, hardware, system, dtype, toleranc
     assert len(rows) == 1
     measured = float(rows[0]["value"]) * 1e-3
     predicted = decode_step("llama-3.1-70b", system, Plan(4), batch=1, context=2048, phase="prefill",
-                            weight_dtype=dtype).total_s
+                            precision=Precision(weights=dtype)).total_s
     assert abs(predicted / measured - 1) <= tolerance, (predicted, measured)

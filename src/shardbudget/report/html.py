@@ -106,13 +106,13 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     """Run the planner, the collective sweeps, the explanations and read the measurements."""
     import numpy as np
 
-    from .. import transformer as tf
+    from ..model import hidden_message_bytes, load_model
     from ..collectives import crossover_bytes, make_group, sweep
     from ..compare import _impl_for
     from ..explain import explain
     from ..hardware import load_catalog
     from ..measure.logs import read_log
-    from ..planner import message_sizes, plan
+    from ..planner import plan
 
     progress = progress or _noop
     if not systems:
@@ -125,7 +125,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     labels = [s.label for s in specs]
     if len(set(labels)) != len(labels):
         raise PlanError(f"system listed twice: {', '.join(sorted({x for x in labels if labels.count(x) > 1}))}")
-    cfg = tf.load_model(model)
+    cfg = load_model(model)
     for s in specs:
         catalog.system(s.name)  # unknown names fail here, before any long work, with a suggestion
     measured_system = measured_system or specs[0].name
@@ -153,8 +153,8 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
         step += 1
     # What one decode step sends per all-reduce: batch x hidden x 2 bytes (bf16 activations), and
     # what prefill of one `context`-token prompt sends.
-    marks = [(message_sizes(cfg, b), f"decode batch {b}") for b in batches]
-    marks.append((message_sizes(cfg, context), f"prefill {context} tokens"))
+    marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in batches]
+    marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
 
     progress("answering the three questions", step, total)
     answers, answers_error = [], None

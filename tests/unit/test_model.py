@@ -1,4 +1,4 @@
-"""transformer: HF config reader, parameter accounting, per-GPU work and collectives.
+"""model: HF config reader, parameter accounting, per-GPU work and collectives.
 
 Every number here can be checked by hand or against the figure its vendor publishes.
 """
@@ -11,10 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shardbudget.errors import CatalogError, PlanError, UnknownNameError
-from shardbudget.transformer import (
-    CollectiveCall, active_params, collectives_for_layer, config_from_dict, dtype_bytes,
-    embedding_work, expected_experts_hit, kv_bytes_per_token, kv_cache_bytes_per_gpu, layer_kinds,
-    layer_work, list_models, lm_head_work, load_model, pp_collectives, total_params,
+from shardbudget.dtypes import dtype_bytes
+from shardbudget.model.comms import embedding_collectives, lm_head_collectives
+from shardbudget.model import (
+    CollectiveCall, active_params, collectives_for_layer, config_from_dict,
+    embedding_ops, expected_experts_hit, kv_bytes_per_token, kv_cache_bytes_per_gpu, layer_kinds,
+    layer_work, list_models, lm_head_ops, load_model, pp_collectives, total_params,
     weight_bytes_per_gpu,
 )
 
@@ -170,7 +172,7 @@ def test_one_llama_8b_layer_gemm_flops_by_hand():
 def test_llama_8b_decode_flops_are_twice_the_active_params():
     cfg = load_model("llama-3.1-8b")
     per_layer = flops(layer_work(cfg, 0, tokens=1, context=1, tp=1))
-    head_ops, _ = lm_head_work(cfg, tokens=1, tp=1)
+    head_ops = lm_head_ops(cfg, tokens=1, tp=1)
     total = cfg.num_layers * per_layer + flops(head_ops)
     # Every weight but the embedding lookup does one multiply-add per token.
     assert total == pytest.approx(2 * active_params(cfg, include_embedding=False), rel=0.01)
@@ -179,7 +181,7 @@ def test_llama_8b_decode_flops_are_twice_the_active_params():
 def test_batch_1_decode_reads_every_weight_once():
     cfg = load_model("llama-3.1-8b")
     step = cfg.num_layers * sum(op.bytes for op in layer_work(cfg, 0, tokens=1, context=1, tp=1))
-    head_ops, _ = lm_head_work(cfg, tokens=1, tp=1)
+    head_ops = lm_head_ops(cfg, tokens=1, tp=1)
     step += sum(op.bytes for op in head_ops)
     weights = 2 * (total_params(cfg) - cfg.vocab_size * cfg.hidden_size)  # embedding: one row
     assert step == pytest.approx(weights, rel=0.01)
@@ -317,11 +319,10 @@ def test_expert_parallel_all_to_all():
 
 def test_lm_head_embedding_and_pipeline_collectives():
     cfg = load_model("llama-3.1-8b")
-    ops, calls = lm_head_work(cfg, tokens=4, tp=4)
-    assert calls == [CollectiveCall("all-gather", 4 * 128256 * 2, "tp", 1)]
-    assert ops[-1].flops == 2 * 4 * 4096 * 128256 / 4
-    _, emb_calls = embedding_work(cfg, tokens=4, tp=4)
-    assert emb_calls == [CollectiveCall("all-reduce", 4 * 4096 * 2, "tp", 1)]
+    assert lm_head_collectives(cfg, tokens=4, tp=4) == [CollectiveCall("all-gather", 4 * 128256 * 2, "tp", 1)]
+    assert lm_head_ops(cfg, tokens=4, tp=4)[-1].flops == 2 * 4 * 4096 * 128256 / 4
+    assert embedding_collectives(cfg, tokens=4, tp=4) == [CollectiveCall("all-reduce", 4 * 4096 * 2, "tp", 1)]
+    assert embedding_ops(cfg, tokens=4, tp=4)[0].bytes == 4 * 4096 * 2 / 4 + 4 * 4096 * 2
     assert pp_collectives(cfg, tokens=4, pp=4) == [CollectiveCall("send/recv", 4 * 4096 * 2, "pp", 3)]
 
 

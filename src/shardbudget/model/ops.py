@@ -1,0 +1,296 @@
+"""The kernels one GPU runs in one step: FLOPs and HBM bytes per op, as plain array arithmetic.
+
+Every `Op` is **per GPU for one step**, and a step processes `tokens` tokens: the batch size in
+decode, batch x prompt length in prefill. `tokens` and `context` may be numpy arrays (batch as shape
+(B, 1), context as (1, C)): each op's FLOPs and bytes then broadcast to the smallest shape they
+depend on, so a weight read stays one number per batch and only attention spans the whole grid.
+This module never knows about time (`step` prices the ops) nor about collectives (`comms`).
+
+Sharding follows Megatron-LM / vLLM:
+  * attention: fused QKV column-parallel, O row-parallel; query heads split over tp. When tp exceeds
+    the number of KV heads, each KV head is replicated so every rank holds one (vLLM
+    `QKVParallelLinear`), and the replicas are counted in weight, KV-cache and attention bytes.
+  * MLP: gate/up column-parallel, down row-parallel.
+  * MoE: with ep == 1 every expert is tp-sharded like a dense MLP (vLLM `FusedMoE` without expert
+    parallelism); with ep > 1 each rank holds E/ep whole experts. Shared experts are always
+    tp-sharded like a dense MLP. The router is replicated.
+  * MLA (DeepSeek-V2/V3): down-projections replicated, up-projections column-parallel, O
+    row-parallel; the latent KV cache (kv_lora_rank + rope dims per token) is replicated on every
+    rank, as in vLLM's MLA backends. Decode uses the absorbed form, prefill the expanded form.
+  * Embedding and LM head are vocabulary-parallel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ..dtypes import dtype_bytes
+from ..errors import PlanError
+from .config import ModelConfig
+from .params import kv_heads_per_gpu, router_params
+from .plan import busiest_rank_sequences, check_amount, check_attn_dp, check_ep, check_tp, layer_kind
+
+PHASES = ("decode", "prefill")
+
+OP_KINDS = ("gemm", "attention", "elementwise")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One kernel's work on one GPU for one step."""
+
+    name: str
+    flops: float | np.ndarray
+    """Floating-point operations on this GPU (a multiply-add is 2); an array over a (batch, context)
+    grid when the step's tokens or context are arrays."""
+    bytes: float | np.ndarray
+    """HBM bytes this GPU moves: weights read + activations read/written + KV cache read/written.
+    Each op is assumed to read its inputs from and write its outputs to HBM (no fusion), except
+    softmax, which flash-attention style kernels keep on chip."""
+    kind: str
+    """One of OP_KINDS: gemm, attention or elementwise."""
+
+
+class _Bytes(NamedTuple):
+    w: float   # bytes per weight element
+    a: float   # bytes per activation element
+    kv: float  # bytes per KV-cache element
+
+
+def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
+          weight_elems: float | None = None) -> Op:
+    """[m, k] activations times a [k, n] weight shard. 2*m*n*k: one multiply and one add per weight
+    element per row. `weight_elems` overrides k*n when only part of a stacked weight is read."""
+    weight = k * n if weight_elems is None else weight_elems
+    return Op(name, 2.0 * m * n * k, weight * b.w + (m * k + m * n) * b.a, "gemm")
+
+
+def _elementwise(name: str, *, elems: float, flops_per_elem: float, b: _Bytes,
+                 read_elems: float | None = None, weight_elems: float = 0.0) -> Op:
+    """Reads `read_elems` (default: elems) activations, writes `elems`."""
+    read = elems if read_elems is None else read_elems
+    return Op(name, flops_per_elem * elems, (read + elems) * b.a + weight_elems * b.w,
+              "elementwise")
+
+
+def _rms_norm(name: str, tokens: float, width: int, b: _Bytes) -> Op:
+    # ~4 FLOPs per element: square, sum, scale by 1/rms, multiply by the weight.
+    return _elementwise(name, elems=tokens * width, flops_per_elem=4, b=b, weight_elems=width)
+
+
+def _residual(name: str, tokens: float, cfg: ModelConfig, b: _Bytes) -> Op:
+    elems = tokens * cfg.hidden_size  # two reads, one write
+    return _elementwise(name, elems=elems, flops_per_elem=1, b=b, read_elems=2 * elems)
+
+
+def _swiglu(name: str, elems: float, b: _Bytes) -> Op:
+    # SiLU(gate) * up: ~5 FLOPs per output element (exp, add, divide, two multiplies); reads 2, writes 1.
+    return _elementwise(name, elems=elems, flops_per_elem=5, b=b, read_elems=2 * elems)
+
+
+def _softmax(scores: float) -> Op:
+    # ~5 FLOPs per score (max, subtract, exp, sum, scale); scores stay in SRAM, so no HBM bytes.
+    return Op("softmax", 5.0 * scores, 0.0, "elementwise")
+
+
+def _mean_keys(context: float, phase: str) -> float:
+    """Keys each query attends over. Decode: the whole cache. Prefill (causal): token i of a prompt
+    of `context` tokens sees i + 1 keys, (context + 1) / 2 on average."""
+    return context if phase == "decode" else (context + 1) / 2
+
+
+def _gqa_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
+             phase: str) -> list[Op]:
+    h, d = cfg.hidden_size, cfg.head_dim
+    heads, kv_heads = cfg.num_heads / tp, kv_heads_per_gpu(cfg, tp)
+    qkv_width = (heads + 2 * kv_heads) * d
+    bias = qkv_width if cfg.qkv_bias else 0
+    ops = [_gemm("qkv_proj", m=tokens, k=h, n=qkv_width, b=b, weight_elems=h * qkv_width + bias)]
+    if cfg.qk_norm:
+        ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b))
+    # RoPE on q and k: two multiplies and an add per element.
+    ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b))
+    ops += _gqa_attention(cfg, tokens, context, heads, kv_heads, b, phase)
+    ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b))
+    return ops
+
+
+def _gqa_attention(cfg: ModelConfig, tokens: float, context: float, heads: float, kv_heads: float,
+                   b: _Bytes, phase: str) -> list[Op]:
+    d = cfg.head_dim
+    kv_token_bytes = 2 * kv_heads * d * b.kv  # K and V of one token on this rank (replicas included)
+    if phase == "decode":
+        cache_read = tokens * context * kv_token_bytes  # one sequence per token, each reads its cache
+    else:
+        cache_read = tokens * kv_token_bytes            # each prompt's fresh K/V read once
+    scores = tokens * heads * _mean_keys(context, phase)
+    flops = 2 * 2 * scores * d  # QK^T and PV: 2*d FLOPs per (query, key) pair each
+    io = tokens * heads * d * 2 * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
+    return [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
+
+
+def _mla_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
+             phase: str) -> list[Op]:
+    h, heads = cfg.hidden_size, cfg.num_heads / tp
+    lora, rope, q_lora = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
+    qk_dim = cfg.qk_nope_head_dim + rope
+    # Down-projections (q_a and kv_a_proj_with_mqa, fused) are replicated on every rank.
+    ops = [_gemm("qkv_a_proj", m=tokens, k=h, n=q_lora + lora + rope, b=b),
+           _rms_norm("qkv_a_norm", tokens, q_lora + lora, b)]
+    ops.append(_gemm("q_b_proj" if q_lora else "q_proj", m=tokens, k=q_lora or h, n=heads * qk_dim, b=b))
+    ops.append(_elementwise("rotary", elems=tokens * (heads + 1) * rope, flops_per_elem=3, b=b))
+    ops += (_mla_absorbed if phase == "decode" else _mla_expanded)(cfg, tokens, context, heads, b)
+    ops.append(_gemm("o_proj", m=tokens, k=heads * cfg.v_head_dim, n=h, b=b))
+    return ops
+
+
+def _mla_absorbed(cfg: ModelConfig, tokens: float, context: float, heads: float, b: _Bytes) -> list[Op]:
+    """Decode in the absorbed form (DeepSeek-V2 paper, section 2.1.3; vLLM / FlashMLA decode): W_UK
+    is folded into the query and W_UV applied after attention, so attention runs over the compressed
+    cache, one latent of kv_lora_rank + rope elements per token shared by all local heads."""
+    lora, nope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.v_head_dim
+    latent = lora + cfg.qk_rope_head_dim
+    # Per-head batched matmuls: rows are (token, head) pairs.
+    ops = [_gemm("q_absorb", m=tokens * heads, k=nope, n=lora, b=b, weight_elems=heads * nope * lora)]
+    scores = tokens * heads * context
+    flops = 2 * scores * latent + 2 * scores * lora  # q.[c_kv, k_rope], then P.c_kv
+    cache_read = tokens * context * latent * b.kv    # each sequence's latents, read once for all heads
+    io = tokens * heads * (latent + lora) * b.a + tokens * latent * b.kv  # q in, out, new latent
+    ops += [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
+    ops.append(_gemm("v_up", m=tokens * heads, k=lora, n=v, b=b, weight_elems=heads * lora * v))
+    return ops
+
+
+def _mla_expanded(cfg: ModelConfig, tokens: float, context: float, heads: float, b: _Bytes) -> list[Op]:
+    """Prefill in the expanded form (as vLLM runs it): kv_b_proj decompresses K_nope and V for every
+    prompt token, then ordinary causal attention with q/k width nope + rope and v width v_head_dim."""
+    lora, nope, rope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+    ops = [_gemm("kv_b_proj", m=tokens, k=lora, n=heads * (nope + v), b=b)]
+    scores = tokens * heads * _mean_keys(context, "prefill")
+    flops = 2 * scores * (nope + rope) + 2 * scores * v
+    # read Q and K (nope + rope each), V; write O; append the new latent to the cache
+    io = tokens * heads * (2 * (nope + rope) + 2 * v) * b.a + tokens * (lora + rope) * b.kv
+    return ops + [Op("attention", flops, io, "attention"), _softmax(scores)]
+
+
+def _mlp_ops(prefix: str, cfg: ModelConfig, tokens: float, width: float, b: _Bytes) -> list[Op]:
+    """Gated MLP with gate/up column-parallel and down row-parallel; `width` is this rank's share."""
+    h = cfg.hidden_size
+    return [_gemm(f"{prefix}_gate_up", m=tokens, k=h, n=2 * width, b=b),
+            _swiglu(f"{prefix}_act", tokens * width, b),
+            _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
+
+
+def expected_experts_hit(cfg: ModelConfig, tokens: float, *, ep: int = 1) -> float:
+    """Expected number of distinct routed experts one rank's weights are read for in a step.
+
+    Each token picks k of E experts; under uniform routing one token misses a given expert with
+    probability 1 - k/E, all `tokens` independently with (1 - k/E)**tokens. A rank holds E/ep
+    experts, so it reads E/ep * (1 - (1 - k/E)**tokens) of them: k/ep at batch 1, all at large
+    batch. (Real routing is skewed, which only lowers this.)
+    """
+    check_ep(cfg, ep)
+    check_amount("tokens", tokens, minimum=0, strict=False)
+    if not cfg.is_moe:
+        return 0.0
+    e, k = cfg.num_experts, cfg.experts_per_token
+    return e / ep * (1.0 - (1.0 - k / e) ** tokens)
+
+
+def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> list[Op]:
+    h, e, k = cfg.hidden_size, cfg.num_experts, cfg.experts_per_token
+    # Router: a small replicated [tokens, hidden] x [hidden, E] matmul plus top-k, kept as an
+    # elementwise-class op because it is tiny and memory-bound.
+    ops = [Op("router", 2.0 * tokens * h * e,
+              router_params(cfg) * b.w + tokens * (h + e) * b.a, "elementwise")]
+    if ep > 1:
+        pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
+    else:
+        pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
+    hit = expected_experts_hit(cfg, tokens, ep=ep)
+    ops += [_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b, weight_elems=hit * h * 2 * width),
+            _swiglu("expert_act", pairs * width, b),
+            _gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * width * h),
+            # scale each expert's output by its gate weight and sum the k of them per token
+            Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise")]
+    if cfg.num_shared_experts:
+        width = cfg.num_shared_experts * cfg.shared_expert_intermediate_size / tp
+        ops += _mlp_ops("shared_expert", cfg, tokens, width, b)
+    return ops
+
+
+def _check_work(tokens, context, phase: str) -> None:
+    if phase not in PHASES:
+        raise PlanError(f"phase {phase!r} must be 'decode' or 'prefill'")
+    check_amount("tokens", tokens, minimum=0, strict=True)
+    check_amount("context", context, minimum=1 if phase == "prefill" else 0, strict=False)
+
+
+def _busiest_rank_tokens(tokens, context, attn_dp: int, phase: str):
+    """Tokens of the busiest data-parallel attention rank: it holds ceil(batch / attn_dp) whole
+    sequences (plan.busiest_rank_sequences), each of one token in decode, a prompt in prefill."""
+    if attn_dp == 1:
+        return tokens
+    per_seq = 1.0 if phase == "decode" else np.maximum(context, 1.0)
+    return busiest_rank_sequences(tokens / per_seq, attn_dp) * per_seq
+
+
+def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: float, tp: int,
+               ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16",
+               kv_dtype: str | None = None, phase: str = "decode", attn_dp: int = 1) -> list[Op]:
+    """The ops one GPU runs for one decoder layer in one step, in execution order.
+
+    layer: a layer index, or a kind from `layer_kinds` ("dense" / "moe").
+    tokens: tokens processed in the step (decode: the batch; prefill: batch x prompt length).
+    context: decode: cached tokens each sequence attends over; prefill: the prompt length (causal,
+        so the mean query sees (context + 1) / 2 keys; batch = tokens / context).
+    kv_dtype: defaults to act_dtype.
+    attn_dp: data-parallel attention degree (1, or tp for MoE models with ep = tp): attention and
+        the residual path run on tokens / attn_dp with whole heads; experts (and dense layers' MLP,
+        after gathering the tokens) keep their tp / ep sharding over all tokens.
+    """
+    kind = layer_kind(cfg, layer)
+    check_tp(cfg, tp)
+    check_ep(cfg, ep)
+    _check_work(tokens, context, phase)
+    tp_attn = check_attn_dp(cfg, tp, ep, attn_dp)
+    local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
+    b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype))
+    attention = _mla_ops if cfg.is_mla else _gqa_ops
+    ops = [_rms_norm("input_norm", local, cfg.hidden_size, b)]
+    ops += attention(cfg, local, context, tp_attn, b, phase)
+    ops += [_residual("attn_residual", local, cfg, b),
+            _rms_norm("post_attn_norm", local, cfg.hidden_size, b)]
+    if kind == "moe":
+        ops += _moe_ops(cfg, tokens, tp, ep, b)
+    else:
+        ops += _mlp_ops("mlp", cfg, tokens, cfg.intermediate_size / tp, b)
+    ops.append(_residual("mlp_residual", local, cfg, b))
+    return ops
+
+
+def embedding_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16",
+                  act_dtype: str = "bf16") -> list[Op]:
+    """Vocabulary-parallel embedding lookup (vLLM `VocabParallelEmbedding`): each rank copies the rows
+    it owns (tokens/tp on average) and writes zeros for the rest (`comms` adds the all-reduce)."""
+    check_tp(cfg, tp)
+    check_amount("tokens", tokens, minimum=0, strict=True)
+    h, w, a = cfg.hidden_size, dtype_bytes(weight_dtype), dtype_bytes(act_dtype)
+    return [Op("embedding", 0.0, tokens * h * w / tp + tokens * h * a, "elementwise")]
+
+
+def lm_head_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16",
+                act_dtype: str = "bf16") -> list[Op]:
+    """Final norm and vocabulary-parallel LM head for `tokens` rows (in prefill only the last token
+    of each prompt needs logits: pass the batch size). Each rank computes its vocab_size/tp slice."""
+    check_tp(cfg, tp)
+    check_amount("tokens", tokens, minimum=0, strict=True)
+    b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), 0.0)
+    return [_rms_norm("final_norm", tokens, cfg.hidden_size, b),
+            _gemm("lm_head", m=tokens, k=cfg.hidden_size, n=cfg.vocab_size / tp, b=b)]
+
+
+__all__ = ["OP_KINDS", "Op", "PHASES", "embedding_ops", "expected_experts_hit", "layer_work", "lm_head_ops"]

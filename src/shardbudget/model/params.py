@@ -1,0 +1,167 @@
+"""Parameter counts and memory per GPU: weights of the heaviest pipeline stage, and the KV cache.
+
+Parameters are element counts; bytes come from a dtype (`shardbudget.dtypes`). The same per-rank
+counts serve the model's totals (tp = 1) and each GPU's share, so the two cannot drift apart.
+Batch and context may be numpy arrays: memory over a whole (batch, context) grid in one call.
+"""
+
+from __future__ import annotations
+
+from ..dtypes import dtype_bytes
+from ..errors import PlanError
+from .config import ModelConfig, layer_kinds
+from .plan import busiest_rank_sequences, check_amount, check_attn_dp, check_ep, check_pp, check_tp, stage_layer_counts
+
+
+def kv_heads_per_gpu(cfg: ModelConfig, tp: int) -> float:
+    """KV heads each rank holds: K/tp, or 1 when tp > K (each head replicated tp/K times)."""
+    return max(cfg.num_kv_heads / tp, 1.0)
+
+
+def _attention_params_per_gpu(cfg: ModelConfig, tp: int) -> float:
+    """Attention weights on one rank, plus the layer's two RMSNorms (replicated)."""
+    h, norms = cfg.hidden_size, 2 * cfg.hidden_size
+    if cfg.is_mla:
+        return _mla_params_per_gpu(cfg, tp) + norms
+    heads, d = cfg.num_heads / tp, cfg.head_dim
+    qkv_width = (heads + 2 * kv_heads_per_gpu(cfg, tp)) * d  # fused QKV output columns per rank
+    params = h * qkv_width + heads * d * h                     # QKV (column-) + O (row-parallel)
+    params += qkv_width if cfg.qkv_bias else 0
+    params += 2 * d if cfg.qk_norm else 0                      # q_norm, k_norm: replicated
+    return params + norms
+
+
+def _mla_params_per_gpu(cfg: ModelConfig, tp: int) -> float:
+    h, heads, q_lora = cfg.hidden_size, cfg.num_heads / tp, cfg.q_lora_rank
+    qk_dim = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
+    latent = cfg.kv_lora_rank + cfg.qk_rope_head_dim
+    # q: down-projection + its norm (replicated), then the column-parallel up-projection.
+    q = h * q_lora + q_lora + q_lora * heads * qk_dim if q_lora else h * heads * qk_dim
+    # kv: kv_a_proj_with_mqa + kv_a_layernorm (replicated), kv_b_proj = W_UK and W_UV (column-par.).
+    kv = (h * latent + cfg.kv_lora_rank
+          + cfg.kv_lora_rank * heads * (cfg.qk_nope_head_dim + cfg.v_head_dim))
+    return q + kv + heads * cfg.v_head_dim * h                 # + O (row-parallel)
+
+
+def _ffn_params_per_gpu(cfg: ModelConfig, kind: str, tp: int, ep: int) -> float:
+    h = cfg.hidden_size
+    if kind == "dense":
+        return 3 * h * cfg.intermediate_size / tp              # gate, up, down
+    expert = 3 * h * cfg.moe_intermediate_size
+    routed = cfg.num_experts / ep * expert if ep > 1 else cfg.num_experts * expert / tp
+    return router_params(cfg) + routed + shared_params(cfg) / tp
+
+
+def router_params(cfg: ModelConfig) -> float:
+    return cfg.num_experts * cfg.hidden_size + (cfg.num_experts if cfg.router_bias else 0)
+
+
+def shared_params(cfg: ModelConfig) -> float:
+    # Qwen2-MoE's one-output shared_expert_gate (hidden weights per layer) is left out: < 0.01 %.
+    return 3 * cfg.hidden_size * cfg.num_shared_experts * cfg.shared_expert_intermediate_size
+
+
+def total_params(cfg: ModelConfig) -> int:
+    """Every parameter of the model: embedding, layers, final norm and (untied) LM head."""
+    kinds = layer_kinds(cfg)
+    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + _ffn_params_per_gpu(cfg, kind, 1, 1))
+                 for kind, n in kinds.items())
+    matrix = cfg.vocab_size * cfg.hidden_size
+    return round(layers + matrix * (1 if cfg.tie_embeddings else 2) + cfg.hidden_size)
+
+
+def active_params(cfg: ModelConfig, *, include_embedding: bool = True) -> int:
+    """Parameters one token touches: all but the routed experts it is not sent to.
+
+    The LM head always counts. `include_embedding=False` drops the (untied) embedding table, whose
+    one looked-up row costs no FLOPs. Vendors differ: DeepSeek-V3's "37B activated" is 36.6B
+    without the embedding (README_WEIGHTS.md), Mistral's 12.9B for Mixtral-8x7B includes it.
+    """
+    h = cfg.hidden_size
+    active_ffn = {
+        "dense": 3 * h * cfg.intermediate_size,
+        "moe": router_params(cfg) + shared_params(cfg)
+        + cfg.experts_per_token * 3 * h * cfg.moe_intermediate_size,
+    }
+    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + active_ffn[kind])
+                 for kind, n in layer_kinds(cfg).items())
+    matrix = cfg.vocab_size * h
+    embedding = matrix if include_embedding and not cfg.tie_embeddings else 0
+    return round(layers + matrix + embedding + h)
+
+
+def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
+                         weight_dtype: str = "bf16", attn_dp: int = 1) -> float:
+    """Weight bytes on the most loaded GPU of the plan (the heaviest pipeline stage).
+
+    Counts replicated KV heads when tp > num_kv_heads, replicated norms / router / MLA
+    down-projections, the vocabulary-parallel embedding on the first stage and the LM head and final
+    norm on the last (a tied LM head needs its own copy there when pp > 1). Every tensor is in
+    `weight_dtype`; quantized checkpoints that keep norms in bf16 differ by < 0.01 %.
+    """
+    check_tp(cfg, tp)
+    check_ep(cfg, ep)
+    check_pp(cfg, pp)
+    tp_attn = check_attn_dp(cfg, tp, ep, attn_dp)  # data-parallel attention replicates its weights
+    shared_extra = shared_params(cfg) * (1 - 1 / tp) if tp_attn != tp else 0.0  # and the shared experts'
+    per_layer = {kind: _attention_params_per_gpu(cfg, tp_attn) + _ffn_params_per_gpu(cfg, kind, tp, ep)
+                 + (shared_extra if kind == "moe" else 0.0) for kind in layer_kinds(cfg)}
+    vocab_shard = cfg.vocab_size * cfg.hidden_size / tp   # elements per rank of embedding / LM head
+    heaviest, start = 0.0, 0
+    for stage, count in enumerate(stage_layer_counts(cfg.num_layers, pp)):
+        dense = sum(1 for i in cfg.dense_layers if start <= i < start + count) if cfg.is_moe else count
+        params = dense * per_layer.get("dense", 0.0) + (count - dense) * per_layer.get("moe", 0.0)
+        if stage == 0:
+            params += vocab_shard
+        if stage == pp - 1:
+            shares_embedding = cfg.tie_embeddings and pp == 1
+            params += cfg.hidden_size + (0.0 if shares_embedding else vocab_shard)
+        heaviest, start = max(heaviest, params), start + count
+    return heaviest * dtype_bytes(weight_dtype)
+
+
+def _kv_elems_per_token_layer(cfg: ModelConfig, tp: int) -> float:
+    """Cached elements per token per layer on one rank."""
+    if cfg.is_mla:
+        return cfg.kv_lora_rank + cfg.qk_rope_head_dim  # the latent; every rank keeps all of it
+    return 2 * kv_heads_per_gpu(cfg, tp) * cfg.head_dim  # K and V of this rank's (replicated) heads
+
+
+def kv_bytes_per_token(cfg: ModelConfig, kv_dtype: str = "bf16") -> float:
+    """KV-cache bytes one token adds to the whole (unsharded) model.
+
+    GQA: 2 (K and V) x layers x kv_heads x head_dim x bytes; MLA: layers x (kv_lora_rank +
+    qk_rope_head_dim) x bytes.
+    """
+    return cfg.num_layers * _kv_elems_per_token_layer(cfg, 1) * dtype_bytes(kv_dtype)
+
+
+def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: int, pp: int = 1,
+                           kv_dtype: str = "bf16", attn_dp: int = 1) -> float:
+    """KV-cache bytes on the most loaded GPU for `batch` sequences of `context` tokens each (with
+    data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole heads)."""
+    check_tp(cfg, tp)
+    if attn_dp > 1:
+        if attn_dp != tp:
+            raise PlanError(f"data-parallel attention needs dp = tp; got dp {attn_dp}, tp {tp}")
+        busiest = busiest_rank_sequences(batch, attn_dp)  # whole sequences per rank
+        return kv_cache_bytes_per_gpu(cfg, batch=busiest, context=context, tp=1, pp=pp, kv_dtype=kv_dtype)
+    check_pp(cfg, pp)
+    check_amount("batch", batch, minimum=0, strict=False)
+    check_amount("context", context, minimum=0, strict=False)
+    layers = max(stage_layer_counts(cfg.num_layers, pp))
+    # bytes per GPU: batch * context * layers on the stage * cached elements per layer * dtype
+    return batch * context * layers * _kv_elems_per_token_layer(cfg, tp) * dtype_bytes(kv_dtype)
+
+
+def memory_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, attn_dp: int = 1, batch, context,
+                         weight_dtype: str = "bf16", kv_dtype: str = "bf16", workspace_bytes: float = 0.0):
+    """Weights + KV cache for batch x context + a fixed workspace, bytes on the most loaded GPU;
+    an array when batch or context is one (they broadcast)."""
+    weights = weight_bytes_per_gpu(cfg, tp=tp, pp=pp, ep=ep, weight_dtype=weight_dtype, attn_dp=attn_dp)
+    kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=tp, pp=pp, kv_dtype=kv_dtype, attn_dp=attn_dp)
+    return weights + kv + workspace_bytes
+
+
+__all__ = ["active_params", "kv_bytes_per_token", "kv_cache_bytes_per_gpu", "kv_heads_per_gpu",
+           "memory_bytes_per_gpu", "router_params", "shared_params", "total_params", "weight_bytes_per_gpu"]

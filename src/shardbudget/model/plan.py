@@ -1,0 +1,142 @@
+"""A parallel plan (TP x PP x EP x data-parallel attention) and the rules a model sets for it.
+
+Each divisibility or topology limit is one function with a message that quotes the numbers, as
+engines refuse such plans ("tp (6) must divide num_attention_heads (64)"); `Plan.check(cfg)` runs
+them all. Amounts (tokens, context, batch) may be numpy arrays: the step model evaluates a whole
+grid of batch sizes and context lengths at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import PlanError
+from .config import ModelConfig, layer_kinds
+
+
+@dataclass(frozen=True)
+class Plan:
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    """Data-parallel attention inside the TP group (1, or tp for MoE models with ep = tp)."""
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        return (f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
+                + (f" DP-attention{self.dp}" if self.dp > 1 else ""))
+
+    @property
+    def attention_tp(self) -> int:
+        """TP degree of attention: tp, or 1 when attention is data-parallel across the group."""
+        return 1 if self.dp > 1 else self.tp
+
+    def check(self, cfg: ModelConfig) -> Plan:
+        """This plan if the model allows it, else a PlanError naming the rule it breaks."""
+        check_tp(cfg, self.tp)
+        check_ep(cfg, self.ep)
+        check_pp(cfg, self.pp)
+        check_attn_dp(cfg, self.tp, self.ep, self.dp)
+        return self
+
+
+def _check_degree(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PlanError(f"{name} ({value!r}) must be a positive integer")
+
+
+def check_tp(cfg: ModelConfig, tp: int) -> None:
+    _check_degree("tp", tp)
+    if cfg.num_heads % tp:
+        raise PlanError(f"tp ({tp}) must divide num_attention_heads ({cfg.num_heads})")
+    kv = cfg.num_kv_heads
+    if not cfg.is_mla and kv % tp and tp % kv:  # MLA has one latent KV, replicated on every rank
+        raise PlanError(f"tp ({tp}) must divide num_key_value_heads ({kv}) or be a multiple of it")
+
+
+def check_ep(cfg: ModelConfig, ep: int) -> None:
+    _check_degree("ep", ep)
+    if ep == 1:
+        return
+    if not cfg.is_moe:
+        raise PlanError(f"ep ({ep}) > 1 needs a mixture-of-experts model; {cfg.name} has no experts")
+    if cfg.num_experts % ep:
+        raise PlanError(f"ep ({ep}) must divide the number of routed experts ({cfg.num_experts})")
+
+
+def check_pp(cfg: ModelConfig, pp: int) -> None:
+    _check_degree("pp", pp)
+    if pp > cfg.num_layers:
+        raise PlanError(f"pp ({pp}) must not exceed num_hidden_layers ({cfg.num_layers})")
+
+
+def check_attn_dp(cfg: ModelConfig, tp: int, ep: int, attn_dp: int) -> int:
+    """Data-parallel attention (SGLang --enable-dp-attention, vLLM DP + EP): every GPU of the TP group
+    runs attention for its own 1/attn_dp of the sequences with whole heads, while the experts are
+    spread over EP. Only attn_dp = 1 or attn_dp = tp (attention TP = 1) with ep = tp is modelled.
+    Returns the attention TP degree."""
+    if attn_dp == 1:
+        return tp
+    if attn_dp != tp or ep != tp or not cfg.is_moe:
+        raise PlanError(f"data-parallel attention (dp {attn_dp}) needs an MoE model with dp = ep = tp; "
+                        f"got tp {tp}, ep {ep}")
+    return 1
+
+
+def check_amount(name: str, value: Any, *, minimum: float, strict: bool) -> None:
+    """A finite number (or array of them) at least `minimum` (greater, if strict)."""
+    is_array = isinstance(value, np.ndarray) and value.dtype.kind in "iuf"
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not (number or is_array):
+        raise PlanError(f"{name} ({value!r}) must be a finite number")
+    if isinstance(value, int) and abs(value) >= 1e300:  # an int too large for a float
+        raise PlanError(f"{name} ({value!r}) must be a finite number")
+    arr = np.asarray(value, dtype=float)
+    # |value| < 1e300 also refuses inf and NaN
+    bad = ~(np.abs(arr) < 1e300) | (arr < minimum) | ((arr == minimum) if strict else False)
+    if np.any(bad):
+        first = arr[bad].flat[0] if arr.ndim else value
+        bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+        raise PlanError(f"{name} ({first!r}) must be a finite number {bound}")
+
+
+def layer_kind(cfg: ModelConfig, layer: int | str) -> str:
+    """'dense' or 'moe', for a layer index or a kind of `config.layer_kinds`."""
+    if isinstance(layer, int) and not isinstance(layer, bool):
+        if not 0 <= layer < cfg.num_layers:
+            raise PlanError(f"layer ({layer}) must be from 0 to {cfg.num_layers - 1} "
+                            f"({cfg.name} has {cfg.num_layers} layers)")
+        return "moe" if cfg.is_moe_layer(layer) else "dense"
+    kinds = layer_kinds(cfg)
+    if layer not in kinds:
+        raise PlanError(f"layer {layer!r} is neither a layer index nor a layer kind of {cfg.name} "
+                        f"({', '.join(kinds)})")
+    return layer
+
+
+def stage_layer_counts(num_layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage, split as vLLM's get_pp_indices does: evenly, with the remainder
+    going to the stages before the last (which also holds the LM head)."""
+    counts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        counts[-i] += 1
+    return counts
+
+
+def busiest_rank_sequences(batch, attn_dp: int):
+    """Sequences on the busiest data-parallel attention rank: whole sequences go to one rank, so
+    with `batch` sequences over attn_dp ranks the busiest holds ceil(batch / attn_dp)."""
+    if attn_dp == 1:
+        return batch
+    return np.ceil(np.asarray(batch, dtype=float) / attn_dp - 1e-9)
+
+
+__all__ = ["Plan", "busiest_rank_sequences", "check_amount", "check_attn_dp", "check_ep", "check_pp", "check_tp",
+           "layer_kind", "stage_layer_counts"]

@@ -1,0 +1,92 @@
+"""What a step costs beyond FLOPs and bytes (`Efficiency`, per engine) and how a plan is run
+(`PlanSettings`): two different things, kept apart.
+
+`Efficiency` holds achievable fractions of the GPU's peaks and fixed per-kernel and per-step costs:
+properties of the hardware and of the engine that drives it. `PlanSettings` holds the choices a user
+makes for one deployment: overlap, sequence parallelism, how much memory the engine may take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .errors import PlanError, UnknownNameError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Efficiency:
+    """Achievable fractions of the GPU's peaks and fixed per-kernel costs.
+
+    Defaults are measured figures: large BF16 GEMMs reach ~70% of dense peak on H100 (cuBLAS, as in
+    NVIDIA's and others' published GEMM benchmarks); weight streaming in decode reaches ~80% of HBM
+    peak (gpt-fast reports 1,000+ GB/s of 2,000 on A100-PCIe at batch 1 with int8; vLLM/TRT-LLM
+    decode kernels 75-85%); with CUDA graphs each kernel adds ~1.5 us of launch gap.
+    """
+
+    flops: float = 0.70
+    """Fraction of dense BF16 tensor-core peak reached by GEMMs and attention."""
+    flops_fp8: float = 0.60
+    """Fraction of dense FP8 peak reached by FP8 GEMMs (cuBLAS FP8 reaches a smaller share of its
+    doubled peak than BF16 does of its own)."""
+    memory: float = 0.80
+    """Fraction of HBM/GDDR peak bandwidth reached by memory-bound kernels."""
+    kernel_launch_s: float = 1.5e-6
+    """Per-kernel gap between back-to-back kernels under CUDA graphs, seconds."""
+    step_overhead_s: float = 1.0e-3
+    """Host work per step outside the GPU's critical path: scheduling, sampling, output handling."""
+    overhead_per_seq_s: float = 20e-6
+    """Host work per sequence per step (sampling, detokenisation, scheduler bookkeeping)."""
+    host_per_kernel_s: float = 0.0
+    """Host time to launch one kernel when the engine does not replay CUDA graphs (eager mode)."""
+    host_per_collective_s: float = 0.0
+    """Extra host time per collective and per peer in eager mode (Python + NCCL enqueue, rank skew)."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanSettings:
+    """How one deployment runs its plan."""
+
+    overlap: bool = False
+    """Overlap communication with compute (off for decode: the all-reduce sits between matmuls)."""
+    sequence_parallel: bool = False
+    """Megatron sequence parallelism: each TP all-reduce becomes a reduce-scatter + all-gather (off for
+    decode, where it doubles the per-layer latency terms; it pays for prefill memory)."""
+    memory_utilization: float = 0.90
+    """Share of GPU memory the engine may use (vLLM's gpu_memory_utilization default)."""
+    workspace_bytes: float = 2.0e9
+    """Per-GPU memory for CUDA context, NCCL buffers, activations and graphs, bytes."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.memory_utilization <= 1:
+            raise PlanError(f"memory utilization must be in (0, 1], got {self.memory_utilization!r}")
+        if not self.workspace_bytes >= 0:
+            raise PlanError(f"workspace must be a non-negative number of bytes, got {self.workspace_bytes!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Engine presets. A decode step's time is max(GPU time, host launch time) + step overhead: with CUDA
+# graphs the host replays the whole step at once; in eager mode it launches every kernel itself and
+# becomes the bottleneck once TP makes each kernel short. Fitted on ../shared/data/decode_tp.csv:
+# "graphs" on vLLM V1 / SGLang rows (B200, GB200 Llama-70B TP4), "vllm-v0" on vLLM 0.7.2 QwQ-32B
+# (TP2-8, A100), "eager" on TGI CodeLlama-34B (A100/H100, TP1-4: no gain past TP2).
+ENGINES: dict[str, dict] = {
+    "graphs": {},
+    "vllm-v0": {"step_overhead_s": 6.0e-3, "overhead_per_seq_s": 0.2e-3},
+    "eager": {"kernel_launch_s": 3.0e-6, "host_per_kernel_s": 37e-6, "host_per_collective_s": 35e-6,
+              "step_overhead_s": 3.0e-3},
+}
+
+
+def engine_efficiency(engine: str, **overrides) -> Efficiency:
+    """The Efficiency of a named engine preset, with field overrides."""
+    if engine not in ENGINES:
+        raise UnknownNameError("engine", engine, ENGINES)
+    return Efficiency(**{**ENGINES[engine], **overrides})
+
+
+__all__ = ["ENGINES", "Efficiency", "PlanSettings", "engine_efficiency"]
