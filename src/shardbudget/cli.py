@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import units
-from .collectives import crossover_bytes, make_group, normalize_op, sweep
+from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
 from .dtypes import dtype_bytes
 from .errors import MeasureError, PlanError, ShardbudgetError
@@ -117,14 +117,15 @@ def allreduce(
                      "crossover_bytes": cross,
                      "rows": [_row_dict(c) for c in costs]})
     else:
-        tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross)
+        why = custom_allreduce_allowed(group) if op == "all-reduce" else "custom kernels are all-reduce only"
+        tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why)
     if plot:
         _write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op), plot)
 
 
 def _row_dict(c) -> dict:
     return {"bytes": c.msg_bytes, "time_s": c.time_s, "latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s,
-            "algorithm": c.algorithm, "protocol": c.protocol, "algbw_bytes_per_s": c.algbw_bytes_per_s,
+            "algorithm": c.algorithm, "protocol": c.protocol, "impl": c.impl, "algbw_bytes_per_s": c.algbw_bytes_per_s,
             "busbw_bytes_per_s": c.busbw_bytes_per_s}
 
 
@@ -182,7 +183,7 @@ def plan_cmd(
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
     engine: Annotated[str, typer.Option("--engine", help="graphs (vLLM V1/SGLang/TRT-LLM with CUDA graphs) | vllm-v0 | eager (no CUDA graphs)")] = "graphs",
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
-    overlap: Annotated[bool, typer.Option("--overlap", help="Overlap communication with compute (step = max, not sum).")] = False,
+    overlap: Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")] = "none",
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,

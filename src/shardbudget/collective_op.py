@@ -79,4 +79,14 @@ def busbw_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
-__all__ = ["CollectiveOp", "busbw_factor", "op_or_none", "parse_op"]
+def nccl_tests_count(op: str, size_bytes: float, elem_bytes: float, ranks: int) -> int:
+    """nccl-tests' "count" column: elements per rank. all-reduce, broadcast, reduce, send/recv: the
+    whole buffer; all-gather: each rank's send share of the gathered size; reduce-scatter: each
+    rank's output share; all-to-all: what each rank sends to one peer (size / n of each)."""
+    op = parse_op(op)
+    elements = int(size_bytes // elem_bytes)
+    split = op in (CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL)
+    return elements // ranks if split and ranks > 0 else elements
+
+
+__all__ = ["CollectiveOp", "busbw_factor", "nccl_tests_count", "op_or_none", "parse_op"]

@@ -152,6 +152,8 @@ class Candidate:
     algbw_bytes_per_s: float
     max_bytes: float = math.inf
     """Largest message the implementation accepts (custom kernels stop at a buffer size)."""
+    impl: str = "nccl"
+    """Which library runs it: nccl, or custom (an engine's one-/two-shot kernel)."""
 
     def time_s(self, msg_bytes):
         return self.latency_s + msg_bytes / self.algbw_bytes_per_s
@@ -307,10 +309,11 @@ def _custom(group: Group, shots: int) -> Candidate | None:
     if shots == 1:
         # one-shot: each rank reads all p-1 peers' full buffers and reduces locally
         algbw = path.busbw_bytes_per_s / (p - 1)
-        return Candidate("one-shot", "ll", latency, algbw, custom.one_shot_max_bytes if p > 2 else custom.max_bytes)
+        return Candidate("one-shot", "ll", latency, algbw, custom.one_shot_max_bytes if p > 2 else custom.max_bytes,
+                         impl="custom")
     # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
     algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
-    return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes)
+    return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes, impl="custom")
 
 
 def _hierarchical(group: Group, op: str, small: bool = False) -> Candidate | None:
@@ -469,6 +472,8 @@ class Cost:
     busbw_bytes_per_s: float
     crossover_bytes: float
     """Message size where this algorithm's bandwidth term equals its latency term."""
+    impl: str = "nccl"
+    """The library that runs the chosen algorithm: nccl or custom."""
 
     @property
     def latency_share(self) -> float:
@@ -494,7 +499,7 @@ def _cost(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
                 algorithm=c.algorithm, protocol=c.protocol, time_s=time_s, latency_s=c.latency_s,
                 bandwidth_s=bandwidth_s, algbw_bytes_per_s=algbw,
                 busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks) if group.ranks > 1 else 0.0,
-                crossover_bytes=c.latency_s * c.algbw_bytes_per_s)
+                crossover_bytes=c.latency_s * c.algbw_bytes_per_s, impl=c.impl)
 
 
 def collective_cost(op: str, msg_bytes: float, system: System | str, *, nodes: int = 1,

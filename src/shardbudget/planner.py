@@ -1,15 +1,11 @@
 """Sweep parallel plans and answer the question: how far can this model be sharded on this fabric?
 
-For each batch size the planner reports every valid plan's inter-token latency (ITL), its compute and
-communication parts, TTFT, memory per GPU, and four verdicts:
-
-- min_tp_memory  the smallest TP whose weights + KV cache + workspace fit in GPU memory;
-- max_tp_budget  the largest TP (that fits) whose ITL still meets the budget;
-- best_tp        the latency-optimal TP: going to the next TP lowers ITL by less than
-                 `knee_threshold` (default 10%: doubling the GPUs
-                 for less is not worth it), or raises it;
-- sharded too far  every TP at which communication is more than `comm_threshold` (default 30%) of
-                 the ITL (the fabric, not the GPUs, sets the latency), or that lies past best_tp.
+For each batch size the planner prices every valid plan (TP x PP x EP x data-parallel attention):
+inter-token latency (ITL) with its compute, communication and host parts, TTFT, memory per GPU;
+`verdicts.judge` then gives the verdicts over all of them (fits, meets budget, latency-optimal,
+sharded too far, comm-bound; each defined once in `verdicts`). The BatchResult keeps the summary
+numbers: min_tp_memory (smallest TP of a plan that fits), max_tp_budget (largest TP of a plan that
+meets every budget), best_tp and best_plan (the latency-optimal plan).
 """
 
 from __future__ import annotations
@@ -29,31 +25,8 @@ from .model import ModelConfig, Plan, Precision, load_model, memory_bytes_per_gp
 from .model.plan import check_tp
 from .settings import Efficiency, PlanSettings
 from .step import compile_step
-from .units import format_decimal_bytes, format_rate, format_seconds
-
-
-@dataclass(frozen=True)
-class Row:
-    tp: int
-    pp: int
-    ep: int
-    dp: int
-    """Data-parallel attention degree (1: attention is tensor-parallel like the rest)."""
-    itl_s: float
-    compute_s: float
-    comm_s: float
-    comm_share: float
-    comm_latency_s: float
-    other_s: float
-    """Host-bound time and per-step overhead (ITL minus compute minus communication)."""
-    ttft_s: float
-    mem_bytes_per_gpu: float
-    fits_memory: bool
-    meets_budget: bool
-    verdict: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+from .units import format_rate, format_seconds
+from .verdicts import Row, Thresholds, Verdict, judge
 
 
 @dataclass(frozen=True)
@@ -61,13 +34,27 @@ class BatchResult:
     batch: int
     rows: tuple[Row, ...]
     min_tp_memory: int | None
+    """The smallest TP of any plan that fits (its PP may be > 1)."""
     max_tp_budget: int | None
+    """The largest TP of any plan that meets every budget."""
     best_tp: int | None
+    """The latency-optimal plan's TP."""
     verdict: str
+    min_gpus_memory: int | None = None
+    """The fewest GPUs of any plan that fits."""
+    judgement: Verdict | None = None
+    """Every verdict with the rows it points at (verdicts.Verdict): what plan, report, explain and the
+    figures all read."""
+
+    @property
+    def best_plan(self) -> dict | None:
+        return self.judgement.best_plan if self.judgement else None
 
     def to_dict(self) -> dict:
         return {"batch": self.batch, "rows": [r.to_dict() for r in self.rows], "min_tp_memory": self.min_tp_memory,
-                "max_tp_budget": self.max_tp_budget, "best_tp": self.best_tp, "verdict": self.verdict}
+                "max_tp_budget": self.max_tp_budget, "best_tp": self.best_tp, "best_plan": self.best_plan,
+                "min_gpus_memory": self.min_gpus_memory,
+                "verdict": self.verdict}
 
 
 @dataclass(frozen=True)
@@ -101,41 +88,59 @@ def _tp_problem(cfg: ModelConfig, tp: int) -> str | None:
         return str(err)
 
 
-def plan_notes(cfg: ModelConfig, system: System, nodes: int) -> list[str]:
+def _tp_degrees(system: System, total: int) -> list[int]:
+    """TP degrees worth sweeping: powers of two, and whole nodes (TP beyond one node spans whole
+    nodes of the scale-out network), up to every GPU of the nodes."""
+    gpn = system.gpus_per_node
+    powers = {2 ** k for k in range(0, 17) if 2 ** k <= total}
+    whole_nodes = {gpn * k for k in range(1, total // gpn + 1)}
+    return sorted(t for t in powers | whole_nodes if t <= gpn or t % gpn == 0)
+
+
+def _dp_attention_ok(cfg: ModelConfig, tp: int) -> bool:
+    """Data-parallel attention (dp = ep = tp) needs experts that divide over the group, not heads."""
+    return cfg.is_moe and tp > 1 and cfg.num_experts % tp == 0
+
+
+def plan_notes(cfg: ModelConfig, system: System, nodes: int, plans: Sequence[Plan] = ()) -> list[str]:
     """What the sweep left out and why, and where KV heads are replicated (as vLLM does)."""
     total = nodes * system.gpus_per_node
     notes = []
-    for tp in (2 ** k for k in range(1, 12)):
+    for tp in (2 ** k for k in range(1, 17)):
         if tp > total:
             break
         if tp > system.gpus_per_node and tp % system.gpus_per_node:
             notes.append(f"TP{tp} skipped: TP beyond one node must span whole nodes of {system.gpus_per_node} GPUs")
         elif (why := _tp_problem(cfg, tp)) is not None:
-            notes.append(f"TP{tp} skipped: {why}")
+            offered = " (offered with data-parallel attention, which needs no head split)" \
+                if _dp_attention_ok(cfg, tp) else ""
+            notes.append(f"TP{tp} skipped: {why}{offered}")
         elif not cfg.is_mla and tp > cfg.num_kv_heads:
             notes.append(f"TP{tp}: {cfg.num_kv_heads} KV heads for {tp} GPUs, so each KV head is replicated on "
                          f"{tp // cfg.num_kv_heads} GPUs (KV cache and K/V weights per GPU stop shrinking)")
+    used = max((p.gpus for p in plans), default=total)
+    if used < total:
+        notes.append(f"no valid plan uses all {total} GPUs: the largest uses {used}")
     return notes
 
 
 def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = False) -> list[Plan]:
-    """TP in powers of two up to every GPU of the nodes (TP beyond a node spans whole nodes), PP
-    that completes the cluster (TP inside a node, PP across nodes); for MoE models also EP = TP, with
-    attention either tensor-parallel (dp = 1) or data-parallel across the group (dp = tp)."""
+    """Every plan the model and the nodes allow: TP over `_tp_degrees` where the heads divide; PP of
+    any degree that completes the cluster (every degree that fits with `pp_all`), at most one stage
+    per layer; for MoE models also EP = TP, and data-parallel attention (dp = ep = tp) wherever the
+    experts divide over the group."""
     total = nodes * system.gpus_per_node
-    tps = [t for t in (2 ** k for k in range(0, 12)) if t <= total]
-    tps = [t for t in tps if (t <= system.gpus_per_node or t % system.gpus_per_node == 0)
-           and _tp_problem(cfg, t) is None]
     plans: list[Plan] = []
-    for tp in tps:
-        pps = [1]
-        for pp in (2 ** k for k in range(1, 12)):
-            if tp * pp <= total and pp <= cfg.num_layers and (pp_all or tp * pp == total):
-                pps.append(pp)
+    for tp in _tp_degrees(system, total):
+        heads_ok, dp_ok = _tp_problem(cfg, tp) is None, _dp_attention_ok(cfg, tp)
+        pps = [pp for pp in range(1, total // tp + 1) if pp <= cfg.num_layers
+               and (pp == 1 or pp_all or tp * pp == total)]
         for pp in pps:
-            plans.append(Plan(tp, pp, 1))
-            if cfg.is_moe and tp > 1 and cfg.num_experts % tp == 0:
-                plans.append(Plan(tp, pp, tp))
+            if heads_ok:
+                plans.append(Plan(tp, pp, 1))
+                if dp_ok:
+                    plans.append(Plan(tp, pp, tp))
+            if dp_ok:
                 plans.append(Plan(tp, pp, tp, tp))  # attention data-parallel, experts over EP
     if not plans:
         raise PlanError(f"no valid TP degree for {cfg.name} on {total} GPUs of {system.name} "
@@ -218,7 +223,8 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batch_arr, context=context, impl=check_impl(impl),
                                   precision=precision, eff=eff, settings=settings, budgets=budgets)
                     for p in plans}
-    results = [_verdicts(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets)
+    usable = sysm.gpu.memory_bytes * settings.memory_utilization
+    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets, usable)
                for i, b in enumerate(batches)]
     assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl,
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
@@ -226,7 +232,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                    "knee_threshold": knee_threshold, "ttft": f"prefill of one {context}-token prompt",
                    "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
                    "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
-                   "notes": plan_notes(cfg, sysm, nodes)}
+                   "notes": plan_notes(cfg, sysm, nodes, plans)}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, results=tuple(results),
                       assumptions=assumptions)
@@ -268,110 +274,15 @@ class _Where:
         return f"{self.cfg.name} on {name}"
 
 
-def _tp_line(rows: list[Row]) -> list[Row]:
-    """The TP-only rows (pp = 1, and for MoE the faster of ep = 1 / ep = tp), ordered by TP."""
-    best: dict[int, Row] = {}
-    for r in rows:
-        if r.pp == 1 and (r.tp not in best or r.itl_s < best[r.tp].itl_s):
-            best[r.tp] = r
-    return [best[t] for t in sorted(best)]
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What the verdicts of one batch size are computed from."""
-
-    batch: int
-    line: list[Row]
-    fitting: list[Row]
-    min_tp: int | None
-    max_tp: int | None
-    best: Row | None
-    too_far: set[int]
-
-
-def _verdicts(batch: int, rows: list[Row], where: _Where, budgets: Budgets) -> BatchResult:
-    budget_s, comm_threshold, knee_threshold = budgets.budget_s, budgets.comm_threshold, budgets.knee_threshold
-    line = _tp_line(rows)
-    fitting = [r for r in line if r.fits_memory]
-    min_tp = fitting[0].tp if fitting else None
-    meeting = [r for r in fitting if budget_s is None or r.itl_s <= budget_s]
-    max_tp = meeting[-1].tp if meeting else None
-    best = None
-    for cur, nxt in zip(fitting, fitting[1:] + [None]):
-        if nxt is None or cur.itl_s / nxt.itl_s - 1 < knee_threshold:
-            best = cur
-            break
-    # Too far: communication is a visible share of the token (the fabric sets the latency), or the
-    # TP is past the latency-optimal point (more GPUs, no faster).
-    too_far = {r.tp for r in fitting if r.tp > 1 and (r.comm_share > comm_threshold or (best and r.tp > best.tp))}
-    labelled = []
-    for r in rows:
-        labelled.append(Row(**{**asdict(r), "verdict": _row_verdict(r, best, too_far, budgets)}))
-    text = _verdict_text(_Facts(batch, line, fitting, min_tp, max_tp, best, too_far), where, budgets)
-    return BatchResult(batch=batch, rows=tuple(labelled), min_tp_memory=min_tp, max_tp_budget=max_tp,
-                       best_tp=best.tp if best else None, verdict=text)
-
-
-def _row_verdict(r: Row, best: Row | None, too_far: set[int], budgets: Budgets) -> str:
-    budget_s, comm_threshold = budgets.budget_s, budgets.comm_threshold
-    if not r.fits_memory:
-        return "does not fit"
-    if r.pp == 1 and r.tp in too_far:
-        return "sharded too far"
-    if budget_s is not None and r.itl_s > budget_s:
-        return "over budget"
-    if best and r.pp == 1 and r.tp == best.tp and (r.ep == best.ep):
-        return "latency-optimal"
-    if r.comm_share > comm_threshold:
-        return "comm-heavy"
-    return "ok"
-
-
-def _verdict_text(f: _Facts, place: _Where, budgets: Budgets) -> str:
-    batch, line, fitting, min_tp, max_tp, best, too_far = f.batch, f.line, f.fitting, f.min_tp, f.max_tp, f.best, f.too_far
-    budget_s, comm_threshold, knee_threshold = budgets.budget_s, budgets.comm_threshold, budgets.knee_threshold
-    where, sysm = place.text(), place.system
-    if not fitting:
-        largest = line[-1] if line else None
-        need = f" (TP{largest.tp} needs {format_decimal_bytes(largest.mem_bytes_per_gpu)} per GPU, the " \
-               f"{sysm.gpu.name} has {format_decimal_bytes(sysm.gpu.memory_bytes)})" if largest else ""
-        return f"Batch {batch}: {where} does not fit in memory at any TP degree{need}; add nodes or quantise."
-    parts = [f"Batch {batch}: {where} fits from TP{min_tp} "
-             f"({format_decimal_bytes(fitting[0].mem_bytes_per_gpu)} per GPU)."]
-    if best:
-        parts.append(f"Latency is lowest around TP{best.tp}: {format_seconds(best.itl_s)} per token, "
-                     f"{100 * best.comm_share:.0f}% of it communication"
-                     + ("" if best is fitting[-1] else
-                        f"; the next step up saves less than {100 * knee_threshold:.0f}%") + ".")
-    if budget_s is not None:
-        if max_tp is None:
-            closest = min(fitting, key=lambda r: r.itl_s)
-            parts.append(f"No plan meets the {format_seconds(budget_s)} budget: the closest is TP{closest.tp} at "
-                         f"{format_seconds(closest.itl_s)} ({format_seconds(closest.compute_s)} compute, "
-                         f"{format_seconds(closest.comm_s)} communication).")
-        else:
-            r = next(x for x in fitting if x.tp == max_tp)
-            parts.append(f"The largest TP that meets the {format_seconds(budget_s)} budget is TP{max_tp} "
-                         f"({format_seconds(r.itl_s)}).")
-    if too_far:
-        worst = max((r for r in fitting if r.tp in too_far), key=lambda r: r.tp)
-        share = (f"communication is {100 * worst.comm_share:.0f}% of the inter-token latency "
-                 f"({worst.comm_s * 1e3:.2f} ms of {worst.itl_s * 1e3:.2f} ms)")
-        past = [t for t in sorted(too_far) if best and t > best.tp]
-        verb = "is" if len(too_far) == 1 else "are"
-        if past:
-            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} {verb} sharded too far: at TP{worst.tp} {share} "
-                         f"and adding GPUs no longer pays.")
-        else:
-            fastest = min(fitting, key=lambda r: r.itl_s)
-            why = "" if worst is not fastest else (" even though it is the fastest option" if len(too_far) == 1
-                                                   else f" even though TP{worst.tp} is the fastest option")
-            parts.append(f"TP{'/'.join(str(t) for t in sorted(too_far))} {verb} sharded too far{why}: "
-                         f"at TP{worst.tp} {share}, so the fabric, not the GPUs, sets the token time.")
-    elif best and best is fitting[-1] and fitting[-1].comm_share <= comm_threshold:
-        parts.append(f"Every TP up to TP{best.tp} still pays: the fabric is not the limit here.")
-    return " ".join(parts)
+def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, usable_bytes: float) -> BatchResult:
+    v = judge(batch, rows, where=where.text(), gpu_memory_bytes=where.system.gpu.memory_bytes, usable_bytes=usable_bytes,
+              limits=Thresholds(budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
+                                comm_threshold=budgets.comm_threshold, knee_threshold=budgets.knee_threshold))
+    fitting = [r for r in v.rows if r.fits_memory]
+    return BatchResult(batch=batch, rows=v.rows, min_tp_memory=min((r.tp for r in fitting), default=None),
+                       max_tp_budget=v.largest_tp_within_budget.tp if v.largest_tp_within_budget else None,
+                       best_tp=v.best.tp if v.best else None, verdict=v.text, judgement=v,
+                       min_gpus_memory=v.smallest.gpus if v.smallest else None)
 
 
 # --- the inverse question -------------------------------------------------------------------

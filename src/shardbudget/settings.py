@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .errors import PlanError, UnknownNameError
+from .overlap import check_overlap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,8 +50,9 @@ class Efficiency:
 class PlanSettings:
     """How one deployment runs its plan."""
 
-    overlap: bool = False
-    """Overlap communication with compute (off for decode: the all-reduce sits between matmuls)."""
+    overlap: str = "none"
+    """How communication overlaps compute (`overlap.OVERLAPS`): none (decode's all-reduce sits
+    between dependent matmuls), tbo (two-batch overlap) or fused (GEMM + collective kernels)."""
     sequence_parallel: bool = False
     """Megatron sequence parallelism: each TP all-reduce becomes a reduce-scatter + all-gather (off for
     decode, where it doubles the per-layer latency terms; it pays for prefill memory)."""
@@ -60,6 +62,7 @@ class PlanSettings:
     """Per-GPU memory for CUDA context, NCCL buffers, activations and graphs, bytes."""
 
     def __post_init__(self) -> None:
+        check_overlap(self.overlap)
         if not 0 < self.memory_utilization <= 1:
             raise PlanError(f"memory utilization must be in (0, 1], got {self.memory_utilization!r}")
         if not self.workspace_bytes >= 0:

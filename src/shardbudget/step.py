@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from . import overlap
 from .collectives import Group, candidates, make_group, times_and_latencies_s
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
@@ -110,18 +111,10 @@ class StepModel:
         """Arrays of step time and its parts for broadcastable arrays of batch and context."""
         b, L = np.asarray(batch, dtype=float), np.asarray(context, dtype=float)
         shape = np.broadcast(b, L).shape
-        work = self.work(b, L)
-        compute = self._compute_s(work, shape)
-        n_kernels = sum(count for count, _ in work.ops)
-        calls = _merged(work.calls)
-        comm, comm_lat = self._comm_s(calls, shape)
-        gpu = compute + comm
-        if self.settings.overlap:
-            # report the communication left on the critical path, so the parts still add up
-            gpu = np.maximum(compute, comm)
-            exposed = gpu - compute
-            comm_lat = np.where(comm > 0, comm_lat * exposed / np.where(comm > 0, comm, 1.0), 0.0)
-            comm = exposed
+        full, n_kernels, calls = self._gpu_parts(b, L, shape)
+        half = self._gpu_parts(np.ceil(b / 2), L, shape)[0] if self.settings.overlap == "tbo" else None
+        gpu, compute, comm, comm_lat = overlap.exposed(self.settings.overlap, full, half=half,
+                                                        layers=self.model.num_layers, batch=b)
         # eager engines launch every kernel from the host; the step cannot beat the launch loop
         host = n_kernels * self.eff.host_per_kernel_s + _host_collective_units(calls, self.plan.tp) * \
             self.eff.host_per_collective_s
@@ -131,18 +124,29 @@ class StepModel:
                 "other_s": total - compute - comm, "launch_s": np.full(shape, n_kernels * self.eff.kernel_launch_s),
                 "calls": float(sum(c.count for c in calls))}
 
-    def _compute_s(self, work: StepWork, shape: tuple) -> np.ndarray:
-        """Σ count · (max(FLOP time, byte time) + launch), each shape summed apart and broadcast once."""
+    def _gpu_parts(self, b: np.ndarray, L: np.ndarray, shape: tuple) -> tuple[overlap.GpuParts, int, list]:
+        """Compute (and its GEMM part) and communication of a step of `b` sequences, on `shape`."""
+        work = self.work(b, L)
+        compute, gemm = self._compute_s(work, shape)
+        calls = _merged(work.calls)
+        comm, comm_lat = self._comm_s(calls, shape)
+        parts = overlap.GpuParts(compute_s=compute, gemm_s=gemm, comm_s=comm, comm_latency_s=comm_lat)
+        return parts, sum(count for count, _ in work.ops), calls
+
+    def _compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Σ count · (max(FLOP time, byte time) + launch), each shape summed apart and broadcast once;
+        and the GEMMs' part of it."""
         flops_per_s, bytes_per_s = self.rates
-        by_shape: dict[tuple, np.ndarray] = {}
+        by_shape: dict[tuple[str, tuple], np.ndarray] = {}
         for count, op in work.ops:
             t = count * (np.maximum(op.flops / flops_per_s, op.bytes / bytes_per_s) + self.eff.kernel_launch_s)
-            key = np.shape(t)
+            key = (op.kind == "gemm", np.shape(t))
             by_shape[key] = by_shape[key] + t if key in by_shape else t
-        total = np.zeros(shape)
-        for part in by_shape.values():
+        total, gemm = np.zeros(shape), np.zeros(shape)
+        for (is_gemm, _), part in by_shape.items():
             total = total + part
-        return total
+            gemm = gemm + part if is_gemm else gemm
+        return total, gemm
 
     def _comm_s(self, calls: list[CollectiveCall], shape: tuple) -> tuple[np.ndarray, np.ndarray]:
         """Time and latency part of every collective, priced on its message array."""

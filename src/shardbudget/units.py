@@ -32,6 +32,7 @@ algbw vs busbw
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from quantiphy import InvalidNumber, Quantity
@@ -39,7 +40,10 @@ from quantiphy import InvalidNumber, Quantity
 from .errors import UnitError
 
 # Units accepted per kind, and the factor that turns one of them into the SI base we use inside.
-_BYTE_UNITS: dict[str, float] = {"B": 1.0, "byte": 1.0, "bytes": 1.0, "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8}
+_BYTE_UNITS: dict[str, float] = {"B": 1.0, "byte": 1.0, "bytes": 1.0}
+# A size in bits ("16kb") is refused: no message or memory is counted in bits, and "kb" is far more
+# often a typo for KB than a deliberate kilobit.
+_BITS = re.compile(r"^\s*([-+0-9.eE]+)\s*([kKmMgGtTpPeE]?)(i?)(b|bit|bits)\s*$")
 _TIME_UNITS: dict[str, float] = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0}
 _RATE_UNITS: dict[str, float] = {
     "B/s": 1.0, "Bps": 1.0, "byte/s": 1.0, "bytes/s": 1.0,
@@ -98,7 +102,14 @@ MAX_BYTES = 2.0 ** 60
 
 def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool = False,
                 bare_ok: bool = True) -> float:
-    """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes, unless not `bare_ok`)."""
+    """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes, unless not `bare_ok`).
+    Bits are refused with a hint: '16kb' -> "did you mean 16 KB or 16 KiB?"."""
+    bits = _BITS.match(text) if isinstance(text, str) else None
+    if bits:
+        number, prefix = bits.group(1), bits.group(2).upper()
+        raise UnitError(f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean "
+                        f"{number} {prefix}B or {number} {prefix}iB?" if prefix else
+                        f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean {number} B?")
     value = _parse(text, what, _BYTE_UNITS, "16KiB, 1 MB, 2GiB", bare_unit="B" if bare_ok else None)
     if value > MAX_BYTES:
         raise UnitError(f"{what} {text!r} is larger than {format_bytes(MAX_BYTES)}; expected e.g. 16KiB, 2GiB")

@@ -44,7 +44,8 @@ def test_plan_json(cli):
 def test_plan_table_and_verdict(cli):
     r = cli("plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--batch", "64", "--budget", "50ms")
     assert r.returncode == 0, r.stderr
-    assert "sharded too far" in r.stdout and "min TP that fits: 8" in r.stdout
+    assert "latency-optimal (comm-bound)" in r.stdout and "fewest GPUs that fit: 8 (TP4 PP2)" in r.stdout
+    assert "host ms" in r.stdout and "Warning: communication is" in r.stdout
 
 
 def test_compare(cli):

@@ -9,10 +9,19 @@ from shardbudget.errors import ShardbudgetError, UnitError
 
 @pytest.mark.parametrize("text, expected", [
     ("16KiB", 16384), ("1 MB", 1e6), ("2GiB", 2 * 2**30), ("8B", 8), ("8", 8), ("1KB", 1000),
-    ("1 Mb", 125000),  # bits: 1e6 / 8
 ])
 def test_sizes(text, expected):
     assert units.parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("16kb", "did you mean 16 KB or 16 KiB?"), ("1 Mb", "did you mean 1 MB or 1 MiB?"),
+    ("2 Gbit", "did you mean 2 GB or 2 GiB?"), ("8b", "did you mean 8 B?"),
+])
+def test_sizes_in_bits_are_refused_with_a_hint(text, hint):
+    """'16kb' once meant 16 kilobits (2000 B) without a word; a size is never counted in bits."""
+    with pytest.raises(UnitError, match=hint):
+        units.parse_bytes(text)
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..collective_op import CollectiveOp
 from ..dtypes import dtype_bytes
 from .config import ModelConfig
-from .plan import check_amount, check_attn_dp, check_ep, check_pp, check_tp, layer_kind
+from .plan import check_amount, check_degree, check_pp, check_sharding, layer_kind
 
 GROUPS = ("tp", "ep", "pp")
 AR, RS, AG, A2A, P2P = (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_GATHER,
@@ -71,11 +71,10 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str, *, tokens, tp: int
     scatter the sums back.
     """
     kind = layer_kind(cfg, layer)
-    check_tp(cfg, tp)
-    check_ep(cfg, ep)
+    tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     check_amount("tokens", tokens, minimum=0, strict=True)
     hidden = hidden_message_bytes(cfg, tokens, act_dtype)
-    if attn_dp > 1 and check_attn_dp(cfg, tp, ep, attn_dp) == 1:
+    if attn_dp > 1 and tp_attn == 1:
         if kind == "moe":
             return [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
         return [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
@@ -100,14 +99,14 @@ def lm_head_collectives(cfg: ModelConfig, *, tokens, tp: int, act_dtype: str = "
     """vLLM gathers each rank's vocab_size/tp slice of the logits (`tensor_model_parallel_gather`, or
     all-gather on some platforms): priced as an all-gather whose nccl-tests size is the full logits
     buffer, tokens x vocab_size x act_bytes."""
-    check_tp(cfg, tp)
+    check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
     check_amount("tokens", tokens, minimum=0, strict=True)
     return [CollectiveCall(AG, tokens * cfg.vocab_size * dtype_bytes(act_dtype), "tp")] if tp > 1 else []
 
 
 def embedding_collectives(cfg: ModelConfig, *, tokens, tp: int, act_dtype: str = "bf16") -> list[CollectiveCall]:
     """The vocabulary-parallel embedding's all-reduce over tp, which sums each rank's rows."""
-    check_tp(cfg, tp)
+    check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
     check_amount("tokens", tokens, minimum=0, strict=True)
     return [CollectiveCall(AR, hidden_message_bytes(cfg, tokens, act_dtype), "tp")] if tp > 1 else []
 

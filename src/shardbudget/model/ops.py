@@ -31,7 +31,7 @@ from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig
 from .params import kv_heads_per_gpu, router_params
-from .plan import busiest_rank_sequences, check_amount, check_attn_dp, check_ep, check_tp, layer_kind
+from .plan import busiest_rank_sequences, check_amount, check_degree, check_ep, check_sharding, layer_kind
 
 PHASES = ("decode", "prefill")
 
@@ -253,10 +253,8 @@ def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: fl
         after gathering the tokens) keep their tp / ep sharding over all tokens.
     """
     kind = layer_kind(cfg, layer)
-    check_tp(cfg, tp)
-    check_ep(cfg, ep)
+    tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     _check_work(tokens, context, phase)
-    tp_attn = check_attn_dp(cfg, tp, ep, attn_dp)
     local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype))
     attention = _mla_ops if cfg.is_mla else _gqa_ops
@@ -276,7 +274,7 @@ def embedding_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf1
                   act_dtype: str = "bf16") -> list[Op]:
     """Vocabulary-parallel embedding lookup (vLLM `VocabParallelEmbedding`): each rank copies the rows
     it owns (tokens/tp on average) and writes zeros for the rest (`comms` adds the all-reduce)."""
-    check_tp(cfg, tp)
+    check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
     check_amount("tokens", tokens, minimum=0, strict=True)
     h, w, a = cfg.hidden_size, dtype_bytes(weight_dtype), dtype_bytes(act_dtype)
     return [Op("embedding", 0.0, tokens * h * w / tp + tokens * h * a, "elementwise")]
@@ -286,7 +284,7 @@ def lm_head_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16"
                 act_dtype: str = "bf16") -> list[Op]:
     """Final norm and vocabulary-parallel LM head for `tokens` rows (in prefill only the last token
     of each prompt needs logits: pass the batch size). Each rank computes its vocab_size/tp slice."""
-    check_tp(cfg, tp)
+    check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
     check_amount("tokens", tokens, minimum=0, strict=True)
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), 0.0)
     return [_rms_norm("final_norm", tokens, cfg.hidden_size, b),

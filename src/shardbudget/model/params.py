@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig, layer_kinds
-from .plan import busiest_rank_sequences, check_amount, check_attn_dp, check_ep, check_pp, check_tp, stage_layer_counts
+from .plan import busiest_rank_sequences, check_amount, check_pp, check_sharding, check_tp, stage_layer_counts
 
 
 def kv_heads_per_gpu(cfg: ModelConfig, tp: int) -> float:
@@ -99,10 +99,8 @@ def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
     norm on the last (a tied LM head needs its own copy there when pp > 1). Every tensor is in
     `weight_dtype`; quantized checkpoints that keep norms in bf16 differ by < 0.01 %.
     """
-    check_tp(cfg, tp)
-    check_ep(cfg, ep)
     check_pp(cfg, pp)
-    tp_attn = check_attn_dp(cfg, tp, ep, attn_dp)  # data-parallel attention replicates its weights
+    tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)  # data-parallel attention replicates its weights
     shared_extra = shared_params(cfg) * (1 - 1 / tp) if tp_attn != tp else 0.0  # and the shared experts'
     per_layer = {kind: _attention_params_per_gpu(cfg, tp_attn) + _ffn_params_per_gpu(cfg, kind, tp, ep)
                  + (shared_extra if kind == "moe" else 0.0) for kind in layer_kinds(cfg)}
@@ -140,12 +138,12 @@ def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: 
                            kv_dtype: str = "bf16", attn_dp: int = 1) -> float:
     """KV-cache bytes on the most loaded GPU for `batch` sequences of `context` tokens each (with
     data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole heads)."""
-    check_tp(cfg, tp)
     if attn_dp > 1:
         if attn_dp != tp:
             raise PlanError(f"data-parallel attention needs dp = tp; got dp {attn_dp}, tp {tp}")
         busiest = busiest_rank_sequences(batch, attn_dp)  # whole sequences per rank
         return kv_cache_bytes_per_gpu(cfg, batch=busiest, context=context, tp=1, pp=pp, kv_dtype=kv_dtype)
+    check_tp(cfg, tp)
     check_pp(cfg, pp)
     check_amount("batch", batch, minimum=0, strict=False)
     check_amount("context", context, minimum=0, strict=False)

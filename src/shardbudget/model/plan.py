@@ -40,20 +40,19 @@ class Plan:
 
     def check(self, cfg: ModelConfig) -> Plan:
         """This plan if the model allows it, else a PlanError naming the rule it breaks."""
-        check_tp(cfg, self.tp)
-        check_ep(cfg, self.ep)
+        check_sharding(cfg, tp=self.tp, ep=self.ep, attn_dp=self.dp)
         check_pp(cfg, self.pp)
-        check_attn_dp(cfg, self.tp, self.ep, self.dp)
         return self
 
 
-def _check_degree(name: str, value: Any) -> None:
+def check_degree(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise PlanError(f"{name} ({value!r}) must be a positive integer")
 
 
 def check_tp(cfg: ModelConfig, tp: int) -> None:
-    _check_degree("tp", tp)
+    """The heads split evenly over the `tp` ranks that run attention."""
+    check_degree("tp", tp)
     if cfg.num_heads % tp:
         raise PlanError(f"tp ({tp}) must divide num_attention_heads ({cfg.num_heads})")
     kv = cfg.num_kv_heads
@@ -62,7 +61,7 @@ def check_tp(cfg: ModelConfig, tp: int) -> None:
 
 
 def check_ep(cfg: ModelConfig, ep: int) -> None:
-    _check_degree("ep", ep)
+    check_degree("ep", ep)
     if ep == 1:
         return
     if not cfg.is_moe:
@@ -72,7 +71,7 @@ def check_ep(cfg: ModelConfig, ep: int) -> None:
 
 
 def check_pp(cfg: ModelConfig, pp: int) -> None:
-    _check_degree("pp", pp)
+    check_degree("pp", pp)
     if pp > cfg.num_layers:
         raise PlanError(f"pp ({pp}) must not exceed num_hidden_layers ({cfg.num_layers})")
 
@@ -88,6 +87,18 @@ def check_attn_dp(cfg: ModelConfig, tp: int, ep: int, attn_dp: int) -> int:
         raise PlanError(f"data-parallel attention (dp {attn_dp}) needs an MoE model with dp = ep = tp; "
                         f"got tp {tp}, ep {ep}")
     return 1
+
+
+def check_sharding(cfg: ModelConfig, *, tp: int, ep: int, attn_dp: int) -> int:
+    """The rules of a TP x EP x data-parallel-attention layout; returns the attention TP degree.
+    Heads must divide over the ranks that split them: all tp ranks, or none with data-parallel
+    attention (each rank then runs whole heads on its own sequences)."""
+    check_degree("tp", tp)
+    check_ep(cfg, ep)
+    check_degree("dp", attn_dp)
+    tp_attn = check_attn_dp(cfg, tp, ep, attn_dp)
+    check_tp(cfg, tp_attn)
+    return tp_attn
 
 
 def check_amount(name: str, value: Any, *, minimum: float, strict: bool) -> None:
@@ -138,5 +149,6 @@ def busiest_rank_sequences(batch, attn_dp: int):
     return np.ceil(np.asarray(batch, dtype=float) / attn_dp - 1e-9)
 
 
-__all__ = ["Plan", "busiest_rank_sequences", "check_amount", "check_attn_dp", "check_ep", "check_pp", "check_tp",
+__all__ = ["Plan", "busiest_rank_sequences", "check_amount", "check_attn_dp", "check_degree", "check_ep", "check_pp",
+           "check_sharding", "check_tp",
            "layer_kind", "stage_layer_counts"]

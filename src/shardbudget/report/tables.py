@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..collective_op import nccl_tests_count
 from ..hardware import Catalog, to_dict
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
@@ -58,21 +59,37 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
     console.print(g)
 
 
-def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float) -> None:
-    """nccl-tests' column layout, plus algorithm, protocol and the latency share of each row."""
+def impl_words(requested: str, costs) -> str:
+    """What ran, as the header says it: one library, or a mix (the engines' custom kernels where they
+    can run, NCCL elsewhere), with the reason custom kernels were not used where they were not."""
+    used = sorted({c.impl for c in costs})
+    if requested == "nccl" or used == ["custom"]:
+        return f"impl {used[0] if used else requested}"
+    if used == ["nccl"]:
+        return "impl custom requested, NCCL used: custom all-reduce kernels cannot run here"
+    return "impl custom where its kernels accept the size, NCCL elsewhere"
+
+
+def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
+                why_not_custom: str | None = None) -> None:
+    """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
+    latency share of each row."""
     s = group.system
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
           + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
-          + f"), impl {impl}  [predicted]")
+          + f"), {impl_words(impl, costs)}  [predicted]")
+    if impl == "custom" and why_not_custom:
+        print(f"# note: {why_not_custom}")
     print(f"# crossover (bandwidth term > latency term): "
           f"{format_bytes(crossover) if crossover != float('inf') else 'never'}")
-    print(f"#{'size':>12} {'count':>12} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
-          f"  {'algorithm':<12} {'proto':<6} {'lat%':>5}")
+    print(f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
+          f"  {'algorithm':<12} {'proto':<6} {'impl':<6} {'lat%':>5}")
     for c in costs:
-        print(f" {int(c.msg_bytes):>12d} {int(c.msg_bytes // elem_bytes):>12d} {c.time_s * 1e6:>10.2f} "
+        count = nccl_tests_count(op, c.msg_bytes, elem_bytes, group.ranks)
+        print(f" {int(c.msg_bytes):>12d} {count:>12d} {c.time_s * 1e6:>10.2f} "
               f"{c.algbw_bytes_per_s / 1e9:>12.2f} {c.busbw_bytes_per_s / 1e9:>12.2f}  "
-              f"{c.algorithm:<12} {c.protocol:<6} {100 * c.latency_share:>5.0f}")
+              f"{c.algorithm:<12} {c.protocol:<6} {c.impl:<6} {100 * c.latency_share:>5.0f}")
 
 
 def print_compare(result) -> None:
@@ -98,15 +115,20 @@ def print_plan(result) -> None:
         print(f"# note: {note}")
     for br in result.results:
         t = Table(title=f"batch {br.batch}")
-        for col in ("tp", "pp", "ep", "dp", "ITL ms", "compute ms", "comm ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
+        for col in ("tp", "pp", "ep", "dp", "ITL ms", "compute ms", "comm ms", "host ms", "comm %", "TTFT ms",
+                    "GB/GPU", "fits", "verdict"):
             t.add_column(col, justify="right" if col != "verdict" else "left")
         for r in br.rows:
+            verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
             t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", f"{r.compute_s * 1e3:.2f}",
-                      f"{r.comm_s * 1e3:.2f}", f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}",
-                      f"{r.mem_bytes_per_gpu / 1e9:.1f}", "yes" if r.fits_memory else "no", r.verdict)
+                      f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}", f"{100 * r.comm_share:.0f}",
+                      f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}", "yes" if r.fits_memory else "no",
+                      verdict)
         console.print(t)
-        print(f"min TP that fits: {br.min_tp_memory}   max TP within budget: {br.max_tp_budget}   "
-              f"latency-optimal TP: {br.best_tp}")
+        best = br.judgement.best.label() if br.judgement and br.judgement.best else None
+        smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
+        print(f"fewest GPUs that fit: {br.min_gpus_memory} ({smallest})   max TP within budget: {br.max_tp_budget}   "
+              f"latency-optimal: {best}")
         print(br.verdict)
         print()
 
@@ -117,7 +139,7 @@ def print_fit(result) -> None:
           f"{format_rate(p.intra_bytes_per_s)}, hop latency x{p.intra_hop_scale:.2f}, base latency x{p.base_scale:.2f}"
           + (f", NIC {format_rate(p.nic_bytes_per_s)} per port, NIC hop latency x{p.nic_hop_scale:.2f}"
              if p.nic_bytes_per_s else ""))
-    print(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(us)':>13} {'predicted(us)':>14} {'error':>8}  algorithm")
+    print(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(µs)':>13} {'predicted(µs)':>14} {'error':>8}  algorithm")
     for r in sorted(result.residuals, key=lambda r: (r.ranks, r.msg_bytes)):
         print(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
               f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}")
