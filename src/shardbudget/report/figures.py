@@ -753,12 +753,20 @@ def _error_finding(what: str, errors) -> str:
 
 # --- output ---------------------------------------------------------------------------------
 
-def render(fig: Figure, fmt: str) -> bytes:
-    """The figure as PNG or SVG bytes."""
+SVG_ID_SALT = "shardbudget"
+
+
+def render(fig: Figure, fmt: str, *, id_salt: str = SVG_ID_SALT) -> bytes:
+    """The figure as PNG or SVG bytes, the same bytes for the same figure.
+
+    matplotlib names an SVG's clip paths, hatches and markers by a hash salted with a fresh uuid4
+    unless `svg.hashsalt` is set; a fixed salt makes the ids a function of the content. Figures
+    that share a page need different salts (`id_salt`), or two of them could define one id."""
     if fmt not in FORMATS.values():
         raise FigureError(f"figure format {fmt!r} is not supported (expected png or svg)")
+    import matplotlib
     buf = io.BytesIO()
-    with _style():
+    with _style(), matplotlib.rc_context({"svg.hashsalt": id_salt}):
         fig.savefig(buf, format=fmt, metadata=_metadata(fmt))
     return buf.getvalue()
 
@@ -768,9 +776,9 @@ def _metadata(fmt: str) -> dict:
     return {"Date": None} if fmt == "svg" else {}
 
 
-def to_svg(fig: Figure) -> str:
+def to_svg(fig: Figure, *, id_salt: str = SVG_ID_SALT) -> str:
     """Inline SVG (no XML prolog or DOCTYPE), ready to be placed in an HTML page."""
-    text = render(fig, "svg").decode("utf-8")
+    text = render(fig, "svg", id_salt=id_salt).decode("utf-8")
     return text[text.index("<svg"):]
 
 

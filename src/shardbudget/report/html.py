@@ -391,10 +391,11 @@ footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; border-top: 1
 """
 
 
-def _svg_inline(fig, alt: str) -> str:
+def _svg_inline(fig, alt: str, fig_id: str) -> str:
     """The figure as inline SVG: no XML prolog, no metadata (its RDF links are not resources), a
-    role and an accessible name, and matplotlib's global `*{...}` style scoped to the figure."""
-    svg = F.to_svg(fig)
+    role and an accessible name, and matplotlib's global `*{...}` style scoped to the figure.
+    Its element ids are salted with `fig_id`, so that no two figures of the page share one."""
+    svg = F.to_svg(fig, id_salt=fig_id)
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
     svg = svg.replace("<style type=\"text/css\">*{", "<style type=\"text/css\">svg.sbfig *{", 1)
     return svg.replace("<svg ", f'<svg class="sbfig" role="img" aria-label="{esc(alt)}" ', 1)
@@ -402,7 +403,7 @@ def _svg_inline(fig, alt: str) -> str:
 
 def _fig_block(fig_id: str, fig, caption: str) -> str:
     title = fig._suptitle.get_text().replace("\n", " ") if getattr(fig, "_suptitle", None) else caption
-    return (f'<figure id="{fig_id}">{_svg_inline(fig, title)}'
+    return (f'<figure id="{fig_id}">{_svg_inline(fig, title, fig_id)}'
             f"<figcaption>{esc(caption)}</figcaption></figure>")
 
 
