@@ -9,6 +9,7 @@ the test is skipped with a message, never passed.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -27,6 +28,7 @@ pytest.importorskip("matplotlib")
 import numpy as np  # noqa: E402
 
 from shardbudget.collectives import crossover_bytes, make_group, sweep  # noqa: E402
+from shardbudget.compare import compare_systems  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.hardware import load_catalog  # noqa: E402
 from shardbudget.measure.logs import read_log  # noqa: E402
@@ -186,6 +188,21 @@ def test_save_writes_png_and_svg_and_refuses_other_formats(tmp_path, plans):
         figures.save(fig, tmp_path / "missing" / "share.png")
     figures.save(fig, tmp_path / "share.png")  # overwriting is fine; no temp file is left behind
     assert sorted(p.name for p in tmp_path.iterdir()) == ["share.png", "share.svg"]
+
+
+def test_compare_figure_prices_with_the_results_impl():
+    result = compare_systems(["hgx-h100", "l40s-pcie"], impl="custom")
+    assert result.impl == "custom" and result.to_dict()["impl"] == "custom"
+    # Without rows there is no algorithm name to guess the implementation from: the field decides.
+    fig = figures.compare_figure(dataclasses.replace(result, rows=()))
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    for name, algorithm in (("hgx-h100", "one-shot"), ("l40s-pcie", "ring")):  # PCIe falls back to NCCL
+        xs, ts = lines[f"{name} ×8: predicted time"].get_data()
+        expected = sweep("all-reduce", [8.0], name, impl="custom")[0]
+        assert xs[0] == 8 and expected.algorithm == algorithm
+        assert ts[0] == pytest.approx(expected.time_s, rel=1e-12)
+    # one-shot on NVSwitch at 8 B: launch 3.0 + sync 1.5 + hop 0.6 us, a third of NCCL's ring
+    assert lines["hgx-h100 ×8: predicted time"].get_data()[1][0] == pytest.approx(5.1e-6, rel=1e-3)
 
 
 # --- the HTML report, as text ---------------------------------------------------------------

@@ -239,18 +239,16 @@ def _fabric_finding(entries, op: str, marks) -> str:
 def compare_figure(result: CompareResult, *, catalog=None, colors: Mapping[str, str] | None = None) -> Figure:
     """`shardbudget compare --plot`: the systems' curves with the compared message sizes marked."""
     from ..collectives import make_group, sweep
-    from ..compare import _impl_for
+    from ..compare import effective_impl
     from ..hardware import load_catalog
     import numpy as np
     catalog = catalog or load_catalog()
-    # The result does not keep the impl: custom one-/two-shot kernels show in its algorithms.
-    impl = "custom" if any(c.algorithm in ("one-shot", "two-shot") for r in result.rows for c in r.costs) else "nccl"
     sizes = [float(s) for s in np.geomspace(8, 2 ** 32, 113)]
     entries = []
     for name, cross in zip(result.systems, result.crossovers):
         group = make_group(name, nodes=result.nodes, gpus=result.gpus, catalog=catalog)
         costs = sweep(result.op, sizes, name, nodes=result.nodes, gpus=result.gpus,
-                      impl=_impl_for(group, impl), catalog=catalog)
+                      impl=effective_impl(group, result.impl), catalog=catalog)
         entries.append((f"{name} ×{result.gpus}", costs, cross))
     marks = [(r.msg_bytes, r.label) for r in result.rows if r.label != "reference"]
     return fabric_comparison(entries, op=result.op, marks=marks, colors=colors)
@@ -630,7 +628,7 @@ def predict_samples(samples, system, *, impl: str = "nccl", catalog=None) -> lis
     """The model's time for each sample's size, rank and node count; None where it cannot place them
     on `system` (more ranks than the nodes hold, an op the model does not price)."""
     from ..collectives import OPS, make_group, sweep
-    from ..compare import _impl_for
+    from ..compare import effective_impl
     s0 = samples[0]
     if s0.op not in OPS:
         return None
@@ -639,7 +637,7 @@ def predict_samples(samples, system, *, impl: str = "nccl", catalog=None) -> lis
     try:
         group = make_group(sysm, nodes=nodes, gpus=s0.n_ranks, catalog=catalog)
         return [c.time_s for c in sweep(s0.op, [max(1.0, s.msg_bytes) for s in samples], sysm, nodes=nodes,
-                                        gpus=s0.n_ranks, impl=_impl_for(group, impl), catalog=catalog)]
+                                        gpus=s0.n_ranks, impl=effective_impl(group, impl), catalog=catalog)]
     except ShardbudgetError:
         return None
 

@@ -85,7 +85,7 @@ class ReportData:
     model_cfg: Any
     specs: list[SystemSpec]
     plans: list  # PlanResult, one per spec
-    fabric: list  # (label, costs, crossover_bytes, group)
+    fabric: list  # (label, costs, crossover_bytes, group, impl)
     marks: list[tuple[float, str]]
     answers: list  # explain.Answer
     answers_error: str | None
@@ -108,7 +108,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
 
     from .. import transformer as tf
     from ..collectives import crossover_bytes, make_group, sweep
-    from ..compare import _impl_for
+    from ..compare import effective_impl
     from ..explain import explain
     from ..hardware import load_catalog
     from ..measure.logs import read_log
@@ -147,9 +147,9 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     for s in specs:
         progress(f"pricing {FABRIC_OP} on {s.label}", step, total)
         group = make_group(s.name, nodes=s.nodes, catalog=catalog)
-        use = _impl_for(group, impl)
+        use = effective_impl(group, impl)
         costs = sweep(FABRIC_OP, sizes, s.name, nodes=s.nodes, impl=use, catalog=catalog)
-        fabric.append((f"{s.label} ×{group.ranks}", costs, crossover_bytes(group, FABRIC_OP, use), group))
+        fabric.append((f"{s.label} ×{group.ranks}", costs, crossover_bytes(group, FABRIC_OP, use), group, use))
         step += 1
     # What one decode step sends per all-reduce: batch x hidden x 2 bytes (bf16 activations), and
     # what prefill of one `context`-token prompt sends.
@@ -517,7 +517,7 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
 
 def _section_fabric(data: ReportData) -> str:
     ecolors = {label: data.colors[spec.label] for spec, (label, *_rest) in zip(data.specs, data.fabric)}
-    fig = F.fabric_comparison([(label, costs, cross) for label, costs, cross, _ in data.fabric], op=FABRIC_OP,
+    fig = F.fabric_comparison([(label, costs, cross) for label, costs, cross, *_ in data.fabric], op=FABRIC_OP,
                               marks=data.marks, colors=ecolors)
     out = ['<h2 id="fabrics">Fabrics: collective time vs message size</h2>',
            _fig_block("fig-fabric", fig, f"{FABRIC_OP} on all GPUs of each system. Solid: predicted time; "
@@ -529,23 +529,18 @@ def _section_fabric(data: ReportData) -> str:
     from ..collectives import sweep
     rows = []
     per_system = []
-    for spec, (label, costs, cross, group) in zip(data.specs, data.fabric):
-        at = sweep(FABRIC_OP, sizes, spec.name, nodes=spec.nodes, impl=_impl_of(costs),
-                   catalog=data.catalog)
+    for spec, (label, costs, cross, group, impl) in zip(data.specs, data.fabric):
+        at = sweep(FABRIC_OP, sizes, spec.name, nodes=spec.nodes, impl=impl, catalog=data.catalog)
         per_system.append(at)
     for i, n in enumerate(sizes):
         rows.append([F.fmt_bytes(n), names.get(n, "reference")] +
                     [f"{F.fmt_seconds(a[i].time_s)} ({a[i].algorithm}/{a[i].protocol}, "
                      f"{100 * a[i].latency_share:.0f}% latency)" for a in per_system])
     rows.append(["crossover", "bandwidth term = latency term"] +
-                [F.fmt_bytes(cross) if math.isfinite(cross) else "never" for _, _, cross, _ in data.fabric])
-    rows.append(["latency floor", "smallest message"] + [F.fmt_seconds(costs[0].time_s) for _, costs, _, _ in data.fabric])
+                [F.fmt_bytes(cross) if math.isfinite(cross) else "never" for _, _, cross, *_ in data.fabric])
+    rows.append(["latency floor", "smallest message"] + [F.fmt_seconds(costs[0].time_s) for _, costs, *_ in data.fabric])
     out.append(_table(["message per rank", "what sends it"] + [label for label, *_ in data.fabric], rows, left=2))
     return "\n".join(out)
-
-
-def _impl_of(costs) -> str:
-    return "custom" if any(c.algorithm in ("one-shot", "two-shot") for c in costs) else "nccl"
 
 
 def _section_token(data: ReportData) -> str:
