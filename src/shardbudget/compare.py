@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from .collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .hardware import Catalog, load_catalog
-from .units import format_bytes, format_rate
+from .planner import message_sizes
+from .transformer import load_model
+from .units import format_rate
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,6 @@ class CompareResult:
 
 def decode_message_sizes(model: str, batches: list[int], act_bytes: float = 2.0) -> list[tuple[float, str]]:
     """TP all-reduce message per decode step: batch x hidden x activation bytes (per rank)."""
-    from .planner import message_sizes
-    from .transformer import load_model
     cfg = load_model(model)
     out = [(message_sizes(cfg, b, act_bytes), f"decode {cfg.name} batch {b}") for b in batches]
     out.append((message_sizes(cfg, 4096, act_bytes), f"prefill {cfg.name} 4096 tokens"))
