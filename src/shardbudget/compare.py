@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
-from .model import hidden_message_bytes, load_model
 from .hardware import Catalog, load_catalog
-from .units import format_bytes, format_rate
+from .model import hidden_message_bytes, load_model
+from .units import format_rate
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,17 @@ class CompareResult:
     crossovers: tuple[float, ...]
     notes: tuple[str, ...]
     rows: tuple[CompareRow, ...] = field(default=())
+    impl: str = "nccl"
+    """The implementation asked for ('nccl' or 'custom'); where a system cannot run custom kernels
+    its costs are NCCL's (`effective_impl`)."""
 
     @property
     def gpus_label(self) -> str:
         return f"{self.gpus} GPUs over {self.nodes} node(s)"
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "gpus": self.gpus, "nodes": self.nodes, "systems": list(self.systems),
+        return {"op": self.op, "gpus": self.gpus, "nodes": self.nodes, "impl": self.impl,
+                "systems": list(self.systems),
                 "crossover_bytes": dict(zip(self.systems, self.crossovers)),
                 "rows": [{"bytes": r.msg_bytes, "label": r.label, "ratio": r.ratio,
                           "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)}} for r in self.rows]}
@@ -64,19 +68,20 @@ def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = No
     sizes = decode_message_sizes(model, list(batches))
     sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])
-    per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus, impl=_impl_for(g, impl),
-                        catalog=catalog) for g in groups]
+    per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus,
+                        impl=effective_impl(g, impl), catalog=catalog) for g in groups]
     rows = tuple(CompareRow(n, label, tuple(costs[i] for costs in per_system)) for i, (n, label) in enumerate(sizes))
-    crossovers = tuple(crossover_bytes(g, op, _impl_for(g, impl)) for g in groups)
+    crossovers = tuple(crossover_bytes(g, op, effective_impl(g, impl)) for g in groups)
     notes = tuple(f"latency floor {per_system[i][0].latency_s * 1e6:.1f} us, "
                   f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}" for i in range(len(groups)))
     return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
-                         crossovers=crossovers, notes=notes, rows=rows)
+                         crossovers=crossovers, notes=notes, rows=rows, impl=impl)
 
 
-def _impl_for(group, impl: str) -> str:
-    """`--impl custom` falls back to NCCL where the hardware cannot run custom kernels."""
+def effective_impl(group, impl: str) -> str:
+    """The implementation `group` runs: `--impl custom` falls back to NCCL where the hardware cannot
+    run custom kernels."""
     return impl if impl == "nccl" or custom_allreduce_allowed(group) is None else "nccl"
 
 
-__all__ = ["CompareResult", "CompareRow", "compare_systems", "decode_message_sizes", "format_bytes"]
+__all__ = ["CompareResult", "CompareRow", "compare_systems", "decode_message_sizes", "effective_impl"]

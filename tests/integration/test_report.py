@@ -9,6 +9,7 @@ the test is skipped with a message, never passed.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -27,11 +28,12 @@ pytest.importorskip("matplotlib")
 import numpy as np  # noqa: E402
 
 from shardbudget.collectives import crossover_bytes, make_group, sweep  # noqa: E402
+from shardbudget.compare import compare_systems  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.hardware import load_catalog  # noqa: E402
 from shardbudget.measure.logs import read_log  # noqa: E402
 from shardbudget.planner import plan  # noqa: E402
-from shardbudget.report import demo, figures  # noqa: E402
+from shardbudget.report import demo, figures, plan_rows  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402
 
@@ -124,7 +126,7 @@ def test_where_the_token_goes_stacks_add_up_to_the_itl(plans):
     for j, res in enumerate(plans):
         for i, br in enumerate(res.results):
             ax = panels[i * len(plans) + j]
-            line = figures.tp_line(br.rows)
+            line = plan_rows.tp_line(br.rows)
             assert [t.get_text().split()[0] for t in ax.get_xticklabels()] == [f"TP{r.tp}" for r in line]
             heights = _parts_by_x(ax)
             assert len(heights) == len(line)  # one stacked bar per TP degree
@@ -142,7 +144,7 @@ def test_comm_share_has_one_line_per_system_and_batch(plans):
     assert len(labels) == len(plans) * len(BATCHES)
     # the l40s-pcie batch-64 TP8 plan is the one the planner calls sharded too far on PCIe
     l40s = next(r for r in plans if r.system == "l40s-pcie")
-    tp8 = next(r for r in figures.tp_line(l40s.results[1].rows) if r.tp == 8)
+    tp8 = next(r for r in plan_rows.tp_line(l40s.results[1].rows) if r.tp == 8)
     assert tp8.comm_share > 0.30 and "l40s-pcie at TP8" in fig._suptitle.get_text()
     _assert_not_blank(_png_array(fig), "communication share")
 
@@ -186,6 +188,33 @@ def test_save_writes_png_and_svg_and_refuses_other_formats(tmp_path, plans):
         figures.save(fig, tmp_path / "missing" / "share.png")
     figures.save(fig, tmp_path / "share.png")  # overwriting is fine; no temp file is left behind
     assert sorted(p.name for p in tmp_path.iterdir()) == ["share.png", "share.svg"]
+
+
+def test_the_same_figure_gives_the_same_svg_and_each_salt_its_own_ids(plans):
+    svg = figures.render(figures.comm_share(plans), "svg")
+    assert figures.render(figures.comm_share(plans), "svg") == svg  # no uuid4-salted ids, no date
+
+    def hashed_ids(text: str) -> set[str]:  # matplotlib's clip paths, hatches and markers
+        return set(re.findall(r'id="([phm][0-9a-f]{10})"', text))
+
+    fig = figures.comm_share(plans)
+    a, b = hashed_ids(figures.to_svg(fig, id_salt="fig-a")), hashed_ids(figures.to_svg(fig, id_salt="fig-b"))
+    assert a and b and not a & b  # two figures of one page never define the same id
+
+
+def test_compare_figure_prices_with_the_results_impl():
+    result = compare_systems(["hgx-h100", "l40s-pcie"], impl="custom")
+    assert result.impl == "custom" and result.to_dict()["impl"] == "custom"
+    # Without rows there is no algorithm name to guess the implementation from: the field decides.
+    fig = figures.compare_figure(dataclasses.replace(result, rows=()))
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    for name, algorithm in (("hgx-h100", "one-shot"), ("l40s-pcie", "ring")):  # PCIe falls back to NCCL
+        xs, ts = lines[f"{name} ×8: predicted time"].get_data()
+        expected = sweep("all-reduce", [8.0], name, impl="custom")[0]
+        assert xs[0] == 8 and expected.algorithm == algorithm
+        assert ts[0] == pytest.approx(expected.time_s, rel=1e-12)
+    # one-shot on NVSwitch at 8 B: launch 3.0 + sync 1.5 + hop 0.6 us, a third of NCCL's ring
+    assert lines["hgx-h100 ×8: predicted time"].get_data()[1][0] == pytest.approx(5.1e-6, rel=1e-3)
 
 
 # --- the HTML report, as text ---------------------------------------------------------------
@@ -254,7 +283,8 @@ source = "https://example.com/<script>x</script>"
 
 
 def test_report_paths_are_checked_before_any_work(tmp_path):
-    for bad, why in ((tmp_path / "r.pdf", "expected an .html"), (tmp_path / "no" / "r.html", "does not exist")):
+    for bad, why in ((tmp_path / "r.pdf", "expected a .html or .htm file name"),
+                     (tmp_path / "no" / "r.html", "does not exist")):
         with pytest.raises(ShardbudgetError, match=why):
             report_html.write_report(bad, MODEL, ["hgx-h100"])
     with pytest.raises(ShardbudgetError, match="node count"):

@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rich.table import Table
+
 from . import html as report_html
+from .fmt import fmt_seconds, fmt_tp
 
 MODEL = "llama-3.1-70b"
 SYSTEMS = ("hgx-h100", "l40s-pcie", "hgx-h100:2")
@@ -33,9 +36,6 @@ def run_demo(out: str | os.PathLike = "report.html", *, catalog=None,
 
 def verdict_table(data: report_html.ReportData):
     """The compact verdict table (rich): per system and batch, min/max/best TP, comm share, verdict."""
-    from rich.table import Table
-
-    from .figures import fmt_seconds
     budget = data.settings["budget_s"]
     t = Table(title=f"{data.model} ({data.settings['dtype']}), context {data.settings['context']}, "
                     f"budget {fmt_seconds(budget) if budget else 'none'}: how far can it be sharded?")
@@ -44,14 +44,10 @@ def verdict_table(data: report_html.ReportData):
                          ("comm share\nat best", "right"), ("verdict", "left")):
         t.add_column(col, justify=justify)
     for r in report_html.verdict_rows(data):
-        t.add_row(r["system"], str(r["batch"]), _tp(r["min_tp"]), _tp(r["max_tp"]), _tp(r["best_tp"]),
+        t.add_row(r["system"], str(r["batch"]), fmt_tp(r["min_tp"]), fmt_tp(r["max_tp"]), fmt_tp(r["best_tp"]),
                   fmt_seconds(r["itl_s"]) if r["itl_s"] is not None else "-",
                   f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["verdict"])
     return t
-
-
-def _tp(x) -> str:
-    return "none" if x is None else f"TP{x}"
 
 
 __all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "MODEL", "SYSTEMS", "run_demo", "verdict_table"]

@@ -1,0 +1,139 @@
+"""Collective time vs message size: the fabric comparison of the report, `allreduce --plot` and
+`compare --plot`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..collective_op import CollectiveOp
+from ..collectives import make_group, sweep
+from ..compare import effective_impl
+from ..hardware import load_catalog
+from ..units import format_decimal_bytes
+from .fmt import fmt_bytes, fmt_seconds
+from .output import FigureError
+from .style import bytes_axis, colors_for, figure_style, finding_title, new_figure, seconds_axis
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ..compare import CompareResult
+
+# compare --plot: 8 B to 4 GiB, 113 sizes (a factor of 2^(29/112) apart: smooth on a log axis)
+COMPARE_MIN_BYTES, COMPARE_MAX_BYTES, COMPARE_POINTS = 8, 2 ** 32, 113
+
+
+def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
+                      op: str = CollectiveOp.ALL_REDUCE, marks: Sequence[tuple[float, str]] = (),
+                      colors: Mapping[str, str] | None = None, title: str | None = None) -> Figure:
+    """Collective time vs message size, one line per (system, GPU count).
+
+    `entries`: (label, costs from `collectives.sweep`, crossover bytes). Solid: predicted time;
+    dashed: its latency term alone (the floor no bandwidth can lower); a dot at each crossover, where
+    the bandwidth term overtakes the latency term. Left of every crossover the fabric is
+    latency-bound, right of every crossover bandwidth-bound; both regions are shaded. `marks`:
+    (bytes, label) message sizes to mark on the x axis (decode and prefill of a model).
+    """
+    entries = [(label, list(costs), cross) for label, costs, cross in entries]
+    if not entries or any(not costs for _, costs, _ in entries):
+        raise FigureError("fabric comparison needs at least one system with at least one message size")
+    cmap = colors_for([e[0] for e in entries], colors)
+    with figure_style():
+        fig = new_figure(10.5, 6.2)
+        ax = fig.add_subplot()
+        xs_all = [c.msg_bytes for _, costs, _ in entries for c in costs]
+        x_lo, x_hi = min(xs_all), max(xs_all)
+        _shade_regimes(ax, entries, x_lo, x_hi)
+        for k, (label, costs, cross) in enumerate(entries):
+            _plot_curve(ax, label, costs, cross, color=cmap[label], above=k % 2 == 0)
+        for msg, label in marks:
+            if x_lo <= msg <= x_hi:
+                ax.axvline(msg, color="#555555", lw=1, ls=":", zorder=1)
+                ax.text(msg, 0.80, f"{label}: {fmt_bytes(msg)} ", transform=ax.get_xaxis_transform(),
+                        rotation=90, va="top", ha="right", fontsize=8, color="#333333")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlim(x_lo, x_hi)
+        bytes_axis(ax.xaxis)
+        seconds_axis(ax.yaxis)
+        ax.set_xlabel("message size per rank (bytes, nccl-tests 'size')")
+        ax.set_ylabel(f"{op} time per call (s, log scale)")
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(entries)))
+        finding_title(fig, title or _fabric_finding(entries, op, marks))
+    return fig
+
+
+def _shade_regimes(ax, entries, x_lo: float, x_hi: float) -> None:
+    """Shade below the first crossover (latency-bound everywhere) and above the last (bandwidth-bound)."""
+    finite = [cross for _, _, cross in entries if math.isfinite(cross) and x_lo <= cross <= x_hi]
+    if not finite:
+        return
+    ax.axvspan(x_lo, min(finite), color="#4C72B0", alpha=0.07, lw=0)
+    ax.axvspan(max(finite), x_hi, color="#DD8452", alpha=0.08, lw=0)
+    every = "\n(every fabric)" if len(entries) > 1 else ""
+    ax.text(x_lo * 1.3, 0.985, "latency-bound" + every, transform=ax.get_xaxis_transform(),
+            va="top", ha="left", fontsize=8.5, color="#34495E")
+    ax.text(x_hi / 1.3, 0.985, "bandwidth-bound" + every, transform=ax.get_xaxis_transform(),
+            va="top", ha="right", fontsize=8.5, color="#7E5109")
+
+
+def _plot_curve(ax, label: str, costs, cross: float, *, color: str, above: bool) -> None:
+    xs = [c.msg_bytes for c in costs]
+    ts = [c.time_s for c in costs]
+    ax.plot(xs, ts, color=color, lw=2.2, label=f"{label}: predicted time")
+    ax.plot(xs, [c.latency_s for c in costs], color=color, lw=1.2, ls="--", alpha=0.8,
+            label=f"{label}: latency term (floor)")
+    if math.isfinite(cross) and xs[0] <= cross <= xs[-1]:
+        t_cross = _loglog_interp(cross, xs, ts)
+        ax.plot([cross], [t_cross], "o", ms=7, mfc="white", mec=color, mew=2, zorder=5)
+        # alternate above-left / below-right so that close crossovers keep readable labels
+        ax.annotate(f"crossover {fmt_bytes(cross)}", (cross, t_cross), xytext=(-9, 9) if above else (9, -9),
+                    textcoords="offset points", ha="right" if above else "left",
+                    va="bottom" if above else "top", fontsize=8, color=color, fontweight="bold")
+
+
+def _loglog_interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
+    return float(np.exp(np.interp(math.log(x), np.log(xs), np.log(ys))))
+
+
+def _fabric_finding(entries, op: str, marks) -> str:
+    decode = [(m, lbl) for m, lbl in marks if "decode" in lbl.lower()] or list(marks)
+    if len(entries) > 1 and decode:
+        msg, lbl = decode[0]
+        times = sorted(((_loglog_interp(msg, [c.msg_bytes for c in costs], [c.time_s for c in costs]), label)
+                        for label, costs, _ in entries))
+        (t_fast, fast), (t_slow, slow) = times[0], times[-1]
+        crosses = [cross for _, _, cross in entries if math.isfinite(cross)]
+        tail = (f"; every fabric is latency-bound below {fmt_bytes(min(crosses))}" if crosses else "")
+        return (f"{op} at the {fmt_bytes(msg)} message of {lbl}: {slow} takes {fmt_seconds(t_slow)}, "
+                f"{t_slow / t_fast:.1f}× {fast} ({fmt_seconds(t_fast)}){tail}")
+    parts = []
+    for label, costs, cross in entries:
+        floor = min(c.latency_s for c in costs)
+        where = f"latency-bound below {fmt_bytes(cross)}" if math.isfinite(cross) else "latency-bound throughout"
+        busbw = format_decimal_bytes(float(f"{costs[-1].busbw_bytes_per_s:.3g}"))
+        parts.append(f"{label}: {where} (floor {fmt_seconds(floor)}), "
+                     f"busbw {busbw}/s at {fmt_bytes(costs[-1].msg_bytes)}")
+    return f"{op}: " + "; ".join(parts)
+
+
+def compare_figure(result: CompareResult, *, catalog=None, colors: Mapping[str, str] | None = None) -> Figure:
+    """`shardbudget compare --plot`: the systems' curves with the compared message sizes marked."""
+    catalog = catalog or load_catalog()
+    sizes = [float(s) for s in np.geomspace(COMPARE_MIN_BYTES, COMPARE_MAX_BYTES, COMPARE_POINTS)]
+    entries = []
+    for name, cross in zip(result.systems, result.crossovers):
+        group = make_group(name, nodes=result.nodes, gpus=result.gpus, catalog=catalog)
+        costs = sweep(result.op, sizes, name, nodes=result.nodes, gpus=result.gpus,
+                      impl=effective_impl(group, result.impl), catalog=catalog)
+        entries.append((f"{name} ×{result.gpus}", costs, cross))
+    marks = [(r.msg_bytes, r.label) for r in result.rows if r.label != "reference"]
+    return fabric_comparison(entries, op=result.op, marks=marks, colors=colors)
+
+
+__all__ = ["compare_figure", "fabric_comparison"]

@@ -1,0 +1,137 @@
+"""The report as one HTML document: title, the verdict in words, the verdict table, the sections,
+and the shell around them.
+
+One file, nothing to fetch: figures are inline SVG, the CSS is in a <style> element, there is no
+JavaScript, no web font and no link to anything. Source URLs from the catalog are shown as text,
+never as links or resources, so opening the report makes no network request.
+"""
+
+from __future__ import annotations
+
+from .. import __version__
+from .fmt import fmt_ms, fmt_pct, fmt_seconds, fmt_tp
+from .markup import esc, table
+from .plan_rows import comm_threshold, system_finding
+from .report_data import Progress, ReportData, no_progress
+from .sections import SECTIONS, section_answers, section_assumptions, section_catalog, section_measured
+from .verdict import headline, summary_sentences, verdict_rows
+
+_CSS = """
+:root { --ink:#1c2833; --muted:#5d6d7e; --line:#d5dbe1; --ok:#1e8449; --bad:#c0392b; --warn:#b9770e; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1240px; padding: 28px 32px 64px; color: var(--ink); background: #fff;
+  font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", "Liberation Sans", sans-serif; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 40px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+h3 { font-size: 16px; margin: 22px 0 6px; }
+p.sub { color: var(--muted); margin: 0 0 18px; }
+.verdict { border-left: 6px solid #0072B2; background: #f4f8fb; padding: 14px 20px; margin: 16px 0 8px; }
+.verdict p { margin: 6px 0; }
+.verdict .lead { font-size: 17px; font-weight: 600; }
+ul.systems { margin: 8px 0 0; padding-left: 20px; }
+ul.systems li { margin: 4px 0; }
+.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+table { border-collapse: collapse; margin: 10px 0 6px; font-size: 13px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: right; vertical-align: top; }
+th { background: #eef2f6; font-weight: 600; }
+td.l, th.l { text-align: left; }
+td:first-child { white-space: nowrap; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+td.ok { color: var(--ok); font-weight: 600; } td.bad { color: var(--bad); font-weight: 600; }
+td.warn { color: var(--warn); }
+figure { margin: 18px 0 8px; }
+figure svg { width: 100%; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 13.5px; margin-top: 6px; }
+details { margin: 6px 0 14px; }
+summary { cursor: pointer; color: #1f618d; font-size: 13.5px; }
+.answer { border: 1px solid var(--line); border-radius: 6px; padding: 10px 16px; margin: 12px 0; }
+.answer .take { font-weight: 600; }
+.src { color: var(--muted); font-size: 12px; word-break: break-all; }
+.note { color: var(--muted); font-size: 13px; }
+.err { color: var(--bad); }
+code { font-size: 13px; background: #f2f4f6; padding: 0 3px; border-radius: 3px; }
+footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; border-top: 1px solid var(--line); padding-top: 10px; }
+"""
+
+
+
+def render(data: ReportData, progress: Progress | None = None) -> str:
+    """The report as one HTML document."""
+    progress = progress or no_progress
+    title = f"shardbudget: how far can {data.model} be sharded?"
+    parts = [f"<h1>{esc(title)}</h1>", _subtitle(data), _verdict(data), _verdict_table(data)]
+    sections = list(SECTIONS)
+    if data.measured:
+        sections.append(("measured vs predicted", section_measured))
+    for k, (what, section) in enumerate(sections):
+        progress(f"drawing {what}", k, len(sections))
+        parts.append(section(data))
+    progress("figures drawn", len(sections), len(sections))
+    parts += [section_answers(data), section_catalog(data), section_assumptions(data), _footer(data)]
+    return _document(title, "\n".join(parts))
+
+
+def _subtitle(data: ReportData) -> str:
+    st = data.settings
+    budget = fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"
+    return (f'<p class="sub">{esc(data.model)} ({esc(st["dtype"])} weights), context {st["context"]} tokens, '
+            f"decode batch {esc(', '.join(str(b) for b in st['batches']))}, inter-token latency budget "
+            f"{esc(budget)}, collectives {esc(st['impl'])}; systems: "
+            f"{esc(', '.join(st['systems']))}. All times are predictions of the model "
+            f"unless marked measured.</p>")
+
+
+def _verdict(data: ReportData) -> str:
+    """The headline, one paragraph per batch size, one line per system."""
+    sentences = summary_sentences(data)
+    n_batches = len(data.settings["batches"])
+    parts = ['<section id="verdict" class="verdict">', f'<p class="lead">{esc(headline(data))}</p>']
+    for s in sentences[:n_batches]:
+        parts.append(f"<p>{esc(s)}</p>")
+    parts.append('<ul class="systems">')
+    for spec, res, stop in zip(data.specs, data.plans, sentences[n_batches:]):
+        color = data.colors.get(spec.label, "#777")
+        parts.append(f'<li><span class="swatch" style="background:{esc(color)}"></span>'
+                     f"<b>{esc(system_finding(res))}</b>. {esc(stop)}</li>")
+    parts.append("</ul></section>")
+    return "\n".join(parts)
+
+
+def _verdict_table(data: ReportData) -> str:
+    rows = verdict_rows(data)
+    threshold = comm_threshold(data.plans[0])
+    cls = [["", "", "", "ok" if r["meets"] else "bad", "", "",
+            "bad" if (r["comm_share"] or 0) > threshold else "",
+            "ok" if r["meets"] and not r["too_far"] else ("bad" if not r["meets"] else "warn")] for r in rows]
+    parts = ['<h2 id="verdict-table">Verdict per system and batch</h2>',
+             table(["system", "batch", "min TP (memory)", "max TP (budget)", "best TP", "ITL at best (ms)",
+                    "comm share at best", "verdict"],
+                   [[r["system"], r["batch"], fmt_tp(r["min_tp"]), fmt_tp(r["max_tp"]), fmt_tp(r["best_tp"]),
+                     fmt_ms(r["itl_s"]), fmt_pct(r["comm_share"]), r["verdict"]] for r in rows],
+                   left=1, classes=cls),
+             "<details><summary>What the planner says, in full</summary>"]
+    for res in data.plans:
+        for br in res.results:
+            parts.append(f"<p>{esc(br.verdict)}</p>")
+    parts.append("</details>")
+    return "\n".join(parts)
+
+
+def _footer(data: ReportData) -> str:
+    cfg = data.model_cfg
+    return (f"<footer>Written by shardbudget {esc(__version__)}. A single self-contained file: no "
+            f"scripts, no fonts, no links to load. Model config: {esc(cfg.name)} "
+            f"({cfg.num_layers} layers, hidden {cfg.hidden_size}, {cfg.num_heads} heads / "
+            f"{cfg.num_kv_heads} KV heads).</footer>")
+
+
+def _document(title: str, body: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            # No request may leave the page: the policy blocks any the content might still try.
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; img-src data:\">\n"
+            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+__all__ = ["render"]

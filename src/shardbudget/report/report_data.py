@@ -1,0 +1,199 @@
+"""What the HTML report shows, computed once: plans, collective sweeps, explanations, measurements.
+
+`collect` checks the whole request (systems, nodes, model, measurement files) before any long work,
+so that a typo fails in a second, not after the sweeps. The demo prints its table from the same data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..collective_op import CollectiveOp
+from ..collectives import Group, crossover_bytes, make_group, sweep
+from ..compare import effective_impl
+from ..errors import PlanError, ShardbudgetError
+from ..explain import explain
+from ..hardware import load_catalog
+from ..measure.logs import read_log
+from ..model import hidden_message_bytes, load_model
+from ..planner import plan
+from .fig_measured import measured_groups, predict_samples
+from .style import system_colors
+
+Progress = Callable[[str, int, int], None]
+"""progress(what, done, total): called before each long step."""
+
+FABRIC_OP = CollectiveOp.ALL_REDUCE
+# Message sizes of the fabric sweep: 8 B to 1 GiB, 16 points per factor of 2^5 (smooth on a log axis).
+SWEEP_MIN_BYTES, SWEEP_MAX_BYTES, SWEEP_POINTS = 8.0, float(2 ** 30), 106
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A system of the catalog on `nodes` nodes ('hgx-h100:2' on the command line)."""
+
+    name: str
+    nodes: int = 1
+
+    @property
+    def label(self) -> str:
+        return self.name if self.nodes == 1 else f"{self.nodes}× {self.name}"
+
+
+def parse_system_spec(text: str, default_nodes: int = 1) -> SystemSpec:
+    """'hgx-h100' (default_nodes nodes) or 'hgx-h100:2' (two nodes)."""
+    if not isinstance(text, str) or not text.strip():
+        raise PlanError(f"system {text!r} must be a catalog name, optionally with ':N' nodes (hgx-h100:2)")
+    name, sep, count = text.strip().partition(":")
+    if not sep:
+        return SystemSpec(name, default_nodes)
+    if not count.strip().isdigit() or int(count) < 1:
+        raise PlanError(f"system {text!r}: the node count after ':' must be a whole number of at least 1 "
+                        f"(e.g. hgx-h100:2)")
+    return SystemSpec(name.strip(), int(count))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FabricCurve:
+    """FABRIC_OP on every GPU of one system, over the sweep's message sizes."""
+
+    label: str
+    """'hgx-h100 ×8': the system and its GPU count."""
+    costs: list
+    """collectives.Cost per message size, smallest first."""
+    crossover_bytes: float
+    """Message size per rank where the bandwidth term overtakes the latency term (inf: never)."""
+    group: Group
+    impl: str
+    """The implementation the costs are priced with ('custom' falls back to 'nccl' where it cannot run)."""
+
+
+@dataclass(kw_only=True)
+class MeasuredEntry:
+    path: str
+    measurement: Any  # MeasurementSet
+    system: str
+    groups: list  # (label, samples, predicted times or None)
+    svg: str | None = None
+    error: str | None = None
+
+
+@dataclass(kw_only=True)
+class ReportData:
+    """Everything the report shows, computed once (the demo prints its table from the same data)."""
+
+    model: str
+    """The model's name as the config reader gives it (a folder name for a config.json path)."""
+    model_cfg: Any
+    specs: list[SystemSpec]
+    plans: list  # PlanResult, one per spec
+    fabric: list[FabricCurve]  # one per spec
+    marks: list[tuple[float, str]]
+    answers: list  # explain.Answer
+    answers_error: str | None
+    measured: list[MeasuredEntry]
+    settings: dict
+    catalog: Any
+    colors: dict[str, str] = field(default_factory=dict)
+
+
+def no_progress(what: str, done: int, total: int) -> None:
+    """The progress callback that reports nothing."""
+    return None
+
+
+class _Steps:
+    """Counts the long steps of `collect` for a progress callback."""
+
+    def __init__(self, progress: Progress, total: int):
+        self.progress, self.total, self.done = progress, total, 0
+
+    def __call__(self, what: str) -> None:
+        self.progress(what, self.done, self.total)
+        self.done += 1
+
+
+def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
+            context: int = 4096, budget_s: float | None = 0.05, impl: str = "nccl", dtype: str = "bf16",
+            measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
+            catalog=None, progress: Progress | None = None) -> ReportData:
+    """Run the planner, the collective sweeps, the explanations and read the measurements."""
+    progress = progress or no_progress
+    if not systems:
+        raise PlanError("the report needs at least one system (e.g. --system hgx-h100)")
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
+    batches = list(batches) or [1]
+    catalog = catalog or load_catalog()
+    specs = _system_specs(systems, nodes)
+    cfg = load_model(model)
+    for s in specs:
+        catalog.system(s.name)  # unknown names fail here, before any long work, with a suggestion
+    measured_system = measured_system or specs[0].name
+    catalog.system(measured_system)
+    # Read the measurement files first: a typo'd path should not cost a whole sweep.
+    sets = [(str(p), read_log(p)) for p in measured]
+
+    step = _Steps(progress, 2 * len(specs) + 2 + len(sets))
+    plans = []
+    for s in specs:
+        step(f"planning {cfg.name} on {s.label}")
+        plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
+                          impl=impl, dtype=dtype, catalog=catalog))
+    fabric = []
+    for s in specs:
+        step(f"pricing {FABRIC_OP} on {s.label}")
+        fabric.append(_fabric_curve(s, impl, catalog))
+    # What one decode step sends per all-reduce: batch x hidden x 2 bytes (bf16 activations), and
+    # what prefill of one `context`-token prompt sends.
+    marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in batches]
+    marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
+    step("answering the three questions")
+    answers, answers_error = _answers(model, batch=batches[0], context=context, catalog=catalog)
+    entries = []
+    for path, ms in sets:
+        step(f"comparing {os.path.basename(path)} with {measured_system}")
+        groups = [(label, samples, predict_samples(samples, measured_system, impl=impl, catalog=catalog))
+                  for label, samples in measured_groups(ms)]
+        entries.append(MeasuredEntry(path=path, measurement=ms, system=measured_system, groups=groups))
+    progress("done", step.total, step.total)
+
+    settings = {"model": model, "systems": [s.label for s in specs], "batches": batches, "context": context,
+                "budget_s": budget_s, "impl": impl, "dtype": dtype, "op": FABRIC_OP}
+    return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
+                      answers=answers, answers_error=answers_error, measured=entries, settings=settings,
+                      catalog=catalog, colors=system_colors([s.label for s in specs]))
+
+
+def _system_specs(systems: Sequence[str], nodes: int) -> list[SystemSpec]:
+    specs = [parse_system_spec(s, nodes) for s in systems]
+    labels = [s.label for s in specs]
+    if len(set(labels)) != len(labels):
+        raise PlanError(f"system listed twice: {', '.join(sorted({x for x in labels if labels.count(x) > 1}))}")
+    return specs
+
+
+def _fabric_curve(spec: SystemSpec, impl: str, catalog) -> FabricCurve:
+    sizes = [float(x) for x in np.geomspace(SWEEP_MIN_BYTES, SWEEP_MAX_BYTES, SWEEP_POINTS)]
+    group = make_group(spec.name, nodes=spec.nodes, catalog=catalog)
+    use = effective_impl(group, impl)
+    costs = sweep(FABRIC_OP, sizes, spec.name, nodes=spec.nodes, impl=use, catalog=catalog)
+    return FabricCurve(label=f"{spec.label} ×{group.ranks}", costs=costs,
+                       crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use)
+
+
+def _answers(model: str, *, batch: int, context: int, catalog) -> tuple[list, str | None]:
+    """explain's three answers, or the reason there are none (the rest of the report still stands)."""
+    try:
+        return explain(model, batch=batch, context=context, catalog=catalog), None
+    except ShardbudgetError as err:
+        return [], str(err)
+
+
+__all__ = ["FABRIC_OP", "FabricCurve", "MeasuredEntry", "Progress", "ReportData", "SystemSpec", "collect",
+           "no_progress", "parse_system_spec"]
