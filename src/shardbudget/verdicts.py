@@ -90,6 +90,9 @@ class Verdict:
     """Among plans that meet every budget, the one with the largest TP (ties: fewer GPUs, faster)."""
     closest: Row | None
     """When no plan meets the budgets: the fitting plan nearest to them."""
+    pick: Row | None
+    """The plan to run: the latency-optimal one if it meets every budget, else the same knee rule
+    applied to the plans that do (None when none does)."""
     too_far: tuple[Row, ...]
     comm_bound: bool
     sentences: tuple[str, ...]
@@ -138,7 +141,8 @@ def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, u
         smallest=min(fitting, key=lambda r: (r.gpus, r.mem_bytes_per_gpu, r.itl_s)) if fitting else None,
         fastest=min(fitting, key=lambda r: (r.itl_s, r.gpus)) if fitting else None, best=best,
         largest_tp_within_budget=min(meeting, key=lambda r: (-r.tp, r.gpus, r.itl_s)) if meeting else None,
-        closest=_closest(fitting, limits) if fitting and not meeting else None, too_far=too_far,
+        closest=_closest(fitting, limits) if fitting and not meeting else None,
+        pick=best if best and best.meets_budget else latency_optimal(meeting, limits.knee_threshold), too_far=too_far,
         comm_bound=bool(best and best.comm_share > limits.comm_threshold), sentences=())
     text = _sentences(v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes,
                       rows=rows, limits=limits)
@@ -198,6 +202,9 @@ def _sentences(v: Verdict, *, where: str, gpu_memory_bytes: float, usable_bytes:
     out.append(_best_sentence(v, limits))
     if limits.budget_s is not None or limits.ttft_budget_s is not None:
         out.append(_budget_sentence(v, limits))
+        if v.pick is not None and v.pick.key != v.best.key:
+            out.append(f"{v.best.label()} misses {_budget_words(limits)}; within it, pick {v.pick.label()} "
+                       f"({_ms(v.pick.itl_s)}).")
     if v.too_far:
         out.append(_too_far_sentence(v, limits))
     out.append(_comm_sentence(v, limits))
