@@ -261,37 +261,11 @@ def models(json_out: JsonOpt = False) -> None:
 
 # --- measure and fit -------------------------------------------------------------------------
 
-@app.command()
-def measure(
-    backend: Annotated[str, typer.Option("--backend", help="gloo (CPU) | nccl (GPUs)")] = "gloo",
-    nproc: Annotated[Optional[int], typer.Option("--nproc", help="Ranks to spawn locally (ignored under torchrun/srun).")] = None,
-    op: Annotated[str, typer.Option("--op")] = "all-reduce",
-    sizes: Annotated[str, typer.Option("--sizes", help="Size range, e.g. 8B:64MiB (powers of two) or 8B:64MiB:4.")] = "8B:64MiB",
-    dtype: Annotated[str, typer.Option("--dtype")] = "float32",
-    iters: Annotated[int, typer.Option("--iters")] = 20,
-    warmup: Annotated[int, typer.Option("--warmup")] = 5,
-    check: Annotated[bool, typer.Option("--check", help="Verify the reduced values.")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write every sample and the environment as JSON.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
-    timeout: Annotated[str, typer.Option("--timeout", help="Give up on a hung or dead rank after this long.")] = "120s",
-    port: Annotated[Optional[int], typer.Option("--port", help="Rendezvous port (default: a free one).")] = None,
-) -> None:
-    """Time real collectives with torch.distributed; nccl-tests columns on stdout, JSON with --out."""
-    from .measure.harness import format_table_header, format_table_row, run_measure
-    sizes_bytes = units.parse_size_range(sizes) if ":" in sizes else units.parse_list([sizes], units.parse_bytes)
-    timeout_s = units.parse_seconds(timeout, what="--timeout")
-    header = [format_table_header()]  # printed with the first row: a refused run prints nothing
-
-    def on_size(row) -> None:
-        if header:
-            print(header.pop())
-        print(format_table_row(row, op=op, dtype=dtype), flush=True)
-
-    run_measure(backend=backend, nproc=nproc, op=op, sizes_bytes=sizes_bytes, dtype=dtype, iters=iters,
-                warmup=warmup, check=check, out=str(out) if out else None, force=force, timeout_s=timeout_s,
-                master_port=port, on_size=on_size)
-    if out:
-        typer.echo(f"wrote {out}", err=True)
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
+def measure(ctx: typer.Context) -> None:
+    """Time real collectives with torch.distributed; nccl-tests columns on stdout, JSON with --out (--help: options)."""
+    from .measure.command import run  # the one option parser, shared with `python -m shardbudget.measure`
+    run(ctx.args, prog="shardbudget measure")
 
 
 @app.command()

@@ -214,7 +214,7 @@ CASES = [
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", "existing.toml"], ["existing.toml exists", "--force"], SUB),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", "no-such-dir/p.toml"], ["no-such-dir", "does not exist"], None),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", ".", "--force"], ["is a folder"], None),
-    (["measure", "--out", "existing.json", "--nproc", "2", "--sizes", "8B"], ["'existing.json' exists", "--force"], None),
+    (["measure", "--out", "existing.json", "--nproc", "2", "--sizes", "8B"], ["existing.json exists", "--force"], None),
     (["measure", "--out", "no-such-dir/x.json", "--nproc", "2", "--sizes", "8B"], ["no-such-dir", "does not exist"], None),
 ]
 

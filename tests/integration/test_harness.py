@@ -21,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from shardbudget import cli
+from shardbudget.collective_op import busbw_factor
 from shardbudget.errors import MeasureError
 from shardbudget.measure import harness
 from shardbudget.measure.__main__ import main
-from shardbudget.measure.harness import (FAULT_ENV, MeasureRunError, busbw_factor, plan_sizes,
-                                         run_measure)
+from shardbudget.measure.harness import FAULT_ENV, MeasureRunError, plan_sizes, run_measure
+from shardbudget.measure.logs import read_log
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed; "
@@ -85,7 +87,7 @@ def test_cli_writes_every_sample_in_the_documented_shape(cli_allreduce_3):
     assert {"torch", "backend", "hosts", "world_size", "n_nodes", "command", "time_utc",
             "python"} <= set(data["env"])
     assert (data["tool"], data["op"], data["backend"], data["dtype"]) == (
-        "shardbudget", "all-reduce", "gloo", "float32")
+        "shardbudget", "all-reduce", "gloo", "fp32")  # dtypes' canonical name
     assert (data["world_size"], data["n_nodes"], data["complete"]) == (3, 1, True)
     assert data["env"]["hosts"] == [socket.gethostname()]
     for row in data["results"]:
@@ -155,6 +157,25 @@ def test_all_gather_three_ranks_passes_the_check(tmp_path):
     assert "8 B -> 12 B" in result.notes[0]
     data = read_json(tmp_path / "ag.json")
     assert (data["complete"], data["error"], data["op"]) == (True, None, "all-gather")
+
+
+@needs_torch
+def test_shardbudget_measure_runs_bf16_with_the_same_header_and_table(tmp_path, capsys):
+    out = tmp_path / "bf16.json"
+    rc = cli.main(["measure", "--dtype", "bf16", "--sizes", "8B,1KiB", "--iters", "3", "--warmup", "1",
+                   "--check", "--out", str(out), "--no-progress", "--master-addr", "127.0.0.1",
+                   "--timeout", "60s"])
+    stdout, stderr = capsys.readouterr()
+    assert (rc, stderr) == (0, "")
+    lines = stdout.splitlines()
+    assert lines[0].startswith("# shardbudget all-reduce on gloo, bf16, 2 sizes, 3 iters;")
+    rows = [ln.split() for ln in lines if ln and not ln.startswith("#")]
+    # 2 bytes per bf16 element; nccl-tests calls the type bfloat16; rank+1 sums to 3 exactly
+    assert [r[:5] + r[8:] for r in rows] == [["8", "4", "bfloat16", "sum", "-1", "0"],
+                                            ["1024", "512", "bfloat16", "sum", "-1", "0"]]
+    data = read_json(out)
+    assert data["dtype"] == "bf16"
+    assert [s.dtype for s in read_log(out).samples] == ["bf16", "bf16"]  # the log reader takes it
 
 
 # --- faults -----------------------------------------------------------------------------------
@@ -242,7 +263,9 @@ def test_existing_output_is_refused_and_left_unchanged(tmp_path, capsys):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(nproc=1), "at least 2 ranks, got 1"),
-    (dict(op="broadcast"), "op 'broadcast' is not one of"),
+    (dict(op="broadcast"), "collective 'broadcast' is not supported here"),
+    (dict(dtype="fp8"), "dtype 'fp8' has no torch.distributed collectives"),
+    (dict(dtype="bf61"), "unknown dtype 'bf61'; did you mean 'bf16'"),
     (dict(master_addr="127.0.0.1; rm -rf /"), "not a hostname or an IP address"),
     (dict(dtype="int8", nproc=16, op="all-to-all", check=True), "int8 cannot hold"),
 ])
@@ -289,6 +312,36 @@ def test_a_typo_in_the_fault_hook_is_refused(monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "crsh@1")
     with pytest.raises(MeasureError, match="KIND@RANK"):
         run_measure(sizes_bytes=[8], **FAST)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--timeout", "5"],                       # a bare number: seconds or minutes? refused in both
+    ["--master-addr", "no such host!"],
+    ["--no-progress", "--nproc", "1"],
+    ["--dtype", "fp8", "--port", "29500"],
+    ["--op", "broadcast"],
+    ["--nproc", "two"],
+])
+def test_both_front_ends_share_one_parser(argv, capsys):
+    rc_module = main(argv)
+    module = capsys.readouterr()
+    rc_cli = cli.main(["measure", *argv])
+    typer_cmd = capsys.readouterr()
+    assert rc_module == rc_cli == 2
+    assert module.err == typer_cmd.err and module.err.startswith("error: ")
+    assert len(module.err.strip().splitlines()) == 1 and module.out == typer_cmd.out == ""
+
+
+def test_measure_help_lists_every_option_in_both_front_ends(capsys):
+    assert main(["--help"]) == 0
+    module = capsys.readouterr().out
+    assert cli.main(["measure", "--help"]) == 0
+    typer_cmd = capsys.readouterr().out
+    for option in ("--backend", "--nproc", "--op", "--sizes", "--dtype", "--iters", "--warmup", "--check",
+                   "--out", "--force", "--timeout", "--master-addr", "--port", "--no-progress"):
+        assert option in module and option in typer_cmd
+    # the same text, but for the program name (whose length may re-wrap the usage lines)
+    assert module.split("options:")[1] == typer_cmd.split("options:")[1]
 
 
 def test_importing_the_harness_does_not_import_torch():

@@ -21,13 +21,12 @@ from shared_data import find_data_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from shardbudget.collective_op import busbw_factor, parse_op
 from shardbudget.errors import MeasureError, ShardbudgetError
 from shardbudget.measure.logs import (
     OPS,
     MeasurementSet,
     Sample,
-    busbw_factor,
-    normalize_op,
     parse_log_text,
     read_log,
     read_logs,
@@ -39,7 +38,7 @@ RAW_FILES = sorted((DATA / "raw").glob("*.txt"))
 needs_data = pytest.mark.skipif(not RAW_FILES, reason="shared/data/raw not present")
 
 
-# --- busbw factor ------------------------------------------------------------------------------
+# --- busbw factor (the one definition, collective_op.busbw_factor, as the reader uses it) --------
 
 @pytest.mark.parametrize(("op", "n", "factor"), [
     ("all-reduce", 8, 1.75),          # 2(n-1)/n
@@ -64,18 +63,23 @@ def test_busbw_factor_matches_a_published_row():
     assert 180.71 * busbw_factor("all-reduce", 16) == pytest.approx(338.82, abs=0.0144)
 
 
+NO_OP_JSON = '{"tool": "shardbudget", "world_size": 2, "results": [{"bytes": 8, "time_s": 1e-05}]}'
+
+
 @pytest.mark.parametrize("name", ["all_reduce", "AllReduce", "allreduce", "all_reduce_perf", "ALL-REDUCE"])
 def test_op_spellings(name):
-    assert normalize_op(name) == "all-reduce"
+    assert parse_op(name) == "all-reduce"
     assert busbw_factor(name, 8) == 1.75
+    log = parse_log_text(NO_OP_JSON, default_op=name)  # the reader takes every spelling
+    assert [s.op for s in log.samples] == ["all-reduce"]
 
 
 def test_unknown_op_and_bad_rank_count_are_measure_errors():
     with pytest.raises(MeasureError, match="did you mean 'all-reduce'"):
-        busbw_factor("all-reduc", 8)
+        parse_log_text(NO_OP_JSON, default_op="all-reduc")
     for bad in (0, -1, 2.5, True, "8"):
         with pytest.raises(MeasureError, match="n_ranks"):
-            busbw_factor("all-reduce", bad)
+            parse_log_text(NO_OP_JSON, n_ranks=bad)
     assert set(OPS) == {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
                         "reduce", "send/recv"}
 
@@ -475,6 +479,14 @@ HARNESS_JSON = {
     ],
     "complete": False, "error": "rank 1 exited at 4 KiB",
 }
+
+
+@pytest.mark.parametrize("dtype", ["float32", "fp32"])
+def test_shardbudget_json_with_either_dtype_spelling(dtype):
+    # the harness wrote torch's name (float32) before dtypes had one vocabulary, fp32 since
+    ms = _parse(json.dumps({**HARNESS_JSON, "dtype": dtype}))
+    assert [(s.msg_bytes, s.dtype) for s in ms.samples] == [(8, dtype), (1024, dtype)]
+    assert ms.env["dtype"] == dtype
 
 
 def test_shardbudget_json(tmp_path):

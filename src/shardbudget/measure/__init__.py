@@ -1,1 +1,24 @@
-"""Measurement: a torch.distributed collective benchmark and readers for benchmark logs."""
+"""Measurement: a torch.distributed collective benchmark and readers for benchmark logs.
+
+The harness (``shardbudget measure``, ``python -m shardbudget.measure``, torchrun's ``-m``):
+
+    command     the one option parser and printer behind every front end
+    harness     run_measure: check, plan the sizes, launch, supervise, save
+    protocol    what the parent and the ranks agree on (rank config, events, faults, constants)
+    worker      one rank; the only module that imports torch
+    checks      refusals before any work (request, address, port, GPUs)
+    launchers   torchrun / srun detection
+    local       spawning and supervising local ranks
+    recorder    the output file (atomic, after every size) and the progress bar
+    results     sizes, measured rows, the nccl-tests table
+
+Reading what others measured, and using it:
+
+    logs        read_log / parse_log_text: nccl-tests, rccl-tests and shardbudget JSON
+    log_records Sample, MeasurementSet and the number readers the parsers share
+    log_json    shardbudget's own JSON
+    nccl_scan   nccl-tests text: lines into tables and their run context
+    nccl_tables nccl-tests tables into samples, with warnings
+    fit         measurements -> a calibrated profile in catalog format
+    lab         an emulated fabric in network namespaces, measured vs predicted
+"""

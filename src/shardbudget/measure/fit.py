@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import tomli_w
 
+from ..atomic import check_output_path, write_atomic
 from ..collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
 from ..hardware import Catalog, Fabric, System, load_catalog
@@ -106,7 +108,7 @@ def _usable(samples: Sequence[Sample], system: System) -> list[Sample]:
     return out
 
 
-def _variant(base: System, p: Params, name: str, sources: str, catalog: Catalog | None = None) -> System:
+def _variant(base: System, p: Params, *, name: str, sources: str, catalog: Catalog | None = None) -> System:
     # A fitted link is uniformly faster or slower: its peak (which NVLS uses) scales with its
     # achievable rate, and it keeps the base fabric's NVLS efficiency.
     ratio = p.intra_bytes_per_s / base.intra_fabric.achievable_bytes_per_s
@@ -139,7 +141,7 @@ def _unpack(x: np.ndarray, multi: bool) -> Params:
     return Params(float(e[0]), float(e[1]), float(e[2]), *((float(e[3]), float(e[4])) if multi else (None, None)))
 
 
-def _fit(base: System, catalog: Catalog, samples: Sequence[Sample], name: str, sources: str) -> Params:
+def _fit(base: System, catalog: Catalog, samples: Sequence[Sample], *, name: str, sources: str) -> Params:
     from scipy.optimize import least_squares
     multi = any(_nodes_of(s, base) > 1 for s in samples) and base.nic_fabric is not None
     x0 = [math.log(base.intra_fabric.achievable_bytes_per_s), 0.0, 0.0]
@@ -148,7 +150,7 @@ def _fit(base: System, catalog: Catalog, samples: Sequence[Sample], name: str, s
     meas = np.log([s.time_s for s in samples])
 
     def residuals(x):
-        system = _variant(base, _unpack(x, multi), name, sources, catalog)
+        system = _variant(base, _unpack(x, multi), name=name, sources=sources, catalog=catalog)
         pred = [_predict(system, catalog, s)[0] for s in samples]
         return np.log(pred) - meas
 
@@ -175,17 +177,18 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
         raise MeasureError(f"need at least 3 usable out-of-place samples with 2+ ranks that fit {base.name} "
                            f"({base.gpus_per_node} GPUs per node); got {len(samples)}")
     sources = ", ".join(os.path.basename(ms.source) for ms in sets)
-    params = _fit(base, catalog, samples, name, sources)
-    system = _variant(base, params, name, sources, catalog)
+    params = _fit(base, catalog, samples, name=name, sources=sources)
+    system = _variant(base, params, name=name, sources=sources, catalog=catalog)
     residuals = []
     for s in samples:
         t, algo, proto = _predict(system, catalog, s)
         residuals.append(Residual(s.op, s.msg_bytes, s.n_ranks, _nodes_of(s, base), s.time_s, t, algo, proto))
-    heldout = _heldout(base, catalog, samples, name, sources) if holdout else {}
+    heldout = _heldout(base, catalog, samples, name=name, sources=sources) if holdout else {}
     return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets))
 
 
-def _heldout(base: System, catalog: Catalog, samples: Sequence[Sample], name: str, sources: str) -> dict[int, float]:
+def _heldout(base: System, catalog: Catalog, samples: Sequence[Sample], *, name: str,
+             sources: str) -> dict[int, float]:
     counts = sorted({s.n_ranks for s in samples})
     out: dict[int, float] = {}
     if len(counts) < 2:
@@ -195,7 +198,8 @@ def _heldout(base: System, catalog: Catalog, samples: Sequence[Sample], name: st
         test = [s for s in samples if s.n_ranks == left_out]
         if len(train) < 3:
             continue
-        system = _variant(base, _fit(base, catalog, train, name, sources), name, sources, catalog)
+        params = _fit(base, catalog, train, name=name, sources=sources)
+        system = _variant(base, params, name=name, sources=sources, catalog=catalog)
         errs = [abs(_predict(system, catalog, s)[0] / s.time_s - 1) for s in test]
         out[left_out] = float(np.median(errs))
     return out
@@ -234,21 +238,12 @@ def profile_toml(result: FitResult) -> dict:
 
 def check_profile_path(path: str | os.PathLike, *, force: bool = False) -> Path:
     """Where a profile may be written, checked before any work is done (and again when writing)."""
-    path = Path(path)
-    if path.is_dir():  # --force cannot replace a folder with a file (os.replace would fail)
-        raise MeasureError(f"{path} is a folder; give a file name for the profile, e.g. {path / 'profile.toml'}")
-    if path.exists() and not force:
-        raise MeasureError(f"{path} exists; pass --force to overwrite it")
-    if not path.parent.is_dir():
-        raise MeasureError(f"cannot write {path}: folder {path.parent} does not exist")
-    return path
+    return check_output_path(path, what="the profile", force=force, error=MeasureError)
 
 
 def write_profile(result: FitResult, path: str | os.PathLike, *, force: bool = False) -> Path:
-    import tomli_w
     path = check_profile_path(path, force=force)
     text = tomli_w.dumps(profile_toml(result))
-    from ..atomic import write_atomic
     header = f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n"
     try:
         write_atomic(path, header + text)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..collective_op import CollectiveOp, busbw_factor
 from ..errors import MeasureError
 from ..units import format_bytes, format_rate, format_seconds, parse_rate, parse_size_range
 
@@ -177,7 +178,7 @@ def reclaim_stale() -> list[str]:
 
 # --- one measurement over the lab -----------------------------------------------------------
 
-def _measure(topo: Topology, sizes: str, iters: int, warmup: int, timeout_s: float, out: Path) -> dict:
+def _measure(topo: Topology, *, sizes: str, iters: int, warmup: int, timeout_s: float, out: Path) -> dict:
     port = 29500 + os.getpid() % 1000
     procs = []
     for r in range(topo.ranks):
@@ -255,14 +256,10 @@ class LabResult:
                                      "bandwidth_bound": x.bandwidth_bound} for x in r.rows]} for r in self.rates]}
 
 
-def _ring_factor(p: int) -> float:
-    return 2 * (p - 1) / p  # each rank sends 2(p-1)/p of the message (reduce-scatter + all-gather)
-
-
 def fit_alpha_beta(sizes: np.ndarray, times: np.ndarray, p: int) -> tuple[float, float]:
     """Robust fit of t = α + k·n/B in log space (every size weighs the same)."""
     from scipy.optimize import least_squares
-    k = _ring_factor(p)
+    k = busbw_factor(CollectiveOp.ALL_REDUCE, p)  # each rank sends 2(p-1)/p of the message
 
     def resid(x):
         return np.log(np.exp(x[0]) + k * sizes / np.exp(x[1])) - np.log(times)
@@ -311,9 +308,10 @@ def run_lab(*, ranks: int = 2, rates: tuple[str, ...] = ("unshaped", "10Gbit/s",
             for k in range(repeats):
                 out = workdir / f"lab-{label.replace('/', 'ps')}-{k}.json"
                 log(f"# measuring {ranks} ranks over {label} link, repeat {k + 1}/{repeats}")
-                measured[label].append(_measure(topo, sizes, iters, warmup, timeout_s, out))
+                measured[label].append(_measure(topo, sizes=sizes, iters=iters, warmup=warmup,
+                                                timeout_s=timeout_s, out=out))
                 files.append(str(out))
-        return _compare(ranks, parsed, measured, netem, files)
+        return _compare(ranks, parsed, measured, netem=netem, files=files)
     finally:
         topo.destroy()
         restore()
@@ -321,10 +319,10 @@ def run_lab(*, ranks: int = 2, rates: tuple[str, ...] = ("unshaped", "10Gbit/s",
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _compare(ranks: int, parsed, measured, netem: bool, files: list[str]) -> LabResult:
+def _compare(ranks: int, parsed, measured, *, netem: bool, files: list[str]) -> LabResult:
     sizes, t_un, _, _ = _medians(measured["unshaped"])
     alpha, b_un = fit_alpha_beta(sizes, t_un, ranks)
-    k = _ring_factor(ranks)
+    k = busbw_factor(CollectiveOp.ALL_REDUCE, ranks)  # each rank sends 2(p-1)/p of the message
     out = []
     for label, rate in parsed:
         sizes, med, lo, hi = _medians(measured[label])
@@ -392,9 +390,10 @@ def format_lab(result: LabResult) -> str:
             summary.append(f"latency-bound sizes: median |error| {100 * np.median(lat):.1f}%, worst {100 * max(lat):.1f}%")
         lines.append("  " + "; ".join(summary))
         # the lesson: a decode step's all-reduces over this link (llama-3.1-8b, TP2: 66 calls)
+        k = busbw_factor(CollectiveOp.ALL_REDUCE, result.ranks)
         for batch in (1, 64):
             n = batch * 4096 * 2
-            t = result.alpha_s + _ring_factor(result.ranks) * n / r.effective_bytes_per_s
+            t = result.alpha_s + k * n / r.effective_bytes_per_s
             lines.append(f"  llama-3.1-8b TP{result.ranks} decode, batch {batch}: 66 all-reduces of "
                          f"{format_bytes(n)} = {format_seconds(66 * t)} per token over this link")
     return "\n".join(lines)

@@ -2,18 +2,13 @@
 
 The harness starts it as ``python -m shardbudget.measure.worker CONFIG_JSON`` (one process per
 rank; events go to stdout as ``@shardbudget {json}`` lines), or calls `run_rank` in-process under
-torchrun / srun. Either way the rank reports through ``emit(event)`` and never writes files:
-
-    ready   after the rendezvous, with every rank's hostname
-    start   before each size, from every rank (so a dead or hung rank can be placed)
-    result  after each size: per-iteration slowest-rank times and wrong counts per rank
-    done    after the last size
-    error   an exception, just before exiting non-zero
+torchrun / srun. Either way the rank reports through ``emit(event)`` and never writes files; the
+events and the configuration are defined in `protocol`, which is all this module shares with the
+harness.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -26,7 +21,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .harness import EVENT_PREFIX, Fault, RankConfig, parse_faults
+from .. import dtypes
+from ..collective_op import CollectiveOp
+from .protocol import Event, Fault, RankConfig, event_line, parse_faults
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -37,11 +34,11 @@ def run_rank(cfg: RankConfig, emit: Emit) -> None:
     try:
         hosts: list[str | None] = [None] * cfg.world_size
         dist.all_gather_object(hosts, socket.gethostname())
-        emit({"ev": "ready", "hosts": hosts, "torch": torch.__version__})
+        emit({"ev": Event.READY, "hosts": hosts, "torch": torch.__version__})
         for index, size_bytes in enumerate(cfg.sizes_bytes):
-            _measure_size(cfg, index, size_bytes, device, faults, emit)
+            _measure_size(cfg, index, size_bytes, device=device, faults=faults, emit=emit)
         dist.barrier()
-        emit({"ev": "done"})
+        emit({"ev": Event.DONE})
     finally:
         dist.destroy_process_group()
 
@@ -59,15 +56,17 @@ def _init(cfg: RankConfig) -> torch.device:
     return device
 
 
-def _measure_size(cfg: RankConfig, index: int, size_bytes: int, device: torch.device,
+def _measure_size(cfg: RankConfig, index: int, size_bytes: int, *, device: torch.device,
                   faults: list[Fault], emit: Emit) -> None:
     if any(f.hits("hang", cfg.rank, size_bytes) for f in faults):
         while True:  # test hook: never start this size, as a stuck rank would
             time.sleep(3600)
-    emit({"ev": "start", "index": index, "bytes": size_bytes})
+    emit({"ev": Event.START, "index": index, "bytes": size_bytes})
     if any(f.hits("crash", cfg.rank, size_bytes) for f in faults):
         os.kill(os.getpid(), signal.SIGKILL)  # test hook: die as the OOM killer would
-    bufs = _Buffers(cfg.op, size_bytes, getattr(torch, cfg.dtype), cfg.world_size, device)
+    torch_dtype = getattr(torch, dtypes.dtype(cfg.dtype).torch_name)
+    bufs = _Buffers(op=cfg.op, size_bytes=size_bytes, dtype=torch_dtype, n=cfg.world_size,
+                    device=device)
     for _ in range(cfg.warmup):
         bufs.run()
     times = _time_iters(bufs, cfg.iters, device)
@@ -78,32 +77,33 @@ def _measure_size(cfg: RankConfig, index: int, size_bytes: int, device: torch.de
         corrupt = any(f.hits("wrong-reduction", cfg.rank, size_bytes) for f in faults)
         wrong_by_rank = _check(bufs, cfg.rank, cfg.world_size, corrupt)
     if cfg.rank == 0 or cfg.report_all_ranks:
-        emit({"ev": "result", "index": index, "bytes": size_bytes,
+        emit({"ev": Event.RESULT, "index": index, "bytes": size_bytes,
               "samples_s": times.tolist(), "wrong_by_rank": wrong_by_rank})
 
 
 class _Buffers:
     """Send/receive tensors sized as nccl-tests sizes them (see the harness docstring)."""
 
-    def __init__(self, op: str, size_bytes: int, dtype: torch.dtype, n: int, device: torch.device):
+    def __init__(self, *, op: CollectiveOp, size_bytes: int, dtype: torch.dtype, n: int,
+                 device: torch.device):
         elements = size_bytes // dtype.itemsize
         self.op, self.n, self.chunk = op, n, elements // n
         alloc = dict(dtype=dtype, device=device)
         # Timing runs on zeros: repeated in-place sums of zeros never overflow or turn denormal.
-        self.send = torch.zeros(elements if op != "all-gather" else self.chunk, **alloc)
-        if op == "all-reduce":
+        self.send = torch.zeros(elements if op != CollectiveOp.ALL_GATHER else self.chunk, **alloc)
+        if op == CollectiveOp.ALL_REDUCE:
             self.recv = self.send  # torch's all-reduce is in place
-        elif op == "reduce-scatter":
+        elif op == CollectiveOp.REDUCE_SCATTER:
             self.recv = torch.empty(self.chunk, **alloc)
         else:
             self.recv = torch.empty(elements, **alloc)
 
     def run(self) -> None:
-        if self.op == "all-reduce":
+        if self.op == CollectiveOp.ALL_REDUCE:
             dist.all_reduce(self.send)
-        elif self.op == "all-gather":
+        elif self.op == CollectiveOp.ALL_GATHER:
             dist.all_gather_into_tensor(self.recv, self.send)
-        elif self.op == "reduce-scatter":
+        elif self.op == CollectiveOp.REDUCE_SCATTER:
             dist.reduce_scatter_tensor(self.recv, self.send)
         else:
             dist.all_to_all_single(self.recv, self.send)
@@ -146,13 +146,13 @@ def _check_data(bufs: _Buffers, rank: int) -> torch.Tensor:
     """
     n, chunk, send = bufs.n, bufs.chunk, bufs.send
     j = torch.arange(n, dtype=torch.float64)
-    if bufs.op == "all-reduce":
+    if bufs.op == CollectiveOp.ALL_REDUCE:
         send.fill_(rank + 1)
         expected = torch.full((send.numel(),), n * (n + 1) / 2, dtype=torch.float64)
-    elif bufs.op == "all-gather":
+    elif bufs.op == CollectiveOp.ALL_GATHER:
         send.fill_(rank + 1)
         expected = (j + 1).repeat_interleave(chunk)
-    elif bufs.op == "reduce-scatter":
+    elif bufs.op == CollectiveOp.REDUCE_SCATTER:
         send.copy_((rank + 1 + j).repeat_interleave(chunk))
         expected = torch.full((chunk,), n * (n + 1) / 2 + n * rank, dtype=torch.float64)
     else:
@@ -174,7 +174,7 @@ def _check(bufs: _Buffers, rank: int, n: int, corrupt: bool) -> list[int]:
 
 
 def _stdout_emit(event: dict[str, Any]) -> None:
-    print(EVENT_PREFIX + json.dumps(event), flush=True)
+    print(event_line(event), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         run_rank(cfg, _stdout_emit)
     except BaseException as exc:  # noqa: BLE001 - report anything, then exit non-zero
         text = str(exc).strip().splitlines()
-        _stdout_emit({"ev": "error", "message": f"{type(exc).__name__}: {text[0] if text else ''}"})
+        _stdout_emit({"ev": Event.ERROR, "message": f"{type(exc).__name__}: {text[0] if text else ''}"})
         return 1
     finally:
         sys.stdout.flush()

@@ -1,0 +1,94 @@
+"""shardbudget's own JSON (``"tool": "shardbudget"``, written by the harness) into a MeasurementSet.
+
+The harness has written the dtype as torch names it ("float32") and, since one dtype vocabulary,
+by its canonical name ("fp32"); either is kept as the file spells it, like any other log's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..collective_op import busbw_factor, op_or_none
+from ..errors import MeasureError
+from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, finite, positive_int
+
+
+def parse_json(text: str, *, source: str, default_op: str, n_ranks: int | None) -> MeasurementSet:
+    """Read shardbudget JSON; `n_ranks` overrides its world size."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        where = f" at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else ""
+        raise MeasureError(f"{source}: starts like JSON but is not valid JSON{where}") from None
+    if not (isinstance(data, dict) and data.get("tool") == "shardbudget"
+            and isinstance(data.get("results"), list)):
+        hint = (" (this looks like nccl-tests' own -J JSON; give its text output instead)"
+                if isinstance(data, dict) and "config" in data else "")
+        raise MeasureError(f"{source}: JSON of another shape; expected shardbudget's "
+                           f"{{\"tool\": \"shardbudget\", \"results\": [...]}}{hint}")
+    warnings: list[str] = []
+    op = _json_op(data, source, default_op, warnings)
+    ranks = n_ranks or positive_int(data.get("world_size", data.get("n_ranks")))
+    if ranks is None:
+        raise MeasureError(f"{source}: no usable \"world_size\" (expected a whole number >= 1)")
+    if data.get("complete") is False:
+        why = data.get("error") if isinstance(data.get("error"), str) else "no reason given"
+        warnings.append(f"{source}: the run did not complete ({why}); read the sizes it finished")
+    samples = [s for i, r in enumerate(data["results"])
+               if (s := _json_sample(data, r, i, op=op, ranks=ranks, source=source, warnings=warnings)) is not None]
+    if not samples:
+        raise MeasureError(f"{source}: no usable results (expected items like "
+                           "{\"bytes\": 8, \"time_s\": 1.2e-05})")
+    samples.sort(key=lambda x: x.msg_bytes)
+    return MeasurementSet(samples=tuple(samples), source=source, tool="shardbudget",
+                          env=_json_env(data), warnings=tuple(warnings))
+
+
+def _json_op(data: dict, source: str, default_op: str, warnings: list[str]) -> str:
+    raw = data.get("op")
+    if raw is None:
+        warnings.append(f"{source}: no \"op\"; assumed {default_op}")
+        return default_op
+    op = op_or_none(raw)
+    if op is None:
+        raise MeasureError(f"{source}: \"op\" {raw!r} is not a collective (expected one of {', '.join(OPS)})")
+    return op
+
+
+def _json_env(data: dict) -> dict:
+    env = dict(data["env"]) if isinstance(data.get("env"), dict) else {}
+    for key in ("version", "backend", "world_size", "n_nodes", "dtype"):
+        if key in data and not isinstance(data[key], (dict, list)):
+            env.setdefault("tool_version" if key == "version" else key, data[key])
+    return env
+
+
+def _json_sample(data: dict, r: object, i: int, *, op: str, ranks: int, source: str,
+                 warnings: list[str]) -> Sample | None:
+    where = f"{source}:results[{i}]"
+    if not isinstance(r, dict):
+        warnings.append(f"{where}: not an object; skipped")
+        return None
+    msg_bytes = finite(r.get("bytes", r.get("msg_bytes", r.get("size"))))
+    time_s = finite(r.get("time_s", r.get("median_s")))
+    if msg_bytes is None or msg_bytes < 0 or time_s is None or time_s <= 0 or \
+            not math.isfinite(2 * msg_bytes / time_s):  # busbw is at most 2x bytes/time
+        warnings.append(f"{where}: needs \"bytes\" >= 0 and \"time_s\" (or \"median_s\") > 0; skipped")
+        return None
+    if positive_int(r.get("wrong")):
+        warnings.append(f"{where}: {r['wrong']} wrong element(s) reported by the harness's check; skipped")
+        return None
+    algbw = msg_bytes / time_s
+    busbw = algbw * busbw_factor(op, ranks)
+    given = finite(r.get("busbw_bytes_per_s"))
+    if given and busbw and abs(given - busbw) > BW_TOLERANCE * busbw:
+        warnings.append(f"{where}: busbw_bytes_per_s {given:.4g} differs from bytes/time x factor "
+                        f"{busbw:.4g} by more than 2%")
+    redop = r.get("redop", data.get("redop"))
+    return Sample(op=op, msg_bytes=float(msg_bytes), time_s=float(time_s), algbw_bytes_per_s=algbw,
+                  busbw_bytes_per_s=busbw, n_ranks=ranks, n_nodes=positive_int(data.get("n_nodes")),
+                  in_place=bool(r.get("in_place", data.get("in_place", False))),
+                  graph=bool(data.get("graph", False)), dtype=str(r.get("dtype", data.get("dtype", "?"))),
+                  redop=redop if isinstance(redop, str) else None, source=where)
+

@@ -1,0 +1,115 @@
+"""What the log readers return (`Sample`, `MeasurementSet`) and the number readers they share.
+
+See `logs` for the formats read and what each nccl-tests column means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..collective_op import CollectiveOp
+from ..errors import MeasureError
+
+OPS = tuple(CollectiveOp)
+"""Every collective nccl-tests / rccl-tests times: the readers accept them all."""
+TOOLS = ("nccl-tests", "rccl-tests", "shardbudget")
+
+# Relative disagreement between a file's algbw/busbw and ours above which we warn.
+BW_TOLERANCE = 0.02
+
+
+# --- records ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """One timed collective at one message size, in SI units."""
+
+    op: str
+    """One of `OPS` (a `CollectiveOp`, which equals and prints as its string)."""
+    msg_bytes: float
+    """nccl-tests' ``size`` column in bytes, unchanged (see the module docstring for what it is per op)."""
+    time_s: float
+    """Time of one collective in seconds (nccl-tests' ``time`` column is in microseconds)."""
+    algbw_bytes_per_s: float
+    """msg_bytes / time_s, bytes per second (re-derived, not the file's rounded value)."""
+    busbw_bytes_per_s: float
+    """algbw x busbw_factor(op, n_ranks), bytes per second."""
+    n_ranks: int
+    """World size of the run."""
+    n_nodes: int | None
+    """Nodes the ranks ran on, when the log tells; None when it does not."""
+    in_place: bool
+    """True for nccl-tests' in-place columns."""
+    graph: bool
+    """Launched as CUDA/HIP graphs (``-G``), which removes most of the host launch latency."""
+    dtype: str
+    """Element type as the log names it ("float", "bfloat16", "float32", ...)."""
+    redop: str | None
+    """Reduction ("sum", ...); None for ops without one or when the log does not say."""
+    source: str
+    """Where it came from: ``path:line`` (text logs) or ``path:results[i]`` (JSON)."""
+    run: int = 0
+    """Index of the table in its file (0, 1, ...), to tell runs pasted into one file apart."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasurementSet:
+    """Everything read from one file."""
+
+    samples: tuple[Sample, ...]
+    """Per table in file order, sorted by msg_bytes within a table (out-of-place before in-place)."""
+    source: str
+    """The file path (or name) as given."""
+    tool: str
+    """One of `TOOLS`: which program produced the numbers."""
+    env: dict
+    """What the header says: nccl_version, devices, hostnames, command, and per table ``runs``."""
+    warnings: tuple[str, ...]
+    """Everything read with doubt or dropped, one line each, naming file and line."""
+
+
+# --- numbers as files spell them -------------------------------------------------------------
+
+UINT = re.compile(r"[0-9]{1,19}")  # 19 digits: more than any size column holds; keeps int() cheap
+_FLOAT = re.compile(r"[-+]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][-+]?[0-9]{1,3})?")
+
+
+def num(token: str) -> float | None:
+    """A finite number spelt as a log prints one ('10.2', '1e-05'), or None."""
+    if not _FLOAT.fullmatch(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
+
+
+def finite(value: object) -> float | None:
+    """A JSON value as a finite float (numbers and numeric strings; not bools), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = num(value.strip())
+    if isinstance(value, (int, float)):
+        try:
+            f = float(value)
+        except OverflowError:
+            return None
+        return f if math.isfinite(f) else None
+    return None
+
+
+def positive_int(value: object) -> int | None:
+    """A whole number >= 1 (or its decimal string), or None."""
+    if isinstance(value, str) and UINT.fullmatch(value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
+
+
+def check_n_ranks(n_ranks: object) -> int:
+    """A world size given by the caller, or a MeasureError naming it."""
+    if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
+        raise MeasureError(f"n_ranks {n_ranks!r} must be a whole number of ranks, 1 or more")
+    return n_ranks
