@@ -19,9 +19,14 @@ from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, 
 from .compare import compare_systems
 from .dtypes import dtype_bytes
 from .errors import MeasureError, PlanError, ShardbudgetError
+from .explain import DEFAULT_SYSTEMS
 from .explain import explain as explain_questions
 from .hardware import load_catalog
 from .model import active_params, list_models, load_model, total_params
+from .measure import command as measure_command  # the one option parser, shared with `python -m shardbudget.measure`
+from .measure.fit import check_profile_path, fit_profile, write_profile
+from .measure.lab import format_lab, lab_unavailable, run_lab
+from .measure.logs import read_logs, summarize
 from .planner import check_impl, plan, required_fabric
 from .report import demo as demo_mod
 from .report import figures, tables
@@ -229,11 +234,13 @@ def explain(
     model: Annotated[str, typer.Option("--model", "-m")] = "llama-3.1-70b",
     batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
     context: Annotated[int, typer.Option("--context", min=1)] = 4096,
+    system: Annotated[Optional[list[str]], typer.Option("--system", "-s", help="The two systems to compare (give --system twice; default: hgx-h100 and h100-pcie, the same GPU on NVLink and on PCIe).")] = None,
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """NVLink vs PCIe, when all-reduce limits sharding, why InfiniBand is slow for decode: with numbers."""
-    answers = explain_questions(model, batch=batch, context=context, catalog=_catalog(catalog))
+    """Fabric A vs fabric B, when all-reduce limits sharding, why the network is slow for decode: with numbers."""
+    answers = explain_questions(model, systems=system or DEFAULT_SYSTEMS, batch=batch, context=context,
+                                catalog=_catalog(catalog))
     if json_out:
         _print_json([a.to_dict() for a in answers])
         return
@@ -264,8 +271,7 @@ def models(json_out: JsonOpt = False) -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
 def measure(ctx: typer.Context) -> None:
     """Time real collectives with torch.distributed; nccl-tests columns on stdout, JSON with --out (--help: options)."""
-    from .measure.command import run  # the one option parser, shared with `python -m shardbudget.measure`
-    run(ctx.args, prog="shardbudget measure")
+    measure_command.run(ctx.args, prog="shardbudget measure")
 
 
 @app.command()
@@ -282,8 +288,6 @@ def fit(
 ) -> None:
     """Fit the collective model's constants to measurements and write a profile usable as --catalog."""
     _check_plot(plot)
-    from .measure.fit import check_profile_path, fit_profile, write_profile
-    from .measure.logs import read_logs, summarize
     if out:  # before the fit: a refused --out must not cost the user a run
         check_profile_path(out, force=force)
     sets = read_logs(files)
@@ -319,7 +323,6 @@ def lab(
     json_out: JsonOpt = False,
 ) -> None:
     """Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted."""
-    from .measure.lab import format_lab, lab_unavailable, run_lab
     why = lab_unavailable()
     if why:
         raise MeasureError(why)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .hardware import Catalog, load_catalog
 from .model import hidden_message_bytes, load_model
-from .units import format_rate
+from .units import format_rate, format_seconds
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = No
                         impl=effective_impl(g, impl), catalog=catalog) for g in groups]
     rows = tuple(CompareRow(n, label, tuple(costs[i] for costs in per_system)) for i, (n, label) in enumerate(sizes))
     crossovers = tuple(crossover_bytes(g, op, effective_impl(g, impl)) for g in groups)
-    notes = tuple(f"latency floor {per_system[i][0].latency_s * 1e6:.1f} us, "
+    notes = tuple(f"latency floor {format_seconds(per_system[i][0].latency_s)}, "
                   f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}" for i in range(len(groups)))
     return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
                          crossovers=crossovers, notes=notes, rows=rows, impl=impl)

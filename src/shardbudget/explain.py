@@ -1,17 +1,26 @@
-"""The three questions this tool exists for, answered from numbers computed on the spot."""
+"""The three questions this tool exists for, answered from numbers computed on the spot.
+
+By default the first question compares the same GPU on NVLink and on PCIe (hgx-h100 vs h100-pcie)
+so that only the fabric differs; `systems` picks any two. Every judgement (which TP is
+latency-optimal, when communication passes the threshold, whether crossing nodes pays) is read from
+the planner's verdicts, so `explain` never disagrees with `plan`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from .collectives import collective_cost, make_group
+from .collectives import collective_cost, intra_path
 from .errors import PlanError
-from .hardware import Catalog, load_catalog
-from .model import ModelConfig, Plan, hidden_message_bytes, load_model, memory_bytes_per_gpu
-from .planner import validate_request
-from .settings import PlanSettings
+from .hardware import Catalog, System, load_catalog
+from .model import ModelConfig, Plan, hidden_message_bytes, load_model
+from .model.plan import check_tp
+from .planner import check_nodes, plan, validate_request
 from .step import decode_step
 from .units import format_bytes, format_seconds
+
+DEFAULT_SYSTEMS = ("hgx-h100", "h100-pcie")
 
 
 @dataclass(frozen=True)
@@ -25,98 +34,146 @@ class Answer:
         return asdict(self)
 
 
-def nvlink_vs_pcie(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
+def _largest_tp(cfg: ModelConfig, gpus: int) -> int:
+    """The largest power-of-two TP up to `gpus` that the model's heads allow."""
+    tp = 1
+    while tp * 2 <= gpus:
+        try:
+            check_tp(cfg, tp * 2)
+        except PlanError:
+            break
+        tp *= 2
+    return tp
+
+
+def _fabric(s: System, tp: int) -> str:
+    """The links a TP ring over `tp` GPUs of `s` crosses ('nvlink-bridge-h100+pcie5 (h100-pcie)')."""
+    return f"{_path(s, tp)} ({s.name})"
+
+
+def _path(s: System, tp: int) -> str:
+    return intra_path(s, tp).name if tp > 1 else s.intra_fabric.name
+
+
+NETWORK_NAMES = {"infiniband": "InfiniBand", "roce": "RoCE", "efa": "EFA", "ethernet": "Ethernet", "tcp": "TCP"}
+
+
+def fabric_vs_fabric(cfg: ModelConfig, catalog: Catalog, systems: Sequence[System], *, batch: int = 1,
+                     context: int = 4096) -> Answer:
+    """The same TP decode step on two systems: per-call all-reduce time and share of the token."""
+    a, b = systems
+    tp = _largest_tp(cfg, min(a.gpus_per_node, b.gpus_per_node))
     msg = float(hidden_message_bytes(cfg, batch))  # bytes per rank: batch x hidden x bf16
-    nv = collective_cost("all-reduce", msg, "hgx-h100", gpus=8, catalog=catalog)
-    pc = collective_cost("all-reduce", msg, "l40s-pcie", gpus=8, catalog=catalog)
-    itl_nv = decode_step(cfg, "hgx-h100", Plan(8), batch=batch, context=context, catalog=catalog)
-    itl_pc = decode_step(cfg, "l40s-pcie", Plan(8), batch=batch, context=context, catalog=catalog)
-    calls = itl_nv.comm_calls  # two per layer, plus the embedding and the LM head
-    text = (f"A TP8 decode step of {cfg.name} at batch {batch} runs {calls} all-reduces of {format_bytes(msg)}. "
-            f"Over NVSwitch (hgx-h100) each takes {format_seconds(nv.time_s)} ({nv.algorithm}/{nv.protocol}, "
-            f"{100 * nv.latency_share:.0f}% latency); over PCIe Gen4 across two sockets (l40s-pcie) "
-            f"{format_seconds(pc.time_s)} ({pc.time_s / nv.time_s:.1f}x). Per token that is "
-            f"{format_seconds(itl_nv.comm_s)} of {format_seconds(itl_nv.total_s)} on NVLink "
-            f"({100 * itl_nv.comm_share:.0f}%) against {format_seconds(itl_pc.comm_s)} of "
-            f"{format_seconds(itl_pc.total_s)} on PCIe ({100 * itl_pc.comm_share:.0f}%).")
+    ca, cb = (collective_cost("all-reduce", msg, s, gpus=tp, catalog=catalog) for s in (a, b))
+    sa, sb = (decode_step(cfg, s, Plan(tp), batch=batch, context=context, catalog=catalog) for s in (a, b))
     big_batch = max(64, 4 * batch)
     big = float(hidden_message_bytes(cfg, big_batch))  # a large batch leaves the latency-bound regime
-    nv64 = collective_cost("all-reduce", big, "hgx-h100", gpus=8, catalog=catalog)
-    pc64 = collective_cost("all-reduce", big, "l40s-pcie", gpus=8, catalog=catalog)
-    text += (f" At batch {big_batch} the message is {format_bytes(big)}: {format_seconds(nv64.time_s)} on NVSwitch against "
-             f"{format_seconds(pc64.time_s)} on PCIe ({pc64.time_s / nv64.time_s:.1f}x), because PCIe's "
-             f"{format_seconds(pc64.bandwidth_s)} of transfer now dominates.")
-    return Answer("NVLink versus PCIe for tensor-parallel inference", text,
-                  {"msg_bytes": msg, "nvlink_allreduce_s": nv.time_s, "pcie_allreduce_s": pc.time_s,
-                   "ratio": pc.time_s / nv.time_s, "nvlink_comm_share": itl_nv.comm_share,
-                   "pcie_comm_share": itl_pc.comm_share, "batch64_ratio": pc64.time_s / nv64.time_s},
-                  f"NVLink keeps each all-reduce near its {format_seconds(nv.latency_s)} latency floor; PCIe pays "
-                  f"{pc.time_s / nv.time_s:.1f}x per call at batch {batch} and {pc64.time_s / nv64.time_s:.1f}x at "
-                  f"batch {big_batch}, so TP over PCIe buys less and stops paying sooner.")
+    ba, bb = (collective_cost("all-reduce", big, s, gpus=tp, catalog=catalog) for s in (a, b))
+    text = (f"A TP{tp} decode step of {cfg.name} at batch {batch} runs {sa.comm_calls} collectives, chiefly "
+            f"all-reduces of {format_bytes(msg)}. Over {_fabric(a, tp)} each takes {format_seconds(ca.time_s)} "
+            f"({ca.algorithm}/{ca.protocol}, {100 * ca.latency_share:.0f}% latency); over {_fabric(b, tp)} "
+            f"{format_seconds(cb.time_s)} ({cb.time_s / ca.time_s:.1f}x). Per token that is "
+            f"{format_seconds(sa.comm_s)} of {format_seconds(sa.total_s)} on {a.name} ({100 * sa.comm_share:.0f}%) "
+            f"against {format_seconds(sb.comm_s)} of {format_seconds(sb.total_s)} on {b.name} "
+            f"({100 * sb.comm_share:.0f}%). At batch {big_batch} the message is {format_bytes(big)}: "
+            f"{format_seconds(ba.time_s)} against {format_seconds(bb.time_s)} ({bb.time_s / ba.time_s:.1f}x); "
+            f"the transfer term is then {format_seconds(ba.bandwidth_s)} and {format_seconds(bb.bandwidth_s)}.")
+    slow, fast = (b, a) if cb.time_s >= ca.time_s else (a, b)
+    take = (f"{_path(fast, tp)} keeps each all-reduce near its {format_seconds(min(ca, cb, key=lambda c: c.time_s).latency_s)} "
+            f"latency floor; {_path(slow, tp)} pays {max(ca.time_s, cb.time_s) / min(ca.time_s, cb.time_s):.1f}x "
+            f"per call at batch {batch} and {max(ba.time_s, bb.time_s) / min(ba.time_s, bb.time_s):.1f}x at batch "
+            f"{big_batch}, so TP over it buys less and stops paying sooner.")
+    return Answer(f"{_path(a, tp)} versus {_path(b, tp)} for tensor-parallel inference", text,
+                  {"systems": [a.name, b.name], "tp": tp, "msg_bytes": msg, "allreduce_s": [ca.time_s, cb.time_s],
+                   "ratio": cb.time_s / ca.time_s, "comm_share": [sa.comm_share, sb.comm_share],
+                   "large_batch_ratio": bb.time_s / ba.time_s}, take)
 
 
-def when_allreduce_limits(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096,
-                          system: str = "hgx-h100", threshold: float = 0.30) -> Answer:
-    rows, fits = [], {}
-    settings = PlanSettings()  # the planner's defaults: memory utilisation and workspace
-    capacity = catalog.system(system).gpu.memory_bytes * settings.memory_utilization
-    for tp in (1, 2, 4, 8):
-        try:
-            st = decode_step(cfg, system, Plan(tp), batch=batch, context=context, catalog=catalog)
-        except PlanError:  # a TP the model's heads do not allow
-            continue
-        rows.append((tp, st))
-        fits[tp] = memory_bytes_per_gpu(cfg, tp=tp, batch=batch, context=context,
-                                        workspace_bytes=settings.workspace_bytes) <= capacity
-    lines = ", ".join(f"TP{tp}: {format_seconds(st.total_s)} ({100 * st.comm_share:.0f}% comm"
-                      f"{'' if fits[tp] else ', does not fit in memory'})" for tp, st in rows)
-    crossing = next((tp for tp, st in rows if st.comm_share > threshold), None)
-    per_call = rows[-1][1].comm_s / max(rows[-1][1].comm_calls, 1)
-    calls = max(st.comm_calls for _, st in rows)
-    text = (f"Compute shrinks as 1/TP while the number of all-reduces per token stays {calls} and "
-            f"each one's latency does not shrink at all. {cfg.name}, batch {batch}, on {system}: {lines}. "
-            f"At TP{rows[-1][0]} one all-reduce costs {format_seconds(per_call)}.")
-    take = (f"All-reduce limits sharding once its fixed latency x {calls} calls is a visible share of "
-            f"the token: here from TP{crossing}." if crossing else
-            f"On {system} communication stays under {100 * threshold:.0f}% up to TP{rows[-1][0]}: compute, not the "
-            f"fabric, still sets the latency.")
+def when_allreduce_limits(cfg: ModelConfig, catalog: Catalog, system: System, *, batch: int = 1,
+                          context: int = 4096) -> Answer:
+    """The TP sweep of one node, with the planner's verdicts."""
+    result = plan(cfg, system, batches=[batch], context=context, budget_s=None, catalog=catalog)
+    v = result.results[0].judgement
+    line = sorted((r for r in v.rows if r.pp == 1 and r.ep == 1), key=lambda r: r.tp)
+    lines = ", ".join(f"TP{r.tp}: {format_seconds(r.itl_s)} ({100 * r.comm_share:.0f}% comm"
+                      f"{'' if r.fits_memory else ', does not fit in memory'})" for r in line)
+    threshold = float(result.assumptions["comm_threshold"])
+    crossing = next((r.tp for r in line if r.comm_share > threshold), None)
+    top = line[-1]
+    text = (f"Compute shrinks as 1/TP while the number of collectives per token stays the same and each "
+            f"one's latency does not shrink at all. {cfg.name}, batch {batch}, on {system.name}: {lines}. "
+            + (f"The planner's latency-optimal plan is {v.best.label()} ({format_seconds(v.best.itl_s)}, "
+               f"{100 * v.best.comm_share:.0f}% communication)." if v.best else "No plan fits in memory."))
+    if crossing is not None:
+        take = (f"All-reduce limits sharding once its fixed latency times the calls per token is a visible "
+                f"share of the token: on {system.name} communication passes {100 * threshold:.0f}% from TP{crossing}"
+                + (", the latency-optimal plan is comm-bound." if v.comm_bound else "."))
+    else:
+        take = (f"On {system.name} communication stays under {100 * threshold:.0f}% up to TP{top.tp}: compute, not "
+                f"the fabric, still sets the latency.")
     return Answer("When does all-reduce limit model sharding?", text,
-                  {"system": system, "itl_s": {tp: st.total_s for tp, st in rows},
-                   "comm_share": {tp: st.comm_share for tp, st in rows}, "first_tp_over_threshold": crossing}, take)
+                  {"system": system.name, "itl_s": {r.tp: r.itl_s for r in line},
+                   "comm_share": {r.tp: r.comm_share for r in line}, "first_tp_over_threshold": crossing,
+                   "best_plan": v.best_plan}, take)
 
 
-def why_infiniband_is_slow(cfg: ModelConfig, catalog: Catalog, batch: int = 1, context: int = 4096) -> Answer:
+def why_the_network_is_slow(cfg: ModelConfig, catalog: Catalog, system: System, *, batch: int = 1,
+                            context: int = 4096) -> Answer:
+    """TP inside one node against TP over two nodes of the same system, with the planner's verdict."""
+    check_nodes(system, 2)
     msg = float(hidden_message_bytes(cfg, batch))
-    sysm = catalog.system("hgx-h100")
-    intra = collective_cost("all-reduce", msg, sysm, gpus=8, catalog=catalog)
-    inter = collective_cost("all-reduce", msg, sysm, nodes=2, catalog=catalog)
-    nic = sysm.nic_fabric
-    nv_hop = sysm.intra_fabric.hop_latency_s["ll"]
-    net_hop = nic.hop_latency_s["ll"]
-    one = decode_step(cfg, sysm, Plan(8), batch=batch, context=context, catalog=catalog)
-    two = decode_step(cfg, sysm, Plan(16), batch=batch, context=context, nodes=2, catalog=catalog)
+    g = system.gpus_per_node
+    tp = _largest_tp(cfg, 2 * g)
+    intra = collective_cost("all-reduce", msg, system, gpus=g, catalog=catalog)
+    inter = collective_cost("all-reduce", msg, system, nodes=2, catalog=catalog)
+    nic, nv_hop = system.nic_fabric, system.intra_fabric.hop_latency_s["ll"]
+    v = plan(cfg, system, nodes=2, batches=[batch], context=context, budget_s=None, catalog=catalog).results[0].judgement
+    rows = {r.key: r for r in v.rows}
+    one, two = rows.get((g, 1, 1, 1)), rows.get((tp, 1, 1, 1))
     text = (f"A message between nodes goes GPU -> PCIe -> NIC -> switch -> NIC -> PCIe -> GPU, with an RDMA "
-            f"handshake and a proxy thread on the way: NCCL models each network hop at {format_seconds(net_hop)} "
-            f"(LL) against {format_seconds(nv_hop)} for an NVLink hop, and Simple-protocol network hops at "
-            f"{format_seconds(nic.hop_latency_s['simple'])}. The {format_bytes(msg)} all-reduce of a decode step takes "
-            f"{format_seconds(intra.time_s)} on 8 GPUs in one node and {format_seconds(inter.time_s)} on 16 GPUs over "
-            f"2 nodes of {sysm.nics_per_node}x {nic.name} ({inter.algorithm}). TP16 across nodes gives "
-            f"{format_seconds(two.total_s)} per token ({100 * two.comm_share:.0f}% comm) against TP8 in one node "
-            f"{format_seconds(one.total_s)} ({100 * one.comm_share:.0f}% comm).")
-    take = ("InfiniBand's bandwidth is fine for decode; its per-message latency, paid on every one of "
-            f"{one.comm_calls} all-reduces per token, is what makes cross-node TP a poor trade: keep TP inside "
-            "the NVLink domain and cross nodes with PP or DP.")
-    return Answer("Why is InfiniBand slow for decode parallelism?", text,
+            f"handshake and a proxy thread on the way: NCCL models each network hop at "
+            f"{format_seconds(nic.hop_latency_s['ll'])} (LL) against {format_seconds(nv_hop)} for a "
+            f"{system.intra_fabric.name} hop, and Simple-protocol network hops at "
+            f"{format_seconds(nic.hop_latency_s['simple'])}. The {format_bytes(msg)} all-reduce of a decode step "
+            f"takes {format_seconds(intra.time_s)} on {g} GPUs in one node and {format_seconds(inter.time_s)} on "
+            f"{2 * g} GPUs over 2 nodes of {system.nics_per_node}x {nic.name} ({inter.algorithm}).")
+    if one and two and tp > g:
+        gain = one.itl_s / two.itl_s - 1
+        text += (f" TP{tp} across nodes gives {format_seconds(two.itl_s)} per token "
+                 f"({100 * two.comm_share:.0f}% comm) against TP{g} in one node {format_seconds(one.itl_s)} "
+                 f"({100 * one.comm_share:.0f}% comm): {100 * gain:+.0f}% for twice the GPUs.")
+    best = v.best.label() if v.best else "none"
+    crosses = v.best is not None and v.best.tp > g
+    take = (f"On two nodes the planner's latency-optimal plan is {best}: "
+            + ("crossing nodes with TP still pays here, but the network's per-message latency, paid on every "
+               "collective, puts " f"{100 * v.best.comm_share:.0f}% of the token in communication."
+               if crosses else
+               "keep TP inside the NVLink domain and cross nodes with PP or DP; the network's bandwidth is fine "
+               "for decode, its per-message latency is not."))
+    return Answer(f"Why is {NETWORK_NAMES.get(nic.kind, nic.kind)} slow for decode parallelism?", text,
                   {"msg_bytes": msg, "intra_node_allreduce_s": intra.time_s, "inter_node_allreduce_s": inter.time_s,
-                   "nvlink_hop_s": nv_hop, "network_hop_s": net_hop, "tp8_itl_s": one.total_s,
-                   "tp16_2node_itl_s": two.total_s}, take)
+                   "intra_hop_s": nv_hop, "network_hop_s": nic.hop_latency_s["ll"],
+                   "one_node_itl_s": one.itl_s if one else None, "two_node_itl_s": two.itl_s if two else None,
+                   "best_plan_two_nodes": v.best_plan}, take)
 
 
-def explain(model: str = "llama-3.1-70b", *, batch: int = 1, context: int = 4096,
-            catalog: Catalog | None = None) -> list[Answer]:
+def explain(model: str | ModelConfig = "llama-3.1-70b", *, systems: Sequence[str] = DEFAULT_SYSTEMS,
+            batch: int = 1, context: int = 4096, catalog: Catalog | None = None) -> list[Answer]:
+    """Fabric A vs fabric B (two systems, default the same GPU on NVLink and on PCIe), when all-reduce
+    limits sharding on A, and why crossing nodes is slow (on the first system with a network)."""
     catalog = catalog or load_catalog()
-    cfg = load_model(model)
+    cfg = load_model(model) if isinstance(model, str) else model
     validate_request(cfg, [batch], context)
-    make_group("hgx-h100", catalog=catalog)  # fails early, clearly, if a user catalog broke it
-    return [nvlink_vs_pcie(cfg, catalog, batch, context), when_allreduce_limits(cfg, catalog, batch, context),
-            why_infiniband_is_slow(cfg, catalog, batch, context)]
+    if len(systems) != 2:
+        raise PlanError(f"explain compares two systems (--system A --system B), got {len(systems)}")
+    pair = [catalog.system(s) for s in systems]
+    answers = [fabric_vs_fabric(cfg, catalog, pair, batch=batch, context=context),
+               when_allreduce_limits(cfg, catalog, pair[0], batch=batch, context=context)]
+    networked = next((s for s in pair if s.nic_fabric is not None), None)
+    if networked is not None:
+        answers.append(why_the_network_is_slow(cfg, catalog, networked, batch=batch, context=context))
+    return answers
+
+
+__all__ = ["Answer", "DEFAULT_SYSTEMS", "explain", "fabric_vs_fabric", "when_allreduce_limits",
+           "why_the_network_is_slow"]

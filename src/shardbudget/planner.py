@@ -352,6 +352,12 @@ def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, 
 def _requirement_text(sysm: System, *, tp: int, st, n_calls: float, comm_budget: float, bw_time: float,
                       req_lat: float | None, req_bw: float | None, budget_s: float) -> str:
     lat = st.comm_latency_s
+    if st.total_s <= budget_s:
+        slack = budget_s - st.total_s
+        return (f"TP{tp} already meets the {format_seconds(budget_s)} budget at {format_seconds(st.total_s)}: "
+                f"{format_seconds(slack)} of headroom ({100 * slack / budget_s:.0f}% of the budget). Its "
+                f"{n_calls} collectives could each take {format_seconds(slack / n_calls)} longer, or the fabric "
+                f"could be {_slower_factor(st, slack)} slower in latency, before TP{tp} misses it.")
     if comm_budget <= 0:
         return (f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
                 f"{format_seconds(budget_s)} budget: no fabric can make TP{tp} fit.")
@@ -370,6 +376,13 @@ def _requirement_text(sysm: System, *, tp: int, st, n_calls: float, comm_budget:
     return text + (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
                    if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
                    "breaks the budget.")
+
+
+def _slower_factor(st, slack: float) -> str:
+    """How many times today's collective latency the budget's slack allows ('2.3x')."""
+    if st.comm_latency_s <= 0:
+        return "any amount"
+    return f"{(st.comm_latency_s + slack) / st.comm_latency_s:.1f}x"
 
 
 __all__ = ["BatchResult", "Budgets", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "valid_plans",

@@ -142,3 +142,20 @@ def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():
     assert one_dp.total_s > one_tp.total_s  # one sequence cannot be split across DP ranks
     with pytest.raises(PlanError, match="data-parallel attention"):
         decode_step("llama-3.1-70b", "hgx-h100", Plan(8, 1, 1, 8), batch=8, context=1024)
+
+
+def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom():
+    req = required_fabric("llama-3.1-70b", "hgx-h100", tp=8, batch=1, budget_s=0.030)
+    assert req.itl_s < 0.030
+    assert "already meets the 30 ms budget" in req.explanation and "headroom" in req.explanation
+    assert "must fall" not in req.explanation  # it used to ask for 863% of today's latency
+
+
+def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
+    from shardbudget.explain import explain
+    fabric, limits, network = explain("llama-3.1-70b", batch=1)
+    assert fabric.figures["systems"] == ["hgx-h100", "h100-pcie"]  # same H100, NVSwitch vs bridges + PCIe
+    best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=None).results[0].best_plan
+    assert limits.figures["best_plan"] == best
+    two = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None).results[0].best_plan
+    assert network.figures["best_plan_two_nodes"] == two
