@@ -94,6 +94,7 @@ def fabrics(catalog: CatalogOpt = None, json_out: JsonOpt = False,
 
 @app.command()
 def allreduce(
+    *,
     system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
     nodes: NodesOpt = 1,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs taking part (default: all of the nodes).")] = None,
@@ -147,6 +148,7 @@ def _sizes(size: Optional[list[str]]) -> list[float]:
 
 @app.command()
 def compare(
+    *,
     system: Annotated[list[str], typer.Option("--system", "-s", help="Systems to compare (repeat).")],
     nodes: NodesOpt = 1,
     gpus: Annotated[Optional[int], typer.Option("--gpus")] = None,
@@ -174,6 +176,7 @@ def compare(
 
 @app.command("plan")
 def plan_cmd(
+    *,
     model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
     system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
     nodes: NodesOpt = 1,
@@ -231,6 +234,7 @@ def _budget(text: str) -> float | None:
 
 @app.command()
 def explain(
+    *,
     model: Annotated[str, typer.Option("--model", "-m")] = "llama-3.1-70b",
     batch: Annotated[int, typer.Option("--batch", "-b", min=1)] = 1,
     context: Annotated[int, typer.Option("--context", min=1)] = 4096,
@@ -276,6 +280,7 @@ def measure(ctx: typer.Context) -> None:
 
 @app.command()
 def fit(
+    *,
     files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs or shardbudget measure JSON.")],
     name: Annotated[str, typer.Option("--name", help="Name of the fitted system.")],
     base_system: Annotated[str, typer.Option("--base-system", help="The catalog system it is a measurement of.")],
@@ -312,6 +317,7 @@ def fit(
 
 @app.command()
 def lab(
+    *,
     ranks: Annotated[int, typer.Option("--ranks", help="Ranks, one per network namespace.")] = 2,
     rate: Annotated[Optional[list[str]], typer.Option("--rate", help="Link rates to emulate (repeatable), e.g. 10Gbit/s.")] = None,
     sizes: Annotated[str, typer.Option("--sizes")] = "8B:8MiB",
@@ -341,6 +347,7 @@ def lab(
 
 @app.command()
 def report(
+    *,
     model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
     system: Annotated[list[str], typer.Option("--system", "-s", help="System to compare (repeat); 'name:N' for N nodes, e.g. hgx-h100:2.")],
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes of every system given without ':N'.")] = 1,

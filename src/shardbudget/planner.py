@@ -220,11 +220,12 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     precision = default_precision(dtype, kv_dtype)
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
     batch_arr = np.asarray(list(batches), dtype=float)
-    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batch_arr, context=context, impl=check_impl(impl),
+    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, impl=check_impl(impl),
                                   precision=precision, eff=eff, settings=settings, budgets=budgets)
                     for p in plans}
     usable = sysm.gpu.memory_bytes * settings.memory_utilization
-    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets, usable)
+    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
+                             usable_bytes=usable)
                for i, b in enumerate(batches)]
     assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl,
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
@@ -238,7 +239,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                       assumptions=assumptions)
 
 
-def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, batches: np.ndarray, *, context: int,
+def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
                impl: str, precision: Precision, eff: Efficiency, settings: PlanSettings,
                budgets: Budgets) -> list[Row]:
     """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets."""
@@ -274,7 +275,7 @@ class _Where:
         return f"{self.cfg.name} on {name}"
 
 
-def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, usable_bytes: float) -> BatchResult:
+def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, *, usable_bytes: float) -> BatchResult:
     v = judge(batch, rows, where=where.text(), gpu_memory_bytes=where.system.gpu.memory_bytes, usable_bytes=usable_bytes,
               limits=Thresholds(budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
                                 comm_threshold=budgets.comm_threshold, knee_threshold=budgets.knee_threshold))

@@ -54,7 +54,7 @@ _FLOPS_UNITS: dict[str, float] = {"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0, "f
 DIRECTIONS = ("per-direction", "bidirectional")
 
 
-def _parse(text: str | float | int, what: str, units: dict[str, float], example: str,
+def _parse(text: str | float | int, what: str, units: dict[str, float], *, example: str,
            bare_unit: str | None) -> float:
     """Parse `text` as a quantity whose unit is one of `units`; return it in the SI base."""
     if isinstance(text, bool):
@@ -110,7 +110,7 @@ def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool
         raise UnitError(f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean "
                         f"{number} {prefix}B or {number} {prefix}iB?" if prefix else
                         f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean {number} B?")
-    value = _parse(text, what, _BYTE_UNITS, "16KiB, 1 MB, 2GiB", bare_unit="B" if bare_ok else None)
+    value = _parse(text, what, _BYTE_UNITS, example="16KiB, 1 MB, 2GiB", bare_unit="B" if bare_ok else None)
     if value > MAX_BYTES:
         raise UnitError(f"{what} {text!r} is larger than {format_bytes(MAX_BYTES)}; expected e.g. 16KiB, 2GiB")
     return _positive(value, what, text, allow_zero)
@@ -119,19 +119,19 @@ def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool
 def parse_seconds(text: str | float | int, *, what: str = "time", bare_ok: bool = False,
                   allow_zero: bool = False) -> float:
     """'30ms' -> 0.03; '2 µs' -> 2e-6. A bare number is refused unless `bare_ok` (then seconds)."""
-    value = _parse(text, what, _TIME_UNITS, "30ms, 2us, 1.5 s", bare_unit="s" if bare_ok else None)
+    value = _parse(text, what, _TIME_UNITS, example="30ms, 2us, 1.5 s", bare_unit="s" if bare_ok else None)
     return _positive(value, what, text, allow_zero)
 
 
 def parse_rate(text: str | float | int, *, what: str = "bandwidth") -> float:
     """'400Gb/s' -> 50e9 bytes/s; '50 GB/s' -> 50e9 bytes/s. A bare number is refused."""
-    value = _parse(text, what, _RATE_UNITS, "400Gb/s, 50 GB/s", bare_unit=None)
+    value = _parse(text, what, _RATE_UNITS, example="400Gb/s, 50 GB/s", bare_unit=None)
     return _positive(value, what, text, allow_zero=False)
 
 
 def parse_flops(text: str | float | int, *, what: str = "compute rate") -> float:
     """'989 TFLOP/s' -> 9.89e14 FLOP/s."""
-    value = _parse(text, what, _FLOPS_UNITS, "989 TFLOP/s", bare_unit=None)
+    value = _parse(text, what, _FLOPS_UNITS, example="989 TFLOP/s", bare_unit=None)
     return _positive(value, what, text, allow_zero=False)
 
 

@@ -128,25 +128,36 @@ def is_too_far(r: Row, best: Row, fitting: list[Row], knee: float) -> bool:
 
 def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, usable_bytes: float,
           limits: Thresholds) -> Verdict:
-    """The verdicts of one batch size over `rows` (one per plan)."""
-    fitting = [r for r in rows if r.fits_memory]
-    best = latency_optimal(fitting, limits.knee_threshold)
-    too_far = tuple(sorted((r for r in fitting if best and is_too_far(r, best, fitting, limits.knee_threshold)),
-                           key=_order))
-    far = {r.key for r in too_far}
-    labelled = tuple(_labelled(r, best, far, limits.comm_threshold) for r in rows)
-    meeting = [r for r in labelled if r.meets_budget]
+    """The verdicts of one batch size over `rows` (one per plan); every row the Verdict points at is
+    the labelled row of its table."""
+    knee = limits.knee_threshold
+    unlabelled = [r for r in rows if r.fits_memory]
+    best0 = latency_optimal(unlabelled, knee)
+    far = {r.key for r in unlabelled if best0 and is_too_far(r, best0, unlabelled, knee)}
+    labelled = tuple(_labelled(r, best0, far, limits.comm_threshold) for r in rows)
+    fitting = [r for r in labelled if r.fits_memory]
+    meeting = [r for r in fitting if r.meets_budget]
+    best = next((r for r in fitting if best0 and r.key == best0.key), None)
     v = Verdict(
         batch=batch, rows=labelled,
         smallest=min(fitting, key=lambda r: (r.gpus, r.mem_bytes_per_gpu, r.itl_s)) if fitting else None,
-        fastest=min(fitting, key=lambda r: (r.itl_s, r.gpus)) if fitting else None, best=best,
+        fastest=_fastest(fitting, best), best=best,
         largest_tp_within_budget=min(meeting, key=lambda r: (-r.tp, r.gpus, r.itl_s)) if meeting else None,
         closest=_closest(fitting, limits) if fitting and not meeting else None,
-        pick=best if best and best.meets_budget else latency_optimal(meeting, limits.knee_threshold), too_far=too_far,
+        pick=best if best and best.meets_budget else latency_optimal(meeting, knee),
+        too_far=tuple(sorted((r for r in fitting if r.key in far), key=_order)),
         comm_bound=bool(best and best.comm_share > limits.comm_threshold), sentences=())
     text = _sentences(v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes,
                       rows=rows, limits=limits)
     return Verdict(**{**{f: getattr(v, f) for f in v.__dataclass_fields__}, "sentences": text})
+
+
+def _fastest(fitting: list[Row], best: Row | None) -> Row | None:
+    """The fastest plan; the latency-optimal one itself when nothing is strictly faster."""
+    if not fitting:
+        return None
+    fastest = min(fitting, key=lambda r: (r.itl_s, _order(r)))
+    return best if best is not None and best.itl_s <= fastest.itl_s else fastest
 
 
 def _labelled(r: Row, best: Row | None, far: set, comm_threshold: float) -> Row:
@@ -176,8 +187,12 @@ def _ms(t_s: float) -> str:
     return format_seconds(t_s)
 
 
-def _share(r: Row) -> str:
-    return f"{100 * r.comm_share:.0f}%"
+def _share(r: Row, threshold: float | None = None) -> str:
+    """'30%'; one decimal where whole percents would print the share equal to the threshold."""
+    pct = 100 * r.comm_share
+    if threshold is not None and round(pct) == round(100 * threshold) and pct != 100 * threshold:
+        return f"{pct:.1f}%"
+    return f"{pct:.0f}%"
 
 
 def _budget_words(limits: Thresholds) -> str:
@@ -248,9 +263,9 @@ def _comm_sentence(v: Verdict, limits: Thresholds) -> str:
     best = v.best
     parts = f"{_ms(best.comm_s)} of {_ms(best.itl_s)}"
     if v.comm_bound:
-        return (f"Warning: communication is {_share(best)} of {best.label()}'s ITL ({parts}), above the "
+        return (f"Warning: communication is {_share(best, limits.comm_threshold)} of {best.label()}'s ITL ({parts}), above the "
                 f"{100 * limits.comm_threshold:.0f}% threshold: the fabric, not the GPUs, sets its token time.")
-    return (f"Communication is {_share(best)} of {best.label()}'s ITL ({parts}), under the "
+    return (f"Communication is {_share(best, limits.comm_threshold)} of {best.label()}'s ITL ({parts}), under the "
             f"{100 * limits.comm_threshold:.0f}% threshold.")
 
 

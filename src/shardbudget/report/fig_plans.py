@@ -84,22 +84,25 @@ def _token_legend(results: Sequence[PlanResult]) -> list:
 
 
 def _token_panel(ax, br, *, res: PlanResult, top: float, color: str, label: str, first_col: bool) -> None:
-    line = tp_line(br.rows)
+    optimal = br.judgement.best if br.judgement else None
+    line = tp_line(br.rows, optimal)
     x = list(range(len(line)))
-    too_far = too_far_tps(br)
-    if too_far:
-        k = next(i for i, r in enumerate(line) if r.tp == too_far[0])
+    first = next((i for i, r in enumerate(line) if r.key == getattr(optimal, "key", None)), -1)
+    past = [i for i, r in enumerate(line) if i > first and r.verdict == "sharded too far"]
+    if past:
+        k = past[0]
         ax.axvspan(k - 0.5, len(line) - 0.5, color=TOO_FAR_COLOR, alpha=0.10, lw=0)
         ax.text(len(line) - 0.55, 0.985, "sharded too far", transform=ax.get_xaxis_transform(), va="top", ha="right",
                 fontsize=8, color=TOO_FAR_COLOR, zorder=7,
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.5})
-    for xi, r in zip(x, line):
-        _token_bar(ax, xi, r, top=top, outline=color if br.best_tp == r.tp else None)
+    is_best = [optimal is not None and r.key == optimal.key for r in line]
+    for xi, r, star in zip(x, line, is_best):
+        _token_bar(ax, xi, r, top=top, outline=color if star else None)
     if res.budget_s:
         ax.axhline(res.budget_s, color="black", ls="--", lw=1.3, zorder=4)
-    ax.set_xticks(x, [f"TP{r.tp}" + (" ★" if r.tp == br.best_tp else "") for r in line])
-    for tick, r in zip(ax.get_xticklabels(), line):
-        if r.tp == br.best_tp:
+    ax.set_xticks(x, [r.label().replace(" ", "\n") + (" ★" if star else "") for r, star in zip(line, is_best)])
+    for tick, star in zip(ax.get_xticklabels(), is_best):
+        if star:
             tick.set_color(color)
             tick.set_fontweight("bold")
     ax.set_xlim(-0.6, len(line) - 0.4)

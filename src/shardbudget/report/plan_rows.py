@@ -15,12 +15,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..planner import PlanResult
 
 
-def tp_line(rows) -> list:
-    """Pure-TP rows (pp = 1; for MoE the faster of ep = 1 / ep = tp), ordered by TP."""
+def tp_line(rows, optimal=None) -> list:
+    """Pure-TP rows (pp = 1; for MoE the fastest EP / DP-attention variant), ordered by TP; with
+    `optimal` (the planner's latency-optimal row) that row stands in for its TP's, so the line always
+    shows the plan the verdict names."""
     best: dict[int, Any] = {}
     for r in rows:
         if r.pp == 1 and (r.tp not in best or r.itl_s < best[r.tp].itl_s):
             best[r.tp] = r
+    if optimal is not None:
+        best[optimal.tp] = optimal
     return [best[t] for t in sorted(best)]
 
 
@@ -68,38 +72,31 @@ def comm_threshold(result: PlanResult) -> float:
 
 
 def system_finding(result: PlanResult) -> str:
-    """One clause per system: does it meet the budget, at which TP, and where does sharding stop paying."""
-    brs = list(result.results)
-    parts = [_budget_clause(brs, result.budget_s)]
-    far = {}
-    for br in brs:
-        tps = too_far_tps(br)
-        if tps:
-            row = next(r for r in tp_line(br.rows) if r.tp == tps[0])
-            far[br.batch] = (tps[0], row.comm_share)
-    if far:
-        first = min(t for t, _ in far.values())
-        share = max(s for _, s in far.values())
-        which = "" if len(far) == len(brs) else " at batch " + ", ".join(str(b) for b in far)
-        parts.append(f"TP{first}{'+' if first < max(r.tp for r in tp_line(brs[0].rows)) else ''} "
-                     f"sharded too far{which} (up to {100 * share:.0f}% communication)")
+    """One clause per system, read from the planner's verdicts: the plan to pick (or the budget it
+    misses) per batch, and where the latency-optimal plan is comm-bound."""
+    brs = [br for br in result.results if br.judgement is not None]
+    parts = [_pick_clause(brs, result.budget_s)]
+    bound = [br for br in brs if br.judgement.comm_bound]
+    if bound:
+        share = max(br.judgement.best.comm_share for br in bound)
+        which = "" if len(bound) == len(brs) else " at batch " + ", ".join(str(br.batch) for br in bound)
+        parts.append(f"comm-bound{which} (up to {100 * share:.0f}% communication)")
     return f"{result_label(result)}: " + ", ".join(parts)
 
 
-def _budget_clause(brs, budget: float | None) -> str:
-    meeting = [br for br in brs if br.max_tp_budget is not None]
+def _pick_clause(brs, budget: float | None) -> str:
+    if not brs or all(br.judgement.best is None for br in brs):
+        return "does not fit in memory"
+    picks = [f"{br.judgement.pick.label()} (batch {br.batch})" for br in brs if br.judgement.pick]
     if budget is None:
-        return "latency-optimal at " + ", ".join(f"TP{br.best_tp} (batch {br.batch})" for br in brs)
-    if len(meeting) == len(brs):
-        tps = sorted({br.max_tp_budget for br in brs})
-        at = f"TP{tps[0]}" if len(tps) == 1 else "TP" + "/".join(str(t) for t in tps)
-        return f"meets {fmt_seconds(budget)} up to {at} at batch " + " and ".join(str(br.batch) for br in brs)
-    if meeting:
-        return (f"meets {fmt_seconds(budget)} only at batch "
-                + ", ".join(f"{br.batch} (TP{br.max_tp_budget})" for br in meeting))
-    best = min((r for br in brs for r in tp_line(br.rows) if r.fits_memory), key=lambda r: r.itl_s, default=None)
-    return (f"misses {fmt_seconds(budget)} at every TP"
-            + (f" (best {fmt_seconds(best.itl_s)} at TP{best.tp})" if best else " (does not fit)"))
+        return "latency-optimal " + ", ".join(picks)
+    missed = [br for br in brs if br.judgement.pick is None]
+    if not missed:
+        return f"within {fmt_seconds(budget)}: " + ", ".join(picks)
+    best = min((br.judgement.fastest for br in missed if br.judgement.fastest), key=lambda r: r.itl_s, default=None)
+    text = f"misses {fmt_seconds(budget)} at batch " + ", ".join(str(br.batch) for br in missed)
+    text += f" (best {fmt_seconds(best.itl_s)} at {best.label()})" if best else ""
+    return text + ("; within it " + ", ".join(picks) if picks else "")
 
 
 __all__ = ["batch_result", "budget_words", "comm_threshold", "fabric_words", "plan_batches", "result_label",

@@ -1,0 +1,62 @@
+"""One verdict object: `plan`, the report's headline and table, `explain` and the figures all name the
+same latency-optimal plan and the same plan to pick, for 20 requests across fabrics and models."""
+
+import pytest
+
+from shardbudget.explain import when_allreduce_limits
+from shardbudget.hardware import load_catalog
+from shardbudget.model import load_model
+from shardbudget.planner import plan
+from shardbudget.report import figures
+from shardbudget.report import html as report_html
+from shardbudget.report.report_data import ReportData, SystemSpec
+
+REQUESTS = [  # (model, system, batch, budget_s)
+    ("llama-3.1-70b", "hgx-h100", 1, 0.030), ("llama-3.1-70b", "hgx-h100", 64, 0.030),
+    ("llama-3.1-70b", "l40s-pcie", 1, 0.050), ("llama-3.1-70b", "l40s-pcie", 64, 0.050),
+    ("llama-3.1-70b", "hgx-b200", 1, 0.030), ("llama-3.1-70b", "mi300x", 64, 0.030),
+    ("llama-3.1-8b", "rtx4090-pcie", 1, 0.030), ("llama-3.1-8b", "h100-pcie", 16, 0.020),
+    ("llama-3.1-405b", "hgx-h200", 1, 0.100), ("llama-3.1-405b", "gb200-nvl72", 16, 0.050),
+    ("qwen3-32b", "rtx-pro-6000-pcie", 8, 0.040), ("qwen2.5-72b", "hgx-a100", 32, 0.050),
+    ("mixtral-8x7b", "hgx-h100", 64, 0.030), ("mixtral-8x22b", "hgx-h200", 1, 0.030),
+    ("deepseek-v3", "hgx-h200", 1, 0.050), ("deepseek-v3", "hgx-b200", 256, 0.100),
+    ("qwen3-30b-a3b", "hgx-h100", 64, 0.020), ("qwq-32b", "hgx-a100", 8, 0.030),
+    ("codellama-34b", "l40s-pcie", 4, 0.060), ("llama-3.2-1b", "hgx-h100", 256, 0.010),
+]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.mark.parametrize("model, system, batch, budget_s", REQUESTS)
+def test_every_reader_names_the_same_plan(model, system, batch, budget_s, catalog):
+    result = plan(model, system, batches=[batch], budget_s=budget_s, dtype="fp8" if "deepseek" in model else "bf16",
+                  catalog=catalog)
+    br = result.results[0]
+    v = br.judgement
+    best = v.best.label() if v.best else None
+    # plan's own sentence and its JSON
+    assert br.best_plan == (dict(zip(("tp", "pp", "ep", "dp"), v.best.key)) if v.best else None)
+    if best:
+        assert f"Latency-optimal: {best} at" in br.verdict
+    # the report: its verdict table, and the headline's pick for this (single) system
+    data = ReportData(model=model, model_cfg=load_model(model), specs=[SystemSpec(system)], plans=[result], fabric=[],
+                      marks=[], answers=[], answers_error=None, measured=[], catalog=catalog,
+                      settings={"batches": [batch], "budget_s": budget_s})
+    row = report_html.verdict_rows(data)[0]
+    assert row["best_plan"] == best and row["best_tp"] == br.best_tp
+    headline = report_html.headline(data)
+    if v.pick:
+        assert f"{system} at {v.pick.label()} is the plan to pick at batch {batch}" in headline
+    else:
+        assert f"no system makes it at batch {batch}" in headline
+    # explain's sweep of the same system (no budget: the latency-optimal plan does not depend on it)
+    if result.dtype == "bf16":
+        answer = when_allreduce_limits(load_model(model), catalog, catalog.system(system), batch=batch)
+        assert answer.figures["best_plan"] == br.best_plan
+    # the 'where the token goes' figure stars the same plan
+    fig = figures.where_the_token_goes([result])
+    starred = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels() if "★" in t.get_text()]
+    assert starred == ([best.replace(" ", "\n") + " ★"] if best else [])
