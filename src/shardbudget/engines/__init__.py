@@ -1,0 +1,10 @@
+"""Engine presets: what vLLM, SGLang and TensorRT-LLM run in a decode step (data in `*.toml`).
+
+See `shardbudget.engines.presets` for the loader and the all-reduce selection rules.
+"""
+
+from .presets import (ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, allreduce_choice, allreduce_ranges,
+                      default_memory_fraction, load_engine)
+
+__all__ = ["ALLREDUCE_KINDS", "ENGINE_NAMES", "EnginePreset", "allreduce_choice", "allreduce_ranges",
+           "default_memory_fraction", "load_engine"]

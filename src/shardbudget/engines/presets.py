@@ -1,0 +1,476 @@
+"""Engine presets: typed, validated views of `engines/<engine>.toml`, and the all-reduce rules.
+
+Each TOML file states, with sources, what one inference engine at a pinned release runs in a decode
+step: whether CUDA graphs are on and up to which batch, host time per step, which all-reduce
+kernel runs for a given group and message size, whether all-reduce is fused with residual +
+RMSNorm, what memory the engine reserves beyond weights and KV, and the CLI flags of a launch line.
+Quantities are written with units in the files ("8 MiB", "1.5 us"); here they are SI floats
+(bytes, seconds). See `shardbudget.units` for the glossary (MiB vs MB, per-rank message size).
+
+`allreduce_choice` encodes the dispatch chains read from the engines' sources:
+
+vLLM 0.11.0 (and `eager`)
+    custom all-reduce (world size 2/4/6/8, one node, P2P, NVLink between every pair above two
+    GPUs, message < 8 MiB — or < a per-SM cap when torch symmetric memory is on) -> torch
+    symmetric memory (Hopper/Blackwell with multicast, message <= a per-SM, per-world-size cap;
+    multimem for some world sizes, two-shot otherwise) -> NCCL. Inside the custom kernel: 2 GPUs
+    always one-shot; else one-shot below 512 KiB (<= 4 GPUs) / 256 KiB (<= 8 GPUs), two-shot above.
+SGLang 0.5.x
+    the same custom all-reduce kernel and 8 MiB limit; symmetric memory, MSCCL++ and NVLS are
+    opt-in, so NCCL above.
+TensorRT-LLM 1.0 (AllReduceStrategy AUTO)
+    NCCL off NVLink, across nodes, or above the workspace (8 MB, 16 MB for 2 GPUs); 2 GPUs ->
+    min-latency kernel; more GPUs -> NCCL above 128 tokens, min-latency kernel below. The
+    min-latency kernel is one-shot up to 128 tokens and two-shot above.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+from .. import units
+from ..errors import CatalogError, UnknownNameError
+
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager")
+"""Engines with a preset file in this package; `vllm` is the default engine."""
+
+ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "nccl")
+"""What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
+two-shot IPC kernel, torch symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or
+its two-shot), or NCCL."""
+
+_ORDER_ITEMS = ("custom", "symm-mem", "nccl")
+_FRACTION_OF = ("total", "free_after_weights")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaGraphs:
+    decode: bool
+    """Decode batches are captured as CUDA graphs by default."""
+    max_batch: int
+    """Largest captured decode batch (sequences) with default settings; larger batches run eagerly."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostOverhead:
+    per_step_s: float
+    """Host time per decode step the GPU waits for (scheduling, input preparation, sampling), s."""
+    per_kernel_launch_s: float
+    """Gap added per kernel launch (inside a graph, or the host launch without graphs), s."""
+    estimate: bool
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomAllReduce:
+    """The engine's one-shot / two-shot IPC all-reduce kernel and when it is eligible."""
+
+    world_sizes: tuple[int, ...]
+    single_node: bool
+    needs_p2p: bool
+    needs_nvlink_above_two: bool
+    """More than two GPUs must all be NVLink-connected (vLLM/SGLang `fully_connected`)."""
+    needs_nvlink: bool
+    """Every group must be NVLink-connected, two GPUs included (TensorRT-LLM)."""
+    max_bytes: float
+    """Largest message (bytes per rank) the kernel takes; larger falls through."""
+    max_bytes_two_gpus: float | None
+    """A different limit for two GPUs (TensorRT-LLM's 16 MB workspace), else None."""
+    max_bytes_inclusive: bool
+    """True: message <= max_bytes qualifies; False: message < max_bytes (vLLM's strict test)."""
+    two_gpus_always_one_shot: bool
+    one_shot_below: tuple[tuple[int, float], ...]
+    """(largest world size, bytes): one-shot when world size <= it and message < bytes."""
+    max_bytes_with_symm_mem: Mapping[str, Mapping[int, float]]
+    """[arch][world size] -> the lower limit vLLM uses when torch symmetric memory is on."""
+    nccl_above_tokens: int | None
+    """TensorRT-LLM AUTO: NCCL for more than this many tokens when world size > 2."""
+    one_shot_max_tokens: int | None
+    """TensorRT-LLM min-latency kernel: one-shot up to this many tokens, two-shot above."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SymmMem:
+    """torch symmetric-memory all-reduce (vLLM SymmMemCommunicator)."""
+
+    default_enabled: bool
+    archs: tuple[str, ...]
+    needs_multicast: bool
+    max_bytes: Mapping[str, Mapping[int, float]]
+    """[arch][world size] -> largest message (inclusive), bytes."""
+    multimem_world_sizes: Mapping[str, tuple[int, ...]]
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllReducePolicy:
+    order: tuple[str, ...]
+    fused_residual_rmsnorm: bool
+    """All-reduce, residual add and RMSNorm run as one kernel by default."""
+    custom: CustomAllReduce | None
+    symm_mem: SymmMem | None
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryPolicy:
+    fraction: float
+    """vLLM gpu_memory_utilization / SGLang mem_fraction_static fallback / TRT-LLM
+    kv_cache_free_gpu_memory_fraction."""
+    fraction_of: str
+    """'total' (vLLM, SGLang: share of device memory) or 'free_after_weights' (TRT-LLM: share of
+    what is free after weights and buffers, given to the KV cache)."""
+    cuda_context_bytes: float
+    cuda_graph_pool_bytes: float
+    custom_ar_buffers_bytes: float
+    nccl_buffers_bytes: float
+    rules: Mapping[str, Any]
+    """The file's remaining keys (formulas and their bases), for reports."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnginePreset:
+    name: str
+    version: str
+    launcher: str
+    """The command a launch line starts with ("vllm serve", "trtllm-serve", ...)."""
+    source: str
+    cuda_graphs: CudaGraphs
+    host: HostOverhead
+    allreduce: AllReducePolicy
+    memory: MemoryPolicy
+    cli: Mapping[str, str]
+    """Role -> flag, e.g. 'tensor_parallel' -> '--tensor-parallel-size' (with its 'source')."""
+    kernels: Mapping[str, str]
+    """Role -> kernel names (documentation only)."""
+    raw: Mapping[str, Any]
+    """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
+
+
+# --- loading --------------------------------------------------------------------------------
+
+class _Table:
+    """Read keys of one TOML table with messages that name the file, the table and the key."""
+
+    def __init__(self, data: Any, where: str):
+        if not isinstance(data, dict):
+            raise CatalogError(f"{where}: expected a table, got {data!r}")
+        self.data, self.where = data, where
+
+    def get(self, key: str) -> Any:
+        if key not in self.data:
+            raise CatalogError(f"{self.where} is missing {key!r}")
+        return self.data[key]
+
+    def table(self, key: str) -> _Table:
+        return _Table(self.get(key), f"{self.where}.{key}")
+
+    def opt_table(self, key: str) -> _Table | None:
+        return self.table(key) if key in self.data else None
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default) if default is not None else self.get(key)
+        if not isinstance(value, str):
+            raise CatalogError(f"{self.where}.{key}: expected text, got {value!r}")
+        return value
+
+    def flag(self, key: str, default: bool | None = None) -> bool:
+        value = self.data.get(key, default) if default is not None else self.get(key)
+        if not isinstance(value, bool):
+            raise CatalogError(f"{self.where}.{key}: expected true or false, got {value!r}")
+        return value
+
+    def count(self, key: str, default: int | None = None) -> int:
+        value = self.data.get(key, default) if default is not None else self.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CatalogError(f"{self.where}.{key}: expected a whole number >= 0, got {value!r}")
+        return value
+
+    def fraction(self, key: str) -> float:
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            raise CatalogError(f"{self.where}.{key}: expected a fraction in (0, 1], got {value!r}")
+        return float(value)
+
+    def seconds(self, key: str, default: str | None = None) -> float:
+        return units.parse_seconds(self.text(key, default), what=f"{self.where}.{key}", allow_zero=True)
+
+    def size(self, key: str, default: str | None = None) -> float:
+        return units.parse_bytes(self.text(key, default), what=f"{self.where}.{key}", allow_zero=True,
+                                 bare_ok=False)
+
+    def sizes_by_world(self, key: str) -> Mapping[str, Mapping[int, float]]:
+        """[arch] -> {world size: bytes} from tables like `[x.hopper] 2 = "64 MiB"`."""
+        out: dict[str, Mapping[int, float]] = {}
+        for arch, per_ws in self.table(key).data.items():
+            sub = _Table(per_ws, f"{self.where}.{key}.{arch}")
+            out[arch] = MappingProxyType({_world_size(ws, sub.where): sub.size(ws) for ws in sub.data})
+        return MappingProxyType(out)
+
+    def world_sizes(self, key: str) -> tuple[int, ...]:
+        values = self.get(key)
+        if not isinstance(values, list) or not values:
+            raise CatalogError(f"{self.where}.{key}: expected a list of world sizes, got {values!r}")
+        return tuple(_world_size(v, f"{self.where}.{key}") for v in values)
+
+
+def _world_size(value: Any, where: str) -> int:
+    try:
+        ws = int(value)
+    except (TypeError, ValueError):
+        raise CatalogError(f"{where}: world size {value!r} is not a whole number") from None
+    if ws < 1 or isinstance(value, bool) or (isinstance(value, float) and value != ws):
+        raise CatalogError(f"{where}: world size {value!r} must be a whole number >= 1")
+    return ws
+
+
+def _custom(t: _Table) -> CustomAllReduce:
+    rules = []
+    for i, row in enumerate(t.data.get("one_shot_below", [])):
+        r = _Table(row, f"{t.where}.one_shot_below[{i}]")
+        rules.append((_world_size(r.get("max_world_size"), r.where), r.size("bytes")))
+    two_gpus = t.size("max_bytes_ws2") if "max_bytes_ws2" in t.data else None
+    return CustomAllReduce(
+        world_sizes=t.world_sizes("world_sizes"), single_node=t.flag("single_node"),
+        needs_p2p=t.flag("needs_p2p"), needs_nvlink_above_two=t.flag("needs_nvlink_above_two"),
+        needs_nvlink=t.flag("needs_nvlink", False), max_bytes=t.size("max_bytes"),
+        max_bytes_two_gpus=two_gpus, max_bytes_inclusive=t.flag("max_bytes_inclusive"),
+        two_gpus_always_one_shot=t.flag("two_gpus_always_one_shot", False),
+        one_shot_below=tuple(sorted(rules)),
+        max_bytes_with_symm_mem=(t.sizes_by_world("max_bytes_with_symm_mem")
+                                 if "max_bytes_with_symm_mem" in t.data else MappingProxyType({})),
+        nccl_above_tokens=t.count("nccl_above_tokens") if "nccl_above_tokens" in t.data else None,
+        one_shot_max_tokens=t.count("one_shot_max_tokens") if "one_shot_max_tokens" in t.data else None,
+        source=t.text("source"))
+
+
+def _symm_mem(t: _Table) -> SymmMem:
+    multimem = t.table("multimem_world_sizes")
+    return SymmMem(
+        default_enabled=t.flag("default_enabled"), archs=tuple(t.get("archs")),
+        needs_multicast=t.flag("needs_multicast"), max_bytes=t.sizes_by_world("max_bytes"),
+        multimem_world_sizes=MappingProxyType({a: multimem.world_sizes(a) for a in multimem.data}),
+        source=t.text("source"))
+
+
+def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
+    """Validate one parsed preset file into an `EnginePreset` (errors name `where` and the key)."""
+    top = _Table(dict(raw), where)
+    eng, graphs, host, ar, mem, cli = (top.table(k) for k in
+                                       ("engine", "cuda_graphs", "host", "allreduce", "memory", "cli"))
+    order = tuple(ar.get("order"))
+    for item in order:
+        if item not in _ORDER_ITEMS:
+            raise UnknownNameError(f"all-reduce implementation in {ar.where}.order", item, _ORDER_ITEMS)
+    custom_t, symm_t = ar.opt_table("custom"), ar.opt_table("symm_mem")
+    if "custom" in order and custom_t is None:
+        raise CatalogError(f"{ar.where}.order names 'custom' but [{ar.where}.custom] is missing")
+    if "symm-mem" in order and symm_t is None:
+        raise CatalogError(f"{ar.where}.order names 'symm-mem' but [{ar.where}.symm_mem] is missing")
+    fraction_key = next((k for k in ("gpu_memory_utilization", "mem_fraction_static",
+                                     "kv_cache_free_gpu_memory_fraction") if k in mem.data), None)
+    if fraction_key is None:
+        raise CatalogError(f"{mem.where} needs one of gpu_memory_utilization, mem_fraction_static, "
+                           f"kv_cache_free_gpu_memory_fraction")
+    fraction_of = mem.text("utilization_of")
+    if fraction_of not in _FRACTION_OF:
+        raise UnknownNameError(f"memory fraction basis in {mem.where}.utilization_of", fraction_of,
+                               _FRACTION_OF)
+    kernels = top.opt_table("kernels")
+    return EnginePreset(
+        name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
+        source=eng.text("source"),
+        cuda_graphs=CudaGraphs(decode=graphs.flag("decode"), max_batch=graphs.count("max_batch"),
+                               source=graphs.text("source")),
+        host=HostOverhead(per_step_s=host.seconds("per_step"),
+                          per_kernel_launch_s=host.seconds("per_kernel_launch"),
+                          estimate=host.flag("per_step_estimate", False), source=host.text("source")),
+        allreduce=AllReducePolicy(order=order, fused_residual_rmsnorm=ar.flag("fused_residual_rmsnorm"),
+                                  custom=_custom(custom_t) if custom_t is not None else None,
+                                  symm_mem=_symm_mem(symm_t) if symm_t is not None else None,
+                                  source=ar.text("source")),
+        memory=MemoryPolicy(
+            fraction=mem.fraction(fraction_key), fraction_of=fraction_of,
+            cuda_context_bytes=mem.size("cuda_context", "0 B"),
+            cuda_graph_pool_bytes=mem.size("cuda_graph_pool", "0 B"),
+            custom_ar_buffers_bytes=mem.size("custom_ar_buffers", "0 B"),
+            nccl_buffers_bytes=mem.size("nccl_buffers", "0 B"),
+            rules=MappingProxyType(dict(mem.data)), source=mem.text("source")),
+        cli=MappingProxyType({k: v for k, v in cli.data.items() if isinstance(v, str)}),
+        kernels=MappingProxyType({k: v for k, v in (kernels.data if kernels else {}).items()
+                                  if isinstance(v, str)}),
+        raw=MappingProxyType(dict(raw)))
+
+
+@lru_cache(maxsize=None)
+def load_engine(name: str) -> EnginePreset:
+    """The preset of one engine: 'vllm', 'sglang', 'trtllm' or 'eager' (vLLM without CUDA graphs)."""
+    if name not in ENGINE_NAMES:
+        raise UnknownNameError("engine", name, ENGINE_NAMES)
+    where = f"engines/{name}.toml"
+    text = (resources.files("shardbudget.engines") / f"{name}.toml").read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"{where}: not valid TOML ({err})") from None
+    return read_engine(raw, where)
+
+
+# --- the all-reduce rules -------------------------------------------------------------------
+
+def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nvlink: bool, p2p: bool, *,
+                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
+                     multicast: bool | None = None, symm_mem: bool | None = None) -> str:
+    """Which all-reduce the engine runs for one message, as one of `ALLREDUCE_KINDS`.
+
+    `msg_bytes` is the per-rank buffer (nccl-tests 'size'): tokens x hidden x 2 bytes for a bf16
+    TP all-reduce. `nvlink`: every pair of the group is NVLink/NVSwitch-connected; `p2p`: GPUs can
+    access each other's memory (NVLink, or PCIe P2P where the platform allows it). `arch` selects
+    the per-SM tables of torch symmetric memory (only 'hopper' and 'blackwell' have one); `nodes`
+    > 1 means the group spans nodes. `tokens` (rows of the all-reduced tensor) is needed for
+    TensorRT-LLM, whose AUTO heuristic is expressed in tokens. `multicast` (NVLS available)
+    defaults to `nvlink`; `symm_mem` overrides the preset's default (VLLM_ALLREDUCE_USE_SYMM_MEM).
+    """
+    if world_size < 1 or msg_bytes < 0 or nodes < 1:
+        raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and "
+                         f"msg_bytes ({msg_bytes}) >= 0")
+    if world_size == 1:
+        return "none"
+    policy = preset.allreduce
+    custom = policy.custom if "custom" in policy.order else None
+    if custom is not None and custom.nccl_above_tokens is not None:
+        return _token_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, nodes, tokens)
+    multicast = nvlink if multicast is None else multicast
+    symm = policy.symm_mem if "symm-mem" in policy.order else None
+    symm_on = (symm is not None and (symm.default_enabled if symm_mem is None else symm_mem)
+               and nodes == 1 and arch in symm.archs and (multicast or not symm.needs_multicast)
+               and world_size in symm.max_bytes.get(arch, {}))
+    if custom is not None and _custom_eligible(custom, world_size, nvlink, p2p, nodes):
+        limit = custom.max_bytes
+        if symm_on and world_size in custom.max_bytes_with_symm_mem.get(arch, {}):
+            # vLLM caps the custom kernel so that mid-size messages go to symmetric memory
+            limit = min(limit, custom.max_bytes_with_symm_mem[arch][world_size])
+        if msg_bytes <= limit if custom.max_bytes_inclusive else msg_bytes < limit:
+            return _shot_by_bytes(custom, world_size, msg_bytes)
+    if symm_on and msg_bytes <= symm.max_bytes[arch][world_size]:
+        multimem = world_size in symm.multimem_world_sizes.get(arch, ())
+        return "symm-mem-multimem" if multimem else "symm-mem-two-shot"
+    return "nccl"
+
+
+def _custom_eligible(custom: CustomAllReduce, world_size: int, nvlink: bool, p2p: bool, nodes: int) -> bool:
+    if world_size not in custom.world_sizes or (custom.single_node and nodes > 1):
+        return False
+    if custom.needs_p2p and not p2p:
+        return False
+    if custom.needs_nvlink and not nvlink:
+        return False
+    # two PCIe GPUs with P2P qualify; more than two need all pairs on NVLink
+    return not (custom.needs_nvlink_above_two and world_size > 2 and not nvlink)
+
+
+def _shot_by_bytes(custom: CustomAllReduce, world_size: int, msg_bytes: float) -> str:
+    if world_size == 2 and custom.two_gpus_always_one_shot:
+        return "one-shot"
+    for max_ws, below in custom.one_shot_below:
+        if world_size <= max_ws and msg_bytes < below:
+            return "one-shot"
+    return "two-shot"
+
+
+def _token_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, msg_bytes: float,
+                nvlink: bool, p2p: bool, nodes: int, tokens: int | None) -> str:
+    """TensorRT-LLM AUTO (allreduceOp.cpp selectImplementation) for NONE / RESIDUAL_RMS_NORM."""
+    if not _custom_eligible(custom, world_size, nvlink, p2p, nodes):
+        return "nccl"
+    limit = custom.max_bytes_two_gpus if world_size <= 2 and custom.max_bytes_two_gpus else custom.max_bytes
+    if msg_bytes > limit:
+        return "nccl"
+    if tokens is None:
+        raise ValueError(f"{preset.name}: the all-reduce choice depends on the token count; pass tokens=")
+    if world_size > 2 and tokens > custom.nccl_above_tokens:
+        return "nccl"
+    one_shot_max = custom.one_shot_max_tokens if custom.one_shot_max_tokens is not None else math.inf
+    return "one-shot" if tokens <= one_shot_max else "two-shot"
+
+
+def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
+                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
+                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
+    """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
+
+    E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
+    read as "< 256 KiB one-shot; up to 64 MiB symmetric memory; larger NCCL". Exact boundaries are
+    the thresholds of the preset; whether a boundary itself belongs below or above follows each
+    rule (vLLM's custom kernel takes messages strictly below its limit).
+    """
+    edges = sorted({e for e in _thresholds(preset) if 0 < e < max_bytes} | {max_bytes})
+    ranges: list[tuple[float, str]] = []
+    lo = 0.0
+    for hi in edges + [math.inf]:
+        probe = (lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1
+        kind = allreduce_choice(preset, world_size, probe, nvlink, p2p, arch=arch, nodes=nodes, tokens=tokens)
+        if ranges and ranges[-1][1] == kind:
+            ranges[-1] = (hi, kind)
+        else:
+            ranges.append((hi, kind))
+        lo = hi
+    return tuple(ranges)
+
+
+def _thresholds(preset: EnginePreset) -> set[float]:
+    out: set[float] = set()
+    custom, symm = preset.allreduce.custom, preset.allreduce.symm_mem
+    if custom is not None:
+        out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
+        out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
+        if custom.max_bytes_two_gpus:
+            out.add(custom.max_bytes_two_gpus)
+    if symm is not None:
+        out |= {b for per in symm.max_bytes.values() for b in per.values()}
+    return out
+
+
+# --- memory defaults ------------------------------------------------------------------------
+
+def default_memory_fraction(preset: EnginePreset, gpu_memory_bytes: float, *, tp: int = 1, pp: int = 1) -> float:
+    """The engine's default memory fraction for a GPU of `gpu_memory_bytes` (as nvidia-smi reports).
+
+    vLLM / TensorRT-LLM: the file's constant (0.9). SGLang: mem_fraction_static computed as
+    server_args.py does, (gpu_mem - reserved) / gpu_mem, rounded to 3 decimals, with reserved from
+    chunked prefill size, CUDA-graph batch limit and TP x PP (without DP attention).
+    """
+    rules = preset.memory.rules
+    if "reserved_base" not in rules:
+        return preset.memory.fraction
+    where = f"engines/{preset.name}.toml [memory]"
+    t = _Table(dict(rules), where)
+    mib = 2.0 ** 20
+    gpu_mib = gpu_memory_bytes / mib
+    chunked = _by_memory(rules["chunked_prefill_by_memory"], gpu_memory_bytes, "tokens", where)
+    graphs = _Table(dict(preset.raw["cuda_graphs"]), f"engines/{preset.name}.toml [cuda_graphs]")
+    bs = _by_memory(graphs.get("max_batch_by_memory")["rows"], gpu_memory_bytes,
+                    "tp_lt_4" if tp < 4 else "tp_ge_4", graphs.where)
+    reserved = (t.size("reserved_base") + t.size("reserved_per_chunked_prefill_token") * max(chunked, 2048)
+                + t.size("reserved_per_cuda_graph_bs") * bs + t.size("reserved_per_tp_pp_over_8") * tp * pp / 8)
+    if gpu_memory_bytes > t.size("reserved_min_large_gpu_above"):
+        reserved = max(reserved, t.size("reserved_min_large_gpu"))
+    return round((gpu_mib - reserved / mib) / gpu_mib, 3)
+
+
+def _by_memory(rows: list[dict[str, Any]], gpu_memory_bytes: float, key: str, where: str) -> int:
+    for row in rows:
+        r = _Table(row, where)
+        if gpu_memory_bytes < r.size("below"):
+            return r.count(key)
+    raise CatalogError(f"{where}: no row covers {units.format_bytes(gpu_memory_bytes)} of GPU memory")

@@ -1,0 +1,167 @@
+"""Engine presets: the all-reduce rules and defaults pinned to the engines' sources.
+
+Each expected value quotes the line it comes from (vLLM v0.11.0, SGLang v0.5.x, TensorRT-LLM 1.0;
+see src/shardbudget/engines/*.toml for the full citations).
+"""
+
+import math
+
+import pytest
+
+from shardbudget.engines import (ALLREDUCE_KINDS, ENGINE_NAMES, allreduce_choice, allreduce_ranges,
+                                 default_memory_fraction, load_engine)
+from shardbudget.engines.presets import read_engine
+from shardbudget.errors import CatalogError, UnknownNameError
+
+KiB, MiB, MB = 1024, 1024 ** 2, 1e6
+
+
+@pytest.fixture(scope="module")
+def vllm():
+    return load_engine("vllm")
+
+
+def test_every_engine_loads_with_sources():
+    for name in ENGINE_NAMES:
+        p = load_engine(name)
+        assert p.name == name and p.version and p.source.startswith("http")
+        assert p.allreduce.source and p.memory.source and p.cli["source"]
+
+
+def test_unknown_engine_suggests_the_closest():
+    with pytest.raises(UnknownNameError, match=r"unknown engine 'vlm'; did you mean 'vllm'"):
+        load_engine("vlm")
+
+
+# --- vLLM custom all-reduce: csrc/custom_all_reduce.cuh REDUCE_CASE, custom_all_reduce.py ----------
+
+@pytest.mark.parametrize("ws, size, kind", [
+    (8, 128 * KiB, "one-shot"),         # ws <= 8 and bytes < 256 KiB
+    (8, 256 * KiB, "two-shot"),         # the test is strict: 256 KiB itself is two-shot
+    (8, 8 * MiB - 16, "two-shot"),
+    (8, 8 * MiB, "nccl"),               # inp_size < max_size (8192 * 1024) fails at 8 MiB
+    (4, 300 * KiB, "one-shot"),         # ws <= 4 and bytes < 512 KiB
+    (4, 512 * KiB, "two-shot"),
+    (6, 300 * KiB, "two-shot"),         # 6 GPUs fall under the 256 KiB rule
+    (2, 4 * MiB, "one-shot"),           # world size 2: always cross_device_reduce_1stage
+    (3, 16 * KiB, "nccl"),              # _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
+])
+def test_vllm_custom_allreduce_thresholds_without_symm_mem(vllm, ws, size, kind):
+    # arch=None: no symmetric-memory table (A100, L40S ...), so only custom AR and NCCL remain
+    assert allreduce_choice(vllm, ws, size, nvlink=True, p2p=True) == kind
+
+
+def test_vllm_pcie_rules(vllm):
+    # two PCIe GPUs with P2P use the custom kernel; more than two need full NVLink; no P2P -> NCCL
+    assert allreduce_choice(vllm, 2, 1 * MiB, nvlink=False, p2p=True) == "one-shot"
+    assert allreduce_choice(vllm, 4, 64 * KiB, nvlink=False, p2p=True) == "nccl"
+    assert allreduce_choice(vllm, 2, 64 * KiB, nvlink=False, p2p=False) == "nccl"
+    assert allreduce_choice(vllm, 8, 64 * KiB, nvlink=True, p2p=True, nodes=2) == "nccl"
+    assert allreduce_choice(vllm, 1, 64 * KiB, nvlink=False, p2p=False) == "none"
+
+
+def test_vllm_symmetric_memory_on_hopper_and_blackwell(vllm):
+    # CUSTOM_ALL_REDUCE_MAX_SIZES["9.0"][8] = 256 KiB, SYMM_MEM_ALL_REDUCE_MAX_SIZES["9.0"][8] = 64 MiB,
+    # multimem for world sizes [4, 6, 8] on 9.0
+    assert allreduce_choice(vllm, 8, 128 * KiB, True, True, arch="hopper") == "one-shot"
+    assert allreduce_choice(vllm, 8, 256 * KiB, True, True, arch="hopper") == "symm-mem-multimem"
+    assert allreduce_choice(vllm, 8, 64 * MiB, True, True, arch="hopper") == "symm-mem-multimem"
+    assert allreduce_choice(vllm, 8, 64 * MiB + 2, True, True, arch="hopper") == "nccl"
+    # 2 GPUs on Hopper: custom up to min(8 MiB, 64 MiB), then torch two-shot (2 is not multimem)
+    assert allreduce_choice(vllm, 2, 10 * MiB, True, True, arch="hopper") == "symm-mem-two-shot"
+    # B200 ("10.0"): custom capped at 1 MiB for 8 GPUs, symmetric memory up to 128 MiB
+    assert allreduce_choice(vllm, 8, 512 * KiB, True, True, arch="blackwell") == "two-shot"
+    assert allreduce_choice(vllm, 8, 1 * MiB, True, True, arch="blackwell") == "symm-mem-multimem"
+    # no multicast (e.g. an NVLink bridge) or VLLM_ALLREDUCE_USE_SYMM_MEM=0: back to custom + NCCL
+    assert allreduce_choice(vllm, 8, 1 * MiB, True, True, arch="hopper", multicast=False) == "two-shot"
+    assert allreduce_choice(vllm, 8, 1 * MiB, True, True, arch="hopper", symm_mem=False) == "two-shot"
+
+
+def test_vllm_ranges_for_the_plan_header(vllm):
+    inf = math.inf
+    assert allreduce_ranges(vllm, 8, nvlink=True, p2p=True, arch="hopper") == (
+        (256 * KiB, "one-shot"), (64 * MiB, "symm-mem-multimem"), (inf, "nccl"))
+    assert allreduce_ranges(vllm, 8, nvlink=True, p2p=True) == (
+        (256 * KiB, "one-shot"), (8 * MiB, "two-shot"), (inf, "nccl"))
+    assert allreduce_ranges(vllm, 4, nvlink=False, p2p=True) == ((inf, "nccl"),)
+
+
+# --- SGLang: same kernel (sgl-kernel custom_all_reduce.cuh), symmetric memory opt-in ---------------
+
+def test_sglang_custom_allreduce_and_defaults():
+    sg = load_engine("sglang")
+    assert allreduce_choice(sg, 8, 128 * KiB, True, True, arch="hopper") == "one-shot"
+    assert allreduce_choice(sg, 8, 1 * MiB, True, True, arch="hopper") == "two-shot"   # no symm-mem by default
+    assert allreduce_choice(sg, 8, 9 * MiB, True, True, arch="hopper") == "nccl"       # _MAX_CAR_SIZE = 8 MiB
+    assert sg.cli["dp_attention"] == "--enable-dp-attention"
+    assert sg.cli["max_batch"] == "--max-running-requests"
+
+
+def test_sglang_mem_fraction_static_rule():
+    sg = load_engine("sglang")
+    mib = 2 ** 20
+    # H100 80GB (81559 MiB), TP8: reserved = 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 = 14848 MiB
+    # (>= the 10 GiB minimum), fraction = (81559 - 14848) / 81559 = 0.818
+    assert default_memory_fraction(sg, 81559 * mib, tp=8) == pytest.approx(0.818, abs=1e-9)
+    # RTX 4090 (24564 MiB), TP1: 512 + 1.5 x 2048 + 2 x 24 + 128 = 3760 MiB -> 0.847
+    assert default_memory_fraction(sg, 24564 * mib, tp=1) == pytest.approx(0.847, abs=1e-9)
+
+
+# --- TensorRT-LLM AUTO: allreduceOp.cpp selectImplementation -----------------------------------------
+
+def test_trtllm_auto_heuristic():
+    t = load_engine("trtllm")
+    hidden_bytes = 8192 * 2
+    assert allreduce_choice(t, 8, hidden_bytes, True, True, tokens=1) == "one-shot"
+    assert allreduce_choice(t, 8, 128 * hidden_bytes, True, True, tokens=128) == "one-shot"
+    assert allreduce_choice(t, 8, 129 * hidden_bytes, True, True, tokens=129) == "nccl"      # > 128 tokens
+    assert allreduce_choice(t, 2, 200 * hidden_bytes, True, True, tokens=200) == "two-shot"  # ws <= 2: min-latency
+    assert allreduce_choice(t, 2, 16 * MB, True, True, tokens=488) == "two-shot"             # 16 MB workspace
+    assert allreduce_choice(t, 2, 16 * MB + 2, True, True, tokens=489) == "nccl"
+    assert allreduce_choice(t, 4, 8 * MB + 2, True, True, tokens=100) == "nccl"              # 8 MB workspace
+    assert allreduce_choice(t, 2, hidden_bytes, False, True, tokens=1) == "nccl"             # no NVLink -> NCCL
+    assert t.allreduce.fused_residual_rmsnorm
+    with pytest.raises(ValueError, match="tokens"):
+        allreduce_choice(t, 8, hidden_bytes, True, True)
+
+
+def test_memory_fractions_and_what_they_count(vllm):
+    assert vllm.memory.fraction == 0.9 and vllm.memory.fraction_of == "total"
+    t = load_engine("trtllm")
+    assert t.memory.fraction == 0.9 and t.memory.fraction_of == "free_after_weights"
+    # custom all-reduce buffers: 8 MiB meta + 8 MiB IPC buffer + 8 MiB rank data (custom_all_reduce.py)
+    assert vllm.memory.custom_ar_buffers_bytes == 24 * MiB
+    assert load_engine("eager").memory.cuda_graph_pool_bytes == 0
+
+
+def test_cuda_graphs_defaults(vllm):
+    assert vllm.cuda_graphs.decode and vllm.cuda_graphs.max_batch == 512   # min(2 x 256, 512)
+    eager = load_engine("eager")
+    assert not eager.cuda_graphs.decode
+    assert eager.host.per_kernel_launch_s > vllm.host.per_kernel_launch_s
+
+
+def test_cli_flags_for_launch_lines():
+    assert load_engine("vllm").cli["tensor_parallel"] == "--tensor-parallel-size"
+    assert load_engine("vllm").cli["expert_parallel"] == "--enable-expert-parallel"
+    assert load_engine("trtllm").cli["memory_fraction"] == "--kv_cache_free_gpu_memory_fraction"
+    assert load_engine("trtllm").launcher == "trtllm-serve"
+    for name in ENGINE_NAMES:
+        assert {"tensor_parallel", "max_batch", "max_model_len", "memory_fraction"} <= set(load_engine(name).cli)
+
+
+def test_malformed_preset_names_file_and_key(vllm):
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in vllm.raw.items()}
+    raw["memory"] = {**raw["memory"], "gpu_memory_utilization": 1.5}
+    with pytest.raises(CatalogError, match=r"x.toml.memory.gpu_memory_utilization: expected a fraction in \(0, 1\]"):
+        read_engine(raw, "x.toml")
+    raw["memory"]["gpu_memory_utilization"] = 0.9
+    raw["allreduce"] = {**raw["allreduce"], "order": ["custom", "nvls"]}
+    with pytest.raises(UnknownNameError, match="'nvls'"):
+        read_engine(raw, "x.toml")
+
+
+def test_kinds_are_declared(vllm):
+    seen = {allreduce_choice(vllm, ws, s, True, True, arch=a)
+            for ws in (1, 2, 4, 8) for s in (1 * KiB, 1 * MiB, 40 * MiB, 1e9) for a in (None, "hopper")}
+    assert seen <= set(ALLREDUCE_KINDS)

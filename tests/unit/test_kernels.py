@@ -1,0 +1,70 @@
+"""Kernel floors and efficiencies, pinned to the published measurements they come from."""
+
+import pytest
+
+from shardbudget import kernels
+from shardbudget.errors import CatalogError, UnknownNameError
+
+US = 1e-6
+
+
+def test_every_arch_has_every_op_kind_with_a_source():
+    data = kernels.load_kernels()
+    for arch in data["archs"]:
+        for op in data["op_kinds"]:
+            entry = kernels.kernel(arch, op)
+            assert entry.source and entry.basis and entry.floor_s >= 0
+
+
+def test_grouped_moe_floor_matches_vllm_benchmark_moe_on_h100():
+    # vLLM PR #24700: Qwen3-30B-A3B fp8 tp=1 on H100, batch 1 (8 active experts): 40.44 us
+    assert kernels.floor_s("hopper", "grouped_moe_gemm", active_experts=8) == pytest.approx(40.44 * US, rel=0.02)
+    assert kernels.floor_s("hopper", "grouped_moe_gemm", active_experts=1) == pytest.approx(8 * US)
+    measured = {m["what"]: m["time_s"] for m in kernels.load_kernels()["measurements"]}
+    assert any(abs(t - 40.44 * US) < 1e-9 for t in measured.values())
+
+
+def test_dense_gemm_floor_below_the_smallest_published_decode_gemm():
+    # DeepGEMM FP8 M=64 N=7168 K=2048 at 295 TFLOPS -> 2*64*7168*2048/295e12 = 6.37 us on H800
+    t_derived = 2 * 64 * 7168 * 2048 / 295e12
+    assert t_derived == pytest.approx(6.37 * US, rel=0.01)
+    assert kernels.floor_s("hopper", "dense_gemm", m=64, n=7168, k=2048) < t_derived
+    # median bandwidth of DeepGEMM's six M=64 rows, (2320 + 2455) / 2 = 2388 GB/s of 3350 GB/s
+    assert kernels.kernel("hopper", "dense_gemm").memory_efficiency == pytest.approx(2388 / 3350, abs=0.01)
+
+
+def test_flashmla_efficiencies():
+    mla = kernels.kernel("hopper", "attention_decode_mla")
+    assert mla.memory_efficiency == pytest.approx(3000 / 3350, abs=0.01)    # 3000 GB/s on H800 (3.35 TB/s)
+    assert mla.compute_efficiency == pytest.approx(660 / 990, abs=0.01)     # 660 TFLOPS of 990
+
+
+def test_tile_quantisation():
+    # Hopper N tile 128: a TP8 shard of 7168 columns (896) is whole tiles; 1000 pads to 1024
+    assert kernels.tile_quantization_factor("hopper", 896, 7168) == 1.0
+    assert kernels.tile_quantization_factor("hopper", 1000, 1024) == pytest.approx(1024 / 1000)
+    # FP8 K tile 128: K = 1000 is not a multiple of 128 and pads to 1024
+    assert kernels.tile_quantization_factor("hopper", 128, 1000, weight_bytes=1) == pytest.approx(1024 / 1000)
+
+
+def test_launch_gaps():
+    assert kernels.launch_s("hopper") == pytest.approx(1.5 * US)
+    assert kernels.launch_s("hopper", graphs=False) > kernels.launch_s("hopper")
+
+
+def test_unknown_names():
+    with pytest.raises(UnknownNameError, match="did you mean 'hopper'"):
+        kernels.floor_s("hoper", "dense_gemm")
+    with pytest.raises(UnknownNameError, match="op kind"):
+        kernels.floor_s("hopper", "dense_gem")
+    with pytest.raises(UnknownNameError, match="shape argument"):
+        kernels.floor_s("hopper", "dense_gemm", batch=1)
+
+
+def test_missing_floor_is_a_catalog_error():
+    import tomllib
+    from importlib import resources
+    raw = tomllib.loads((resources.files("shardbudget") / "catalog" / "kernels.toml").read_text())
+    del raw["ops"]["rmsnorm"]["ada"]
+    with pytest.raises(CatalogError, match="no floor for ada/rmsnorm"):
+        kernels.read_kernels(raw)
