@@ -316,6 +316,25 @@ def _custom(group: Group, shots: int) -> Candidate | None:
     return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes, impl="custom")
 
 
+def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candidate | None:
+    """An engine's one-shot (shots = 1) or two-shot custom all-reduce kernel on `group`, or None where
+    it cannot run. The kernels of vLLM, SGLang and TensorRT-LLM share one structure (launch, one
+    barrier per shot, peer reads over the link); `engine` names whose kernel it is."""
+    return _custom(group, shots)
+
+
+def symm_mem_candidate(group: Group, *, engine: str = "vllm") -> Candidate | None:
+    """torch symmetric-memory all-reduce with multimem (NVLS) instructions: the custom kernel's
+    launch and one barrier, and the in-switch reduction's bandwidth; None without NVLS."""
+    full = _nvls(group)
+    if full is None:
+        return None
+    custom = _nccl(group).custom
+    path = intra_path(group.system, group.gpus_per_node)
+    latency = custom.launch_s + custom.sync_s + path.hop_latency_s["ll"]
+    return Candidate("symm-mem", "ll", latency, full.algbw_bytes_per_s, impl="custom")
+
+
 def _hierarchical(group: Group, op: str, small: bool = False) -> Candidate | None:
     """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
     all-gather. Where the node has NVLS this is NCCL's NVLSTree, whose stages are pipelined (built on

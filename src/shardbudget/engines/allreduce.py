@@ -1,0 +1,137 @@
+"""The all-reduce an engine runs on a group, priced: the engine's rule (presets.allreduce_choice) turned
+into size ranges once per (engine, group, token size), each range priced by its kernel's candidates.
+
+The engine, not NCCL's tuner, decides which kernel runs: vLLM sends an 8-GPU NVSwitch all-reduce below
+256 KiB to its one-shot kernel whatever NCCL would have picked. Within NCCL's range NCCL's own choice
+(fastest algorithm x protocol) stands.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..collectives import Candidate, Group, candidates, custom_candidate, intra_path, symm_mem_candidate, times_and_latencies_s
+from ..units import format_bytes
+from .presets import EnginePreset, allreduce_choice, load_engine
+
+KIND_WORDS = {"none": "no collective", "one-shot": "one-shot", "two-shot": "two-shot",
+              "symm-mem-multimem": "symmetric-memory multimem", "symm-mem-two-shot": "symmetric-memory two-shot",
+              "nccl": "NCCL"}
+
+
+@dataclass(frozen=True)
+class AllReduceRanges:
+    """Which kernel runs for a message of each size: kinds[k] for edges[k-1] < size < edges[k], and
+    at_edge[k] for size == edges[k] (a rule's own boundary, e.g. vLLM's strict 'below 256 KiB')."""
+
+    engine: str
+    edges: tuple[float, ...]
+    kinds: tuple[str, ...]
+    at_edge: tuple[str, ...]
+    pools: dict
+    """kind -> candidates that price it (NCCL's keep its own tuner's choice among them)."""
+
+    def kind_index(self, msg_bytes: np.ndarray) -> np.ndarray:
+        """For each size, its position in `kinds` (or len(kinds) + k for an exact edge k)."""
+        edges = np.asarray(self.edges)
+        k = np.searchsorted(edges, msg_bytes, side="left")
+        exact = (k < len(edges)) & (edges[np.minimum(k, len(edges) - 1)] == msg_bytes)
+        return np.where(exact, len(self.kinds) + k, k)
+
+    def describe(self) -> str:
+        """'all-reduce < 256 KiB: one-shot; <= 64 MiB: symmetric-memory multimem; larger: NCCL'."""
+        spans: list[list] = []  # [upper edge, kind], consecutive ranges of one kind merged
+        for hi, kind in zip(list(self.edges) + [math.inf], self.kinds):
+            if spans and spans[-1][1] == kind:
+                spans[-1][0] = hi
+            else:
+                spans.append([hi, kind])
+        if len(spans) == 1:
+            return f"{KIND_WORDS[spans[0][1]]} at every size"
+        parts = [f"< {format_bytes(hi)}: {KIND_WORDS[kind]}" for hi, kind in spans[:-1]]
+        return "; ".join(parts + [f"larger: {KIND_WORDS[spans[-1][1]]}"])
+
+
+def _group_facts(group: Group) -> dict:
+    path = intra_path(group.system, group.gpus_per_node) if group.gpus_per_node > 1 else None
+    nvlink = path is not None and path.nccl_link == "nvlink" and path.p2p and group.nodes == 1
+    return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.arch, "nodes": group.nodes,
+            "multicast": bool(path and path.nvls)}
+
+
+def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
+    if kind == "nccl":
+        return candidates(group, "all-reduce", "nccl")
+    if kind in ("one-shot", "two-shot", "symm-mem-two-shot"):
+        c = custom_candidate(group, 1 if kind == "one-shot" else 2, engine=engine)
+    else:
+        c = symm_mem_candidate(group, engine=engine)
+    # where the model cannot price the engine's kernel on this group, NCCL's tuner stands in
+    return (c,) if c is not None else candidates(group, "all-reduce", "nccl")
+
+
+@lru_cache(maxsize=4096)
+def allreduce_ranges_for(engine: str, group: Group, bytes_per_token: float) -> AllReduceRanges:
+    """The engine's size ranges on `group` for a TP all-reduce of `bytes_per_token` per token."""
+    preset = load_engine(engine)
+    facts = _group_facts(group)
+    if group.ranks < 2:
+        return AllReduceRanges(engine, (), ("none",), (), {"none": candidates(group, "all-reduce")})
+    edges = sorted(_edges(preset, bytes_per_token))
+
+    def choice(n: float) -> str:
+        tokens = max(1, int(n // bytes_per_token)) if bytes_per_token else None
+        return allreduce_choice(preset, group.ranks, n, facts["nvlink"], facts["p2p"], arch=facts["arch"],
+                                nodes=facts["nodes"], tokens=tokens, multicast=facts["multicast"])
+
+    bounds = [0.0] + edges + [math.inf]
+    kinds = [choice((lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1) for lo, hi in zip(bounds, bounds[1:])]
+    at_edge = [choice(e) for e in edges]
+    pools = {k: _pool(group, k, engine) for k in set(kinds) | set(at_edge)}
+    return AllReduceRanges(engine, tuple(edges), tuple(kinds), tuple(at_edge), pools)
+
+
+def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
+    """Every size at which the engine's choice may change (byte limits, and token limits in bytes)."""
+    out: set[float] = set()
+    custom, symm = preset.allreduce.custom, preset.allreduce.symm_mem
+    if custom is not None:
+        out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
+        out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
+        out |= {custom.max_bytes_two_gpus} if custom.max_bytes_two_gpus else set()
+        for tokens in (custom.nccl_above_tokens, custom.one_shot_max_tokens):
+            if tokens is not None and bytes_per_token:
+                out |= {tokens * bytes_per_token, (tokens + 1) * bytes_per_token}
+    if symm is not None:
+        out |= {b for per in symm.max_bytes.values() for b in per.values()}
+    return {e for e in out if e > 0}
+
+
+def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(time, latency part) of the engine's all-reduce for each message size."""
+    msg_bytes = np.asarray(msg_bytes, dtype=float)
+    if len(ranges.kinds) == 1:
+        return times_and_latencies_s(ranges.pools[ranges.kinds[0]], msg_bytes)
+    index = ranges.kind_index(msg_bytes)
+    t, lat = np.zeros(msg_bytes.shape), np.zeros(msg_bytes.shape)
+    for kind in set(ranges.kinds) | set(ranges.at_edge):
+        positions = [i for i, k in enumerate(ranges.kinds) if k == kind]
+        positions += [len(ranges.kinds) + i for i, k in enumerate(ranges.at_edge) if k == kind]
+        mask = np.isin(index, positions)
+        if mask.any():
+            tk, lk = times_and_latencies_s(_unlimited(ranges.pools[kind]), msg_bytes)
+            t, lat = np.where(mask, tk, t), np.where(mask, lk, lat)
+    return t, lat
+
+
+def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
+    """The engine's rule already chose the kernel by size: its buffer limit no longer filters."""
+    return tuple(c if c.impl == "nccl" else Candidate(c.algorithm, c.protocol, c.latency_s, c.algbw_bytes_per_s,
+                                                       impl=c.impl) for c in pool)
+
+
+__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges_for", "engine_allreduce_s"]
