@@ -31,7 +31,7 @@ from .planner import check_impl, plan, required_fabric
 from .report import demo as demo_mod
 from .report import figures, tables
 from .report import html as report_html
-from .settings import PlanSettings, engine_efficiency
+from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="How far can a transformer be tensor-parallel sharded before the interconnect "
@@ -184,12 +184,12 @@ def plan_cmd(
     context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence (and the prompt length for TTFT).")] = 4096,
     budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none' to skip).")] = "30ms",
     ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
-    impl: Annotated[str, typer.Option("--impl", help="nccl | custom")] = "nccl",
+    impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides by size, as it does)")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
     kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache dtype (default: bf16, fp8 with fp8 weights).")] = None,
     comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
-    engine: Annotated[str, typer.Option("--engine", help="graphs (vLLM V1/SGLang/TRT-LLM with CUDA graphs) | vllm-v0 | eager (no CUDA graphs)")] = "graphs",
+    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi: which all-reduce kernels, CUDA graphs and host costs a step has")] = DEFAULT_ENGINE,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
     overlap: Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")] = "none",
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
@@ -208,12 +208,14 @@ def plan_cmd(
     settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap)
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
-                  ttft_budget_s=ttft_s, impl=impl, dtype=dtype, kv_dtype=kv_dtype, comm_threshold=comm_threshold,
+                  ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
+                  comm_threshold=comm_threshold,
                   knee_threshold=knee_threshold, pp_all=pp_all, eff=eff, settings=settings, catalog=cat)
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
-                              budget_s=budget_s, impl=impl, dtype=dtype, eff=eff, settings=settings, catalog=cat)
+                              budget_s=budget_s, impl=impl, engine=engine, dtype=dtype, eff=eff, settings=settings,
+                              catalog=cat)
     if json_out:
         out = result.to_dict()
         if req:

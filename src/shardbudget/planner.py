@@ -23,7 +23,7 @@ from .errors import PlanError, UnknownNameError
 from .hardware import Catalog, System, load_catalog
 from .model import ModelConfig, Plan, Precision, load_model, memory_bytes_per_gpu
 from .model.plan import check_tp
-from .settings import Efficiency, PlanSettings
+from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from .step import compile_step
 from .units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
@@ -190,8 +190,9 @@ def check_nodes(system: System, nodes: int) -> None:
         raise PlanError(f"system {system.name!r} has no scale-out network; it cannot span {nodes} nodes")
 
 
-def check_impl(impl: str) -> str:
-    if impl not in IMPLS:
+def check_impl(impl: str | None) -> str | None:
+    """nccl or custom (forced for every all-reduce), or None: the engine decides."""
+    if impl is not None and impl not in IMPLS:
         raise UnknownNameError("implementation", impl, IMPLS)
     return impl
 
@@ -206,8 +207,8 @@ def default_precision(dtype: str, kv_dtype: str | None = None) -> Precision:
 
 def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
          context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
-         impl: str = "nccl", dtype: str = "bf16", kv_dtype: str | None = None, eff: Efficiency = Efficiency(),
-         settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
+         impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str = "bf16", kv_dtype: str | None = None,
+         eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
          pp_all: bool = False, catalog: Catalog | None = None) -> PlanResult:
     """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
     catalog = catalog or load_catalog()
@@ -220,14 +221,17 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     precision = default_precision(dtype, kv_dtype)
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
     batch_arr = np.asarray(list(batches), dtype=float)
-    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, impl=check_impl(impl),
-                                  precision=precision, eff=eff, settings=settings, budgets=budgets)
+    eff = eff or engine_efficiency(engine)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=eff, settings=settings)
+    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, common=common,
+                                  budgets=budgets)
                     for p in plans}
     usable = sysm.gpu.memory_bytes * settings.memory_utilization
     results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
                              usable_bytes=usable)
                for i, b in enumerate(batches)]
-    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl,
+    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl, "engine": engine,
+                   "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
                    "act_dtype": precision.activations, "comm_threshold": comm_threshold,
                    "knee_threshold": knee_threshold, "ttft": f"prefill of one {context}-token prompt",
@@ -239,11 +243,24 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                       assumptions=assumptions)
 
 
+def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catalog: Catalog, common: dict) -> dict:
+    """What runs each plan's TP all-reduce, per TP degree: the engine's size ranges ('< 256 KiB:
+    one-shot; ...'), or the forced implementation."""
+    out = {}
+    for p in sorted({Plan(q.tp) for q in plans if q.tp > 1}, key=lambda q: q.tp):
+        if common["impl"] is not None:
+            out[f"TP{p.tp}"] = f"{common['impl']} (forced by --impl)"
+            continue
+        ranges = compile_step(cfg, sysm, p, catalog, **common).allreduce_ranges
+        out[f"TP{p.tp}"] = f"{common['engine']}: {ranges.describe()}"
+    return out
+
+
 def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
-               impl: str, precision: Precision, eff: Efficiency, settings: PlanSettings,
-               budgets: Budgets) -> list[Row]:
-    """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets."""
-    common = dict(impl=impl, precision=precision, eff=eff, settings=settings)
+               common: dict, budgets: Budgets) -> list[Row]:
+    """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets.
+    `common`: the compile_step keywords shared by every plan (impl, engine, precision, eff, settings)."""
+    precision, settings = common["precision"], common["settings"]
     dec = compile_step(cfg, sysm, p, catalog, phase="decode", **common).evaluate(batches, float(context))
     ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
     mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches, context=float(context),
@@ -316,8 +333,9 @@ class Requirement:
 
 
 def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, nodes: int = 1, batch: int = 1,
-                    context: int = 4096, budget_s: float = 0.030, impl: str = "nccl", dtype: str = "bf16",
-                    eff: Efficiency = Efficiency(), settings: PlanSettings = PlanSettings(),
+                    context: int = 4096, budget_s: float = 0.030, impl: str | None = None,
+                    engine: str = DEFAULT_ENGINE, dtype: str = "bf16", eff: Efficiency | None = None,
+                    settings: PlanSettings = PlanSettings(),
                     catalog: Catalog | None = None) -> Requirement:
     """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
     catalog = catalog or load_catalog()
@@ -326,7 +344,7 @@ def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, 
     Budgets(budget_s=budget_s)
     if tp > nodes * sysm.gpus_per_node:
         raise PlanError(f"TP{tp} needs {tp} GPUs but {nodes} x {sysm.name} has {nodes * sysm.gpus_per_node}")
-    sm = compile_step(cfg, sysm, Plan(tp, 1, 1), catalog, impl=check_impl(impl),
+    sm = compile_step(cfg, sysm, Plan(tp, 1, 1), catalog, impl=check_impl(impl), engine=engine,
                       precision=Precision(weights=dtype), eff=eff, settings=settings)
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)

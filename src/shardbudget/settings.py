@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .errors import PlanError, UnknownNameError
+from .engines.presets import load_engine
+from .errors import PlanError
 from .overlap import check_overlap
 
 
@@ -40,7 +41,11 @@ class Efficiency:
     host_per_kernel_s: float = 0.0
     """Host time to launch one kernel when the engine does not replay CUDA graphs (eager mode)."""
     host_per_collective_s: float = 0.0
-    """Extra host time per collective and per peer in eager mode (Python + NCCL enqueue, rank skew)."""
+    """Extra host time per collective without CUDA graphs (enqueue, the custom kernel's input copy)."""
+    host_jitter_s: float = 0.0
+    """Without CUDA graphs: the standard deviation of one rank's host time between two collectives.
+    Every collective waits for the slowest of its p ranks, sigma x E[max of p standard normals]
+    longer on average (0 for p = 1, 0.56 sigma for 2, 1.03 for 4, 1.42 for 8)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,24 +77,24 @@ class PlanSettings:
         return asdict(self)
 
 
-# Engine presets. A decode step's time is max(GPU time, host launch time) + step overhead: with CUDA
-# graphs the host replays the whole step at once; in eager mode it launches every kernel itself and
-# becomes the bottleneck once TP makes each kernel short. Fitted on ../shared/data/decode_tp.csv:
-# "graphs" on vLLM V1 / SGLang rows (B200, GB200 Llama-70B TP4), "vllm-v0" on vLLM 0.7.2 QwQ-32B
-# (TP2-8, A100), "eager" on TGI CodeLlama-34B (A100/H100, TP1-4: no gain past TP2).
-ENGINES: dict[str, dict] = {
-    "graphs": {},
-    "vllm-v0": {"step_overhead_s": 6.0e-3, "overhead_per_seq_s": 0.2e-3},
-    "eager": {"kernel_launch_s": 3.0e-6, "host_per_kernel_s": 37e-6, "host_per_collective_s": 35e-6,
-              "step_overhead_s": 3.0e-3},
-}
+DEFAULT_ENGINE = "vllm"
+EAGER_KERNEL_GAP_S = 3.0e-6
+"""GPU idle time between host-launched kernels when the host keeps ahead (no CUDA graphs): the
+launch latency itself; the host's own launch cost is `host_per_kernel_s`."""
 
 
-def engine_efficiency(engine: str, **overrides) -> Efficiency:
-    """The Efficiency of a named engine preset, with field overrides."""
-    if engine not in ENGINES:
-        raise UnknownNameError("engine", engine, ENGINES)
-    return Efficiency(**{**ENGINES[engine], **overrides})
+def engine_efficiency(engine: str = DEFAULT_ENGINE, **overrides) -> Efficiency:
+    """The step costs an engine preset (engines/<engine>.toml) states: with CUDA graphs the host
+    replays the whole step and each kernel adds its in-graph gap; without, the host launches every
+    kernel itself and becomes the bottleneck once TP makes kernels short."""
+    host = load_engine(engine).host
+    graphs = load_engine(engine).cuda_graphs.decode
+    values = {"kernel_launch_s": host.per_kernel_launch_s if graphs else EAGER_KERNEL_GAP_S,
+              "step_overhead_s": host.per_step_s, "overhead_per_seq_s": host.per_seq_s,
+              "host_per_kernel_s": 0.0 if graphs else host.per_kernel_launch_s,
+              "host_per_collective_s": 0.0 if graphs else host.per_collective_s,
+              "host_jitter_s": 0.0 if graphs else host.jitter_s}
+    return Efficiency(**{**values, **overrides})
 
 
-__all__ = ["ENGINES", "Efficiency", "PlanSettings", "engine_efficiency"]
+__all__ = ["DEFAULT_ENGINE", "Efficiency", "PlanSettings", "engine_efficiency"]

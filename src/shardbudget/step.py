@@ -15,17 +15,21 @@ PP adds stage-boundary send/recv to the latency and divides memory, not time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
 
 from . import overlap
+from .collective_op import CollectiveOp
 from .collectives import Group, candidates, make_group, times_and_latencies_s
+from .engines.allreduce import AllReduceRanges, allreduce_ranges_for, engine_allreduce_s
+from .engines.presets import load_engine
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
-from .model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, load_model, step_work
-from .settings import Efficiency, PlanSettings
+from .model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, hidden_message_bytes, load_model, step_work
+from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,9 @@ class StepModel:
     system: System
     plan: Plan
     catalog: Catalog
-    impl: str = "nccl"
+    impl: str | None = None
+    """nccl or custom forces that implementation for every all-reduce; None lets `engine` decide."""
+    engine: str = DEFAULT_ENGINE
     precision: Precision = Precision()
     phase: str = "decode"
     eff: Efficiency = Efficiency()
@@ -88,6 +94,7 @@ class StepModel:
 
     def __post_init__(self) -> None:
         self.plan.check(self.model)
+        load_engine(self.engine)  # an unknown engine fails here, with "did you mean"
 
     @cached_property
     def groups(self) -> dict[str, Group | None]:
@@ -115,14 +122,26 @@ class StepModel:
         half = self._gpu_parts(np.ceil(b / 2), L, shape)[0] if self.settings.overlap == "tbo" else None
         gpu, compute, comm, comm_lat = overlap.exposed(self.settings.overlap, full, half=half,
                                                         layers=self.model.num_layers, batch=b)
-        # eager engines launch every kernel from the host; the step cannot beat the launch loop
+        # eager engines launch every kernel from the host; the step cannot beat the launch loop, and
+        # every collective waits for the slowest rank's host
         host = n_kernels * self.eff.host_per_kernel_s + _host_collective_units(calls, self.plan.tp) * \
             self.eff.host_per_collective_s
+        # whether the GPU or the hosts set the pace, each collective starts when the slowest rank's
+        # host has launched it: the skew adds to either, and is time spent in communication
+        skew = self._rank_skew_s(calls)
+        comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
-        total = np.maximum(gpu, host) + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
+        total = np.maximum(gpu, host) + skew + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
         return {"total_s": total, "compute_s": compute, "comm_s": comm, "comm_latency_s": comm_lat,
                 "other_s": total - compute - comm, "launch_s": np.full(shape, n_kernels * self.eff.kernel_launch_s),
                 "calls": float(sum(c.count for c in calls))}
+
+    def _rank_skew_s(self, calls: list[CollectiveCall]) -> float:
+        """Σ over TP / EP collectives of sigma x E[max of p standard normals] (see Efficiency)."""
+        if self.eff.host_jitter_s == 0.0 or self.plan.tp < 2:
+            return 0.0
+        tp_calls = sum(c.count for c in calls if c.group != "pp")
+        return tp_calls * self.eff.host_jitter_s * expected_max_of_normals(self.plan.tp)
 
     def _gpu_parts(self, b: np.ndarray, L: np.ndarray, shape: tuple) -> tuple[overlap.GpuParts, int, list]:
         """Compute (and its GEMM part) and communication of a step of `b` sequences, on `shape`."""
@@ -152,12 +171,26 @@ class StepModel:
         """Time and latency part of every collective, priced on its message array."""
         comm, lat = np.zeros(()), np.zeros(())
         for call in calls:
-            t, latency = times_and_latencies_s(self._candidates(call), np.asarray(call.msg_bytes, dtype=float))
+            t, latency = self._call_s(call, np.asarray(call.msg_bytes, dtype=float))
             comm, lat = comm + call.count * t, lat + call.count * latency
         return np.broadcast_to(comm, shape).copy(), np.broadcast_to(lat, shape).copy()
 
-    def _candidates(self, call: CollectiveCall):
-        return candidates(self.groups[call.group], call.op, self.impl)
+    def _call_s(self, call: CollectiveCall, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One call's (time, latency part): the engine's all-reduce rule for TP all-reduces, NCCL's
+        tuner (or the forced implementation) for everything else."""
+        group = self.groups[call.group]
+        if self.impl is None and call.op == CollectiveOp.ALL_REDUCE and call.group == "tp":
+            return engine_allreduce_s(self.allreduce_ranges, msg_bytes)
+        return times_and_latencies_s(candidates(group, call.op, self.impl or "nccl"), msg_bytes)
+
+    @cached_property
+    def allreduce_ranges(self) -> AllReduceRanges | None:
+        """Which kernel the engine runs for the TP all-reduce at each size (None without TP)."""
+        group = self.groups["tp"]
+        if group is None:
+            return None
+        per_token = float(hidden_message_bytes(self.model, 1.0, self.precision.activations))
+        return allreduce_ranges_for(self.engine, group, per_token)
 
     def step(self, batch: int, context: float) -> StepTime:
         r = self.evaluate(batch, context)
@@ -170,10 +203,20 @@ class StepModel:
         rows = []
         for call in _merged(self.work(np.asarray(float(batch)), np.asarray(float(context))).calls):
             msg = float(call.msg_bytes)
-            t, _ = times_and_latencies_s(self._candidates(call), np.array([msg]))
+            t, _ = self._call_s(call, np.array([msg]))
             rows.append({"op": call.op.value, "group": call.group, "count": call.count, "msg_bytes": msg,
                          "time_s": float(t[0])})
         return rows
+
+
+@lru_cache(maxsize=256)
+def expected_max_of_normals(p: int) -> float:
+    """E[max of p independent standard normals]: 0, 0.564, 0.846, 1.029, ..., 1.424 for p = 1..8,
+    by numerical integration of max's density p φ(x) Φ(x)^(p-1)."""
+    x = np.linspace(-8.0, 8.0, 16001)
+    phi = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    cdf = np.cumsum(phi) * (x[1] - x[0])
+    return float(np.sum(x * p * phi * cdf ** (p - 1)) * (x[1] - x[0]))
 
 
 def _merged(calls: list[CollectiveCall]) -> list[CollectiveCall]:
@@ -191,25 +234,26 @@ def _merged(calls: list[CollectiveCall]) -> list[CollectiveCall]:
 
 
 def _host_collective_units(calls: list[CollectiveCall], tp: int) -> float:
-    """Eager launches: every rank enqueues each collective itself and waits for the slowest, so the
-    host cost of a TP / EP collective grows with the p - 1 peers it lines up; a PP send has one."""
-    pp_calls = sum(c.count for c in calls if c.group == "pp")
-    return (sum(c.count for c in calls) - pp_calls) * (tp - 1) + pp_calls
+    """Collectives the host launches per step without CUDA graphs: each costs its enqueue once per
+    rank, in parallel on every rank (no per-peer term: no mechanism makes the host pay per peer)."""
+    return float(sum(c.count for c in calls))
 
 
 @lru_cache(maxsize=1024)
-def compile_step(model: ModelConfig, system: System, plan: Plan, catalog: Catalog, *, impl: str = "nccl",
-                 precision: Precision = Precision(), phase: str = "decode", eff: Efficiency = Efficiency(),
-                 settings: PlanSettings = PlanSettings()) -> StepModel:
-    """A cached StepModel: its groups and collective candidates are built once per configuration."""
-    return StepModel(model=model, system=system, plan=plan, catalog=catalog, impl=impl, precision=precision,
-                     phase=phase, eff=eff, settings=settings)
+def compile_step(model: ModelConfig, system: System, plan: Plan, catalog: Catalog, *, impl: str | None = None,
+                 engine: str = DEFAULT_ENGINE, precision: Precision = Precision(), phase: str = "decode",
+                 eff: Efficiency | None = None, settings: PlanSettings = PlanSettings()) -> StepModel:
+    """A cached StepModel: its groups and collective candidates are built once per configuration.
+    `eff` defaults to the engine preset's (settings.engine_efficiency)."""
+    return StepModel(model=model, system=system, plan=plan, catalog=catalog, impl=impl, engine=engine,
+                     precision=precision, phase=phase, eff=eff or engine_efficiency(engine), settings=settings)
 
 
 def decode_step(model: str | ModelConfig, system: str | System, plan: Plan = Plan(), *, batch: int = 1,
-                context: float = 4096, nodes: int = 1, impl: str = "nccl", precision: Precision = Precision(),
-                eff: Efficiency = Efficiency(), settings: PlanSettings = PlanSettings(),
-                catalog: Catalog | None = None, phase: str = "decode") -> StepTime:
+                context: float = 4096, nodes: int = 1, impl: str | None = None, engine: str = DEFAULT_ENGINE,
+                precision: Precision = Precision(), eff: Efficiency | None = None,
+                settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
+                phase: str = "decode") -> StepTime:
     """One decode (or prefill) step's time: the library entry point for a single configuration."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
@@ -217,8 +261,8 @@ def decode_step(model: str | ModelConfig, system: str | System, plan: Plan = Pla
     if plan.gpus > nodes * sysm.gpus_per_node:
         raise PlanError(f"{plan.label()} needs {plan.gpus} GPUs but {nodes} x {sysm.name} has "
                         f"{nodes * sysm.gpus_per_node}")
-    return compile_step(cfg, sysm, plan, catalog, impl=impl, precision=precision, phase=phase, eff=eff,
-                        settings=settings).step(batch, context)
+    return compile_step(cfg, sysm, plan, catalog, impl=impl, engine=engine, precision=precision, phase=phase,
+                        eff=eff, settings=settings).step(batch, context)
 
 
 __all__ = ["StepModel", "StepTime", "compile_step", "decode_step", "pp_group", "tp_group"]

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import pytest
 
 from shardbudget.model import Plan, Precision
-from shardbudget.settings import engine_efficiency
 from shardbudget.step import decode_step
 
 
@@ -33,7 +32,7 @@ class Case:
     model: str
     system: str
     engine: str
-    impl: str
+    impl: str | None
     context: int
     to_itl_s: float      # factor turning the CSV value into seconds per token
     tolerance: float
@@ -45,19 +44,19 @@ T = "huggingface/text-generation-inf"
 CASES = [
     # vLLM 0.7.2 benchmark_latency, input 1, output 200: ITL = end-to-end / 200; vLLM uses its custom
     # all-reduce on NVLink; mean context ~100 tokens.
-    *[Case(V, "QwQ-32B", "A100", "end_to_end_latency", tp, b, "qwq-32b", "hgx-a100", "vllm-v0", "custom", 100,
+    *[Case(V, "QwQ-32B", "A100", "end_to_end_latency", tp, b, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
            1 / 200, 0.25) for tp in (2, 4, 8) for b in (1, 16)],
-    Case(V, "QwQ-32B", "A100", "end_to_end_latency", 2, 128, "qwq-32b", "hgx-a100", "vllm-v0", "custom", 100,
+    Case(V, "QwQ-32B", "A100", "end_to_end_latency", 2, 128, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
          1 / 200, 0.25),
     # TGI per-token latency, eager PyTorch (no CUDA graphs), prompt length not stated: ~300 context.
-    *[Case(T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "eager", "nccl", 300,
+    *[Case(T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "tgi", None, 300,
            1e-3, 0.20) for hw, system in (("A100", "hgx-a100"), ("H100", "hgx-h100")) for tp in (1, 2, 4)],
     # SGLang, concurrency 1, 1000 in / 1000 out: ITL = 1 / output throughput; custom all-reduce.
     Case("sgl-project/sglang/issues/28224", "Llama-3.3-70B", "GB200", "output_throughput", 4, 1, "llama-3.1-70b",
-         "gb200-nvl72", "graphs", "custom", 1500, -1.0, 0.20, "before the regression"),
+         "gb200-nvl72", "sglang", None, 1500, -1.0, 0.20, "before the regression"),
     # vLLM V1 serving at QPS 1 on B200: TPOT of steps that also carry other requests' prefill chunks.
     Case("vllm-project/vllm/pull/20759", "Llama-3.1-7", "B200", "median_TPOT", 4, 2, "llama-3.1-70b", "hgx-b200",
-         "graphs", "custom", 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
+         "vllm", None, 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
 ]
 
 
@@ -80,9 +79,8 @@ def _measured(rows, case: Case) -> float:
 
 
 def _predicted(case: Case) -> float:
-    eff = engine_efficiency(case.engine)
     return decode_step(case.model, case.system, Plan(case.tp), batch=case.batch, context=case.context,
-                       impl=case.impl, eff=eff).total_s
+                       impl=case.impl, engine=case.engine).total_s
 
 
 @pytest.fixture(scope="module")

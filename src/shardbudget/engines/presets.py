@@ -38,8 +38,10 @@ from typing import Any
 from .. import units
 from ..errors import CatalogError, UnknownNameError
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager")
-"""Engines with a preset file in this package; `vllm` is the default engine."""
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi")
+"""Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
+engine) and tgi (text-generation-inference without CUDA graphs) are the older engines behind
+published measurements in ../shared/data/decode_tp.csv."""
 
 ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
@@ -65,6 +67,13 @@ class HostOverhead:
     """Host time per decode step the GPU waits for (scheduling, input preparation, sampling), s."""
     per_kernel_launch_s: float
     """Gap added per kernel launch (inside a graph, or the host launch without graphs), s."""
+    per_seq_s: float
+    """Host time per sequence per step (sampling, detokenisation hand-off, scheduler bookkeeping), s."""
+    per_collective_s: float
+    """Extra host time per collective without graphs (enqueue, the custom kernel's input copy), s."""
+    jitter_s: float
+    """Without graphs each rank's host launches on its own: the standard deviation of one rank's
+    host time between two collectives, s. Each collective then waits for the slowest rank."""
     estimate: bool
     source: str
 
@@ -294,6 +303,9 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
                                source=graphs.text("source")),
         host=HostOverhead(per_step_s=host.seconds("per_step"),
                           per_kernel_launch_s=host.seconds("per_kernel_launch"),
+                          per_seq_s=host.seconds("per_seq", "20 us"),
+                          per_collective_s=host.seconds("per_collective_copy", "0 s"),
+                          jitter_s=host.seconds("jitter", "0 s"),
                           estimate=host.flag("per_step_estimate", False), source=host.text("source")),
         allreduce=AllReducePolicy(order=order, fused_residual_rmsnorm=ar.flag("fused_residual_rmsnorm"),
                                   custom=_custom(custom_t) if custom_t is not None else None,

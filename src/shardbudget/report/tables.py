@@ -109,8 +109,11 @@ def print_compare(result) -> None:
 
 def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
+    a = result.assumptions
     print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
-          f"impl {result.impl}, weights {result.dtype}")
+          f"engine {a.get('engine')}, weights {result.dtype}")
+    for tp, words in (a.get("allreduce") or {}).items():
+        print(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
         print(f"# note: {note}")
     for br in result.results:
