@@ -17,6 +17,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from . import units
 from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
+from .deploy import Workload
+from .deploy import deploy as run_deploy
+from .disagg import parse_split
 from .dtypes import dtype_bytes
 from .errors import MeasureError, PlanError, ShardbudgetError
 from .explain import DEFAULT_SYSTEMS
@@ -32,6 +35,7 @@ from .report import demo as demo_mod
 from .report import figures, tables
 from .report import html as report_html
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from .speculative import Speculation
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="How far can a transformer be tensor-parallel sharded before the interconnect "
@@ -232,6 +236,51 @@ def plan_cmd(
 def _budget(text: str) -> float | None:
     """A time budget, or None for 'none'."""
     return None if text.strip().lower() == "none" else units.parse_seconds(text, what="--budget")
+
+
+@app.command()
+def deploy(
+    *,
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name or config.json path.")],
+    system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs to spend (split into identical replicas).")],
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes (default: as many as --gpus needs).")] = None,
+    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget ('none' to skip).")] = "30ms",
+    ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
+    input_len: Annotated[Optional[int], typer.Option("--input-len", help="Prompt tokens per request (default 2048).")] = None,
+    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Generated tokens per request (default 256).")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="A fixed KV context instead (decode only, no prefill).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager")] = DEFAULT_ENGINE,
+    dtype: Annotated[str, typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4")] = "bf16",
+    kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype")] = None,
+    speculative: Annotated[Optional[str], typer.Option("--speculative", help="mtp | eagle | draft")] = None,
+    draft_tokens: Annotated[int, typer.Option("--draft-tokens", help="Tokens the draft proposes per step.")] = 3,
+    acceptance: Annotated[float, typer.Option("--acceptance", help="Probability each draft token is accepted.")] = 0.7,
+    draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
+    _check_plot(plot)
+    if context is not None and (input_len is not None or output_len is not None):
+        raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
+    spec = Speculation(method=speculative, draft_tokens=draft_tokens, acceptance=acceptance,
+                       draft_model=draft_model) if speculative else None
+    work = Workload(input_len=input_len or 2048, output_len=output_len or 256, context=context, speculation=spec)
+    ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
+    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=_budget(budget), ttft_budget_s=ttft_s,
+                        workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
+                        disaggregate=parse_split(disaggregate) if disaggregate else None, catalog=_catalog(catalog))
+    if result.best is None:  # say so in one line, with the closest option, and exit 2
+        raise PlanError(result.verdict)
+    if json_out:
+        _print_json(result.to_dict())
+    else:
+        tables.print_deploy(result)
+    if plot:
+        _write_plot(lambda: figures.pareto_figure(result), plot)
 
 
 @app.command()

@@ -136,6 +136,31 @@ def print_plan(result) -> None:
         print()
 
 
+def print_deploy(result) -> None:
+    """The options, best first, then the choice in words and its launch lines."""
+    budgets = ", ".join(w for w in (f"ITL budget {format_seconds(result.budget_s)}" if result.budget_s else "",
+                                    f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "")
+                        if w) or "no budget"
+    w = result.workload
+    load = f"context {w.context}" if w.context else f"input {w.input_len}, output {w.output_len} tokens"
+    spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
+        if w.speculation else ""
+    print(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
+          f"{load}{spec}; {budgets}")
+    t = Table(title="options (best first)")
+    for col in ("option", "max batch", "ITL ms", "TTFT ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %",
+                "binding", "meets"):
+        t.add_column(col, justify="left" if col in ("option", "binding") else "right")
+    for o in result.options:
+        t.add_row(o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
+                  f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+                  f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no")
+    console.print(t)
+    print(result.verdict)
+    for engine, line in result.launch.items():
+        print(f"{engine:>7}: {line}")
+
+
 def print_fit(result) -> None:
     p = result.params
     print(f"# profile {result.name} (from {result.base_system}): intra-node busbw "

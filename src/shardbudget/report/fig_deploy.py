@@ -1,0 +1,58 @@
+"""The deployment trade-off: tokens/s per user against tokens/s per GPU over batch, one curve per
+option (replicas x plan), the Pareto front over all of them, and the chosen option marked.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .output import FigureError
+from .style import colors_for, figure_style, finding_title, new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ..deploy import DeployResult
+
+MAX_CURVES = 10
+"""Curves drawn: the options with the most tokens/s per GPU (all of them stay in the front)."""
+
+
+def pareto_figure(result: DeployResult) -> Figure:
+    """Each option's curve as its batch grows (up to what fits in memory), the front no point beats
+    on both axes, the ITL budget as a vertical line, the choice as a star."""
+    if not result.curves:
+        raise FigureError("the deployment figure needs at least one option")
+    shown = [o.label() for o in result.options[:MAX_CURVES]]
+    colors = colors_for(shown, None)
+    with figure_style():
+        fig = new_figure(10.5, 6.2)
+        ax = fig.add_subplot()
+        for label in shown:
+            user, per_gpu = result.curves[label]
+            ax.plot(user, per_gpu, lw=1.6, color=colors[label], label=label)
+        front = result.pareto
+        ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
+                lw=1.2, label="Pareto front")
+        if result.budget_s:
+            ax.axvline(1 / result.budget_s, color="black", ls=":", lw=1.2, label="ITL budget")
+        if result.best is not None:
+            b = result.best
+            ax.plot([b.tokens_per_s_per_user], [b.tokens_per_s_per_gpu], "*", ms=16, color="black",
+                    label=f"choice: {b.label()}, batch {b.max_batch}")
+        ax.set_xscale("log")
+        ax.set_xlabel("tokens/s per user (1 / ITL)")
+        ax.set_ylabel("tokens/s per GPU")
+        ax.legend(fontsize=8, ncols=2)
+        finding_title(fig, _title(result))
+    return fig
+
+
+def _title(r: DeployResult) -> str:
+    if r.best is None:
+        return f"{r.model} on {r.gpus} GPUs of {r.system}: no option meets the budget"
+    return (f"{r.model} on {r.gpus} GPUs of {r.system}: {r.best.label()} gives "
+            f"{r.best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {r.best.tokens_per_s_per_user:.0f} tokens/s per user")
+
+
+__all__ = ["pareto_figure"]

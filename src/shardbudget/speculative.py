@@ -1,0 +1,53 @@
+"""Speculative decoding: a draft proposes k tokens, one verify step of the target checks all k + 1.
+
+The verify step runs k + 1 tokens per sequence through every GEMM and collective (messages k + 1
+times larger) but reads each sequence's KV cache once: it is priced as a decode step of
+b x (k + 1) tokens over a context of L / (k + 1), which moves the right KV bytes (b x L) and the
+right GEMM and all-reduce work; only the attention FLOPs are undercounted, and decode attention is
+memory-bound. It yields 1 + a + a^2 + ... + a^k tokens per sequence on average when each draft
+token is accepted with probability a given the ones before it (the geometric model of Leviathan et
+al., "Fast Inference from Transformers via Speculative Decoding", 2023).
+
+Drafts: `mtp` (DeepSeek-V3's multi-token-prediction module) and `eagle` (EAGLE's one-layer head)
+cost one decoder layer of the target per draft token; `draft` is a separate small model, priced as
+its own decode step per draft token on the same GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import PlanError, UnknownNameError
+
+METHODS = ("mtp", "eagle", "draft")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Speculation:
+    method: str
+    draft_tokens: int
+    """k: tokens the draft proposes per step."""
+    acceptance: float
+    """a: probability each draft token is accepted, given the ones before it."""
+    draft_model: str | None = None
+    """For method 'draft': the draft model (a catalog name or a config.json)."""
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise UnknownNameError("speculative method", self.method, METHODS)
+        if isinstance(self.draft_tokens, bool) or not isinstance(self.draft_tokens, int) or not 1 <= self.draft_tokens <= 16:
+            raise PlanError(f"--draft-tokens must be a whole number from 1 to 16, got {self.draft_tokens!r}")
+        if isinstance(self.acceptance, bool) or not isinstance(self.acceptance, (int, float)) \
+                or not 0.0 <= self.acceptance <= 1.0:
+            raise PlanError(f"--acceptance must be a probability in [0, 1], got {self.acceptance!r}")
+        if self.method == "draft" and not self.draft_model:
+            raise PlanError("--speculative draft needs --draft-model (the small model that proposes tokens)")
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens a sequence gains per verify step: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1."""
+        a, k = float(self.acceptance), self.draft_tokens
+        return k + 1.0 if a == 1.0 else (1 - a ** (k + 1)) / (1 - a)
+
+
+__all__ = ["METHODS", "Speculation"]
