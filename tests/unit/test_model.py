@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from shardbudget.errors import CatalogError, PlanError, UnknownNameError
 from shardbudget.dtypes import dtype_bytes
 from shardbudget.model.comms import embedding_collectives, lm_head_collectives
+from shardbudget.model.layers import LayerKind
 from shardbudget.model import (
     CollectiveCall, active_params, collectives_for_layer, config_from_dict,
     embedding_ops, expected_experts_hit, kv_bytes_per_token, kv_cache_bytes_per_gpu, layer_kinds,
@@ -114,9 +115,10 @@ def test_dense_model_is_fully_active():
 
 
 def test_layer_kinds():
-    assert layer_kinds(load_model("deepseek-v3")) == {"dense": 3, "moe": 58}  # first_k_dense_replace
-    assert layer_kinds(load_model("mixtral-8x7b")) == {"moe": 32}
-    assert layer_kinds(load_model("llama-3.1-8b")) == {"dense": 32}
+    # first_k_dense_replace
+    assert layer_kinds(load_model("deepseek-v3")) == {LayerKind("dense"): 3, LayerKind("moe"): 58}
+    assert layer_kinds(load_model("mixtral-8x7b")) == {LayerKind("moe"): 32}
+    assert layer_kinds(load_model("llama-3.1-8b")) == {LayerKind("dense"): 32}
 
 
 # ---------------------------------------------------------------------------------------------
