@@ -10,11 +10,12 @@ import pytest
 
 from shardbudget.errors import CatalogError, PlanError
 from shardbudget.hardware import load_catalog
-from shardbudget.model import (LayerKind, Precision, config_from_dict, default_precision, kv_cache_bytes_per_gpu,
-                               layer_kinds, layer_work, load_model, total_params, weight_bytes_per_gpu)
+from shardbudget.model import (LayerKind, Plan, Precision, config_from_dict, default_precision,
+                               kv_cache_bytes_per_gpu, layer_kinds, layer_work, load_model, step_work, total_params,
+                               weight_bytes_per_gpu)
 from shardbudget.model.layers import attention_keys, cached_tokens
 from shardbudget.model.params import expert_params
-from shardbudget.step import decode_step
+from shardbudget.step import compile_step, decode_step
 
 
 def raw(name: str) -> dict:
@@ -77,9 +78,12 @@ def test_step_time_stops_growing_past_the_window_on_a_grid():
     # The whole step on a (batch, context) grid: decode attention is the only context-dependent op,
     # and every Mistral layer reads at most 4096 keys, so 8192 and 32768 cost what 4096 costs.
     catalog = load_catalog()
-    steps = {c: decode_step("mistral-7b-v0.1", "hgx-h100", batch=8, context=c, catalog=catalog).total_s
-             for c in (1024, 4096, 8192, 32768)}
-    assert steps[1024] < steps[4096] == steps[8192] == steps[32768]
+    model = compile_step(load_model("mistral-7b-v0.1"), catalog.system("hgx-h100"), Plan(2), catalog)
+    total = model.evaluate(np.array([[1.0], [8.0], [64.0]]), np.array([[1024.0, 4096.0, 8192.0, 32768.0]]))["total_s"]
+    assert total.shape == (3, 4)
+    assert np.all(total[:, 0] < total[:, 1]) and np.all(total[:, 1:] == total[:, 1:2])
+    one = decode_step("mistral-7b-v0.1", "hgx-h100", Plan(2), batch=8, context=32768, catalog=catalog).total_s
+    assert one == pytest.approx(total[1, 3], rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +151,8 @@ def test_explicit_layer_types_win_and_bad_ones_are_named():
 def test_qwen_windows_only_when_switched_on():
     assert layer_kinds(load_model("qwen2.5-72b")) == {LayerKind("dense"): 80}  # use_sliding_window false
     on = {**raw("qwen2.5-72b"), "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 70}
-    assert layer_kinds(config_from_dict(on, name="x")) == {LayerKind("dense"): 70, LayerKind("dense", "sliding", 4096): 10}
+    assert layer_kinds(config_from_dict(on, name="x")) == {LayerKind("dense"): 70,
+                                                          LayerKind("dense", "sliding", 4096): 10}
 
 
 def test_a_windowed_model_names_its_ambiguous_ffn():
@@ -334,7 +339,6 @@ def test_unknown_quantization_warning_reaches_the_notes():
 def test_per_tensor_dtypes_reach_the_step():
     cfg = load_model("gpt-oss-120b")
     p, _ = default_precision(cfg, GPUS["h100-sxm"])
-    from shardbudget.model import Plan, step_work
     work = step_work(cfg, Plan(1), batch=1.0, context=1000.0, precision=p)
     up = next(o for _, o in work.ops if o.name == "expert_gate_up")
     qkv = next(o for _, o in work.ops if o.name == "qkv_proj")

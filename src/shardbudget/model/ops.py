@@ -112,7 +112,7 @@ def _softmax(scores: float) -> Op:
     return Op("softmax", 5.0 * scores, 0.0, "elementwise")
 
 
-def _gqa_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
+def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
              phase: str, kind: LayerKind) -> list[Op]:
     """Llama 4's NoPE layers skip the rotary op and the qk norm priced here: < 0.1 % of a layer."""
     h, d = cfg.hidden_size, cfg.head_dim
@@ -124,13 +124,14 @@ def _gqa_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes
         ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b))
     # RoPE on q and k: two multiplies and an add per element.
     ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b))
-    ops += _gqa_attention(cfg, tokens, context, heads, kv_heads, b, phase, kind)
+    ops += _gqa_attention(cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase,
+                          kind=kind)
     ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b,
                      weight_elems=heads * d * h + (h if cfg.o_bias else 0)))
     return ops
 
 
-def _gqa_attention(cfg: ModelConfig, tokens: float, context: float, heads: float, kv_heads: float,
+def _gqa_attention(cfg: ModelConfig, *, tokens: float, context: float, heads: float, kv_heads: float,
                    b: _Bytes, phase: str, kind: LayerKind) -> list[Op]:
     d = cfg.head_dim
     kv_token_bytes = 2 * kv_heads * d * b.kv  # K and V of one token on this rank (replicas included)
@@ -145,7 +146,7 @@ def _gqa_attention(cfg: ModelConfig, tokens: float, context: float, heads: float
     return [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
 
 
-def _mla_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
+def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
              phase: str) -> list[Op]:
     h, heads = cfg.hidden_size, cfg.num_heads / tp
     lora, rope, q_lora = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
@@ -279,8 +280,8 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
                dtype_bytes(expert_dtype or weight_dtype))
     h = cfg.hidden_size
     ops = [_rms_norm("input_norm", local, h, b)]
-    ops += _mla_ops(cfg, local, context, tp_attn, b, phase) if cfg.is_mla else \
-        _gqa_ops(cfg, local, context, tp_attn, b, phase, kind)
+    work = dict(tokens=local, context=context, tp=tp_attn, b=b, phase=phase)
+    ops += _mla_ops(cfg, **work) if cfg.is_mla else _gqa_ops(cfg, **work, kind=kind)
     gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
     if gemma:
         ops.append(_rms_norm("post_attn_norm", local, h, b))

@@ -25,10 +25,11 @@ know is named in a warning (`Checkpoint.warnings`) and the weights fall back to 
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import FP4_DTYPES, canonical, dtype
+from ..dtypes import canonical, dtype
 from ..errors import UnknownNameError
 
 SCOPES = ("none", "linear", "experts")
@@ -74,7 +75,7 @@ def _torch_dtype(raw: dict, warnings: list[str]) -> str:
     try:
         name = canonical(value, _TORCH_DTYPES)
     except UnknownNameError:
-        warnings.append(f"torch_dtype {value!r} is not bfloat16, float16 or float32; priced as bf16")
+        warnings.append(f"torch_dtype {reprlib.repr(value)} is not bfloat16, float16 or float32; priced as bf16")
         return "bf16"
     return name
 
@@ -163,7 +164,7 @@ def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
         return Checkpoint(torch_dtype=torch, weight_dtype=torch, warnings=tuple(warnings))
     method = q.get("quant_method") if isinstance(q, dict) else None
     if not isinstance(method, str) or method.lower() not in _METHODS:
-        shown = repr(method)[:40] if isinstance(q, dict) else f"a {type(q).__name__}"
+        shown = reprlib.repr(method) if isinstance(q, dict) else f"a {type(q).__name__}"
         warnings.append(f"quantization_config quant_method {shown} is not one shardbudget reads "
                         f"(known: {', '.join(KNOWN_METHODS)}); weights priced as {torch}")
         return Checkpoint(torch_dtype=torch, weight_dtype=torch, warnings=tuple(warnings))
@@ -171,7 +172,8 @@ def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
     try:
         weights, activations = reader(q)
     except (ValueError, TypeError, UnknownNameError) as exc:
-        warnings.append(f"quantization_config {method!r} has {exc}, which shardbudget does not read; "
+        what = reprlib.repr(str(exc))[1:-1]  # bounded: the message may quote a hostile value
+        warnings.append(f"quantization_config {method!r} has {what}, which shardbudget does not read; "
                         f"weights priced as {torch}")
         return Checkpoint(torch_dtype=torch, quant_method=method, weight_dtype=torch, warnings=tuple(warnings))
     dtype(weights)  # the table knows every name the readers return
@@ -179,8 +181,4 @@ def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
                       activation_dtype=activations, warnings=tuple(warnings))
 
 
-def is_fp4(name: str | None) -> bool:
-    return name in FP4_DTYPES
-
-
-__all__ = ["Checkpoint", "KNOWN_METHODS", "SCOPES", "is_fp4", "read_checkpoint"]
+__all__ = ["Checkpoint", "KNOWN_METHODS", "SCOPES", "read_checkpoint"]
