@@ -11,8 +11,8 @@ import pytest
 from shardbudget.errors import CatalogError, PlanError
 from shardbudget.hardware import load_catalog
 from shardbudget.model import (LayerKind, Plan, Precision, config_from_dict, default_precision,
-                               kv_cache_bytes_per_gpu, layer_kinds, layer_work, load_model, step_work, total_params,
-                               weight_bytes_per_gpu)
+                               kv_cache_bytes_per_gpu, layer_kinds, layer_work, load_model, memory_bytes_per_gpu,
+                               step_work, total_params, weight_bytes_per_gpu)
 from shardbudget.model.layers import attention_keys, cached_tokens
 from shardbudget.model.params import expert_params
 from shardbudget.step import compile_step, decode_step
@@ -114,6 +114,20 @@ def test_gemma3_text_config_and_family_defaults():
     assert cfg.tie_embeddings and cfg.qk_norm and cfg.family.norms_per_layer == 4
     ops = {o.name for o in layer_work(cfg, 0, tokens=1, context=10, tp=1)}
     assert {"post_attn_norm", "pre_ffn_norm", "post_ffn_norm", "qk_norm"} <= ops
+
+
+GEMMA3_1B = {  # google/gemma-3-1b-it config.json: the text-only Gemma 3, fields at the top level
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "head_dim": 256, "hidden_size": 1152,
+    "intermediate_size": 6912, "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+    "sliding_window": 512, "sliding_window_pattern": 6, "vocab_size": 262144, "torch_dtype": "bfloat16",
+}
+
+
+def test_gemma3_text_only_config():
+    cfg = config_from_dict(GEMMA3_1B, name="gemma-3-1b")
+    assert layer_kinds(cfg) == {LayerKind("dense", "sliding", 512): 22, LayerKind("dense"): 4}
+    assert cfg.tie_embeddings  # Gemma3TextConfig's default
+    assert total_params(cfg) == pytest.approx(1.0e9, rel=0.005)  # Google: Gemma 3 1B
 
 
 def test_gpt_oss_reads_layer_types():
@@ -345,3 +359,17 @@ def test_per_tensor_dtypes_reach_the_step():
     # batch 1 reads 4 experts' gate/up weights (+ biases) at 4.25 bits; q/k/v stay bf16 (+ bias)
     assert up.bytes == pytest.approx(4 * (2880 * 5760 + 5760) * 4.25 / 8 + (4 * 2880 + 4 * 5760) * 2)
     assert qkv.bytes == (2880 * 5120 + 5120) * 2 + (2880 + 5120) * 2
+
+
+def test_gpt_oss_120b_fits_one_h100_in_its_own_precision():
+    # OpenAI: gpt-oss-120b "runs efficiently on a single 80 GB GPU" -- in MXFP4, not in bf16.
+    cfg, h100 = load_model("gpt-oss-120b"), GPUS["h100-sxm"]
+    usable = 0.9 * h100.memory_bytes  # vLLM's default gpu_memory_utilization
+    own, _ = default_precision(cfg, h100)
+    bf16, _ = default_precision(cfg, h100, dtype_override="bf16")
+    fit = {name: memory_bytes_per_gpu(cfg, tp=1, batch=1, context=8192, workspace_bytes=2e9, **p.memory_dtypes)
+           for name, p in (("own", own), ("bf16", bf16))}
+    assert fit["own"] < usable < fit["bf16"]
+    kv_per_token_layer = 2 * 8 * 64 * 2  # K and V of 8 KV heads x 64, bf16
+    kv = kv_per_token_layer * (18 * 128 + 18 * 8192)  # 18 sliding layers keep 128 tokens
+    assert fit["own"] == pytest.approx(65.19e9 + kv + 2e9, rel=1e-4)
