@@ -3,6 +3,18 @@
 Each type has one canonical name (the short one engines and `--dtype` use: bf16, fp16, fp8, ...)
 and the spellings met elsewhere (torch's `bfloat16`, nccl-tests' `half`, C's `float`). Sizes are
 bytes per element as floats: int4 packs two weights per byte, 0.5, never integer-divided to 0.
+
+The block-scaled 4-bit formats count their scales in `elem_bytes`, because at 4 bits the scales are
+a visible share of the bytes (OCP Microscaling Formats (MX) v1.0 spec; NVIDIA Blackwell NVFP4):
+  * mxfp4: FP4 (E2M1) elements in blocks of 32 sharing one 8-bit E8M0 scale:
+    4 + 8 / 32 = 4.25 bits = 0.53125 bytes per element
+    (https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf);
+  * nvfp4: FP4 (E2M1) elements in blocks of 16 sharing one FP8 (E4M3) scale, plus one FP32 scale per
+    tensor (negligible): 4 + 8 / 16 = 4.5 bits = 0.5625 bytes
+    (https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/).
+FP8 block-wise checkpoints (DeepSeek-V3: `weight_block_size` [128, 128], one FP32 scale per block)
+add 4 / (128 * 128) = 0.024 % and stay at 1 byte; int4 AWQ / GPTQ with group size 128 add an FP16
+scale (and a 4-bit zero point) per 128 weights, 2.5-3 %, which `int4` leaves out.
 """
 
 from __future__ import annotations
@@ -46,12 +58,19 @@ TABLE: tuple[DType, ...] = (
     DType(name="int64", elem_bytes=8.0, is_float=False, torch_name="int64", nccl_name="int64",
           max_exact=2**63 - 1),
     DType(name="int4", elem_bytes=0.5, is_float=False, max_exact=7),
+    # E2M1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6: every integer up to 4 exactly.
+    DType(name="fp4", aliases=("fp4_e2m1", "e2m1"), elem_bytes=0.5, is_float=True, max_exact=4),
+    DType(name="mxfp4", elem_bytes=4.25 / 8, is_float=True, max_exact=4),
+    DType(name="nvfp4", elem_bytes=4.5 / 8, is_float=True, max_exact=4),
 )
 
 _BY_NAME: dict[str, DType] = {n: d for d in TABLE for n in (d.name, *d.aliases)}
 
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
 """What a model's weights, activations or KV cache can be stored in."""
+
+FP4_DTYPES = ("fp4", "mxfp4", "nvfp4")
+"""The 4-bit floating-point formats (E2M1 elements), which only FP4 tensor cores compute in."""
 
 
 def dtype(name: object, allowed: tuple[str, ...] | None = None) -> DType:
@@ -74,4 +93,4 @@ def dtype_bytes(name: object) -> float:
     return dtype(name).elem_bytes
 
 
-__all__ = ["DType", "TABLE", "WEIGHT_DTYPES", "canonical", "dtype", "dtype_bytes"]
+__all__ = ["DType", "FP4_DTYPES", "TABLE", "WEIGHT_DTYPES", "canonical", "dtype", "dtype_bytes"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from shardbudget.errors import CatalogError, PlanError, UnknownNameError
 from shardbudget.dtypes import dtype_bytes
 from shardbudget.model.comms import embedding_collectives, lm_head_collectives
+from shardbudget.model.layers import LayerKind
 from shardbudget.model import (
     CollectiveCall, active_params, collectives_for_layer, config_from_dict,
     embedding_ops, expected_experts_hit, kv_bytes_per_token, kv_cache_bytes_per_gpu, layer_kinds,
@@ -41,13 +42,16 @@ def write_json(tmp_path, obj, name="config.json"):
 # ---------------------------------------------------------------------------------------------
 
 def test_catalog_ships_required_models_with_sources():
-    assert set(REQUIRED) <= set(list_models())
+    assert set(REQUIRED) | set(NEW) <= set(list_models())
     for name in list_models():
         source = load_raw(name)["_source"]
         assert source.startswith("https://huggingface.co/") and source.endswith("/config.json"), name
 
 
-@pytest.mark.parametrize("name", REQUIRED + ["llama-3.2-1b", "qwen3-30b-a3b"])
+NEW = ["gpt-oss-120b", "gemma-3-27b", "qwen3-235b-a22b", "llama-4-scout", "mistral-7b-v0.1"]
+
+
+@pytest.mark.parametrize("name", REQUIRED + NEW + ["llama-3.2-1b", "qwen3-30b-a3b"])
 def test_every_catalog_model_loads(name):
     cfg = load_model(name)
     assert cfg.name == name and cfg.num_layers > 0
@@ -74,6 +78,11 @@ PUBLISHED = [
     ("mixtral-8x7b", 46.7e9, 12.9e9, True),     # Mistral: 46.7B total, 12.9B active per token
     ("mixtral-8x22b", 141e9, 39e9, True),       # Mistral: 141B total, 39B active
     ("deepseek-v3", 671e9, 37e9, False),        # DeepSeek-V3 report: 671B total, 37B activated
+    ("gpt-oss-120b", 116.83e9, 5.13e9, False),  # gpt-oss model card (arXiv 2508.10925) Table 1: 116.83B / 5.13B
+    ("qwen3-235b-a22b", 235e9, 22e9, True),     # Qwen3-235B-A22B card: 235B total, 22B activated
+    ("llama-4-scout", 109e9, 17e9, True),       # Meta: 17B active, 109B total (with its vision tower, not counted: -1.1 %)
+    ("gemma-3-27b", 27.016e9, None, True),      # Gemma 3 report Table 1: 1,416M embedding + 25,600M non-embedding
+    ("mistral-7b-v0.1", 7.24e9, None, True),    # HF safetensors: 7.24B
 ]
 
 
@@ -99,6 +108,17 @@ def test_deepseek_active_matches_its_weight_doc():
     assert active == pytest.approx(36.6e9, rel=0.005)
 
 
+def test_new_models_non_embedding_counts():
+    # Gemma 3 report Table 1: 25,600M non-embedding parameters in the 27B text decoder.
+    gemma = load_model("gemma-3-27b")
+    assert total_params(gemma) - gemma.vocab_size * gemma.hidden_size == pytest.approx(25_600e6, rel=0.001)
+    # Qwen3-235B-A22B card: 234B non-embedding (embedding and LM head: 2 x 151936 x 4096 = 1.24B).
+    qwen = load_model("qwen3-235b-a22b")
+    assert total_params(qwen) - 2 * qwen.vocab_size * qwen.hidden_size == pytest.approx(234e9, rel=0.005)
+    # Mistral-7B v0.1: model.safetensors.index.json total_size 14,483,464,192 bytes of bf16
+    assert total_params(load_model("mistral-7b-v0.1")) == 7_241_732_096
+
+
 def test_qwen3_moe_counts():
     # Qwen3-30B-A3B card: 30.5B total, 29.9B non-embedding, "3.3B activated" (two digits).
     cfg = load_model("qwen3-30b-a3b")
@@ -114,9 +134,10 @@ def test_dense_model_is_fully_active():
 
 
 def test_layer_kinds():
-    assert layer_kinds(load_model("deepseek-v3")) == {"dense": 3, "moe": 58}  # first_k_dense_replace
-    assert layer_kinds(load_model("mixtral-8x7b")) == {"moe": 32}
-    assert layer_kinds(load_model("llama-3.1-8b")) == {"dense": 32}
+    # first_k_dense_replace
+    assert layer_kinds(load_model("deepseek-v3")) == {LayerKind("dense"): 3, LayerKind("moe"): 58}
+    assert layer_kinds(load_model("mixtral-8x7b")) == {LayerKind("moe"): 32}
+    assert layer_kinds(load_model("llama-3.1-8b")) == {LayerKind("dense"): 32}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..collective_op import CollectiveOp
 from ..dtypes import dtype_bytes
 from .config import ModelConfig
+from .layers import LayerKind
 from .plan import check_amount, check_degree, check_pp, check_sharding, layer_kind
 
 GROUPS = ("tp", "ep", "pp")
@@ -54,7 +55,7 @@ def _tp_reductions(count: int, msg_bytes, sequence_parallel: bool) -> list[Colle
     return [CollectiveCall(AR, msg_bytes, "tp", count)]
 
 
-def collectives_for_layer(cfg: ModelConfig, layer: int | str, *, tokens, tp: int, ep: int = 1,
+def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens, tp: int, ep: int = 1,
                           act_dtype: str = "bf16", sequence_parallel: bool = False,
                           attn_dp: int = 1) -> list[CollectiveCall]:
     """The collectives one decoder layer inserts per step.
@@ -75,10 +76,10 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str, *, tokens, tp: int
     check_amount("tokens", tokens, minimum=0, strict=True)
     hidden = hidden_message_bytes(cfg, tokens, act_dtype)
     if attn_dp > 1 and tp_attn == 1:
-        if kind == "moe":
+        if kind.ffn == "moe":
             return [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
         return [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
-    if kind == "moe" and ep > 1:
+    if kind.ffn == "moe" and ep > 1:
         reductions = (1 + bool(cfg.num_shared_experts)) if tp > 1 else 0
         return (_tp_reductions(reductions, hidden, sequence_parallel)
                 + [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)])  # dispatch + combine

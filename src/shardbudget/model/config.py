@@ -1,17 +1,18 @@
 """Reading a Hugging Face ``config.json`` into a validated, frozen `ModelConfig`.
 
-What a family is (attention kind, MoE layout, biases, norms) comes from the one table in
-`families`; this module reads the fields that table says the family has, fills defaults visibly
-and names the key, the value and the file in every error. Sizes are element counts, never bytes.
+What a family is (attention kind, MoE layout, biases, norms, windows) comes from the one table in
+`families`; `reader` reads the fields that table says the family has, fills defaults visibly and
+names the key, the value and the file in every error. Sizes are element counts, never bytes.
 
 DeepSeek-V3's multi-token-prediction (MTP) module (`num_nextn_predict_layers`) is ignored: it is only
-used for speculative decoding, and the published 671B / 37B figures exclude it.
+used for speculative decoding, and the published 671B / 37B figures exclude it. Multimodal checkpoints
+(Gemma 3, Llama 4) are read for their text decoder (`text_config`); the vision tower (Gemma-3-27B:
+417M parameters, 1.5 %) is not counted.
 """
 
 from __future__ import annotations
 
 import json
-import reprlib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CatalogError, UnknownNameError
-from .families import BY_ARCHITECTURE, BY_MODEL_TYPE, Family
+from .families import BY_MODEL_TYPE, Family
+from .layers import LayerKind
+from .quant import Checkpoint
+from .reader import read_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,8 +38,9 @@ class ModelConfig:
     name: str
     """Catalog name, or the folder / file stem the config was read from."""
     model_type: str
-    """HF `model_type`: a key of `families.BY_MODEL_TYPE` (llama, mistral, mixtral, qwen2,
-    qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3)."""
+    """HF `model_type`: a key of `families.BY_MODEL_TYPE` (llama, mistral, mixtral, qwen2, qwen2_moe,
+    qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss, gemma2, gemma3, gemma3_text, llama4,
+    llama4_text)."""
     hidden_size: int
     """Width of the residual stream, elements per token (HF `hidden_size`)."""
     num_layers: int
@@ -48,7 +53,8 @@ class ModelConfig:
     """Elements per head (HF `head_dim`; absent -> hidden_size / num_heads). For MLA: the q/k head
     width qk_nope_head_dim + qk_rope_head_dim."""
     intermediate_size: int
-    """Width of the dense gated MLP, elements (for Mixtral: of each expert)."""
+    """Width of the dense gated MLP, elements (for Mixtral and gpt-oss: of each expert; for Llama 4
+    `intermediate_size_mlp`, since its intermediate_size is the experts')."""
     vocab_size: int
     """Rows of the embedding and LM head, tokens."""
     tie_embeddings: bool = False
@@ -58,8 +64,21 @@ class ModelConfig:
     """Longest context the model was configured for, tokens (0: the config does not say)."""
     qkv_bias: bool = False
     """Q, K and V projections carry a bias (always for Qwen2; HF `attention_bias` otherwise)."""
+    o_bias: bool = False
+    """The output projection carries a bias (HF `attention_bias` where the family's o_proj follows it)."""
     qk_norm: bool = False
-    """Per-head RMSNorm of q and k before RoPE (Qwen3), head_dim weights each."""
+    """Per-head norm of q and k before attention (Qwen3, Gemma 3: RMSNorm with head_dim weights each;
+    Llama 4: a weightless L2 norm, `families.Family.qk_norm`)."""
+    sliding_window: int = 0
+    """Tokens a sliding-window layer attends over and caches (0: no sliding-window layers)."""
+    sliding_layers: tuple[int, ...] = ()
+    """Indices of the sliding-window layers (all of them for Mistral-7B v0.1; five of six for Gemma 3)."""
+    attention_chunk_size: int = 0
+    """Tokens per chunk of a chunked-attention layer (Llama 4 `attention_chunk_size`; 0: none)."""
+    chunked_layers: tuple[int, ...] = ()
+    """Indices of the chunked-attention layers (Llama 4: its RoPE layers, three of four)."""
+    checkpoint: Checkpoint = Checkpoint()
+    """The checkpoint's own precision: torch_dtype and quantization_config (`quant.Checkpoint`)."""
     num_experts: int = 0
     """Routed experts per MoE layer (0: dense model)."""
     experts_per_token: int = 0
@@ -101,188 +120,68 @@ class ModelConfig:
     def is_mla(self) -> bool:
         return self.family.attention == "mla"
 
+    @property
+    def checkpoint_weight_dtype(self) -> str:
+        """Dtype the checkpoint stores its quantized weights in (its torch_dtype when unquantized)."""
+        return self.checkpoint.weight_dtype
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the reader could not use from config.json, one line each (e.g. an unknown
+        quantization_config), and what it did instead."""
+        return self.checkpoint.warnings
+
     def is_moe_layer(self, index: int) -> bool:
         return self.is_moe and index not in self.dense_layers
 
+    def layer_kind_at(self, index: int) -> LayerKind:
+        """The kind of layer `index`: its FFN and its attention span."""
+        return _every_kind(self)[index]
 
-def layer_kinds(cfg: ModelConfig) -> dict[str, int]:
-    """How many layers of each kind the model has: {"dense": n} and/or {"moe": n}.
+
+@lru_cache(maxsize=64)
+def _every_kind(cfg: ModelConfig) -> tuple[LayerKind, ...]:
+    """Each layer's kind, built once per config with sets (a config may list 100,000 layers)."""
+    dense, sliding, chunked = set(cfg.dense_layers), set(cfg.sliding_layers), set(cfg.chunked_layers)
+    kinds = []
+    for i in range(cfg.num_layers):
+        ffn = "moe" if cfg.is_moe and i not in dense else "dense"
+        if i in sliding:
+            kinds.append(LayerKind(ffn, "sliding", cfg.sliding_window))
+        elif i in chunked:
+            kinds.append(LayerKind(ffn, "chunked", cfg.attention_chunk_size))
+        else:
+            kinds.append(LayerKind(ffn))
+    return tuple(kinds)
+
+
+@lru_cache(maxsize=256)
+def _kinds_in(cfg: ModelConfig, start: int, stop: int) -> tuple[tuple[LayerKind, int], ...]:
+    counts: dict[LayerKind, int] = {}
+    for kind in _every_kind(cfg)[start:stop]:
+        counts[kind] = counts.get(kind, 0) + 1
+    return tuple(counts.items())
+
+
+def layer_kinds(cfg: ModelConfig, start: int = 0, stop: int | None = None) -> dict[LayerKind, int]:
+    """How many layers of each kind the model (or its layers start..stop-1) has, in order of first
+    appearance: {LayerKind("dense"): 32}, {LayerKind("dense"): 3, LayerKind("moe"): 58}, or with
+    windows {LayerKind("dense", "sliding", 1024): 52, LayerKind("dense"): 10}.
 
     Every layer of one kind costs the same, so the step model prices each kind once and multiplies.
     """
-    moe = cfg.num_layers - len(cfg.dense_layers) if cfg.is_moe else 0
-    counts = {"dense": cfg.num_layers - moe, "moe": moe}
-    return {kind: n for kind, n in counts.items() if n}
+    return dict(_kinds_in(cfg, start, cfg.num_layers if stop is None else stop))
 
 
-_MAX_INT = 2**31 - 1  # int32, as checkpoints store shapes; keeps every product a finite float
-_MAX_LAYERS = 100_000  # real models have a few hundred; the reader lists dense layers one by one
-
-
-def _short(value: Any) -> str:
-    """A bounded repr of a config value for an error message (it may be huge or nested)."""
-    return reprlib.repr(value)
-
-
-class _Reader:
-    """Typed access to one raw config dict; every error names the key, the value and the file."""
-
-    def __init__(self, raw: dict, where: str):
-        self.raw, self.where = raw, where
-
-    def has(self, key: str) -> bool:
-        return self.raw.get(key) is not None  # HF writes null for "use the default"
-
-    def fail(self, message: str) -> CatalogError:
-        return CatalogError(f"{message} (in {self.where})")
-
-    def integer(self, key: str, *, minimum: int = 1, default: int | None = None,
-                maximum: int = _MAX_INT) -> int:
-        value = self.raw.get(key)
-        if value is None:
-            if default is None:
-                raise self.fail(f"config.json is missing {key!r}")
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-            raise self.fail(f"config.json field {key!r} must be an integer from {minimum} to "
-                            f"{maximum}, got {_short(value)}")
-        return value
-
-    def flag(self, key: str, *, default: bool) -> bool:
-        value = self.raw.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.fail(f"config.json field {key!r} must be true or false, got {_short(value)}")
-        return value
-
-    def indices(self, key: str, count: int) -> tuple[int, ...]:
-        value = self.raw.get(key)
-        if value is None:
-            return ()
-        ok = isinstance(value, list) and all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count for i in value)
-        if not ok:
-            raise self.fail(f"config.json field {key!r} must be a list of layer indices from 0 to "
-                            f"{count - 1}, got {_short(value)}")
-        return tuple(sorted(set(value)))
-
-
-def _family(r: _Reader) -> Family:
-    """The model family, from `model_type` or else `architectures[0]`; unsupported ones are refused."""
-    if r.raw.get("is_encoder_decoder") is True:
-        raise r.fail("config.json describes an encoder-decoder model; only decoder-only models are "
-                     "supported")
-    model_type = r.raw.get("model_type")
-    if model_type is not None:
-        if not isinstance(model_type, str) or model_type not in BY_MODEL_TYPE:
-            raise r.fail(f"config.json field 'model_type' is {_short(model_type)}, which shardbudget "
-                         f"does not model (supported: {', '.join(sorted(BY_MODEL_TYPE))})")
-        return BY_MODEL_TYPE[model_type]
-    archs = r.raw.get("architectures")
-    if archs is None:
-        raise r.fail("config.json is missing 'model_type' (and 'architectures')")
-    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str) \
-            or archs[0] not in BY_ARCHITECTURE:
-        raise r.fail(f"config.json field 'architectures' is {_short(archs)}, which shardbudget does "
-                     f"not model (supported: {', '.join(sorted(BY_ARCHITECTURE))})")
-    return BY_ARCHITECTURE[archs[0]]
-
-
-def _attention_fields(r: _Reader, family: Family) -> dict[str, Any]:
-    heads, hidden = r.integer("num_attention_heads"), r.integer("hidden_size")
-    kv_heads = r.integer("num_key_value_heads", default=heads)  # absent/null: multi-head attention
-    if heads % kv_heads:
-        raise r.fail(f"config.json field 'num_key_value_heads' ({kv_heads}) must divide "
-                     f"num_attention_heads ({heads})")
-    fields: dict[str, Any] = {"hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads}
-    if family.attention == "mla":
-        fields.update(_mla_fields(r))
-        fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
-        return fields
-    if r.has("head_dim"):
-        fields["head_dim"] = r.integer("head_dim")
-    elif hidden % heads:
-        raise r.fail(f"config.json has no 'head_dim' and hidden_size ({hidden}) is not divisible by "
-                     f"num_attention_heads ({heads})")
-    else:
-        fields["head_dim"] = hidden // heads
-    fields["qkv_bias"] = family.qkv_bias or r.flag("attention_bias", default=False)
-    fields["qk_norm"] = family.qk_norm
-    return fields
-
-
-def _mla_fields(r: _Reader) -> dict[str, int]:
-    return {
-        "q_lora_rank": r.integer("q_lora_rank", default=0),  # null in DeepSeek-V2-Lite: no q compression
-        "kv_lora_rank": r.integer("kv_lora_rank"),
-        "qk_nope_head_dim": r.integer("qk_nope_head_dim"),
-        "qk_rope_head_dim": r.integer("qk_rope_head_dim"),
-        "v_head_dim": r.integer("v_head_dim"),
-    }
-
-
-def _mixtral_moe(r: _Reader, family: Family, layers: int, intermediate: int) -> dict[str, Any]:
-    # Every layer is MoE and each expert is a full-width MLP (intermediate_size).
-    return _checked_moe(r, experts=r.integer("num_local_experts"), expert_width=intermediate)
-
-
-def _qwen_moe(r: _Reader, family: Family, layers: int, intermediate: int) -> dict[str, Any]:
-    step = r.integer("decoder_sparse_step", default=1)
-    only_mlp = set(r.indices("mlp_only_layers", layers))
-    dense = tuple(i for i in range(layers) if i in only_mlp or (i + 1) % step)
-    shared_width = r.integer("shared_expert_intermediate_size", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("num_experts"), expert_width=r.integer("moe_intermediate_size"),
-                        dense=dense, shared=1 if shared_width else 0, shared_width=shared_width)
-
-
-def _deepseek_moe(r: _Reader, family: Family, layers: int, intermediate: int) -> dict[str, Any]:
-    first_dense = r.integer("first_k_dense_replace", minimum=0, default=0)
-    if first_dense > layers:
-        raise r.fail(f"config.json field 'first_k_dense_replace' ({first_dense}) exceeds "
-                     f"num_hidden_layers ({layers})")
-    freq = r.integer("moe_layer_freq", default=1)
-    dense = tuple(i for i in range(layers) if i < first_dense or i % freq)
-    width = r.integer("moe_intermediate_size")
-    shared = r.integer("n_shared_experts", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
-                        shared=shared, shared_width=width if shared else 0,
-                        router_bias=r.raw.get("topk_method") in family.router_bias_methods)
-
-
-# One reader per MoE layout of families.MOE_LAYOUTS.
-_MOE_READERS = {"mixtral": _mixtral_moe, "qwen_moe": _qwen_moe, "deepseek": _deepseek_moe}
-
-
-def _checked_moe(r: _Reader, *, experts: int, expert_width: int, dense: tuple[int, ...] = (),
-                 shared: int = 0, shared_width: int = 0, router_bias: bool = False) -> dict[str, Any]:
-    k = r.integer("num_experts_per_tok")
-    if k > experts:
-        raise r.fail(f"config.json field 'num_experts_per_tok' ({k}) exceeds the number of routed "
-                     f"experts ({experts})")
-    return {"num_experts": experts, "experts_per_token": k, "moe_intermediate_size": expert_width,
-            "num_shared_experts": shared, "shared_expert_intermediate_size": shared_width,
-            "dense_layers": dense, "router_bias": router_bias}
 def config_from_dict(raw: Any, *, name: str, where: str | None = None) -> ModelConfig:
     """Validate a parsed HF config.json and return its `ModelConfig`; `where` names it in errors.
 
     Keys starting with "_" (such as the catalog's "_source") and keys this model does not need are
-    ignored. Anything malformed raises `CatalogError` naming the key and the value.
+    ignored. Anything malformed raises `CatalogError` naming the key and the value; a
+    quantization_config the reader does not know becomes a line of `ModelConfig.warnings`.
     """
-    where = where or name
-    if not isinstance(raw, dict):
-        raise CatalogError(f"config.json must hold a JSON object, got a {type(raw).__name__} "
-                           f"(in {where})")
-    r = _Reader(raw, where)
-    family = _family(r)
-    layers, intermediate = r.integer("num_hidden_layers", maximum=_MAX_LAYERS), r.integer("intermediate_size")
-    return ModelConfig(
-        name=name, model_type=family.model_type, num_layers=layers, intermediate_size=intermediate,
-        vocab_size=r.integer("vocab_size"),
-        tie_embeddings=r.flag("tie_word_embeddings", default=False),
-        max_position_embeddings=r.integer("max_position_embeddings", default=0),
-        **_attention_fields(r, family),
-        **(_MOE_READERS[family.moe](r, family, layers, intermediate) if family.moe else {}))
+    return ModelConfig(**read_fields(raw, name=name, where=where or name))
+
 
 def _parse_bytes(data: bytes, *, name: str, where: str) -> ModelConfig:
     try:

@@ -2,21 +2,43 @@
 
 Adding a family is one `Family` entry here, its config JSON in `catalog/models/`, and a test; a
 new attention or MoE layout also needs its reader (`config.py`) or op list (`ops.py`).
-Each entry cites the Hugging Face `transformers` modeling file its facts come from.
+Each entry cites the Hugging Face `transformers` modeling (or configuration) file its facts come from.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 ATTENTION_KINDS = ("gqa", "mla")
 """gqa: grouped-query attention (MHA and MQA are its edge cases); mla: DeepSeek's multi-head latent
 attention, whose KV cache is one compressed latent per token."""
 
-MOE_LAYOUTS = ("mixtral", "qwen_moe", "deepseek")
+MOE_LAYOUTS = ("mixtral", "qwen_moe", "deepseek", "llama4")
 """How a config.json spells its experts: mixtral (num_local_experts, every layer MoE, experts as wide
-as intermediate_size), qwen_moe (num_experts, decoder_sparse_step, mlp_only_layers, one optional
-shared expert), deepseek (n_routed_experts, first_k_dense_replace, moe_layer_freq, n_shared_experts)."""
+as intermediate_size; also gpt-oss), qwen_moe (num_experts, decoder_sparse_step, mlp_only_layers,
+one optional shared expert), deepseek (n_routed_experts, first_k_dense_replace, moe_layer_freq,
+n_shared_experts), llama4 (num_local_experts, interleave_moe_layer_step or moe_layers, one shared
+expert as wide as intermediate_size, dense layers intermediate_size_mlp wide)."""
+
+WINDOW_RULES = ("none", "all", "qwen", "pattern", "alternate", "chunked")
+"""Which layers attend locally when the config has no explicit `layer_types` list:
+  none       every layer attends over the whole context (Llama, DeepSeek);
+  all        every layer uses `sliding_window` when it is set (Mistral, Mixtral: MistralAttention);
+  qwen       `use_sliding_window` and layer index >= `max_window_layers` (Qwen2Config.layer_types);
+  pattern    sliding unless (i + 1) % `sliding_window_pattern` == 0 (Gemma 3: five local, one global);
+  alternate  even layers sliding, odd layers full (Gemma 2 `is_sliding = not layer_idx % 2`, gpt-oss);
+  chunked    RoPE layers attend within chunks of `attention_chunk_size` tokens, the NoPE layers
+             (`no_rope_layers[i] == 0`, else every `no_rope_layer_interval`-th) globally (Llama 4).
+Any rule but `none` defers to an explicit `layer_types` list ("full_attention",
+"sliding_attention", "chunked_attention"), which newer transformers versions write."""
+
+QK_NORMS = ("none", "rms", "l2")
+"""rms: per-head RMSNorm of q and k with head_dim weights each (Qwen3, Gemma 3); l2: a weightless
+L2 norm (Llama 4 `Llama4TextL2Norm`)."""
+
+ACTIVATIONS = ("silu", "gelu_tanh")
+"""The gate activation of the gated MLP: SwiGLU (silu) or GeGLU (tanh-approximated GELU, Gemma)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,35 +54,92 @@ class Family:
     qkv_bias: bool | None = None
     """True: q/k/v always carry a bias (hard-coded in the modeling file); None: the config's
     `attention_bias` says (default false)."""
-    qk_norm: bool = False
-    """Per-head RMSNorm of q and k before RoPE."""
+    o_bias: bool = True
+    """The output projection carries a bias whenever `attention_bias` is true (Llama, Qwen3, Gemma,
+    gpt-oss: `bias=config.attention_bias`); False where o_proj never has one (Qwen2)."""
+    qk_norm: str = "none"
+    """One of QK_NORMS: how q and k are normalised per head before attention."""
+    qk_norm_flag: str | None = None
+    """Config key that switches the qk norm on (Llama 4 `use_qk_norm`); None: always on."""
+    router_bias: bool = False
+    """The router always carries a per-expert bias (gpt-oss GptOssTopKRouter)."""
     router_bias_methods: tuple[str, ...] = ()
     """`topk_method` values whose router carries a per-expert score-correction bias."""
+    expert_bias: bool = False
+    """Each expert's gate/up and down projections carry biases (gpt-oss GptOssExperts)."""
+    attention_sinks: bool = False
+    """One learned sink logit per query head per layer (gpt-oss `self_attn.sinks`)."""
+    norms_per_layer: int = 2
+    """RMSNorms per decoder layer: 2 (input, post-attention), or 4 with Gemma's extra
+    pre-/post-feedforward norms."""
+    activation: str = "silu"
+    """One of ACTIVATIONS."""
+    windows: str = "none"
+    """One of WINDOW_RULES: which layers attend within a sliding window or chunk."""
+    text_config: bool = False
+    """The decoder's fields sit under `text_config` (multimodal checkpoints: Gemma 3, Llama 4); the
+    vision tower beside it is not modelled."""
+    dense_width_key: str = "intermediate_size"
+    """Config key of the dense MLP's width (Llama 4: intermediate_size_mlp, since its
+    intermediate_size is the experts')."""
+    defaults: tuple[tuple[str, Any], ...] = ()
+    """Values the HF config class fills for keys a checkpoint may omit, applied before reading."""
     norm: str = "rmsnorm"
     """Every family read here normalises with RMSNorm (one weight vector, no bias)."""
     source: str
 
 
+# Gemma3TextConfig's own defaults (transformers/models/gemma3/configuration_gemma3.py): the 27B
+# checkpoint's text_config leaves out vocab_size, tie_word_embeddings and sliding_window_pattern.
+_GEMMA3_DEFAULTS = (("vocab_size", 262_208), ("max_position_embeddings", 131_072), ("head_dim", 256),
+                    ("tie_word_embeddings", True), ("sliding_window", 4096), ("sliding_window_pattern", 6))
+# Gemma2Config (transformers/models/gemma2/configuration_gemma2.py).
+_GEMMA2_DEFAULTS = (("vocab_size", 256_000), ("max_position_embeddings", 8192), ("head_dim", 256),
+                    ("tie_word_embeddings", True), ("sliding_window", 4096))
+# Llama4TextConfig (transformers/models/llama4/configuration_llama4.py).
+_LLAMA4_DEFAULTS = (("attention_chunk_size", 8192), ("no_rope_layer_interval", 4), ("use_qk_norm", True),
+                    ("interleave_moe_layer_step", 1), ("intermediate_size_mlp", 16384))
+_GEMMA = dict(qk_norm="rms", norms_per_layer=4, activation="gelu_tanh")
+_LLAMA4 = dict(moe="llama4", windows="chunked", qk_norm="l2", qk_norm_flag="use_qk_norm",
+               dense_width_key="intermediate_size_mlp", defaults=_LLAMA4_DEFAULTS)
+
 FAMILIES: tuple[Family, ...] = (
     Family(model_type="llama", architectures=("LlamaForCausalLM",),
            source="transformers/models/llama/modeling_llama.py"),
-    Family(model_type="mistral", architectures=("MistralForCausalLM",),
-           source="transformers/models/mistral/modeling_mistral.py"),
-    Family(model_type="mixtral", architectures=("MixtralForCausalLM",), moe="mixtral",
+    Family(model_type="mistral", architectures=("MistralForCausalLM",), windows="all",
+           source="transformers/models/mistral/modeling_mistral.py (MistralAttention sliding_window)"),
+    Family(model_type="mixtral", architectures=("MixtralForCausalLM",), moe="mixtral", windows="all",
            source="transformers/models/mixtral/modeling_mixtral.py"),
-    # Qwen2 hard-codes bias=True on q/k/v (Qwen2Attention), whatever the config says.
-    Family(model_type="qwen2", architectures=("Qwen2ForCausalLM",), qkv_bias=True,
+    # Qwen2 hard-codes bias=True on q/k/v and bias=False on o (Qwen2Attention), whatever the config says.
+    Family(model_type="qwen2", architectures=("Qwen2ForCausalLM",), qkv_bias=True, o_bias=False, windows="qwen",
            source="transformers/models/qwen2/modeling_qwen2.py"),
-    Family(model_type="qwen2_moe", architectures=("Qwen2MoeForCausalLM",), qkv_bias=True, moe="qwen_moe",
-           source="transformers/models/qwen2_moe/modeling_qwen2_moe.py"),
-    Family(model_type="qwen3", architectures=("Qwen3ForCausalLM",), qk_norm=True,
+    Family(model_type="qwen2_moe", architectures=("Qwen2MoeForCausalLM",), qkv_bias=True, o_bias=False,
+           moe="qwen_moe", windows="qwen", source="transformers/models/qwen2_moe/modeling_qwen2_moe.py"),
+    Family(model_type="qwen3", architectures=("Qwen3ForCausalLM",), qk_norm="rms", windows="qwen",
            source="transformers/models/qwen3/modeling_qwen3.py (Qwen3Attention q_norm / k_norm)"),
-    Family(model_type="qwen3_moe", architectures=("Qwen3MoeForCausalLM",), qk_norm=True, moe="qwen_moe",
-           source="transformers/models/qwen3_moe/modeling_qwen3_moe.py"),
+    Family(model_type="qwen3_moe", architectures=("Qwen3MoeForCausalLM",), qk_norm="rms", moe="qwen_moe",
+           windows="qwen", source="transformers/models/qwen3_moe/modeling_qwen3_moe.py"),
     Family(model_type="deepseek_v2", architectures=("DeepseekV2ForCausalLM",), attention="mla", moe="deepseek",
            router_bias_methods=("noaux_tc",), source="transformers/models/deepseek_v2/modeling_deepseek_v2.py"),
     Family(model_type="deepseek_v3", architectures=("DeepseekV3ForCausalLM",), attention="mla", moe="deepseek",
            router_bias_methods=("noaux_tc",), source="transformers/models/deepseek_v3/modeling_deepseek_v3.py"),
+    Family(model_type="gpt_oss", architectures=("GptOssForCausalLM",), moe="mixtral", windows="alternate",
+           router_bias=True, expert_bias=True, attention_sinks=True,
+           source="transformers/models/gpt_oss/modeling_gpt_oss.py (GptOssAttention sinks, "
+                  "GptOssTopKRouter bias, GptOssExperts gate_up_proj_bias / down_proj_bias)"),
+    Family(model_type="gemma2", architectures=("Gemma2ForCausalLM",), windows="alternate",
+           defaults=_GEMMA2_DEFAULTS, qk_norm="none", norms_per_layer=4, activation="gelu_tanh",
+           source="transformers/models/gemma2/modeling_gemma2.py"),
+    Family(model_type="gemma3_text", architectures=("Gemma3ForCausalLM",), windows="pattern",
+           defaults=_GEMMA3_DEFAULTS, **_GEMMA, source="transformers/models/gemma3/modeling_gemma3.py"),
+    Family(model_type="gemma3", architectures=("Gemma3ForConditionalGeneration",), windows="pattern",
+           text_config=True, defaults=_GEMMA3_DEFAULTS, **_GEMMA,
+           source="transformers/models/gemma3/modeling_gemma3.py (text decoder of the multimodal model)"),
+    Family(model_type="llama4_text", architectures=("Llama4ForCausalLM",), **_LLAMA4,
+           source="transformers/models/llama4/modeling_llama4.py"),
+    Family(model_type="llama4", architectures=("Llama4ForConditionalGeneration",), text_config=True, **_LLAMA4,
+           source="transformers/models/llama4/modeling_llama4.py (Llama4TextMoe shared_expert, "
+                  "Llama4TextL2Norm, chunked attention on RoPE layers)"),
 )
 
 BY_MODEL_TYPE: dict[str, Family] = {f.model_type: f for f in FAMILIES}
@@ -72,8 +151,11 @@ def _check_table() -> None:
     for f in FAMILIES:
         assert f.attention in ATTENTION_KINDS, f
         assert f.moe is None or f.moe in MOE_LAYOUTS, f
+        assert f.windows in WINDOW_RULES and f.qk_norm in QK_NORMS and f.activation in ACTIVATIONS, f
+        assert f.norms_per_layer in (2, 4), f
 
 
 _check_table()
 
-__all__ = ["ATTENTION_KINDS", "BY_ARCHITECTURE", "BY_MODEL_TYPE", "FAMILIES", "Family", "MOE_LAYOUTS"]
+__all__ = ["ACTIVATIONS", "ATTENTION_KINDS", "BY_ARCHITECTURE", "BY_MODEL_TYPE", "FAMILIES", "Family", "MOE_LAYOUTS",
+           "QK_NORMS", "WINDOW_RULES"]

@@ -13,7 +13,9 @@ Sharding follows Megatron-LM / vLLM:
   * MLP: gate/up column-parallel, down row-parallel.
   * MoE: with ep == 1 every expert is tp-sharded like a dense MLP (vLLM `FusedMoE` without expert
     parallelism); with ep > 1 each rank holds E/ep whole experts. Shared experts are always
-    tp-sharded like a dense MLP. The router is replicated.
+    tp-sharded like a dense MLP. The router is replicated. Routed experts may be stored in their
+    own dtype (gpt-oss: MXFP4 experts beside bf16 attention).
+  * Sliding-window and chunked layers attend over at most their span (`layers.attention_keys`).
   * MLA (DeepSeek-V2/V3): down-projections replicated, up-projections column-parallel, O
     row-parallel; the latent KV cache (kv_lora_rank + rope dims per token) is replicated on every
     rank, as in vLLM's MLA backends. Decode uses the absorbed form, prefill the expanded form.
@@ -30,12 +32,15 @@ import numpy as np
 from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig
+from .layers import LayerKind, attention_keys
 from .params import kv_heads_per_gpu, router_params
 from .plan import busiest_rank_sequences, check_amount, check_degree, check_ep, check_sharding, layer_kind
 
 PHASES = ("decode", "prefill")
 
 OP_KINDS = ("gemm", "attention", "elementwise")
+
+_FULL = LayerKind("dense")  # MLA models attend over the whole context
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,12 @@ class _Bytes(NamedTuple):
     w: float   # bytes per weight element
     a: float   # bytes per activation element
     kv: float  # bytes per KV-cache element
+    e: float = 0.0  # bytes per routed-expert weight element
+
+
+def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float) -> Op:
+    """A grouped expert GEMM: as `_gemm`, with the weights in the experts' dtype."""
+    return Op(name, 2.0 * m * n * k, weight_elems * b.e + (m * k + m * n) * b.a, "gemm")
 
 
 def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
@@ -86,9 +97,14 @@ def _residual(name: str, tokens: float, cfg: ModelConfig, b: _Bytes) -> Op:
     return _elementwise(name, elems=elems, flops_per_elem=1, b=b, read_elems=2 * elems)
 
 
-def _swiglu(name: str, elems: float, b: _Bytes) -> Op:
-    # SiLU(gate) * up: ~5 FLOPs per output element (exp, add, divide, two multiplies); reads 2, writes 1.
-    return _elementwise(name, elems=elems, flops_per_elem=5, b=b, read_elems=2 * elems)
+# FLOPs per output element of act(gate) * up: SiLU ~5 (exp, add, divide, two multiplies); the tanh GELU
+# ~9 (cube, two multiply-adds, tanh, add, two multiplies) plus the multiply by up.
+_GATE_FLOPS = {"silu": 5, "gelu_tanh": 10}
+
+
+def _gated_act(name: str, elems: float, b: _Bytes, activation: str = "silu") -> Op:
+    # act(gate) * up reads 2 elements and writes 1 per output element.
+    return _elementwise(name, elems=elems, flops_per_elem=_GATE_FLOPS[activation], b=b, read_elems=2 * elems)
 
 
 def _softmax(scores: float) -> Op:
@@ -96,14 +112,9 @@ def _softmax(scores: float) -> Op:
     return Op("softmax", 5.0 * scores, 0.0, "elementwise")
 
 
-def _mean_keys(context: float, phase: str) -> float:
-    """Keys each query attends over. Decode: the whole cache. Prefill (causal): token i of a prompt
-    of `context` tokens sees i + 1 keys, (context + 1) / 2 on average."""
-    return context if phase == "decode" else (context + 1) / 2
-
-
-def _gqa_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
-             phase: str) -> list[Op]:
+def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
+             phase: str, kind: LayerKind) -> list[Op]:
+    """Llama 4's NoPE layers skip the rotary op and the qk norm priced here: < 0.1 % of a layer."""
     h, d = cfg.hidden_size, cfg.head_dim
     heads, kv_heads = cfg.num_heads / tp, kv_heads_per_gpu(cfg, tp)
     qkv_width = (heads + 2 * kv_heads) * d
@@ -113,26 +124,29 @@ def _gqa_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes
         ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b))
     # RoPE on q and k: two multiplies and an add per element.
     ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b))
-    ops += _gqa_attention(cfg, tokens, context, heads, kv_heads, b, phase)
-    ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b))
+    ops += _gqa_attention(cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase,
+                          kind=kind)
+    ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b,
+                     weight_elems=heads * d * h + (h if cfg.o_bias else 0)))
     return ops
 
 
-def _gqa_attention(cfg: ModelConfig, tokens: float, context: float, heads: float, kv_heads: float,
-                   b: _Bytes, phase: str) -> list[Op]:
+def _gqa_attention(cfg: ModelConfig, *, tokens: float, context: float, heads: float, kv_heads: float,
+                   b: _Bytes, phase: str, kind: LayerKind) -> list[Op]:
     d = cfg.head_dim
     kv_token_bytes = 2 * kv_heads * d * b.kv  # K and V of one token on this rank (replicas included)
+    keys = attention_keys(kind, context, phase)  # a window / chunk stops the growth past its span
     if phase == "decode":
-        cache_read = tokens * context * kv_token_bytes  # one sequence per token, each reads its cache
+        cache_read = tokens * keys * kv_token_bytes     # one sequence per token, each reads its keys
     else:
         cache_read = tokens * kv_token_bytes            # each prompt's fresh K/V read once
-    scores = tokens * heads * _mean_keys(context, phase)
+    scores = tokens * heads * keys
     flops = 2 * 2 * scores * d  # QK^T and PV: 2*d FLOPs per (query, key) pair each
     io = tokens * heads * d * 2 * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
     return [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
 
 
-def _mla_ops(cfg: ModelConfig, tokens: float, context: float, tp: int, b: _Bytes,
+def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
              phase: str) -> list[Op]:
     h, heads = cfg.hidden_size, cfg.num_heads / tp
     lora, rope, q_lora = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
@@ -169,7 +183,7 @@ def _mla_expanded(cfg: ModelConfig, tokens: float, context: float, heads: float,
     prompt token, then ordinary causal attention with q/k width nope + rope and v width v_head_dim."""
     lora, nope, rope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
     ops = [_gemm("kv_b_proj", m=tokens, k=lora, n=heads * (nope + v), b=b)]
-    scores = tokens * heads * _mean_keys(context, "prefill")
+    scores = tokens * heads * attention_keys(_FULL, context, "prefill")
     flops = 2 * scores * (nope + rope) + 2 * scores * v
     # read Q and K (nope + rope each), V; write O; append the new latent to the cache
     io = tokens * heads * (2 * (nope + rope) + 2 * v) * b.a + tokens * (lora + rope) * b.kv
@@ -180,7 +194,7 @@ def _mlp_ops(prefix: str, cfg: ModelConfig, tokens: float, width: float, b: _Byt
     """Gated MLP with gate/up column-parallel and down row-parallel; `width` is this rank's share."""
     h = cfg.hidden_size
     return [_gemm(f"{prefix}_gate_up", m=tokens, k=h, n=2 * width, b=b),
-            _swiglu(f"{prefix}_act", tokens * width, b),
+            _gated_act(f"{prefix}_act", tokens * width, b, cfg.family.activation),
             _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
 
 
@@ -211,9 +225,11 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     else:
         pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
     hit = expected_experts_hit(cfg, tokens, ep=ep)
-    ops += [_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b, weight_elems=hit * h * 2 * width),
-            _swiglu("expert_act", pairs * width, b),
-            _gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * width * h),
+    up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
+    ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b,
+                         weight_elems=hit * (h * 2 * width + up_bias)),
+            _gated_act("expert_act", pairs * width, b, cfg.family.activation),
+            _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias)),
             # scale each expert's output by its gate weight and sum the k of them per token
             Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise")]
     if cfg.num_shared_experts:
@@ -238,16 +254,18 @@ def _busiest_rank_tokens(tokens, context, attn_dp: int, phase: str):
     return busiest_rank_sequences(tokens / per_seq, attn_dp) * per_seq
 
 
-def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: float, tp: int,
+def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float, context: float, tp: int,
                ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16",
-               kv_dtype: str | None = None, phase: str = "decode", attn_dp: int = 1) -> list[Op]:
+               kv_dtype: str | None = None, phase: str = "decode", attn_dp: int = 1,
+               expert_dtype: str | None = None) -> list[Op]:
     """The ops one GPU runs for one decoder layer in one step, in execution order.
 
-    layer: a layer index, or a kind from `layer_kinds` ("dense" / "moe").
+    layer: a layer index, a `LayerKind` from `layer_kinds`, or "dense" / "moe" where the model
+        has one kind of that FFN.
     tokens: tokens processed in the step (decode: the batch; prefill: batch x prompt length).
     context: decode: cached tokens each sequence attends over; prefill: the prompt length (causal,
         so the mean query sees (context + 1) / 2 keys; batch = tokens / context).
-    kv_dtype: defaults to act_dtype.
+    kv_dtype: defaults to act_dtype; expert_dtype (the routed experts' weights) to weight_dtype.
     attn_dp: data-parallel attention degree (1, or tp for MoE models with ep = tp): attention and
         the residual path run on tokens / attn_dp with whole heads; experts (and dense layers' MLP,
         after gathering the tokens) keep their tp / ep sharding over all tokens.
@@ -256,16 +274,23 @@ def layer_work(cfg: ModelConfig, layer: int | str, *, tokens: float, context: fl
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     _check_work(tokens, context, phase)
     local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
-    b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype))
-    attention = _mla_ops if cfg.is_mla else _gqa_ops
-    ops = [_rms_norm("input_norm", local, cfg.hidden_size, b)]
-    ops += attention(cfg, local, context, tp_attn, b, phase)
+    b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
+               dtype_bytes(expert_dtype or weight_dtype))
+    h = cfg.hidden_size
+    ops = [_rms_norm("input_norm", local, h, b)]
+    work = dict(tokens=local, context=context, tp=tp_attn, b=b, phase=phase)
+    ops += _mla_ops(cfg, **work) if cfg.is_mla else _gqa_ops(cfg, **work, kind=kind)
+    gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
+    if gemma:
+        ops.append(_rms_norm("post_attn_norm", local, h, b))
     ops += [_residual("attn_residual", local, cfg, b),
-            _rms_norm("post_attn_norm", local, cfg.hidden_size, b)]
-    if kind == "moe":
+            _rms_norm("pre_ffn_norm" if gemma else "post_attn_norm", local, h, b)]
+    if kind.ffn == "moe":
         ops += _moe_ops(cfg, tokens, tp, ep, b)
     else:
         ops += _mlp_ops("mlp", cfg, tokens, cfg.intermediate_size / tp, b)
+    if gemma:
+        ops.append(_rms_norm("post_ffn_norm", local, h, b))
     ops.append(_residual("mlp_residual", local, cfg, b))
     return ops
 

@@ -7,9 +7,12 @@ Batch and context may be numpy arrays: memory over a whole (batch, context) grid
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig, layer_kinds
+from .layers import cached_tokens
 from .plan import busiest_rank_sequences, check_amount, check_pp, check_sharding, check_tp, stage_layer_counts
 
 
@@ -19,15 +22,17 @@ def kv_heads_per_gpu(cfg: ModelConfig, tp: int) -> float:
 
 
 def _attention_params_per_gpu(cfg: ModelConfig, tp: int) -> float:
-    """Attention weights on one rank, plus the layer's two RMSNorms (replicated)."""
-    h, norms = cfg.hidden_size, 2 * cfg.hidden_size
+    """Attention weights on one rank, plus the layer's RMSNorms (replicated; two, or four in Gemma)."""
+    h, norms = cfg.hidden_size, cfg.family.norms_per_layer * cfg.hidden_size
     if cfg.is_mla:
         return _mla_params_per_gpu(cfg, tp) + norms
     heads, d = cfg.num_heads / tp, cfg.head_dim
     qkv_width = (heads + 2 * kv_heads_per_gpu(cfg, tp)) * d  # fused QKV output columns per rank
     params = h * qkv_width + heads * d * h                     # QKV (column-) + O (row-parallel)
     params += qkv_width if cfg.qkv_bias else 0
-    params += 2 * d if cfg.qk_norm else 0                      # q_norm, k_norm: replicated
+    params += h if cfg.o_bias else 0                           # added once after the reduction: replicated
+    params += 2 * d if cfg.qk_norm and cfg.family.qk_norm == "rms" else 0  # q_norm, k_norm: replicated
+    params += heads if cfg.family.attention_sinks else 0       # one sink logit per local head
     return params + norms
 
 
@@ -43,13 +48,28 @@ def _mla_params_per_gpu(cfg: ModelConfig, tp: int) -> float:
     return q + kv + heads * cfg.v_head_dim * h                 # + O (row-parallel)
 
 
-def _ffn_params_per_gpu(cfg: ModelConfig, kind: str, tp: int, ep: int) -> float:
+def expert_params(cfg: ModelConfig) -> float:
+    """One routed expert: gate, up and down projections (3 x hidden x width), plus gpt-oss's biases
+    (2 x width on gate/up, hidden on down)."""
+    h, width = cfg.hidden_size, cfg.moe_intermediate_size
+    return 3 * h * width + ((2 * width + h) if cfg.family.expert_bias else 0)
+
+
+def _routed_params_per_gpu(cfg: ModelConfig, tp: int, ep: int) -> float:
+    """The routed experts on one rank: E/ep whole experts, or all E sharded over tp (gate/up columns
+    and their biases split, the down projection's bias replicated)."""
+    if ep > 1:
+        return cfg.num_experts / ep * expert_params(cfg)
+    replicated = cfg.hidden_size if cfg.family.expert_bias else 0
+    return cfg.num_experts * ((expert_params(cfg) - replicated) / tp + replicated)
+
+
+def _ffn_params_per_gpu(cfg: ModelConfig, ffn: str, tp: int, ep: int) -> tuple[float, float]:
+    """(non-expert, routed-expert) FFN parameters of one layer on one rank; `ffn` is dense or moe."""
     h = cfg.hidden_size
-    if kind == "dense":
-        return 3 * h * cfg.intermediate_size / tp              # gate, up, down
-    expert = 3 * h * cfg.moe_intermediate_size
-    routed = cfg.num_experts / ep * expert if ep > 1 else cfg.num_experts * expert / tp
-    return router_params(cfg) + routed + shared_params(cfg) / tp
+    if ffn == "dense":
+        return 3 * h * cfg.intermediate_size / tp, 0.0           # gate, up, down
+    return router_params(cfg) + shared_params(cfg) / tp, _routed_params_per_gpu(cfg, tp, ep)
 
 
 def router_params(cfg: ModelConfig) -> float:
@@ -63,9 +83,8 @@ def shared_params(cfg: ModelConfig) -> float:
 
 def total_params(cfg: ModelConfig) -> int:
     """Every parameter of the model: embedding, layers, final norm and (untied) LM head."""
-    kinds = layer_kinds(cfg)
-    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + _ffn_params_per_gpu(cfg, kind, 1, 1))
-                 for kind, n in kinds.items())
+    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + sum(_ffn_params_per_gpu(cfg, kind.ffn, 1, 1)))
+                 for kind, n in layer_kinds(cfg).items())
     matrix = cfg.vocab_size * cfg.hidden_size
     return round(layers + matrix * (1 if cfg.tie_embeddings else 2) + cfg.hidden_size)
 
@@ -75,47 +94,54 @@ def active_params(cfg: ModelConfig, *, include_embedding: bool = True) -> int:
 
     The LM head always counts. `include_embedding=False` drops the (untied) embedding table, whose
     one looked-up row costs no FLOPs. Vendors differ: DeepSeek-V3's "37B activated" is 36.6B
-    without the embedding (README_WEIGHTS.md), Mistral's 12.9B for Mixtral-8x7B includes it.
+    without the embedding (README_WEIGHTS.md), as is gpt-oss's 5.1B; Mistral's 12.9B for
+    Mixtral-8x7B and Meta's 17B for Llama 4 Scout include it.
     """
     h = cfg.hidden_size
     active_ffn = {
         "dense": 3 * h * cfg.intermediate_size,
-        "moe": router_params(cfg) + shared_params(cfg)
-        + cfg.experts_per_token * 3 * h * cfg.moe_intermediate_size,
+        "moe": router_params(cfg) + shared_params(cfg) + cfg.experts_per_token * expert_params(cfg),
     }
-    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + active_ffn[kind])
+    layers = sum(n * (_attention_params_per_gpu(cfg, 1) + active_ffn[kind.ffn])
                  for kind, n in layer_kinds(cfg).items())
     matrix = cfg.vocab_size * h
     embedding = matrix if include_embedding and not cfg.tie_embeddings else 0
     return round(layers + matrix + embedding + h)
 
 
-def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
-                         weight_dtype: str = "bf16", attn_dp: int = 1) -> float:
+def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, weight_dtype: str = "bf16",
+                         attn_dp: int = 1, expert_dtype: str | None = None, head_dtype: str | None = None) -> float:
     """Weight bytes on the most loaded GPU of the plan (the heaviest pipeline stage).
 
     Counts replicated KV heads when tp > num_kv_heads, replicated norms / router / MLA
     down-projections, the vocabulary-parallel embedding on the first stage and the LM head and final
-    norm on the last (a tied LM head needs its own copy there when pp > 1). Every tensor is in
-    `weight_dtype`; quantized checkpoints that keep norms in bf16 differ by < 0.01 %.
+    norm on the last (a tied LM head needs its own copy there when pp > 1). The routed experts are in
+    `expert_dtype`, the embedding and LM head in `head_dtype` (each None: `weight_dtype`), everything
+    else in `weight_dtype` (gpt-oss: bf16 attention, MXFP4 experts; an FP8 checkpoint keeps its
+    embedding and LM head in bf16). Norms and routers stored in bf16 beside FP8 weights: < 0.01 %.
     """
     check_pp(cfg, pp)
+    w, e = dtype_bytes(weight_dtype), dtype_bytes(expert_dtype or weight_dtype)
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)  # data-parallel attention replicates its weights
     shared_extra = shared_params(cfg) * (1 - 1 / tp) if tp_attn != tp else 0.0  # and the shared experts'
-    per_layer = {kind: _attention_params_per_gpu(cfg, tp_attn) + _ffn_params_per_gpu(cfg, kind, tp, ep)
-                 + (shared_extra if kind == "moe" else 0.0) for kind in layer_kinds(cfg)}
-    vocab_shard = cfg.vocab_size * cfg.hidden_size / tp   # elements per rank of embedding / LM head
+    per_layer: dict[str, float] = {}
+    for ffn in ("dense", "moe") if cfg.is_moe else ("dense",):
+        other, routed = _ffn_params_per_gpu(cfg, ffn, tp, ep)
+        other += _attention_params_per_gpu(cfg, tp_attn) + (shared_extra if ffn == "moe" else 0.0)
+        per_layer[ffn] = other * w + routed * e              # bytes of one layer on one rank
+    # bytes per rank of the vocabulary-parallel embedding / LM head
+    vocab_shard = cfg.vocab_size * cfg.hidden_size / tp * dtype_bytes(head_dtype or weight_dtype)
     heaviest, start = 0.0, 0
     for stage, count in enumerate(stage_layer_counts(cfg.num_layers, pp)):
-        dense = sum(1 for i in cfg.dense_layers if start <= i < start + count) if cfg.is_moe else count
-        params = dense * per_layer.get("dense", 0.0) + (count - dense) * per_layer.get("moe", 0.0)
+        kinds = layer_kinds(cfg, start, start + count)
+        layer_bytes = sum(n * per_layer[kind.ffn] for kind, n in kinds.items())
         if stage == 0:
-            params += vocab_shard
+            layer_bytes += vocab_shard
         if stage == pp - 1:
             shares_embedding = cfg.tie_embeddings and pp == 1
-            params += cfg.hidden_size + (0.0 if shares_embedding else vocab_shard)
-        heaviest, start = max(heaviest, params), start + count
-    return heaviest * dtype_bytes(weight_dtype)
+            layer_bytes += cfg.hidden_size * w + (0.0 if shares_embedding else vocab_shard)
+        heaviest, start = max(heaviest, layer_bytes), start + count
+    return heaviest
 
 
 def _kv_elems_per_token_layer(cfg: ModelConfig, tp: int) -> float:
@@ -126,7 +152,9 @@ def _kv_elems_per_token_layer(cfg: ModelConfig, tp: int) -> float:
 
 
 def kv_bytes_per_token(cfg: ModelConfig, kv_dtype: str = "bf16") -> float:
-    """KV-cache bytes one token adds to the whole (unsharded) model.
+    """KV-cache bytes one token adds to the whole (unsharded) model while it lies inside every
+    window (a sliding-window or chunked layer stops adding once its window is full: see
+    `kv_cache_bytes_per_gpu`).
 
     GQA: 2 (K and V) x layers x kv_heads x head_dim x bytes; MLA: layers x (kv_lora_rank +
     qk_rope_head_dim) x bytes.
@@ -134,10 +162,22 @@ def kv_bytes_per_token(cfg: ModelConfig, kv_dtype: str = "bf16") -> float:
     return cfg.num_layers * _kv_elems_per_token_layer(cfg, 1) * dtype_bytes(kv_dtype)
 
 
+def _stage_cached_tokens(cfg: ModelConfig, context, pp: int):
+    """Cached tokens of one sequence summed over the layers of the heaviest stage (an array like
+    `context`): full-attention layers cache all `context` tokens, windowed ones at most their span."""
+    heaviest, start = None, 0
+    for count in stage_layer_counts(cfg.num_layers, pp):
+        kinds = layer_kinds(cfg, start, start + count)
+        tokens = sum(n * cached_tokens(kind, context) for kind, n in kinds.items())
+        heaviest, start = tokens if heaviest is None else np.maximum(heaviest, tokens), start + count
+    return heaviest
+
+
 def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: int, pp: int = 1,
                            kv_dtype: str = "bf16", attn_dp: int = 1) -> float:
     """KV-cache bytes on the most loaded GPU for `batch` sequences of `context` tokens each (with
-    data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole heads)."""
+    data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole heads).
+    Sliding-window and chunked layers cache at most their window (Mistral-7B v0.1: 4096 tokens)."""
     if attn_dp > 1:
         if attn_dp != tp:
             raise PlanError(f"data-parallel attention needs dp = tp; got dp {attn_dp}, tp {tp}")
@@ -147,19 +187,21 @@ def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: 
     check_pp(cfg, pp)
     check_amount("batch", batch, minimum=0, strict=False)
     check_amount("context", context, minimum=0, strict=False)
-    layers = max(stage_layer_counts(cfg.num_layers, pp))
-    # bytes per GPU: batch * context * layers on the stage * cached elements per layer * dtype
-    return batch * context * layers * _kv_elems_per_token_layer(cfg, tp) * dtype_bytes(kv_dtype)
+    # bytes per GPU: batch * (cached tokens summed over the stage's layers) * elements per token per layer * dtype
+    return batch * _stage_cached_tokens(cfg, context, pp) * _kv_elems_per_token_layer(cfg, tp) * dtype_bytes(kv_dtype)
 
 
 def memory_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, attn_dp: int = 1, batch, context,
-                         weight_dtype: str = "bf16", kv_dtype: str = "bf16", workspace_bytes: float = 0.0):
+                         weight_dtype: str = "bf16", kv_dtype: str = "bf16", workspace_bytes: float = 0.0,
+                         expert_dtype: str | None = None, head_dtype: str | None = None):
     """Weights + KV cache for batch x context + a fixed workspace, bytes on the most loaded GPU;
-    an array when batch or context is one (they broadcast)."""
-    weights = weight_bytes_per_gpu(cfg, tp=tp, pp=pp, ep=ep, weight_dtype=weight_dtype, attn_dp=attn_dp)
+    an array when batch or context is one (they broadcast). `expert_dtype` / `head_dtype` as in
+    `weight_bytes_per_gpu` (`work.Precision.memory_dtypes` gives all four dtypes of a precision)."""
+    weights = weight_bytes_per_gpu(cfg, tp=tp, pp=pp, ep=ep, weight_dtype=weight_dtype, attn_dp=attn_dp,
+                                   expert_dtype=expert_dtype, head_dtype=head_dtype)
     kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=tp, pp=pp, kv_dtype=kv_dtype, attn_dp=attn_dp)
     return weights + kv + workspace_bytes
 
 
-__all__ = ["active_params", "kv_bytes_per_token", "kv_cache_bytes_per_gpu", "kv_heads_per_gpu",
+__all__ = ["active_params", "expert_params", "kv_bytes_per_token", "kv_cache_bytes_per_gpu", "kv_heads_per_gpu",
            "memory_bytes_per_gpu", "router_params", "shared_params", "total_params", "weight_bytes_per_gpu"]

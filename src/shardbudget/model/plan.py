@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import PlanError
 from .config import ModelConfig, layer_kinds
+from .layers import LayerKind
 
 
 @dataclass(frozen=True)
@@ -118,18 +119,22 @@ def check_amount(name: str, value: Any, *, minimum: float, strict: bool) -> None
         raise PlanError(f"{name} ({first!r}) must be a finite number {bound}")
 
 
-def layer_kind(cfg: ModelConfig, layer: int | str) -> str:
-    """'dense' or 'moe', for a layer index or a kind of `config.layer_kinds`."""
+def layer_kind(cfg: ModelConfig, layer: int | str | LayerKind) -> LayerKind:
+    """The `LayerKind` of a layer index, of a kind of `config.layer_kinds`, or of an FFN name
+    ("dense" / "moe") that only one kind of the model has."""
     if isinstance(layer, int) and not isinstance(layer, bool):
         if not 0 <= layer < cfg.num_layers:
             raise PlanError(f"layer ({layer}) must be from 0 to {cfg.num_layers - 1} "
                             f"({cfg.name} has {cfg.num_layers} layers)")
-        return "moe" if cfg.is_moe_layer(layer) else "dense"
+        return cfg.layer_kind_at(layer)
     kinds = layer_kinds(cfg)
-    if layer not in kinds:
-        raise PlanError(f"layer {layer!r} is neither a layer index nor a layer kind of {cfg.name} "
-                        f"({', '.join(kinds)})")
-    return layer
+    if isinstance(layer, tuple) and any(layer == k for k in kinds):
+        return LayerKind(*layer)
+    named = [k for k in kinds if k.ffn == layer] if isinstance(layer, str) else []
+    if len(named) == 1:
+        return named[0]
+    raise PlanError(f"layer {layer!r} is neither a layer index nor a layer kind of {cfg.name} "
+                    f"({', '.join(k.label for k in kinds)})")
 
 
 def stage_layer_counts(num_layers: int, pp: int) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..dtypes import WEIGHT_DTYPES, canonical
+from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical
 from .comms import (CollectiveCall, collectives_for_layer, embedding_collectives, lm_head_collectives,
                     pp_collectives)
 from .config import ModelConfig, layer_kinds
@@ -17,17 +17,35 @@ from .ops import Op, embedding_ops, layer_work, lm_head_ops
 from .plan import Plan
 
 
+FP8_PEAK_DTYPES = ("fp8", *FP4_DTYPES)
+"""GEMM compute dtypes priced at the GPU's FP8 tensor-core peak. The catalog has no FP4 peak yet, so
+FP4 GEMMs (Blackwell: twice the FP8 rate) are priced at the FP8 one, the conservative side; decode
+GEMMs are bound by their weight reads anyway."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Precision:
-    """Element types of the weights, the activations and the KV cache (canonical names)."""
+    """Element types of the weights, the activations, the KV cache and the GEMMs (canonical names).
+
+    `model.precision.default_precision` builds the one a checkpoint runs in on a given GPU."""
 
     weights: str = "bf16"
+    """Linear layers other than the routed experts (attention, dense MLP, shared experts), norms, router."""
     activations: str = "bf16"
     kv: str | None = None
-    """None: the activation dtype."""
+    """None (or "auto"): the activation dtype, as engines' `--kv-cache-dtype auto`."""
+    expert_weights: str | None = None
+    """Routed experts; None: `weights` (gpt-oss: mxfp4 experts beside bf16 attention)."""
+    head_weights: str | None = None
+    """Embedding and LM head; None: `weights` (quantized checkpoints keep them in bf16)."""
+    compute: str | None = None
+    """What the GEMMs run in; None: fp8 when any weights or the activations are fp8 (W8A8), else
+    the activation dtype (int8 / int4 weights are weight-only, dequantised in the GEMM)."""
 
     def __post_init__(self) -> None:
-        for field in ("weights", "activations", "kv"):
+        if isinstance(self.kv, str) and self.kv.lower() == "auto":
+            object.__setattr__(self, "kv", None)
+        for field in ("weights", "activations", "kv", "expert_weights", "head_weights", "compute"):
             value = getattr(self, field)
             if value is not None:
                 object.__setattr__(self, field, canonical(value, WEIGHT_DTYPES))
@@ -37,10 +55,31 @@ class Precision:
         return self.kv or self.activations
 
     @property
+    def expert_dtype(self) -> str:
+        return self.expert_weights or self.weights
+
+    @property
+    def head_dtype(self) -> str:
+        return self.head_weights or self.weights
+
+    @property
+    def compute_dtype(self) -> str:
+        if self.compute is not None:
+            return self.compute
+        fp8 = "fp8" in (self.weights, self.expert_dtype, self.activations)
+        return "fp8" if fp8 else self.activations
+
+    @property
     def uses_fp8_gemms(self) -> bool:
-        """FP8 checkpoints run W8A8 GEMMs on the FP8 tensor cores (vLLM, TRT-LLM); int8/int4 weights
-        are weight-only (dequantised to BF16 in the GEMM), so they keep the BF16 rate."""
-        return self.weights == "fp8" or self.activations == "fp8"
+        """The GEMMs run on the FP8 tensor cores (W8A8 as vLLM and TRT-LLM run FP8 checkpoints; FP4
+        priced there too, `FP8_PEAK_DTYPES`); weight-only formats keep the 16-bit rate."""
+        return self.compute_dtype in FP8_PEAK_DTYPES
+
+    @property
+    def memory_dtypes(self) -> dict[str, str]:
+        """Keyword arguments of `params.memory_bytes_per_gpu` for this precision."""
+        return {"weight_dtype": self.weights, "expert_dtype": self.expert_dtype, "head_dtype": self.head_dtype,
+                "kv_dtype": self.kv_dtype}
 
 
 @dataclass(frozen=True)
@@ -57,22 +96,22 @@ def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "dec
     cached) or one prefill (batch prompts of `context` tokens; only each prompt's last token needs
     logits)."""
     tokens = batch if phase == "decode" else batch * context
-    w, a, kv = precision.weights, precision.activations, precision.kv_dtype
+    w, a, kv, head = precision.weights, precision.activations, precision.kv_dtype, precision.head_dtype
     ops: list[tuple[int, Op]] = []
     calls: list[CollectiveCall] = []
     for kind, layers in layer_kinds(cfg).items():
         ops += [(layers, op) for op in layer_work(cfg, kind, tokens=tokens, context=context, tp=plan.tp, ep=plan.ep,
                                                   weight_dtype=w, act_dtype=a, kv_dtype=kv, phase=phase,
-                                                  attn_dp=plan.dp)]
+                                                  attn_dp=plan.dp, expert_dtype=precision.expert_dtype)]
         calls += [replace(c, count=layers * c.count)
                   for c in collectives_for_layer(cfg, kind, tokens=tokens, tp=plan.tp, ep=plan.ep, act_dtype=a,
                                                  sequence_parallel=sequence_parallel, attn_dp=plan.dp)]
-    ops += [(1, op) for op in embedding_ops(cfg, tokens=tokens, tp=plan.tp, weight_dtype=w, act_dtype=a)]
-    ops += [(1, op) for op in lm_head_ops(cfg, tokens=batch, tp=plan.tp, weight_dtype=w, act_dtype=a)]
+    ops += [(1, op) for op in embedding_ops(cfg, tokens=tokens, tp=plan.tp, weight_dtype=head, act_dtype=a)]
+    ops += [(1, op) for op in lm_head_ops(cfg, tokens=batch, tp=plan.tp, weight_dtype=head, act_dtype=a)]
     calls += embedding_collectives(cfg, tokens=tokens, tp=plan.tp, act_dtype=a)
     calls += lm_head_collectives(cfg, tokens=batch, tp=plan.tp, act_dtype=a)  # per row of logits
     calls += pp_collectives(cfg, tokens=tokens, pp=plan.pp, act_dtype=a)
     return StepWork(ops=ops, calls=calls)
 
 
-__all__ = ["Precision", "StepWork", "step_work"]
+__all__ = ["FP8_PEAK_DTYPES", "Precision", "StepWork", "step_work"]
