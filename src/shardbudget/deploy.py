@@ -37,7 +37,7 @@ from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
 from .launch import launch_lines
 from .model import ModelConfig, Plan, load_model, memory_bytes_per_gpu
-from .planner import Budgets, check_nodes, default_precision, valid_plans
+from .planner import Budgets, check_nodes, precision_for, valid_plans
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .speculative import Speculation
@@ -213,8 +213,7 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                                           spec=work.speculation)
     seqs = p.pp * b
     mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=seqs, context=float(work.max_context),
-                               weight_dtype=precision.weights, kv_dtype=precision.kv_dtype,
-                               workspace_bytes=settings.workspace_bytes)
+                               **precision.memory_dtypes, workspace_bytes=settings.workspace_bytes)
     if work.context:  # decode only: no prompts arrive
         return _Curve(step, np.zeros_like(b), mem, comm / step, seqs)
     if prefill is not None:  # disaggregated: prompts are prefilled elsewhere and handed over
@@ -252,7 +251,7 @@ def _option(replicas: int, p: Plan, c: _Curve, *, usable_bytes: float, budgets: 
 
 def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: int | None = None,
            budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
-           engine: str = DEFAULT_ENGINE, dtype: str = "bf16", kv_dtype: str | None = None,
+           engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
            disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
            catalog: Catalog | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
@@ -266,8 +265,8 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
         raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
                         f"{cfg.max_position_embeddings}")
-    common = dict(impl=None, engine=engine, precision=default_precision(dtype, kv_dtype), eff=engine_efficiency(engine),
-                  settings=settings)
+    precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
+    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
     usable = sysm.gpu.memory_bytes * settings.memory_utilization
     decode_gpus = _decode_gpus(gpus, disaggregate, workload)
     options, curves, prefills = [], {}, {}
@@ -292,7 +291,8 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budget_s,
                           ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
-                          prefill=_prefill_dict(prefills.get(best.label()) if best else None))
+                          prefill=_prefill_dict(prefills.get(best.label()) if best else None),
+                          notes=tuple(precision_notes))
     return _with_words(result, launch_lines(result, cfg, sysm, catalog) if best else {})
 
 

@@ -55,8 +55,8 @@ def best_prefill(cfg: ModelConfig, system: System, catalog: Catalog, *, gpus: in
     per second."""
     precision, settings = common["precision"], common["settings"]
     fitting = [(r, p) for r, p in candidates if memory_bytes_per_gpu(
-        cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=1, context=float(input_len), weight_dtype=precision.weights,
-        kv_dtype=precision.kv_dtype, workspace_bytes=settings.workspace_bytes) <= usable_bytes]
+        cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=1, context=float(input_len), **precision.memory_dtypes,
+        workspace_bytes=settings.workspace_bytes) <= usable_bytes]
     if not fitting:
         raise PlanError(f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
                         f"give prefill more GPUs (--disaggregate P:D)")

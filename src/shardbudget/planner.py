@@ -18,10 +18,11 @@ import numpy as np
 
 from .collective_op import busbw_factor
 from .collectives import IMPLS
-from .dtypes import WEIGHT_DTYPES, canonical
+from .dtypes import canonical
 from .errors import PlanError, UnknownNameError
 from .hardware import Catalog, System, load_catalog
 from .model import ModelConfig, Plan, Precision, load_model, memory_bytes_per_gpu
+from .model import default_precision as model_default_precision
 from .model.plan import check_tp
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from .step import compile_step
@@ -197,17 +198,19 @@ def check_impl(impl: str | None) -> str | None:
     return impl
 
 
-def default_precision(dtype: str, kv_dtype: str | None = None) -> Precision:
-    """Weights in `dtype`, activations in bf16, the KV cache in `kv_dtype` or else bf16 for integer
-    weights and the weight dtype otherwise."""
-    dtype = canonical(dtype, WEIGHT_DTYPES)
-    kv = kv_dtype or ("bf16" if dtype in ("int4", "int8") else dtype)
-    return Precision(weights=dtype, activations="bf16", kv=kv)
+def precision_for(cfg: ModelConfig, system: System, dtype: str | None = None,
+                  kv_dtype: str | None = None) -> tuple[Precision, tuple[str, ...]]:
+    """The checkpoint's own precision (its quantization_config and torch_dtype), or every weight in
+    `dtype`; the KV cache in `kv_dtype` or else the activation dtype (engines' 'auto'); formats the
+    GPU has no tensor cores for priced weight-only. With notes that say what was chosen and why."""
+    if dtype is not None:
+        dtype = canonical(dtype)
+    return model_default_precision(cfg, system.gpu, dtype_override=dtype, kv_override=kv_dtype)
 
 
 def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
          context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
-         impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str = "bf16", kv_dtype: str | None = None,
+         impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
          eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
          pp_all: bool = False, catalog: Catalog | None = None) -> PlanResult:
     """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
@@ -218,7 +221,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold,
                       knee_threshold=knee_threshold)
     validate_request(cfg, batches, context)
-    precision = default_precision(dtype, kv_dtype)
+    precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
     batch_arr = np.asarray(list(batches), dtype=float)
     eff = eff or engine_efficiency(engine)
@@ -237,9 +240,10 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                    "knee_threshold": knee_threshold, "ttft": f"prefill of one {context}-token prompt",
                    "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
                    "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
-                   "notes": plan_notes(cfg, sysm, nodes, plans)}
+                   "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
+                   "notes": list(precision_notes) + plan_notes(cfg, sysm, nodes, plans)}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
-                      ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, results=tuple(results),
+                      ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype or precision.weights, results=tuple(results),
                       assumptions=assumptions)
 
 
@@ -264,8 +268,7 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
     dec = compile_step(cfg, sysm, p, catalog, phase="decode", **common).evaluate(batches, float(context))
     ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
     mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches, context=float(context),
-                               weight_dtype=precision.weights, kv_dtype=precision.kv_dtype,
-                               workspace_bytes=settings.workspace_bytes)
+                               **precision.memory_dtypes, workspace_bytes=settings.workspace_bytes)
     usable = sysm.gpu.memory_bytes * settings.memory_utilization
     rows = []
     for i in range(len(batches)):
@@ -334,7 +337,7 @@ class Requirement:
 
 def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, nodes: int = 1, batch: int = 1,
                     context: int = 4096, budget_s: float = 0.030, impl: str | None = None,
-                    engine: str = DEFAULT_ENGINE, dtype: str = "bf16", eff: Efficiency | None = None,
+                    engine: str = DEFAULT_ENGINE, dtype: str | None = None, eff: Efficiency | None = None,
                     settings: PlanSettings = PlanSettings(),
                     catalog: Catalog | None = None) -> Requirement:
     """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
@@ -345,7 +348,7 @@ def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, 
     if tp > nodes * sysm.gpus_per_node:
         raise PlanError(f"TP{tp} needs {tp} GPUs but {nodes} x {sysm.name} has {nodes * sysm.gpus_per_node}")
     sm = compile_step(cfg, sysm, Plan(tp, 1, 1), catalog, impl=check_impl(impl), engine=engine,
-                      precision=Precision(weights=dtype), eff=eff, settings=settings)
+                      precision=precision_for(cfg, sysm, dtype)[0], eff=eff, settings=settings)
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)
     n_calls = sum(c["count"] for c in calls)

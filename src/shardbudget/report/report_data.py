@@ -119,7 +119,7 @@ class _Steps:
 
 
 def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
-            context: int = 4096, budget_s: float | None = 0.05, impl: str = "nccl", dtype: str = "bf16",
+            context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
             measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
             catalog=None, progress: Progress | None = None) -> ReportData:
     """Run the planner, the collective sweeps, the explanations and read the measurements."""
@@ -158,7 +158,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     entries = []
     for path, ms in sets:
         step(f"comparing {os.path.basename(path)} with {measured_system}")
-        groups = [(label, samples, predict_samples(samples, measured_system, impl=impl, catalog=catalog))
+        groups = [(label, samples, predict_samples(samples, measured_system, impl=impl or "nccl", catalog=catalog))
                   for label, samples in measured_groups(ms)]
         entries.append(MeasuredEntry(path=path, measurement=ms, system=measured_system, groups=groups))
     progress("done", step.total, step.total)
@@ -181,7 +181,7 @@ def _system_specs(systems: Sequence[str], nodes: int) -> list[SystemSpec]:
 def _fabric_curve(spec: SystemSpec, impl: str, catalog) -> FabricCurve:
     sizes = [float(x) for x in np.geomspace(SWEEP_MIN_BYTES, SWEEP_MAX_BYTES, SWEEP_POINTS)]
     group = make_group(spec.name, nodes=spec.nodes, catalog=catalog)
-    use = effective_impl(group, impl)
+    use = effective_impl(group, impl or "nccl")  # the fabric curve: NCCL unless an impl is forced
     costs = sweep(FABRIC_OP, sizes, spec.name, nodes=spec.nodes, impl=use, catalog=catalog)
     return FabricCurve(label=f"{spec.label} ×{group.ranks}", costs=costs,
                        crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use)

@@ -126,7 +126,7 @@ def section_measured(data: ReportData) -> str:
         out.append(f'<p class="note">{esc(summarize(entry.measurement))}; read from <code>{esc(entry.path)}</code>'
                    f" ({esc(entry.measurement.tool)}), compared with the model of {esc(entry.system)}.</p>")
         try:
-            fig = measured_vs_predicted(entry.measurement, entry.system, impl=data.settings["impl"],
+            fig = measured_vs_predicted(entry.measurement, entry.system, impl=data.settings["impl"] or "nccl",
                                         catalog=data.catalog)
             out.append(fig_block(f"fig-measured-{k}", fig, "Points: measured (nccl-tests out-of-place column, or "
                                  "the harness); lines: the model at the same sizes, ranks and nodes. Lower panel: "
