@@ -26,6 +26,7 @@ from .collective_op import CollectiveOp
 from .collectives import Group, candidates, make_group, times_and_latencies_s
 from .engines.allreduce import AllReduceRanges, allreduce_ranges_for, engine_allreduce_s
 from .engines.presets import load_engine
+from .kernels import load_kernels, tile_quantization_factor
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
 from .model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, hidden_message_bytes, load_model, step_work
@@ -152,13 +153,48 @@ class StepModel:
         parts = overlap.GpuParts(compute_s=compute, gemm_s=gemm, comm_s=comm, comm_latency_s=comm_lat)
         return parts, sum(count for count, _ in work.ops), calls
 
-    def _compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """Σ count · (max(FLOP time, byte time) + launch), each shape summed apart and broadcast once;
-        and the GEMMs' part of it."""
+    @cached_property
+    def _fused_allreduce_norm(self) -> bool:
+        """The engine runs all-reduce + residual + RMSNorm as one kernel (and there is a TP all-reduce)."""
+        return self.plan.tp > 1 and self.impl is None and load_engine(self.engine).allreduce.fused_residual_rmsnorm
+
+    def _op_s(self, op) -> np.ndarray | float:
+        """max(roofline, the kernel's floor) + launch: the roofline at the kernel's own achievable
+        fractions of peak (catalog/kernels.toml; the Efficiency defaults where it has none), GEMMs
+        padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel."""
         flops_per_s, bytes_per_s = self.rates
+        entry = _kernel_entry(self.system.gpu.arch, op.kernel)
+        peak = self.system.gpu
+        fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm"
+        if entry is not None and entry.memory_efficiency:
+            bytes_per_s = peak.mem_bytes_per_s * entry.memory_efficiency
+        if entry is not None and entry.compute_efficiency and not fp8:
+            flops_per_s = peak.bf16_flops_per_s * entry.compute_efficiency
+        flops = op.flops
+        if op.kernel in _TILED:
+            flops = flops * _tile_factor(self.system.gpu.arch, *op.shape_nk)
+        t = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
+        if entry is not None:
+            floor = entry.floor_s
+            if entry.floor_per_active_expert_s is not None:  # the call's floor, shared by its two GEMMs
+                experts = np.minimum(op.active_experts, MOE_FLOOR_EXPERTS / 2)
+                floor = np.maximum(entry.floor_s / 2, entry.floor_per_active_expert_s * experts)
+            t = np.maximum(t, floor)
+        launches = 1.0 if op.launches else 0.0
+        if fp8 and op.kernel in _TILED:
+            quant = _kernel_entry(self.system.gpu.arch, "act_quant_fp8")
+            t, launches = t + (quant.floor_s if quant else 0.0), launches + 1.0
+        return t + launches * self.eff.kernel_launch_s
+
+    def _compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Σ count · op time (`_op_s`), each shape summed apart and broadcast once; and the GEMMs'
+        part of it. Residual adds and norms fused into the all-reduce (engines that fuse them) cost
+        nothing of their own."""
         by_shape: dict[tuple[str, tuple], np.ndarray] = {}
         for count, op in work.ops:
-            t = count * (np.maximum(op.flops / flops_per_s, op.bytes / bytes_per_s) + self.eff.kernel_launch_s)
+            if op.after_allreduce and self._fused_allreduce_norm:
+                continue
+            t = count * self._op_s(op)
             key = (op.kind == "gemm", np.shape(t))
             by_shape[key] = by_shape[key] + t if key in by_shape else t
         total, gemm = np.zeros(shape), np.zeros(shape)
@@ -207,6 +243,30 @@ class StepModel:
             rows.append({"op": call.op.value, "group": call.group, "count": call.count, "msg_bytes": msg,
                          "time_s": float(t[0])})
         return rows
+
+
+_TILED = ("dense_gemm", "grouped_moe_gemm")
+MOE_FLOOR_EXPERTS = 16
+"""Experts beyond which a fused-MoE call's per-expert overhead no longer adds up: the catalog's
+per-expert floor is measured at <= 8 experts per call (Qwen3-30B-A3B top-8: 40 us), while calls
+over many experts stream their weights at the kernel's bandwidth efficiency (Mixtral, all experts
+at large batch, vLLM PR #24700), which the roofline prices. Estimate."""
+
+
+@lru_cache(maxsize=256)
+def _kernel_entry(arch: str, kernel: str | None):
+    """The catalog's floor and efficiencies for a kernel on a GPU generation (None: not catalogued)."""
+    if kernel is None:
+        return None
+    return load_kernels()["floors"].get((arch, kernel))
+
+
+@lru_cache(maxsize=65536)
+def _tile_factor(arch: str, n: float, k: float) -> float:
+    """Work done / asked for a GEMM shard padded to the arch's tiles (1 where there are no tiles)."""
+    if arch not in load_kernels()["tiles"] or n < 1 or k < 1:
+        return 1.0
+    return tile_quantization_factor(arch, int(math.ceil(n)), int(math.ceil(k)))
 
 
 @lru_cache(maxsize=256)

@@ -29,8 +29,9 @@ def test_dense_gemm_floor_below_the_smallest_published_decode_gemm():
     t_derived = 2 * 64 * 7168 * 2048 / 295e12
     assert t_derived == pytest.approx(6.37 * US, rel=0.01)
     assert kernels.floor_s("hopper", "dense_gemm", m=64, n=7168, k=2048) < t_derived
-    # median bandwidth of DeepGEMM's six M=64 rows, (2320 + 2455) / 2 = 2388 GB/s of 3350 GB/s
-    assert kernels.kernel("hopper", "dense_gemm").memory_efficiency == pytest.approx(2388 / 3350, abs=0.01)
+    # between the median bandwidth of DeepGEMM's six M=64 rows, (2320 + 2455) / 2 = 2388 GB/s of
+    # 3350 GB/s, and the best decode GEMV of vLLM PR #47712 (0.81 of peak)
+    assert 2388 / 3350 <= kernels.kernel("hopper", "dense_gemm").memory_efficiency <= 0.81
 
 
 def test_flashmla_efficiencies():

@@ -17,7 +17,8 @@ def test_decode_batch1_is_weight_streaming():
 def test_tp_halves_compute_but_adds_calls():
     one = decode_step("llama-3.1-70b", "hgx-h100", Plan(4), batch=1, context=4096)
     two = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
-    assert two.compute_s == pytest.approx(one.compute_s / 2, rel=0.15)
+    # weight streaming halves, but the kernels' floors do not: at TP8 each shard's GEMM is small
+    assert one.compute_s / 2 < two.compute_s < 0.65 * one.compute_s
     assert two.comm_calls == one.comm_calls == 2 * 80 + 2
     assert two.comm_s > one.comm_s
 

@@ -57,6 +57,18 @@ class Op:
     softmax, which flash-attention style kernels keep on chip."""
     kind: str
     """One of OP_KINDS: gemm, attention or elementwise."""
+    kernel: str | None = None
+    """The kernel it runs as, an op kind of catalog/kernels.toml (dense_gemm, grouped_moe_gemm,
+    rmsnorm, ...), whose floor and efficiencies price it; None: priced by the step's defaults."""
+    launches: bool = True
+    """False where the work runs inside the previous kernel (softmax inside flash attention)."""
+    after_allreduce: bool = False
+    """A residual add or RMSNorm right after a TP all-reduce: engines that fuse all-reduce +
+    residual + RMSNorm (TensorRT-LLM by default) run it inside the all-reduce kernel."""
+    active_experts: float | np.ndarray = 0.0
+    """Grouped MoE GEMMs: the experts that receive tokens (their floor grows with them)."""
+    shape_nk: tuple[float, float] = (0.0, 0.0)
+    """GEMMs: the weight shard's (N, K), for tile quantisation."""
 
 
 class _Bytes(NamedTuple):
@@ -66,9 +78,11 @@ class _Bytes(NamedTuple):
     e: float = 0.0  # bytes per routed-expert weight element
 
 
-def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float) -> Op:
+def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float,
+                 active_experts) -> Op:
     """A grouped expert GEMM: as `_gemm`, with the weights in the experts' dtype."""
-    return Op(name, 2.0 * m * n * k, weight_elems * b.e + (m * k + m * n) * b.a, "gemm")
+    return Op(name, 2.0 * m * n * k, weight_elems * b.e + (m * k + m * n) * b.a, "gemm", kernel="grouped_moe_gemm",
+              active_experts=active_experts, shape_nk=(n, k))
 
 
 def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
@@ -76,25 +90,28 @@ def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
     """[m, k] activations times a [k, n] weight shard. 2*m*n*k: one multiply and one add per weight
     element per row. `weight_elems` overrides k*n when only part of a stacked weight is read."""
     weight = k * n if weight_elems is None else weight_elems
-    return Op(name, 2.0 * m * n * k, weight * b.w + (m * k + m * n) * b.a, "gemm")
+    return Op(name, 2.0 * m * n * k, weight * b.w + (m * k + m * n) * b.a, "gemm", kernel="dense_gemm",
+              shape_nk=(n, k))
 
 
 def _elementwise(name: str, *, elems: float, flops_per_elem: float, b: _Bytes,
-                 read_elems: float | None = None, weight_elems: float = 0.0) -> Op:
+                 read_elems: float | None = None, weight_elems: float = 0.0, kernel: str | None = None,
+                 after_allreduce: bool = False) -> Op:
     """Reads `read_elems` (default: elems) activations, writes `elems`."""
     read = elems if read_elems is None else read_elems
     return Op(name, flops_per_elem * elems, (read + elems) * b.a + weight_elems * b.w,
-              "elementwise")
+              "elementwise", kernel=kernel, after_allreduce=after_allreduce)
 
 
-def _rms_norm(name: str, tokens: float, width: int, b: _Bytes) -> Op:
+def _rms_norm(name: str, tokens: float, width: int, b: _Bytes, *, after_allreduce: bool = False) -> Op:
     # ~4 FLOPs per element: square, sum, scale by 1/rms, multiply by the weight.
-    return _elementwise(name, elems=tokens * width, flops_per_elem=4, b=b, weight_elems=width)
+    return _elementwise(name, elems=tokens * width, flops_per_elem=4, b=b, weight_elems=width, kernel="rmsnorm",
+                        after_allreduce=after_allreduce)
 
 
 def _residual(name: str, tokens: float, cfg: ModelConfig, b: _Bytes) -> Op:
     elems = tokens * cfg.hidden_size  # two reads, one write
-    return _elementwise(name, elems=elems, flops_per_elem=1, b=b, read_elems=2 * elems)
+    return _elementwise(name, elems=elems, flops_per_elem=1, b=b, read_elems=2 * elems, after_allreduce=True)
 
 
 # FLOPs per output element of act(gate) * up: SiLU ~5 (exp, add, divide, two multiplies); the tanh GELU
@@ -104,12 +121,13 @@ _GATE_FLOPS = {"silu": 5, "gelu_tanh": 10}
 
 def _gated_act(name: str, elems: float, b: _Bytes, activation: str = "silu") -> Op:
     # act(gate) * up reads 2 elements and writes 1 per output element.
-    return _elementwise(name, elems=elems, flops_per_elem=_GATE_FLOPS[activation], b=b, read_elems=2 * elems)
+    return _elementwise(name, elems=elems, flops_per_elem=_GATE_FLOPS[activation], b=b, read_elems=2 * elems,
+                        kernel="activation")
 
 
 def _softmax(scores: float) -> Op:
     # ~5 FLOPs per score (max, subtract, exp, sum, scale); scores stay in SRAM, so no HBM bytes.
-    return Op("softmax", 5.0 * scores, 0.0, "elementwise")
+    return Op("softmax", 5.0 * scores, 0.0, "elementwise", launches=False)
 
 
 def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
@@ -121,9 +139,10 @@ def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
     bias = qkv_width if cfg.qkv_bias else 0
     ops = [_gemm("qkv_proj", m=tokens, k=h, n=qkv_width, b=b, weight_elems=h * qkv_width + bias)]
     if cfg.qk_norm:
-        ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b))
+        ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b,
+                                kernel="rmsnorm"))
     # RoPE on q and k: two multiplies and an add per element.
-    ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b))
+    ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b, kernel="rotary"))
     ops += _gqa_attention(cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase,
                           kind=kind)
     ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b,
@@ -143,7 +162,9 @@ def _gqa_attention(cfg: ModelConfig, *, tokens: float, context: float, heads: fl
     scores = tokens * heads * keys
     flops = 2 * 2 * scores * d  # QK^T and PV: 2*d FLOPs per (query, key) pair each
     io = tokens * heads * d * 2 * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
-    return [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
+    kernel = None if phase != "decode" else (
+        "attention_decode_mha" if cfg.num_kv_heads == cfg.num_heads else "attention_decode_gqa")
+    return [Op("attention", flops, cache_read + io, "attention", kernel=kernel), _softmax(scores)]
 
 
 def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
@@ -155,7 +176,7 @@ def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
     ops = [_gemm("qkv_a_proj", m=tokens, k=h, n=q_lora + lora + rope, b=b),
            _rms_norm("qkv_a_norm", tokens, q_lora + lora, b)]
     ops.append(_gemm("q_b_proj" if q_lora else "q_proj", m=tokens, k=q_lora or h, n=heads * qk_dim, b=b))
-    ops.append(_elementwise("rotary", elems=tokens * (heads + 1) * rope, flops_per_elem=3, b=b))
+    ops.append(_elementwise("rotary", elems=tokens * (heads + 1) * rope, flops_per_elem=3, b=b, kernel="rotary"))
     ops += (_mla_absorbed if phase == "decode" else _mla_expanded)(cfg, tokens, context, heads, b)
     ops.append(_gemm("o_proj", m=tokens, k=heads * cfg.v_head_dim, n=h, b=b))
     return ops
@@ -173,7 +194,7 @@ def _mla_absorbed(cfg: ModelConfig, tokens: float, context: float, heads: float,
     flops = 2 * scores * latent + 2 * scores * lora  # q.[c_kv, k_rope], then P.c_kv
     cache_read = tokens * context * latent * b.kv    # each sequence's latents, read once for all heads
     io = tokens * heads * (latent + lora) * b.a + tokens * latent * b.kv  # q in, out, new latent
-    ops += [Op("attention", flops, cache_read + io, "attention"), _softmax(scores)]
+    ops += [Op("attention", flops, cache_read + io, "attention", kernel="attention_decode_mla"), _softmax(scores)]
     ops.append(_gemm("v_up", m=tokens * heads, k=lora, n=v, b=b, weight_elems=heads * lora * v))
     return ops
 
@@ -219,17 +240,19 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     # Router: a small replicated [tokens, hidden] x [hidden, E] matmul plus top-k, kept as an
     # elementwise-class op because it is tiny and memory-bound.
     ops = [Op("router", 2.0 * tokens * h * e,
-              router_params(cfg) * b.w + tokens * (h + e) * b.a, "elementwise")]
+              router_params(cfg) * b.w + tokens * (h + e) * b.a, "elementwise", kernel="moe_routing_topk")]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
         pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
     hit = expected_experts_hit(cfg, tokens, ep=ep)
     up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
+    # the fused-experts call's floor grows with the experts hit; its two grouped GEMMs share it
     ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b,
-                         weight_elems=hit * (h * 2 * width + up_bias)),
+                         weight_elems=hit * (h * 2 * width + up_bias), active_experts=hit / 2),
             _gated_act("expert_act", pairs * width, b, cfg.family.activation),
-            _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias)),
+            _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias),
+                         active_experts=hit / 2),
             # scale each expert's output by its gate weight and sum the k of them per token
             Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise")]
     if cfg.num_shared_experts:
@@ -277,14 +300,14 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
                dtype_bytes(expert_dtype or weight_dtype))
     h = cfg.hidden_size
-    ops = [_rms_norm("input_norm", local, h, b)]
+    ops = [_rms_norm("input_norm", local, h, b, after_allreduce=True)]  # after the previous layer's
     work = dict(tokens=local, context=context, tp=tp_attn, b=b, phase=phase)
     ops += _mla_ops(cfg, **work) if cfg.is_mla else _gqa_ops(cfg, **work, kind=kind)
     gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
     if gemma:
         ops.append(_rms_norm("post_attn_norm", local, h, b))
     ops += [_residual("attn_residual", local, cfg, b),
-            _rms_norm("pre_ffn_norm" if gemma else "post_attn_norm", local, h, b)]
+            _rms_norm("pre_ffn_norm" if gemma else "post_attn_norm", local, h, b, after_allreduce=True)]
     if kind.ffn == "moe":
         ops += _moe_ops(cfg, tokens, tp, ep, b)
     else:
