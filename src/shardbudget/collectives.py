@@ -26,8 +26,9 @@ import numpy as np
 
 from .collective_op import CollectiveOp, busbw_factor, parse_op
 from .errors import PlanError, UnknownNameError
-from .hardware import PROTOCOLS, Catalog, Fabric, System, load_catalog
+from .hardware import PROTOCOLS, Catalog, System, load_catalog
 from .nccl_constants import NcclConstants
+from .topology import Path, ring_path
 
 # The operations this model prices (reduce is measured by nccl-tests but never inserted by a plan).
 OPS = tuple(op for op in CollectiveOp if op is not CollectiveOp.REDUCE)
@@ -77,52 +78,10 @@ def make_group(system: System | str, *, nodes: int = 1, gpus: int | None = None,
     return Group(system=system, nodes=nodes, gpus_per_node=gpus // nodes, catalog=catalog)
 
 
-@dataclass(frozen=True)
-class Path:
-    """The links a ring over the GPUs of one node crosses, reduced to what the cost model needs."""
-
-    name: str
-    busbw_bytes_per_s: float
-    """Achievable bus bandwidth per GPU per direction (the slowest link of the ring)."""
-    peak_bytes_per_s: float
-    hop_latency_s: dict[str, float]
-    """Mean per-hop latency around the ring, per protocol."""
-    nccl_link: str
-    nvls: bool
-    p2p: bool
-
-
-def _ring_hops(system: System, g: int) -> list[Fabric]:
-    """The fabric of each hop of a ring over `g` GPUs of one node (GPUs filled in order)."""
-    intra = system.intra_fabric
-    socket = system.socket_fabric
-    crosses_socket = g > system.gpus_per_socket and socket is not None
-    if system.topology == "pairs" and g > 2:
-        between = system.fallback_fabric or intra
-        hops = [intra] * (g // 2) + [between] * (g - g // 2)
-    else:
-        hops = [intra] * g
-    if crosses_socket:  # a ring enters and leaves the other socket once: two hops cross
-        hops[-2:] = [socket, socket]
-    return hops
-
-
-@lru_cache(maxsize=4096)
 def intra_path(system: System, g: int) -> Path:
-    hops = _ring_hops(system, g)
-    busbw = min(f.achievable_bytes_per_s for f in hops)
-    peak = min(f.bytes_per_s for f in hops)
-    if system.topology == "mesh" and system.gpus_per_node > 1:
-        # xGMI is point-to-point: g GPUs use only the links among themselves, g-1 of each GPU's
-        # gpus_per_node-1 links (MI300X: 2 GPUs share one 64 GB/s link).
-        share = (g - 1) / (system.gpus_per_node - 1)
-        busbw, peak = busbw * share, peak * share
-    latency = {p: sum(f.hop_latency_s[p] for f in hops) / len(hops) for p in PROTOCOLS}
-    names = sorted({f.name for f in hops})
-    return Path(name="+".join(names), busbw_bytes_per_s=busbw, peak_bytes_per_s=peak,
-                hop_latency_s=latency, nccl_link=hops[0].nccl_link,
-                nvls=system.topology == "switch" and all(f.in_switch_reduction for f in hops),
-                p2p=all(f.p2p for f in hops))
+    """The ring over g GPUs of one node, derived from the node's topology (topology.ring_path:
+    per-hop transport, shared links counted; computed once per (system, g))."""
+    return ring_path(system, g)
 
 
 def nic_bytes_per_s(group: Group) -> float:
@@ -388,7 +347,7 @@ def ll128_enabled(group: Group) -> bool:
     (typeInter <= PATH_PXB: rail-optimised NICs under the GPU's PCIe switch). PCIe-only boxes and
     shared NICs behind the CPU run LL and Simple only."""
     s = group.system
-    if group.gpus_per_node > 1 and any(f.nccl_link != "nvlink" for f in _ring_hops(s, group.gpus_per_node)):
+    if group.gpus_per_node > 1 and intra_path(s, group.gpus_per_node).nccl_link != "nvlink":
         return False
     return group.nodes == 1 or s.rail_optimized
 
