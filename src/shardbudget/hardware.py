@@ -67,6 +67,13 @@ class Fabric:
     source: str
     achievable_source: str = ""
     latency_source: str = ""
+    achievable_gpus: int | None = None
+    """GPUs of the ring `achievable_bytes_per_s` was measured on, where it is a ring figure: smaller
+    rings reach nccl.calibrated.ring_efficiency of it. None: the figure holds for every group."""
+    nccl_bytes_per_s: float = 0.0
+    """What NCCL's topology assigns this link per GPU per direction (topo.h: SM90_NVLINK_BW x links,
+    PCIe width x speed / 80, ...), bytes/s: NCCL chooses algorithms by it. The loader defaults it to
+    the achievable figure."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -351,7 +358,10 @@ def _read_fabric(name: str, table: Any, nccl: NcclConstants) -> Fabric:
         links_per_gpu=links, per_link_bytes_per_s=per_link,
         figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
         achievable_source=e.text("achievable_source", ""), latency_source=e.text("latency_source", ""),
+        nccl_bytes_per_s=_rate(e, "nccl_bandwidth", "bandwidth_direction", achievable),
+        achievable_gpus=e.raw("achievable_gpus", None, int),
     )
+    e.text("nccl_source", "")  # where the NCCL figure comes from, for the reader
     e.check_unknown()
     return fabric
 

@@ -71,6 +71,8 @@ class Path:
     nvls: bool
     p2p: bool
     """Every hop is GPU-to-GPU (NVLink or PCIe P2P): what the engines' custom kernels need."""
+    nccl_busbw_bytes_per_s: float = 0.0
+    """The same ring's bandwidth as NCCL's topology rates its links (what NCCL chooses by)."""
     transports: tuple[str, ...] = ()
     """Transport of each hop, in ring order."""
     bottleneck: str = ""
@@ -123,9 +125,9 @@ def pcie_link(s: System) -> Fabric:
 def _nccl_path_bw(s: System, path: str) -> float:
     """The GPU-to-GPU bandwidth NCCL's own topology assigns (the slowest link: the GPU's PCIe link,
     the switch uplink, the socket link as topo.h rates it)."""
-    bw = pcie_link(s).achievable_bytes_per_s
+    bw = pcie_link(s).nccl_bytes_per_s
     if path in ("phb", "sys") and s.pcie.switch_uplink is not None:
-        bw = min(bw, s.pcie.switch_uplink.achievable_bytes_per_s)
+        bw = min(bw, s.pcie.switch_uplink.nccl_bytes_per_s)
     if path == "sys" and s.cpu is not None:
         bw = min(bw, s.cpu.nccl_socket_link_bytes_per_s)
     return bw
@@ -136,7 +138,7 @@ def _net_is_faster(s: System, path: str) -> bool:
     GPU-to-GPU path's."""
     if s.pcie.nics_per_switch == 0 or s.nic_fabric is None or path in ("nvl", "pix"):
         return False
-    net = min(pcie_link(s).achievable_bytes_per_s, s.nic_fabric.bytes_per_s)
+    net = min(pcie_link(s).nccl_bytes_per_s, s.nic_fabric.bytes_per_s)
     return net > _nccl_path_bw(s, path)
 
 
@@ -184,6 +186,14 @@ def hop(s: System, g: int, a: int, b: int) -> Hop:
     return Hop(a, b, path, "p2p" if p2p else "shm", fabric, ceiling, tuple(uses), extra)
 
 
+def _nccl_hop_bw(s: System, h: Hop) -> float:
+    if h.transport == "nvlink" or s.pcie.legacy:
+        return h.fabric.nccl_bytes_per_s
+    if h.transport == "net":
+        return min(pcie_link(s).nccl_bytes_per_s, s.nic_fabric.bytes_per_s)
+    return _nccl_path_bw(s, h.path)
+
+
 def _capacity(s: System, link: str) -> float:
     if link.startswith("host"):
         return s.cpu.host_bytes_per_s if s.cpu else math.inf
@@ -225,9 +235,12 @@ def ring_path(s: System, g: int) -> Path:
         # gpus_per_node-1 links (MI300X: 2 GPUs share one 64 GB/s link)
         share = (g - 1) / (s.gpus_per_node - 1)
         busbw, peak = busbw * share, peak * share
+    nccl_bw = min(_nccl_hop_bw(s, h) for h in hops)
+    if s.topology == "mesh" and s.gpus_per_node > 1:
+        nccl_bw *= (g - 1) / (s.gpus_per_node - 1)
     latency = {p: sum(h.fabric.hop_latency_s[p] + h.extra_latency_s for h in hops) / len(hops) for p in PROTOCOLS}
     names = sorted({h.fabric.name for h in hops})
-    return Path(name="+".join(names), busbw_bytes_per_s=busbw, peak_bytes_per_s=peak, hop_latency_s=latency,
+    return Path(name="+".join(names), busbw_bytes_per_s=busbw, peak_bytes_per_s=peak, hop_latency_s=latency, nccl_busbw_bytes_per_s=nccl_bw,
                 nccl_link="nvlink" if all(h.fabric.nccl_link == "nvlink" for h in hops) else "pci",
                 nvls=s.topology == "switch" and all(h.fabric.in_switch_reduction for h in hops),
                 p2p=all(h.transport in ("nvlink", "p2p") for h in hops),
