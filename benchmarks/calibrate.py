@@ -44,6 +44,7 @@ from shardbudget.collectives import candidates, make_group  # noqa: E402
 from shardbudget.hardware import CPU, Catalog, Fabric, PcieTree, System, load_catalog  # noqa: E402
 from shardbudget.lines import pick  # noqa: E402
 from shardbudget.nccl_constants import ArchFloor  # noqa: E402
+from shardbudget.nccl_algos import intra_hop_s  # noqa: E402
 from shardbudget.topology import ring_path  # noqa: E402
 
 US = 1e-6
@@ -97,6 +98,7 @@ class Calibration:
     nvls_link_efficiency: dict[str, float] = field(default_factory=dict)
     nvls_decay_per_rank: float | None = None
     shm_ll_bandwidth_fraction: float | None = None
+    engines: dict[str, dict] = field(default_factory=dict)
     fabric_achievable: dict[str, float] = field(default_factory=dict)
     cpu_host: dict[str, float] = field(default_factory=dict)
     cpu_stream: dict[str, float] = field(default_factory=dict)
@@ -125,8 +127,14 @@ def apply(catalog: Catalog, cal: Calibration) -> Catalog:
         stream = min(cal.cpu_stream.get(n, c.socket_stream_bytes_per_s), c.socket_link_bytes_per_s)
         cpus[n] = replace(c, host_bytes_per_s=host, socket_stream_bytes_per_s=stream)
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
+    engines = dict(catalog.engines)
+    for name, fit in cal.engines.items():
+        changes = dict(fit)
+        if "launch_s" in changes:
+            changes["launch_s"] = MappingProxyType(dict(changes["launch_s"]))
+        engines[name] = replace(engines[name], **changes)
     return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
-                   cpus=cpus)
+                   cpus=cpus, engines=engines)
 
 
 def _remap(s: System, fabrics: Mapping[str, Fabric], cpus: Mapping[str, CPU]) -> System:
@@ -323,13 +331,70 @@ def fit_shm_ll(xs: Sequence[Sample], catalog: Catalog) -> float | None:
     return float(statistics.median(ratios)) if ratios else None
 
 
+def engine_samples(data_dir: Path | None = None) -> list[tuple[str, Sample]]:
+    """(engine, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs."""
+    mc = load_module("measured_comm")
+    return [(r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
+            for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph"]
+
+
+_EFF = {"one-shot": "one_shot_efficiency", "two-shot": "two_shot_efficiency"}
+
+
+def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[str, dict]:
+    """Per engine: launch per GPU generation (512 B-4 KiB one-shot rows, less per_peer x (g-2)),
+    per_peer (median over generations of the floor's slope in g), one- and two-shot efficiencies
+    (rows whose bandwidth term is at least their latency: algbw over the model's)."""
+    out: dict[str, dict] = {}
+    for engine in sorted({e for e, _ in rows}):
+        if engine not in catalog.engines:
+            continue
+        k = catalog.engines[engine]
+        floors: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for e, x in rows:
+            if e != engine:
+                continue
+            s = catalog.system(x.system)
+            group = make_group(s, gpus=x.gpus, catalog=catalog)
+            c = pick(candidates(group, "all-reduce", engine), x.size_bytes)
+            if c.algorithm not in ("one-shot", "two-shot"):
+                continue
+            if c.algorithm == "one-shot" and x.size_bytes <= 4096:
+                floors[s.gpu.arch][x.gpus].append(x.time_s)
+            elif x.size_bytes >= 65536:
+                # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
+                base_latency = c.latency_s - (k.two_shot_extra_s if c.algorithm == "two-shot" else 0.0)
+                shots[c.algorithm].append((x.size_bytes / c.algbw_bytes_per_s * getattr(k, _EFF[c.algorithm]),
+                                           x.time_s - base_latency))
+        slopes = []
+        for by_g in floors.values():
+            fit = _line_fit([(g - 2, statistics.median(v)) for g, v in by_g.items()])
+            if fit is not None:
+                slopes.append(max(0.0, fit[1]))
+        per_peer = float(statistics.median(slopes)) if slopes else k.per_peer_s
+        launch = {a: float(statistics.median(t - per_peer * (g - 2) for g, v in by_g.items() for t in v))
+                  for a, by_g in floors.items()}
+        fit = {"per_peer_s": per_peer, "launch_s": launch}
+        # time beyond the latency = extra + (n / algbw at efficiency 1) / efficiency: least squares
+        for algo, key in _EFF.items():
+            line = _line_fit(shots.get(algo, []))
+            if line is not None and line[1] > 0:
+                fit[key] = min(1.0, 1 / line[1])
+                if algo == "two-shot":
+                    fit["two_shot_extra_s"] = max(0.0, line[0])
+        out[engine] = fit
+    return out
+
+
 def _hops(s: System, g: int):
     from shardbudget.topology import ring_hops
     return ring_hops(s, g)
 
 
-def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2) -> Calibration:
-    """Fit every constant on `xs`, starting from `base` (the built-in catalog)."""
+def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2,
+              engine_rows: Sequence[tuple[str, Sample]] = ()) -> Calibration:
+    """Fit every constant on `xs` (and the engines' on `engine_rows`), starting from `base`."""
     base = base or load_catalog()
     cal = Calibration()
     cat = base
@@ -346,6 +411,10 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         cat = apply(base, cal)
         cal.shm_ll_bandwidth_fraction = fit_shm_ll(xs, cat)
         cat = apply(base, cal)
+        if engine_rows:
+            for _ in range(2):  # the efficiencies depend on which kernel runs, which is fixed by size
+                cal.engines = fit_engines(engine_rows, cat)
+                cat = apply(base, cal)
     return cal
 
 
@@ -371,6 +440,12 @@ def describe(cal: Calibration) -> list[str]:
     lines += [f"nvls_decay_per_rank {cal.nvls_decay_per_rank:.5f}"]
     if cal.shm_ll_bandwidth_fraction is not None:
         lines += [f"shm_ll_bandwidth_fraction {cal.shm_ll_bandwidth_fraction:.3f}"]
+    for name, fit in sorted(cal.engines.items()):
+        launch = ", ".join(f"{a} = {v / US:.2f}" for a, v in sorted(fit["launch_s"].items()))
+        lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
+                     f"one_shot_efficiency {fit.get('one_shot_efficiency', float('nan')):.3f} "
+                     f"two_shot_efficiency {fit.get('two_shot_efficiency', float('nan')):.3f} "
+                     f"two_shot_extra_us {fit.get('two_shot_extra_s', 0.0) / US:.2f}")
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
     lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]
@@ -378,5 +453,5 @@ def describe(cal: Calibration) -> list[str]:
 
 
 if __name__ == "__main__":
-    cal = calibrate(samples())
+    cal = calibrate(samples(), engine_rows=engine_samples())
     print("\n".join(describe(cal)))

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from .collective_op import busbw_factor
 from .lines import Candidate, Group
+from .nccl_constants import EngineKernels
 from .topology import ring_path
 
-IMPLS = ("nccl", "custom")
+ENGINES = ("vllm", "sglang", "trtllm")
+IMPLS = ("nccl", "custom") + ENGINES
+"""nccl: NCCL alone; custom: the generic kernel ([nccl.custom]); an engine: its own kernels and rules
+(catalog/engines.toml), NCCL above them."""
 
 
 def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
     """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
+    if impl in group.catalog.engines:
+        return _engine_allowed(group, group.catalog.engines[impl])
     custom = group.catalog.nccl.custom
     if group.nodes > 1 and (group.system.intra_fabric.kind != "nvl72"
                             or group.nodes * group.system.gpus_per_node > group.system.domain_gpus):
@@ -36,7 +42,53 @@ def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
 
 def custom_candidates(group: Group, impl: str) -> list[Candidate]:
     """The kernels `impl` runs for an all-reduce on `group` (none where they cannot run)."""
+    if impl in group.catalog.engines:
+        return _engine_kernels(group, group.catalog.engines[impl])
     return [c for c in (_custom(group, 1), _custom(group, 2)) if c is not None]
+
+
+def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
+    s, g = group.system, group.gpus_per_node
+    if group.nodes > 1:
+        return f"{e.name}'s custom all-reduce works inside one node only"
+    if g not in e.world_sizes:
+        return f"{e.name}'s custom all-reduce supports {', '.join(map(str, e.world_sizes))} GPUs, not {g}"
+    path = ring_path(s, g)
+    if not path.p2p:
+        return f"{e.name}'s custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
+    if path.nccl_link != "nvlink" and g > e.pcie_max_gpus:
+        return (f"{e.name} runs its custom all-reduce on at most {e.pcie_max_gpus} PCIe-only GPUs"
+                if e.pcie_max_gpus else f"{e.name}'s custom all-reduce needs NVLink")
+    if s.intra_fabric.kind == "nvl72" and e.host_max_gpus_nvl72 is not None and g > e.host_max_gpus_nvl72:
+        return (f"{e.name}'s custom all-reduce stays inside one host ({e.host_max_gpus_nvl72} GPUs of an "
+                f"NVL72 tray)")
+    return None
+
+
+def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
+    """One-shot below the engine's one-shot limit, two-shot from there to its buffer size (the
+    engine's source decides by size, not by time: priority 0 in that window)."""
+    if _engine_allowed(group, e) is not None:
+        return []
+    s, g, arch = group.system, group.gpus_per_node, group.system.gpu.arch
+    path = ring_path(s, g)
+    busbw = path.busbw_bytes_per_s
+    # launch and a 2-GPU barrier, then one more flag per further peer
+    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    limit, one_limit = e.limit_bytes(g), min(e.one_shot_limit_bytes(g, arch), e.limit_bytes(g))
+    if s.intra_fabric.kind == "nvl72" and g > 4 and e.nvl72_max_bytes:
+        # across an NVL72's trays the engine's multi-node NVLink kernels, with their own limits
+        limit = e.nvl72_max_bytes
+        one_limit = min(e._by_gpus(e.nvl72_one_shot_max_bytes, g), limit)
+    # one-shot: every GPU reads the p-1 peers' whole buffers
+    # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
+    out = [Candidate("one-shot", "ll", latency, e.one_shot_efficiency * busbw / (g - 1), max_bytes=one_limit - 1,
+                     priority=0)]
+    if one_limit < limit:
+        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
+                             e.two_shot_efficiency * busbw / busbw_factor("all-reduce", g),
+                             min_bytes=one_limit, max_bytes=limit - 1, priority=0))
+    return out
 
 
 def _custom(group: Group, shots: int) -> Candidate | None:

@@ -204,6 +204,7 @@ class Catalog:
     nccl: NcclConstants
     sources: tuple[str, ...] = ()
     cpus: Mapping[str, CPU] = field(default_factory=dict)
+    engines: Mapping[str, nccl_constants.EngineKernels] = field(default_factory=dict)
 
     def cpu(self, name: str) -> CPU:
         return _lookup("CPU", name, self.cpus)
@@ -559,10 +560,10 @@ def _read_toml(path: Path | str, text: str | None = None) -> dict:
 def _builtin_texts() -> list[tuple[str, str]]:
     root = resources.files("shardbudget") / "catalog"
     return [(f"catalog/{n}", (root / n).read_text(encoding="utf-8"))
-            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml")]
+            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml", "engines.toml")]
 
 
-_SECTIONS = ("nccl", "fabrics", "gpus", "cpus", "systems")
+_SECTIONS = ("nccl", "fabrics", "gpus", "cpus", "systems", "engines")
 
 
 def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
@@ -600,4 +601,6 @@ def _load_cached(extra: tuple[str, ...]) -> Catalog:
     gpus = {n: _read_gpu(n, t) for n, t in merged["gpus"].items()}
     cpus = {n: _read_cpu(n, t) for n, t in merged["cpus"].items()}
     systems = {n: _read_system(n, t, fabrics, gpus, cpus) for n, t in merged["systems"].items()}
-    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus)
+    engines = nccl_constants.read_engines(merged["engines"])
+    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
+                   engines=engines)

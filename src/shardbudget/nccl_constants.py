@@ -39,6 +39,72 @@ class CustomAllReduce:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EngineKernels:
+    """One inference engine's custom all-reduce (catalog/engines.toml): when its source runs the
+    one-shot and two-shot kernels, and what they cost (fitted on the engines' measured rows)."""
+
+    name: str
+    version: str
+    world_sizes: tuple[int, ...]
+    max_bytes: Mapping[str, float]
+    """[GPU count or "default"] -> largest message the custom kernel takes, bytes."""
+    one_shot_max_bytes: Mapping[str, float]
+    one_shot_max_bytes_by_arch: Mapping[str, Mapping[str, float]]
+    pcie_max_gpus: int
+    host_max_gpus_nvl72: int | None
+    launch_s: Mapping[str, float]
+    """[GPU generation] -> 2-GPU one-shot latency, seconds; generations not listed: their mean."""
+    per_peer_s: float
+    two_shot_extra_s: float
+    one_shot_efficiency: float
+    """One-shot reads (p-1) n per GPU at this share of the ring's busbw."""
+    two_shot_efficiency: float
+    nvl72_one_shot_max_bytes: Mapping[str, float]
+    """Across the trays of an NVL72 (multi-node NVLink kernels): one-shot limit by GPU count."""
+    nvl72_max_bytes: float
+    source: str
+
+    def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
+        return float(table.get(str(gpus), table.get("default", 0.0)))
+
+    def limit_bytes(self, gpus: int) -> float:
+        return self._by_gpus(self.max_bytes, gpus)
+
+    def one_shot_limit_bytes(self, gpus: int, arch: str) -> float:
+        return self._by_gpus(self.one_shot_max_bytes_by_arch.get(arch, self.one_shot_max_bytes), gpus)
+
+    def launch_for(self, arch: str) -> float:
+        if arch in self.launch_s:
+            return self.launch_s[arch]
+        return sum(self.launch_s.values()) / len(self.launch_s)
+
+
+def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") -> dict[str, EngineKernels]:
+    out = {}
+    for name, e in raw.items():
+        here = f"{where}: engines.{name}"
+        try:
+            out[name] = EngineKernels(
+                name=name, version=str(e["version"]), world_sizes=tuple(int(w) for w in e["world_sizes"]),
+                max_bytes=_frozen(e["max_bytes"]), one_shot_max_bytes=_frozen(e["one_shot_max_bytes"]),
+                one_shot_max_bytes_by_arch=_frozen(e.get("one_shot_max_bytes_by_arch", {})),
+                pcie_max_gpus=int(e["pcie_max_gpus"]), host_max_gpus_nvl72=e.get("host_max_gpus_nvl72"),
+                launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
+                two_shot_extra_s=float(e["two_shot_extra_us"]) * US,
+                one_shot_efficiency=float(e["one_shot_efficiency"]),
+                two_shot_efficiency=float(e["two_shot_efficiency"]),
+                nvl72_one_shot_max_bytes=_frozen(e.get("nvl72_one_shot_max_bytes", {})),
+                nvl72_max_bytes=float(e.get("nvl72_max_bytes", 0.0)), source=str(e["source"]))
+        except KeyError as err:
+            raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
+        except (TypeError, ValueError) as err:
+            raise CatalogError(f"{here}: {err}") from None
+        if not out[name].launch_s:
+            raise CatalogError(f"{here}.launch_us: needs at least one GPU generation")
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
 class ArchFloor:
     """What one GPU generation's measured small-message times add to NCCL's tables: the kernel
     launch and completion of its collectives (an offset on every base latency) and the cost of one
@@ -201,4 +267,4 @@ def _shape(old: Any) -> str:
     return kind + ("> 0" if _positive(old) else ">= 0")
 
 
-__all__ = ["ArchFloor", "CustomAllReduce", "NcclConstants", "overlay", "read_nccl"]
+__all__ = ["ArchFloor", "CustomAllReduce", "EngineKernels", "read_engines", "NcclConstants", "overlay", "read_nccl"]
