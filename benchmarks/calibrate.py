@@ -288,8 +288,12 @@ def fit_nvls(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], 
     return out, k
 
 
-def fit_pcie(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """Invert the PCIe rings' bottlenecks: (fabric achievable, CPU host path, CPU socket stream)."""
+def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None = None
+             ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Invert the PCIe rings' bottlenecks: (fabric achievable, CPU host path, CPU socket stream).
+    Which link a ring's busbw measures is read from `structure` (the built-in catalog: the box as
+    it is built); the number from the rows."""
+    structure = structure or catalog
     fab: dict[str, list[float]] = defaultdict(list)
     host: dict[str, list[float]] = defaultdict(list)
     stream: dict[str, list[float]] = defaultdict(list)
@@ -299,6 +303,7 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], 
             continue
         group, c = _chosen(catalog, x)
         busbw = x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus)
+        s = structure.system(x.system)
         path = ring_path(s, x.gpus)
         hops = [h for h in _hops(s, x.gpus)]
         if path.bottleneck.startswith("host"):
@@ -352,6 +357,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         k = catalog.engines[engine]
         floors: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -365,8 +371,10 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
                 base_latency = c.latency_s - (k.two_shot_extra_s if c.algorithm == "two-shot" else 0.0)
-                shots[c.algorithm].append((x.size_bytes / c.algbw_bytes_per_s * getattr(k, _EFF[c.algorithm]),
-                                           x.time_s - base_latency))
+                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus)
+                point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
+                shots[c.algorithm].append(point)
+                by_gpus[(c.algorithm, x.gpus)].append(point)
         slopes = []
         for by_g in floors.values():
             fit = _line_fit([(g - 2, statistics.median(v)) for g, v in by_g.items()])
@@ -376,13 +384,22 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         launch = {a: float(statistics.median(t - per_peer * (g - 2) for g, v in by_g.items() for t in v))
                   for a, by_g in floors.items()}
         fit = {"per_peer_s": per_peer, "launch_s": launch}
-        # time beyond the latency = extra + (n / algbw at efficiency 1) / efficiency: least squares
+        # time beyond the latency = extra + (n / algbw at efficiency 1) / efficiency: least squares,
+        # pooled for the extra and the default, then the slope alone by GPU count
         for algo, key in _EFF.items():
             line = _line_fit(shots.get(algo, []))
-            if line is not None and line[1] > 0:
-                fit[key] = min(1.0, 1 / line[1])
-                if algo == "two-shot":
-                    fit["two_shot_extra_s"] = max(0.0, line[0])
+            if line is None or line[1] <= 0:
+                continue
+            extra = max(0.0, line[0]) if algo == "two-shot" else 0.0
+            table = {"default": min(1.0, 1 / line[1])}
+            for (a, g), pts in by_gpus.items():
+                if a == algo and len(pts) >= 3:
+                    slope = sum(x * (y - extra) for x, y in pts) / sum(x * x for x, y in pts)
+                    if slope > 0:
+                        table[str(g)] = min(1.0, 1 / slope)
+            fit[key] = MappingProxyType(table)
+            if algo == "two-shot":
+                fit["two_shot_extra_s"] = extra
         out[engine] = fit
     return out
 
@@ -398,8 +415,9 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
     base = base or load_catalog()
     cal = Calibration()
     cat = base
+    structure = load_catalog()
     for _ in range(rounds):
-        fab, host, stream = fit_pcie(xs, cat)
+        fab, host, stream = fit_pcie(xs, cat, structure)
         cal.fabric_achievable, cal.cpu_host, cal.cpu_stream = fab, host, stream
         cat = apply(base, cal)
         cal.ring_efficiency = fit_ring_efficiency(xs, cat) or cal.ring_efficiency
@@ -418,16 +436,59 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
     return cal
 
 
+def neutral(catalog: Catalog) -> Catalog:
+    """The catalog with every constant this module fits put back to what it is without data:
+    NCCL's tables for the floors, no small-ring or NVLS size penalty, NCCL's own NVLS efficiency
+    (tuning.cc nvlsEfficiency), LL's NCCL share over SHM, no host-path limit and the socket link
+    for a socket stream, the PCIe fabrics' estimates (root-complex P2P at 2/3 of the link, a
+    host-staged copy at 1/5), the engines at the generic kernel's cost. A leave-one-out fold starts
+    here, so nothing the held-out system measured leaks into its prediction."""
+    nccl = catalog.nccl
+    nvls = dict(nccl.nvls_link_efficiency)
+    for fabric, _ in list(nvls.items()):
+        gen = "hopper" if "gen3" in fabric else "blackwell"
+        nvls[fabric] = nccl.nvls_nccl_efficiency.get(gen, 0.74)
+    nccl = replace(nccl, arch=MappingProxyType({}), ring_efficiency=MappingProxyType({}),
+                   nvls_link_efficiency=MappingProxyType(nvls), nvls_decay_per_rank=0.0,
+                   shm_ll_bandwidth_fraction=nccl.protocol_bandwidth_fraction["ll"])
+    fabrics = dict(catalog.fabrics)
+    for name in FITTED_FABRICS:
+        f = fabrics[name]
+        share = 2 / 3 if f.p2p else 1 / 5
+        fabrics[name] = replace(f, achievable_bytes_per_s=f.bytes_per_s * share)
+    cpus = {n: replace(c, host_bytes_per_s=float("inf"), socket_stream_bytes_per_s=c.socket_link_bytes_per_s)
+            for n, c in catalog.cpus.items()}
+    generic = nccl.custom
+    ones = MappingProxyType({"default": 1.0})
+    engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
+                          two_shot_extra_s=generic.sync_s, one_shot_efficiency=ones, two_shot_efficiency=ones)
+               for n, e in catalog.engines.items()}
+    systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
+    return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
+                   cpus=cpus, engines=engines)
+
+
+FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
+"""The fabrics whose achievable figure fit_pcie measures (the rest cite their own sources)."""
+
+
 def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
     generation's floors become the other generations' mean."""
     arch = base.system(system).gpu.arch
-    if arch not in cal.arch:
+    if arch not in cal.arch and base.system(system).topology != "mesh":
         pooled = pooled_floor(cal.arch)
         if pooled is not None:
             cal.arch[arch] = pooled
             cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
     return cal
+
+
+def _table(t) -> str:
+    if not t:
+        return "-"
+    return "{ " + ", ".join(f'{"default" if k == "default" else repr(k)} = {v:.3f}' for k, v in
+                            sorted(t.items(), key=lambda kv: (kv[0] != "default", kv[0].zfill(3)))) + " }"
 
 
 def describe(cal: Calibration) -> list[str]:
@@ -443,8 +504,8 @@ def describe(cal: Calibration) -> list[str]:
     for name, fit in sorted(cal.engines.items()):
         launch = ", ".join(f"{a} = {v / US:.2f}" for a, v in sorted(fit["launch_s"].items()))
         lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
-                     f"one_shot_efficiency {fit.get('one_shot_efficiency', float('nan')):.3f} "
-                     f"two_shot_efficiency {fit.get('two_shot_efficiency', float('nan')):.3f} "
+                     f"one_shot_efficiency {_table(fit.get('one_shot_efficiency'))} "
+                     f"two_shot_efficiency {_table(fit.get('two_shot_efficiency'))} "
                      f"two_shot_extra_us {fit.get('two_shot_extra_s', 0.0) / US:.2f}")
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]

@@ -82,11 +82,11 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
         one_limit = min(e._by_gpus(e.nvl72_one_shot_max_bytes, g), limit)
     # one-shot: every GPU reads the p-1 peers' whole buffers
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
-    out = [Candidate("one-shot", "ll", latency, e.one_shot_efficiency * busbw / (g - 1), max_bytes=one_limit - 1,
+    out = [Candidate("one-shot", "ll", latency, e.efficiency(1, g) * busbw / (g - 1), max_bytes=one_limit - 1,
                      priority=0)]
     if one_limit < limit:
         out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
-                             e.two_shot_efficiency * busbw / busbw_factor("all-reduce", g),
+                             e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g),
                              min_bytes=one_limit, max_bytes=limit - 1, priority=0))
     return out
 
@@ -107,3 +107,9 @@ def _custom(group: Group, shots: int) -> Candidate | None:
     # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
     algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
     return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes, priority=0)
+
+
+def runs_custom_kernel(group: Group, impl: str, msg_bytes: float) -> bool:
+    """Whether `impl`'s source runs its own kernel for this all-reduce (group size, P2P, NVLink,
+    buffer limit); elsewhere its all-reduce is NCCL."""
+    return any(c.accepts(msg_bytes) for c in custom_candidates(group, impl))

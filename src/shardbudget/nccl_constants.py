@@ -56,9 +56,10 @@ class EngineKernels:
     """[GPU generation] -> 2-GPU one-shot latency, seconds; generations not listed: their mean."""
     per_peer_s: float
     two_shot_extra_s: float
-    one_shot_efficiency: float
-    """One-shot reads (p-1) n per GPU at this share of the ring's busbw."""
-    two_shot_efficiency: float
+    one_shot_efficiency: Mapping[str, float]
+    """[GPU count or "default"] -> one-shot reads (p-1) n per GPU at this share of the ring's busbw."""
+    two_shot_efficiency: Mapping[str, float]
+    """[GPU count or "default"] -> two-shot's share of the ring busbw for its 2(p-1)/p n per GPU."""
     nvl72_one_shot_max_bytes: Mapping[str, float]
     """Across the trays of an NVL72 (multi-node NVLink kernels): one-shot limit by GPU count."""
     nvl72_max_bytes: float
@@ -73,10 +74,22 @@ class EngineKernels:
     def one_shot_limit_bytes(self, gpus: int, arch: str) -> float:
         return self._by_gpus(self.one_shot_max_bytes_by_arch.get(arch, self.one_shot_max_bytes), gpus)
 
+    def efficiency(self, shots: int, gpus: int) -> float:
+        return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
+
     def launch_for(self, arch: str) -> float:
         if arch in self.launch_s:
             return self.launch_s[arch]
         return sum(self.launch_s.values()) / len(self.launch_s)
+
+
+def _by_gpu_table(value: Any) -> Mapping[str, float]:
+    """A number, or a table by GPU count with a "default"."""
+    if isinstance(value, dict):
+        if "default" not in value:
+            raise ValueError("a table by GPU count needs a 'default'")
+        return _frozen(value)
+    return MappingProxyType({"default": float(value)})
 
 
 def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") -> dict[str, EngineKernels]:
@@ -91,8 +104,8 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 pcie_max_gpus=int(e["pcie_max_gpus"]), host_max_gpus_nvl72=e.get("host_max_gpus_nvl72"),
                 launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
                 two_shot_extra_s=float(e["two_shot_extra_us"]) * US,
-                one_shot_efficiency=float(e["one_shot_efficiency"]),
-                two_shot_efficiency=float(e["two_shot_efficiency"]),
+                one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
+                two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
                 nvl72_one_shot_max_bytes=_frozen(e.get("nvl72_one_shot_max_bytes", {})),
                 nvl72_max_bytes=float(e.get("nvl72_max_bytes", 0.0)), source=str(e["source"]))
         except KeyError as err:
