@@ -136,7 +136,7 @@ class PcieTree:
     sockets: int
     gpus_per_switch: int
     host_bridge: Fabric
-    """P2P routed through a CPU root complex (PHB, and SYS where the P2P level allows it)."""
+    """P2P routed through a CPU root complex (PHB; SYS where the P2P level allows it)."""
     shm: Fabric
     """NCCL's SHM transport: the sender writes into host memory, the receiver reads it back."""
     switch_uplink: Fabric | None
@@ -148,9 +148,9 @@ class PcieTree:
     gpu_p2p: bool | None = None
     """Overrides the GPU's driver P2P support (a patched driver, or a VM that hides it); None: the GPU's."""
     legacy: bool = False
-    """Derived from an entry without a [pcie] table: no CPU model, `cross_socket` for the sockets."""
+    """Derived from an entry without a [pcie] table: no CPU model, `cross_socket` (one fabric for
+    every socket-crossing hop) standing for the sockets."""
     cross_socket: Fabric | None = None
-    """Legacy entries only: one fabric standing for every socket-crossing hop."""
     source: str = ""
 
 
@@ -230,8 +230,7 @@ def _lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):
 
 
 def to_dict(obj: Any) -> dict:
-    """A catalog entry as plain JSON-ready data (nested entries included)."""
-    return asdict(obj)
+    return asdict(obj)  # a catalog entry as plain JSON-ready data, nested entries included
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -286,8 +285,7 @@ class _Entry:
             raise CatalogError(str(err)) from None
 
     def check_unknown(self) -> None:
-        extra = sorted(set(self.table) - self.used)
-        if extra:
+        if extra := sorted(set(self.table) - self.used):
             raise CatalogError(f"{self.where}: unknown field(s) {', '.join(extra)}")
 
 
@@ -407,8 +405,8 @@ def _read_cpu(name: str, table: Any) -> CPU:
         net_overhead_s=e.quantity("net_overhead", _seconds_or_zero, _NET_OVERHEAD_S.get(vendor, 1e-6)),
         source=_source(e),
     )
-    for key in ("socket_link_source", "host_source", "latency_source"):
-        e.text(key, "")  # provenance of the individual figures, kept in the file for the reader
+    for key in ("socket_link_source", "host_source", "latency_source"):  # provenance, for the reader
+        e.text(key, "")
     e.check_unknown()
     if cpu.socket_stream_bytes_per_s > cpu.socket_link_bytes_per_s * 1.0001:
         raise CatalogError(f"cpus.{name}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
@@ -531,14 +529,11 @@ def _validate_system(s: System) -> None:
                                f"one socket ({per_socket})")
         if tree.gpus_per_switch > 1 and tree.switch_uplink is None:
             raise CatalogError(f"{where}.pcie: {tree.gpus_per_switch} GPUs per switch need a switch_uplink fabric")
-        if tree.nics_per_switch and tree.gpus_per_switch < 2:
-            raise CatalogError(f"{where}.pcie: nics_per_switch needs GPUs behind a switch (gpus_per_switch >= 2)")
-        if tree.nics_per_switch and s.nic_fabric is None:
-            raise CatalogError(f"{where}.pcie: nics_per_switch ({tree.nics_per_switch}) is set but the system has "
-                               f"no nic_fabric")
+        if tree.nics_per_switch and (tree.gpus_per_switch < 2 or s.nic_fabric is None):
+            raise CatalogError(f"{where}.pcie: nics_per_switch ({tree.nics_per_switch}) needs GPUs behind a switch "
+                               f"(gpus_per_switch >= 2) and a nic_fabric")
         if s.cpu is None and (tree.sockets > 1 or s.topology in ("pcie", "pairs")):
-            raise CatalogError(f"{where}: a [pcie] tree with GPU traffic through the CPU needs a cpu "
-                               f"(one of the [cpus] entries)")
+            raise CatalogError(f"{where}: a [pcie] tree with GPU traffic through the CPU needs a cpu ([cpus] entry)")
         if tree.sockets * per_socket != s.gpus_per_node or s.gpus_per_socket != per_socket:
             raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) disagrees with the tree's "
                                f"{tree.sockets} sockets of {per_socket} GPUs")

@@ -113,7 +113,7 @@ def test_a_user_tree(tmp_path):
     (('shm = "pcie4-shm"', 'shm = "nvlink4"'), "expected a pcie one"),
     (("sockets = 2", "sockets = 3"), "sockets \\(3\\) must divide"),
     (('source = "nvidia-smi topo -m"', 'source = "x"\np2p_level = "far"'), "is not one of"),
-    (('source = "nvidia-smi topo -m"', 'source = "x"\nnics_per_switch = 1'), "no nic_fabric"),
+    (('source = "nvidia-smi topo -m"', 'source = "x"\nnics_per_switch = 1'), "and a nic_fabric"),
 ])
 def test_bad_trees(tmp_path, change, message):
     text = BOX.replace(*change)
