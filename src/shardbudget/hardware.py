@@ -148,8 +148,7 @@ class PcieTree:
     gpu_p2p: bool | None = None
     """Overrides the GPU's driver P2P support (a patched driver, or a VM that hides it); None: the GPU's."""
     legacy: bool = False
-    """Derived from an entry without a [pcie] table: no CPU model, `cross_socket` (one fabric for
-    every socket-crossing hop) standing for the sockets."""
+    """Derived from an entry without [pcie]: no CPU model; `cross_socket` is every socket crossing."""
     cross_socket: Fabric | None = None
     source: str = ""
 
