@@ -5,6 +5,7 @@
 Runs, each as its own subprocess so one cannot skew another's timing or memory:
     speed.py     planner throughput, `shardbudget plan` wall time, llm-analysis time ratio
     accuracy.py  the collective model against published nccl-tests / rccl-tests timings
+    loso.py      leave-one-system-out: constants refitted without each system, that system predicted
     fuzz.py      hostile inputs through the library and CLI
     soak.py      long harness runs and a million planner configurations under a memory bound
 (each only if the file exists). Before speed.py it makes the llm-analysis venv
@@ -43,6 +44,7 @@ LLM_ANALYSIS_VERSION = "0.2.2"
 SCRIPTS = {
     "speed": ["--quick"],
     "accuracy": [],
+    "loso": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
 }

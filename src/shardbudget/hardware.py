@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -28,6 +28,11 @@ NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/gra
 FIGURES = ("peak", "measured", "achievable")
 TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
 ARCHS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
+CPU_VENDORS = ("intel", "amd", "arm", "ibm")
+P2P_LEVELS = ("auto", "loc", "nvl", "pix", "pxb", "phb", "sys")
+"""NCCL_P2P_LEVEL values (src/graph/paths.cc): P2P is used up to this PCIe distance. "auto" is NCCL's
+default: PXB (through PCIe switches, never through a CPU host bridge), or SYS on AMD CPUs when the
+communicator has at most 2 GPUs on the node."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -62,6 +67,13 @@ class Fabric:
     source: str
     achievable_source: str = ""
     latency_source: str = ""
+    achievable_gpus: int | None = None
+    """GPUs of the ring `achievable_bytes_per_s` was measured on, where it is a ring figure: smaller
+    rings reach nccl.calibrated.ring_efficiency of it. None: the figure holds for every group."""
+    nccl_bytes_per_s: float = 0.0
+    """What NCCL's topology assigns this link per GPU per direction (topo.h: SM90_NVLINK_BW x links,
+    PCIe width x speed / 80, ...), bytes/s: NCCL chooses algorithms by it. The loader defaults it to
+    the achievable figure."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -77,8 +89,68 @@ class GPU:
     """Dense (no sparsity) BF16 tensor-core peak, FLOP/s."""
     fp8_flops_per_s: float
     """Dense FP8 tensor-core peak, FLOP/s (equal to bf16 where the GPU has no FP8)."""
+    pcie_p2p: bool = True
+    """The driver allows peer-to-peer over PCIe (NVML p2pStatus OK). GeForce drivers report it
+    unsupported, so NCCL stages every PCIe hop through host memory (SHM)."""
     figure: str = "peak"
     source: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class CPU:
+    """The host platform of a node: CPU vendor (NCCL's rules depend on it) and the two shared paths
+    GPU traffic takes through it when it cannot go GPU to GPU: each socket's root complex to host
+    memory, and the link between sockets. Every rate is per direction."""
+
+    name: str
+    description: str
+    vendor: str
+    """One of CPU_VENDORS: NCCL's P2P default, LL bandwidth caps and network overhead depend on it."""
+    socket_link_bytes_per_s: float
+    """GPU traffic crossing from one socket to the other, all flows together, bytes/s."""
+    socket_stream_bytes_per_s: float
+    """The most one host-staged stream (one ring hop through host memory) carries across the socket
+    link, bytes/s (equal to the link where nothing smaller is measured)."""
+    nccl_socket_link_bytes_per_s: float
+    """What NCCL's own topology assumes for the socket link (topo.h *_QPI_BW / AMD_BW), bytes/s: NCCL
+    uses it to choose between transports."""
+    host_bytes_per_s: float
+    """GPU DMA through one socket's root complex to host memory or to another root port, all GPUs
+    of that socket together, bytes/s. A P2P hop through the host bridge passes it once, a host-staged
+    (SHM) hop twice: written into host memory, read back out."""
+    socket_latency_s: float
+    """Extra per-hop latency of a hop that crosses the socket link, seconds."""
+    net_overhead_s: float
+    """NCCL's per-step network post overhead on this CPU (tuning.cc getNetOverhead), seconds."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class PcieTree:
+    """How the GPUs of a node hang off its CPUs: `sockets` CPUs with gpus_per_node / sockets GPUs each,
+    filled in index order; `gpus_per_switch` GPUs share one PCIe switch (1: every GPU on its own CPU
+    root port). P2P between GPUs under one switch (PIX) uses the system's PCIe fabric (`intra_fabric`
+    of a pcie system, `fallback_fabric` between NVLink pairs); the fabrics here are the other
+    transports NCCL can pick between two GPUs."""
+
+    sockets: int
+    gpus_per_switch: int
+    host_bridge: Fabric
+    """P2P routed through a CPU root complex (PHB; SYS where the P2P level allows it)."""
+    shm: Fabric
+    """NCCL's SHM transport: the sender writes into host memory, the receiver reads it back."""
+    switch_uplink: Fabric | None
+    """A switch's link to its CPU root port, shared by its GPUs' traffic to the CPU (None: no switch)."""
+    nics_per_switch: int
+    """NICs under each GPU switch (NCCL routes GPU-to-GPU traffic over them when that is faster)."""
+    p2p_level: str
+    """One of P2P_LEVELS (NCCL_P2P_LEVEL)."""
+    gpu_p2p: bool | None = None
+    """Overrides the GPU's driver P2P support (a patched driver, or a VM that hides it); None: the GPU's."""
+    legacy: bool = False
+    """Derived from an entry without [pcie]: no CPU model; `cross_socket` is every socket crossing."""
+    cross_socket: Fabric | None = None
+    source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -113,6 +185,10 @@ class System:
     """Multiplies NCCL's base latencies (a fitted profile's measure of its software stack)."""
     profile_source: str = ""
     """For fitted profiles: the measurements the constants came from."""
+    cpu: CPU | None = None
+    """The host platform (None: a legacy entry whose socket crossing is `socket_fabric` alone)."""
+    pcie: PcieTree | None = None
+    """The PCIe tree; the loader derives one from the legacy fields where the entry has none."""
 
     @property
     def nic_bytes_per_s(self) -> float:
@@ -126,6 +202,11 @@ class Catalog:
     systems: Mapping[str, System]
     nccl: NcclConstants
     sources: tuple[str, ...] = ()
+    cpus: Mapping[str, CPU] = field(default_factory=dict)
+    engines: Mapping[str, nccl_constants.EngineKernels] = field(default_factory=dict)
+
+    def cpu(self, name: str) -> CPU:
+        return _lookup("CPU", name, self.cpus)
 
     def fabric(self, name: str) -> Fabric:
         return _lookup("fabric", name, self.fabrics)
@@ -148,8 +229,7 @@ def _lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):
 
 
 def to_dict(obj: Any) -> dict:
-    """A catalog entry as plain JSON-ready data (nested entries included)."""
-    return asdict(obj)
+    return asdict(obj)  # a catalog entry as plain JSON-ready data, nested entries included
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -204,8 +284,7 @@ class _Entry:
             raise CatalogError(str(err)) from None
 
     def check_unknown(self) -> None:
-        extra = sorted(set(self.table) - self.used)
-        if extra:
+        if extra := sorted(set(self.table) - self.used):
             raise CatalogError(f"{self.where}: unknown field(s) {', '.join(extra)}")
 
 
@@ -277,7 +356,10 @@ def _read_fabric(name: str, table: Any, nccl: NcclConstants) -> Fabric:
         links_per_gpu=links, per_link_bytes_per_s=per_link,
         figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
         achievable_source=e.text("achievable_source", ""), latency_source=e.text("latency_source", ""),
+        nccl_bytes_per_s=_rate(e, "nccl_bandwidth", "bandwidth_direction", achievable),
+        achievable_gpus=e.raw("achievable_gpus", None, int),
     )
+    e.text("nccl_source", "")  # where the NCCL figure comes from, for the reader
     e.check_unknown()
     return fabric
 
@@ -297,13 +379,74 @@ def _read_gpu(name: str, table: Any) -> GPU:
         memory_bytes=e.quantity("memory", _bytes_with_unit),
         mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
         bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
-        figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
+        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
     )
     e.check_unknown()
     return gpu
 
 
-def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU]) -> System:
+# NCCL's per-step network post overhead by CPU vendor (tuning.cc getNetOverhead: Intel 1 us, AMD 2 us,
+# anything else 1 us).
+_NET_OVERHEAD_S = {"intel": 1e-6, "amd": 2e-6}
+
+
+def _read_cpu(name: str, table: Any) -> CPU:
+    e = _Entry(f"cpus.{name}", table)
+    link = _rate(e, "socket_link_bandwidth", "bandwidth_direction")
+    nccl_link = _rate(e, "nccl_socket_link_bandwidth", "bandwidth_direction", link)
+    vendor = e.choice("vendor", CPU_VENDORS)
+    cpu = CPU(
+        name=name, description=e.text("description", ""), vendor=vendor,
+        socket_link_bytes_per_s=link, nccl_socket_link_bytes_per_s=nccl_link,
+        socket_stream_bytes_per_s=_rate(e, "socket_stream_bandwidth", "bandwidth_direction", link),
+        host_bytes_per_s=_rate(e, "host_bandwidth", "bandwidth_direction", float("inf")),
+        socket_latency_s=e.quantity("socket_latency", _seconds_or_zero, 0.0),
+        net_overhead_s=e.quantity("net_overhead", _seconds_or_zero, _NET_OVERHEAD_S.get(vendor, 1e-6)),
+        source=_source(e),
+    )
+    for key in ("socket_link_source", "host_source", "latency_source"):  # provenance, for the reader
+        e.text(key, "")
+    e.check_unknown()
+    if cpu.socket_stream_bytes_per_s > cpu.socket_link_bytes_per_s * 1.0001:
+        raise CatalogError(f"cpus.{name}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
+                           f" exceeds socket_link_bandwidth ({units.format_rate(cpu.socket_link_bytes_per_s)})")
+    return cpu
+
+
+def _read_pcie(where: str, table: Any, fabrics: Mapping[str, Fabric]) -> PcieTree:
+    e = _Entry(where, table)
+
+    def fab(key: str, default: Any = ...) -> Fabric | None:
+        name = e.raw(key, default, str)
+        return None if name is None else _lookup("fabric", name, fabrics, f"{where}.{key}")
+
+    tree = PcieTree(
+        sockets=e.integer("sockets", 1, maximum=8), gpus_per_switch=e.integer("gpus_per_switch", 1, maximum=64),
+        host_bridge=fab("host_bridge"), shm=fab("shm"), switch_uplink=fab("switch_uplink", None),
+        nics_per_switch=e.integer("nics_per_switch", 0, minimum=0, maximum=16),
+        p2p_level=e.choice("p2p_level", P2P_LEVELS, "auto"), gpu_p2p=e.raw("gpu_p2p", None, bool),
+        source=_source(e),
+    )
+    e.check_unknown()
+    for key, f in (("host_bridge", tree.host_bridge), ("shm", tree.shm), ("switch_uplink", tree.switch_uplink)):
+        if f is not None and f.kind != "pcie":
+            raise CatalogError(f"{where}.{key}: fabric {f.name!r} is a {f.kind} link, expected a pcie one")
+    return tree
+
+
+def _legacy_pcie(topology: str, gpus_per_node: int, gpus_per_socket: int, intra: Fabric,
+                 fallback: Fabric | None, socket: Fabric | None) -> PcieTree:
+    """The tree a legacy entry (no [pcie] table) describes: each socket's GPUs under one switch, every
+    PCIe hop on the entry's PCIe fabric, P2P wherever that fabric allows it, and `socket_fabric`
+    standing for the socket crossing. It prices rings exactly as the catalog did before the tree."""
+    link = fallback if topology == "pairs" and fallback is not None else intra
+    return PcieTree(sockets=max(1, gpus_per_node // gpus_per_socket), gpus_per_switch=gpus_per_socket,
+                    host_bridge=link, shm=link, switch_uplink=None, nics_per_switch=0, p2p_level="sys",
+                    legacy=True, cross_socket=socket, source="derived from the entry's legacy fields")
+
+
+def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU],
+                 cpus: Mapping[str, CPU] | None = None) -> System:
     e = _Entry(f"systems.{name}", table)
     gpus_per_node = e.integer("gpus_per_node")
     topology = e.choice("topology", TOPOLOGIES)
@@ -312,13 +455,17 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
     socket = e.raw("socket_fabric", None, str)
     if topology == "pairs" and fallback is None:
         raise CatalogError(f"systems.{name}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
+    cpu_name = e.raw("cpu", None, str)
+    cpu = _lookup("CPU", cpu_name, cpus or {}, f"{e.where}.cpu") if cpu_name else None
+    pcie_table = e.raw("pcie", None, dict)
+    pcie = _read_pcie(f"{e.where}.pcie", pcie_table, fabrics) if pcie_table is not None else None
     system = System(
         name=name, description=e.text("description", ""),
         gpu=_lookup("GPU", e.text("gpu"), gpus, f"{e.where}.gpu"), gpus_per_node=gpus_per_node, topology=topology,
         intra_fabric=_lookup("fabric", e.text("intra_fabric"), fabrics, f"{e.where}.intra_fabric"),
         fallback_fabric=_lookup("fabric", fallback, fabrics, f"{e.where}.fallback_fabric") if fallback else None,
         socket_fabric=_lookup("fabric", socket, fabrics, f"{e.where}.socket_fabric") if socket else None,
-        gpus_per_socket=e.integer("gpus_per_socket", gpus_per_node),
+        gpus_per_socket=e.integer("gpus_per_socket", gpus_per_node // pcie.sockets if pcie else gpus_per_node),
         nic_fabric=_lookup("fabric", nic_name, fabrics, f"{e.where}.nic_fabric") if nic_name else None,
         nics_per_node=e.integer("nics_per_node", 0, minimum=0),
         rail_optimized=e.flag("rail_optimized", True),
@@ -327,8 +474,12 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         base_latency_s=e.quantity("base_latency", _seconds_or_zero, None),
         base_latency_scale=_positive_float(e, "base_latency_scale"),
         profile_source=e.text("profile_source", ""),
+        cpu=cpu, pcie=pcie,
     )
     e.check_unknown()
+    if system.pcie is None:
+        system = replace(system, pcie=_legacy_pcie(topology, gpus_per_node, system.gpus_per_socket,
+                                                   system.intra_fabric, system.fallback_fabric, system.socket_fabric))
     _validate_system(system)
     return system
 
@@ -367,6 +518,24 @@ def _validate_system(s: System) -> None:
         raise CatalogError(f"{where}: nic_fabric {s.nic_fabric.name!r} is set but nics_per_node is 0")
     if s.topology == "pairs" and s.gpus_per_node % 2:
         raise CatalogError(f"{where}: topology 'pairs' needs an even gpus_per_node, got {s.gpus_per_node}")
+    tree = s.pcie
+    if tree is not None and not tree.legacy:
+        if s.gpus_per_node % tree.sockets:
+            raise CatalogError(f"{where}.pcie: sockets ({tree.sockets}) must divide gpus_per_node ({s.gpus_per_node})")
+        per_socket = s.gpus_per_node // tree.sockets
+        if per_socket % tree.gpus_per_switch:
+            raise CatalogError(f"{where}.pcie: gpus_per_switch ({tree.gpus_per_switch}) must divide the GPUs of "
+                               f"one socket ({per_socket})")
+        if tree.gpus_per_switch > 1 and tree.switch_uplink is None:
+            raise CatalogError(f"{where}.pcie: {tree.gpus_per_switch} GPUs per switch need a switch_uplink fabric")
+        if tree.nics_per_switch and (tree.gpus_per_switch < 2 or s.nic_fabric is None):
+            raise CatalogError(f"{where}.pcie: nics_per_switch ({tree.nics_per_switch}) needs GPUs behind a switch "
+                               f"(gpus_per_switch >= 2) and a nic_fabric")
+        if s.cpu is None and (tree.sockets > 1 or s.topology in ("pcie", "pairs")):
+            raise CatalogError(f"{where}: a [pcie] tree with GPU traffic through the CPU needs a cpu ([cpus] entry)")
+        if tree.sockets * per_socket != s.gpus_per_node or s.gpus_per_socket != per_socket:
+            raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) disagrees with the tree's "
+                               f"{tree.sockets} sockets of {per_socket} GPUs")
 
 
 def _read_toml(path: Path | str, text: str | None = None) -> dict:
@@ -385,10 +554,10 @@ def _read_toml(path: Path | str, text: str | None = None) -> dict:
 def _builtin_texts() -> list[tuple[str, str]]:
     root = resources.files("shardbudget") / "catalog"
     return [(f"catalog/{n}", (root / n).read_text(encoding="utf-8"))
-            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "systems.toml")]
+            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml", "custom_allreduce.toml")]
 
 
-_SECTIONS = ("nccl", "fabrics", "gpus", "systems")
+_SECTIONS = ("nccl", "fabrics", "gpus", "cpus", "systems", "engines")
 
 
 def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
@@ -424,5 +593,8 @@ def _load_cached(extra: tuple[str, ...]) -> Catalog:
     nccl = nccl_constants.read_nccl(merged["nccl"])
     fabrics = {n: _read_fabric(n, t, nccl) for n, t in merged["fabrics"].items()}
     gpus = {n: _read_gpu(n, t) for n, t in merged["gpus"].items()}
-    systems = {n: _read_system(n, t, fabrics, gpus) for n, t in merged["systems"].items()}
-    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra)
+    cpus = {n: _read_cpu(n, t) for n, t in merged["cpus"].items()}
+    systems = {n: _read_system(n, t, fabrics, gpus, cpus) for n, t in merged["systems"].items()}
+    engines = nccl_constants.read_engines(merged["engines"])
+    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
+                   engines=engines)

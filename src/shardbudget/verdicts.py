@@ -8,7 +8,9 @@ latency-optimal  exactly one plan: among the plans that fit, the one with the fe
                  is within `knee_threshold` (default 10%) of the fastest plan's. More GPUs than that
                  buy less than the threshold. Ties: the faster plan, then the lower TP.
 sharded too far  a plan that fits, with more GPUs than the latency-optimal one and not faster than
-                 it by more than the knee threshold; or a plan slower than some plan with fewer GPUs.
+                 it by more than the knee threshold; or a plan slower than some plan with fewer GPUs,
+                 or than a plan of a lower TP on no more GPUs (TP8 slower than TP4 x PP2 on the same
+                 eight GPUs).
 comm-bound       a warning, not a verdict of "too far": communication is more than `comm_threshold`
                  (default 30%) of the latency-optimal plan's ITL.
 
@@ -122,7 +124,8 @@ def is_too_far(r: Row, best: Row, fitting: list[Row], knee: float) -> bool:
     if r.key == best.key or not r.fits_memory:
         return False
     past_best = r.gpus > best.gpus and best.itl_s / r.itl_s - 1 <= knee
-    slower_than_smaller = any(o.gpus < r.gpus and o.itl_s < r.itl_s for o in fitting)
+    slower_than_smaller = any(o.itl_s < r.itl_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp))
+                              for o in fitting)
     return past_best or slower_than_smaller
 
 
@@ -256,7 +259,8 @@ def _too_far_sentence(v: Verdict, limits: Thresholds) -> str:
     some = ", ".join(f"{r.label()} {_ms(r.itl_s)}" for r in v.too_far[:3]) + (", ..." if n > 3 else "")
     comm = (f"; at {widest.label()} communication is {_share(widest)} of the ITL" if widest.comm_share >= 0.01 else "")
     return (f"{n} plan{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} sharded too far, each using more GPUs "
-            f"than another plan that is at most {100 * limits.knee_threshold:.0f}% slower ({some}){comm}.")
+            f"or a higher TP than another plan that is at most {100 * limits.knee_threshold:.0f}% slower "
+            f"({some}){comm}.")
 
 
 def _comm_sentence(v: Verdict, limits: Thresholds) -> str:

@@ -126,14 +126,14 @@ def test_where_the_token_goes_stacks_add_up_to_the_itl(plans):
     for j, res in enumerate(plans):
         for i, br in enumerate(res.results):
             ax = panels[i * len(plans) + j]
-            line = plan_rows.tp_line(br.rows)
+            line = plan_rows.tp_line(br.rows, br.judgement.best)  # the latency-optimal plan stands in for its TP
             assert [t.get_text().split()[0] for t in ax.get_xticklabels()] == [f"TP{r.tp}" for r in line]
             heights = _parts_by_x(ax)
             assert len(heights) == len(line)  # one stacked bar per TP degree
             for k, r in enumerate(line):
                 assert heights[float(k)] == pytest.approx(r.itl_s, rel=1e-9)
             best = [t for t in ax.get_xticklabels() if "★" in t.get_text()]
-            assert [t.get_text() for t in best] == [f"TP{br.best_tp} ★"]
+            assert [t.get_text() for t in best] == [br.judgement.best.label().replace(" ", "\n") + " ★"]
     assert "l40s-pcie" in fig._suptitle.get_text()
     _assert_not_blank(_png_array(fig), "where the token goes")
 
@@ -245,7 +245,7 @@ def test_report_says_the_verdict_in_words(report):
     assert "l40s-pcie at batch 64" in verdict
     rows = {(r["system"], r["batch"]): r for r in report_html.verdict_rows(data)}
     assert rows[("hgx-h100", 64)]["max_tp"] == 8 and rows[("l40s-pcie", 64)]["max_tp"] is None
-    assert rows[("l40s-pcie", 64)]["best_plan"] == "TP8"  # 70B in bf16 needs 8 x 48 GB at batch 64
+    assert rows[("l40s-pcie", 64)]["best_plan"] == "TP4 PP2"  # 70B bf16 needs 8 x 48 GB; TP8's all-reduce collapses
     assert "TP16" in rows[("2× hgx-h100", 64)]["too_far"]
     for a in data.answers:  # the three explain answers
         assert report_html.esc(a.question) in text

@@ -258,7 +258,7 @@ def test_catalog_examples_the_fuzzing_found(tmp_path):
     for text, match in [("[nccl]\nhw_latency_us = 3\n", "expected a table, got 3"),
                         ("[nccl.base_latency_us.ring]\nll = -5.0\n", "finite number > 0.*got -5.0"),
                         ("[nccl.calibrated]\nnvls_latncy_us = 5.0\n", "did you mean 'nvls_latency_us'"),
-                        ("[nccl.ll_max_bw_gbps]\nhopper = [1.0]\n", "list of finite numbers > 0"),
+                        ("[nccl.ll_max_bw_gbps]\nintel = [1.0]\n", "list of finite numbers > 0"),
                         ("[systems.big]\ngpu = 'h100-sxm'\ngpus_per_node = 1000000000000\ntopology = 'switch'\n"
                          "intra_fabric = 'nvswitch-gen3'\nsource = 'x'\n", "must be at most 100000"),
                         ("[gpus.g]\narch = 'hopper'\nmemory = 80\nmemory_bandwidth = '3 TB/s'\n"

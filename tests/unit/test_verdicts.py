@@ -59,7 +59,7 @@ def check(v, rows, limits):
             assert r.verdict == "does not fit"
             continue
         past = r.gpus > v.best.gpus and v.best.itl_s <= r.itl_s * (1 + limits.knee_threshold)
-        slower = any(o.gpus < r.gpus and o.itl_s < r.itl_s for o in fitting)
+        slower = any(o.itl_s < r.itl_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp)) for o in fitting)
         far = r.key != v.best.key and (past or slower)
         assert (r.verdict == "sharded too far") == (far and r.verdict != "latency-optimal"), r
         assert r.comm_bound == (r.comm_share > limits.comm_threshold)

@@ -8,13 +8,15 @@ The engine, not NCCL's tuner, decides which kernel runs: vLLM sends an 8-GPU NVS
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from ..collectives import Candidate, Group, candidates, custom_candidate, intra_path, symm_mem_candidate, times_and_latencies_s
+from ..collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
+from ..custom_kernels import custom_candidate, symm_mem_candidate
 from ..units import format_bytes
 from .presets import EnginePreset, allreduce_choice, load_engine
 
@@ -130,8 +132,7 @@ def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[
 
 def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     """The engine's rule already chose the kernel by size: its buffer limit no longer filters."""
-    return tuple(c if c.impl == "nccl" else Candidate(c.algorithm, c.protocol, c.latency_s, c.algbw_bytes_per_s,
-                                                       impl=c.impl) for c in pool)
+    return tuple(c if c.impl == "nccl" else dataclasses.replace(c, max_bytes=math.inf, min_bytes=0.0) for c in pool)
 
 
 __all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges_for", "engine_allreduce_s"]

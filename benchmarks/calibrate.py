@@ -1,0 +1,518 @@
+"""Fit the model's measured constants from the public tables, and apply a set of them to a catalog.
+
+    python benchmarks/calibrate.py            # fit on every system, print the constants beside the catalog's
+
+Every constant here is fitted by a closed-form estimator on a named subset of rows, so that
+benchmarks/loso.py can refit them without one system and predict that system with what is left:
+
+  ring_efficiency[g]        single-node ring busbw at >= 128 MiB over the fabric's achievable figure,
+                            median over the NVLink systems (g = 2, 4)
+  arch[gen] LL floor        NCCL all-reduce at <= 8 KiB: t = baseLat + offset + 2(g-1) x hop x scale,
+                            least squares over g = 2, 4, 8 (offset only on PCIe-only generations)
+  arch[gen] Simple floor    the same line through the ring Simple rows below 32 MiB; LL128 takes
+                            the LL parameters
+  arch[gen] NVLS fixed cost NVLS small-message rows: (t - n / bw) / g, median
+  nvls efficiency[fabric]   NVLS rows at >= 128 MiB: algbw over link x g/(g+1), median
+  PCIe platform figures     large-message rings of PCIe systems: the ring's bottleneck (topology.py)
+                            names the constant it measures: a host path (busbw x its uses), a
+                            host-staged socket crossing, a P2P fabric
+
+A constant whose rows are all held out falls back: a GPU generation's floors to the mean of the
+other generations', a fabric's NVLS efficiency to its generation's, a CPU's host path to no limit
+and its socket stream to its socket link, a fabric to its catalog estimate.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from shardbudget.collective_op import busbw_factor  # noqa: E402
+from shardbudget.collectives import candidates, make_group  # noqa: E402
+from shardbudget.hardware import CPU, Catalog, Fabric, PcieTree, System, load_catalog  # noqa: E402
+from shardbudget.lines import pick  # noqa: E402
+from shardbudget.nccl_constants import ArchFloor  # noqa: E402
+from shardbudget.nccl_algos import intra_hop_s  # noqa: E402
+from shardbudget.topology import ring_path  # noqa: E402
+
+US = 1e-6
+LARGE = 128 * 2**20
+
+
+def load_module(name: str):
+    """tests/validation/<name>.py as a module (the loaders the validation tests use)."""
+    path = ROOT / "tests" / "validation" / f"{name}.py"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured NCCL all-reduce (either table), reduced to what the estimators need."""
+
+    system: str
+    gpus: int
+    nodes: int
+    size_bytes: float
+    time_s: float
+    algo: str = "auto"
+    source: str = ""
+
+
+def samples(data_dir: Path | None = None) -> list[Sample]:
+    """Single- and multi-node NCCL all-reduce rows of measured_comm.csv and nccl_tests.csv."""
+    mc = load_module("measured_comm")
+    measured = load_module("measured")
+    out = [Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm")
+           for r in mc.select(mc.load_rows(data_dir), library="nccl", op="all-reduce")]
+    for r in measured.load_rows(data_dir):
+        if r.kept and r.op == "all-reduce" and r.variant is None:
+            out.append(Sample(r.system, r.gpus, r.nodes, r.size_bytes, r.time_s, r.algo, r.source_id))
+    return out
+
+
+# --- constants and how they enter a catalog ---------------------------------------------------
+
+@dataclass
+class Calibration:
+    ring_efficiency: dict[int, float] = field(default_factory=dict)
+    arch: dict[str, ArchFloor] = field(default_factory=dict)
+    nvls_link_efficiency: dict[str, float] = field(default_factory=dict)
+    nvls_decay_per_rank: float | None = None
+    shm_ll_bandwidth_fraction: float | None = None
+    engines: dict[str, dict] = field(default_factory=dict)
+    fabric_achievable: dict[str, float] = field(default_factory=dict)
+    cpu_host: dict[str, float] = field(default_factory=dict)
+    cpu_stream: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def apply(catalog: Catalog, cal: Calibration) -> Catalog:
+    """The catalog with these constants in place (new entries; the original is untouched)."""
+    nccl = catalog.nccl
+    arch = dict(nccl.arch)
+    arch.update(cal.arch)
+    nvls = dict(nccl.nvls_link_efficiency)
+    nvls.update(cal.nvls_link_efficiency)
+    ring_eff = dict(nccl.ring_efficiency)
+    ring_eff.update(cal.ring_efficiency)
+    nccl = replace(nccl, arch=MappingProxyType(arch), nvls_link_efficiency=MappingProxyType(nvls),
+                   ring_efficiency=MappingProxyType(ring_eff),
+                   nvls_decay_per_rank=nccl.nvls_decay_per_rank if cal.nvls_decay_per_rank is None else cal.nvls_decay_per_rank,
+                   shm_ll_bandwidth_fraction=(nccl.shm_ll_bandwidth_fraction if cal.shm_ll_bandwidth_fraction is None
+                                              else cal.shm_ll_bandwidth_fraction))
+    fabrics = {n: (replace(f, achievable_bytes_per_s=min(cal.fabric_achievable[n], f.bytes_per_s))
+                   if n in cal.fabric_achievable else f) for n, f in catalog.fabrics.items()}
+    cpus = {}
+    for n, c in catalog.cpus.items():
+        host = cal.cpu_host.get(n, c.host_bytes_per_s)
+        stream = min(cal.cpu_stream.get(n, c.socket_stream_bytes_per_s), c.socket_link_bytes_per_s)
+        cpus[n] = replace(c, host_bytes_per_s=host, socket_stream_bytes_per_s=stream)
+    systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
+    engines = dict(catalog.engines)
+    for name, fit in cal.engines.items():
+        changes = dict(fit)
+        if "launch_s" in changes:
+            changes["launch_s"] = MappingProxyType(dict(changes["launch_s"]))
+        engines[name] = replace(engines[name], **changes)
+    return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
+                   cpus=cpus, engines=engines)
+
+
+def _remap(s: System, fabrics: Mapping[str, Fabric], cpus: Mapping[str, CPU]) -> System:
+    def fab(f):
+        return fabrics.get(f.name, f) if f is not None else None
+    pcie = s.pcie
+    if pcie is not None:
+        pcie = replace(pcie, host_bridge=fab(pcie.host_bridge), shm=fab(pcie.shm), switch_uplink=fab(pcie.switch_uplink),
+                       cross_socket=fab(pcie.cross_socket))
+    return replace(s, intra_fabric=fab(s.intra_fabric), fallback_fabric=fab(s.fallback_fabric),
+                   socket_fabric=fab(s.socket_fabric), nic_fabric=fab(s.nic_fabric),
+                   cpu=cpus.get(s.cpu.name, s.cpu) if s.cpu is not None else None, pcie=pcie)
+
+
+# --- estimators ------------------------------------------------------------------------------
+
+def _chosen(catalog: Catalog, x: Sample):
+    group = make_group(catalog.system(x.system), nodes=x.nodes, gpus=x.gpus, catalog=catalog)
+    return group, pick(candidates(group, "all-reduce"), x.size_bytes)
+
+
+def _single(xs: Iterable[Sample]) -> list[Sample]:
+    return [x for x in xs if x.nodes == 1 and x.algo == "auto"]
+
+
+def fit_ring_efficiency(xs: Sequence[Sample], catalog: Catalog) -> dict[int, float]:
+    """Rings (chosen by NCCL, or forced) of 2 and 4 GPUs at >= 256 MiB on NVSwitch systems."""
+    ratios: dict[int, list[float]] = defaultdict(list)
+    for x in xs:
+        s = catalog.system(x.system)
+        if (x.nodes != 1 or x.algo not in ("auto", "ring") or x.gpus not in (2, 4) or x.size_bytes < 2 * LARGE
+                or s.topology != "switch"):
+            continue
+        group, c = _chosen(catalog, x)
+        if x.algo == "ring":
+            c = min((k for k in candidates(group, "all-reduce") if k.algorithm == "ring"),
+                    key=lambda k: k.select_time_s(x.size_bytes))
+        if c.algorithm != "ring" or c.protocol != "simple":
+            continue
+        busbw = x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus)
+        ratios[x.gpus].append(busbw / ring_path(s, x.gpus).busbw_bytes_per_s)
+    return {g: float(statistics.median(v)) for g, v in ratios.items()}
+
+
+def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least squares y = a + b x over (x, y); None with fewer than two distinct x."""
+    if len({p[0] for p in points}) < 2:
+        return None
+    a = np.array([[1.0, p[0]] for p in points])
+    (c0, c1), *_ = np.linalg.lstsq(a, np.array([p[1] for p in points]), rcond=None)
+    return float(c0), float(c1)
+
+
+def fit_floors(xs: Sequence[Sample], catalog: Catalog) -> dict[str, ArchFloor]:
+    """Per GPU generation: LL (and LL128) and Simple offsets on baseLat and factors on the NVLink hop
+    rows; NVLS's small-message fixed cost per rank."""
+    nccl = catalog.nccl
+    by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    pcie_offsets: dict[tuple[str, str], list[float]] = defaultdict(list)
+    nvls_per_rank: dict[str, list[float]] = defaultdict(list)
+    for x in _single(xs):
+        s = catalog.system(x.system)
+        if x.source != "measured_comm" or x.gpus < 2:
+            continue
+        group, c = _chosen(catalog, x)
+        arch = s.gpu.arch
+        residual = x.time_s - x.size_bytes / c.algbw_bytes_per_s
+        if c.algorithm == "nvls" and c.latency_s < 50 * US and x.size_bytes <= 16 * 2**20:
+            nvls_per_rank[arch].append(residual / x.gpus)
+            continue
+        if c.algorithm != "ring":
+            continue
+        # latency-dominated rows only: LL at <= 8 KiB, Simple where its bandwidth term is at most
+        # as large as its latency term (else the residual is mostly bandwidth noise)
+        if (c.protocol == "ll" and x.size_bytes > 8192) or (
+                c.protocol == "simple" and x.size_bytes / c.algbw_bytes_per_s > max(residual, 0.0)):
+            continue
+        if c.protocol == "ll128":
+            continue
+        path = ring_path(s, x.gpus)
+        steps = 2 * (x.gpus - 1)
+        base = nccl.base_latency_s["ring"][c.protocol]
+        if path.nccl_link == "nvlink":
+            # residual - base = offset + steps * hop * scale: collect (steps * hop, residual - base)
+            by[(arch, c.protocol)][x.gpus].append((steps * path.hop_latency_s[c.protocol], residual - base))
+        else:
+            pcie_offsets[(arch, c.protocol)].append(residual - base - steps * path.hop_latency_s[c.protocol])
+    out: dict[str, ArchFloor] = {}
+    for arch in {k[0] for k in by} | {k[0] for k in pcie_offsets}:
+        offset, scale = {}, {}
+        for proto in ("ll", "simple"):
+            pts = [(statistics.median(p[0] for p in v), statistics.median(p[1] for p in v))
+                   for v in by.get((arch, proto), {}).values()]
+            fit = _line_fit(pts)
+            if fit is not None and fit[1] > 0:
+                offset[proto], scale[proto] = fit[0], fit[1]
+            elif pts:  # one group size: offset only, NCCL's hop
+                offset[proto], scale[proto] = statistics.median(p[1] - p[0] for p in pts), 1.0
+            elif pcie_offsets.get((arch, proto)):
+                offset[proto], scale[proto] = statistics.median(pcie_offsets[(arch, proto)]), 1.0
+        if "ll" not in offset:
+            continue
+        offset.setdefault("simple", offset["ll"])
+        scale.setdefault("simple", 1.0)
+        offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
+        per_rank = statistics.median(nvls_per_rank[arch]) if nvls_per_rank.get(arch) else 0.0
+        out[arch] = ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
+                              nvls_small_latency_per_rank_s=per_rank, source="benchmarks/calibrate.py fit_floors")
+    return out
+
+
+def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
+    """The mean of the generations fitted on NVLink rows: what a generation without rows gets."""
+    floors = {a: f for a, f in floors.items() if f.nvlink_hop_scale["ll"] != 1.0}
+    if not floors:
+        return None
+    def mean(get):
+        return {p: float(np.mean([get(f)[p] for f in floors.values()])) for p in ("ll", "ll128", "simple")}
+    ranks = [f.nvls_small_latency_per_rank_s for f in floors.values() if f.nvls_small_latency_per_rank_s]
+    return ArchFloor(base_offset_s=MappingProxyType(mean(lambda f: f.base_offset_s)),
+                     nvlink_hop_scale=MappingProxyType(mean(lambda f: f.nvlink_hop_scale)),
+                     nvls_small_latency_per_rank_s=float(np.mean(ranks)) if ranks else 0.0,
+                     source="mean of the other generations' fits")
+
+
+def fit_nvls(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], float]:
+    """NVLS efficiency e_f per fabric and its decay k per rank: eff(g) = e_f / (1 + k (g - 1)).
+    1 / eff is linear in g - 1 for each fabric; k is the median of slope / intercept over the
+    fabrics measured at group sizes at least 4 apart."""
+    effs: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for x in xs:
+        if x.nodes != 1 or x.size_bytes < LARGE or x.algo not in ("auto", "nvls"):
+            continue
+        s = catalog.system(x.system)
+        group, c = _chosen(catalog, x)
+        if c.algorithm != "nvls":
+            continue
+        algbw = x.size_bytes / max(x.time_s - c.latency_s, 0.5 * x.time_s)
+        effs[s.intra_fabric.name][x.gpus].append(algbw / (s.intra_fabric.bytes_per_s * x.gpus / (x.gpus + 1)))
+    ks = []
+    for by_g in effs.values():
+        gs = sorted(by_g)
+        if gs and gs[-1] - gs[0] >= 4:
+            fit = _line_fit([(g - 1, 1 / statistics.median(by_g[g])) for g in gs])
+            if fit is not None and fit[0] > 0:
+                ks.append(max(0.0, fit[1] / fit[0]))
+    k = float(statistics.median(ks)) if ks else catalog.nccl.nvls_decay_per_rank
+    out = {}
+    for fabric, by_g in effs.items():
+        out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, v in by_g.items() for e in v))
+    return out, k
+
+
+def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None = None
+             ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Invert the PCIe rings' bottlenecks: (fabric achievable, CPU host path, CPU socket stream).
+    Which link a ring's busbw measures is read from `structure` (the built-in catalog: the box as
+    it is built); the number from the rows."""
+    structure = structure or catalog
+    fab: dict[str, list[float]] = defaultdict(list)
+    host: dict[str, list[float]] = defaultdict(list)
+    stream: dict[str, list[float]] = defaultdict(list)
+    for x in _single(xs):
+        s = catalog.system(x.system)
+        if s.topology not in ("pcie",) or s.pcie.legacy or x.size_bytes < 64 * 2**20 or x.gpus < 2:
+            continue
+        group, c = _chosen(catalog, x)
+        busbw = x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus)
+        s = structure.system(x.system)
+        path = ring_path(s, x.gpus)
+        hops = [h for h in _hops(s, x.gpus)]
+        if path.bottleneck.startswith("host"):
+            uses = float(path.bottleneck.split("shared by ")[1].split()[0])
+            host[s.cpu.name].append(busbw * uses)
+        elif any(h.transport == "shm" and h.ceiling_bytes_per_s == s.cpu.socket_stream_bytes_per_s
+                 and s.cpu.socket_stream_bytes_per_s == path.busbw_bytes_per_s for h in hops):
+            stream[s.cpu.name].append(busbw)
+        else:
+            name = path.bottleneck.split("(")[-1].rstrip(")")
+            if name in catalog.fabrics:
+                fab[name].append(busbw)
+    med = lambda d: {k: float(statistics.median(v)) for k, v in d.items()}  # noqa: E731
+    return med(fab), med(host), med(stream)
+
+
+def fit_shm_ll(xs: Sequence[Sample], catalog: Catalog) -> float | None:
+    """LL's share of an SHM ring's Simple bandwidth: LL rows whose bandwidth term is at least twice
+    their latency, median of measured LL busbw over the ring's busbw."""
+    ratios = []
+    for x in _single(xs):
+        s = catalog.system(x.system)
+        if x.gpus < 2 or "shm" not in ring_path(s, x.gpus).transports:
+            continue
+        group, c = _chosen(catalog, x)
+        if c.algorithm != "ring" or c.protocol != "ll" or x.time_s < 3 * c.latency_s:
+            continue
+        busbw = x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus)
+        ratios.append(busbw / ring_path(s, x.gpus).busbw_bytes_per_s)
+    return float(statistics.median(ratios)) if ratios else None
+
+
+def engine_samples(data_dir: Path | None = None) -> list[tuple[str, Sample]]:
+    """(engine, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs."""
+    mc = load_module("measured_comm")
+    return [(r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
+            for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph"]
+
+
+_EFF = {"one-shot": "one_shot_efficiency", "two-shot": "two_shot_efficiency"}
+
+
+def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[str, dict]:
+    """Per engine: launch per GPU generation (512 B-4 KiB one-shot rows, less per_peer x (g-2)),
+    per_peer (median over generations of the floor's slope in g), one- and two-shot efficiencies
+    (rows whose bandwidth term is at least their latency: algbw over the model's)."""
+    out: dict[str, dict] = {}
+    for engine in sorted({e for e, _ in rows}):
+        if engine not in catalog.engines:
+            continue
+        k = catalog.engines[engine]
+        floors: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        for e, x in rows:
+            if e != engine:
+                continue
+            s = catalog.system(x.system)
+            group = make_group(s, gpus=x.gpus, catalog=catalog)
+            c = pick(candidates(group, "all-reduce", engine), x.size_bytes)
+            if c.algorithm not in ("one-shot", "two-shot"):
+                continue
+            if c.algorithm == "one-shot" and x.size_bytes <= 4096:
+                floors[s.gpu.arch][x.gpus].append(x.time_s)
+            elif x.size_bytes >= 65536:
+                # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
+                base_latency = c.latency_s - (k.two_shot_extra_s if c.algorithm == "two-shot" else 0.0)
+                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus)
+                point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
+                shots[c.algorithm].append(point)
+                by_gpus[(c.algorithm, x.gpus)].append(point)
+        slopes = []
+        for by_g in floors.values():
+            fit = _line_fit([(g - 2, statistics.median(v)) for g, v in by_g.items()])
+            if fit is not None:
+                slopes.append(max(0.0, fit[1]))
+        per_peer = float(statistics.median(slopes)) if slopes else k.per_peer_s
+        launch = {a: float(statistics.median(t - per_peer * (g - 2) for g, v in by_g.items() for t in v))
+                  for a, by_g in floors.items()}
+        fit = {"per_peer_s": per_peer, "launch_s": launch}
+        # time beyond the latency = extra + (n / algbw at efficiency 1) / efficiency: least squares,
+        # pooled for the extra and the default, then the slope alone by GPU count
+        for algo, key in _EFF.items():
+            line = _line_fit(shots.get(algo, []))
+            if line is None or line[1] <= 0:
+                continue
+            extra = max(0.0, line[0]) if algo == "two-shot" else 0.0
+            table = {"default": min(1.0, 1 / line[1])}
+            for (a, g), pts in by_gpus.items():
+                if a == algo and len(pts) >= 3:
+                    slope = sum(x * (y - extra) for x, y in pts) / sum(x * x for x, y in pts)
+                    if slope > 0:
+                        table[str(g)] = min(1.0, 1 / slope)
+            fit[key] = MappingProxyType(table)
+            if algo == "two-shot":
+                fit["two_shot_extra_s"] = extra
+        out[engine] = fit
+    return out
+
+
+def _hops(s: System, g: int):
+    from shardbudget.topology import ring_hops
+    return ring_hops(s, g)
+
+
+def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2,
+              engine_rows: Sequence[tuple[str, Sample]] = ()) -> Calibration:
+    """Fit every constant on `xs` (and the engines' on `engine_rows`), starting from `base`."""
+    base = base or load_catalog()
+    cal = Calibration()
+    cat = base
+    structure = load_catalog()
+    for _ in range(rounds):
+        fab, host, stream = fit_pcie(xs, cat, structure)
+        cal.fabric_achievable, cal.cpu_host, cal.cpu_stream = fab, host, stream
+        cat = apply(base, cal)
+        cal.ring_efficiency = fit_ring_efficiency(xs, cat) or cal.ring_efficiency
+        cat = apply(base, cal)
+        floors = fit_floors(xs, cat)
+        cal.arch = floors
+        cat = apply(base, cal)
+        cal.nvls_link_efficiency, cal.nvls_decay_per_rank = fit_nvls(xs, cat)
+        cat = apply(base, cal)
+        cal.shm_ll_bandwidth_fraction = fit_shm_ll(xs, cat)
+        cat = apply(base, cal)
+        if engine_rows:
+            for _ in range(2):  # the efficiencies depend on which kernel runs, which is fixed by size
+                cal.engines = fit_engines(engine_rows, cat)
+                cat = apply(base, cal)
+    return cal
+
+
+def neutral(catalog: Catalog) -> Catalog:
+    """The catalog with every constant this module fits put back to what it is without data:
+    NCCL's tables for the floors, no small-ring or NVLS size penalty, NCCL's own NVLS efficiency
+    (tuning.cc nvlsEfficiency), LL's NCCL share over SHM, no host-path limit and the socket link
+    for a socket stream, the PCIe fabrics' estimates (root-complex P2P at 2/3 of the link, a
+    host-staged copy at 1/5), the engines at the generic kernel's cost. A leave-one-out fold starts
+    here, so nothing the held-out system measured leaks into its prediction."""
+    nccl = catalog.nccl
+    nvls = dict(nccl.nvls_link_efficiency)
+    for fabric, _ in list(nvls.items()):
+        gen = "hopper" if "gen3" in fabric else "blackwell"
+        nvls[fabric] = nccl.nvls_nccl_efficiency.get(gen, 0.74)
+    nccl = replace(nccl, arch=MappingProxyType({}), ring_efficiency=MappingProxyType({}),
+                   nvls_link_efficiency=MappingProxyType(nvls), nvls_decay_per_rank=0.0,
+                   shm_ll_bandwidth_fraction=nccl.protocol_bandwidth_fraction["ll"])
+    fabrics = dict(catalog.fabrics)
+    for name in FITTED_FABRICS:
+        f = fabrics[name]
+        share = 2 / 3 if f.p2p else 1 / 5
+        fabrics[name] = replace(f, achievable_bytes_per_s=f.bytes_per_s * share)
+    cpus = {n: replace(c, host_bytes_per_s=float("inf"), socket_stream_bytes_per_s=c.socket_link_bytes_per_s)
+            for n, c in catalog.cpus.items()}
+    generic = nccl.custom
+    ones = MappingProxyType({"default": 1.0})
+    engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
+                          two_shot_extra_s=generic.sync_s, one_shot_efficiency=ones, two_shot_efficiency=ones)
+               for n, e in catalog.engines.items()}
+    systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
+    return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
+                   cpus=cpus, engines=engines)
+
+
+FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
+"""The fabrics whose achievable figure fit_pcie measures (the rest cite their own sources)."""
+
+
+def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
+    """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
+    generation's floors become the other generations' mean."""
+    arch = base.system(system).gpu.arch
+    if arch not in cal.arch and base.system(system).topology != "mesh":
+        pooled = pooled_floor(cal.arch)
+        if pooled is not None:
+            cal.arch[arch] = pooled
+            cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
+    return cal
+
+
+def _table(t) -> str:
+    if not t:
+        return "-"
+    return "{ " + ", ".join(f'{"default" if k == "default" else repr(k)} = {v:.3f}' for k, v in
+                            sorted(t.items(), key=lambda kv: (kv[0] != "default", kv[0].zfill(3)))) + " }"
+
+
+def describe(cal: Calibration) -> list[str]:
+    lines = [f"ring_efficiency: " + ", ".join(f"{g} GPUs {v:.3f}" for g, v in sorted(cal.ring_efficiency.items()))]
+    for arch, f in sorted(cal.arch.items()):
+        lines.append(f"arch {arch:10} base_offset_us " + ", ".join(f"{p} {f.base_offset_s[p] / US:+.2f}" for p in ("ll", "ll128", "simple"))
+                     + "  nvlink_hop_scale " + ", ".join(f"{p} {f.nvlink_hop_scale[p]:.2f}" for p in ("ll", "ll128", "simple"))
+                     + f"  nvls_small_latency_per_rank_us {f.nvls_small_latency_per_rank_s / US:.2f}")
+    lines += [f"nvls_link_efficiency {k}: {v:.3f}" for k, v in sorted(cal.nvls_link_efficiency.items())]
+    lines += [f"nvls_decay_per_rank {cal.nvls_decay_per_rank:.5f}"]
+    if cal.shm_ll_bandwidth_fraction is not None:
+        lines += [f"shm_ll_bandwidth_fraction {cal.shm_ll_bandwidth_fraction:.3f}"]
+    for name, fit in sorted(cal.engines.items()):
+        launch = ", ".join(f"{a} = {v / US:.2f}" for a, v in sorted(fit["launch_s"].items()))
+        lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
+                     f"one_shot_efficiency {_table(fit.get('one_shot_efficiency'))} "
+                     f"two_shot_efficiency {_table(fit.get('two_shot_efficiency'))} "
+                     f"two_shot_extra_us {fit.get('two_shot_extra_s', 0.0) / US:.2f}")
+    lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
+    lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
+    lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]
+    return lines
+
+
+if __name__ == "__main__":
+    cal = calibrate(samples(), engine_rows=engine_samples())
+    print("\n".join(describe(cal)))
