@@ -276,10 +276,11 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
-def grid_json(grid: dict, *, max_bytes: int = MAX_GRID_BYTES) -> str:
+def grid_json(grid: dict, *, max_bytes: int | None = None) -> str:
     """The grid as JSON fit for a <script type="application/json"> block: sorted keys, no spaces,
     ASCII only, and '<', '>', '&' escaped so that no string can close the block. Over `max_bytes`
-    it is a one-line GridTooLargeError saying what to reduce."""
+    (default MAX_GRID_BYTES) it is a one-line GridTooLargeError saying what to reduce."""
+    max_bytes = MAX_GRID_BYTES if max_bytes is None else max_bytes
     text = json.dumps(grid, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=True)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     if len(text) > max_bytes:
