@@ -411,6 +411,7 @@ def report(
     measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
     catalog: CatalogOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
+    budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = report_html.DEFAULT_BUDGET_STEPS,
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
     check_impl(impl)
@@ -419,7 +420,8 @@ def report(
     with _progress() as progress:
         data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
                                    budget_s=budget_s, impl=impl, dtype=dtype, measured=measured or (),
-                                   measured_system=measured_system, catalog=_catalog(catalog), progress=progress)
+                                   measured_system=measured_system, catalog=_catalog(catalog), progress=progress,
+                                   budget_steps=budget_steps)
         text = report_html.render(data, progress)
     path = report_html.write_html(out, text)
     print(report_html.headline(data))

@@ -33,7 +33,7 @@ from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.hardware import load_catalog  # noqa: E402
 from shardbudget.measure.logs import read_log  # noqa: E402
 from shardbudget.planner import plan  # noqa: E402
-from shardbudget.report import demo, figures, plan_rows  # noqa: E402
+from shardbudget.report import demo, figures, interactive, plan_rows  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402
 
@@ -222,7 +222,13 @@ def test_compare_figure_prices_with_the_results_impl():
 def test_report_is_one_self_contained_file(report):
     data, path, text = report
     assert path.read_text(encoding="utf-8") == text
-    assert "<script" not in text.lower()
+    # two script elements, both inline: the interactive grid (data, never run) and the shipped script,
+    # the only one the Content-Security-Policy lets run (by its hash)
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", text, re.S | re.I)
+    assert [attrs for attrs, _ in scripts] == [' type="application/json" id="sb-grid"', ""], scripts
+    assert scripts[1][1] == interactive.script()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text).group(1)
+    assert csp == f"default-src 'none'; script-src {interactive.script_hash()}; style-src 'unsafe-inline'; img-src data:"
     # nothing loadable: no src/href/action to http(s), no CSS url() or @import, no link elements
     assert not re.search(r"""\b(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?//""", text, re.I)
     assert not re.search(r"url\(\s*['\"]?\s*(?:https?:)?//|@import|<link\b|<iframe\b|<object\b", text, re.I)
@@ -272,16 +278,38 @@ source = "https://example.com/<script>x</script>"
 """)
     catalog = load_catalog([str(cat_file)])
     text = report_html.build_report(str(folder / "config.json"), [EVIL_SYSTEM], batches=[1], catalog=catalog)
+    # in the grid the page embeds, '<' and '>' are JSON escapes: no string can close its block
+    assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in _own_scripts(text)[0]
+    text = _without_own_scripts(text)
     assert "<script" not in text.lower() and "<img" not in text.lower() and "<b>bold" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
-    out = report_html.write_html(tmp_path / "evil.html", text)
+    out = report_html.write_html(tmp_path / "evil.html", report_html.build_report(
+        str(folder / "config.json"), [EVIL_SYSTEM], batches=[1], catalog=catalog))
     dom = _chromium_dump_dom(out, tmp_path)
-    # the browser made text of them, not elements
+    assert len(_own_scripts(dom)) == 2
+    dom = _without_own_scripts(dom)
+    # the browser (and the interactive section's script, which writes text only) made text of them
     assert "<script" not in dom.lower()
     assert "<img" not in dom.lower()
     assert "<b>bold" not in dom
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert dom.count("&lt;script&gt;alert(1)&lt;/script&gt;</option>") == 1  # the system control
+
+
+_OWN_SCRIPTS = re.compile(r'<script type="application/json" id="sb-grid">(.*?)</script>\s*<script>(.*?)</script>',
+                          re.S)
+
+
+def _own_scripts(html_text: str) -> tuple[str, str]:
+    """The report's two script elements' contents: the grid and the interactive section's script."""
+    found = _OWN_SCRIPTS.findall(html_text)
+    assert len(found) == 1, "expected the grid and the script once each"
+    return found[0]
+
+
+def _without_own_scripts(html_text: str) -> str:
+    return _OWN_SCRIPTS.sub("", html_text)
 
 
 def test_report_paths_are_checked_before_any_work(tmp_path):
@@ -445,7 +473,7 @@ def test_report_in_headless_chromium(report, tmp_path):
                 or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] in ("error", "warning"))
                 or e.get("method") == "Network.loadingFailed"]
     assert not problems, problems
-    assert facts["scripts"] == 0 and facts["tables"] >= 8
+    assert facts["scripts"] == 2 and facts["tables"] >= 9  # the grid and the interactive section's script
     assert "plan to pick" in facts["verdict"] and "hgx-h100 at TP8" in facts["verdict"]
     figs = {f["id"]: f for f in facts["figs"]}
     for fid in FIGURE_IDS:

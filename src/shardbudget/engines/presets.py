@@ -43,6 +43,9 @@ ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi")
 engine) and tgi (text-generation-inference without CUDA graphs) are the older engines behind
 published measurements in ../shared/data/decode_tp.csv."""
 
+CURRENT_ENGINES = ENGINE_NAMES[:4]
+"""The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
+
 ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
 two-shot IPC kernel, torch symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or

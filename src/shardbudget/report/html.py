@@ -6,6 +6,8 @@ writes the result atomically. The parts, one job each:
 
 * `report_data`: the request checked and computed once (`collect`, `ReportData`);
 * `verdict`: the verdict in words (headline, sentences, the verdict table's rows);
+* `grid`, `interactive`: the interactive section's grid (every budget step judged in Python) and
+  its controls, bars, table and script;
 * `page`, `sections`, `markup`: the document, its sections, and the escaped HTML pieces;
 * `output`: the output-path check and the atomic write.
 """
@@ -16,6 +18,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from .grid import DEFAULT_BUDGET_STEPS, GridTooLargeError
 from .markup import esc
 from .output import check_report_path, write_html
 from .page import render
@@ -26,11 +29,12 @@ from .verdict import headline, recommendations, summary_sentences, verdict_rows
 def build_report(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
                  context: int = 4096, budget_s: float | None = 0.05, impl: str = "nccl", dtype: str = "bf16",
                  measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
-                 catalog=None, progress: Progress | None = None) -> str:
-    """The report as an HTML string (see the module docstring)."""
+                 catalog=None, progress: Progress | None = None, budget_steps: int = DEFAULT_BUDGET_STEPS) -> str:
+    """The report as an HTML string (see the module docstring); `budget_steps` 0 leaves out the
+    interactive section (and with it the page's only script)."""
     data = collect(model, systems, nodes=nodes, batches=batches, context=context, budget_s=budget_s, impl=impl,
                    dtype=dtype, measured=measured, measured_system=measured_system, catalog=catalog,
-                   progress=progress)
+                   progress=progress, budget_steps=budget_steps)
     return render(data, progress)
 
 
@@ -40,6 +44,6 @@ def write_report(path: str | os.PathLike, model: str, systems: Sequence[str], **
     return write_html(path, build_report(model, systems, **kwargs))
 
 
-__all__ = ["Progress", "ReportData", "SystemSpec", "build_report", "check_report_path", "collect", "esc",
+__all__ = ["DEFAULT_BUDGET_STEPS", "GridTooLargeError", "Progress", "ReportData", "SystemSpec", "build_report", "check_report_path", "collect", "esc",
            "headline", "parse_system_spec", "recommendations", "render", "summary_sentences", "verdict_rows",
            "write_html", "write_report"]

@@ -1,14 +1,16 @@
-"""The report as one HTML document: title, the verdict in words, the verdict table, the sections,
-and the shell around them.
+"""The report as one HTML document: title, the verdict in words, the verdict table, the
+interactive section, the sections, and the shell around them.
 
-One file, nothing to fetch: figures are inline SVG, the CSS is in a <style> element, there is no
-JavaScript, no web font and no link to anything. Source URLs from the catalog are shown as text,
-never as links or resources, so opening the report makes no network request.
+One file, nothing to fetch: figures are inline SVG, the CSS is in a <style> element, the one script
+(the interactive section's, `interactive`) is inline and allowed by its hash, there is no web font
+and no link to anything. Source URLs from the catalog are shown as text, never as links or
+resources, so opening the report makes no network request.
 """
 
 from __future__ import annotations
 
 from .. import __version__
+from . import interactive
 from .fmt import fmt_ms, fmt_pct, fmt_seconds, fmt_tp
 from .markup import esc, table
 from .plan_rows import comm_threshold, system_finding
@@ -59,7 +61,8 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
     """The report as one HTML document."""
     progress = progress or no_progress
     title = f"shardbudget: how far can {data.model} be sharded?"
-    parts = [f"<h1>{esc(title)}</h1>", _subtitle(data), _verdict(data), _verdict_table(data)]
+    parts = [f"<h1>{esc(title)}</h1>", _subtitle(data), _verdict(data), _verdict_table(data),
+             interactive.section_explore(data)]
     sections = list(SECTIONS)
     if data.measured:
         sections.append(("measured vs predicted", section_measured))
@@ -68,7 +71,7 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
         parts.append(section(data))
     progress("figures drawn", len(sections), len(sections))
     parts += [section_answers(data), section_catalog(data), section_assumptions(data), _footer(data)]
-    return _document(title, "\n".join(parts))
+    return _document(title, "\n".join(p for p in parts if p), scripted=data.grid is not None)
 
 
 def _subtitle(data: ReportData) -> str:
@@ -119,19 +122,23 @@ def _verdict_table(data: ReportData) -> str:
 
 def _footer(data: ReportData) -> str:
     cfg = data.model_cfg
-    return (f"<footer>Written by shardbudget {esc(__version__)}. A single self-contained file: no "
-            f"scripts, no fonts, no links to load. Model config: {esc(cfg.name)} "
+    scripts = "one inline script that reads the grid in the page" if data.grid is not None else "no scripts"
+    return (f"<footer>Written by shardbudget {esc(__version__)}. A single self-contained file: {scripts}, "
+            f"no fonts, no links to load. Model config: {esc(cfg.name)} "
             f"({cfg.num_layers} layers, hidden {cfg.hidden_size}, {cfg.num_heads} heads / "
             f"{cfg.num_kv_heads} KV heads).</footer>")
 
 
-def _document(title: str, body: str) -> str:
+def _document(title: str, body: str, *, scripted: bool = False) -> str:
+    # No request may leave the page: the policy blocks any the content might still try, and runs
+    # no script but the interactive section's own (by its hash).
+    scripts = f" script-src {interactive.script_hash()};" if scripted else ""
+    css = _CSS + (interactive.CSS if scripted else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            # No request may leave the page: the policy blocks any the content might still try.
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'; img-src data:\">\n"
-            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
+            f"{scripts} style-src 'unsafe-inline'; img-src data:\">\n"
+            f"<title>{esc(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
 __all__ = ["render"]

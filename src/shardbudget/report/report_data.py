@@ -23,6 +23,7 @@ from ..measure.logs import read_log
 from ..model import hidden_message_bytes, load_model
 from ..planner import plan
 from .fig_measured import measured_groups, predict_samples
+from .grid import DEFAULT_BUDGET_STEPS, build_grid, check_budget_steps, engine_dimension, grid_json, plan_engines
 from .style import system_colors
 
 Progress = Callable[[str, int, int], None]
@@ -100,6 +101,10 @@ class ReportData:
     settings: dict
     catalog: Any
     colors: dict[str, str] = field(default_factory=dict)
+    grid: dict | None = None
+    """The interactive section's grid (`grid.build_grid`), None when it is left out (budget steps 0)."""
+    grid_json: str | None = None
+    """The grid as the page embeds it, checked against `grid.MAX_GRID_BYTES`."""
 
 
 def no_progress(what: str, done: int, total: int) -> None:
@@ -121,14 +126,17 @@ class _Steps:
 def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
             context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
             measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
-            catalog=None, progress: Progress | None = None) -> ReportData:
-    """Run the planner, the collective sweeps, the explanations and read the measurements."""
+            catalog=None, progress: Progress | None = None,
+            budget_steps: int = DEFAULT_BUDGET_STEPS) -> ReportData:
+    """Run the planner, the collective sweeps, the explanations and read the measurements; with
+    `budget_steps` > 0, also the interactive section's grid (system x engine x batch x budget)."""
     progress = progress or no_progress
     if not systems:
         raise PlanError("the report needs at least one system (e.g. --system hgx-h100)")
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
     batches = list(batches) or [1]
+    check_budget_steps(budget_steps)
     catalog = catalog or load_catalog()
     specs = _system_specs(systems, nodes)
     cfg = load_model(model)
@@ -139,12 +147,18 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     # Read the measurement files first: a typo'd path should not cost a whole sweep.
     sets = [(str(p), read_log(p)) for p in measured]
 
-    step = _Steps(progress, 2 * len(specs) + 2 + len(sets))
+    step = _Steps(progress, 2 * len(specs) + 2 + len(sets) + bool(budget_steps))
     plans = []
     for s in specs:
         step(f"planning {cfg.name} on {s.label}")
         plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
                           impl=impl, dtype=dtype, catalog=catalog))
+    grid = None
+    if budget_steps:  # before the sweeps and figures: a grid too large to embed fails here
+        step("judging every budget step")
+        grid = _grid(cfg, specs, plans, impl=impl, budget_s=budget_s, steps=budget_steps, catalog=catalog,
+                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, impl=impl, dtype=dtype,
+                                      catalog=catalog))
     fabric = []
     for s in specs:
         step(f"pricing {FABRIC_OP} on {s.label}")
@@ -167,7 +181,20 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
                 "budget_s": budget_s, "impl": impl, "dtype": dtype, "op": FABRIC_OP}
     return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
                       answers=answers, answers_error=answers_error, measured=entries, settings=settings,
-                      catalog=catalog, colors=system_colors([s.label for s in specs]))
+                      catalog=catalog, colors=system_colors([s.label for s in specs]),
+                      grid=grid[0] if grid else None, grid_json=grid[1] if grid else None)
+
+
+def _grid(cfg, specs: list[SystemSpec], plans: list, *, impl: str, budget_s: float | None, steps: int, catalog,
+          plan_kwargs: dict) -> tuple[dict, str]:
+    """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
+    engines, first = engine_dimension(impl)
+    per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
+                                                          "nodes": s.nodes})
+                  for s, res in zip(specs, plans)]
+    grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
+                      budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first)
+    return grid, grid_json(grid)
 
 
 def _system_specs(systems: Sequence[str], nodes: int) -> list[SystemSpec]:

@@ -1,0 +1,309 @@
+"""The interactive report's grid: every answer the page can show, computed here, so that the page's
+JavaScript only looks things up and can never say something `shardbudget plan` would not.
+
+Dimensions: system x engine x batch (the cells), and the budget steps of the slider. A cell holds
+the planner's rows for one (system, engine, batch) -- priced once by `plan` -- and, for every budget
+step, the verdicts `verdicts.judge` gives on those same rows under that budget (`rejudge`: no
+re-pricing, only `meets_budget` changes with the budget). Sentences are stored once in `strings`
+and referred to by index, since most of them do not depend on the budget.
+
+The format (``GRID_FORMAT``), as JSON with sorted keys::
+
+    {"format": "shardbudget.report-grid/1", "model": "llama-3.1-70b",
+     "systems": ["hgx-h100", ...], "engines": [{"key": "nccl", "label": "..."}, ...],
+     "batches": [1, 64], "budgets": [{"s": 0.05, "label": "50 ms"}, ..., {"s": null, "label": "no budget"}],
+     "initial": {"system": 0, "engine": 0, "batch": 0, "budget": 7},
+     "labels": ["does not fit", "latency-optimal", "sharded too far", "over budget", "ok"],
+     "parts": [{"key": "compute_s", "label": "compute", "color": "#9AA8BA"}, ...],
+     "strings": ["Batch 1: llama-3.1-70b on hgx-h100 fits on ...", ...],
+     "cells": [[[cell, ...per batch], ...per engine], ...per system],
+     "deploy_note": "One replica of each plan that fits; ..."}
+
+    cell = {"rows": [{"plan": "TP8", "tp": 8, "pp": 1, "ep": 1, "dp": 1, "gpus": 8, "itl_s": ...,
+                      "compute_s": ..., "comm_s": ..., "host_s": ..., "mem_bytes_per_gpu": ...,
+                      "fits": true, "comm_bound": false, "itl": "11.5 ms", "mem": "70.1 GB",
+                      "share": "35%"}, ...],           # the planner's order
+            "order": [row indices, fewest GPUs first],   # display order of the bars
+            "deploy": [entry, ...],                      # see `deployment_entries`
+            "steps": [{"lead": i, "sentences": [i, ...], "labels": [label index per row],
+                       "pick": row index | null, "best": row index | null}, ...per budget]}
+
+Seconds and bytes are SI floats; the strings ("11.5 ms", "70.1 GB") are what the page prints.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..engines.presets import CURRENT_ENGINES
+from ..errors import ShardbudgetError
+from ..planner import PlanResult, plan
+from ..verdicts import LABELS, Row, Thresholds, Verdict, judge
+from .fmt import fmt_pct, fmt_seconds
+from .output import FigureError
+from .style import PART_COLORS
+
+GRID_FORMAT = "shardbudget.report-grid/1"
+MAX_GRID_BYTES = 4_000_000
+"""The most a report embeds (4 MB, decimal): beyond it a browser parses the page for seconds."""
+DEFAULT_BUDGET_STEPS = 24
+MAX_BUDGET_STEPS = 400
+# Budget values people say: 10, 12, 15, 20, 25, 30, 40, 50 ... ms (12 per factor of ten).
+NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+# The slider spans from below the fastest plan (nothing meets) to above the slowest (all do).
+SPAN_BELOW, SPAN_ABOVE = 0.8, 1.25
+DEPLOY_KEYS = ("replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tokens_per_s_per_gpu")
+PARTS = (("compute_s", "compute", PART_COLORS["compute"]), ("comm_s", "communication", PART_COLORS["latency"]),
+         ("host_s", "host and per-step overhead", PART_COLORS["other"]))
+
+
+class GridTooLargeError(FigureError):
+    """The interactive grid would make the report too large to embed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineChoice:
+    """One value of the engine control: its key, what the page shows, and what `plan` is given."""
+
+    key: str
+    label: str
+    plan_kwargs: dict = field(default_factory=dict)
+
+
+def engine_dimension(impl: str = "nccl") -> tuple[tuple[EngineChoice, ...], int]:
+    """THE ENGINE HOOK: the engine control's values and the one selected first.
+
+    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value;
+    until then the dimension is the collective implementation (`impl`: NCCL, or the engines' custom
+    one-/two-shot all-reduce), which is what an engine changes most in a decode step."""
+    if "engine" in inspect.signature(plan).parameters:
+        return tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in CURRENT_ENGINES), 0
+    choices = (EngineChoice(key="nccl", label="NCCL collectives", plan_kwargs={"impl": "nccl"}),
+               EngineChoice(key="custom", label="custom all-reduce",
+                            plan_kwargs={"impl": "custom"}))
+    return choices, next((i for i, c in enumerate(choices) if c.key == impl), 0)
+
+
+# --- re-judging the same rows under another budget -----------------------------------------
+
+def where_text(result: PlanResult) -> str:
+    """What a verdict speaks of, as the planner writes it: 'llama-3.1-70b on 2 x hgx-h100'."""
+    name = f"{result.nodes} x {result.system}" if result.nodes > 1 else result.system
+    return f"{result.model} on {name}"
+
+
+def rejudge(result: PlanResult, batch_index: int, budget_s: float | None, *, catalog) -> Verdict:
+    """The planner's verdict on `result`'s rows at one batch, under `budget_s` instead of its own.
+
+    Only `meets_budget` depends on the ITL budget (fits, ITL <= budget, TTFT <= the TTFT budget, as
+    the planner defines it); every verdict is then `verdicts.judge`'s on the same rows."""
+    br = result.results[batch_index]
+    ttft_budget = result.ttft_budget_s
+    rows = [replace(r, verdict="", comm_bound=False,
+                    meets_budget=r.fits_memory and (budget_s is None or r.itl_s <= budget_s)
+                    and (ttft_budget is None or r.ttft_s <= ttft_budget)) for r in br.rows]
+    a = result.assumptions or {}
+    gpu = catalog.system(result.system).gpu
+    usable = gpu.memory_bytes * a["efficiency"]["memory_utilization"]
+    limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a["comm_threshold"],
+                        knee_threshold=a["knee_threshold"])
+    return judge(br.batch, rows, where=where_text(result), gpu_memory_bytes=gpu.memory_bytes,
+                 usable_bytes=usable, limits=limits)
+
+
+def budget_steps(itls_s: Sequence[float], report_budget_s: float | None, count: int) -> list[float | None]:
+    """The slider's budgets: at most `count` round values from below the fastest plan to above the
+    slowest, the report's own budget among them, then None (no budget)."""
+    out: set[float] = set()
+    finite = [t for t in itls_s if math.isfinite(t) and t > 0]
+    if finite:
+        lo, hi = min(finite) * SPAN_BELOW, max(finite) * SPAN_ABOVE
+        nice = [float(f"{m * 10.0 ** e:.3g}") for e in range(math.floor(math.log10(lo)) - 1,
+                                                             math.ceil(math.log10(hi)) + 1)
+                for m in NICE_MANTISSAS]
+        nice = sorted(x for x in nice if lo <= x <= hi)
+        if len(nice) > count:  # keep both ends, thin the middle evenly
+            nice = [nice[round(i * (len(nice) - 1) / (count - 1))] for i in range(count)]
+        out.update(nice)
+    if report_budget_s is not None:
+        out.add(float(report_budget_s))
+    return [*sorted(out), None]
+
+
+def check_budget_steps(count) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not (count == 0 or 2 <= count <= MAX_BUDGET_STEPS):
+        raise ShardbudgetError(f"budget steps must be 0 (no interactive section) or a whole number from 2 to "
+                               f"{MAX_BUDGET_STEPS}, got {count!r}")
+    return count
+
+
+# --- the deployment table ------------------------------------------------------------------
+
+def options_from_rows(rows: Sequence[Row], batch: int) -> list[dict]:
+    """Deployment options until `deploy` exists: one replica of each plan that fits, at `batch`;
+    tokens/s per GPU = batch / ITL / GPUs."""
+    return [{"replicas": 1, "tp": r.tp, "pp": r.pp, "ep": r.ep, "dp": r.dp, "max_batch": batch, "itl_s": r.itl_s,
+             "tokens_per_s_per_gpu": batch / r.itl_s / r.gpus}
+            for r in sorted(rows, key=lambda r: (r.gpus, r.itl_s)) if r.fits_memory and r.itl_s > 0]
+
+
+DeploySource = Callable[[str, str, int, Sequence[Row]], list[dict]]
+"""deploy(system label, engine key, batch, the planner's rows) -> option dicts (DEPLOY_KEYS)."""
+
+
+DEFAULT_DEPLOY_NOTE = "One replica of each plan that fits; tokens/s per GPU = batch / ITL / GPUs."
+
+
+def default_deploy(system: str, engine: str, batch: int, rows: Sequence[Row]) -> list[dict]:
+    return options_from_rows(rows, batch)
+
+
+def deployment_entries(options: Sequence[dict], rows: Sequence[Row]) -> list[dict]:
+    """THE DEPLOYMENT-TABLE HOOK: the table's entries from option dicts with the keys DEPLOY_KEYS
+    (replicas, tp, pp, ep, dp, max_batch, itl_s, tokens_per_s_per_gpu), in the order given.
+
+    Each entry keeps those numbers, adds the text the page prints, and `row`: the index of the
+    cell's row with the same plan (tp, pp, ep, dp), from which the page shows memory per GPU and the
+    verdict at the selected budget (None where the plan is not among the rows)."""
+    by_key = {r.key: i for i, r in enumerate(rows)}
+    out = []
+    for k, opt in enumerate(options):
+        missing = [key for key in DEPLOY_KEYS if key not in opt]
+        if missing:
+            raise ShardbudgetError(f"deployment option {k} lacks {', '.join(missing)} (expected keys: "
+                                   f"{', '.join(DEPLOY_KEYS)})")
+        plan_key = (int(opt["tp"]), int(opt["pp"]), int(opt["ep"]), int(opt["dp"]))
+        row = by_key.get(plan_key)
+        label = rows[row].label() if row is not None else f"TP{plan_key[0]} PP{plan_key[1]}"
+        gpus = int(opt["replicas"]) * plan_key[0] * plan_key[1]
+        out.append({**{key: _num(opt[key]) for key in DEPLOY_KEYS}, "row": row, "gpus": gpus,
+                    "plan": f"{int(opt['replicas'])} × {label}", "itl": fmt_seconds(opt["itl_s"]),
+                    "tokens": _rate_text(opt["tokens_per_s_per_gpu"]),
+                    "mem": f"{rows[row].mem_bytes_per_gpu / 1e9:.1f} GB" if row is not None else "–"})
+    return out
+
+
+def _rate_text(tokens_per_s: float) -> str:
+    """'14.5', '1,234': one decimal below 100 tokens/s, whole numbers above."""
+    return f"{tokens_per_s:,.1f}" if tokens_per_s < 100 else f"{tokens_per_s:,.0f}"
+
+
+# --- the grid ------------------------------------------------------------------------------
+
+class _Strings:
+    """Each distinct sentence once; cells refer to them by index."""
+
+    def __init__(self):
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def table(self) -> list[str]:
+        return list(self.index)
+
+
+def lead_sentence(v: Verdict, budget_s: float | None) -> str:
+    """The one line above the verdict's sentences: the plan to run under this budget, if any."""
+    if v.best is None:
+        return "Does not fit in memory under any plan."
+    if v.pick is not None:
+        p = v.pick
+        run = (f"Within the {fmt_seconds(budget_s)} budget, run {p.label()}" if budget_s is not None else
+               f"With no budget, run the latency-optimal {p.label()}")
+        return (f"{run}: {fmt_seconds(p.itl_s)} per token on {p.gpus} GPU{'s' if p.gpus > 1 else ''}, "
+                f"{fmt_pct(p.comm_share)} of it communication.")
+    c = v.closest
+    budget = f"the {fmt_seconds(budget_s)} budget" if budget_s is not None else "the TTFT budget"
+    return (f"No plan meets {budget}: the closest is {c.label()} at "
+            f"{fmt_seconds(c.itl_s)} per token.")
+
+
+def _row_entry(r: Row) -> dict:
+    return {"plan": r.label(), "tp": r.tp, "pp": r.pp, "ep": r.ep, "dp": r.dp, "gpus": r.gpus,
+            "itl_s": _num(r.itl_s), "compute_s": _num(r.compute_s), "comm_s": _num(r.comm_s),
+            "host_s": _num(r.other_s), "mem_bytes_per_gpu": _num(r.mem_bytes_per_gpu), "fits": r.fits_memory,
+            "comm_bound": r.comm_bound, "itl": fmt_seconds(r.itl_s), "mem": f"{r.mem_bytes_per_gpu / 1e9:.1f} GB",
+            "share": fmt_pct(r.comm_share)}
+
+
+def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: _Strings, *, catalog,
+          deploy_options: list[dict]) -> dict:
+    rows = result.results[i].rows
+    index = {r.key: k for k, r in enumerate(rows)}
+    steps = []
+    for budget_s in budgets:
+        v = rejudge(result, i, budget_s, catalog=catalog)
+        steps.append({"lead": strings(lead_sentence(v, budget_s)), "sentences": [strings(s) for s in v.sentences],
+                      "labels": [LABELS.index(r.verdict) for r in v.rows],
+                      "pick": index[v.pick.key] if v.pick else None, "best": index[v.best.key] if v.best else None})
+    order = sorted(range(len(rows)), key=lambda k: (rows[k].gpus, rows[k].itl_s, rows[k].key))
+    return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps,
+            "deploy": deployment_entries(deploy_options, rows)}
+
+
+def build_grid(*, model: str, systems: Sequence[str], engines: Sequence[EngineChoice],
+               plans: Sequence[Sequence[PlanResult]], budget_s: float | None, steps: int, catalog,
+               initial_engine: int = 0, deploy: DeploySource = default_deploy,
+               deploy_note: str = DEFAULT_DEPLOY_NOTE) -> dict:
+    """The grid (see the module docstring); `plans[s][e]` is system s's PlanResult under engine e,
+    each over the same batch sizes. `deploy` gives each cell's deployment options (see
+    `deployment_entries`); `deploy_note` says under the table what they are."""
+    batches = [br.batch for br in plans[0][0].results]
+    itls = [r.itl_s for per in plans for res in per for br in res.results for r in br.rows if r.fits_memory]
+    budgets = budget_steps(itls, budget_s, steps)
+    strings = _Strings()
+    cells = [[[_cell(res, i, budgets, strings, catalog=catalog,
+                     deploy_options=deploy(systems[s], engines[e].key, b, res.results[i].rows))
+               for i, b in enumerate(batches)] for e, res in enumerate(per)] for s, per in enumerate(plans)]
+    return {"format": GRID_FORMAT, "model": model, "systems": list(systems),
+            "engines": [{"key": c.key, "label": c.label} for c in engines], "batches": batches,
+            "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
+            "initial": {"system": 0, "engine": initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
+            "labels": list(LABELS), "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
+            "strings": strings.table(), "cells": cells, "deploy_note": deploy_note}
+
+
+def _num(x):
+    """A JSON number: finite floats as they are, ints as ints, anything else (inf, NaN) as null."""
+    if isinstance(x, bool) or isinstance(x, int):
+        return x
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def grid_json(grid: dict, *, max_bytes: int | None = None) -> str:
+    """The grid as JSON fit for a <script type="application/json"> block: sorted keys, no spaces,
+    ASCII only, and '<', '>', '&' escaped so that no string can close the block. Over `max_bytes`
+    (default MAX_GRID_BYTES) it is a one-line GridTooLargeError saying what to reduce."""
+    max_bytes = MAX_GRID_BYTES if max_bytes is None else max_bytes
+    text = json.dumps(grid, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    if len(text) > max_bytes:
+        n_steps = len(grid["budgets"]) - 1
+        raise GridTooLargeError(
+            f"the interactive report's grid is {len(text) / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB a report "
+            f"embeds ({len(grid['systems'])} systems x {len(grid['engines'])} engines x {len(grid['batches'])} "
+            f"batches x {n_steps} budget steps): give fewer batches (--batch), systems (--system) or budget "
+            f"steps (--budget-steps {n_steps} now; 0 leaves the interactive section out)")
+    return text
+
+
+def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], *, plan_kwargs: dict) -> list[PlanResult]:
+    """`base` (the report's own plan) re-planned under each engine; `base` itself where the engine
+    asks for nothing `plan_kwargs` does not already say."""
+    out = []
+    for e in engines:
+        same = all(plan_kwargs.get(k) == v for k, v in e.plan_kwargs.items())
+        out.append(base if same else plan(**{**plan_kwargs, **e.plan_kwargs}))
+    return out
+
+
+__all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "EngineChoice", "GRID_FORMAT", "GridTooLargeError",
+           "MAX_GRID_BYTES", "budget_steps", "build_grid", "check_budget_steps", "default_deploy",
+           "deployment_entries", "engine_dimension", "grid_json", "lead_sentence", "options_from_rows",
+           "plan_engines", "rejudge", "where_text"]
