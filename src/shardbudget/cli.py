@@ -196,6 +196,8 @@ def plan_cmd(
     engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi: which all-reduce kernels, CUDA graphs and host costs a step has")] = DEFAULT_ENGINE,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
     overlap: Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")] = "none",
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")] = None,
+    memory_table: Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")] = False,
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
@@ -209,7 +211,8 @@ def plan_cmd(
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
     eff = engine_efficiency(engine)
-    settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap)
+    settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap,
+                            memory_utilization=gpu_memory_utilization)
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
@@ -227,6 +230,8 @@ def plan_cmd(
         _print_json(out)
     else:
         tables.print_plan(result)
+        if memory_table:
+            tables.print_memory(result)
         if req:
             print(f"\nWhat TP{req.tp} would need: {req.explanation}")
     if plot:
@@ -257,6 +262,7 @@ def deploy(
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", help="Tokens the draft proposes per step.")] = 3,
     acceptance: Annotated[float, typer.Option("--acceptance", help="Probability each draft token is accepted.")] = 0.7,
     draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
+    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")] = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
     catalog: CatalogOpt = None,
@@ -272,7 +278,8 @@ def deploy(
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
     result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=_budget(budget), ttft_budget_s=ttft_s,
                         workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
-                        disaggregate=parse_split(disaggregate) if disaggregate else None, catalog=_catalog(catalog))
+                        disaggregate=parse_split(disaggregate) if disaggregate else None,
+                        settings=PlanSettings(memory_utilization=gpu_memory_utilization), catalog=_catalog(catalog))
     if result.best is None:  # say so in one line, with the closest option, and exit 2
         raise PlanError(result.verdict)
     if json_out:

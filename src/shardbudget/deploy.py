@@ -36,7 +36,9 @@ import numpy as np
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
 from .launch import launch_lines
-from .model import ModelConfig, Plan, load_model, memory_bytes_per_gpu
+from .memory import fits as memory_fits
+from .memory import memory_need
+from .model import ModelConfig, Plan, load_model
 from .planner import Budgets, check_nodes, precision_for, valid_plans
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
@@ -174,6 +176,8 @@ class _Curve:
     comm_share: np.ndarray
     seqs: np.ndarray
     """Sequences in flight per replica at each entry: pp micro-batches of b."""
+    fits: np.ndarray
+    """Whether each entry fits as the engine counts memory (memory.fits)."""
 
 
 def decode_per_token(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, b: np.ndarray, context: float,
@@ -212,12 +216,14 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
     step, comm, yield_ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
                                           spec=work.speculation)
     seqs = p.pp * b
-    mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=seqs, context=float(work.max_context),
-                               **precision.memory_dtypes, workspace_bytes=settings.workspace_bytes)
+    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=seqs,
+                       context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
+    mem = need.total
+    fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
     if work.context:  # decode only: no prompts arrive
-        return _Curve(step, np.zeros_like(b), mem, comm / step, seqs)
+        return _Curve(step, np.zeros_like(b), mem, comm / step, seqs, fit)
     if prefill is not None:  # disaggregated: prompts are prefilled elsewhere and handed over
-        return _Curve(step, np.full_like(b, prefill.ttft_s), mem, comm / step, seqs)
+        return _Curve(step, np.full_like(b, prefill.ttft_s), mem, comm / step, seqs, fit)
     pre = compile_step(cfg, system, p, catalog, phase="prefill", **common)
     one = float(pre.evaluate(1.0, float(work.input_len))["total_s"])
     per_token = max(one - common["eff"].step_overhead_s, 0.0) / work.input_len  # c_p
@@ -226,11 +232,11 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
     chunk = np.maximum(CHUNK_TOKENS - b, 1.0)
     chunks = np.ceil(work.input_len / chunk)
     ttft = chunks * (step * yield_ + per_token * work.input_len / chunks)
-    return _Curve(itl, ttft, mem, comm / itl, seqs)
+    return _Curve(itl, ttft, mem, comm / itl, seqs, fit)
 
 
-def _option(replicas: int, p: Plan, c: _Curve, *, usable_bytes: float, budgets: Budgets) -> Option:
-    fits = c.mem_bytes <= usable_bytes
+def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
+    fits = c.fits
     itl_ok = c.itl_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
     ttft_ok = c.ttft_s <= budgets.ttft_budget_s if budgets.ttft_budget_s is not None else np.ones_like(fits)
     ok = fits & itl_ok & ttft_ok
@@ -267,7 +273,6 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                         f"{cfg.max_position_embeddings}")
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
-    usable = sysm.gpu.memory_bytes * settings.memory_utilization
     decode_gpus = _decode_gpus(gpus, disaggregate, workload)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
@@ -275,13 +280,13 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
         if disaggregate:
             pre = best_prefill(cfg, sysm, catalog, gpus=disaggregate[0], input_len=workload.input_len, common=common,
                                candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus,
-                               usable_bytes=usable)
+                               settings=settings)
         c = _curve(cfg, sysm, p, catalog, work=workload, common=common, settings=settings, prefill=pre)
-        opt = _option(replicas, p, c, usable_bytes=usable, budgets=budgets)
+        opt = _option(replicas, p, c, budgets=budgets)
         if pre is not None:
             opt = _fed_by(opt, c, pre, workload, gpus)
         options.append(opt)
-        curves[opt.label()] = _frontier_curve(c, opt, usable)
+        curves[opt.label()] = _frontier_curve(c, opt)
         prefills[opt.label()] = pre
     if not options:
         raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
@@ -344,8 +349,8 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
     return nodes
 
 
-def _frontier_curve(c: _Curve, opt: Option, usable: float) -> tuple[np.ndarray, np.ndarray]:
-    fit = c.mem_bytes <= usable
+def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
+    fit = c.fits
     return 1 / c.itl_s[fit], c.seqs[fit] / c.itl_s[fit] / opt.gpus_per_replica
 
 

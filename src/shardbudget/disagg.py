@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from .collectives import collective_cost
 from .errors import PlanError
 from .hardware import Catalog, System
-from .model import ModelConfig, Plan, kv_cache_bytes_per_gpu, memory_bytes_per_gpu
+from .memory import fits as memory_fits
+from .memory import memory_need
+from .model import ModelConfig, Plan, kv_cache_bytes_per_gpu
+from .settings import PlanSettings
 from .step import compile_step
 
 
@@ -50,13 +53,14 @@ def parse_split(text: str) -> tuple[int, int]:
 
 def best_prefill(cfg: ModelConfig, system: System, catalog: Catalog, *, gpus: int, input_len: int,
                  common: dict, candidates: list[tuple[int, Plan]], decode_plan: Plan, decode_gpus: int,
-                 usable_bytes: float) -> Prefill:
+                 settings: PlanSettings) -> Prefill:
     """The prefill split of `gpus` GPUs that fits one prompt in memory and feeds the most prompts
     per second."""
-    precision, settings = common["precision"], common["settings"]
-    fitting = [(r, p) for r, p in candidates if memory_bytes_per_gpu(
-        cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=1, context=float(input_len), **precision.memory_dtypes,
-        workspace_bytes=settings.workspace_bytes) <= usable_bytes]
+    precision, engine = common["precision"], common["engine"]
+    fitting = [(r, p) for r, p in candidates if memory_fits(
+        memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
+                    workspace_bytes=settings.workspace_bytes),
+        system.gpu, engine=engine, plan=p, utilization=settings.memory_utilization)]
     if not fitting:
         raise PlanError(f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
                         f"give prefill more GPUs (--disaggregate P:D)")

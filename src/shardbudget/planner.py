@@ -21,7 +21,9 @@ from .collectives import IMPLS
 from .dtypes import canonical
 from .errors import PlanError, UnknownNameError
 from .hardware import Catalog, System, load_catalog
-from .model import ModelConfig, Plan, Precision, load_model, memory_bytes_per_gpu
+from .memory import fits as memory_fits
+from .memory import memory_need, usable_bytes
+from .model import ModelConfig, Plan, Precision, load_model
 from .model import default_precision as model_default_precision
 from .model.plan import check_tp
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
@@ -229,11 +231,13 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, common=common,
                                   budgets=budgets)
                     for p in plans}
-    usable = sysm.gpu.memory_bytes * settings.memory_utilization
+    usable = usable_bytes(sysm.gpu, engine=engine, plan=Plan(1), utilization=settings.memory_utilization)
     results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
                              usable_bytes=usable)
                for i, b in enumerate(batches)]
-    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict()}, "impl": impl, "engine": engine,
+    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict(),
+                                  "memory_utilization": usable / sysm.gpu.memory_bytes},
+                   "impl": impl, "engine": engine,
                    "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
                    "act_dtype": precision.activations, "comm_threshold": comm_threshold,
@@ -267,18 +271,20 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
     precision, settings = common["precision"], common["settings"]
     dec = compile_step(cfg, sysm, p, catalog, phase="decode", **common).evaluate(batches, float(context))
     ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
-    mem = memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches, context=float(context),
-                               **precision.memory_dtypes, workspace_bytes=settings.workspace_bytes)
-    usable = sysm.gpu.memory_bytes * settings.memory_utilization
+    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches, context=float(context),
+                       workspace_bytes=settings.workspace_bytes)
+    mem = need.total
+    ok = memory_fits(need, sysm.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
     rows = []
     for i in range(len(batches)):
-        itl, comm, fits = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(mem[i] <= usable)
+        itl, comm, fits = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(ok[i])
         meets = fits and (budgets.budget_s is None or itl <= budgets.budget_s) and (
             budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
         rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]),
                         comm_s=comm, comm_share=comm / itl if itl else 0.0,
                         comm_latency_s=float(dec["comm_latency_s"][i]), other_s=float(dec["other_s"][i]),
-                        ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets))
+                        ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
+                        memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])}))
     return rows
 
 

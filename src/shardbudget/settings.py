@@ -61,16 +61,19 @@ class PlanSettings:
     sequence_parallel: bool = False
     """Megatron sequence parallelism: each TP all-reduce becomes a reduce-scatter + all-gather (off for
     decode, where it doubles the per-layer latency terms; it pays for prefill memory)."""
-    memory_utilization: float = 0.90
-    """Share of GPU memory the engine may use (vLLM's gpu_memory_utilization default)."""
-    workspace_bytes: float = 2.0e9
-    """Per-GPU memory for CUDA context, NCCL buffers, activations and graphs, bytes."""
+    memory_utilization: float | None = None
+    """Share of GPU memory the engine may use (--gpu-memory-utilization); None: the engine's default
+    (vLLM 0.9 of the device, SGLang's computed mem_fraction_static, TRT-LLM 0.9 of what is free)."""
+    workspace_bytes: float | None = None
+    """One figure for everything but weights and KV, bytes; None: the engine's own components
+    (activation peak, CUDA-graph pool, communication buffers, CUDA context; memory.py)."""
 
     def __post_init__(self) -> None:
         check_overlap(self.overlap)
-        if not 0 < self.memory_utilization <= 1:
-            raise PlanError(f"memory utilization must be in (0, 1], got {self.memory_utilization!r}")
-        if not self.workspace_bytes >= 0:
+        u = self.memory_utilization
+        if u is not None and (isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1):
+            raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {u!r}")
+        if self.workspace_bytes is not None and not self.workspace_bytes >= 0:
             raise PlanError(f"workspace must be a non-negative number of bytes, got {self.workspace_bytes!r}")
 
     def to_dict(self) -> dict:

@@ -50,6 +50,9 @@ class Row:
     meets_budget: bool
     verdict: str = ""
     comm_bound: bool = False
+    memory: dict | None = None
+    """What the bytes per GPU are made of (memory.MemoryNeed: weights, kv_cache, activations,
+    cuda_graphs, comm_buffers, cuda_context, total)."""
 
     @property
     def gpus(self) -> int:

@@ -136,6 +136,21 @@ def print_plan(result) -> None:
         print()
 
 
+def print_memory(result) -> None:
+    """Per batch and plan: what the engine allocates on the most loaded GPU, GB."""
+    parts = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
+    for br in result.results:
+        t = Table(title=f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})")
+        t.add_column("plan")
+        for p in parts:
+            t.add_column(p.replace("_", " "), justify="right")
+        t.add_column("fits")
+        for r in br.rows:
+            m = r.memory or {}
+            t.add_row(r.label(), *(f"{m.get(p, 0.0) / 1e9:.2f}" for p in parts), "yes" if r.fits_memory else "no")
+        console.print(t)
+
+
 def print_deploy(result) -> None:
     """The options, best first, then the choice in words and its launch lines."""
     budgets = ", ".join(w for w in (f"ITL budget {format_seconds(result.budget_s)}" if result.budget_s else "",
