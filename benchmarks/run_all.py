@@ -45,6 +45,7 @@ SCRIPTS = {
     "speed": ["--quick"],
     "accuracy": [],
     "loso": [],
+    "decode_accuracy": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
 }

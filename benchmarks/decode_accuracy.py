@@ -1,0 +1,57 @@
+"""Decode ITL of the step model against published engine measurements, as one table.
+
+    python benchmarks/decode_accuracy.py
+
+Every case of tests/validation/test_decode_tp.py (../shared/data/decode_tp.csv) and of
+tests/validation/decode_cases.py (tests/validation/data/decode_measurements.csv): predicted beside
+measured, the error, and the issue's targets (ITL median |error| <= 12%, p90 <= 25%; MoE rows within
+25%). Exits 1 when a target is missed, so `make bench` shows it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests" / "validation"), str(ROOT / "tests")]
+
+import decode_cases  # noqa: E402
+import test_decode_tp  # noqa: E402
+from shared_data import find_data_dir  # noqa: E402
+
+
+def rows() -> list[tuple[str, str, bool, float, float]]:
+    """(name, engine, moe, predicted_s, measured_s) for every case."""
+    out = []
+    data = test_decode_tp._rows(find_data_dir())
+    for c in test_decode_tp.CASES:
+        name = f"{c.model} {c.system} TP{c.tp} b{c.batch}"
+        out.append((name, c.engine, False, test_decode_tp._predicted(c), test_decode_tp._measured(data, c)))
+    for c in decode_cases.measurement_cases():
+        out.append((c.name, c.engine, c.moe, decode_cases.predicted_s(c), c.measured_s))
+    return out
+
+
+def main() -> int:
+    table = rows()
+    print(f"{'case':<44} {'engine':<8} {'predicted':>10} {'measured':>10} {'error':>8}")
+    for name, engine, moe, pred, meas in table:
+        print(f"{name:<44} {engine:<8} {pred * 1e3:>8.2f}ms {meas * 1e3:>8.2f}ms {100 * (pred / meas - 1):>+7.1f}%"
+              + ("  (MoE)" if moe else ""))
+    every = [(p, m) for *_, p, m in table]
+    dense = [(p, m) for _, _, moe, p, m in table if not moe]
+    moe = [(p, m) for _, _, is_moe, p, m in table if is_moe]
+    ok = True
+    for label, pairs, median_goal, p90_goal in (("all", every, 0.12, 0.25), ("dense", dense, 0.12, 0.25),
+                                                ("MoE", moe, 0.25, 0.25)):
+        median, p90 = decode_cases.summary(pairs)
+        hit = median <= median_goal and p90 <= p90_goal
+        ok &= hit
+        print(f"{label:<6} {len(pairs):>3} cases: median |error| {100 * median:.1f}% (target {100 * median_goal:.0f}%), "
+              f"p90 {100 * p90:.1f}% (target {100 * p90_goal:.0f}%)  {'PASS' if hit else 'MISS'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
