@@ -237,10 +237,13 @@ def expected_experts_hit(cfg: ModelConfig, tokens: float, *, ep: int = 1) -> flo
 
 def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> list[Op]:
     h, e, k = cfg.hidden_size, cfg.num_experts, cfg.experts_per_token
-    # Router: a small replicated [tokens, hidden] x [hidden, E] matmul plus top-k, kept as an
-    # elementwise-class op because it is tiny and memory-bound.
-    ops = [Op("router", 2.0 * tokens * h * e,
-              router_params(cfg) * b.w + tokens * (h + e) * b.a, "elementwise", kernel="moe_routing_topk")]
+    # Router: a small replicated [tokens, hidden] x [hidden, E] GEMM, then the top-k / grouped top-k
+    # kernel and the sort of tokens by expert that a fused-MoE call needs first (vLLM fused_moe:
+    # fused_topk / grouped_topk, then moe_align_block_size): three kernels before the experts run.
+    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.w + tokens * (h + e) * b.a, "gemm",
+              kernel="dense_gemm", shape_nk=(e, h)),
+           Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk"),
+           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_routing_topk")]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
