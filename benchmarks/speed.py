@@ -98,6 +98,8 @@ def throughput(quick: bool = False) -> dict:
     import numpy as np
 
     from shardbudget.hardware import load_catalog
+    from shardbudget.memory import fits as memory_fits
+    from shardbudget.memory import memory_need
     from shardbudget.planner import valid_plans
     from shardbudget.settings import PlanSettings
     from shardbudget.step import StepModel
@@ -137,9 +139,9 @@ def throughput(quick: bool = False) -> dict:
                     t1 = time.perf_counter()
                     r = dec.evaluate(batches[:, None], contexts[None, :])
                     ttft = pre.evaluate(1.0, contexts)["total_s"]          # one prompt per context
-                    mem = tf.memory_bytes_per_gpu(cfg, tp=p.tp, pp=p.pp, ep=p.ep, attn_dp=p.dp, batch=batches[:, None],
-                                                  context=contexts[None, :], workspace_bytes=settings.workspace_bytes)
-                    fits = mem <= sysm.gpu.memory_bytes * settings.memory_utilization
+                    need = memory_need(cfg, p, precision=dec.precision, engine=dec.engine, batch=batches[:, None],
+                                       context=contexts[None, :])
+                    fits = memory_fits(need, sysm.gpu, engine=dec.engine, plan=p)
                     meets = fits & (r["total_s"] <= budget_s)
                     comm_share = r["comm_s"] / r["total_s"]
                     t2 = time.perf_counter()
@@ -307,6 +309,7 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
     import numpy as np
 
     from shardbudget.hardware import load_catalog
+    from shardbudget.memory import memory_need
     from shardbudget.settings import PlanSettings
     from shardbudget.step import StepModel
     from shardbudget import model as tf
@@ -329,7 +332,7 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
                 pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
                 d = dec.evaluate(b, L)["total_s"]
                 f = pre.evaluate(b, L)["total_s"]
-                mem = tf.memory_bytes_per_gpu(cfg, tp=tp, batch=b, context=L, workspace_bytes=settings.workspace_bytes)
+                mem = memory_need(cfg, p, precision=dec.precision, engine=dec.engine, batch=b, context=L).total
                 n += d.size
                 if (mspec["name"], ours, tp) == (pm, pg, ptp) and pb in batches and pc in contexts:
                     i, j = batches.index(pb), contexts.index(pc)
