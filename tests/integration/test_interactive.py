@@ -121,17 +121,17 @@ def test_bars_parts_add_up_to_the_itl(demo_data):
                 assert r["compute_s"] + r["comm_s"] + r["host_s"] == pytest.approx(r["itl_s"], rel=1e-12)
 
 
-def test_deployment_table_tokens_per_gpu_by_hand(demo_data):
-    """hgx-h100 at batch 64, TP8: 64 tokens per step / ITL / 8 GPUs."""
+def test_deployment_table_is_the_systems_deployment(demo_data):
+    """The table shows `deploy`'s options for the system, best tokens/s per GPU first; each option's
+    tokens/s per GPU is its batch / ITL over one replica's GPUs (checked by hand for the first)."""
     g = demo_data.grid
-    b = g["batches"].index(64)
-    cell = g["cells"][0][g["initial"]["engine"]][b]
-    tp8 = next(d for d in cell["deploy"] if d["plan"] == "1 × TP8")
-    itl = demo_data.plans[0].results[b].judgement.best.itl_s
-    assert tp8["itl_s"] == itl and tp8["tokens_per_s_per_gpu"] == pytest.approx(64 / itl / 8, rel=1e-12)
-    assert tp8["tokens"] == f"{64 / itl / 8:,.0f}" and tp8["gpus"] == 8 and tp8["max_batch"] == 64
-    assert cell["rows"][tp8["row"]]["plan"] == "TP8"
-    assert all(cell["rows"][d["row"]]["fits"] for d in cell["deploy"])  # only plans that fit
+    cell = g["cells"][0][g["initial"]["engine"]][0]
+    options = demo_data.deployments[0].options
+    assert [d["plan"] for d in cell["deploy"]][:3] == [f"{o.replicas} × {o.label()[len(str(o.replicas)) + 1:]}"
+                                                       .replace("/", " ") for o in options[:3]]
+    first, o = cell["deploy"][0], options[0]
+    assert first["tokens_per_s_per_gpu"] == pytest.approx(o.max_batch / o.itl_s / (o.tp * o.pp), rel=1e-9)
+    assert first["tokens"] == f"{o.tokens_per_s_per_gpu:,.0f}" and first["max_batch"] == o.max_batch
 
 
 def test_deployment_hook_takes_option_dicts(demo_data):
@@ -262,7 +262,7 @@ def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
     for row, d in zip(table, cell["deploy"]):
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
         assert cells[3:6] == [d["itl"], d["tokens"], d["mem"]]
-        assert cells[6] == LABELS[cell["steps"][k]["labels"][d["row"]]]
+        assert cells[6] == ("–" if d["row"] is None else LABELS[cell["steps"][k]["labels"][d["row"]]])
 
 
 def _requests(drv) -> list[str]:

@@ -15,6 +15,7 @@ from .fmt import fmt_ms, fmt_pct, fmt_seconds, fmt_tp
 from .markup import esc, table
 from .plan_rows import comm_threshold, system_finding
 from .report_data import Progress, ReportData, no_progress
+from .deployment import section_deploy
 from .sections import SECTIONS, section_answers, section_assumptions, section_catalog, section_measured
 from .verdict import headline, summary_sentences, verdict_rows
 
@@ -70,7 +71,8 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
         progress(f"drawing {what}", k, len(sections))
         parts.append(section(data))
     progress("figures drawn", len(sections), len(sections))
-    parts += [section_answers(data), section_catalog(data), section_assumptions(data), _footer(data)]
+    parts += [section_deploy(data), section_answers(data), section_catalog(data), section_assumptions(data),
+              _footer(data)]
     return _document(title, "\n".join(p for p in parts if p), scripted=data.grid is not None)
 
 

@@ -22,6 +22,8 @@ from ..hardware import load_catalog
 from ..measure.logs import read_log
 from ..model import hidden_message_bytes, load_model
 from ..planner import plan
+from ..settings import DEFAULT_ENGINE
+from .deployment import deploy_source, deployments
 from .fig_measured import measured_groups, predict_samples
 from .grid import DEFAULT_BUDGET_STEPS, build_grid, check_budget_steps, engine_dimension, grid_json, plan_engines
 from .style import system_colors
@@ -105,6 +107,8 @@ class ReportData:
     """The interactive section's grid (`grid.build_grid`), None when it is left out (budget steps 0)."""
     grid_json: str | None = None
     """The grid as the page embeds it, checked against `grid.MAX_GRID_BYTES`."""
+    deployments: list = field(default_factory=list)
+    """Per system: how to spend all its GPUs (deploy.DeployResult), or why there is no answer."""
 
 
 def no_progress(what: str, done: int, total: int) -> None:
@@ -147,18 +151,20 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     # Read the measurement files first: a typo'd path should not cost a whole sweep.
     sets = [(str(p), read_log(p)) for p in measured]
 
-    step = _Steps(progress, 2 * len(specs) + 2 + len(sets) + bool(budget_steps))
+    step = _Steps(progress, 2 * len(specs) + 3 + len(sets) + bool(budget_steps))
     plans = []
     for s in specs:
         step(f"planning {cfg.name} on {s.label}")
         plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
                           impl=impl, dtype=dtype, catalog=catalog))
+    step("spending each system's GPUs")
+    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=DEFAULT_ENGINE, catalog=catalog)
     grid = None
     if budget_steps:  # before the sweeps and figures: a grid too large to embed fails here
         step("judging every budget step")
         grid = _grid(cfg, specs, plans, impl=impl, budget_s=budget_s, steps=budget_steps, catalog=catalog,
                      plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, impl=impl, dtype=dtype,
-                                      catalog=catalog))
+                                      catalog=catalog), deploy=deploy_source(spent, [s.label for s in specs]))
     fabric = []
     for s in specs:
         step(f"pricing {FABRIC_OP} on {s.label}")
@@ -169,12 +175,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
     step("answering the three questions")
     answers, answers_error = _answers(model, batch=batches[0], context=context, catalog=catalog)
-    entries = []
-    for path, ms in sets:
-        step(f"comparing {os.path.basename(path)} with {measured_system}")
-        groups = [(label, samples, predict_samples(samples, measured_system, impl=impl or "nccl", catalog=catalog))
-                  for label, samples in measured_groups(ms)]
-        entries.append(MeasuredEntry(path=path, measurement=ms, system=measured_system, groups=groups))
+    entries = _measured_entries(sets, measured_system, impl=impl, catalog=catalog, step=step)
     progress("done", step.total, step.total)
 
     settings = {"model": model, "systems": [s.label for s in specs], "batches": batches, "context": context,
@@ -182,18 +183,31 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
                       answers=answers, answers_error=answers_error, measured=entries, settings=settings,
                       catalog=catalog, colors=system_colors([s.label for s in specs]),
-                      grid=grid[0] if grid else None, grid_json=grid[1] if grid else None)
+                      grid=grid[0] if grid else None, grid_json=grid[1] if grid else None, deployments=spent)
+
+
+def _measured_entries(sets, system: str, *, impl: str | None, catalog, step) -> list[MeasuredEntry]:
+    """Each measurement file beside the model of `system` at the same sizes, ranks and nodes."""
+    entries = []
+    for path, ms in sets:
+        step(f"comparing {os.path.basename(path)} with {system}")
+        groups = [(label, samples, predict_samples(samples, system, impl=impl or "nccl", catalog=catalog))
+                  for label, samples in measured_groups(ms)]
+        entries.append(MeasuredEntry(path=path, measurement=ms, system=system, groups=groups))
+    return entries
 
 
 def _grid(cfg, specs: list[SystemSpec], plans: list, *, impl: str, budget_s: float | None, steps: int, catalog,
-          plan_kwargs: dict) -> tuple[dict, str]:
+          plan_kwargs: dict, deploy) -> tuple[dict, str]:
     """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
     engines, first = engine_dimension(impl)
     per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
                                                           "nodes": s.nodes})
                   for s, res in zip(specs, plans)]
     grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
-                      budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first)
+                      budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first, deploy=deploy,
+                      deploy_note="The system's deployment options (shardbudget deploy, vLLM, every GPU of its nodes), "
+                                  "best tokens/s per GPU first.")
     return grid, grid_json(grid)
 
 
