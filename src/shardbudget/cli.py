@@ -44,6 +44,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s) (fabrics, GPUs, systems, fitted profiles).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 NodesOpt = Annotated[int, typer.Option("--nodes", help="Number of nodes of the system.")]
+GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
 
 
 def _catalog(paths: Optional[list[Path]]):
@@ -196,7 +197,7 @@ def plan_cmd(
     engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi: which all-reduce kernels, CUDA graphs and host costs a step has")] = DEFAULT_ENGINE,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
     overlap: Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")] = "none",
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")] = None,
+    gpu_memory_utilization: GpuMemoryOpt = None,
     memory_table: Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")] = False,
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
@@ -262,7 +263,7 @@ def deploy(
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", help="Tokens the draft proposes per step.")] = 3,
     acceptance: Annotated[float, typer.Option("--acceptance", help="Probability each draft token is accepted.")] = 0.7,
     draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
-    gpu_memory_utilization: Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")] = None,
+    gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
     catalog: CatalogOpt = None,
