@@ -132,6 +132,8 @@ class DeployResult:
     launch: dict = field(default_factory=dict)
     verdict: str = ""
     notes: tuple[str, ...] = ()
+    memory_utilization: float | None = None
+    """--gpu-memory-utilization as given (None: each engine's default); the launch lines pass it on."""
     prefill: dict | None = None
     """Under --disaggregate: the prefill side of the best option (plan, replicas, prefill and KV
     hand-off times, the hand-off's share of TTFT)."""
@@ -297,7 +299,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
                           prefill=_prefill_dict(prefills.get(best.label()) if best else None),
-                          notes=tuple(precision_notes))
+                          notes=tuple(precision_notes), memory_utilization=settings.memory_utilization)
     return _with_words(result, launch_lines(result, cfg, sysm, catalog) if best else {})
 
 

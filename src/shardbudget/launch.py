@@ -41,6 +41,11 @@ def _custom_unavailable(engine: str, system: System, option, catalog: Catalog) -
     return not kinds & {"one-shot", "two-shot"}
 
 
+def _fraction(result, preset) -> float:
+    """The memory fraction deploy assumed: the user's, else the engine's own default."""
+    return result.memory_utilization if result.memory_utilization is not None else preset.memory.fraction
+
+
 def _flags(cli: dict, pairs: list[tuple[str, object]]) -> str:
     parts = []
     for role, value in pairs:
@@ -56,7 +61,7 @@ def vllm_line(result, cfg: ModelConfig, system: System, catalog: Catalog) -> str
     pairs = [("tensor_parallel", o.tp), ("pipeline_parallel", o.pp if o.pp > 1 else None),
              ("data_parallel", o.replicas * o.dp if o.replicas * o.dp > 1 else None),
              ("expert_parallel", o.ep > 1), ("max_batch", o.max_batch),
-             ("max_model_len", result.workload.max_context), ("memory_fraction", preset.memory.fraction),
+             ("max_model_len", result.workload.max_context), ("memory_fraction", _fraction(result, preset)),
              ("disable_custom_allreduce", _custom_unavailable("vllm", system, o, catalog))]
     return f"{preset.launcher} {hf_id(cfg)} {_flags(preset.cli, pairs)}  # vLLM {preset.version}"
 
@@ -67,7 +72,7 @@ def sglang_line(result, cfg: ModelConfig, system: System, catalog: Catalog) -> s
     pairs = [("tensor_parallel", o.tp), ("pipeline_parallel", o.pp if o.pp > 1 else None), ("data_parallel", dp),
              ("dp_attention", o.dp > 1), ("expert_parallel", o.ep if o.ep > 1 else None),
              ("max_batch", o.max_batch * (o.replicas if o.dp == 1 else 1)),
-             ("max_model_len", result.workload.max_context), ("memory_fraction", preset.memory.fraction),
+             ("max_model_len", result.workload.max_context), ("memory_fraction", _fraction(result, preset)),
              ("disable_custom_allreduce", _custom_unavailable("sglang", system, o, catalog))]
     line = f"{preset.launcher} --model-path {hf_id(cfg)} {_flags(preset.cli, pairs)}"
     extra = f"; run {o.replicas} such servers" if o.dp > 1 and o.replicas > 1 else ""
@@ -78,7 +83,7 @@ def trtllm_line(result, cfg: ModelConfig, system: System) -> str:
     o, preset = result.best, load_engine("trtllm")
     pairs = [("tensor_parallel", o.tp), ("pipeline_parallel", o.pp), ("expert_parallel", o.ep if o.ep > 1 else None),
              ("max_batch", o.max_batch), ("max_model_len", result.workload.max_context),
-             ("memory_fraction", preset.memory.fraction)]
+             ("memory_fraction", _fraction(result, preset))]
     extra = f"; one process per replica, {o.replicas} in all" if o.replicas > 1 else ""
     note = "; attention DP: enable_attention_dp: true in --extra_llm_api_options" if o.dp > 1 else ""
     return f"{preset.launcher} {hf_id(cfg)} {_flags(preset.cli, pairs)}  # TensorRT-LLM {preset.version}{extra}{note}"
