@@ -9,6 +9,7 @@ The harness (``shardbudget measure``, ``python -m shardbudget.measure``, torchru
     checks      refusals before any work (request, address, port, GPUs)
     launchers   torchrun / srun detection
     local       spawning and supervising local ranks
+    peers       under a launcher, naming the rank that is gone (heartbeats in the store)
     recorder    the output file (atomic, after every size) and the progress bar
     results     sizes, measured rows, the nccl-tests table
 

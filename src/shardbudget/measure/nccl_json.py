@@ -259,7 +259,9 @@ def _iter_stats(obj: object, where: str, warnings: list[str]) -> IterStats | Non
             if given is not None and abs(given - ours) > _STAT_CHECK_REL * ours + 1e-9:
                 warnings.append(f"{where}: {name}_us {given * 1e6:g} differs from the {name} of "
                                 f"times_us ({ours * 1e6:g}); kept the file's")
-    return IterStats(n_iters=len(times) - skipped if times else positive_int(obj.get("n_iters")),
+    if not times and cv_pct is None and all(v is None for v in stats.values()):
+        return None  # an empty or foreign object: nothing per iteration
+    return IterStats(n_iters=len(times) - skipped if times else None,
                      skipped=skipped, min_s=stats["min"], max_s=stats["max"], mean_s=stats["avg"],
                      p50_s=stats["p50"], p95_s=stats["p95"], p99_s=stats["p99"],
                      stddev_s=stats["stdev"], cv=None if cv_pct is None else cv_pct / 100,
