@@ -340,7 +340,7 @@ def measure(ctx: typer.Context) -> None:
 @app.command()
 def fit(
     *,
-    files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs or shardbudget measure JSON.")],
+    files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs (text, or nccl-tests -J JSON) or shardbudget measure JSON.")],
     name: Annotated[str, typer.Option("--name", help="Name of the fitted system.")],
     base_system: Annotated[str, typer.Option("--base-system", help="The catalog system it is a measurement of.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the profile TOML here.")] = None,
@@ -415,7 +415,7 @@ def report(
     budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 50ms ('none' to skip).")] = "30ms",
     impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides)")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
-    measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log or shardbudget measure JSON to lay over the model (repeat).")] = None,
+    measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log (text or -J JSON) or shardbudget measure JSON to lay over the model (repeat).")] = None,
     measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
     catalog: CatalogOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),

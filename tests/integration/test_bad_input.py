@@ -112,6 +112,8 @@ FILES: dict[str, str | bytes] = {
     "binary.log": bytes(range(256)) * 4,
     "headers-only.log": _log(0),
     "truncated.log": _GOOD_LOG[:_GOOD_LOG.index("\n", _GOOD_LOG.index("  float")) + 40],  # 1 row, then cut
+    "not-nccl.json": '{"model": "resnet50", "results": [{"accuracy": 0.76}]}',
+    "nccl-cut.json": '{"version":3,"start_time":"2026-07-10 10:00:00","args":["./all_reduce_perf"',
     # outputs that exist and must survive
     "existing.toml": "# a profile written earlier\n",
     "existing.json": '{"earlier": true}\n',
@@ -209,6 +211,8 @@ CASES = [
     (["fit", "headers-only.log", "--name", "mine", "--base-system", "hgx-h100"], ["headers-only.log", "no nccl-tests data rows"], None),
     (["fit", "truncated.log", "--name", "mine", "--base-system", "hgx-h100"], ["need at least 3 usable"], None),
     (["fit", "no-such.log", "--name", "mine", "--base-system", "hgx-h100"], ["no-such.log", "no such file"], None),
+    (["fit", "not-nccl.json", "--name", "mine", "--base-system", "hgx-h100"], ["not-nccl.json", "JSON of another shape", "nccl-tests' -J output"], SUB),
+    (["fit", "nccl-cut.json", "--name", "mine", "--base-system", "hgx-h100"], ["nccl-cut.json", "not valid JSON"], None),
     (["fit", ".", "--name", "mine", "--base-system", "hgx-h100"], ["is a directory"], None),
     (["fit", "good.log", "--name", "hgx-h100", "--base-system", "hgx-h100"], ["'hgx-h100' is already a catalog system"], None),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", "existing.toml"], ["existing.toml exists", "--force"], SUB),

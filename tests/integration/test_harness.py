@@ -239,6 +239,50 @@ def test_under_torchrun_style_env_each_process_is_one_rank(tmp_path):
         assert row["busbw_bytes_per_s"] == pytest.approx(row["algbw_bytes_per_s"], rel=1e-12)
 
 
+def _launched_ranks(tmp_path: Path, *, fault: str, extra: list[str]) -> list[subprocess.Popen]:
+    port = harness.free_port("127.0.0.1")
+    procs = []
+    for rank in range(2):
+        env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+        env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1", **{FAULT_ENV: fault})
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "shardbudget.measure", "--iters", "3", "--warmup", "1",
+             "--no-progress", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+@needs_torch
+def test_under_a_launcher_a_hung_peer_is_named_by_its_progress(tmp_path):
+    # No parent watches the ranks: rank 0 learns from the store that rank 1 never started 1 KiB
+    # (its heartbeat goes on: it is alive, stuck before the size).
+    out = tmp_path / "hung.json"
+    procs = _launched_ranks(tmp_path, fault="hang@1:1KiB",
+                            extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "4s", "--out", str(out)])
+    try:
+        _, err = procs[0].communicate(timeout=120)
+    finally:
+        procs[1].kill()
+        procs[1].communicate(timeout=30)
+    assert procs[0].returncode == 1
+    assert "rank 0 stopped at size 1 KiB (1024 B): rank 1 (" in err and "never started this size (hung?)" in err
+    data = read_json(out)
+    assert data["complete"] is False and [r["bytes"] for r in data["results"]] == [8]
+    assert "never started this size" in data["error"]
+
+
+@needs_torch
+def test_under_a_launcher_a_dead_peer_is_named_by_its_heartbeat(tmp_path):
+    out = tmp_path / "dead.json"
+    procs = _launched_ranks(tmp_path, fault="crash@1:1KiB",
+                            extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "30s", "--out", str(out)])
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert procs[0].returncode == 1 and procs[1].returncode == -9
+    err = outputs[0][1]
+    assert "rank 0 stopped at size 1 KiB (1024 B): lost rank 1 (" in err and "no heartbeat for 2.5 s" in err
+    assert [r["bytes"] for r in read_json(out)["results"]] == [8]
+
+
 # --- refused before any work ------------------------------------------------------------------
 
 @needs_torch

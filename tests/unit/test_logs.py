@@ -509,7 +509,9 @@ def test_shardbudget_json(tmp_path):
 @pytest.mark.parametrize(("content", "match"), [
     ('{"tool": "other", "results": []}', "JSON of another shape"),
     ('[1, 2, 3]', "JSON of another shape"),
-    ('{"config": {}, "results": []}', "nccl-tests' own -J JSON"),
+    ('{"config": {}, "results": []}', "nccl-tests JSON without a usable config"),
+    ('{"version": 3, "config": {"ngpus": 8}, "results": []}', "nccl-tests JSON with no usable results"),
+    ('{"config": 1, "results": []}', "expected nccl-tests' -J output"),
     ('{"tool": "shardbudget", "results": [', "not valid JSON"),
     ('{"tool": "shardbudget", "world_size": 2, "results": []}', "no usable results"),
     ('{"tool": "shardbudget", "results": [{"bytes": 8, "time_s": 1e-5}]}', "world_size"),

@@ -9,14 +9,16 @@ The harness (``shardbudget measure``, ``python -m shardbudget.measure``, torchru
     checks      refusals before any work (request, address, port, GPUs)
     launchers   torchrun / srun detection
     local       spawning and supervising local ranks
+    peers       under a launcher, naming the rank that is gone (heartbeats in the store)
     recorder    the output file (atomic, after every size) and the progress bar
     results     sizes, measured rows, the nccl-tests table
 
 Reading what others measured, and using it:
 
-    logs        read_log / parse_log_text: nccl-tests, rccl-tests and shardbudget JSON
+    logs        read_log / parse_log_text: nccl-tests text and -J JSON, rccl-tests, shardbudget JSON
     log_records Sample, MeasurementSet and the number readers the parsers share
     log_json    shardbudget's own JSON
+    nccl_json   nccl-tests' own JSON (-J) with per-iteration timing (-I), format of commit a0b82b2
     nccl_scan   nccl-tests text: lines into tables and their run context
     nccl_tables nccl-tests tables into samples, with warnings
     fit         measurements -> a calibrated profile in catalog format

@@ -54,8 +54,11 @@ size may take; start-up gets `STARTUP_ALLOWANCE_S` more to import torch). The er
 and the size it was at, and every completed size stays in the output file with
 ``"complete": false``. Locally the bookkeeping lives in the parent: rank 0 reports each completed
 size on its stdout as it finishes, so a rank that is killed loses nothing already measured.
-Under a launcher each rank only sees its own error (gloo/NCCL time out after ``timeout_s``); rank 0
-still saves what it completed, and the launcher's log names the rank that died.
+Under a launcher (torchrun, srun; one node or many) there is no parent watching every rank:
+each rank counts up a heartbeat in the rendezvous store and records the size it starts, and a rank
+whose collective fails reads them back before exiting, so its error names the rank that is gone
+("lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s") or the one that never started the size
+(see `peers`). Rank 0 saves what it completed either way and exits non-zero.
 
 Output
 ------
@@ -93,6 +96,7 @@ from ..errors import MeasureError
 from .checks import check_cuda, check_host, check_port_free, check_request, free_port
 from .launchers import Launch, detect_launcher, tcp_init
 from .local import run_local
+from .peers import describe, short_error
 from .protocol import FAULT_ENV, Event, RankConfig, parse_faults
 from .recorder import Recorder
 from .results import (MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes,
@@ -194,31 +198,39 @@ def _run_launched(base: dict[str, Any], launch: Launch, timeout_s: float,
                                                               launch.master_port)
     cfg = RankConfig(**base, rank=launch.rank, world_size=launch.world_size,
                      local_rank=launch.local_rank, init_method=init, pg_timeout_s=timeout_s,
-                     report_all_ranks=True)
-    where = {"index": -1}
+                     report_all_ranks=True, watch_peers=True)
+    seen: dict[str, Any] = {"index": -1, "hosts": [], "addrs": [], "peers": None}
 
     def emit(ev: dict[str, Any]) -> None:
         if ev["ev"] == Event.READY:
-            recorder.hosts(ev["hosts"])
+            seen.update(hosts=ev["hosts"], addrs=ev.get("addrs") or [])
+            recorder.hosts(ev["hosts"], ev.get("addrs"))
         elif ev["ev"] == Event.START:
-            where["index"] = ev["index"]
+            seen["index"] = ev["index"]
             recorder.started(ev["index"])
         elif ev["ev"] == Event.RESULT:
             recorder.completed(ev["index"], ev["samples_s"], ev["wrong_by_rank"])
+        elif ev["ev"] == Event.PEERS:
+            seen["peers"] = ev["report"]
 
     try:
         worker.run_rank(cfg, emit)
     except Exception as exc:
-        at = (f"at size {size_text(cfg.sizes_bytes[where['index']])}" if where["index"] >= 0
-              else "before the first size")
-        # Under a launcher a rank sees only its own error; the launcher's log names a dead peer.
-        raise RunFailed(f"rank {launch.rank} stopped {at}: {_first_line(exc)} (if a peer died or "
-                        f"hung, {launch.name}'s log names it)") from exc
+        raise RunFailed(_launched_failure(exc, cfg, launch, seen)) from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+def _launched_failure(exc: Exception, cfg: RankConfig, launch: Launch, seen: dict[str, Any]) -> str:
+    """'rank 0 stopped at size 64 B: lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s; ...'."""
+    index = seen["index"]
+    at = f"at size {size_text(cfg.sizes_bytes[index])}" if index >= 0 else "before the first size"
+    error = f"{type(exc).__name__}: {short_error(str(exc))}"
+    peers = describe(seen["peers"], rank=launch.rank, index=index, error=str(exc),
+                     hosts=seen["hosts"], addrs=seen["addrs"])
+    if peers:
+        return f"rank {launch.rank} stopped {at}: {peers}; {error}"
+    # Nothing more to go on: a peer's own log (or the launcher's) has the rest.
+    return (f"rank {launch.rank} stopped {at}: {error} (if a peer died or hung, {launch.name}'s "
+            "log names it)")
 
 
 # --- where and how it ran ---------------------------------------------------------------------

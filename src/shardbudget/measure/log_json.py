@@ -6,27 +6,29 @@ by its canonical name ("fp32"); either is kept as the file spells it, like any o
 
 from __future__ import annotations
 
-import json
 import math
 
 from ..collective_op import busbw_factor, op_or_none
 from ..errors import MeasureError
-from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, finite, positive_int
+from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, finite, iter_stats_of, positive_int
+from .nccl_json import load_json, looks_like_nccl_tests, parse_nccl_tests
 
 
 def parse_json(text: str, *, source: str, default_op: str, n_ranks: int | None) -> MeasurementSet:
-    """Read shardbudget JSON; `n_ranks` overrides its world size."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        where = f" at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else ""
-        raise MeasureError(f"{source}: starts like JSON but is not valid JSON{where}") from None
+    """Read shardbudget JSON or nccl-tests' own (``-J``); `n_ranks` overrides the world size."""
+    data, warnings = load_json(text, source)
+    if looks_like_nccl_tests(data):
+        return parse_nccl_tests(data, source=source, default_op=default_op, n_ranks=n_ranks,  # type: ignore[arg-type]
+                                warnings=warnings)
     if not (isinstance(data, dict) and data.get("tool") == "shardbudget"
             and isinstance(data.get("results"), list)):
-        hint = (" (this looks like nccl-tests' own -J JSON; give its text output instead)"
-                if isinstance(data, dict) and "config" in data else "")
-        raise MeasureError(f"{source}: JSON of another shape; expected shardbudget's "
-                           f"{{\"tool\": \"shardbudget\", \"results\": [...]}}{hint}")
+        raise MeasureError(f"{source}: JSON of another shape; expected nccl-tests' -J output "
+                           "({\"version\": 3, \"config\": {...}, \"results\": [...]}) or shardbudget's "
+                           "{\"tool\": \"shardbudget\", \"results\": [...]}")
+    return _parse_shardbudget(data, source=source, default_op=default_op, n_ranks=n_ranks)
+
+
+def _parse_shardbudget(data: dict, *, source: str, default_op: str, n_ranks: int | None) -> MeasurementSet:
     warnings: list[str] = []
     op = _json_op(data, source, default_op, warnings)
     ranks = n_ranks or positive_int(data.get("world_size", data.get("n_ranks")))
@@ -86,9 +88,15 @@ def _json_sample(data: dict, r: object, i: int, *, op: str, ranks: int, source: 
         warnings.append(f"{where}: busbw_bytes_per_s {given:.4g} differs from bytes/time x factor "
                         f"{busbw:.4g} by more than 2%")
     redop = r.get("redop", data.get("redop"))
+    samples_s = r.get("samples_s")
+    per_iter = None
+    if isinstance(samples_s, list) and samples_s and all(
+            (v := finite(t)) is not None and v > 0 for t in samples_s):
+        per_iter = iter_stats_of([float(t) for t in samples_s])  # the harness keeps every iteration
     return Sample(op=op, msg_bytes=float(msg_bytes), time_s=float(time_s), algbw_bytes_per_s=algbw,
                   busbw_bytes_per_s=busbw, n_ranks=ranks, n_nodes=positive_int(data.get("n_nodes")),
                   in_place=bool(r.get("in_place", data.get("in_place", False))),
                   graph=bool(data.get("graph", False)), dtype=str(r.get("dtype", data.get("dtype", "?"))),
-                  redop=redop if isinstance(redop, str) else None, source=where)
+                  redop=redop if isinstance(redop, str) else None, source=where,
+                  per_iter=per_iter)
 

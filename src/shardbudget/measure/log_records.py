@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..collective_op import CollectiveOp
@@ -21,6 +22,64 @@ BW_TOLERANCE = 0.02
 
 
 # --- records ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class IterStats:
+    """Per-iteration timing of one size, in seconds: nccl-tests ``-I 1`` or the harness's samples.
+
+    Each iteration's time is the **slowest rank's** (nccl-tests: the maximum over a process's GPUs,
+    then over the process rows; the harness: an all-reduce MAX), so these describe what one
+    synchronised collective costs the step that waits for it. Percentiles follow nccl-tests'
+    ``computeIterStats`` (``src/util.cu``): nearest rank on the sorted times, p50 = sorted[n // 2],
+    pXX = sorted[min(n - 1, ceil(n * XX / 100) - 1)]; the standard deviation is the population one
+    (divided by n). A field the source does not give is None (nccl-tests' text columns carry only
+    min, max, p99 and cv).
+    """
+
+    n_iters: int | None
+    """Iterations the statistics summarise (after `skipped`); None where the source does not say."""
+    skipped: int = 0
+    """Leading iterations left out of the statistics (nccl-tests ``-K``)."""
+    min_s: float | None = None
+    max_s: float | None = None
+    mean_s: float | None = None
+    p50_s: float | None = None
+    p95_s: float | None = None
+    p99_s: float | None = None
+    stddev_s: float | None = None
+    cv: float | None = None
+    """stddev / mean as a fraction (nccl-tests prints it as a percentage, ``i_cv%``)."""
+    times_s: tuple[float, ...] = ()
+    """Every iteration, slowest rank, skipped ones included (in the order they ran)."""
+    per_process_max_s: tuple[tuple[float, ...], ...] = ()
+    """nccl-tests' ``per_process_max_times_us``: per process, its slowest GPU in each iteration."""
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if v is not None}
+        d["times_s"] = list(self.times_s)
+        d["per_process_max_s"] = [list(row) for row in self.per_process_max_s]
+        return d
+
+
+def percentile_index(n: int, percentile: int) -> int:
+    """Index into n sorted times of nccl-tests' pXX (``percentileIndex`` in ``src/util.cu``)."""
+    return min(n - 1, (n * percentile + 99) // 100 - 1)
+
+
+def iter_stats_of(times_s: Sequence[float], *, skipped: int = 0) -> IterStats | None:
+    """Statistics of per-iteration times as nccl-tests computes them; None for no times."""
+    times = [float(t) for t in times_s]
+    kept = sorted(times[skipped:])
+    n = len(kept)
+    if n == 0:
+        return None
+    mean = math.fsum(kept) / n
+    stddev = math.sqrt(math.fsum((t - mean) ** 2 for t in kept) / n)
+    return IterStats(n_iters=n, skipped=skipped, min_s=kept[0], max_s=kept[-1], mean_s=mean,
+                     p50_s=kept[n // 2], p95_s=kept[percentile_index(n, 95)],
+                     p99_s=kept[percentile_index(n, 99)], stddev_s=stddev,
+                     cv=stddev / mean if mean > 0 else None, times_s=tuple(times))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Sample:
@@ -52,6 +111,8 @@ class Sample:
     """Where it came from: ``path:line`` (text logs) or ``path:results[i]`` (JSON)."""
     run: int = 0
     """Index of the table in its file (0, 1, ...), to tell runs pasted into one file apart."""
+    per_iter: IterStats | None = None
+    """Per-iteration statistics where the file has them (nccl-tests ``-I 1``, shardbudget JSON)."""
 
 
 @dataclass(frozen=True, kw_only=True)

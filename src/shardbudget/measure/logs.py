@@ -10,7 +10,14 @@ Formats are told apart by content, never by file extension:
   The ``@key: value`` lines of the hand transcriptions in ``shared/data/raw`` are read as annotations
   (``@collective``, ``@n_gpus``, ``@n_nodes``, ``@algo_or_note``, ``@section``, ...); an annotation
   after data rows starts a new table.
+* **nccl-tests' own JSON** (``-J file.json``), with its per-iteration statistics (``-I 1``): the
+  format and its versions are set out in `nccl_json`, after nccl-tests' ``src/util.cu`` at commit
+  a0b82b2 (JSON version 3). The text tables' ``-I`` columns (i_min, i_max, i_p99, i_cv%) are read too.
 * **shardbudget's own JSON**, written by the harness (``"tool": "shardbudget"``).
+
+Where a file has per-iteration timing, each `Sample` carries it as `IterStats` (``sample.per_iter``):
+the slowest rank's time in every iteration, its percentiles, spread and, from nccl-tests' JSON,
+every process's slowest GPU per iteration. `tail` turns those into the p99 of a token's time.
 
 What the nccl-tests columns mean (nccl-tests ``doc/PERFORMANCE.md`` and ``src/*.cu``):
 
@@ -30,8 +37,8 @@ Everything a malformed file can cause is a `MeasureError` with a one-line messag
 escapes, whatever the bytes.
 
 This module holds the entry points and the file reading; the records are in `log_records`,
-shardbudget's JSON in `log_json`, and nccl-tests text in `nccl_scan` (lines into tables) and
-`nccl_tables` (tables into samples).
+shardbudget's JSON in `log_json`, nccl-tests' JSON in `nccl_json`, and nccl-tests text in
+`nccl_scan` (lines into tables) and `nccl_tables` (tables into samples).
 """
 
 from __future__ import annotations
@@ -39,13 +46,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..collective_op import parse_op
 from ..errors import MeasureError
 from ..units import format_bytes
 from .log_json import parse_json
-from .log_records import OPS, TOOLS, MeasurementSet, Sample, check_n_ranks
+from .log_records import OPS, TOOLS, IterStats, MeasurementSet, Sample, check_n_ranks
 from .nccl_scan import LINE_PREFIX, Options
 from .nccl_tables import parse_text
 
@@ -55,29 +63,34 @@ _MAX_FILE_BYTES = 256 * 2**20  # a log of 256 MiB is not a log
 # --- entry points ----------------------------------------------------------------------------
 
 def read_log(path: str | os.PathLike, *, default_op: str = "all-reduce",
-             n_ranks: int | None = None) -> MeasurementSet:
-    """Read one nccl-tests / rccl-tests log or shardbudget JSON file.
+             n_ranks: int | None = None, expect_ranks: int | None = None) -> MeasurementSet:
+    """Read one nccl-tests / rccl-tests log (text or nccl-tests' ``-J`` JSON) or shardbudget JSON.
 
     `default_op` is used (with a warning) for tables whose log never names the collective;
     `n_ranks` overrides the world size for every table (for logs that do not show it).
+    `expect_ranks` is the GPU count the caller asked for (``--gpus``): tables of another count
+    are dropped with a warning, and a file with none of that count is a `MeasureError`.
     """
     source = str(path) if isinstance(path, (str, os.PathLike)) else repr(path)
     text = _read_text(path, source)
-    return parse_log_text(text, source=source, default_op=default_op, n_ranks=n_ranks)
+    return parse_log_text(text, source=source, default_op=default_op, n_ranks=n_ranks,
+                          expect_ranks=expect_ranks)
 
 
 def read_logs(paths: Iterable[str | os.PathLike], *, default_op: str = "all-reduce",
-              n_ranks: int | None = None) -> list[MeasurementSet]:
+              n_ranks: int | None = None, expect_ranks: int | None = None) -> list[MeasurementSet]:
     """`read_log` on each path, in order."""
-    return [read_log(p, default_op=default_op, n_ranks=n_ranks) for p in paths]
+    return [read_log(p, default_op=default_op, n_ranks=n_ranks, expect_ranks=expect_ranks) for p in paths]
 
 
 def parse_log_text(text: str | bytes, *, source: str = "<text>", default_op: str = "all-reduce",
-                   n_ranks: int | None = None) -> MeasurementSet:
+                   n_ranks: int | None = None, expect_ranks: int | None = None) -> MeasurementSet:
     """Like `read_log`, for text already in memory; `source` names it in messages."""
     default_op = parse_op(default_op, OPS, error=MeasureError)
     if n_ranks is not None:
         check_n_ranks(n_ranks)
+    if expect_ranks is not None:
+        check_n_ranks(expect_ranks)
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text), source)
     if not isinstance(text, str):
@@ -88,8 +101,26 @@ def parse_log_text(text: str | bytes, *, source: str = "<text>", default_op: str
     head = text.lstrip()[:1]
     # '[' may also start mpirun --tag-output lines ("[1,0]<stdout>: ..."), which are text.
     if head == "{" or (head == "[" and not LINE_PREFIX.match(text.lstrip())):
-        return parse_json(text, source=source, default_op=default_op, n_ranks=n_ranks)
-    return parse_text(text, Options(source, default_op, n_ranks))
+        ms = parse_json(text, source=source, default_op=default_op, n_ranks=n_ranks)
+    else:
+        ms = parse_text(text, Options(source, default_op, n_ranks))
+    return ms if expect_ranks is None else _only_ranks(ms, expect_ranks)
+
+
+def _only_ranks(ms: MeasurementSet, expect_ranks: int) -> MeasurementSet:
+    """The samples of `expect_ranks` ranks; a file with none of them is a MeasureError."""
+    kept = tuple(s for s in ms.samples if s.n_ranks == expect_ranks)
+    others = sorted({s.n_ranks for s in ms.samples if s.n_ranks != expect_ranks})
+    if not others:
+        return ms
+    counts = ", ".join(str(n) for n in others)
+    if not kept:
+        raise MeasureError(f"{ms.source}: a log of {counts} GPUs (ranks), but {expect_ranks} were "
+                           f"asked for (--gpus {expect_ranks}); give a log of {expect_ranks} GPUs "
+                           "or change --gpus")
+    note = (f"{ms.source}: dropped the tables of {counts} ranks; kept those of {expect_ranks} "
+            "(--gpus)")
+    return replace(ms, samples=kept, warnings=(*ms.warnings, note))
 
 
 def summarize(ms: MeasurementSet) -> str:
@@ -108,6 +139,9 @@ def summarize(ms: MeasurementSet) -> str:
     parts.append(f"{len(sizes)} size{'s' if len(sizes) != 1 else ''}")
     if any(x.graph for x in s):
         parts.append("CUDA graphs")
+    timed = sum(1 for x in s if x.per_iter is not None and x.per_iter.n_iters != 1)
+    if timed:
+        parts.append(f"per-iteration timing at {timed} of {len(s)} results")
     version = ms.env.get("nccl_version")
     if version:
         parts.append(f"{'RCCL' if ms.tool == 'rccl-tests' else 'NCCL'} {str(version).split('+')[0]}")
@@ -167,4 +201,5 @@ def _decode(data: bytes, source: str) -> str:
     return text
 
 
-__all__ = ["OPS", "TOOLS", "MeasurementSet", "Sample", "parse_log_text", "read_log", "read_logs", "summarize"]
+__all__ = ["OPS", "TOOLS", "IterStats", "MeasurementSet", "Sample", "parse_log_text", "read_log", "read_logs",
+           "summarize"]

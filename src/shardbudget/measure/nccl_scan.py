@@ -37,10 +37,16 @@ class Row:
     halves: list[tuple[float, float, float, str]]  # (time_us, algbw_GBps, busbw_GBps, #wrong)
     cut: bool  # fewer or stranger fields than a whole row: the line was cut or mangled
     blank_first: bool  # the first columns are blank: only in-place results follow
+    per_iter: list[tuple[float, float, float, float]] = field(default_factory=list)
+    """Per half, with -I 1: (i_min_us, i_max_us, i_p99_us, i_cv_pct), the slowest rank per iteration."""
 
 
-def _parse_row(line: str, lineno: int, expect_root: bool | None) -> Row | None:
-    """A data row, or None if the line is not one (noise, headers, INFO lines)."""
+def _parse_row(line: str, lineno: int, expect_root: bool | None, per_iter: bool = False) -> Row | None:
+    """A data row, or None if the line is not one (noise, headers, INFO lines).
+
+    With `per_iter` (the table's header has nccl-tests' -I columns) each half is eight columns:
+    time, algbw, busbw, #wrong, i_min, i_max, i_p99, i_cv% (``writeResultHeader``, ``src/util.cu``).
+    """
     spans = [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(line)]
     toks = [t for t, _, _ in spans]
     if len(toks) < 2 or not (UINT.fullmatch(toks[0]) and UINT.fullmatch(toks[1])):
@@ -55,36 +61,41 @@ def _parse_row(line: str, lineno: int, expect_root: bool | None) -> Row | None:
     rest = toks[i:]
     while rest and _STAMP.fullmatch(rest[-1]):
         rest.pop()
-    has_root = _has_root(rest, expect_root)
+    width = 8 if per_iter else 4
+    has_root = _has_root(rest, expect_root, width)
     body_at = i + has_root  # index (in toks) of the first time field
     body = rest[1:] if has_root else rest
-    halves, cut = _read_halves(body)
+    halves, stats, cut = _read_halves(body, width)
     blank_first = (len(halves) == 1 and body_at < len(spans)
                    and spans[body_at][1] - spans[body_at - 1][2] >= _BLANK_COLUMNS_GAP)
-    return Row(lineno, int(toks[0]), toks[2], redop, has_root, halves, cut, blank_first)
+    return Row(lineno, int(toks[0]), toks[2], redop, has_root, halves, cut, blank_first, stats)
 
 
-def _has_root(rest: list[str], expect_root: bool | None) -> bool:
+def _has_root(rest: list[str], expect_root: bool | None, width: int = 4) -> bool:
     if not rest or not _SINT.fullmatch(rest[0]):
         return False
-    if len(rest) % 4 == 1:  # root + whole groups of (time, algbw, busbw, #wrong)
+    if len(rest) % width == 1:  # root + whole groups of (time, algbw, busbw, #wrong[, 4 x -I])
         return True
-    if len(rest) % 4 == 0 and len(rest) <= 8:
+    if len(rest) % width == 0 and len(rest) <= 2 * width:
         return False
     # A cut row: trust the table's layout, else nccl-tests' usual root of -1.
     return expect_root if expect_root is not None else rest[0] == "-1"
 
 
-def _read_halves(body: list[str]) -> tuple[list[tuple[float, float, float, str]], bool]:
-    halves = []
-    for k in range(0, min(len(body) - len(body) % 4, 8), 4):
+def _read_halves(body: list[str], width: int = 4
+                 ) -> tuple[list[tuple[float, float, float, str]], list[tuple[float, float, float, float]], bool]:
+    halves, stats = [], []
+    for k in range(0, min(len(body) - len(body) % width, 2 * width), width):
         t, a, b, w = body[k:k + 4]
         nums = (num(t), num(a), num(b))
-        if None in nums or not WRONG.fullmatch(w):
-            return halves, True
+        extra = [num(x) for x in body[k + 4:k + width]]
+        if None in nums or not WRONG.fullmatch(w) or None in extra:
+            return halves, stats, True
         halves.append((nums[0], nums[1], nums[2], w))  # type: ignore[arg-type]
-    cut = not body or len(body) % 4 != 0 or len(body) > 8
-    return halves, cut
+        if extra:
+            stats.append(tuple(extra))  # type: ignore[arg-type]
+    cut = not body or len(body) % width != 0 or len(body) > 2 * width
+    return halves, stats, cut
 
 
 # --- nccl-tests text: run context ------------------------------------------------------------
@@ -138,7 +149,7 @@ class Table:
     footer_busbw_GBps: float | None = None
 
 
-def _library_version(code: str) -> str:
+def library_version(code: str) -> str:
     """nccl-tests prints NCCL_VERSION_CODE: 22703 -> '2.27.3' (since 2.9), 2708 -> '2.7.8' before."""
     n = int(code)
     if n >= 10000:
@@ -261,7 +272,7 @@ class _Scanner:
             return
         expect_root = self.table.rows[-1].has_root if self.table and self.table.rows else \
             self.ctx.columns.get("root")
-        row = _parse_row(line, lineno, expect_root)
+        row = _parse_row(line, lineno, expect_root, bool(self.ctx.columns.get("per_iter")))
         if row is not None:
             self._row(row)
         elif s.startswith("#"):
@@ -303,6 +314,8 @@ class _Scanner:
             self._new_run_line()
             self.ctx.ranks[int(m.group(1))] = (m.group(2), m.group(3).strip())
             self.ctx.rank_lines += 1
+        elif m := re.match(r"#\s*Per-Iteration Report\b(?:.*summary skips first ([0-9]{1,9}))?", s):
+            self.ctx.header["per_iter_skip"] = int(m.group(1) or 0)
         elif re.match(r"#\s*nThread\b", s):
             self._new_run_line()
             self._header(s)
@@ -310,7 +323,7 @@ class _Scanner:
             self._new_run_line()
             self.ctx.tests_version = m.group(1)
             if m.group(2):
-                self.ctx.library_version = _library_version(m.group(2))
+                self.ctx.library_version = library_version(m.group(2))
         elif m := re.match(r"#\s*Collective test starting:\s*(\S+)", s):
             self._new_run_line()
             self.ctx.binary = m.group(1)
@@ -354,15 +367,15 @@ class _Scanner:
         self._close()
 
     def _header(self, s: str) -> None:
-        for key in ("nThread", "nGpus", "graph", "validation"):
+        for key in ("nThread", "nGpus", "graph", "validation", "(?<!warmup )iters"):
             if m := re.search(rf"\b{key}:?\s+(-?[0-9]{{1,9}})\b", s):
-                self.ctx.header[key] = int(m.group(1))
+                self.ctx.header[key.split(")")[-1]] = int(m.group(1))
 
     def _columns(self, s: str) -> None:
         names = s.lstrip("#").split()
         times = [n for n in names if n in ("time", "cputime")]
         self.ctx.columns = {"root": "root" in names, "error": "error" in names or "res" in names,
-                            "cputime": "cputime" in names}
+                            "cputime": "cputime" in names, "per_iter": "i_min" in names}
         if len(times) >= 2:
             self.ctx.placements = ("out", "in")
         elif self.ctx.placements is None:

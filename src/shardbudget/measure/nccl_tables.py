@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..collective_op import CollectiveOp, busbw_factor, op_or_none
 from ..errors import MeasureError
 from ..units import format_bytes
-from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, positive_int
+from .log_records import BW_TOLERANCE, OPS, IterStats, MeasurementSet, Sample, positive_int
 from .nccl_scan import ANNOTATED_VERSION, BINARY, WRONG, Options, Row, Table, parse_command, scan
 
 # The file's values are rounded to 0.01 GB/s, so only values of at least this are compared.
@@ -186,13 +186,15 @@ def _table_samples(table: Table, run: _Run, *, index: int, source: str, last_row
             truncated_at = row.lineno
         else:
             _note_odd_row(row, two_placements, source, warnings)
-        for placement, half in zip(_placements(table, row), row.halves):
+        for k, (placement, half) in enumerate(zip(_placements(table, row), row.halves)):
             if _is_wrong(half[3], old_error):
                 wrong += 1
             elif half[0] <= 0 or not math.isfinite(2 * row.size / (half[0] / 1e6)):  # 0, or so small
                 bad_time += 1  # that busbw (at most 2x size/time) overflows a float
             else:
-                samples.append(_sample(row, placement, half, run, factor=factor, index=index, source=source))
+                stats = _text_iter_stats(table, row.per_iter[k]) if k < len(row.per_iter) else None
+                samples.append(_sample(row, placement, half, run, factor=factor, index=index, source=source,
+                                       per_iter=stats))
                 off.extend(_bandwidth_disagreements(samples[-1], half))
     if truncated_at is not None:
         upto = f"; kept rows up to {format_bytes(max(s.msg_bytes for s in samples))}" if samples else ""
@@ -235,15 +237,23 @@ def _note_odd_row(row: Row, two_placements: bool, source: str, warnings: list[st
                         "out-of-place and in-place; read as out-of-place")
 
 
+def _text_iter_stats(table: Table, cols: tuple[float, float, float, float]) -> IterStats:
+    """nccl-tests' -I text columns (i_min, i_max, i_p99 in us, i_cv%) in seconds and a fraction."""
+    i_min, i_max, i_p99, cv_pct = cols
+    iters, skip = table.ctx.header.get("iters"), table.ctx.header.get("per_iter_skip", 0)
+    return IterStats(n_iters=iters - skip if iters and iters > skip else None, skipped=skip,
+                     min_s=i_min / 1e6, max_s=i_max / 1e6, p99_s=i_p99 / 1e6, cv=cv_pct / 100)
+
+
 def _sample(row: Row, placement: str, half: tuple[float, float, float, str], run: _Run, *,
-            factor: float, index: int, source: str) -> Sample:
+            factor: float, index: int, source: str, per_iter: IterStats | None = None) -> Sample:
     time_s = half[0] / 1e6  # nccl-tests prints microseconds
     algbw = row.size / time_s
     return Sample(op=run.op, msg_bytes=float(row.size), time_s=time_s, algbw_bytes_per_s=algbw,
                   busbw_bytes_per_s=algbw * factor, n_ranks=run.n_ranks,
                   n_nodes=run.n_nodes, in_place=placement == "in", graph=run.graph, dtype=row.dtype,
                   redop=row.redop if row.redop not in (None, "none") else None,
-                  source=f"{source}:{row.lineno}", run=index)
+                  source=f"{source}:{row.lineno}", run=index, per_iter=per_iter)
 
 
 def _bandwidth_disagreements(s: Sample, half: tuple[float, float, float, str]) -> list[str]:

@@ -11,6 +11,7 @@ Events, in the order a healthy rank sends them:
     start   before each size, from every rank (so a dead or hung rank can be placed)
     result  after each size: per-iteration slowest-rank times and wrong counts per rank
     done    after the last size
+    peers   under a launcher, after a failure: which peers stopped their heartbeat (see `peers`)
     error   an exception, just before exiting non-zero
     exit    added by the parent when a rank's process ends, with its exit code
 """
@@ -38,6 +39,9 @@ FAULT_ENV = "SHARDBUDGET_FAULT"
 FAULT_KINDS = ("crash", "hang", "wrong-reduction")
 EVENT_PREFIX = "@shardbudget "  # marks our protocol lines among whatever else a worker prints
 STARTUP_ALLOWANCE_S = 30.0  # importing torch on a loaded 2-core box takes several seconds per rank
+HEARTBEAT_S = 1.0  # under a launcher each rank counts up a key in the rendezvous store this often
+SILENCE_S = 2.5 * HEARTBEAT_S  # a peer whose count did not move for this long is gone
+STORE_TIMEOUT_S = 5.0  # one store operation, for the heartbeats and the post-mortem
 
 
 class Event(StrEnum):
@@ -47,6 +51,7 @@ class Event(StrEnum):
     START = "start"
     RESULT = "result"
     DONE = "done"
+    PEERS = "peers"
     ERROR = "error"
     EXIT = "exit"
 
@@ -119,6 +124,7 @@ class RankConfig:
     pg_timeout_s: float
     report_all_ranks: bool  # in-process launcher mode: every rank keeps the results
     faults: str
+    watch_peers: bool = False  # heartbeats in the store, to name a lost peer (launcher mode)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -16,6 +16,7 @@ from rich.progress import Progress as RichProgress
 from ..atomic import write_atomic
 from ..errors import MeasureError
 from ..units import format_bytes
+from .peers import node_count
 from .results import MeasureResult, PlannedSize, SizeResult, summarize
 
 
@@ -36,10 +37,14 @@ class Recorder:
         if self._bar:
             self._bar.update(index, self.plan[index].size_bytes)
 
-    def hosts(self, hosts: list[str]) -> None:
+    def hosts(self, hosts: list[str], addrs: list[str | None] | None = None) -> None:
+        """Every rank's hostname (and address on the route to the store, where known)."""
         unique = list(dict.fromkeys(hosts))
-        self.result.n_nodes = len(unique)
-        self.result.env.update(hosts=unique, n_nodes=len(unique))
+        nodes = node_count(hosts, addrs)
+        self.result.n_nodes = nodes
+        self.result.env.update(hosts=unique, n_nodes=nodes)
+        if addrs:
+            self.result.env["addrs"] = list(addrs)
 
     def completed(self, index: int, samples_s: list[float],
                   wrong_by_rank: list[int] | None) -> None:

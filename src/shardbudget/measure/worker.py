@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -23,7 +24,9 @@ import torch.distributed as dist
 
 from .. import dtypes
 from ..collective_op import CollectiveOp
-from .protocol import Event, Fault, RankConfig, event_line, parse_faults
+from .peers import PeerReport, short_error
+from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, RankConfig, event_line,
+                       parse_faults)
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -31,16 +34,100 @@ Emit = Callable[[dict[str, Any]], None]
 def run_rank(cfg: RankConfig, emit: Emit) -> None:
     faults = parse_faults(cfg.faults)
     device = _init(cfg)
+    watch = _PeerWatch(cfg) if cfg.watch_peers else None
+
+    def report(ev: dict[str, Any]) -> None:
+        if watch is not None and ev["ev"] == Event.START:
+            watch.started(ev["index"])
+        emit(ev)
+
     try:
-        hosts: list[str | None] = [None] * cfg.world_size
-        dist.all_gather_object(hosts, socket.gethostname())
-        emit({"ev": Event.READY, "hosts": hosts, "torch": torch.__version__})
+        where: list[tuple[str, str | None] | None] = [None] * cfg.world_size
+        dist.all_gather_object(where, (socket.gethostname(), _local_addr(_store_address(cfg)[0])))
+        emit({"ev": Event.READY, "hosts": [w[0] for w in where], "addrs": [w[1] for w in where],
+              "torch": torch.__version__})
         for index, size_bytes in enumerate(cfg.sizes_bytes):
-            _measure_size(cfg, index, size_bytes, device=device, faults=faults, emit=emit)
+            _measure_size(cfg, index, size_bytes, device=device, faults=faults, emit=report)
         dist.barrier()
         emit({"ev": Event.DONE})
+    except Exception as exc:
+        if watch is not None:
+            emit({"ev": Event.PEERS, "report": watch.post_mortem(short_error(str(exc)))})
+        raise
     finally:
+        if watch is not None:
+            watch.stop()
         dist.destroy_process_group()
+
+
+class _PeerWatch:
+    """Heartbeats and progress in the rendezvous store, read back after a failure (see `peers`).
+
+    Its own client connection to the store, so the heartbeat thread never shares one with the
+    process group. A count of a few bytes once a second: nothing a collective's timing notices."""
+
+    def __init__(self, cfg: RankConfig):
+        host, port = _store_address(cfg)
+        self.rank, self.world = cfg.rank, cfg.world_size
+        client = dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
+                               timeout=timedelta(seconds=STORE_TIMEOUT_S))
+        self.store = dist.PrefixStore("shardbudget/", client)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.store.add(f"beat/{self.rank}", 1)
+            except Exception:  # noqa: BLE001 - the store is gone; post_mortem says so
+                return
+            self._stop.wait(HEARTBEAT_S)
+
+    def started(self, index: int) -> None:
+        try:
+            self.store.set(f"at/{self.rank}", str(index))
+        except Exception:  # noqa: BLE001 - progress is a hint; the collective reports the failure
+            pass
+
+    def post_mortem(self, message: str) -> PeerReport:
+        """Say that this rank failed, then which peers' heartbeats stopped (about SILENCE_S)."""
+        others = [r for r in range(self.world) if r != self.rank]
+        try:
+            self.store.set(f"failed/{self.rank}", message[:500])
+            before = [self.store.add(f"beat/{r}", 0) for r in others]
+            time.sleep(SILENCE_S)
+            after = [self.store.add(f"beat/{r}", 0) for r in others]
+            failed = tuple(r for r in others if self.store.check([f"failed/{r}"]))
+            at = {r: int(self.store.get(f"at/{r}")) for r in range(self.world)
+                  if self.store.check([f"at/{r}"])}
+        except Exception as exc:  # noqa: BLE001 - an unreachable store is itself the finding
+            return PeerReport(store_ok=False, store_error=short_error(str(exc)))
+        lost = tuple(r for r, a, b in zip(others, before, after) if a == b and r not in failed)
+        return PeerReport(store_ok=True, lost=lost, failed=failed, at=at, silence_s=SILENCE_S)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=HEARTBEAT_S + STORE_TIMEOUT_S)
+
+
+def _store_address(cfg: RankConfig) -> tuple[str, int]:
+    """Where the rendezvous store listens: torchrun's MASTER_ADDR/PORT, or the tcp:// init method."""
+    if cfg.init_method.startswith("tcp://"):
+        host, _, port = cfg.init_method[len("tcp://"):].rpartition(":")
+        return host.strip("[]"), int(port)
+    return os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
+
+
+def _local_addr(toward: str) -> str | None:
+    """This rank's address on the route to `toward` (no packet is sent: UDP connect only routes)."""
+    try:
+        family = socket.AF_INET6 if ":" in toward else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((toward, 9))
+            return sock.getsockname()[0]
+    except OSError:
+        return None
 
 
 def _init(cfg: RankConfig) -> torch.device:
