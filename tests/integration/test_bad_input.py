@@ -164,6 +164,10 @@ CASES = [
     (["plan", "-m", "many-layers.json", "-s", "hgx-h100"], ["'num_hidden_layers'", "got 2147483647"], None),
     (["explain", "-m", "truncated.json"], ["truncated.json is not valid JSON"], None),
     (["plan", "-m", "no-such-dir/config.json", "-s", "hgx-h100"], ["no model config at no-such-dir/config.json"], None),
+    # Hugging Face ids: illegal characters; not cached (offline) says where it looked
+    (["plan", "-m", "meta-llama/Llama 3.1@70B", "-s", "hgx-h100"], ["'meta-llama/Llama 3.1@70B' is not a Hugging Face model id", "' ', '@' not allowed"], SUB),
+    (["deploy", "-m", "org/na--me", "-s", "hgx-h100", "--gpus", "8"], ["is not a Hugging Face model id", "'--'"], None),
+    (["plan", "-m", "shardbudget-test/No-Such-Model", "-s", "hgx-h100"], ["not in the Hugging Face cache", "models--shardbudget-test--No-Such-Model/snapshots/*/config.json", "--download"], None),
     # sizes, times and budgets with wrong units or signs, NaN, infinity, overflow
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget", "30"], ["--budget '30' has no unit"], None),
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget", "-5ms"], ["'-5ms' must be greater than zero"], None),
