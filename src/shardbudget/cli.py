@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import units
+from .check import DEFAULT_TOLERANCE, check_logs, format_check
 from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
 from .deploy import Workload
@@ -383,6 +384,27 @@ def fit(
 
 
 @app.command()
+def check(
+    *,
+    files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs (all_reduce_perf, ...) or shardbudget measure JSON.")],
+    system: Annotated[str, typer.Option("--system", "-s", help="The catalog system the logs should look like, e.g. hgx-h200.")],
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes to model (default: the log's own count, else NCCL's INFO lines, else as few as hold the ranks).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Check only the tables of this GPU count; a log with none is refused (exit 2).")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Allowed deviation of each region's median time from the model: 0.25 = within x1.25 either way.")] = DEFAULT_TOLERANCE,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input."""
+    result = check_logs(files, system=system, catalog=_catalog(catalog), nodes=nodes, gpus=gpus, tolerance=tolerance)
+    if json_out:
+        _print_json(result.to_dict())
+    else:
+        print(format_check(result))
+    if result.exit_code:
+        raise typer.Exit(code=result.exit_code)
+
+
+@app.command()
 def lab(
     *,
     ranks: Annotated[int, typer.Option("--ranks", help="Ranks, one per network namespace.")] = 2,
@@ -481,7 +503,7 @@ def _progress():
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
         typer.echo(f"error: {err}", err=True)
         return err.exit_code
@@ -503,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         typer.echo(f"internal error: {type(err).__name__}: {err} (set SHARDBUDGET_DEBUG=1 for details)", err=True)
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _click_errors():
