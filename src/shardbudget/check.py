@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .check_causes import Cause, TableFacts, diagnose
+from .check_causes import Cause, TableFacts, diagnose, erratic
 from .collectives import OPS, collective_cost, make_group
 from .errors import MeasureError, PlanError
 from .hardware import Catalog, System, load_catalog
@@ -275,6 +275,8 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
     facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings,
                        tolerance=tolerance)
     causes = diagnose(facts) if any(r.off for r in regions) else ()
+    if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
+        notes.append(noisy.text)
     notes += _device_note(ms, run, system)
     return TableCheck(source=ms.source, run=run, op=str(op), ranks=ranks, nodes=n_nodes, system=system.name,
                       column=column, regions=regions, causes=tuple(causes), settings=settings,
