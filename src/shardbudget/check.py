@@ -198,18 +198,33 @@ def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: 
            nodes: int | None, gpus: int | None, tolerance: float) -> CheckResult:
     tables = []
     for ms, text in sets:
-        runs = _runs(ms, gpus)
-        ends = [_last_line(samples) for _, samples, _ in runs]
-        for i, (run, samples, column) in enumerate(runs):
-            start = (ends[i - 1] + 1) if i and ends[i - 1] is not None else 1
-            stop = ends[i] if i + 1 < len(runs) and ends[i] is not None else None
-            settings = settings_for(text, start, stop)
+        spans = _line_spans(ms)
+        for run, samples, column in _runs(ms, gpus):
+            settings = settings_for(text, *spans.get(run, (1, None)))
             if settings.version is None:
                 version = next((r.get("nccl_version") for r in ms.env.get("runs", []) if r.get("run") == run), None)
                 settings = replace(settings, version=version or ms.env.get("nccl_version"))
             tables.append(_check_table(ms, run, samples, column, settings, system, catalog,
                                        nodes=nodes, tolerance=tolerance))
     return CheckResult(system=system.name, tolerance=float(tolerance), tables=tuple(tables))
+
+
+def _line_spans(ms: MeasurementSet) -> dict[int, tuple[int, int | None]]:
+    """run -> (first line, last line) of the text that belongs to it: from the line after the previous
+    table's last row to its own last row (the last table: to the end). NCCL prints its INFO lines
+    while a communicator is set up, before the rows it explains. Every run of the file counts, kept
+    or not, so a skipped table's lines never reach its neighbour."""
+    last: dict[int, int] = {}
+    for s in ms.samples:
+        line = s.source.rsplit(":", 1)[-1]
+        if line.isdigit():
+            last[s.run] = max(last.get(s.run, 0), int(line))
+    spans, start = {}, 1
+    ordered = sorted(last.items(), key=lambda kv: kv[1])
+    for i, (run, end) in enumerate(ordered):
+        spans[run] = (start, end if i + 1 < len(ordered) else None)
+        start = end + 1
+    return spans
 
 
 def _runs(ms: MeasurementSet, gpus: int | None) -> list[tuple[int, list[Sample], str]]:
@@ -235,12 +250,6 @@ def _runs(ms: MeasurementSet, gpus: int | None) -> list[tuple[int, list[Sample],
                            f"(found {', '.join(sorted({str(s.op) for s in ms.samples}))} on "
                            f"{', '.join(map(str, counts))} ranks)")
     return out
-
-
-def _last_line(samples: Sequence[Sample]) -> int | None:
-    lines = [s.source.rsplit(":", 1)[-1] for s in samples]
-    nums = [int(x) for x in lines if x.isdigit()]
-    return max(nums) if nums else None
 
 
 # --- one table -------------------------------------------------------------------------------

@@ -353,8 +353,9 @@ def _latency_slow(f: TableFacts, ratio: float) -> list[Cause]:
 
 
 def _mid_slow(f: TableFacts, ratio: float) -> Cause:
+    ends = "" if any(f.region(r).verdict == "no sizes" for r in (LATENCY, PLATEAU)) else " while both ends are normal"
     return Cause(kind="mid-sizes", region=MID, guess=True,
-                 text=f"mid sizes at {_fmt(ratio)} the predicted time while both ends are normal: NCCL switches "
+                 text=f"mid sizes at {_fmt(ratio)} the predicted time{ends}: NCCL switches "
                       f"algorithm or protocol at other sizes than the model (NCCL_ALGO/NCCL_PROTO, a tuner "
                       f"plugin), or the run was contended ({_guess_note(f.settings)})")
 

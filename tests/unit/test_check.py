@@ -228,6 +228,10 @@ def test_info_lines_belong_to_the_table_they_precede():
     first, second = result.tables
     assert first.ok and first.settings.channels is None
     assert not second.ok and second.cause.kind == "fewer-channels"
+    # a table left out by --gpus keeps its INFO lines: they do not reach the next table
+    four = nccl_log(times_us("hgx-h100", gpus=4), ranks=4, nodes=1, info=["Channel 00/02 :    0   1   2   3"])
+    kept = check(four + good, "hgx-h100", gpus=8).tables
+    assert len(kept) == 1 and kept[0].settings.channels is None and kept[0].settings.info_lines == 0
 
 
 # --- requests and bad input -----------------------------------------------------------------------
