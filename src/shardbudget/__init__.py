@@ -5,6 +5,7 @@ Everything the CLI does is one import away; results are plain dataclasses with `
 Glossary of units and two-meaning words: `shardbudget.units`.
 """
 
+from .check import CheckResult, check_logs
 from .collectives import Cost, collective_cost, crossover_bytes, make_group, sweep
 from .compare import compare_systems
 from .errors import CatalogError, MeasureError, PlanError, ShardbudgetError, UnitError, UnknownNameError
@@ -18,8 +19,8 @@ from .step import StepTime, decode_step
 __version__ = "0.1.0"
 
 __all__ = [
-    "Catalog", "CatalogError", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
+    "Catalog", "CatalogError", "CheckResult", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
     "PlanError", "PlanResult", "PlanSettings", "Precision", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
-    "__version__", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
+    "__version__", "check_logs", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
     "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
 ]

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import units
+from .check import DEFAULT_TOLERANCE, check_logs, format_check
 from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
 from .deploy import Workload
@@ -45,10 +46,19 @@ CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Ext
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 NodesOpt = Annotated[int, typer.Option("--nodes", help="Number of nodes of the system.")]
 GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
+DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging Face id's config.json (that file alone) when it is not in the local Hugging Face cache; needs huggingface_hub.")]
 
 
 def _catalog(paths: Optional[list[Path]]):
     return load_catalog(tuple(str(p) for p in paths or ()))
+
+
+def _model(name: str, download: bool) -> str:
+    """With --download, an HF id missing from the local cache has its config.json fetched into the
+    cache now; the name then resolves from there wherever the library loads it."""
+    if download:
+        load_model(name, download=True)
+    return name
 
 
 def _print_json(obj) -> None:
@@ -163,11 +173,12 @@ def compare(
     impl: Annotated[str, typer.Option("--impl")] = "nccl",
     plot: Annotated[Optional[Path], typer.Option("--plot")] = None,
     catalog: CatalogOpt = None,
+    download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Systems side by side: crossover sizes and the time ratio at the sizes decode really uses."""
     _check_plot(plot)
-    result = compare_systems(system, nodes=nodes, gpus=gpus, op=op, model=model, batches=batch or [1, 64],
+    result = compare_systems(system, nodes=nodes, gpus=gpus, op=op, model=_model(model, download), batches=batch or [1, 64],
                              impl=impl, catalog=_catalog(catalog))
     if json_out:
         _print_json(result.to_dict())
@@ -182,7 +193,7 @@ def compare(
 @app.command("plan")
 def plan_cmd(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`), a config.json path or folder, or a Hugging Face id (ORG/NAME, from the local HF cache; --download fetches its config.json).")],
     system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
     nodes: NodesOpt = 1,
     batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeatable).")] = None,
@@ -203,10 +214,12 @@ def plan_cmd(
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
     catalog: CatalogOpt = None,
+    download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
     _check_plot(plot)
+    model = _model(model, download)
     budget_s = _budget(budget)
     if require_tp is not None and budget_s is None:
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
@@ -247,7 +260,7 @@ def _budget(text: str) -> float | None:
 @app.command()
 def deploy(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name or config.json path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name, config.json path or folder, or Hugging Face id (ORG/NAME).")],
     system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs to spend (split into identical replicas).")],
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes (default: as many as --gpus needs).")] = None,
@@ -267,10 +280,13 @@ def deploy(
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
     catalog: CatalogOpt = None,
+    download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
     _check_plot(plot)
+    model = _model(model, download)
+    draft_model = _model(draft_model, download) if draft_model else draft_model
     if context is not None and (input_len is not None or output_len is not None):
         raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
     spec = Speculation(method=speculative, draft_tokens=draft_tokens, acceptance=acceptance,
@@ -299,10 +315,11 @@ def explain(
     context: Annotated[int, typer.Option("--context", min=1)] = 4096,
     system: Annotated[Optional[list[str]], typer.Option("--system", "-s", help="The two systems to compare (give --system twice; default: hgx-h100 and h100-pcie, the same GPU on NVLink and on PCIe).")] = None,
     catalog: CatalogOpt = None,
+    download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Fabric A vs fabric B, when all-reduce limits sharding, why the network is slow for decode: with numbers."""
-    answers = explain_questions(model, systems=system or DEFAULT_SYSTEMS, batch=batch, context=context,
+    answers = explain_questions(_model(model, download), systems=system or DEFAULT_SYSTEMS, batch=batch, context=context,
                                 catalog=_catalog(catalog))
     if json_out:
         _print_json([a.to_dict() for a in answers])
@@ -375,6 +392,27 @@ def fit(
 
 
 @app.command()
+def check(
+    *,
+    files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs (all_reduce_perf, ...) or shardbudget measure JSON.")],
+    system: Annotated[str, typer.Option("--system", "-s", help="The catalog system the logs should look like, e.g. hgx-h200.")],
+    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes to model (default: the log's own count, else NCCL's INFO lines, else as few as hold the ranks).")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="Check only the tables of this GPU count; a log with none is refused (exit 2).")] = None,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Allowed deviation of each region's median time from the model: 0.25 = within x1.25 either way.")] = DEFAULT_TOLERANCE,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input."""
+    result = check_logs(files, system=system, catalog=_catalog(catalog), nodes=nodes, gpus=gpus, tolerance=tolerance)
+    if json_out:
+        _print_json(result.to_dict())
+    else:
+        print(format_check(result))
+    if result.exit_code:
+        raise typer.Exit(code=result.exit_code)
+
+
+@app.command()
 def lab(
     *,
     ranks: Annotated[int, typer.Option("--ranks", help="Ranks, one per network namespace.")] = 2,
@@ -407,7 +445,7 @@ def lab(
 @app.command()
 def report(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`) or a config.json path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`), a config.json path or folder, or a Hugging Face id (ORG/NAME, from the local HF cache; --download fetches its config.json).")],
     system: Annotated[list[str], typer.Option("--system", "-s", help="System to compare (repeat); 'name:N' for N nodes, e.g. hgx-h100:2.")],
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes of every system given without ':N'.")] = 1,
     batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeat).")] = None,
@@ -420,10 +458,12 @@ def report(
     catalog: CatalogOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
     budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = report_html.DEFAULT_BUDGET_STEPS,
+    download: DownloadOpt = False,
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
     check_impl(impl)
     report_html.check_report_path(out)  # before the sweep, not after it
+    model = _model(model, download)
     budget_s = _budget(budget)
     with _progress() as progress:
         data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
@@ -471,7 +511,7 @@ def _progress():
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
         typer.echo(f"error: {err}", err=True)
         return err.exit_code
@@ -493,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         typer.echo(f"internal error: {type(err).__name__}: {err} (set SHARDBUDGET_DEBUG=1 for details)", err=True)
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def _click_errors():

@@ -37,6 +37,15 @@ def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(str(name), list(known), n=n, cutoff=0.4)
 
 
+def known_case(name: object, known: Iterable[str]) -> object:
+    """The known name equal to `name` regardless of case ('HGX-H100' -> 'hgx-h100'); `name` itself
+    when it is known as typed, or when nothing matches (the lookup then says what is close)."""
+    names = list(known)
+    if not isinstance(name, str) or name in names:
+        return name
+    return next((k for k in names if k.lower() == name.lower()), name)
+
+
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """'; did you mean 'a', 'b'?' for a misspelt name, or '' when nothing is close."""
     close = closest(name, known)

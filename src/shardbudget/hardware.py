@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import nccl_constants, units
-from .errors import CatalogError, UnknownNameError
+from .errors import CatalogError, UnknownNameError, known_case
 from .nccl_constants import NcclConstants
 
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -215,7 +215,7 @@ class Catalog:
         return _lookup("GPU", name, self.gpus)
 
     def system(self, name: str) -> System:
-        return _lookup("system", name, self.systems)
+        return _lookup("system", known_case(name, self.systems), self.systems)  # any case: HGX-H100
 
 
 def _lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):

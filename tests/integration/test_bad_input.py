@@ -166,6 +166,10 @@ CASES = [
     (["plan", "-m", "many-layers.json", "-s", "hgx-h100"], ["'num_hidden_layers'", "got 2147483647"], None),
     (["explain", "-m", "truncated.json"], ["truncated.json is not valid JSON"], None),
     (["plan", "-m", "no-such-dir/config.json", "-s", "hgx-h100"], ["no model config at no-such-dir/config.json"], None),
+    # Hugging Face ids: illegal characters; not cached (offline) says where it looked
+    (["plan", "-m", "meta-llama/Llama 3.1@70B", "-s", "hgx-h100"], ["'meta-llama/Llama 3.1@70B' is not a Hugging Face model id", "' ', '@' not allowed"], SUB),
+    (["deploy", "-m", "org/na--me", "-s", "hgx-h100", "--gpus", "8"], ["is not a Hugging Face model id", "'--'"], None),
+    (["plan", "-m", "shardbudget-test/No-Such-Model", "-s", "hgx-h100"], ["not in the Hugging Face cache", "models--shardbudget-test--No-Such-Model/snapshots/*/config.json", "--download"], None),
     # sizes, times and budgets with wrong units or signs, NaN, infinity, overflow
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget", "30"], ["--budget '30' has no unit"], None),
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget", "-5ms"], ["'-5ms' must be greater than zero"], None),
@@ -218,6 +222,15 @@ CASES = [
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", "existing.toml"], ["existing.toml exists", "--force"], SUB),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", "no-such-dir/p.toml"], ["no-such-dir", "does not exist"], None),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h100", "--out", ".", "--force"], ["is a folder"], None),
+    # check: unknown system, a log of another GPU count, unreadable logs, impossible requests
+    (["check", "good.log", "--system", "hgx-h10"], ["unknown system 'hgx-h10'", "did you mean 'hgx-h100'"], SUB),
+    (["check", "good.log", "--system", "hgx-h100", "--gpus", "4"], ["good.log is a log of 8 GPUs, not --gpus 4"], SUB),
+    (["check", "binary.log", "--system", "hgx-h100"], ["binary.log", "binary file"], None),
+    (["check", "empty.log", "--system", "hgx-h100"], ["empty.log", "the file is empty"], None),
+    (["check", "no-such.log", "--system", "hgx-h100"], ["no-such.log", "no such file"], None),
+    (["check", "headers-only.log", "--system", "hgx-h100"], ["headers-only.log", "no nccl-tests data rows"], None),
+    (["check", "good.log", "--system", "hgx-h100", "--tolerance", "0"], ["--tolerance must be a fraction above 0", "got 0.0"], None),
+    (["check", "good.log", "--system", "hgx-h100", "--nodes", "3"], ["good.log (run 0, 8 ranks) does not fit hgx-h100"], None),
     (["measure", "--out", "existing.json", "--nproc", "2", "--sizes", "8B"], ["existing.json exists", "--force"], None),
     (["measure", "--out", "no-such-dir/x.json", "--nproc", "2", "--sizes", "8B"], ["no-such-dir", "does not exist"], None),
 ]
@@ -254,7 +267,7 @@ def _run(argv: list[str], how: str | None, cwd: Path, capsys, monkeypatch) -> tu
 
 def test_enough_cases_and_every_command_runs_for_real():
     assert len(CASES) >= 45
-    commands = {"fabrics", "allreduce", "compare", "plan", "explain", "models", "measure", "fit"}
+    commands = {"fabrics", "allreduce", "compare", "plan", "explain", "models", "measure", "fit", "check"}
     assert commands <= {argv[0] for argv, _, how in CASES if how == SUB}
 
 

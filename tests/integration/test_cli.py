@@ -75,3 +75,22 @@ def test_errors_are_one_line(cli):
     r = cli("plan", "--model", "llama-3.1-70c", "--system", "hgx-h100")
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "did you mean" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check_json_keys_and_exit_code(cli, tmp_path):
+    rows = []
+    for k in range(12):  # 8 B .. 32 MiB on 8 GPUs: 20 us + size at 150 GB/s algbw
+        size, t_us = 8 * 4**k, 20.0 + 8 * 4**k / 150e3
+        alg = size / t_us / 1e3
+        rows.append(f"{size:12d} {size // 4:13d}     float     sum      -1  {t_us:9.2f}  {alg:6.2f}  {alg * 1.75:6.2f}      0")
+    log = tmp_path / "run.log"
+    log.write_text("# nThread 1 nGpus 8 minBytes 8 maxBytes 33554432 step: 4(factor) warmup iters: 5 iters: 20 "
+                   "agg iters: 1 validation: 1 graph: 0\n#\n" + "\n".join(rows) + "\n")
+    r = cli("check", str(log), "--system", "hgx-h100", "--json")
+    assert r.returncode in (0, 1), r.stderr
+    d = json.loads(r.stdout)
+    assert {"system", "tolerance", "ok", "exit_code", "tables"} <= set(d) and d["exit_code"] == r.returncode
+    t = d["tables"][0]
+    assert {"source", "run", "op", "ranks", "nodes", "column", "ok", "regions", "cause", "causes", "settings"} <= set(t)
+    assert [reg["region"] for reg in t["regions"]] == ["latency floor", "mid sizes", "bandwidth plateau"]
+    assert t["ranks"] == 8 and t["nodes"] == 1 and t["column"] == "out-of-place"

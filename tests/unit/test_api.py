@@ -3,9 +3,9 @@
 import shardbudget
 
 EXPECTED = {
-    "Catalog", "CatalogError", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
+    "Catalog", "CatalogError", "CheckResult", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
     "PlanError", "PlanResult", "PlanSettings", "Precision", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
-    "__version__", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
+    "__version__", "check_logs", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
     "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
 }
 

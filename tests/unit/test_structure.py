@@ -10,8 +10,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "shardbudget"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 # Imported inside functions on purpose: heavy (torch, matplotlib, scipy) or optional (tomli_w, the
-# click copy typer vendors on some versions).
-LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click",
+# click copy typer vendors on some versions, huggingface_hub for --download).
+LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "huggingface_hub",
            ".worker")  # measure/worker.py is the one rank's torch code
 
 

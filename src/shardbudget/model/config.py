@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CatalogError, UnknownNameError
+from . import hub
 from .families import BY_MODEL_TYPE, Family
 from .layers import LayerKind
 from .quant import Checkpoint
@@ -214,13 +215,13 @@ def _load_catalog(name: str) -> ModelConfig:
     return _parse_bytes(data, name=name, where=f"catalog model {name!r}")
 
 
-def _load_path(path: Path) -> ModelConfig:
+def _load_path(path: Path, name: str | None = None) -> ModelConfig:
     file = path / "config.json" if path.is_dir() else path
     try:
         data = file.read_bytes()
     except OSError as exc:
         raise CatalogError(f"cannot read {file}: {exc.strerror or exc}") from None
-    name = (file.parent.name if file.name == "config.json" else file.stem) or file.stem
+    name = name or (file.parent.name if file.name == "config.json" else file.stem) or file.stem
     return _parse_bytes(data, name=name, where=str(file))
 
 
@@ -231,20 +232,54 @@ def _is_existing_path(text: str) -> bool:
         return False
 
 
-def load_model(name_or_path: str | PathLike) -> ModelConfig:
-    """A catalog model by name, or a config.json file, or a folder holding one."""
+def _shipped_name(text: str) -> str | None:
+    """The shipped model `text` names, matched without regard to case ('Llama-3.1-70B' too)."""
+    names = _catalog_names()
+    if text in names:
+        return text
+    return {n.lower(): n for n in names}.get(text.lower())
+
+
+def load_model(name_or_path: str | PathLike, *, download: bool = False) -> ModelConfig:
+    """A shipped model by name (any case), a config.json file or a folder holding one, or a Hugging
+    Face id ('meta-llama/Llama-3.1-70B').
+
+    An id is read from the local Hugging Face cache first, then from a folder of that name, and
+    only with `download=True` fetched from the Hub (config.json alone; needs huggingface_hub). See
+    `model.hub` for the cache's location and layout. Every failure is a one-line `CatalogError`
+    (or `UnknownNameError` for a bare name) saying where it looked.
+    """
     if not isinstance(name_or_path, (str, PathLike)):
         raise UnknownNameError("model", repr(name_or_path), _catalog_names())
     text = str(name_or_path)
-    if text in _catalog_names():
-        return _load_catalog(text)
+    if not isinstance(name_or_path, PathLike) and (shipped := _shipped_name(text)):
+        return _load_catalog(shipped)
+    if not isinstance(name_or_path, PathLike) and hub.looks_like_hub_id(text):
+        return _load_hub_id(text, download=download)
     looks_like_path = "/" in text or "\\" in text or text.endswith(".json")
     if isinstance(name_or_path, PathLike) or looks_like_path or _is_existing_path(text):
         if not _is_existing_path(text):
             raise CatalogError(f"no model config at {text} (expected a config.json file or a folder "
                                f"holding one)")
         return _load_path(Path(text))
+    if hub.hub_id_problem(text) is None:  # a bare id ('gpt2'): cached, or fetched when asked
+        cached = hub.cached_config(text)
+        if cached is not None or download:
+            return _load_path(cached or hub.download_config(text), name=text)
     raise UnknownNameError("model", text, _catalog_names())
+
+
+def _load_hub_id(repo_id: str, *, download: bool) -> ModelConfig:
+    """cache -> folder -> (with download) the Hub; a one-line error otherwise."""
+    cached = hub.cached_config(repo_id) if hub.hub_id_problem(repo_id) is None else None
+    if cached is not None:
+        return _load_path(cached, name=repo_id)
+    if _is_existing_path(repo_id):
+        return _load_path(Path(repo_id))
+    hub.check_hub_id(repo_id)
+    if download:
+        return _load_path(hub.download_config(repo_id), name=repo_id)
+    raise CatalogError(hub.not_found_message(repo_id, hub.shipped_hint(repo_id, _catalog_names())))
 
 
 __all__ = ["ModelConfig", "config_from_dict", "layer_kinds", "list_models", "load_model"]
