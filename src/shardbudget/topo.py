@@ -40,7 +40,7 @@ from .atomic import check_output_path, write_atomic
 from .errors import CatalogError, UnknownNameError
 from .hardware import GPU, Catalog, System, load_catalog
 from .topo_build import (MAX_NVLINKS_PER_GPU, Facts, bridge_fabric, choose_cpu, choose_nics, choose_p2p,
-                         pcie_fabrics, switch_fabric)
+                         p2p_stops_under_one_switch, pcie_fabrics, switch_fabric)
 from .topo_read import TopoInput, read_topology_files, source_name
 
 GPU_NAMES = ((r"H100 80GB HBM3|H100 SXM", "h100-sxm"), (r"H100 PCIe", "h100-pcie"), (r"(?<!G)H200", "h200"),
@@ -142,7 +142,7 @@ def _gpu(topo: TopoInput, requested: str | None, catalog: Catalog) -> GPU:
         return catalog.gpu(requested)
     if not names:
         raise CatalogError("the input does not name the GPU model (the `nvidia-smi topo -m` header never does): "
-                           "pass --gpu NAME, e.g. --gpu l40s, or add `nvidia-smi -L` output to the file")
+                           "pass --gpu NAME (catalog GPUs: `shardbudget fabrics --systems`), or add `nvidia-smi -L` output to the file")
     if len(names) > 1:
         raise CatalogError(f"the input names different GPUs ({'; '.join(names)}): the catalog describes one "
                            f"GPU model per node; pass --gpu NAME")
@@ -175,6 +175,9 @@ def _nvlink(topo: TopoInput, facts: Facts) -> None:
     elif not pairs:
         facts.topology = "pcie"
         facts.notes.append("NVLink: none between the GPUs; PCIe only")
+    elif topo.matrix is None and all(g.nvlink_switch for g in topo.xml.gpus):
+        facts.topology, facts.nvlinks = "switch", links[0][1]
+        facts.notes.append(f"NVLink: every GPU has {facts.nvlinks} NVLinks to NVSwitches (NCCL topology XML)")
     elif len(pairs) == n * (n - 1) // 2 and len({links[a][b] for a, b in pairs}) == 1 and n > 2:
         k = links[0][1]
         facts.nvlinks = k
@@ -254,10 +257,12 @@ def _same_domain(topo: TopoInput, a: int, b: int) -> bool:
 
 
 def _switches(topo: TopoInput, facts: Facts) -> None:
-    """GPUs of a domain that are PIX/PXB to each other share a PCIe switch."""
+    """GPUs of a domain that are PIX/PXB to each other share a PCIe switch (PIX only where P2P stops
+    there: the catalog's tree allows P2P inside a switch and never between switches)."""
     n, m = facts.n, topo.matrix
+    near = ("pix",) if p2p_stops_under_one_switch(topo) else _PCIE_NEAR
     if m is not None:
-        groups = _groups(n, lambda a, b: m.paths[a][b] in _PCIE_NEAR)
+        groups = _groups(n, lambda a, b: m.paths[a][b] in near)
     elif topo.xml is not None and topo.xml.gpus:
         sw = [g.switch for g in topo.xml.gpus]
         groups = _groups(n, lambda a, b: sw[a] == sw[b])

@@ -200,6 +200,21 @@ def _nic_fabric(topo: TopoInput, facts: Facts, catalog: Catalog, template: Syste
 
 # --- P2P ---------------------------------------------------------------------------------------
 
+def p2p_stops_under_one_switch(topo: TopoInput) -> bool:
+    """P2P only between GPUs under one switch (PIX), not across switches (PXB): NCCL_P2P_LEVEL=PIX in
+    the file, or a `topo -p2p` matrix with PIX pairs OK and PXB pairs refused."""
+    if topo.p2p_level == "pix":
+        return True
+    if topo.p2p is None or topo.matrix is None or topo.p2p_level:
+        return False
+    by_path: dict[str, set[str]] = {}
+    n = topo.matrix.gpus
+    for a in range(n):
+        for b in range(a + 1, n):
+            by_path.setdefault(topo.matrix.paths[a][b], set()).add(topo.p2p.status[a][b])
+    return "OK" in by_path.get("pix", set()) and "pxb" in by_path and "OK" not in by_path["pxb"]
+
+
 def choose_p2p(topo: TopoInput, facts: Facts) -> dict:
     """p2p_level (NCCL_P2P_LEVEL) and gpu_p2p (the driver's answer) for the [pcie] table."""
     out: dict = {"p2p_level": topo.p2p_level or "auto"}
@@ -223,17 +238,13 @@ def choose_p2p(topo: TopoInput, facts: Facts) -> dict:
     if not facts.gpu.pcie_p2p:
         facts.notes.append("P2P: `topo -p2p` says OK although this GPU's driver normally refuses it (a patched driver)")
         out["gpu_p2p"] = True
-    if m is not None:
-        by_path: dict[str, set[str]] = {}
-        for (a, b), s in status.items():
-            by_path.setdefault(m.paths[a][b], set()).add(s)
-        if "pxb" in by_path and "OK" not in by_path["pxb"] and "OK" in by_path.get("pix", set()) and not topo.p2p_level:
-            out["p2p_level"] = "pix"
-            facts.notes.append("P2P: OK under one switch (PIX) only, not across switches (PXB): level PIX")
-        far = [p for p in ("phb", "node", "sys") if "OK" in by_path.get(p, set())]
-        if far:
-            facts.notes.append(f"P2P: the driver allows it through the host ({', '.join(far).upper()}), but NCCL's "
-                               f"default level (PXB) does not use it; NCCL_P2P_LEVEL=SYS would")
+    if p2p_stops_under_one_switch(topo):
+        out["p2p_level"] = "pix"
+        facts.notes.append("P2P: OK under one switch (PIX) only, not across switches (PXB): level PIX")
+    far = sorted({m.paths[a][b] for (a, b), s in status.items() if s == "OK"} & {"phb", "node", "sys"}) if m else []
+    if far:
+        facts.notes.append(f"P2P: the driver allows it through the host ({', '.join(far).upper()}), but NCCL's "
+                           f"default level (PXB) does not use it; NCCL_P2P_LEVEL=SYS would")
     return out
 
 

@@ -74,3 +74,35 @@ def test_errors_are_one_line(cli):
     r = cli("plan", "--model", "llama-3.1-70c", "--system", "hgx-h100")
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "did you mean" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
+    from pathlib import Path
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "l40s_8gpu_dual_socket.txt"
+    out = tmp_path / "my-l40s.toml"
+    r = cli("topo", str(fixture), "--gpu", "l40s", "--name", "my-l40s", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "# sockets (NUMA domains, SYS between them): 2 (GPU0-3 | GPU4-7)" in r.stdout
+    assert f"wrote {out}" in r.stderr and "warning" not in r.stderr
+    a = cli("allreduce", "--catalog", str(out), "--system", "my-l40s", "--size", "512MiB", "--json")
+    b = cli("allreduce", "--system", "l40s-pcie", "--size", "512MiB", "--json")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    # by hand: 8 GPUs over SHM, the socket crossing at the EPYC's 1.45 GB/s, as the built-in
+    assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(1.45e9, rel=0.02)
+    assert json.loads(a.stdout)["rows"][0]["time_s"] == pytest.approx(json.loads(b.stdout)["rows"][0]["time_s"], rel=0.03)
+    p = cli("plan", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["system"] == "my-l40s", p.stderr
+    d = cli("deploy", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--gpus", "8", "--json")
+    assert d.returncode == 0, d.stderr
+
+
+def test_topo_prints_the_profile_and_warns_on_topo_mp(cli, tmp_path):
+    text = ("$ nvidia-smi topo -mp\n        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
+            "GPU0     X      PHB     0-31    0\nGPU1    PHB      X      0-31    0\n")
+    f = tmp_path / "mp.txt"
+    f.write_text(text)
+    r = cli("topo", str(f), "--gpu", "l40s", "--name", "two")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("# shardbudget topo profile two") and "[systems.two.pcie]" in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: this is `nvidia-smi topo -mp` output")
