@@ -351,9 +351,11 @@ def fit(
     result = fit_profile(sets, name=name, base_system=base_system, catalog=_catalog(catalog), holdout=not no_holdout)
     if out:
         write_profile(result, out, force=force)
+    for warning in result.warnings:  # a held-out error above 25%, a forced algorithm the model lacks
+        typer.echo(f"warning: {warning}", err=True)
     if json_out:
         d = result.to_dict()
-        d["warnings"] = [w for ms in sets for w in ms.warnings]
+        d["warnings"] = list(result.warnings) + [w for ms in sets for w in ms.warnings]
         _print_json(d)
     else:
         for ms in sets:

@@ -106,3 +106,22 @@ def test_topo_prints_the_profile_and_warns_on_topo_mp(cli, tmp_path):
     assert r.stdout.startswith("# shardbudget topo profile two") and "[systems.two.pcie]" in r.stdout
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: this is `nvidia-smi topo -mp` output")
+
+
+def test_fit_warns_on_held_out_error_and_names_the_link(cli, tmp_path):
+    rows = []
+    for ranks, slow in ((2, 1.0), (4, 1.0), (8, 1.6)):  # 8 GPUs 1.6x slower at every size than 2 and 4 say
+        rows.append(f"@collective: all_reduce\n@n_gpus: {ranks}\n@n_nodes: 1")
+        for k in range(3, 31, 3):
+            size = 2 ** k
+            t_us = slow * (12.0 + size / 300e3 * 2 * (ranks - 1) / ranks)
+            alg = size / t_us / 1e3
+            rows.append(f"{size:12d} {size // 4:12d} float sum -1 {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0"
+                        f" {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0")
+    f = tmp_path / "three.txt"
+    f.write_text("\n".join(rows) + "\n")
+    r = cli("fit", str(f), "--name", "mine", "--base-system", "hgx-h100")
+    assert r.returncode == 0, r.stderr
+    assert "ring-link busbw" in r.stdout and "seen through" in r.stdout
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("warning: held out: 8 GPUs")]
+    assert len(warnings) == 1 and "above 25%" in warnings[0]
