@@ -221,3 +221,16 @@ def test_unequal_numa_domains_and_name_checks(tmp_path):
         write_topo_profile(p, tmp_path / "fine.toml")
     with pytest.raises(CatalogError, match="expected a .toml file name"):
         write_topo_profile(p, tmp_path / "fine.txt")
+
+
+def test_p2p_matrix_in_its_own_file_and_mismatched_files(tmp_path):
+    text = (FIX / "rtx5090_2gpu_p2p.txt").read_text()
+    cut = text.index(" \tGPU0\tGPU1\t\n")
+    (tmp_path / "m.txt").write_text(text[:cut])
+    (tmp_path / "p.txt").write_text(text[cut:])
+    p = topo_profile([tmp_path / "m.txt", tmp_path / "p.txt"], name="two-files", gpu="rtx-pro-6000")
+    assert p.system["pcie"]["gpu_p2p"] is False and p.inputs == ("m.txt", "p.txt")
+    with pytest.raises(CatalogError, match="the P2P matrix has 2 GPUs, the topology 8"):
+        topo_profile([FIX / "l40s_8gpu_dual_socket.txt", tmp_path / "p.txt"], name="x", gpu="l40s")
+    with pytest.raises(CatalogError, match="a second matrix table"):
+        topo_profile([FIX / "l40s_8gpu_dual_socket.txt", FIX / "rtx4090_8gpu_tabs.txt"], name="x", gpu="l40s")

@@ -292,6 +292,8 @@ def _fit(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, sourc
     hops = ("nic_hop",) + tuple(k for k in ("intra_hop", "base") if k not in free1)
     free2 = _visible(base, catalog, multi, x, bw="nic_bw", hops=hops, **kw) if multi else []
     x, bound2 = _solve(base, catalog, multi, x, free2, **kw)
+    if not multi:  # single-node data says nothing of the NICs: the profile keeps the catalog's
+        x = {k: v for k, v in x.items() if not k.startswith("nic")}
     system = _variant(base, _params(x), **kw, catalog=catalog)
     network = "socket transport (NCCL_IB_DISABLE=1)" if multi and all(o.socket for o in multi) else ""
     return _params(x, at_bound=tuple(bound1 + bound2), fitted=tuple(free1 + free2), network=network,
