@@ -10,6 +10,7 @@ so both readers are held to one schema.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from shardbudget.collective_op import CollectiveOp
@@ -126,5 +127,12 @@ def from_measurements(ms: MeasurementSet) -> list[tuple[int, dict]]:
         nodes = first.n_nodes or 1
         hosts = [f"node{r * nodes // first.n_ranks}" for r in range(first.n_ranks)]
         docs.append((run, document(op=first.op, results=results, processes=hosts,
-                                   graph=int(first.graph))))
+                                   graph=int(first.graph), env=_exported(ms, run))))
     return docs
+
+
+def _exported(ms: MeasurementSet, run: int) -> list[str]:
+    """The NCCL_* settings a text run names in its notes, as nccl-tests -J lists the environment."""
+    runs = {r.get("run"): r for r in ms.env.get("runs", []) if isinstance(r, dict)}
+    notes = " ".join(str(v) for v in (runs.get(run, {}).get("annotations") or {}).values())
+    return sorted({m.upper().split("=")[0] + "=" + m.split("=", 1)[1] for m in re.findall(r"\bNCCL_\w+=[\w,^]+", notes)})

@@ -79,6 +79,9 @@ def _config(**changes) -> str:
 
 
 _GOOD_LOG = _log(6)
+_TOPO = ("\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+         "GPU0\t X \tPIX\tSYS\tSYS\t0-15\t0\nGPU1\tPIX\t X \tSYS\tSYS\t0-15\t0\n"
+         "GPU2\tSYS\tSYS\t X \tPIX\t16-31\t1\nGPU3\tSYS\tSYS\tPIX\t X \t16-31\t1\n")
 FILES: dict[str, str | bytes] = {
     # catalogs
     "malformed.toml": "[fabrics.x\nkind = ",
@@ -114,6 +117,13 @@ FILES: dict[str, str | bytes] = {
     "truncated.log": _GOOD_LOG[:_GOOD_LOG.index("\n", _GOOD_LOG.index("  float")) + 40],  # 1 row, then cut
     "not-nccl.json": '{"model": "resnet50", "results": [{"accuracy": 0.76}]}',
     "nccl-cut.json": '{"version":3,"start_time":"2026-07-10 10:00:00","args":["./all_reduce_perf"',
+    # topologies (nvidia-smi topo -m)
+    "topo.txt": _TOPO,
+    "topo-ragged.txt": _TOPO.replace("GPU2\tSYS\tSYS\t X \tPIX\t16-31\t1", "GPU2\tSYS"),
+    "topo-token.txt": _TOPO.replace("GPU1\tPIX\t X \tSYS", "GPU1\tPIX\t X \tFOO"),
+    "topo-asym.txt": _TOPO.replace("GPU1\tPIX\t X \tSYS", "GPU1\tSYS\t X \tSYS"),
+    "topo-none.txt": "nvidia-smi: command not found\n",
+    "topo-partial.txt": _TOPO.replace("GPU0\t X \tPIX\tSYS", "GPU0\t X \tPIX\tNV4").replace("GPU2\tSYS\tSYS", "GPU2\tNV4\tSYS"),
     # outputs that exist and must survive
     "existing.toml": "# a profile written earlier\n",
     "existing.json": '{"earlier": true}\n',
@@ -231,6 +241,21 @@ CASES = [
     (["check", "headers-only.log", "--system", "hgx-h100"], ["headers-only.log", "no nccl-tests data rows"], None),
     (["check", "good.log", "--system", "hgx-h100", "--tolerance", "0"], ["--tolerance must be a fraction above 0", "got 0.0"], None),
     (["check", "good.log", "--system", "hgx-h100", "--nodes", "3"], ["good.log (run 0, 8 ranks) does not fit hgx-h100"], None),
+    # topo: malformed matrices, no GPU model, bad names; outputs that must not be touched
+    (["topo", "topo.txt", "--name", "mine"], ["does not name the GPU model", "--gpu"], SUB),
+    (["topo", "topo.txt", "--name", "mine", "--gpu", "l40"], ["unknown GPU 'l40'", "did you mean 'l40s'"], None),
+    (["topo", "topo.txt", "--name", "mine", "--gpu", "l40s", "--cpu", "epyc-nsp1"], ["unknown CPU 'epyc-nsp1'", "did you mean 'epyc-nps1'"], None),
+    (["topo", "topo.txt", "--name", "mine", "--gpu", "l40s", "--nic-fabric", "pcie4"], ["--nic-fabric 'pcie4'", "not a network"], None),
+    (["topo", "topo.txt", "--name", "l40s-pcie", "--gpu", "l40s"], ["'l40s-pcie' is already a catalog system"], None),
+    (["topo", "topo-ragged.txt", "--name", "mine", "--gpu", "l40s"], ["topo-ragged.txt:4", "row GPU2 has 1 entries"], None),
+    (["topo", "topo-token.txt", "--name", "mine", "--gpu", "l40s"], ["topo-token.txt:3", "'FOO' is not a topology entry"], None),
+    (["topo", "topo-asym.txt", "--name", "mine", "--gpu", "l40s"], ["GPU0-GPU1 and GPU1-GPU0 disagree"], None),
+    (["topo", "topo-none.txt", "--name", "mine", "--gpu", "l40s"], ["topo-none.txt", "no `nvidia-smi topo -m` matrix"], None),
+    (["topo", "topo-partial.txt", "--name", "mine", "--gpu", "a100-sxm"], ["NVLinks join some GPU pairs"], None),
+    (["topo", "binary.log", "--name", "mine", "--gpu", "l40s"], ["binary.log", "binary file"], None),
+    (["topo", "no-such.txt", "--name", "mine", "--gpu", "l40s"], ["no-such.txt", "no such file"], None),
+    (["topo", "topo.txt", "--name", "mine", "--gpu", "l40s", "--out", "existing.toml"], ["existing.toml exists", "--force"], SUB),
+    (["topo", "topo.txt", "--name", "mine", "--gpu", "l40s", "--out", "no-such-dir/p.toml"], ["no-such-dir", "does not exist"], None),
     (["measure", "--out", "existing.json", "--nproc", "2", "--sizes", "8B"], ["existing.json exists", "--force"], None),
     (["measure", "--out", "no-such-dir/x.json", "--nproc", "2", "--sizes", "8B"], ["no-such-dir", "does not exist"], None),
 ]
@@ -267,7 +292,7 @@ def _run(argv: list[str], how: str | None, cwd: Path, capsys, monkeypatch) -> tu
 
 def test_enough_cases_and_every_command_runs_for_real():
     assert len(CASES) >= 45
-    commands = {"fabrics", "allreduce", "compare", "plan", "explain", "models", "measure", "fit", "check"}
+    commands = {"fabrics", "allreduce", "compare", "plan", "explain", "models", "measure", "fit", "check", "topo"}
     assert commands <= {argv[0] for argv, _, how in CASES if how == SUB}
 
 

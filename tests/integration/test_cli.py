@@ -94,3 +94,52 @@ def test_check_json_keys_and_exit_code(cli, tmp_path):
     assert {"source", "run", "op", "ranks", "nodes", "column", "ok", "regions", "cause", "causes", "settings"} <= set(t)
     assert [reg["region"] for reg in t["regions"]] == ["latency floor", "mid sizes", "bandwidth plateau"]
     assert t["ranks"] == 8 and t["nodes"] == 1 and t["column"] == "out-of-place"
+def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
+    from pathlib import Path
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "l40s_8gpu_dual_socket.txt"
+    out = tmp_path / "my-l40s.toml"
+    r = cli("topo", str(fixture), "--gpu", "l40s", "--name", "my-l40s", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "# sockets (NUMA domains, SYS between them): 2 (GPU0-3 | GPU4-7)" in r.stdout
+    assert f"wrote {out}" in r.stderr and "warning" not in r.stderr
+    a = cli("allreduce", "--catalog", str(out), "--system", "my-l40s", "--size", "512MiB", "--json")
+    b = cli("allreduce", "--system", "l40s-pcie", "--size", "512MiB", "--json")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    # by hand: 8 GPUs over SHM, the socket crossing at the EPYC's 1.45 GB/s, as the built-in
+    assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(1.45e9, rel=0.02)
+    assert json.loads(a.stdout)["rows"][0]["time_s"] == pytest.approx(json.loads(b.stdout)["rows"][0]["time_s"], rel=0.03)
+    p = cli("plan", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["system"] == "my-l40s", p.stderr
+    d = cli("deploy", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--gpus", "8", "--json")
+    assert d.returncode == 0, d.stderr
+
+
+def test_topo_prints_the_profile_and_warns_on_topo_mp(cli, tmp_path):
+    text = ("$ nvidia-smi topo -mp\n        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
+            "GPU0     X      PHB     0-31    0\nGPU1    PHB      X      0-31    0\n")
+    f = tmp_path / "mp.txt"
+    f.write_text(text)
+    r = cli("topo", str(f), "--gpu", "l40s", "--name", "two")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("# shardbudget topo profile two") and "[systems.two.pcie]" in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: this is `nvidia-smi topo -mp` output")
+
+
+def test_fit_warns_on_held_out_error_and_names_the_link(cli, tmp_path):
+    rows = []
+    for ranks, slow in ((2, 1.0), (4, 1.0), (8, 1.6)):  # 8 GPUs 1.6x slower at every size than 2 and 4 say
+        rows.append(f"@collective: all_reduce\n@n_gpus: {ranks}\n@n_nodes: 1")
+        for k in range(3, 31, 3):
+            size = 2 ** k
+            t_us = slow * (12.0 + size / 300e3 * 2 * (ranks - 1) / ranks)
+            alg = size / t_us / 1e3
+            rows.append(f"{size:12d} {size // 4:12d} float sum -1 {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0"
+                        f" {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0")
+    f = tmp_path / "three.txt"
+    f.write_text("\n".join(rows) + "\n")
+    r = cli("fit", str(f), "--name", "mine", "--base-system", "hgx-h100")
+    assert r.returncode == 0, r.stderr
+    assert "ring-link busbw" in r.stdout and "seen through" in r.stdout
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("warning: held out: 8 GPUs")]
+    assert len(warnings) == 1 and "above 25%" in warnings[0]

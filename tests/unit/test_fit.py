@@ -1,6 +1,7 @@
 """Fitting measurements into a profile, and using the profile."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -70,3 +71,72 @@ def test_fit_warns_when_the_data_is_not_the_base_system():
     ms = MeasurementSet(samples=samples, source="gloo.json", tool="shardbudget", env={}, warnings=())
     r = fit_profile([ms], name="cpu", base_system="hgx-h100", holdout=False)
     assert r.params.at_bound
+
+
+# --- fit that knows the topology (issue 12 item 6) ------------------------------------------
+
+def test_a_two_node_socket_run_blames_the_network_not_the_nvswitch(data_dir):
+    """nccl_09: 2 x 8 H200 over NCCL's socket transport (NCCL_IB_DISABLE=1), NCCL_ALGO=ring. Before,
+    the fit lowered the NVSwitch to 67 GB/s; the data cannot see it (every sample crosses the nodes)."""
+    base = load_catalog().system("hgx-h200")
+    r = fit_profile([read_log(data_dir / "raw" / "nccl_09_h200_2node_socket_ring.txt")], name="h200-sock",
+                    base_system="hgx-h200")
+    p = r.params
+    assert p.intra_bytes_per_s == pytest.approx(base.intra_fabric.achievable_bytes_per_s, rel=1e-9)
+    assert "intra_bw" not in p.fitted
+    assert "nic_bw" in p.fitted and p.nic_seen == "ring link" and "socket transport" in p.network
+    # by hand: a 2-node ring crosses each node boundary once per direction, so its busbw plateau
+    # (92.2-92.4 GB/s at 1-16 GiB in the log) is the network's per-node rate: 8 NICs x 11.5 GB/s
+    assert p.nic_bytes_per_s * base.nics_per_node == pytest.approx(92.3e9, rel=0.05)
+    assert {x.algorithm for x in r.residuals} == {"ring"}  # the run's NCCL_ALGO=ring
+    assert r.median_abs_error < 0.10
+    assert "not seen by the data" in r.headline() and any("kept at nvswitch-gen3" in n for n in r.notes)
+
+
+def test_nvls_samples_fit_the_link_and_say_so(data_dir):
+    """nccl_20: one 8-GPU NVLS run at 8 GiB (busbw 476.96 GB/s) and a noisy 2-node run. The held-out
+    error for 8 GPUs was 629% (the 2-node rows had lowered the NVSwitch to 52 GB/s)."""
+    r = fit_profile([read_log(data_dir / "raw" / "nccl_20_h200_misc.txt")], name="h200-misc", base_system="hgx-h200")
+    p = r.params
+    assert p.intra_seen == "NVLS" and "intra_bw" in p.fitted
+    nvls = next(x for x in r.residuals if x.nodes == 1)
+    assert nvls.algorithm == "nvls" and nvls.rel_error == pytest.approx(0.0, abs=0.01)
+    assert "NVLS busbw 477" in r.headline() or "NVLS busbw 478" in r.headline()
+    assert p.intra_bytes_per_s == pytest.approx(365e9, rel=0.02)  # the catalog's, within the one sample's noise
+    assert r.heldout[8] < 0.05 and not [w for w in r.warnings if w.startswith("held out")]
+
+
+def test_heldout_error_above_25_percent_is_a_warning():
+    """8-GPU runs 1.6x slower at every size than the 2- and 4-GPU runs predict: held out, 8 GPUs are
+    predicted with |error| 1 - 1/1.6 = 37.5%."""
+    ms = _synthetic(counts=(2, 4, 8))
+    samples = tuple(replace(x, time_s=x.time_s * 1.6) if x.n_ranks == 8 else x for x in ms.samples)
+    r = fit_profile([replace(ms, samples=samples)], name="h100-mixed", base_system="hgx-h100")
+    assert r.heldout[8] == pytest.approx(0.375, abs=0.05)
+    assert any(w.startswith("held out: 8 GPUs") and "above 25%" in w for w in r.warnings)
+    assert not any(w.startswith("held out") for w in fit_profile([_synthetic()], name="ok", base_system="hgx-h100").warnings)
+
+
+def test_synthetic_two_node_runs_recover_the_nic_and_keep_the_nvswitch():
+    """Samples priced by the model itself on 2 x hgx-h100 whose NICs run at half their catalog rate."""
+    from shardbudget.measure.fit import Params, _variant
+    cat = load_catalog()
+    base = cat.system("hgx-h100")
+    half = Params(base.intra_fabric.achievable_bytes_per_s, 1.0, 1.0, 0.5 * base.nic_fabric.achievable_bytes_per_s, 1.0)
+    truth = _variant(base, half, name="truth", sources="synthetic", catalog=cat)
+    samples = tuple(Sample(op="all-reduce", msg_bytes=c.msg_bytes, time_s=c.time_s, algbw_bytes_per_s=c.algbw_bytes_per_s,
+                           busbw_bytes_per_s=0.0, n_ranks=16, n_nodes=2, in_place=False, graph=False, dtype="float",
+                           redop="sum", source="synthetic")
+                    for c in sweep("all-reduce", [2.0 ** k for k in range(3, 31, 2)], truth, nodes=2, catalog=cat))
+    ms = MeasurementSet(samples=samples, source="two.txt", tool="nccl-tests", env={}, warnings=())
+    r = fit_profile([ms], name="h100-half-net", base_system="hgx-h100", holdout=False)
+    assert r.params.intra_bytes_per_s == pytest.approx(base.intra_fabric.achievable_bytes_per_s, rel=1e-9)
+    assert r.params.nic_bytes_per_s == pytest.approx(half.nic_bytes_per_s, rel=0.05)
+    assert "intra_bw" not in r.params.fitted and r.median_abs_error < 0.05
+
+
+def test_forced_algorithms_are_read_from_the_log_notes():
+    from shardbudget.measure.fit import _forced
+    run = {"annotations": {"algo_or_note": "all_reduce_perf -g 8; NCCL_ALGO=Ring,Tree; NCCL_PROTO=Simple"}}
+    assert _forced(run, {}) == (("ring", "tree"), ("simple",), False)
+    assert _forced({"command": "NCCL_IB_DISABLE=1 NCCL_ALGO=^NVLS ./all_reduce_perf"}, {}) == ((), (), True)

@@ -6,15 +6,31 @@ The fitted parameters are the collective model's own physical ones (see `collect
 - with multi-node samples, the same two for the NIC fabric;
 - a scale on NCCL's per-call base latencies (the software stack: NCCL version, launch mode).
 
+Each link is blamed only by the data that can see it. The intra-node link is fitted on single-node
+samples only: a multi-node run's time is set by whichever of its links is slowest, and a run that is
+slower than the catalog says blames the link the run adds, the network, not the NVSwitch it shares
+with every single-node run. So the fit runs in two stages, single-node samples first (intra-node
+bandwidth, hop scale, base scale), then multi-node samples with the intra-node link held (NIC
+bandwidth and hop scale, and the base scale if the first stage could not see it). Within a stage a
+bandwidth is fitted only when some sample's predicted time is mostly its bandwidth term, a latency
+scale only when some sample is mostly latency; whatever the data cannot see keeps its catalog value,
+and the result says which were fitted (`Params.fitted`) and through which algorithm the bandwidth
+was seen (ring link or NVLS).
+
+Runs that force NCCL's choice (NCCL_ALGO / NCCL_PROTO in the command line or the log's notes) are
+predicted with that algorithm; NCCL_IB_DISABLE=1 marks the network as NCCL's socket transport.
+
 They are fitted by robust least squares (soft-L1 loss) on log(predicted / measured), so a 10% miss
 at 8 B weighs as much as a 10% miss at 1 GiB and a few outliers do not drag the fit. A held-out
-check fits on all GPU counts but one and predicts that one, for each count in turn.
+check fits on all GPU counts but one and predicts that one, for each count in turn; a held-out
+median error above `HELDOUT_WARN` is a warning: the profile does not extrapolate.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,10 +39,24 @@ import numpy as np
 import tomli_w
 
 from ..atomic import check_output_path, write_atomic
+from ..collective_op import busbw_factor
 from ..collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
 from ..hardware import Catalog, Fabric, System, load_catalog
+from ..nccl_algos import nic_bytes_per_s
+from ..units import format_rate
 from .logs import MeasurementSet, Sample
+
+HELDOUT_WARN = 0.25
+"""Held-out median |error| above which the fit warns (issue 12: 25%)."""
+PARAMS = ("intra_bw", "intra_hop", "base", "nic_bw", "nic_hop")
+_LABELS = {"intra_bw": "intra-node bandwidth", "intra_hop": "intra-node hop latency scale",
+           "base": "base latency scale", "nic_bw": "NIC bandwidth", "nic_hop": "NIC hop latency scale"}
+# Bounds keep the parameters physical: latency scales within 1/20..20, bandwidth within 1e6..1e13 B/s.
+_BOUNDS = {"intra_bw": (math.log(1e6), math.log(1e13)), "nic_bw": (math.log(1e6), math.log(1e13)),
+           "intra_hop": (math.log(0.05), math.log(20)), "nic_hop": (math.log(0.05), math.log(20)),
+           "base": (math.log(0.05), math.log(20))}
+_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "hierarchical", "pat": "ring"}
 
 
 @dataclass(frozen=True)
@@ -38,9 +68,27 @@ class Params:
     nic_hop_scale: float | None = None
     at_bound: tuple[str, ...] = ()
     """Parameters the fit pushed to their physical limits: the data does not look like this system."""
+    fitted: tuple[str, ...] = ()
+    """Which of PARAMS the data could see and the fit moved; the others keep their catalog values."""
+    intra_seen: str = ""
+    """How the data saw the intra-node bandwidth: "ring link", "NVLS", "ring link and NVLS", or "" (not seen)."""
+    nic_seen: str = ""
+    network: str = ""
+    """How the runs crossed nodes where the logs say: "socket transport (NCCL_IB_DISABLE=1)"."""
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None and v != ()}
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != () and v != ""}
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One sample and what its run forced: the algorithms and protocols NCCL could choose from."""
+
+    sample: Sample
+    nodes: int
+    algos: tuple[str, ...] = ()
+    protos: tuple[str, ...] = ()
+    socket: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +122,10 @@ class FitResult:
     """GPU count -> median |relative error| when that count was left out of the fit."""
     system: System
     sources: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    """One line each: a held-out error above HELDOUT_WARN, a forced algorithm the model lacks."""
+    notes: tuple[str, ...] = ()
+    """What the data could and could not see (a link kept at its catalog value, and why)."""
 
     @property
     def median_abs_error(self) -> float:
@@ -87,7 +139,25 @@ class FitResult:
         return {"name": self.name, "base_system": self.base_system, "params": self.params.to_dict(),
                 "median_abs_error": self.median_abs_error, "worst_abs_error": self.worst_abs_error,
                 "heldout_median_abs_error": self.heldout, "sources": list(self.sources),
+                "headline": self.headline(), "warnings": list(self.warnings), "notes": list(self.notes),
                 "residuals": [r.to_dict() for r in self.residuals]}
+
+    def headline(self) -> str:
+        """One line naming each fitted bandwidth: which link, seen through which algorithm."""
+        p, s = self.params, self.system
+        intra = (f"intra-node {s.intra_fabric.kind} ring-link busbw {format_rate(p.intra_bytes_per_s)}"
+                 + (f" (seen through {p.intra_seen})" if p.intra_seen else " (not seen by the data: catalog value)"))
+        nvls = _nvls_busbw(self)
+        if nvls:
+            intra += f", NVLS busbw {format_rate(nvls[1])} at {nvls[0]} GPUs"
+        parts = [f"# profile {self.name} (from {self.base_system}): {intra}",
+                 f"hop latency x{p.intra_hop_scale:.2f}", f"base latency x{p.base_scale:.2f}"]
+        if p.nic_bytes_per_s:
+            per_node = _per_node(self)
+            net = f"network {format_rate(per_node)} per node ({s.nics_per_node} NICs x {format_rate(p.nic_bytes_per_s)}"
+            net += (f", seen through {p.nic_seen})" if p.nic_seen else ", not seen by the data: catalog value)")
+            parts += [net + (f" over NCCL's {p.network}" if p.network else ""), f"NIC hop latency x{p.nic_hop_scale:.2f}"]
+        return ", ".join(parts)
 
 
 def _nodes_of(s: Sample, system: System) -> int:
@@ -129,39 +199,134 @@ def _variant(base: System, p: Params, *, name: str, sources: str, catalog: Catal
                    profile_source=sources, source=f"fitted profile of {base.name} on {sources}")
 
 
-def _predict(system: System, catalog: Catalog, s: Sample) -> tuple[float, str, str]:
-    nodes = _nodes_of(s, system)
-    group = make_group(system, nodes=nodes, gpus=s.n_ranks, catalog=catalog)
-    c = pick(candidates(group, normalize_op(s.op), "nccl"), s.msg_bytes)
-    return c.time_s(s.msg_bytes), c.algorithm, c.protocol
+def _predict(system: System, catalog: Catalog, o: Obs):
+    """(time, algorithm, protocol, latency share) of the line NCCL runs for this sample; a run that forced
+    NCCL_ALGO / NCCL_PROTO chooses among those lines only."""
+    s = o.sample
+    group = make_group(system, nodes=o.nodes, gpus=s.n_ranks, catalog=catalog)
+    pool = candidates(group, normalize_op(s.op), "nccl")
+    forced = [c for c in pool if (not o.algos or c.algorithm in o.algos) and (not o.protos or c.protocol in o.protos)]
+    c = pick(forced or pool, s.msg_bytes)
+    t = c.time_s(s.msg_bytes)
+    return t, c.algorithm, c.protocol, (c.latency_s / t if t > 0 else 1.0)
 
 
-def _unpack(x: np.ndarray, multi: bool) -> Params:
-    e = np.exp(x)
-    return Params(float(e[0]), float(e[1]), float(e[2]), *((float(e[3]), float(e[4])) if multi else (None, None)))
+def _observations(sets: Sequence[MeasurementSet], base: System) -> list[Obs]:
+    """Usable samples with what their run forced (NCCL_ALGO, NCCL_PROTO, NCCL_IB_DISABLE)."""
+    out = []
+    for ms in sets:
+        runs = {r.get("run"): r for r in ms.env.get("runs", []) if isinstance(r, dict)}
+        for s in _usable(ms.samples, base):
+            algos, protos, socket = _forced(runs.get(s.run, {}), ms.env)
+            out.append(Obs(s, _nodes_of(s, base), algos, protos, socket))
+    return out
 
 
-def _fit(base: System, catalog: Catalog, samples: Sequence[Sample], *, name: str, sources: str) -> Params:
+def _forced(run: dict, env: dict) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    # A text log says it in its command line or notes; a -J document in its env list.
+    exported = [f"{k}={v}" for k, v in (env.get("nccl_env") or {}).items()]
+    text = " ".join(str(v) for v in [run.get("command"), env.get("command"), *(run.get("annotations") or {}).values(),
+                                     *exported] if v)
+    algos = protos = ()
+    if m := re.search(r"\bNCCL_ALGO=([\w,^]+)", text):
+        names = [a.strip().lower() for a in m.group(1).lstrip("^").split(",")]
+        algos = () if m.group(1).startswith("^") else tuple(_ALGOS[a] for a in names if a in _ALGOS)
+    if m := re.search(r"\bNCCL_PROTO=([\w,^]+)", text):
+        names = [p.strip().lower() for p in m.group(1).split(",")]
+        protos = () if m.group(1).startswith("^") else tuple(p for p in names if p in ("ll", "ll128", "simple"))
+    return algos, protos, bool(re.search(r"\bNCCL_IB_DISABLE=1\b", text))
+
+
+def _start(base: System) -> dict[str, float]:
+    x = {"intra_bw": math.log(base.intra_fabric.achievable_bytes_per_s), "intra_hop": 0.0, "base": 0.0}
+    if base.nic_fabric is not None:
+        x.update(nic_bw=math.log(base.nic_fabric.achievable_bytes_per_s), nic_hop=0.0)
+    return x
+
+
+def _params(x: dict[str, float], **extra) -> Params:
+    e = {k: math.exp(v) for k, v in x.items()}
+    return Params(e["intra_bw"], e["intra_hop"], e["base"], e.get("nic_bw"), e.get("nic_hop"), **extra)
+
+
+def _visible(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, *, name: str, sources: str,
+             bw: str, hops: tuple[str, ...]) -> list[str]:
+    """Parameters these samples can see at x: a bandwidth where some sample is mostly bandwidth term,
+    latency scales where some sample is mostly latency term."""
+    system = _variant(base, _params(x), name=name, sources=sources, catalog=catalog)
+    shares = [_predict(system, catalog, o)[3] for o in obs]
+    free = [bw] if bw in x and any(sh < 0.5 for sh in shares) else []
+    return free + ([h for h in hops if h in x] if any(sh >= 0.5 for sh in shares) else [])
+
+
+def _solve(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, free: Sequence[str], *, name: str,
+           sources: str) -> tuple[dict, list[str]]:
     from scipy.optimize import least_squares
-    multi = any(_nodes_of(s, base) > 1 for s in samples) and base.nic_fabric is not None
-    x0 = [math.log(base.intra_fabric.achievable_bytes_per_s), 0.0, 0.0]
-    if multi:
-        x0 += [math.log(base.nic_fabric.achievable_bytes_per_s), 0.0]
-    meas = np.log([s.time_s for s in samples])
+    if not free or not obs:
+        return x, []
+    meas = np.log([o.sample.time_s for o in obs])
 
-    def residuals(x):
-        system = _variant(base, _unpack(x, multi), name=name, sources=sources, catalog=catalog)
-        pred = [_predict(system, catalog, s)[0] for s in samples]
-        return np.log(pred) - meas
+    def residuals(v):
+        y = {**x, **dict(zip(free, v))}
+        system = _variant(base, _params(y), name=name, sources=sources, catalog=catalog)
+        return np.log([_predict(system, catalog, o)[0] for o in obs]) - meas
 
-    # Bounds keep the parameters physical: latency scales within 1/20..20, bandwidth within 1e6..1e13 B/s.
-    lo = [math.log(1e6), math.log(0.05), math.log(0.05)] + ([math.log(1e6), math.log(0.05)] if multi else [])
-    hi = [math.log(1e13), math.log(20), math.log(20)] + ([math.log(1e13), math.log(20)] if multi else [])
-    res = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=200)
-    names = ["intra-node bandwidth", "intra-node hop latency scale", "base latency scale",
-             "NIC bandwidth", "NIC hop latency scale"]
-    at_bound = [names[i] for i, (x, a, b) in enumerate(zip(res.x, lo, hi)) if min(x - a, b - x) < 1e-3]
-    return replace(_unpack(res.x, multi), at_bound=tuple(at_bound))
+    lo, hi = [_BOUNDS[k][0] for k in free], [_BOUNDS[k][1] for k in free]
+    start = [x[k] for k in free]
+    if free[0].endswith("_bw"):
+        # A link the catalog rates faster than another on the path is hidden by the model's min(): no
+        # gradient moves it. Start the bandwidth at the best of a coarse scan, 1/256 .. 4 x the catalog's.
+        scan = [start[0] + math.log(2.0) * k for k in range(-8, 3)]
+        start[0] = min(scan, key=lambda v: float(np.sum(np.log1p(np.square(residuals([v, *start[1:]]) / 0.1)))))
+    res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=200)
+    at_bound = [_LABELS[k] for k, v, a, b in zip(free, res.x, lo, hi) if min(v - a, b - v) < 1e-3]
+    return {**x, **dict(zip(free, res.x))}, at_bound
+
+
+def _fit(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, sources: str) -> Params:
+    """Single-node samples fit the intra-node link, then multi-node samples the network (module docstring)."""
+    x = _start(base)
+    single = [o for o in obs if o.nodes == 1]
+    multi = [o for o in obs if o.nodes > 1 and "nic_bw" in x]
+    kw = dict(name=name, sources=sources)
+    free1 = _visible(base, catalog, single, x, bw="intra_bw", hops=("intra_hop", "base"), **kw) if single else []
+    x, bound1 = _solve(base, catalog, single, x, free1, **kw)
+    hops = ("nic_hop",) + tuple(k for k in ("intra_hop", "base") if k not in free1)
+    free2 = _visible(base, catalog, multi, x, bw="nic_bw", hops=hops, **kw) if multi else []
+    x, bound2 = _solve(base, catalog, multi, x, free2, **kw)
+    if not multi:  # single-node data says nothing of the NICs: the profile keeps the catalog's
+        x = {k: v for k, v in x.items() if not k.startswith("nic")}
+    system = _variant(base, _params(x), **kw, catalog=catalog)
+    network = "socket transport (NCCL_IB_DISABLE=1)" if multi and all(o.socket for o in multi) else ""
+    return _params(x, at_bound=tuple(bound1 + bound2), fitted=tuple(free1 + free2), network=network,
+                   intra_seen=_seen_through(system, catalog, single) if "intra_bw" in free1 else "",
+                   nic_seen=_seen_through(system, catalog, multi) if "nic_bw" in free2 else "")
+
+
+def _seen_through(system: System, catalog: Catalog, obs: Sequence[Obs]) -> str:
+    """The algorithms of the bandwidth-bound samples: what a fitted bandwidth was seen through."""
+    algos = {_predict(system, catalog, o)[1] for o in obs if _predict(system, catalog, o)[3] < 0.5}
+    words = sorted({"NVLS" if a == "nvls" else "NVLSTree" if a == "hierarchical" else "ring link" if a == "ring"
+                    else a for a in algos})
+    return " and ".join(words)
+
+
+def _nvls_busbw(result: FitResult) -> tuple[int, float] | None:
+    """(GPUs, NVLS bus bandwidth) of the fitted profile where the data saw the link through NVLS."""
+    if "NVLS" not in result.params.intra_seen:
+        return None
+    g = max((r.ranks for r in result.residuals if r.nodes == 1 and r.algorithm == "nvls"), default=0)
+    if not g:
+        return None
+    catalog = load_catalog()
+    eff = nvls_efficiency(result.system, catalog, g) or 0.0
+    algbw = result.system.intra_fabric.bytes_per_s * eff * g / (g + 1)
+    return g, algbw * busbw_factor("all-reduce", g)
+
+
+def _per_node(result: FitResult) -> float:
+    group = make_group(result.system, nodes=2, catalog=load_catalog())
+    return nic_bytes_per_s(group)
 
 
 def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
@@ -172,35 +337,63 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
         raise MeasureError(f"profile name {name!r} must be letters, digits, '-' or '_'")
     if name in catalog.systems:
         raise MeasureError(f"profile name {name!r} is already a catalog system; choose another --name")
-    samples = _usable([s for ms in sets for s in ms.samples], base)
-    if len(samples) < 3:
+    obs = _observations(sets, base)
+    if len(obs) < 3:
         raise MeasureError(f"need at least 3 usable out-of-place samples with 2+ ranks that fit {base.name} "
-                           f"({base.gpus_per_node} GPUs per node); got {len(samples)}")
+                           f"({base.gpus_per_node} GPUs per node); got {len(obs)}")
     sources = ", ".join(os.path.basename(ms.source) for ms in sets)
-    params = _fit(base, catalog, samples, name=name, sources=sources)
+    params = _fit(base, catalog, obs, name=name, sources=sources)
     system = _variant(base, params, name=name, sources=sources, catalog=catalog)
     residuals = []
-    for s in samples:
-        t, algo, proto = _predict(system, catalog, s)
-        residuals.append(Residual(s.op, s.msg_bytes, s.n_ranks, _nodes_of(s, base), s.time_s, t, algo, proto))
-    heldout = _heldout(base, catalog, samples, name=name, sources=sources) if holdout else {}
-    return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets))
+    for o in obs:
+        t, algo, proto, _ = _predict(system, catalog, o)
+        s = o.sample
+        residuals.append(Residual(s.op, s.msg_bytes, s.n_ranks, o.nodes, s.time_s, t, algo, proto))
+    heldout = _heldout(base, catalog, obs, name=name, sources=sources) if holdout else {}
+    return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets),
+                     warnings=_warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base))
 
 
-def _heldout(base: System, catalog: Catalog, samples: Sequence[Sample], *, name: str,
-             sources: str) -> dict[int, float]:
-    counts = sorted({s.n_ranks for s in samples})
+def _warnings(heldout: dict[int, float], obs: Sequence[Obs], system: System, catalog: Catalog) -> tuple[str, ...]:
+    out = [f"held out: {n} GPUs predicted with median |error| {100 * e:.0f}% (above {100 * HELDOUT_WARN:.0f}%) "
+           f"by a fit without them: the profile does not extrapolate to {n} GPUs" for n, e in sorted(heldout.items())
+           if e > HELDOUT_WARN]
+    forced = sorted({(o.sample.n_ranks, a) for o in obs for a in o.algos})
+    for ranks, algo in forced:
+        group = make_group(system, nodes=next(o.nodes for o in obs if o.sample.n_ranks == ranks), gpus=ranks,
+                           catalog=catalog)
+        if not any(c.algorithm == algo for c in candidates(group, "all-reduce", "nccl")):
+            out.append(f"the log forces NCCL_ALGO={algo} at {ranks} ranks, which the model has no line for there: "
+                       f"priced with NCCL's own choice")
+    return tuple(out)
+
+
+def _notes(p: Params, obs: Sequence[Obs], base: System) -> tuple[str, ...]:
+    single = any(o.nodes == 1 for o in obs)
+    out = []
+    if "intra_bw" not in p.fitted:
+        why = ("the samples are all multi-node: their time is set by the network, which the fit blames instead"
+               if not single else "no single-node sample is bandwidth-bound")
+        out.append(f"intra-node bandwidth kept at {base.intra_fabric.name}'s "
+                   f"{format_rate(base.intra_fabric.achievable_bytes_per_s)}: {why}")
+    if base.nic_fabric is not None and any(o.nodes > 1 for o in obs) and "nic_bw" not in p.fitted:
+        out.append(f"NIC bandwidth kept at {base.nic_fabric.name}'s: no multi-node sample is bandwidth-bound")
+    return tuple(out)
+
+
+def _heldout(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, sources: str) -> dict[int, float]:
+    counts = sorted({o.sample.n_ranks for o in obs})
     out: dict[int, float] = {}
     if len(counts) < 2:
         return out
     for left_out in counts:
-        train = [s for s in samples if s.n_ranks != left_out]
-        test = [s for s in samples if s.n_ranks == left_out]
+        train = [o for o in obs if o.sample.n_ranks != left_out]
+        test = [o for o in obs if o.sample.n_ranks == left_out]
         if len(train) < 3:
             continue
         params = _fit(base, catalog, train, name=name, sources=sources)
         system = _variant(base, params, name=name, sources=sources, catalog=catalog)
-        errs = [abs(_predict(system, catalog, s)[0] / s.time_s - 1) for s in test]
+        errs = [abs(_predict(system, catalog, o)[0] / o.sample.time_s - 1) for o in test]
         out[left_out] = float(np.median(errs))
     return out
 

@@ -178,10 +178,9 @@ def print_deploy(result) -> None:
 
 def print_fit(result) -> None:
     p = result.params
-    print(f"# profile {result.name} (from {result.base_system}): intra-node busbw "
-          f"{format_rate(p.intra_bytes_per_s)}, hop latency x{p.intra_hop_scale:.2f}, base latency x{p.base_scale:.2f}"
-          + (f", NIC {format_rate(p.nic_bytes_per_s)} per port, NIC hop latency x{p.nic_hop_scale:.2f}"
-             if p.nic_bytes_per_s else ""))
+    print(result.headline())  # names each fitted bandwidth: which link, seen through which algorithm
+    for note in getattr(result, "notes", ()):
+        print(f"# {note}")
     print(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(µs)':>13} {'predicted(µs)':>14} {'error':>8}  algorithm")
     for r in sorted(result.residuals, key=lambda r: (r.ranks, r.msg_bytes)):
         print(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
