@@ -325,6 +325,19 @@ def aic_ratio(case: str, ours: dict, python: Path | None, runs: int) -> dict:
                   shardbudget_cpu_s=ours["cpu_s_median"])
 
 
+def _versions() -> dict[str, str]:
+    """The start-up cost depends on these (typer 0.29 imports pydantic to coerce parameters)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    got = {}
+    for name in ("numpy", "typer", "rich", "pydantic"):
+        try:
+            got[name] = version(name)
+        except PackageNotFoundError:
+            got[name] = "absent"
+    return got
+
+
 def write_json_atomic(path: Path, data) -> None:
     from shardbudget.atomic import write_atomic  # the project's one atomic writer
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -347,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         _breakdown_worker(args.breakdown_worker)
         return 0
     runs = 3 if args.quick else 9
-    print(f"deploy_speed: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, unpinned (a normal start-up)")
+    versions = _versions()
+    print(f"deploy_speed: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, unpinned (a normal start-up); "
+          + ", ".join(f"{k} {v}" for k, v in versions.items()))
     targets, breakdowns = [], []
     for case in CASES:
         ours = deploy_wall(case, runs)
@@ -358,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         aic_runs = args.aic_runs or (1 if args.quick or case == "moe" else 3)
         targets.append(aic_ratio(case, ours, args.aiconfigurator_python, aic_runs))
     if args.out:
-        write_json_atomic(args.out, {"benchmark": "deploy_speed", "targets": targets, "breakdown": breakdowns})
+        write_json_atomic(args.out, {"benchmark": "deploy_speed", "versions": versions, "targets": targets,
+                                     "breakdown": breakdowns})
     return 0 if all(t["passed"] for t in targets) else 1
 
 
