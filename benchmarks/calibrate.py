@@ -29,7 +29,7 @@ import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -41,10 +41,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from shardbudget.collective_op import busbw_factor  # noqa: E402
 from shardbudget.collectives import candidates, make_group  # noqa: E402
-from shardbudget.hardware import CPU, Catalog, Fabric, PcieTree, System, load_catalog  # noqa: E402
+from shardbudget.hardware import CPU, Catalog, Fabric, System, load_catalog  # noqa: E402
 from shardbudget.lines import pick  # noqa: E402
 from shardbudget.nccl_constants import ArchFloor  # noqa: E402
-from shardbudget.nccl_algos import intra_hop_s  # noqa: E402
 from shardbudget.topology import ring_path  # noqa: E402
 
 US = 1e-6

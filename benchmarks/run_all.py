@@ -4,13 +4,17 @@
 
 Runs, each as its own subprocess so one cannot skew another's timing or memory:
     speed.py     planner throughput, `shardbudget plan` wall time, llm-analysis time ratio
+    deploy_speed.py  `shardbudget deploy --gpus 64` wall time (dense and MoE), where it goes, and
+                 aiconfigurator's `cli default` sweep for the same model and system (wall-time ratio)
     accuracy.py  the collective model against published nccl-tests / rccl-tests timings
     loso.py      leave-one-system-out: constants refitted without each system, that system predicted
     fuzz.py      hostile inputs through the library and CLI
     soak.py      long harness runs and a million planner configurations under a memory bound
 (each only if the file exists). Before speed.py it makes the llm-analysis venv
-(benchmarks/.venv-llm-analysis, `pip install llm-analysis==LLM_ANALYSIS_VERSION`) if it is missing:
-llm-analysis never goes into the project's own venv.
+(benchmarks/.venv-llm-analysis, `pip install llm-analysis==LLM_ANALYSIS_VERSION`) and before
+deploy_speed.py the aiconfigurator venv (benchmarks/.venv-aiconfigurator, `pip install
+aiconfigurator==AIC_VERSION`), each only if it is missing: neither tool goes into the project's own
+venv. A venv that cannot be made (offline) is reported, and its comparison reads "not measured".
 
 Targets: a script may report its own target records by writing {"targets": [...]} as JSON to the
 path in $SHARDBUDGET_BENCH_RESULTS (speed.py does, via --out); each record has name, value, unit,
@@ -39,10 +43,13 @@ ROOT = HERE.parent
 RESULTS = HERE / "results.json"
 LLM_ANALYSIS_VENV = HERE / ".venv-llm-analysis"
 LLM_ANALYSIS_VERSION = "0.2.2"
+AIC_VENV = HERE / ".venv-aiconfigurator"
+AIC_VERSION = "0.12.0"  # keep equal to deploy_speed.AIC_VERSION
 
 # script -> extra arguments for a --quick run (a smoke run; its numbers are not the measurement)
 SCRIPTS = {
     "speed": ["--quick"],
+    "deploy_speed": ["--quick"],
     "accuracy": [],
     "loso": [],
     "decode_accuracy": [],
@@ -51,33 +58,49 @@ SCRIPTS = {
 }
 
 
-def ensure_llm_analysis_venv() -> Path | None:
-    """The llm-analysis venv's python, creating the venv if it is missing; None if that fails."""
-    python = LLM_ANALYSIS_VENV / "bin" / "python"
+def ensure_venv(venv: Path, requirement: str, module: str) -> Path | None:
+    """The python of a benchmark-only venv with `requirement` installed, creating the venv if it is
+    missing or cannot import `module`; None (with the reason printed) if that fails."""
+    python = venv / "bin" / "python"
     if python.exists():
-        check = subprocess.run([str(python), "-c", "import llm_analysis.analysis"], capture_output=True, text=True)
+        check = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True,
+                               env=_clean_env())
         if check.returncode == 0:
             return python
-        print(f"run_all: {LLM_ANALYSIS_VENV} exists but cannot import llm_analysis; reinstalling", flush=True)
+        print(f"run_all: {venv} exists but cannot import {module}; reinstalling", flush=True)
     else:
-        print(f"run_all: creating {LLM_ANALYSIS_VENV} with llm-analysis=={LLM_ANALYSIS_VERSION} "
-              "(once; a few minutes)", flush=True)
+        print(f"run_all: creating {venv} with {requirement} (once; a few minutes)", flush=True)
         # the base interpreter, not this venv's: the new venv must not see the project's packages
         base = getattr(sys, "_base_executable", sys.executable)
-        made = subprocess.run([base, "-m", "venv", str(LLM_ANALYSIS_VENV)], capture_output=True, text=True)
+        made = subprocess.run([base, "-m", "venv", str(venv)], capture_output=True, text=True)
         if made.returncode:
             print(f"run_all: could not create the venv: {made.stderr.strip()[-500:]}", flush=True)
             return None
-    pip = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                          f"llm-analysis=={LLM_ANALYSIS_VERSION}"], capture_output=True, text=True)
+    pip = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement],
+                         capture_output=True, text=True, env=_clean_env())
     if pip.returncode:
         err = "\n".join(line for line in pip.stderr.splitlines() if not line.startswith("WARNING"))
-        print(f"run_all: pip install llm-analysis failed: {err.strip()[-800:]}", flush=True)
+        print(f"run_all: pip install {requirement} failed (offline?): {err.strip()[-800:]}", flush=True)
         return None
     return python
 
 
-def run_script(name: str, quick: bool, llm_python: Path | None) -> dict:
+def _clean_env() -> dict:
+    """This environment without PYTHONPATH: the project's src must not leak into another tool's venv."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def ensure_llm_analysis_venv() -> Path | None:
+    """The llm-analysis venv's python, creating the venv if it is missing; None if that fails."""
+    return ensure_venv(LLM_ANALYSIS_VENV, f"llm-analysis=={LLM_ANALYSIS_VERSION}", "llm_analysis.analysis")
+
+
+def ensure_aic_venv() -> Path | None:
+    """The aiconfigurator venv's python, creating the venv if it is missing; None if that fails."""
+    return ensure_venv(AIC_VENV, f"aiconfigurator=={AIC_VERSION}", "aiconfigurator")
+
+
+def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
     """Run benchmarks/<name>.py, streaming its output; return its records and exit status."""
     path = HERE / f"{name}.py"
     fd, results_path = tempfile.mkstemp(prefix=f"bench-{name}-", suffix=".json")
@@ -86,8 +109,11 @@ def run_script(name: str, quick: bool, llm_python: Path | None) -> dict:
     cmd = [sys.executable, str(path)] + (SCRIPTS[name] if quick else [])
     if name == "speed":
         cmd += ["--out", results_path]
-        if llm_python is not None:
-            cmd += ["--llm-analysis-python", str(llm_python)]
+        if tool_python is not None:
+            cmd += ["--llm-analysis-python", str(tool_python)]
+    if name == "deploy_speed":
+        # None: the venv could not be made; a path that does not exist makes the script say so
+        cmd += ["--out", results_path, "--aiconfigurator-python", str(tool_python or AIC_VENV / "missing")]
     env = dict(os.environ, SHARDBUDGET_BENCH_RESULTS=results_path, PYTHONUNBUFFERED="1")
     print(f"\n=== {path.name} {' '.join(cmd[2:])}".rstrip(), flush=True)
     tail: deque[str] = deque(maxlen=25)
@@ -168,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         if not (HERE / f"{name}.py").exists():
             print(f"\n=== {name}.py: not present, skipped", flush=True)
             continue
-        llm_python = ensure_llm_analysis_venv() if name == "speed" else None
-        runs.append(run_script(name, args.quick, llm_python))
+        tool_python = ensure_llm_analysis_venv() if name == "speed" else ensure_aic_venv() \
+            if name == "deploy_speed" else None
+        runs.append(run_script(name, args.quick, tool_python))
     table = summary(runs)
     ok = bool(runs) and all(t.get("passed") for r in runs for t in r["targets"])
     print("\n=== summary" + (" (--quick: a smoke run, not the measurement)" if args.quick else ""))

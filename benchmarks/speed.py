@@ -206,7 +206,10 @@ def _cli() -> list[str]:
 
 def plan_wall(runs: int = 9) -> dict:
     cmd = _cli() + PLAN_ARGV
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS_", "OMP_", "MKL_"))}
+    # PYTHONDONTWRITEBYTECODE (set by some shells and CI runners) would make every run compile each
+    # module from source again (~0.4 s) and the warm-up below write no .pyc: an installed copy never pays that
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENBLAS_", "OMP_", "MKL_")) and k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run(cmd, capture_output=True, env=env, check=True, preexec_fn=_unpin)  # warm the page cache and .pyc files
     walls, cpus = [], []
     for _ in range(runs):

@@ -14,7 +14,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import units
+from . import cli_args, units
+from .cli_args import CatalogOpt, DownloadOpt, GpuMemoryOpt, JsonOpt, NodesOpt
 from .check import DEFAULT_TOLERANCE, check_logs, format_check
 from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
@@ -36,18 +37,11 @@ from .report import demo as demo_mod
 from .report import figures, tables
 from .report import html as report_html
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
-from .speculative import Speculation
 from .topo import check_topo_path, topo_profile, write_topo_profile
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="How far can a transformer be tensor-parallel sharded before the interconnect "
                        "sets its per-token latency?")
-
-CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s) (fabrics, GPUs, systems, fitted profiles).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
-NodesOpt = Annotated[int, typer.Option("--nodes", help="Number of nodes of the system.")]
-GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
-DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging Face id's config.json (that file alone) when it is not in the local Hugging Face cache; needs huggingface_hub.")]
 
 
 def _catalog(paths: Optional[list[Path]]):
@@ -63,7 +57,7 @@ def _model(name: str, download: bool) -> str:
 
 
 def _print_json(obj) -> None:
-    sys.stdout.write(json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(json.dumps(cli_args.jsonable(obj), indent=2, allow_nan=False) + "\n")
 
 
 def _check_plot(plot: Optional[Path]) -> None:
@@ -78,19 +72,6 @@ def _write_plot(make_figure, plot: Path) -> None:
         warnings.simplefilter("ignore")
         figures.save(make_figure(), plot)
     typer.echo(f"wrote {plot}", err=True)
-
-
-def jsonable(o):
-    """Plain JSON data: dataclasses via to_dict(), inf/NaN as null (JSON has no infinity)."""
-    if hasattr(o, "to_dict"):
-        o = o.to_dict()
-    if isinstance(o, dict):
-        return {str(k): jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [jsonable(v) for v in o]
-    if isinstance(o, float) and (o != o or o in (float("inf"), float("-inf"))):
-        return None
-    return o
 
 
 # --- fabrics ---------------------------------------------------------------------------------
@@ -127,7 +108,7 @@ def allreduce(
     """An nccl-tests-like table of predicted collective times on a system."""
     _check_plot(plot)
     cat = _catalog(catalog)
-    sizes = _sizes(size)
+    sizes = cli_args.sizes(size)
     op = normalize_op(op)
     elem_bytes = dtype_bytes(dtype)
     costs = sweep(op, sizes, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=cat)
@@ -137,27 +118,12 @@ def allreduce(
         _print_json({"system": group.system.name, "nodes": nodes, "gpus": group.ranks, "op": op,
                      "impl": impl, "algo": algo, "protocol": protocol, "dtype": dtype,
                      "crossover_bytes": cross,
-                     "rows": [_row_dict(c) for c in costs]})
+                     "rows": [cli_args.cost_row(c) for c in costs]})
     else:
         why = custom_allreduce_allowed(group) if op == "all-reduce" else "custom kernels are all-reduce only"
         tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why)
     if plot:
         _write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op), plot)
-
-
-def _row_dict(c) -> dict:
-    return {"bytes": c.msg_bytes, "time_s": c.time_s, "latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s,
-            "algorithm": c.algorithm, "protocol": c.protocol, "impl": c.impl, "algbw_bytes_per_s": c.algbw_bytes_per_s,
-            "busbw_bytes_per_s": c.busbw_bytes_per_s}
-
-
-def _sizes(size: Optional[list[str]]) -> list[float]:
-    if not size:
-        return units.parse_size_range("8B:1GiB")
-    out: list[float] = []
-    for s in size:
-        out.extend(units.parse_size_range(s) if ":" in s else units.parse_list([s], units.parse_bytes))
-    return out
 
 
 # --- compare ---------------------------------------------------------------------------------
@@ -221,7 +187,7 @@ def plan_cmd(
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
     _check_plot(plot)
     model = _model(model, download)
-    budget_s = _budget(budget)
+    budget_s = cli_args.budget(budget)
     if require_tp is not None and budget_s is None:
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
@@ -253,11 +219,6 @@ def plan_cmd(
         _write_plot(lambda: figures.where_the_token_goes([result]), plot)
 
 
-def _budget(text: str) -> float | None:
-    """A time budget, or None for 'none'."""
-    return None if text.strip().lower() == "none" else units.parse_seconds(text, what="--budget")
-
-
 @app.command()
 def deploy(
     *,
@@ -274,8 +235,8 @@ def deploy(
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
     kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype")] = None,
     speculative: Annotated[Optional[str], typer.Option("--speculative", help="mtp | eagle | draft")] = None,
-    draft_tokens: Annotated[int, typer.Option("--draft-tokens", help="Tokens the draft proposes per step.")] = 3,
-    acceptance: Annotated[float, typer.Option("--acceptance", help="Probability each draft token is accepted.")] = 0.7,
+    draft_tokens: Annotated[Optional[int], typer.Option("--draft-tokens", help="Tokens the draft proposes per step (default 3).")] = None,
+    acceptance: Annotated[Optional[float], typer.Option("--acceptance", help="Probability each draft token is accepted (default 0.7).")] = None,
     draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
     gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
@@ -290,11 +251,10 @@ def deploy(
     draft_model = _model(draft_model, download) if draft_model else draft_model
     if context is not None and (input_len is not None or output_len is not None):
         raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
-    spec = Speculation(method=speculative, draft_tokens=draft_tokens, acceptance=acceptance,
-                       draft_model=draft_model) if speculative else None
+    spec = cli_args.speculation(speculative, draft_tokens, acceptance, draft_model)
     work = Workload(input_len=input_len or 2048, output_len=output_len or 256, context=context, speculation=spec)
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
-    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=_budget(budget), ttft_budget_s=ttft_s,
+    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=cli_args.budget(budget), ttft_budget_s=ttft_s,
                         workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                         disaggregate=parse_split(disaggregate) if disaggregate else None,
                         settings=PlanSettings(memory_utilization=gpu_memory_utilization), catalog=_catalog(catalog))
@@ -498,7 +458,7 @@ def report(
     check_impl(impl)
     report_html.check_report_path(out)  # before the sweep, not after it
     model = _model(model, download)
-    budget_s = _budget(budget)
+    budget_s = cli_args.budget(budget)
     with _progress() as progress:
         data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
                                    budget_s=budget_s, impl=impl, dtype=dtype, measured=measured or (),

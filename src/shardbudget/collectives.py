@@ -28,9 +28,9 @@ from .collective_op import CollectiveOp, busbw_factor, parse_op
 from .custom_kernels import IMPLS, custom_allreduce_allowed, custom_candidates
 from .errors import PlanError, UnknownNameError
 from .hardware import PROTOCOLS, Catalog, System, load_catalog
-from .lines import Candidate, Group, pick, times_and_latencies_s, times_s
-from .nccl_algos import (alltoall, best_line, broadcast, hierarchical, ll128_enabled, nic_bytes_per_s, nvls,
-                         nvls_efficiency, nvls_small, protocols, ring, sendrecv, tree)
+from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (re-exported)
+from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
+                         nvls_small, protocols, ring, sendrecv, tree)
 from .topology import Path, ring_path
 
 # The operations this model prices (reduce is measured by nccl-tests but never inserted by a plan).

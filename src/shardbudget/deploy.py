@@ -44,7 +44,7 @@ from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .speculative import Speculation
 from .step import compile_step
-from .units import format_seconds
+from .units import format_decimal_bytes, format_seconds
 
 MAX_BATCH = 1024
 CHUNK_TOKENS = 8192
@@ -385,9 +385,7 @@ def verdict_text(r: DeployResult) -> str:
                                        f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "") if w)
     within = f"within {budgets}" if budgets else "with no budget"
     if r.best is None:
-        c = min(r.options, key=lambda o: o.itl_s)
-        return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
-                f"{format_seconds(c.itl_s)} ITL, TTFT {format_seconds(c.ttft_s)} (binding: {c.binding}).")
+        return _no_option_text(r, budgets)
     b = r.best
     pre = r.prefill
     stages = f" PP{pre['pp']}" if pre and pre["pp"] > 1 else ""
@@ -415,6 +413,21 @@ def verdict_text(r: DeployResult) -> str:
         else:
             text += f" One {whole.label()[2:]} replica of all {r.gpus} GPUs misses the budget ({whole.binding})."
     return text
+
+
+def _no_option_text(r: DeployResult, budgets: str) -> str:
+    """Why no option qualifies, with the closest one: among the splits that hold batch 1 in memory
+    (the lowest ITL), or, where none does, the split that needs the least memory per GPU."""
+    fitting = [o for o in r.options if not (o.binding == "memory" and o.max_batch == 0)]
+    if not fitting:
+        c = min(r.options, key=lambda o: o.mem_bytes_per_gpu)
+        gpus = f"{r.gpus} GPU{'s' if r.gpus != 1 else ''}"
+        return (f"No split of {gpus} of {r.system} fits {r.model} in memory, even at batch 1: the closest is "
+                f"{c.label()} at {format_decimal_bytes(c.mem_bytes_per_gpu)} per GPU; give more --gpus or a smaller "
+                f"--dtype / --kv-dtype / context.")
+    c = min(fitting, key=lambda o: o.itl_s)
+    return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
+            f"{format_seconds(c.itl_s)} ITL, TTFT {format_seconds(c.ttft_s)} (binding: {c.binding}).")
 
 
 __all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "deploy", "pareto_front", "splits", "verdict_text"]

@@ -2,8 +2,9 @@
 
 Each engine's `[cli]` table (engines/<engine>.toml) names the flag for each role at the pinned
 release, with the documentation or source it was checked against; this module only fills in the
-values. Replicas are the engines' data parallelism (vLLM `--data-parallel-size`, SGLang
-`--dp-size`); TensorRT-LLM serves one replica per `trtllm-serve` process.
+values. Replicas are the engines' data parallelism (vLLM `--data-parallel-size` for dense models,
+SGLang `--dp-size`); a MoE model's replicas under vLLM, and every replica under TensorRT-LLM, are
+one server process each.
 """
 
 from __future__ import annotations
@@ -58,12 +59,19 @@ def _flags(cli: dict, pairs: list[tuple[str, object]]) -> str:
 
 def vllm_line(result, cfg: ModelConfig, system: System, catalog: Catalog) -> str:
     o, preset = result.best, load_engine("vllm")
-    pairs = [("tensor_parallel", o.tp), ("pipeline_parallel", o.pp if o.pp > 1 else None),
-             ("data_parallel", o.replicas * o.dp if o.replicas * o.dp > 1 else None),
-             ("expert_parallel", o.ep > 1), ("max_batch", o.max_batch),
+    # One vLLM server runs DP x TP x PP GPUs, each DP rank its own engine core and scheduler (so
+    # --max-num-seqs is per rank). The DP ranks of a MoE model are not independent: its expert layers
+    # form one DP x TP group (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). So attention
+    # DP is DP ranks of TP tp / dp, and a MoE model's replicas are separate servers; only a dense
+    # model's replicas fold into --data-parallel-size.
+    dp = o.dp * (1 if cfg.is_moe else o.replicas)
+    pairs = [("tensor_parallel", o.tp // o.dp), ("pipeline_parallel", o.pp if o.pp > 1 else None),
+             ("data_parallel", dp if dp > 1 else None),
+             ("expert_parallel", o.ep > 1), ("max_batch", -(-o.max_batch // o.dp)),
              ("max_model_len", result.workload.max_context), ("memory_fraction", _fraction(result, preset)),
              ("disable_custom_allreduce", _custom_unavailable("vllm", system, o, catalog))]
-    return f"{preset.launcher} {hf_id(cfg)} {_flags(preset.cli, pairs)}  # vLLM {preset.version}"
+    extra = f"; run {o.replicas} such servers" if cfg.is_moe and o.replicas > 1 else ""
+    return f"{preset.launcher} {hf_id(cfg)} {_flags(preset.cli, pairs)}  # vLLM {preset.version}{extra}"
 
 
 def sglang_line(result, cfg: ModelConfig, system: System, catalog: Catalog) -> str:

@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from shardbudget.collective_op import busbw_factor
 from shardbudget.collectives import (candidates, collective_cost, crossover_bytes, make_group,
-                                     sweep, textbook_ring_allreduce_s, times_s)
+                                     sweep, textbook_ring_allreduce_s)
+from shardbudget.lines import times_s
 from shardbudget.errors import PlanError, UnknownNameError
 from shardbudget.hardware import load_catalog
 

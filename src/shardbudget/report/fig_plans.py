@@ -14,7 +14,7 @@ from ..units import format_decimal_bytes
 from .fmt import fmt_seconds
 from .output import FigureError
 from .plan_rows import (batch_result, budget_words, comm_threshold, fabric_words, plan_batches, result_label,
-                        system_finding, too_far_tps, tp_line)
+                        system_finding, tp_line)
 from .style import (BATCH_STYLES, MARKERS, PART_COLORS, TOO_FAR_COLOR, WINDOW_COLOR, colors_for, figure_style,
                     finding_title, legend_line, legend_patch, ms_axis, new_figure)
 

@@ -1,0 +1,399 @@
+"""`shardbudget deploy`: the JSON contract, the figure, the launch lines against the engine presets'
+own [cli] tables, one-line errors, and properties a reader can check by hand (the choice, the
+Pareto front, speculative decoding, the disaggregated KV hand-off).
+
+Most cases call the library or `shardbudget.cli.main` in-process (the same entry point as the
+console script, without its interpreter start); a few run the real console script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from shardbudget import cli as cli_module
+from shardbudget import engines as engines_pkg
+from shardbudget.deploy import Workload, deploy
+from shardbudget.disagg import kv_handoff_s
+from shardbudget.hardware import load_catalog
+from shardbudget.launch import LAUNCH_ENGINES, launch_lines
+from shardbudget.model import Plan, load_model, total_params
+from shardbudget.speculative import Speculation
+
+BUDGET_S = 0.030
+REL = 1e-9  # identities computed from the same floats: only rounding may differ
+
+# the keys issue 13 promises; more may be added, none of these may go
+TOP_KEYS = {"model", "system", "nodes", "gpus", "budget_s", "ttft_budget_s", "engine", "options", "best", "pareto",
+            "launch", "verdict"}
+OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "ttft_s", "tokens_per_s",
+               "tokens_per_s_per_gpu", "tokens_per_s_per_user", "mem_bytes_per_gpu", "binding", "meets_budget"}
+PARETO_KEYS = {"tp", "pp", "ep", "dp", "batch", "tokens_per_s_per_user", "tokens_per_s_per_gpu"}
+BINDINGS = {"memory", "itl", "ttft", "max-batch", "prefill"}
+
+ENGINE_DIR = Path(engines_pkg.__file__).parent
+# each preset's [memory] key for the memory share its launch line passes (named as the engine names it)
+MEMORY_FRACTION_KEY = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
+                       "trtllm": "kv_cache_free_gpu_memory_fraction"}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def dense8(catalog):
+    """llama-3.1-70b on one hgx-h100 node: 1xTP8, 2xTP4, ... within 30 ms ITL."""
+    return deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=BUDGET_S, catalog=catalog)
+
+
+@pytest.fixture(scope="module")
+def moe16(catalog):
+    """deepseek-v3 on two hgx-h200 nodes: splits with PP, EP and DP-attention."""
+    return deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=BUDGET_S, ttft_budget_s=2.0, catalog=catalog)
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = cli_module.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# --- the JSON contract ----------------------------------------------------------------------
+
+def test_json_keys_are_the_issues(cli):
+    r = cli("deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16", "--budget", "30ms",
+            "--ttft-budget", "2s", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert TOP_KEYS <= set(d)
+    assert (d["model"], d["system"], d["nodes"], d["gpus"], d["engine"]) == ("llama-3.1-70b", "hgx-h100", 2, 16, "vllm")
+    assert d["budget_s"] == pytest.approx(0.030) and d["ttft_budget_s"] == pytest.approx(2.0)
+    assert d["options"] and all(OPTION_KEYS <= set(o) for o in d["options"])
+    assert OPTION_KEYS <= set(d["best"]) and d["best"] == d["options"][0]
+    assert d["pareto"] and all(PARETO_KEYS <= set(p) for p in d["pareto"])
+    assert set(d["launch"]) == {"vllm", "sglang", "trtllm"} and all(d["launch"].values())
+    assert isinstance(d["verdict"], str) and d["verdict"].startswith("On 16 GPUs of hgx-h100")
+    for o in d["options"]:
+        assert o["binding"] in BINDINGS and isinstance(o["meets_budget"], bool)
+        assert all(isinstance(o[k], (int, float)) for k in OPTION_KEYS - {"binding", "meets_budget"})
+
+
+def test_every_split_of_the_gpus_is_an_option(dense8):
+    # 70B (64 heads, 8 KV heads) on 8 GPUs: TP in {1, 2, 4, 8}, PP filling the rest of a replica
+    got = {(o.replicas, o.tp, o.pp) for o in dense8.options}
+    want = {(r, tp, pp) for tp in (1, 2, 4, 8) for pp in (1, 2, 4, 8) for r in (1, 2, 4, 8) if r * tp * pp == 8}
+    assert got == want
+    assert all(o.replicas * o.tp * o.pp == 8 for o in dense8.options)
+
+
+# --- the figure -----------------------------------------------------------------------------
+
+def test_plot_writes_png(cli, tmp_path):
+    out = tmp_path / "pareto.png"
+    r = cli("deploy", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert f"wrote {out}" in r.stderr
+
+
+def test_plot_writes_svg(capsys, tmp_path):
+    out = tmp_path / "pareto.svg"
+    rc, _, err = _run(capsys, "deploy", "--model", "llama-3.1-8b", "--system", "l40s-pcie", "--gpus", "8",
+                      "--plot", str(out))
+    assert rc == 0, err
+    text = out.read_text()
+    assert "<svg" in text and "Pareto front" in text
+    assert not list(tmp_path.glob("*.tmp*"))  # written atomically: no temporary left behind
+
+
+# --- launch lines against the presets' [cli] tables -----------------------------------------
+
+def _preset(engine: str) -> dict:
+    return tomllib.loads((ENGINE_DIR / f"{engine}.toml").read_text())
+
+
+def _value_after(line: str, flag: str) -> str | None:
+    """The token after `flag` in the command (before its trailing comment); '' for a bare switch."""
+    words = line.split("  #")[0].split()
+    if flag not in words:
+        return None
+    i = words.index(flag)
+    return words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
+
+
+def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) -> dict[str, object]:
+    """role -> the value the line must carry (True: a bare switch; None: the flag must be absent).
+
+    vLLM: one server is DP x TP x PP GPUs with a scheduler per DP rank; a MoE model's DP ranks share
+    one DP x TP expert group, so attention DP is DP ranks of TP tp/dp and MoE replicas are separate
+    servers (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). SGLang: --tp-size is the
+    whole group, --dp-size splits attention in it or runs independent replicas."""
+    if engine == "vllm":
+        dp = o.dp * (1 if moe else o.replicas)
+        return {"tensor_parallel": o.tp // o.dp, "pipeline_parallel": o.pp if o.pp > 1 else None,
+                "data_parallel": dp if dp > 1 else None, "expert_parallel": True if o.ep > 1 else None,
+                "max_batch": math.ceil(o.max_batch / o.dp), "max_model_len": max_len, "memory_fraction": fraction}
+    if engine == "sglang":
+        return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp if o.pp > 1 else None,
+                "data_parallel": o.dp if o.dp > 1 else (o.replicas if o.replicas > 1 else None),
+                "dp_attention": True if o.dp > 1 else None, "expert_parallel": o.ep if o.ep > 1 else None,
+                "max_batch": o.max_batch * (o.replicas if o.dp == 1 else 1), "max_model_len": max_len,
+                "memory_fraction": fraction}
+    return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp, "expert_parallel": o.ep if o.ep > 1 else None,
+            "max_batch": o.max_batch, "max_model_len": max_len, "memory_fraction": fraction}
+
+
+def _check_line(engine: str, line: str, o, max_len: int, moe: bool = False) -> None:
+    preset = _preset(engine)
+    cli_table, eng = preset["cli"], preset["engine"]
+    assert cli_table["source"].strip(), f"{engine}: [cli] cites no source"
+    assert line.startswith(eng["launcher"] + " ")
+    assert line.rstrip().split("  # ")[1].split(";")[0].endswith(eng["version"])  # the pinned release
+    fraction = float(preset["memory"][MEMORY_FRACTION_KEY[engine]])
+    for role, want in _expected_flags(engine, o, max_len, fraction, moe).items():
+        flag = cli_table[role]
+        got = _value_after(line, flag)
+        if want is None:
+            assert got is None, f"{engine}: {flag} should be absent for {o.label()}: {line}"
+        elif want is True:
+            assert got == "", f"{engine}: switch {flag} missing for {o.label()}: {line}"
+        else:
+            assert got is not None and float(got) == pytest.approx(float(want)), f"{engine}: {flag} {want}: {line}"
+
+
+def test_chosen_option_launch_lines_carry_the_presets_flags(dense8):
+    assert set(dense8.launch) == set(LAUNCH_ENGINES)
+    for engine in LAUNCH_ENGINES:
+        _check_line(engine, dense8.launch[engine], dense8.best, 2048 + 256)
+
+
+@pytest.mark.parametrize("shape", ["pp", "ep", "dp", "replicas"])
+def test_launch_lines_for_pp_ep_dp_and_replicas(moe16, catalog, shape):
+    """Every role a split can need appears with its value: each shape of option launched as if chosen."""
+    want = {"pp": lambda o: o.pp > 1, "ep": lambda o: o.ep > 1, "dp": lambda o: o.dp > 1,
+            "replicas": lambda o: o.replicas > 1}[shape]
+    o = next(o for o in moe16.options if o.meets_budget and want(o))
+    lines = launch_lines(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"),
+                         catalog.system("hgx-h200"), catalog)
+    for engine in LAUNCH_ENGINES:
+        _check_line(engine, lines[engine], o, 2048 + 256, moe=True)
+    if o.replicas > 1:  # MoE replicas are separate vLLM servers, not DP ranks sharing the experts
+        assert lines["vllm"].endswith(f"; run {o.replicas} such servers")
+
+
+def test_vllm_attention_dp_is_dp_ranks_of_the_attention_tp(moe16, catalog):
+    """deepseek-v3, TP8 EP8 with attention DP8 on one node: vLLM runs it as 8 DP ranks of TP1 with
+    expert parallelism over DP x TP = 8 GPUs, not TP8 x DP8 (64 GPUs)."""
+    o = next(o for o in moe16.options if o.tp == 8 and o.dp == 8 and o.pp == 1)
+    line = launch_lines(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"),
+                        catalog)["vllm"]
+    assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in line
+
+
+def _as_chosen(result, catalog, model: str, system: str, tp: int, replicas: int) -> dict[str, str]:
+    o = next(o for o in result.options if o.tp == tp and o.pp == 1 and o.replicas == replicas)
+    return launch_lines(dataclasses.replace(result, best=o), load_model(model), catalog.system(system), catalog)
+
+
+def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
+    """PCIe L40S: vLLM's / SGLang's custom all-reduce needs NVLink between every pair above two GPUs,
+    so TP8 and TP4 launch with --disable-custom-all-reduce; on NVSwitch (hgx-h100) TP8 keeps it."""
+    l40s = deploy("llama-3.1-70b", "l40s-pcie", gpus=8, budget_s=None, catalog=catalog)
+    h100 = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=None, catalog=catalog)
+    for engine in ("vllm", "sglang"):
+        flag = _preset(engine)["cli"]["disable_custom_allreduce"]
+        assert flag == "--disable-custom-all-reduce"
+        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)[engine], flag) == ""
+        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 4, 2)[engine], flag) == ""
+        assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine], flag) is None
+    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)["trtllm"]  # no such flag
+
+
+def test_custom_allreduce_flag_in_the_cli_output(capsys):
+    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--gpus", "8",
+                        "--budget", "100ms", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["best"]["tp"] >= 4  # 70B needs at least four 48 GB GPUs per replica
+    assert "--disable-custom-all-reduce" in d["launch"]["vllm"] and "--disable-custom-all-reduce" in d["launch"]["sglang"]
+
+
+# --- bad input: one line, exit 2 ------------------------------------------------------------
+
+BAD = [
+    (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
+                                                   "1xTP1 at 145.3 GB per GPU"]),
+    (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
+    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms ITL",
+                                          "the closest is 1xTP8 at"]),
+    (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms ITL and 1 ms TTFT", "the closest is", "binding: ttft"]),
+    (["--gpus", "8", "--speculative", "mtp", "--acceptance", "1.5"], ["--acceptance must be a probability in [0, 1]",
+                                                                     "1.5"]),
+    (["--gpus", "8", "--speculative", "eagle", "--acceptance", "-0.1"], ["--acceptance", "-0.1"]),
+    (["--gpus", "8", "--engine", "vlm"], ["unknown engine 'vlm'", "did you mean 'vllm'"]),
+    (["--gpus", "8", "--disaggregate", "3:4"], ["--disaggregate 3:4 uses 7 GPUs, not the 8 of --gpus"]),
+    (["--gpus", "8", "--disaggregate", "3-5"], ["--disaggregate '3-5' must be P:D"]),
+    (["--gpus", "8", "--context", "4096", "--input-len", "1024"], ["--context", "--input-len", "not both"]),
+    (["--gpus", "0"], ["--gpus must be a whole number of at least 1, got 0"]),
+]
+
+
+@pytest.mark.parametrize("args,expected", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, expected):
+    argv = ["deploy", "--system", "hgx-h100", *args]
+    if "--model" not in args:
+        argv += ["--model", "llama-3.1-70b"]
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2, (rc, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and "internal error" not in err
+    for text in expected:
+        assert text in lines[0], (text, lines[0])
+    assert out == ""  # nothing half-printed before the error
+
+
+def test_bad_input_from_the_console_script(cli):
+    r = cli("deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", "--engine", "sglng")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "did you mean 'sglang'" in r.stderr
+
+
+@pytest.mark.parametrize("flags", [["--acceptance", "1.5"], ["--acceptance", "0.8"], ["--draft-tokens", "4"],
+                                   ["--draft-model", "llama-3.2-1b", "--acceptance", "0.6"]])
+def test_speculation_settings_without_speculative_are_refused(capsys, flags):
+    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", *flags)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "only apply with --speculative" in err and flags[0] in err
+
+
+# --- the choice and the front, by hand ------------------------------------------------------
+
+@pytest.mark.parametrize("which", ["dense8", "moe16"])
+def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
+    r = request.getfixturevalue(which)
+    meeting = [o for o in r.options if o.meets_budget]
+    assert r.best is meeting[0] and len(meeting) >= 2
+    assert all(r.best.tokens_per_s_per_gpu >= o.tokens_per_s_per_gpu for o in meeting)
+    for o in meeting:
+        assert o.itl_s <= r.budget_s and (r.ttft_budget_s is None or o.ttft_s <= r.ttft_budget_s)
+        # throughput by hand: max_batch sequences in flight per replica, one token each per ITL
+        assert o.tokens_per_s == pytest.approx(o.replicas * o.max_batch / o.itl_s, rel=REL)
+        assert o.tokens_per_s_per_gpu == pytest.approx(o.tokens_per_s / r.gpus, rel=REL)
+        assert o.tokens_per_s_per_user == pytest.approx(1 / o.itl_s, rel=REL)
+        assert o.max_batch % o.pp == 0  # pp micro-batches of the same size
+    assert all(not o.meets_budget and o.max_batch == 0 for o in r.options[len(meeting):])
+
+
+def test_batch_one_itl_is_above_the_weight_read_roofline(catalog):
+    """At batch 1 each token reads every weight (but the input embedding) once: ITL >= weight bytes /
+    TP / HBM bandwidth (llama-3.1-70b bf16: 139 GB / 8 / 3.35 TB/s = 5.2 ms for TP8), and the step model's
+    extra (kernel floors, all-reduce, host overhead) stays within 4x of it on NVSwitch."""
+    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=1e-3, catalog=catalog)
+    assert r.best is None  # nothing meets 1 ms: every option is reported at batch 1
+    hbm = catalog.system("hgx-h100").gpu.mem_bytes_per_s
+    cfg = load_model("llama-3.1-70b")
+    weights = 2.0 * (total_params(cfg) - cfg.vocab_size * cfg.hidden_size)  # bf16; the embedding is a lookup
+    assert hbm == pytest.approx(3.35e12, rel=0.01)
+    for o in r.options:
+        floor = weights / o.tp / hbm
+        assert floor <= o.itl_s <= 4 * floor + 2e-3, (o.label(), o.itl_s, floor)
+
+
+def _dominates(p: dict, q: dict) -> bool:
+    u, g = "tokens_per_s_per_user", "tokens_per_s_per_gpu"
+    return p[u] >= q[u] and p[g] >= q[g] and (p[u] > q[u] or p[g] > q[g])
+
+
+@pytest.mark.parametrize("which", ["dense8", "moe16"])
+def test_pareto_points_are_mutually_non_dominated(request, which):
+    r = request.getfixturevalue(which)
+    front = list(r.pareto)
+    assert len(front) >= 3
+    for i, p in enumerate(front):
+        assert not any(_dominates(q, p) for j, q in enumerate(front) if j != i), p
+        # each point by hand: `batch` sequences per replica of tp x pp GPUs, each at tokens/s/user
+        assert p["tokens_per_s_per_gpu"] == pytest.approx(p["batch"] * p["tokens_per_s_per_user"] / (p["tp"] * p["pp"]),
+                                                          rel=REL)
+    users = [p["tokens_per_s_per_user"] for p in front]
+    assert users == sorted(users, reverse=True)
+    # nothing the sweep found beats the front: every qualifying option is on it or below it
+    for o in (o for o in r.options if o.meets_budget):
+        pt = {"tokens_per_s_per_user": o.tokens_per_s_per_user, "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu}
+        assert any(all(p[k] >= v * (1 - REL) for k, v in pt.items()) for p in front), o.label()
+
+
+# --- speculative decoding -------------------------------------------------------------------
+
+def test_tokens_per_verify_step_by_hand():
+    assert Speculation(method="mtp", draft_tokens=3, acceptance=0.0).tokens_per_step == 1.0
+    assert Speculation(method="mtp", draft_tokens=3, acceptance=0.5).tokens_per_step == pytest.approx(1.875)  # 1+.5+.25+.125
+    assert Speculation(method="eagle", draft_tokens=3, acceptance=1.0).tokens_per_step == 4.0
+
+
+def _spec(catalog, acceptance: float, method: str = "eagle"):
+    w = Workload(speculation=Speculation(method=method, draft_tokens=3, acceptance=acceptance))
+    return deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=BUDGET_S, workload=w, catalog=catalog)
+
+
+def test_speculation_that_is_never_accepted_only_costs(dense8, catalog):
+    """Acceptance 0: every verify step of k+1 tokens (bigger GEMMs, k+1 times the all-reduce bytes)
+    plus k draft steps yields the one token a plain decode step gives, so no option can gain."""
+    spec = _spec(catalog, 0.0)
+    plain = {o.label(): o for o in dense8.options}
+    assert spec.best.tokens_per_s_per_gpu < dense8.best.tokens_per_s_per_gpu
+    for o in spec.options:
+        p = plain[o.label()]
+        assert o.tokens_per_s_per_gpu <= p.tokens_per_s_per_gpu * (1 + REL), o.label()
+        if o.meets_budget:
+            assert o.max_batch <= p.max_batch, o.label()
+
+
+def test_speculation_pays_where_decode_is_memory_bound(dense8, catalog):
+    """On NVSwitch at 30 ms, the verify step of 4 tokens costs little more than one decode step (it
+    reads the same weights), so tokens/s per GPU grows with acceptance and beats plain decoding."""
+    best = [_spec(catalog, a).best.tokens_per_s_per_gpu for a in (0.0, 0.5, 0.9)]
+    assert best == sorted(best)
+    assert best[-1] > 1.2 * dense8.best.tokens_per_s_per_gpu
+
+
+# --- disaggregated prefill / decode ---------------------------------------------------------
+
+def test_disaggregation_reports_the_kv_handoff_share_of_ttft(capsys):
+    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8",
+                        "--disaggregate", "2:6", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    pre = d["prefill"]
+    assert pre["gpus"] == 2 and pre["tp"] * pre["pp"] * pre["replicas"] == 2
+    share = pre["kv_transfer_share_of_ttft"]
+    assert 0.0 < share < 1.0
+    assert pre["ttft_s"] == pytest.approx(pre["prefill_s"] + pre["kv_transfer_s"], rel=REL)
+    assert share == pytest.approx(pre["kv_transfer_s"] / pre["ttft_s"], rel=REL)
+    assert d["best"]["ttft_s"] == pytest.approx(pre["ttft_s"], rel=REL)
+    assert all(o["replicas"] * o["tp"] * o["pp"] == 6 for o in d["options"])  # decode runs on the other 6
+    assert f"{100 * share:.1f}%" in d["verdict"]
+
+
+def test_kv_handoff_by_hand(catalog):
+    """One 2048-token prompt of llama-3.1-70b: K and V, 80 layers x 8 KV heads x 128 x 2 bytes per
+    token = 320 KiB/token, 671 MB per prompt, 336 MB per GPU of a TP2 decode replica. Inside an
+    hgx-h100 it cannot beat NVLink4's 450 GB/s per direction (0.75 ms) and is within 2x of it; across
+    nodes it goes over one 400 Gb/s NIC (50 GB/s: 6.7 ms) and is slower."""
+    cfg, system = load_model("llama-3.1-70b"), catalog.system("hgx-h100")
+    shard_bytes = 2 * 80 * 8 * 128 * 2 * 2048 / 2
+    p = Plan(2, 1, 1, 1)
+    intra = kv_handoff_s(cfg, system, catalog, input_len=2048, decode_plan=p, kv_dtype="bf16", same_node=True)
+    inter = kv_handoff_s(cfg, system, catalog, input_len=2048, decode_plan=p, kv_dtype="bf16", same_node=False)
+    link = system.intra_fabric.bytes_per_s
+    assert link == pytest.approx(450e9, rel=0.01)
+    assert shard_bytes / link <= intra <= 2 * shard_bytes / link
+    nic = system.nic_fabric.bytes_per_s
+    assert inter >= shard_bytes / nic > intra
