@@ -37,6 +37,7 @@ from .report import demo as demo_mod
 from .report import figures, tables
 from .report import html as report_html
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from .tail_plan import read_jitter
 from .topo import check_topo_path, topo_profile, write_topo_profile
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -179,6 +180,7 @@ def plan_cmd(
     memory_table: Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")] = False,
     pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
+    jitter: Annotated[Optional[list[Path]], typer.Option("--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the ITL's p99 beside its mean (repeat).")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
@@ -197,8 +199,8 @@ def plan_cmd(
     cat = _catalog(catalog)
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
-                  comm_threshold=comm_threshold,
-                  knee_threshold=knee_threshold, pp_all=pp_all, eff=eff, settings=settings, catalog=cat)
+                  comm_threshold=comm_threshold, knee_threshold=knee_threshold, pp_all=pp_all, eff=eff,
+                  settings=settings, jitter=read_jitter(jitter) if jitter else None, catalog=cat)
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,

@@ -28,6 +28,7 @@ from .model import default_precision as model_default_precision
 from .model.plan import check_tp
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from .step import compile_step
+from .tail_plan import Jitter, row_p99s
 from .units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
 
@@ -214,7 +215,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
          context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
          impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
          eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
-         pp_all: bool = False, catalog: Catalog | None = None) -> PlanResult:
+         pp_all: bool = False, jitter: Jitter | None = None, catalog: Catalog | None = None) -> PlanResult:
     """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
@@ -229,7 +230,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     eff = eff or engine_efficiency(engine)
     common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=eff, settings=settings)
     rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, common=common,
-                                  budgets=budgets)
+                                  budgets=budgets, jitter=jitter)
                     for p in plans}
     usable = usable_bytes(sysm.gpu, engine=engine, plan=Plan(1), utilization=settings.memory_utilization)
     results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
@@ -245,7 +246,8 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                    "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
                    "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
                    "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
-                   "notes": list(precision_notes) + plan_notes(cfg, sysm, nodes, plans)}
+                   "notes": list(precision_notes) + plan_notes(cfg, sysm, nodes, plans),
+                   "tail": jitter.describe() if jitter else None}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype or precision.weights, results=tuple(results),
                       assumptions=assumptions)
@@ -265,11 +267,14 @@ def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catal
 
 
 def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
-               common: dict, budgets: Budgets) -> list[Row]:
-    """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets.
+               common: dict, budgets: Budgets, jitter: Jitter | None = None) -> list[Row]:
+    """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets, and
+    the ITL's p99 where `jitter` gives measured per-iteration times.
     `common`: the compile_step keywords shared by every plan (impl, engine, precision, eff, settings)."""
     precision, settings = common["precision"], common["settings"]
-    dec = compile_step(cfg, sysm, p, catalog, phase="decode", **common).evaluate(batches, float(context))
+    decode = compile_step(cfg, sysm, p, catalog, phase="decode", **common)
+    dec = decode.evaluate(batches, float(context))
+    p99s = row_p99s(decode, batches, float(context), dec["total_s"], jitter)
     ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
     need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches, context=float(context),
                        workspace_bytes=settings.workspace_bytes)
@@ -284,7 +289,8 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
                         comm_s=comm, comm_share=comm / itl if itl else 0.0,
                         comm_latency_s=float(dec["comm_latency_s"][i]), other_s=float(dec["other_s"][i]),
                         ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
-                        memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])}))
+                        memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
+                        itl_p99_s=p99s[i]))
     return rows
 
 

@@ -53,6 +53,8 @@ class Row:
     memory: dict | None = None
     """What the bytes per GPU are made of (memory.MemoryNeed: weights, kv_cache, activations,
     cuda_graphs, comm_buffers, cuda_context, total)."""
+    itl_p99_s: float | None = None
+    """The ITL's p99 from measured collective jitter (tail_plan.py); None without a --jitter log."""
 
     @property
     def gpus(self) -> int:
