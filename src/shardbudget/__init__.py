@@ -5,16 +5,37 @@ Everything the CLI does is one import away; results are plain dataclasses with `
 Glossary of units and two-meaning words: `shardbudget.units`.
 """
 
-from .check import CheckResult, check_logs
-from .collectives import Cost, collective_cost, crossover_bytes, make_group, sweep
-from .compare import compare_systems
-from .errors import CatalogError, MeasureError, PlanError, ShardbudgetError, UnitError, UnknownNameError
-from .explain import explain
-from .hardware import Catalog, Fabric, GPU, System, load_catalog
-from .model import ModelConfig, Plan, Precision, list_models, load_model
-from .planner import PlanResult, plan, required_fabric
-from .settings import Efficiency, PlanSettings, engine_efficiency
-from .step import StepTime, decode_step
+import importlib
+
+# Names are imported on first use (PEP 562): `shardbudget plan` then loads the planner and not
+# check, explain or compare, whose imports are start-up time the command does not need.
+_WHERE = {
+    "CheckResult": "check", "check_logs": "check",
+    "Cost": "collectives", "collective_cost": "collectives", "crossover_bytes": "collectives",
+    "make_group": "collectives", "sweep": "collectives",
+    "compare_systems": "compare",
+    "CatalogError": "errors", "MeasureError": "errors", "PlanError": "errors", "ShardbudgetError": "errors",
+    "UnitError": "errors", "UnknownNameError": "errors",
+    "explain": "explain",
+    "Catalog": "hardware", "Fabric": "hardware", "GPU": "hardware", "System": "hardware", "load_catalog": "hardware",
+    "ModelConfig": "model", "Plan": "model", "Precision": "model", "list_models": "model", "load_model": "model",
+    "PlanResult": "planner", "plan": "planner", "required_fabric": "planner",
+    "Efficiency": "settings", "PlanSettings": "settings", "engine_efficiency": "settings",
+    "StepTime": "step", "decode_step": "step",
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'shardbudget' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __version__ = "0.1.0"
 

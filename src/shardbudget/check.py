@@ -35,9 +35,10 @@ from .errors import MeasureError, PlanError
 from .hardware import Catalog, System, load_catalog
 from .measure.logs import MeasurementSet, Sample, parse_log_text, read_log
 from .measure.nccl_info import NcclSettings, settings_for
+from .settings import CHECK_TOLERANCE
 from .units import format_bytes, format_rate, format_seconds
 
-DEFAULT_TOLERANCE = 0.25
+DEFAULT_TOLERANCE = CHECK_TOLERANCE
 REGIONS = ("latency floor", "mid sizes", "bandwidth plateau")
 LATENCY_FLOOR_SHARE = 0.75
 """Predicted latency term / time at or above which a size belongs to the latency floor."""

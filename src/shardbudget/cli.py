@@ -16,29 +16,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import cli_args, units
 from .cli_args import CatalogOpt, DownloadOpt, GpuMemoryOpt, JsonOpt, NodesOpt
-from .check import DEFAULT_TOLERANCE, check_logs, format_check
 from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
 from .compare import compare_systems
-from .deploy import Workload
-from .deploy import deploy as run_deploy
-from .disagg import parse_split
 from .dtypes import dtype_bytes
 from .errors import MeasureError, PlanError, ShardbudgetError
 from .explain import DEFAULT_SYSTEMS
 from .explain import explain as explain_questions
 from .hardware import load_catalog
 from .model import active_params, list_models, load_model, total_params
-from .measure import command as measure_command  # the one option parser, shared with `python -m shardbudget.measure`
-from .measure.fit import check_profile_path, fit_profile, write_profile
-from .measure.lab import format_lab, lab_unavailable, run_lab
-from .measure.logs import read_logs, summarize
 from .planner import check_impl, plan, required_fabric
-from .report import demo as demo_mod
 from .report import figures, tables
-from .report import html as report_html
-from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
-from .tail_plan import read_jitter
-from .topo import check_topo_path, topo_profile, write_topo_profile
+from .report.grid import DEFAULT_BUDGET_STEPS
+from .settings import CHECK_TOLERANCE, DEFAULT_ENGINE, PlanSettings, engine_efficiency
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="How far can a transformer be tensor-parallel sharded before the interconnect "
@@ -187,6 +176,7 @@ def plan_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
+    from .tail_plan import read_jitter  # command-only module (start-up)
     _check_plot(plot)
     model = _model(model, download)
     budget_s = cli_args.budget(budget)
@@ -206,19 +196,20 @@ def plan_cmd(
         req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
                               budget_s=budget_s, impl=impl, engine=engine, dtype=dtype, eff=eff, settings=settings,
                               catalog=cat)
-    if json_out:
-        out = result.to_dict()
-        if req:
-            out["requirement"] = req.to_dict()
-        _print_json(out)
-    else:
-        tables.print_plan(result)
-        if memory_table:
-            tables.print_memory(result)
-        if req:
-            print(f"\nWhat TP{req.tp} would need: {req.explanation}")
+    _print_plan(result, req, json_out=json_out, memory_table=memory_table)
     if plot:
         _write_plot(lambda: figures.where_the_token_goes([result]), plot)
+
+
+def _print_plan(result, req, *, json_out: bool, memory_table: bool) -> None:
+    if json_out:
+        _print_json({**result.to_dict(), **({"requirement": req.to_dict()} if req else {})})
+        return
+    tables.print_plan(result)
+    if memory_table:
+        tables.print_memory(result)
+    if req:
+        print(f"\nWhat TP{req.tp} would need: {req.explanation}")
 
 
 @app.command()
@@ -248,6 +239,8 @@ def deploy(
     json_out: JsonOpt = False,
 ) -> None:
     """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
+    from .deploy import Workload, deploy as run_deploy  # command-only modules (start-up)
+    from .disagg import parse_split
     _check_plot(plot)
     model = _model(model, download)
     draft_model = _model(draft_model, download) if draft_model else draft_model
@@ -314,6 +307,7 @@ def models(json_out: JsonOpt = False) -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, add_help_option=False)
 def measure(ctx: typer.Context) -> None:
     """Time real collectives with torch.distributed; nccl-tests columns on stdout, JSON with --out (--help: options)."""
+    from .measure import command as measure_command  # the one option parser, shared with `python -m shardbudget.measure`
     measure_command.run(ctx.args, prog="shardbudget measure")
 
 
@@ -331,6 +325,8 @@ def fit(
     json_out: JsonOpt = False,
 ) -> None:
     """Fit the collective model's constants to measurements and write a profile usable as --catalog."""
+    from .measure.fit import check_profile_path, fit_profile, write_profile  # command-only modules (start-up)
+    from .measure.logs import read_logs, summarize
     _check_plot(plot)
     if out:  # before the fit: a refused --out must not cost the user a run
         check_profile_path(out, force=force)
@@ -363,11 +359,12 @@ def check(
     system: Annotated[str, typer.Option("--system", "-s", help="The catalog system the logs should look like, e.g. hgx-h200.")],
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes to model (default: the log's own count, else NCCL's INFO lines, else as few as hold the ranks).")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Check only the tables of this GPU count; a log with none is refused (exit 2).")] = None,
-    tolerance: Annotated[float, typer.Option("--tolerance", help="Allowed deviation of each region's median time from the model: 0.25 = within x1.25 either way.")] = DEFAULT_TOLERANCE,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Allowed deviation of each region's median time from the model: 0.25 = within x1.25 either way.")] = CHECK_TOLERANCE,
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input."""
+    from .check import check_logs, format_check  # command-only module (start-up)
     result = check_logs(files, system=system, catalog=_catalog(catalog), nodes=nodes, gpus=gpus, tolerance=tolerance)
     if json_out:
         _print_json(result.to_dict())
@@ -391,6 +388,7 @@ def topo(
     json_out: JsonOpt = False,
 ) -> None:
     """A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report."""
+    from .topo import check_topo_path, topo_profile, write_topo_profile  # command-only module (start-up)
     if out:  # before reading: a refused --out must not cost the user the run
         check_topo_path(out, force=force)
     profile = topo_profile(files, name=name, gpu=gpu, cpu=cpu, nic_fabric=nic_fabric, catalog=_catalog(catalog))
@@ -422,6 +420,7 @@ def lab(
     json_out: JsonOpt = False,
 ) -> None:
     """Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted."""
+    from .measure.lab import format_lab, lab_unavailable, run_lab  # command-only module (start-up)
     why = lab_unavailable()
     if why:
         raise MeasureError(why)
@@ -453,10 +452,11 @@ def report(
     measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
     catalog: CatalogOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
-    budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = report_html.DEFAULT_BUDGET_STEPS,
+    budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = DEFAULT_BUDGET_STEPS,
     download: DownloadOpt = False,
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
+    from .report import html as report_html  # command-only module (start-up)
     check_impl(impl)
     report_html.check_report_path(out)  # before the sweep, not after it
     model = _model(model, download)
@@ -477,6 +477,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
 ) -> None:
     """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand."""
+    from .report import demo as demo_mod, html as report_html  # command-only modules (start-up)
     report_html.check_report_path(out)
     with _progress() as progress:
         data, path = demo_mod.run_demo(out, progress=progress)
@@ -507,7 +508,8 @@ def _progress():
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
     try:
-        code = app(args=argv, standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
         typer.echo(f"error: {err}", err=True)
         return err.exit_code
@@ -530,6 +532,23 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"internal error: {type(err).__name__}: {err} (set SHARDBUDGET_DEBUG=1 for details)", err=True)
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _command_name(info) -> str:
+    return info.name or info.callback.__name__.replace("_", "-")
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """The app with only the command `argv` names, when it names one: typer turns every command's
+    signature into click parameters before it parses anything (~0.1 s for all of them), and a run
+    needs one. A callback keeps it a group, so usage lines and errors read as with the full app."""
+    wanted = [c for c in app.registered_commands if argv and _command_name(c) == argv[0]]
+    if not wanted:
+        return app  # --help, a typo'd command: the full app answers, with every command listed
+    one = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=app.info.help)
+    one.registered_commands = wanted
+    one.callback()(lambda: None)
+    return one
 
 
 def _click_errors():

@@ -358,19 +358,22 @@ def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
 
 def pareto_front(curves: dict, options: Sequence[Option]) -> list[dict]:
     """The (tokens/s/user, tokens/s/GPU) points over every plan and batch that no other point beats
-    on both, best user speed first."""
-    pts = []
+    on both, best user speed first (ties in user speed: the higher tokens/s/GPU, then curve order)."""
     by_label = {o.label(): o for o in options}
-    for label, (user, per_gpu) in curves.items():
-        o = by_label[label]
-        pts += [(float(u), float(g), o, o.pp * (i + 1)) for i, (u, g) in enumerate(zip(user, per_gpu))]
-    pts.sort(key=lambda x: (-x[0], -x[1]))
-    front, best_gpu = [], -math.inf
-    for user, per_gpu, o, batch in pts:
-        if per_gpu > best_gpu:
-            front.append({"tp": o.tp, "pp": o.pp, "ep": o.ep, "dp": o.dp, "replicas": o.replicas, "batch": batch,
-                          "tokens_per_s_per_user": user, "tokens_per_s_per_gpu": per_gpu})
-            best_gpu = per_gpu
+    labels = list(curves)
+    user = np.concatenate([np.asarray(curves[k][0], dtype=float) for k in labels] or [np.zeros(0)])
+    per_gpu = np.concatenate([np.asarray(curves[k][1], dtype=float) for k in labels] or [np.zeros(0)])
+    which = np.concatenate([np.full(len(curves[k][0]), i) for i, k in enumerate(labels)] or [np.zeros(0, int)])
+    index = np.concatenate([np.arange(len(curves[k][0])) for k in labels] or [np.zeros(0, int)])
+    order = np.lexsort((-per_gpu, -user))  # stable, as sorting the points in curve order would be
+    g = per_gpu[order]
+    best_before = np.concatenate([[-math.inf], np.maximum.accumulate(g)[:-1]]) if len(g) else g
+    front = []
+    for j in order[g > best_before]:  # a point is on the front when it beats every faster one
+        o = by_label[labels[which[j]]]
+        front.append({"tp": o.tp, "pp": o.pp, "ep": o.ep, "dp": o.dp, "replicas": o.replicas,
+                      "batch": o.pp * (int(index[j]) + 1), "tokens_per_s_per_user": float(user[j]),
+                      "tokens_per_s_per_gpu": float(per_gpu[j])})
     return front
 
 

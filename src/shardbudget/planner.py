@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,9 +29,11 @@ from .model import default_precision as model_default_precision
 from .model.plan import check_tp
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from .step import compile_step
-from .tail_plan import Jitter, row_p99s
 from .units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
+
+if TYPE_CHECKING:  # tail_plan reads logs; only plan --jitter needs it loaded
+    from .tail_plan import Jitter
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,7 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
     precision, settings = common["precision"], common["settings"]
     decode = compile_step(cfg, sysm, p, catalog, phase="decode", **common)
     dec = decode.evaluate(batches, float(context))
-    p99s = row_p99s(decode, batches, float(context), dec["total_s"], jitter)
+    p99s = jitter.row_p99s(decode, batches, float(context), dec["total_s"]) if jitter else [None] * len(batches)
     ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
     need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches, context=float(context),
                        workspace_bytes=settings.workspace_bytes)

@@ -81,6 +81,8 @@ class PlanSettings:
 
 
 DEFAULT_ENGINE = "vllm"
+CHECK_TOLERANCE = 0.25
+"""`check`'s default: each region's median time within x1.25 of the model, either way."""
 EAGER_KERNEL_GAP_S = 3.0e-6
 """GPU idle time between host-launched kernels when the host keeps ahead (no CUDA graphs): the
 launch latency itself; the host's own launch cost is `host_per_kernel_s`."""

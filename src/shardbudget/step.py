@@ -16,7 +16,7 @@ PP adds stage-boundary send/recv to the latency and divides memory, not time.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -29,7 +29,8 @@ from .engines.presets import load_engine
 from .kernels import load_kernels, tile_quantization_factor
 from .errors import PlanError
 from .hardware import Catalog, System, load_catalog
-from .model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, hidden_message_bytes, load_model, step_work
+from .model import (CollectiveCall, ModelConfig, Plan, Precision, StepWork, hidden_message_bytes, load_model,
+                    pipeline_calls, step_work)
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 
 
@@ -145,13 +146,48 @@ class StepModel:
         return tp_calls * self.eff.host_jitter_s * expected_max_of_normals(self.plan.tp)
 
     def _gpu_parts(self, b: np.ndarray, L: np.ndarray, shape: tuple) -> tuple[overlap.GpuParts, int, list]:
-        """Compute (and its GEMM part) and communication of a step of `b` sequences, on `shape`."""
-        work = self.work(b, L)
-        compute, gemm = self._compute_s(work, shape)
-        calls = _merged(work.calls)
-        comm, comm_lat = self._comm_s(calls, shape)
+        """Compute (and its GEMM part) and communication of a step of `b` sequences, on `shape`:
+        the stage-free step's (`_stage`, shared by every PP degree) plus the sends between stages."""
+        compute, gemm, n_kernels, calls, comm, comm_lat = self._stage._layer_parts(b, L, shape)
+        if self.plan.pp > 1:
+            sends = _merged(pipeline_calls(self.model, self.plan, batch=b, context=L, phase=self.phase,
+                                           precision=self.precision))
+            send_s, send_lat = self._comm_s(sends, shape)
+            calls, comm, comm_lat = calls + sends, comm + send_s, comm_lat + send_lat
         parts = overlap.GpuParts(compute_s=compute, gemm_s=gemm, comm_s=comm, comm_latency_s=comm_lat)
-        return parts, sum(count for count, _ in work.ops), calls
+        return parts, n_kernels, calls
+
+    @cached_property
+    def _stage(self) -> StepModel:
+        """This step at PP 1. Pipeline stages add only their sends (model.pipeline_calls): the ops
+        and the TP/EP collectives of every layer, and so their prices, are the same for every PP
+        degree of a TP x EP x DP plan, and are computed once for all of them."""
+        if self.plan.pp == 1:
+            return self
+        return compile_step(self.model, self.system, replace(self.plan, pp=1), self.catalog, impl=self.impl,
+                            engine=self.engine, precision=self.precision, phase=self.phase, eff=self.eff,
+                            settings=self.settings)
+
+    @cached_property
+    def _layer_prices(self) -> dict:
+        return {}
+
+    def _layer_parts(self, b: np.ndarray, L: np.ndarray, shape: tuple) -> tuple:
+        """(compute, GEMM part, kernels, merged calls, comm, comm latency) of the step's layers, head
+        and embedding: remembered for the last few (batch, context) arrays it was asked for."""
+        key = (b.tobytes(), b.shape, L.tobytes(), L.shape, shape)
+        memo = self._layer_prices
+        if key not in memo:
+            work = self.work(b, L)
+            compute, gemm = self._compute_s(work, shape)
+            calls = _merged(work.calls)
+            comm, comm_lat = self._comm_s(calls, shape)
+            for a in (compute, gemm, comm, comm_lat):
+                a.setflags(write=False)  # shared between PP degrees: nobody may change them in place
+            if len(memo) >= _LAYER_MEMO:
+                memo.pop(next(iter(memo)))
+            memo[key] = (compute, gemm, sum(count for count, _ in work.ops), calls, comm, comm_lat)
+        return memo[key]
 
     @cached_property
     def _fused_allreduce_norm(self) -> bool:
@@ -246,6 +282,9 @@ class StepModel:
 
 
 _TILED = ("dense_gemm", "grouped_moe_gemm")
+_LAYER_MEMO = 8
+"""(batch, context) arrays whose layer prices a StepModel keeps: a sweep asks for a few (decode
+batches, the prefill prompt, two-batch overlap's halves), each for every PP degree."""
 MOE_FLOOR_EXPERTS = 16
 """Experts beyond which a fused-MoE call's per-expert overhead no longer adds up: the catalog's
 per-expert floor is measured at <= 8 experts per call (Qwen3-30B-A3B top-8: 40 us), while calls

@@ -54,6 +54,10 @@ class Jitter:
                 return call
         return CallStats(count=count, mean_s=max(mean_s, 1e-12), variance_s2=0.0, third_moment_s3=0.0, family="fixed")
 
+    def row_p99s(self, step_model, batches: Sequence[int], context: float, itls_s: Sequence[float]) -> list[float]:
+        """`p99_itl_s` at each batch of a compiled step whose mean ITLs are `itls_s`."""
+        return [p99_itl_s(step_model, int(b), context, float(t), self) for b, t in zip(batches, itls_s)]
+
 
 def read_jitter(paths: Iterable[str | os.PathLike]) -> Jitter:
     """The samples with per-iteration times in `paths`; a PlanError if none has any."""
@@ -80,9 +84,3 @@ def p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter: Jitt
     return itl_tail(rest_s, calls, quantile).quantile_s
 
 
-def row_p99s(step_model, batches: Sequence[int], context: float, itls_s: Sequence[float],
-             jitter: Jitter | None) -> list[float | None]:
-    """`p99_itl_s` per batch, or None everywhere without a jitter log."""
-    if jitter is None:
-        return [None] * len(batches)
-    return [p99_itl_s(step_model, int(b), context, float(t), jitter) for b, t in zip(batches, itls_s)]

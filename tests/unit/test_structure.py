@@ -12,7 +12,10 @@ MAX_FUNCTION_LINES = 60
 # Imported inside functions on purpose: heavy (torch, matplotlib, scipy) or optional (tomli_w, the
 # click copy typer vendors on some versions, huggingface_hub for --download).
 LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "huggingface_hub",
-           ".worker")  # measure/worker.py is the one rank's torch code
+           ".worker",  # measure/worker.py is the one rank's torch code
+           # modules one command alone uses, imported by that command in cli.py so that the others
+           # start without them (`plan` and `deploy` start-up; benchmarks/deploy_speed.py)
+           ".check", ".deploy", ".disagg", ".measure", ".report", ".tail_plan", ".topo")
 
 
 def _modules() -> dict[str, ast.Module]:

@@ -26,12 +26,12 @@ from .params import (active_params, kv_bytes_per_token, kv_cache_bytes_per_gpu, 
 from .plan import Plan
 from .precision import default_precision
 from .quant import Checkpoint
-from .work import Precision, StepWork, step_work
+from .work import Precision, StepWork, pipeline_calls, step_work
 
 __all__ = [
     "Checkpoint", "CollectiveCall", "LayerKind", "ModelConfig", "Op", "Plan", "Precision", "StepWork", "active_params",
     "collectives_for_layer", "config_from_dict", "default_precision", "embedding_ops", "expected_experts_hit",
     "hidden_message_bytes", "kv_bytes_per_token", "kv_cache_bytes_per_gpu", "layer_kinds", "layer_work", "list_models",
-    "lm_head_ops", "load_model", "memory_bytes_per_gpu", "pp_collectives", "step_work", "total_params",
+    "lm_head_ops", "load_model", "memory_bytes_per_gpu", "pipeline_calls", "pp_collectives", "step_work", "total_params",
     "weight_bytes_per_gpu",
 ]

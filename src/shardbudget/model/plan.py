@@ -111,6 +111,10 @@ def check_amount(name: str, value: Any, *, minimum: float, strict: bool) -> None
     if isinstance(value, int) and abs(value) >= 1e300:  # an int too large for a float
         raise PlanError(f"{name} ({value!r}) must be a finite number")
     arr = np.asarray(value, dtype=float)
+    if is_array and arr.size:  # the common case, checked in two reductions (a sweep checks thousands)
+        lo, hi = float(arr.min()), float(arr.max())
+        if -1e300 < lo and hi < 1e300 and (lo > minimum if strict else lo >= minimum):
+            return
     # |value| < 1e300 also refuses inf and NaN
     bad = ~(np.abs(arr) < 1e300) | (arr < minimum) | ((arr == minimum) if strict else False)
     if np.any(bad):

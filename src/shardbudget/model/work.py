@@ -110,8 +110,16 @@ def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "dec
     ops += [(1, op) for op in lm_head_ops(cfg, tokens=batch, tp=plan.tp, weight_dtype=head, act_dtype=a)]
     calls += embedding_collectives(cfg, tokens=tokens, tp=plan.tp, act_dtype=a)
     calls += lm_head_collectives(cfg, tokens=batch, tp=plan.tp, act_dtype=a)  # per row of logits
-    calls += pp_collectives(cfg, tokens=tokens, pp=plan.pp, act_dtype=a)
+    calls += pipeline_calls(cfg, plan, batch=batch, context=context, phase=phase, precision=precision)
     return StepWork(ops=ops, calls=calls)
 
 
-__all__ = ["FP8_PEAK_DTYPES", "Precision", "StepWork", "step_work"]
+def pipeline_calls(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "decode",
+                   precision: Precision = Precision()) -> list[CollectiveCall]:
+    """The sends between pipeline stages: all that `plan.pp` adds to a step's work (the ops and the
+    TP/EP collectives of every layer are those of the same plan at PP 1)."""
+    tokens = batch if phase == "decode" else batch * context
+    return pp_collectives(cfg, tokens=tokens, pp=plan.pp, act_dtype=precision.activations)
+
+
+__all__ = ["FP8_PEAK_DTYPES", "Precision", "StepWork", "pipeline_calls", "step_work"]
