@@ -125,7 +125,9 @@ def deploy_wall(case: str, runs: int) -> dict:
         walls.append(wall)
         cpus.append(cpu)
     s = _summary(walls, cpus)
-    options = sum(1 for line in proc.stdout.splitlines() if line.startswith("│"))
+    shown = sum(1 for line in proc.stdout.splitlines() if line.startswith("│"))
+    more = re.search(r"^(\d+) more options", proc.stdout, re.M)  # the table shows the best 20; all are priced
+    options = shown + (int(more.group(1)) if more else 0)
     best = next((line for line in proc.stdout.splitlines() if line.startswith("On 64 GPUs")), "")
     c = CASES[case]
     print(f"(a) {case}: `shardbudget {' '.join(deploy_argv(case))}`: {options} options; median wall "
@@ -175,14 +177,17 @@ def _instrument(ph: _Phases) -> None:
 
     cli.main = ph.wrap("typer: parse options, dispatch", cli.main)
     cli.load_catalog = ph.wrap("catalog load", cli.load_catalog)
-    cli.run_deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", cli.run_deploy)
+    # cli imports deploy() inside the command, by module attribute: wrapping the attribute times it
+    deploy.deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", deploy.deploy)
     deploy.splits = ph.wrap("splits (valid plans)", deploy.splits)
     deploy.compile_step = disagg.compile_step = ph.wrap("StepModel set-up", deploy.compile_step)
     step.StepModel.evaluate = ph.wrap("evaluate: array arithmetic, overlap, host", step.StepModel.evaluate)
     step.StepModel.work = ph.wrap("evaluate: per-layer ops and collectives listed", step.StepModel.work)
     step.StepModel._compute_s = ph.wrap("evaluate: op times (roofline, floors)", step.StepModel._compute_s)
     step.StepModel._comm_s = ph.wrap("evaluate: collective times", step.StepModel._comm_s)
-    deploy.memory_bytes_per_gpu = ph.wrap("memory per GPU", deploy.memory_bytes_per_gpu)
+    step.StepModel._layer_parts = ph.wrap("evaluate: layers priced (once per TP x EP x DP, shared by PP)",
+                                          step.StepModel._layer_parts)
+    deploy.memory_need = ph.wrap("memory per GPU", deploy.memory_need)
     deploy.pareto_front = ph.wrap("Pareto front", deploy.pareto_front)
     deploy.launch_lines = ph.wrap("launch lines", deploy.launch_lines)
     tables.print_deploy = ph.wrap("tables (rich)", tables.print_deploy)
@@ -208,7 +213,7 @@ def _breakdown_worker(case: str) -> None:
     ph.add("import shardbudget: what deploy needs", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
     import shardbudget.cli  # noqa: F401
-    ph.add("import shardbudget.cli: the rest (measure, report, explain, ...)", w0, c0)
+    ph.add("import shardbudget.cli: the rest (options of every command)", w0, c0)
     _instrument(ph)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -234,6 +234,7 @@ def deploy(
     gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {tables.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
@@ -258,7 +259,7 @@ def deploy(
     if json_out:
         _print_json(result.to_dict())
     else:
-        tables.print_deploy(result)
+        tables.print_deploy(result, rows=None if show_all else tables.DEPLOY_ROWS)
     if plot:
         _write_plot(lambda: figures.pareto_figure(result), plot)
 

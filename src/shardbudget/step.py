@@ -252,8 +252,8 @@ class StepModel:
         tuner (or the forced implementation) for everything else."""
         group = self.groups[call.group]
         if self.impl is None and call.op == CollectiveOp.ALL_REDUCE and call.group == "tp":
-            return engine_allreduce_s(self.allreduce_ranges, msg_bytes)
-        return times_and_latencies_s(candidates(group, call.op, self.impl or "nccl"), msg_bytes)
+            return _priced(engine_allreduce_s, self.allreduce_ranges, msg_bytes)
+        return _priced(times_and_latencies_s, candidates(group, call.op, self.impl or "nccl"), msg_bytes)
 
     @cached_property
     def allreduce_ranges(self) -> AllReduceRanges | None:
@@ -290,6 +290,30 @@ MOE_FLOOR_EXPERTS = 16
 per-expert floor is measured at <= 8 experts per call (Qwen3-30B-A3B top-8: 40 us), while calls
 over many experts stream their weights at the kernel's bandwidth efficiency (Mixtral, all experts
 at large batch, vLLM PR #24700), which the roofline prices. Estimate."""
+
+
+_PRICES: dict[tuple, tuple] = {}
+_PRICES_MAX = 512
+"""Collective prices remembered, by (line set, message array): the plans of one sweep that share a
+TP group (every EP and DP variant, every replica count) send the same messages over it."""
+
+
+def _priced(price, lines, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """price(lines, msg_bytes), remembered. `lines` (NCCL's candidates or an engine's all-reduce
+    ranges) come from lru caches, so one object stands for one group and op: it is the key, and
+    is kept beside the result so that its id cannot be reused while the entry lives."""
+    key = (price, id(lines), msg_bytes.tobytes(), msg_bytes.shape)
+    hit = _PRICES.get(key)
+    if hit is not None and hit[0] is lines:
+        return hit[1]
+    result = price(lines, msg_bytes)
+    for a in result:
+        if isinstance(a, np.ndarray):
+            a.setflags(write=False)  # shared: nobody may change it in place
+    if len(_PRICES) >= _PRICES_MAX:
+        _PRICES.pop(next(iter(_PRICES)))
+    _PRICES[key] = (lines, result)
+    return result
 
 
 @lru_cache(maxsize=256)

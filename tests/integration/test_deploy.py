@@ -397,3 +397,17 @@ def test_kv_handoff_by_hand(catalog):
     assert shard_bytes / link <= intra <= 2 * shard_bytes / link
     nic = system.nic_fabric.bytes_per_s
     assert inter >= shard_bytes / nic > intra
+
+
+def test_the_table_shows_the_best_options_and_all_with_all(capsys):
+    argv = ["deploy", "--model", "deepseek-v3", "--system", "hgx-h200", "--gpus", "64"]
+    rc, out, _ = _run(capsys, *argv, "--json")
+    every = json.loads(out)["options"]
+    rc, short, _ = _run(capsys, *argv)
+    rc2, full, _ = _run(capsys, *argv, "--all")
+    assert rc == rc2 == 0 and len(every) > 20
+    rows = lambda text: [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
+    labels = [f"{o['replicas']}x" for o in every]
+    assert len(rows(short)) == 20 and len(rows(full)) == len(every)
+    assert rows(full)[:20] == rows(short) and all(r.startswith(x) for r, x in zip(rows(full), labels))
+    assert f"{len(every) - 20} more options: --all shows every one" in short and "more options" not in full

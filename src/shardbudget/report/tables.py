@@ -155,8 +155,13 @@ def print_memory(result) -> None:
         console.print(t)
 
 
-def print_deploy(result) -> None:
-    """The options, best first, then the choice in words and its launch lines."""
+DEPLOY_ROWS = 20
+"""Options the deploy table shows by default: the best ones (the JSON and --all have every one)."""
+
+
+def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
+    """The options, best first (the first `rows`; None: all), then the choice in words and its
+    launch lines."""
     budgets = ", ".join(w for w in (f"ITL budget {format_seconds(result.budget_s)}" if result.budget_s else "",
                                     f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "")
                         if w) or "no budget"
@@ -166,11 +171,14 @@ def print_deploy(result) -> None:
         if w.speculation else ""
     print(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
           f"{load}{spec}; {budgets}")
-    t = Table(title="options (best first)")
+    shown = result.options if rows is None else result.options[:rows]
+    left = len(result.options) - len(shown)
+    t = Table(title="options (best first)", caption=f"{left} more options: --all shows every one, --json lists them"
+              if left else None)
     for col in ("option", "max batch", "ITL ms", "TTFT ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %",
                 "binding", "meets"):
         t.add_column(col, justify="left" if col in ("option", "binding") else "right")
-    for o in result.options:
+    for o in shown:
         t.add_row(o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
                   f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
                   f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no")
