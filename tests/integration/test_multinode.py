@@ -137,6 +137,13 @@ def run_and_kill(topo: Topology, tmp: Path, *, kill: int, after_sizes: int = 2) 
             p.wait(timeout=30)
 
 
+def _error_line(run: dict) -> str:
+    """The survivor's one-line error; its whole stderr in the failure message when there is none."""
+    lines = [line for line in run["stderr"].splitlines() if line.startswith("error: ")]
+    assert lines, f"no 'error: ' line from the surviving node (exit {run['code']}); stderr:\n{run['stderr'][-4000:]}"
+    return lines[0]
+
+
 def table_sizes(stdout: str) -> list[int]:
     return [int(line.split()[0]) for line in stdout.splitlines()
             if line.strip() and not line.lstrip().startswith("#") and line.split()[0].isdigit()]
@@ -148,7 +155,7 @@ def test_killed_node_is_named_and_every_completed_size_is_kept(tmp_path):
     with two_nodes() as topo:
         run = run_and_kill(topo, tmp_path, kill=1)
     assert run["code"] != 0, run["stderr"]
-    error = next(line for line in run["stderr"].splitlines() if line.startswith("error: "))
+    error = _error_line(run)
     assert error.startswith("error: rank 0 stopped at size ")
     assert f"lost rank 1 (" in error and topo.addr(1) in error and "no heartbeat" in error
     data = json.loads(run["out"].read_text())
@@ -168,7 +175,7 @@ def test_killed_store_node_is_named_from_the_error_address(tmp_path):
     with two_nodes() as topo:
         run = run_and_kill(topo, tmp_path, kill=0)
     assert run["code"] != 0
-    error = next(line for line in run["stderr"].splitlines() if line.startswith("error: "))
+    error = _error_line(run)
     assert error.startswith("error: rank 1 stopped at size ")
     assert "the rendezvous store is unreachable" in error
     assert f"the error names rank 0 (" in error and topo.addr(0) in error

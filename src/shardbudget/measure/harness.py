@@ -94,7 +94,7 @@ from typing import Any
 from ..atomic import check_output_path
 from ..errors import MeasureError
 from .checks import check_cuda, check_host, check_port_free, check_request, free_port
-from .launchers import Launch, detect_launcher, tcp_init
+from .launchers import Launch, detect_launcher, stops_reported, tcp_init
 from .local import run_local
 from .peers import describe, short_error
 from .protocol import FAULT_ENV, Event, RankConfig, parse_faults
@@ -214,7 +214,8 @@ def _run_launched(base: dict[str, Any], launch: Launch, timeout_s: float,
             seen["peers"] = ev["report"]
 
     try:
-        worker.run_rank(cfg, emit)
+        with stops_reported(launch, worker.failing):
+            worker.run_rank(cfg, emit)
     except Exception as exc:
         raise RunFailed(_launched_failure(exc, cfg, launch, seen)) from exc
 

@@ -7,9 +7,13 @@ spawns nothing, and only rank 0 prints and writes the output file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..errors import MeasureError
@@ -27,6 +31,32 @@ class Launch:
     local_world_size: int
     master_addr: str
     master_port: int
+
+
+class LauncherStopped(Exception):
+    """The launcher sent this rank SIGTERM (torchrun's agent does when its rendezvous or a peer
+    node is lost, Slurm when the step is cancelled)."""
+
+
+@contextlib.contextmanager
+def stops_reported(launch: Launch, deferring: Callable[[], bool]) -> Iterator[None]:
+    """SIGTERM becomes `LauncherStopped`, so the rank still says where it stopped: by default it
+    would end the process with nothing said. Once `deferring()` holds (the run failed and the
+    post-mortem that names the lost peer is under way, a few seconds; torchrun waits 30 s before
+    SIGKILL) the signal is held back and the failure already on its way out is reported instead;
+    a failing rank keeps the handler until it exits."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+        if not deferring():
+            raise LauncherStopped(f"{launch.name} sent SIGTERM (it ends its ranks when its rendezvous "
+                                  "or a peer node is lost, or when the job is cancelled)")
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    yield  # an exception leaves the handler in place: the rank is on its way out, saying why
+    signal.signal(signal.SIGTERM, previous)
 
 
 def detect_launcher(environ: dict[str, str] | None = None) -> Launch | None:

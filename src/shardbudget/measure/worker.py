@@ -29,6 +29,13 @@ from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, Ra
                        parse_faults)
 
 Emit = Callable[[dict[str, Any]], None]
+_FAILING = threading.Event()
+
+
+def failing() -> bool:
+    """True once this rank's run has failed and it is finding out why (the post-mortem that names a
+    lost peer) and saying so: launchers.stops_reported holds a launcher's SIGTERM back meanwhile."""
+    return _FAILING.is_set()
 
 
 def run_rank(cfg: RankConfig, emit: Emit) -> None:
@@ -51,6 +58,7 @@ def run_rank(cfg: RankConfig, emit: Emit) -> None:
         dist.barrier()
         emit({"ev": Event.DONE})
     except Exception as exc:
+        _FAILING.set()
         if watch is not None:
             emit({"ev": Event.PEERS, "report": watch.post_mortem(short_error(str(exc)))})
         raise
