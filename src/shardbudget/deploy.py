@@ -27,6 +27,7 @@ holds pp x b sequences (memory) and makes pp x b / itl(b) tokens per second.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -42,7 +43,7 @@ from .model import ModelConfig, Plan, load_model
 from .planner import Budgets, check_nodes, precision_for, valid_plans
 from .settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
-from .speculative import Speculation
+from .speculative import Speculation, comparison_text
 from .step import compile_step
 from .units import format_decimal_bytes, format_seconds
 
@@ -137,6 +138,8 @@ class DeployResult:
     prefill: dict | None = None
     """Under --disaggregate: the prefill side of the best option (plan, replicas, prefill and KV
     hand-off times, the hand-off's share of TTFT)."""
+    without_speculation: Option | None = None
+    """With --speculative: the best option of the same request without it (None: none meets the budgets)."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -144,7 +147,8 @@ class DeployResult:
                 "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
                 "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
-                "prefill": self.prefill}
+                "prefill": self.prefill,
+                "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -299,8 +303,22 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
                           prefill=_prefill_dict(prefills.get(best.label()) if best else None),
-                          notes=tuple(precision_notes), memory_utilization=settings.memory_utilization)
+                          notes=tuple(precision_notes), memory_utilization=settings.memory_utilization,
+                          without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
+                                                          workload=workload, engine=engine, dtype=dtype,
+                                                          kv_dtype=kv_dtype, disaggregate=disaggregate,
+                                                          settings=settings, catalog=catalog))
     return _with_words(result, launch_lines(result, cfg, sysm, catalog) if best else {})
+
+
+def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
+                **request) -> Option | None:
+    """The best option of the same request without speculation (None also when there is none)."""
+    if workload.speculation is None:
+        return None
+    plain = dataclasses.replace(workload, speculation=None)
+    return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
+                  workload=plain, **request).best
 
 
 def _prefill_dict(pre: Prefill | None) -> dict | None:
@@ -383,12 +401,13 @@ def _with_words(r: DeployResult, launch: dict) -> DeployResult:
 
 
 def verdict_text(r: DeployResult) -> str:
-    """One paragraph, with numbers: the choice, against the single-replica plan and the runner-up."""
+    """One paragraph, with numbers: the choice, against one replica of the widest TP (or the runner-up)."""
     budgets = " and ".join(w for w in (f"{format_seconds(r.budget_s)} ITL" if r.budget_s else "",
                                        f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "") if w)
     within = f"within {budgets}" if budgets else "with no budget"
     if r.best is None:
-        return _no_option_text(r, budgets)
+        spec = r.workload.speculation
+        return _no_option_text(r, budgets) + (comparison_text(spec, None, r.without_speculation) if spec else "")
     b = r.best
     pre = r.prefill
     stages = f" PP{pre['pp']}" if pre and pre["pp"] > 1 else ""
@@ -400,8 +419,10 @@ def verdict_text(r: DeployResult) -> str:
             f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
             f"{b.tokens_per_s_per_user:.0f} tokens/s per user (ITL {format_seconds(b.itl_s)}; "
             f"{b.binding} binds; {100 * b.comm_share:.0f}% of each step in communication).")
-    whole = max((o for o in r.options if o.replicas == 1), key=lambda o: (o.meets_budget, o.tokens_per_s_per_gpu),
-                default=None)
+    if r.workload.speculation is not None:
+        text += comparison_text(r.workload.speculation, b, r.without_speculation)
+    # Against the plan people reach for first: one replica, tensor-parallel as wide as the GPUs allow.
+    whole = max((o for o in r.options if o.replicas == 1), key=lambda o: (o.tp, -o.pp, -o.ep, -o.dp), default=None)
     if whole is b:
         second = next((o for o in r.options if o is not b and o.meets_budget), None)
         if second is not None:

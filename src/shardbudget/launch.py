@@ -79,7 +79,7 @@ def sglang_line(result, cfg: ModelConfig, system: System, catalog: Catalog) -> s
     dp = o.dp if o.dp > 1 else (o.replicas if o.replicas > 1 else None)
     pairs = [("tensor_parallel", o.tp), ("pipeline_parallel", o.pp if o.pp > 1 else None), ("data_parallel", dp),
              ("dp_attention", o.dp > 1), ("expert_parallel", o.ep if o.ep > 1 else None),
-             ("max_batch", o.max_batch * (o.replicas if o.dp == 1 else 1)),
+             ("max_batch", o.max_batch),  # per scheduler it is this // dp under DP attention, else as is
              ("max_model_len", result.workload.max_context), ("memory_fraction", _fraction(result, preset)),
              ("disable_custom_allreduce", _custom_unavailable("sglang", system, o, catalog))]
     line = f"{preset.launcher} --model-path {hf_id(cfg)} {_flags(preset.cli, pairs)}"

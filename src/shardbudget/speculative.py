@@ -50,4 +50,27 @@ class Speculation:
         return k + 1.0 if a == 1.0 else (1 - a ** (k + 1)) / (1 - a)
 
 
-__all__ = ["METHODS", "Speculation"]
+def comparison_text(spec: Speculation, best, plain) -> str:
+    """Whether speculation pays, against the best option without it (both deploy Options, or
+    None where no option meets the budgets), and whether the fabric or the compute eats the gain:
+    the verify step's messages are k + 1 times larger, so its communication share is the sign."""
+    how = f"Speculation ({spec.method}, k={spec.draft_tokens}, a={spec.acceptance:g}, {spec.tokens_per_step:.2f} tokens per step)"
+    if plain is None:
+        return f" {how} is what makes the budgets reachable: without it no option meets them." if best else ""
+    against = (f"the best option without it ({plain.label()} at batch {plain.max_batch}, "
+               f"{plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {100 * plain.comm_share:.0f}% communication)")
+    if best is None:
+        return f" Without speculation {against[len('the best option without it ('):-1]} meets the budgets; {how} does not."
+    ratio = best.tokens_per_s_per_gpu / plain.tokens_per_s_per_gpu
+    if ratio > 1:
+        return f" {how} pays: {ratio:.2f}x the tokens/s per GPU of {against}."
+    rise = best.comm_share - plain.comm_share
+    eater = (f"the fabric eats the gain: the verify step's {spec.draft_tokens + 1}x larger all-reduces raise "
+             f"communication from {100 * plain.comm_share:.0f}% to {100 * best.comm_share:.0f}% of the step"
+             if rise > 0.05 else
+             f"the compute of {spec.draft_tokens + 1} tokens per sequence per step eats the gain (communication "
+             f"{100 * best.comm_share:.0f}% of the step, {100 * plain.comm_share:.0f}% without)")
+    return f" {how} does not pay: {ratio:.2f}x the tokens/s per GPU of {against}; {eater}."
+
+
+__all__ = ["METHODS", "Speculation", "comparison_text"]

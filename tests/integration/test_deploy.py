@@ -134,7 +134,9 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
     vLLM: one server is DP x TP x PP GPUs with a scheduler per DP rank; a MoE model's DP ranks share
     one DP x TP expert group, so attention DP is DP ranks of TP tp/dp and MoE replicas are separate
     servers (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). SGLang: --tp-size is the
-    whole group, --dp-size splits attention in it or runs independent replicas."""
+    whole group, --dp-size splits attention in it or runs independent replicas; each DP scheduler
+    takes --max-running-requests // dp-size under DP attention and the whole value otherwise
+    (tp_worker.py), so the flag is one replica's sequences in flight either way."""
     if engine == "vllm":
         dp = o.dp * (1 if moe else o.replicas)
         return {"tensor_parallel": o.tp // o.dp, "pipeline_parallel": o.pp if o.pp > 1 else None,
@@ -144,7 +146,7 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
         return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp if o.pp > 1 else None,
                 "data_parallel": o.dp if o.dp > 1 else (o.replicas if o.replicas > 1 else None),
                 "dp_attention": True if o.dp > 1 else None, "expert_parallel": o.ep if o.ep > 1 else None,
-                "max_batch": o.max_batch * (o.replicas if o.dp == 1 else 1), "max_model_len": max_len,
+                "max_batch": o.max_batch, "max_model_len": max_len,
                 "memory_fraction": fraction}
     return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp, "expert_parallel": o.ep if o.ep > 1 else None,
             "max_batch": o.max_batch, "max_model_len": max_len, "memory_fraction": fraction}
@@ -292,6 +294,22 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
     assert all(not o.meets_budget and o.max_batch == 0 for o in r.options[len(meeting):])
 
 
+def test_verdict_compares_with_one_replica_of_the_widest_tp(catalog):
+    """On PCIe the paragraph sets the choice against 1xTP8, the plan people reach for first, with
+    its numbers: the ratio of tokens/s per GPU and TP8's communication share."""
+    r = deploy("llama-3.1-8b", "l40s-pcie", gpus=8, budget_s=BUDGET_S, catalog=catalog)
+    tp8 = next(o for o in r.options if o.replicas == 1 and o.tp == 8)
+    assert r.best is not tp8 and r.best.replicas > 1
+    ratio = r.best.tokens_per_s_per_gpu / tp8.tokens_per_s_per_gpu
+    assert f"That is {ratio:.2f}x the tokens/s of one TP8 replica" in r.verdict
+    assert f"{100 * tp8.comm_share:.0f}% of its step in communication" in r.verdict
+
+
+def test_verdict_names_the_runner_up_when_the_widest_tp_wins(dense8):
+    assert (dense8.best.replicas, dense8.best.tp) == (1, 8)
+    assert "The runner-up, " in dense8.verdict and "x the tokens/s of one" not in dense8.verdict
+
+
 def test_batch_one_itl_is_above_the_weight_read_roofline(catalog):
     """At batch 1 each token reads every weight (but the input embedding) once: ITL >= weight bytes /
     TP / HBM bandwidth (llama-3.1-70b bf16: 139 GB / 8 / 3.35 TB/s = 5.2 ms for TP8), and the step model's
@@ -365,6 +383,38 @@ def test_speculation_pays_where_decode_is_memory_bound(dense8, catalog):
 
 
 # --- disaggregated prefill / decode ---------------------------------------------------------
+
+def test_verdict_says_whether_speculation_pays_against_plain_decoding(dense8, catalog):
+    """The paragraph sets the speculative choice against the best option of the same request
+    without speculation (kept in the JSON as without_speculation), with the ratio of tokens/s/GPU."""
+    pays, costs = _spec(catalog, 0.9), _spec(catalog, 0.0)
+    for r in (pays, costs):
+        assert r.without_speculation == dense8.best
+        assert r.to_dict()["without_speculation"] == dense8.best.to_dict()
+    ratio = pays.best.tokens_per_s_per_gpu / dense8.best.tokens_per_s_per_gpu
+    assert f"pays: {ratio:.2f}x the tokens/s per GPU of the best option without it ({dense8.best.label()}" in pays.verdict
+    ratio = costs.best.tokens_per_s_per_gpu / dense8.best.tokens_per_s_per_gpu
+    assert f"does not pay: {ratio:.2f}x" in costs.verdict and "eats the gain" in costs.verdict
+    assert dense8.without_speculation is None and "Speculation" not in dense8.verdict
+
+
+def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
+    from shardbudget.speculative import comparison_text
+    spec = Speculation(method="mtp", draft_tokens=3, acceptance=0.2)
+    plain = dataclasses.replace(_option_like(), comm_share=0.10)
+    slower = dataclasses.replace(plain, tokens_per_s_per_gpu=80.0, comm_share=0.40)
+    text = comparison_text(spec, slower, plain)
+    assert "does not pay: 0.80x" in text and "the fabric eats the gain" in text and "from 10% to 40%" in text
+    text = comparison_text(spec, dataclasses.replace(slower, comm_share=0.12), plain)
+    assert "the compute of 4 tokens per sequence per step eats the gain" in text
+
+
+def _option_like():
+    from shardbudget.deploy import Option
+    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, itl_s=0.03, ttft_s=0.1, tokens_per_s=800.0,
+                  tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10, binding="itl",
+                  meets_budget=True, comm_share=0.1, gpus_per_replica=8)
+
 
 def test_disaggregation_reports_the_kv_handoff_share_of_ttft(capsys):
     rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8",
