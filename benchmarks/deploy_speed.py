@@ -352,13 +352,8 @@ def _versions() -> dict[str, str]:
     return got
 
 
-def write_json_atomic(path: Path, data) -> None:
-    from shardbudget.atomic import write_atomic  # the project's one atomic writer
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
+    from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the target records here (JSON)")
     ap.add_argument("--quick", action="store_true",

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"  {LABELS[m]:28} {met[m]}/{total} held-out systems within target"
                      + (f"; missed: {', '.join(missed[m])}" if missed[m] else ""))
         records.append({"name": f"LOSO {LABELS[m]}: held-out systems within target", "value": met[m],
-                        "unit": f"of {total}", "target": f"{total} of {total}", "passed": not missed[m]})
+                        "unit": f"of {total}", "target": f"{total}", "passed": not missed[m]})
     print("\n".join(lines))
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:

@@ -172,13 +172,8 @@ def summary(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_json_atomic(path: Path, data) -> None:
-    from shardbudget.atomic import write_atomic  # the project's one atomic writer
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=2) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
+    from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: smaller grids and inputs; not the measurement")
     ap.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of " + ", ".join(SCRIPTS))

@@ -7,6 +7,7 @@ goes through `write_atomic`: a temp file in the same folder, flushed to disk, th
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -35,6 +36,14 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: str | os.PathLike, data) -> Path:
+    """`data` as indented JSON with a final newline, atomically, creating missing parent folders
+    (benchmark results; user-facing outputs are checked by `check_output_path` first)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def check_output_path(path: str | os.PathLike, *, what: str = "the output", suffixes: tuple[str, ...] = (),

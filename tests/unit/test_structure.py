@@ -1,12 +1,17 @@
-"""The shape of the tree: an import graph without cycles, small modules, short functions, and
-imports at the top of each module except the heavy optional libraries (kept lazy for start-up)."""
+"""The shape of the tree: an import graph without cycles, small modules, short functions, imports
+at the top of each module except the heavy optional libraries (kept lazy for start-up), and a
+CONTRIBUTING.md whose map of the modules matches the tree."""
 
 import ast
+import fnmatch
+import re
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "shardbudget"
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "shardbudget"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 # Imported inside functions on purpose: heavy (torch, matplotlib, scipy) or optional (tomli_w, the
@@ -117,3 +122,98 @@ def test_imports_are_at_the_top(path):
                     continue
                 inner += [f"{fn.name}: {n}" for n in names if not n.startswith(LAZY_OK)]
     assert not inner, f"imports inside functions (move them to the top): {inner}"
+
+
+# --- CONTRIBUTING.md: the map of the modules --------------------------------------------------
+#
+# Rule: every module (each .py under src/shardbudget but __init__.py / __main__.py) is named in the
+# "Where things live" table, either by its path relative to src/shardbudget in a row's path cell
+# (`deploy.py`, `model/layers.py`), or, in a package row (path cell `report/`), by its stem or a
+# `fig_*`-style pattern in backticks in the job cell. In a package row every backticked bare name
+# must be one of that package's modules (or a pattern matching one), so a row cannot list a module
+# that is gone; every backticked path in a path cell must exist (a pattern must match a file); and
+# every `file.py` / `dir/file.py` (or `dir/file.toml`, `.json`, `.js`) the document mentions must
+# exist under src/shardbudget, the repo root, scripts/, tests/ or benchmarks/.
+
+PATH_ROOTS = (SRC, ROOT, ROOT / "src", ROOT / "scripts", ROOT / "tests", ROOT / "benchmarks")
+_SPAN = re.compile(r"`([^`]+)`")
+_BARE_NAME = re.compile(r"[a-z_][a-z0-9_]*\*?")
+# a file path: word segments joined by "/", a .py (or, with a "/", .toml/.json/.js) file at the end;
+# not part of a longer path, a <placeholder> or a *pattern*
+_MENTIONED_PATH = re.compile(r"(?<![\w./<>*-])((?:[\w-]+/)*[\w-]+\.(?:py|toml|json|js))(?![\w/*<>-])")
+
+
+def _modules_rel() -> list[str]:
+    return sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
+                  if p.name not in ("__init__.py", "__main__.py") and "__pycache__" not in p.parts)
+
+
+def _table_rows(text: str) -> list[tuple[list[str], list[str]]]:
+    """(backticked spans of the path cell, of the job cell) for each row of "Where things live"."""
+    section = text.split("## Where things live", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if not line.startswith("|") or set(line) <= set("|-: "):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        paths = _SPAN.findall(cells[0])
+        if paths:  # the header row has none
+            rows.append((paths, _SPAN.findall(" ".join(cells[1:]))))
+    return rows
+
+
+def _documented(text: str) -> tuple[set[str], list[str]]:
+    """Modules the table names, and the problems with what it names."""
+    modules, problems, named = set(_modules_rel()), [], set()
+    for paths, spans in _table_rows(text):
+        for path in paths:
+            hits = sorted(SRC.glob(path.rstrip("/"))) if "*" in path else [SRC / path.rstrip("/")]
+            if not hits or not all(h.exists() for h in hits):
+                problems.append(f"`{path}` (path cell) is not under src/shardbudget")
+            if path.endswith(".py"):
+                named.add(path)
+            if not path.endswith("/"):
+                continue
+            own = {m for m in modules if m.rsplit("/", 1)[0] + "/" == path}
+            for span in spans:
+                if not _BARE_NAME.fullmatch(span):
+                    continue  # an option, a file, a phrase: not a module name
+                matches = {m for m in own if fnmatch.fnmatch(Path(m).stem, span)}
+                if not matches:
+                    problems.append(f"`{span}` in the `{path}` row is not a module of {path}")
+                named |= matches
+    return named, problems
+
+
+def _missing_paths(text: str) -> list[str]:
+    missing = []
+    for path in sorted(set(_MENTIONED_PATH.findall(text))):
+        if not path.endswith(".py") and "/" not in path:
+            continue  # `my.toml`, `NAME.toml`: a user's file in an example
+        if not any((root / path).is_file() for root in PATH_ROOTS):
+            missing.append(path)
+    return missing
+
+
+def test_contributing_names_every_module():
+    named, problems = _documented(CONTRIBUTING.read_text(encoding="utf-8"))
+    assert not problems, "CONTRIBUTING.md's table names what is not there: " + "; ".join(problems)
+    unnamed = sorted(set(_modules_rel()) - named)
+    assert not unnamed, f"modules missing from CONTRIBUTING.md's 'Where things live' table: {unnamed}"
+
+
+def test_contributing_paths_exist():
+    missing = _missing_paths(CONTRIBUTING.read_text(encoding="utf-8"))
+    assert not missing, f"CONTRIBUTING.md mentions files that do not exist: {missing}"
+
+
+def test_the_contributing_checks_catch_a_stale_map():
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    assert "deploy.py" in _documented(text)[0] and "report/fig_plans.py" in _documented(text)[0]
+    # a module left out, a package row naming a module that is gone, a path that does not exist
+    row = next(line for line in text.splitlines() if line.startswith("| `deploy.py`"))
+    assert "deploy.py" not in _documented(text.replace(row + "\n", ""))[0]
+    assert _documented(text.replace("`fig_*`", "`fig_gone`"))[1]
+    assert _missing_paths("see `model/nothing.py` and tests/unit/test_nothing.py") == [
+        "model/nothing.py", "tests/unit/test_nothing.py"]
+    assert _missing_paths("`--catalog my.toml`, catalog/systems.toml, `engines/<engine>.toml`") == []
