@@ -43,6 +43,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bench_cli import shardbudget_cli as _cli  # benchmarks/ is this script's sys.path[0]
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 AIC_VENV = HERE / ".venv-aiconfigurator"
@@ -86,14 +88,6 @@ def _child_env() -> dict:
     shardbudget's, which no installed copy pays (pip compiles the .pyc files; a source checkout
     writes them on its first run, the warm-up here)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def _cli() -> list[str]:
-    exe = Path(sys.executable).parent / "shardbudget"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("shardbudget")
-    return [found] if found else [sys.executable, "-m", "shardbudget"]
 
 
 def timed_run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None,

@@ -36,13 +36,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUME
 import argparse  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
-import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from bench_cli import shardbudget_cli as _cli  # noqa: E402 - benchmarks/ is sys.path[0]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -193,14 +194,6 @@ def throughput_by_grid() -> list[dict]:
 
 
 # --- (b) wall time of one CLI call ----------------------------------------------------------
-
-def _cli() -> list[str]:
-    exe = Path(sys.executable).parent / "shardbudget"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("shardbudget")
-    return [found] if found else [sys.executable, "-m", "shardbudget"]
-
 
 def plan_wall(runs: int = 9) -> dict:
     cmd = _cli() + PLAN_ARGV

@@ -24,16 +24,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..planner import PlanResult
 
 
+def _panels(results: Sequence[PlanResult], colors: Mapping[str, str] | None, figure: str):
+    """(results, batch sizes, one label per result, label -> colour): what every plan figure lays out."""
+    results = list(results)
+    if not results:
+        raise FigureError(f"{figure} needs at least one plan result")
+    labels = [result_label(r) for r in results]
+    return results, plan_batches(results), labels, colors_for(labels, colors)
+
+
 def where_the_token_goes(results: Sequence[PlanResult], *, colors: Mapping[str, str] | None = None) -> Figure:
     """ITL vs TP as stacked bars (compute, communication latency, communication transfer), one
     column per system and one row per batch size; the budget as a line, the latency-optimal TP
     starred, and the TPs the planner calls 'sharded too far' shaded."""
-    results = list(results)
-    if not results:
-        raise FigureError("'where the token goes' needs at least one plan result")
-    batches = plan_batches(results)
-    labels = [result_label(r) for r in results]
-    cmap = colors_for(labels, colors)
+    results, batches, labels, cmap = _panels(results, colors, "'where the token goes'")
     ncol, nrow = len(results), len(batches)
     with figure_style():
         fig = new_figure(max(7.5, 3.9 * ncol + 0.6), 3.5 * nrow + 1.5)
@@ -146,12 +150,7 @@ def _token_bar(ax, xi: int, r, *, top: float, outline: str | None) -> None:
 def comm_share(results: Sequence[PlanResult], *, colors: Mapping[str, str] | None = None) -> Figure:
     """Communication's share of the inter-token latency vs TP: one line per system (colour) and
     batch size (line style); hollow markers where the plan does not fit in memory."""
-    results = list(results)
-    if not results:
-        raise FigureError("the communication-share figure needs at least one plan result")
-    labels = [result_label(r) for r in results]
-    cmap = colors_for(labels, colors)
-    batches = plan_batches(results)
+    results, batches, labels, cmap = _panels(results, colors, "the communication-share figure")
     threshold = comm_threshold(results[0])
     with figure_style():
         fig = new_figure(9.5, 5.6)
@@ -218,13 +217,8 @@ def _share_finding(results, labels, threshold: float) -> str:
 def memory_window(results: Sequence[PlanResult], *, catalog=None, colors: Mapping[str, str] | None = None) -> Figure:
     """Memory per GPU vs TP against the GPU's capacity: the smallest TP that fits, the largest that
     meets the budget, and the window of TPs that do both shaded (or 'no window' in the title)."""
-    results = list(results)
-    if not results:
-        raise FigureError("the memory-window figure needs at least one plan result")
+    results, batches, labels, cmap = _panels(results, colors, "the memory-window figure")
     catalog = catalog or load_catalog()
-    batches = plan_batches(results)
-    labels = [result_label(r) for r in results]
-    cmap = colors_for(labels, colors)
     ncol, nrow = len(results), len(batches)
     with figure_style():
         fig = new_figure(max(7.5, 3.9 * ncol + 0.6), 3.3 * nrow + 1.5)
