@@ -16,7 +16,7 @@ _WHERE = {
     "compare_systems": "compare",
     "CatalogError": "errors", "MeasureError": "errors", "PlanError": "errors", "ShardbudgetError": "errors",
     "UnitError": "errors", "UnknownNameError": "errors",
-    "explain": "explain",
+    "explain": "questions",
     "Catalog": "hardware", "Fabric": "hardware", "GPU": "hardware", "System": "hardware", "load_catalog": "hardware",
     "ModelConfig": "model", "Plan": "model", "Precision": "model", "list_models": "model", "load_model": "model",
     "PlanResult": "planner", "plan": "planner", "required_fabric": "planner",

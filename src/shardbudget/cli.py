@@ -20,8 +20,8 @@ from .collectives import crossover_bytes, custom_allreduce_allowed, make_group, 
 from .compare import compare_systems
 from .dtypes import dtype_bytes
 from .errors import MeasureError, PlanError, ShardbudgetError
-from .explain import DEFAULT_SYSTEMS
-from .explain import explain as explain_questions
+from .questions import DEFAULT_SYSTEMS
+from .questions import explain as explain_questions
 from .hardware import load_catalog
 from .model import active_params, list_models, load_model, total_params
 from .planner import check_impl, plan, required_fabric

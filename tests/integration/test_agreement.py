@@ -3,7 +3,7 @@ same latency-optimal plan and the same plan to pick, for 20 requests across fabr
 
 import pytest
 
-from shardbudget.explain import when_allreduce_limits
+from shardbudget.questions import when_allreduce_limits
 from shardbudget.hardware import load_catalog
 from shardbudget.model import load_model
 from shardbudget.planner import plan

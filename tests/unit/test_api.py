@@ -22,3 +22,18 @@ def test_library_mirrors_cli():
     assert [x["batch"] for x in d["results"]] == [1, 8]
     c = shardbudget.collective_cost("all-reduce", 16384, "hgx-h100")
     assert c.to_dict()["time_s"] == c.time_s
+
+
+def test_no_public_name_is_shadowed_by_a_submodule():
+    """Importing a submodule sets an attribute of that name on the package, so a public function
+    must not share its name with a module: after the CLI (which imports nearly every module) is
+    loaded, every exported name is still the function or class it was."""
+    import inspect
+    import subprocess
+    import sys
+    code = ("import shardbudget as sb, shardbudget.cli, inspect, sys; "
+            "bad = [n for n in sb.__all__ if inspect.ismodule(getattr(sb, n))]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not any(inspect.ismodule(getattr(shardbudget, n)) for n in shardbudget.__all__)

@@ -17,7 +17,7 @@ from ..collective_op import CollectiveOp
 from ..collectives import Group, crossover_bytes, make_group, sweep
 from ..compare import effective_impl
 from ..errors import PlanError, ShardbudgetError
-from ..explain import explain
+from ..questions import explain
 from ..hardware import load_catalog
 from ..measure.logs import read_log
 from ..model import hidden_message_bytes, load_model
