@@ -327,6 +327,18 @@ def test_sequence_parallel_splits_each_all_reduce():
                      CollectiveCall("all-gather", 16 * 8192 * 2, "tp", 2)]
 
 
+def test_expert_parallel_inside_the_tp_group_needs_only_all_reduces():
+    """TP8 with EP8 and tensor-parallel attention: every rank holds every token, so the routed and
+    shared experts' outputs are summed by one all-reduce after attention's, as vLLM's FusedMoE and
+    TensorRT-LLM's EP8/TP8 run it; only data-parallel attention (or ep > tp) dispatches by all-to-all."""
+    cfg = load_model("deepseek-v3")
+    hidden = 64 * 7168 * 2
+    assert collectives_for_layer(cfg, 10, tokens=64, tp=8, ep=8) == [CollectiveCall("all-reduce", hidden, "tp", 2)]
+    assert collectives_for_layer(cfg, 10, tokens=64, tp=8, ep=8) == collectives_for_layer(cfg, 10, tokens=64, tp=8)
+    dp = collectives_for_layer(cfg, 10, tokens=64, tp=8, ep=8, attn_dp=8)
+    assert [c.op for c in dp] == ["all-to-all"]
+
+
 def test_expert_parallel_all_to_all():
     cfg = load_model("deepseek-v3")
     calls = collectives_for_layer(cfg, 10, tokens=64, tp=1, ep=8, act_dtype="fp8")

@@ -63,13 +63,20 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tok
     tp > 1: the row-parallel O projection and MLP down projection leave partial sums, so each is
     followed by an all-reduce of tokens x hidden x act_bytes (per rank). With sequence_parallel each
     becomes a reduce-scatter + all-gather pair of that total size.
-    MoE layer with ep > 1: an all-to-all dispatch before the experts and an all-to-all combine after
-    (DeepEP / Megatron alltoall dispatcher) of `dispatch_bytes`. No tp all-reduce follows the routed
-    experts then; one does follow tp-sharded shared experts. DeepSeek's dense first layers are
-    dense layers.
-    Data-parallel attention (attn_dp = tp): attention needs no reduction; MoE layers keep their
-    dispatch and combine, dense layers gather every rank's tokens for the tp-sharded MLP and
-    scatter the sums back.
+    MoE layer with ep > 1 and tensor-parallel attention: every rank already holds every token (the
+    attention all-reduce left them there), so each runs its own experts on the tokens routed to them
+    and one all-reduce sums the experts' outputs with the shared experts' partial sums: the
+    attention and MoE all-reduces, no all-to-all. That is what the engines run by default: vLLM's
+    FusedMoE reduces its results over the TP group unless DP ranks need an all-to-all backend,
+    TensorRT-LLM's EP8/TP8 MoE ends in a local reduction and one all-reduce (its DeepSeek-R1 B200
+    blog, module 13), SGLang without DeepEP likewise. An EP group wider than the TP group (ep > tp)
+    spans ranks that hold other tokens: its MoE layers dispatch and combine by all-to-all (below),
+    with the tp all-reduces of attention and of tp-sharded shared experts. DeepSeek's dense first
+    layers are dense layers.
+    Data-parallel attention (attn_dp = tp): each rank holds only its own sequences, so MoE layers
+    dispatch tokens to their experts' ranks and combine them back, an all-to-all each of
+    `dispatch_bytes`; dense layers gather every rank's tokens for the tp-sharded MLP and scatter the
+    sums back.
     """
     kind = layer_kind(cfg, layer)
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
@@ -79,7 +86,7 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tok
         if kind.ffn == "moe":
             return [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
         return [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
-    if kind.ffn == "moe" and ep > 1:
+    if kind.ffn == "moe" and ep > tp:  # expert ranks beyond the TP group hold other tokens
         reductions = (1 + bool(cfg.num_shared_experts)) if tp > 1 else 0
         return (_tp_reductions(reductions, hidden, sequence_parallel)
                 + [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)])  # dispatch + combine
