@@ -69,3 +69,13 @@ def test_missing_floor_is_a_catalog_error():
     del raw["ops"]["rmsnorm"]["ada"]
     with pytest.raises(CatalogError, match="no floor for ada/rmsnorm"):
         kernels.read_kernels(raw)
+
+
+@pytest.mark.parametrize("arch, measured_us", [("ampere", 109.21), ("blackwell", 39.61)])
+def test_grouped_moe_floor_matches_vllm_benchmark_moe(arch, measured_us):
+    # vLLM PR #19049 (A100-PCIE-40GB) and #31448 (B200): an E=128, N=768, top-8 MoE at batch 1 with
+    # the default fused_moe config; the floor of 8 active experts is the measured call, as on hopper
+    assert kernels.floor_s(arch, "grouped_moe_gemm", active_experts=8) == pytest.approx(measured_us * US, rel=0.01)
+    measured = [m for m in kernels.load_kernels()["measurements"] if m["arch"] == arch
+                and m["op_kind"] == "grouped_moe_gemm"]
+    assert any(abs(m["time_s"] - measured_us * US) < 1e-9 for m in measured)
