@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +32,17 @@ class Launch:
     local_world_size: int
     master_addr: str
     master_port: int
+
+
+TERM_GRACE_S = 10.0
+"""How long a failing rank may go on reporting after the launcher's SIGTERM (its post-mortem takes
+protocol.SILENCE_S plus a store round trip); then it exits."""
+
+
+def _exit_after_term(launch: Launch) -> None:
+    print(f"error: rank {launch.rank}: {launch.name} sent SIGTERM while the rank was reporting its failure; "
+          f"exiting after {TERM_GRACE_S:g} s", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 class LauncherStopped(Exception):
@@ -53,6 +65,10 @@ def stops_reported(launch: Launch, deferring: Callable[[], bool]) -> Iterator[No
         if not deferring():
             raise LauncherStopped(f"{launch.name} sent SIGTERM (it ends its ranks when its rendezvous "
                                   "or a peer node is lost, or when the job is cancelled)")
+        # Held back, but not for the launcher's whole 30 s: a rank stuck on its way out still ends soon.
+        timer = threading.Timer(TERM_GRACE_S, _exit_after_term, args=(launch,))
+        timer.daemon = True  # a rank that finishes reporting first exits at once
+        timer.start()
 
     previous = signal.signal(signal.SIGTERM, on_term)
     yield  # an exception leaves the handler in place: the rank is on its way out, saying why
