@@ -1,9 +1,11 @@
 """The step model against the decode measurements added with the engine presets (decode_cases.py).
 
-Dense decode is validated in test_decode_tp.py. MoE decode is where the model is still fast: these
-rows pin the gap, with its size, so an improvement or a regression shows. Known (issue 11): the
-fused-MoE, routing and FP8/FP4 kernels of small-batch MoE decode cost more than the kernel floors
-of catalog/kernels.toml (mostly estimates) give; measured rows run 25-55% slower than predicted.
+Dense decode is validated in test_decode_tp.py. MoE decode: Qwen3-30B-A3B on A100 is within 10% at
+every prompt/output shape since the fused-MoE floor is vLLM's measured call (catalog/kernels.toml,
+vLLM PR #19049). DeepSeek-V3 is the known gap, pinned with its size so that an improvement or a
+regression shows: TensorRT-LLM's unoptimised EP8/TP8 baseline on B200 (its kernels slower than the
+floors, which follow the optimised ones) and SGLang TP16 over two H100 nodes run 30-60% slower than
+predicted.
 """
 
 import pytest
@@ -23,13 +25,14 @@ def test_every_case_reads_one_row():
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_moe_decode_within_the_known_gap(pairs, case):
+def test_moe_decode(pairs, case):
     pred, meas = pairs[case.name]
-    # faster than measured (the missing MoE kernel costs), but not by more than 60%
-    assert -0.60 <= pred / meas - 1 <= 0.10, f"predicted {pred * 1e3:.2f} ms vs measured {meas * 1e3:.2f} ms"
+    err = pred / meas - 1
+    bounds = (-0.10, 0.10) if case.model == "qwen3-30b-a3b" else (-0.60, -0.30)  # deepseek-v3: the known gap
+    assert bounds[0] <= err <= bounds[1], f"predicted {pred * 1e3:.2f} ms vs measured {meas * 1e3:.2f} ms"
 
 
 def test_qwen3_moe_a100_median(pairs):
     qwen = [pairs[c.name] for c in CASES if c.model == "qwen3-30b-a3b"]
     median, _ = summary(qwen)
-    assert median <= 0.30, median
+    assert median <= 0.06, median
