@@ -17,8 +17,9 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             names the constant it measures: a host path (busbw x its uses), a
                             host-staged socket crossing, a P2P fabric
 
-A constant whose rows are all held out falls back: a GPU generation's floors to the mean of the
-other generations', a fabric's NVLS efficiency to its generation's, a CPU's host path to no limit
+A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
+generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
+else to the mean of the other generations', a fabric's NVLS efficiency to its generation's, a CPU's host path to no limit
 and its socket stream to its socket link, a fabric to its catalog estimate.
 """
 
@@ -187,16 +188,20 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return float(c0), float(c1)
 
 
-def fit_floors(xs: Sequence[Sample], catalog: Catalog) -> dict[str, ArchFloor]:
+def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm") -> dict[str, ArchFloor]:
     """Per GPU generation: LL (and LL128) and Simple offsets on baseLat and factors on the NVLink hop
-    rows; NVLS's small-message fixed cost per rank."""
+    rows; NVLS's small-message fixed cost per rank. `rows`: "measured_comm" (the sweeps made for
+    this, LL at <= 8 KiB), or "nccl_tests": the published single-node tables of switch and PCIe
+    boxes, LL and Simple rows whose bandwidth term is at most their latency term (their sizes are
+    sparser, so a size cut would leave too few); what a generation without sweeps is fitted on."""
     nccl = catalog.nccl
     by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     pcie_offsets: dict[tuple[str, str], list[float]] = defaultdict(list)
     nvls_per_rank: dict[str, list[float]] = defaultdict(list)
+    sweeps = rows == "measured_comm"
     for x in _single(xs):
         s = catalog.system(x.system)
-        if x.source != "measured_comm" or x.gpus < 2:
+        if (x.source == "measured_comm") != sweeps or x.gpus < 2 or (not sweeps and s.topology == "mesh"):
             continue
         group, c = _chosen(catalog, x)
         arch = s.gpu.arch
@@ -208,8 +213,9 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog) -> dict[str, ArchFloor]:
             continue
         # latency-dominated rows only: LL at <= 8 KiB, Simple where its bandwidth term is at most
         # as large as its latency term (else the residual is mostly bandwidth noise)
-        if (c.protocol == "ll" and x.size_bytes > 8192) or (
-                c.protocol == "simple" and x.size_bytes / c.algbw_bytes_per_s > max(residual, 0.0)):
+        bandwidth_bound = x.size_bytes / c.algbw_bytes_per_s > max(residual, 0.0)
+        if (c.protocol == "ll" and (x.size_bytes > 8192 if sweeps else bandwidth_bound)) or (
+                c.protocol == "simple" and bandwidth_bound):
             continue
         if c.protocol == "ll128":
             continue
@@ -421,8 +427,9 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         cat = apply(base, cal)
         cal.ring_efficiency = fit_ring_efficiency(xs, cat) or cal.ring_efficiency
         cat = apply(base, cal)
-        floors = fit_floors(xs, cat)
-        cal.arch = floors
+        # a generation without sweeps (or whose sweeps are held out) is fitted on its own
+        # generation's published tables before it falls back to the other generations' mean
+        cal.arch = {**fit_floors(xs, cat, rows="nccl_tests"), **fit_floors(xs, cat)}
         cat = apply(base, cal)
         cal.nvls_link_efficiency, cal.nvls_decay_per_rank = fit_nvls(xs, cat)
         cat = apply(base, cal)
@@ -473,7 +480,8 @@ FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
 
 def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
-    generation's floors become the other generations' mean."""
+    generation's floors, when neither its sweeps nor its generation's published tables are left,
+    become the other generations' mean."""
     arch = base.system(system).gpu.arch
     if arch not in cal.arch and base.system(system).topology != "mesh":
         pooled = pooled_floor(cal.arch)
@@ -491,7 +499,7 @@ def _table(t) -> str:
 
 
 def describe(cal: Calibration) -> list[str]:
-    lines = [f"ring_efficiency: " + ", ".join(f"{g} GPUs {v:.3f}" for g, v in sorted(cal.ring_efficiency.items()))]
+    lines = ["ring_efficiency: " + ", ".join(f"{g} GPUs {v:.3f}" for g, v in sorted(cal.ring_efficiency.items()))]
     for arch, f in sorted(cal.arch.items()):
         lines.append(f"arch {arch:10} base_offset_us " + ", ".join(f"{p} {f.base_offset_s[p] / US:+.2f}" for p in ("ll", "ll128", "simple"))
                      + "  nvlink_hop_scale " + ", ".join(f"{p} {f.nvlink_hop_scale[p]:.2f}" for p in ("ll", "ll128", "simple"))
