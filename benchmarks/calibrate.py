@@ -19,8 +19,9 @@ benchmarks/loso.py can refit them without one system and predict that system wit
 
 A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
 generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
-else to the mean of the other generations', a fabric's NVLS efficiency to its generation's, a CPU's host path to no limit
-and its socket stream to its socket link, a fabric to its catalog estimate.
+else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
+CPU's host path to no limit and its socket stream to its socket link; a fabric to its catalog
+estimate.
 """
 
 from __future__ import annotations

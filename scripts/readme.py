@@ -45,8 +45,7 @@ def examples(lines: list[str]) -> list[Example]:
     found: list[Example] = []
     in_fence, skip, command = False, False, None   # command: the open example's `$` line
     for i, line in enumerate(lines + ["```"]):
-        ends_output = line.startswith("```") if in_fence else False
-        ends_output = ends_output or (in_fence and line.startswith("$ "))
+        ends_output = in_fence and line.startswith(("```", "$ "))
         if command is not None and ends_output:
             found.append(Example(command, slice(command + 1, i)))
             command = None

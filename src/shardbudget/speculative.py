@@ -57,10 +57,11 @@ def comparison_text(spec: Speculation, best, plain) -> str:
     how = f"Speculation ({spec.method}, k={spec.draft_tokens}, a={spec.acceptance:g}, {spec.tokens_per_step:.2f} tokens per step)"
     if plain is None:
         return f" {how} is what makes the budgets reachable: without it no option meets them." if best else ""
-    against = (f"the best option without it ({plain.label()} at batch {plain.max_batch}, "
-               f"{plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {100 * plain.comm_share:.0f}% communication)")
+    plain_text = (f"{plain.label()} at batch {plain.max_batch}, {plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
+                  f"{100 * plain.comm_share:.0f}% communication")
     if best is None:
-        return f" Without speculation {against[len('the best option without it ('):-1]} meets the budgets; {how} does not."
+        return f" Without speculation {plain_text} meets the budgets; {how} does not."
+    against = f"the best option without it ({plain_text})"
     ratio = best.tokens_per_s_per_gpu / plain.tokens_per_s_per_gpu
     if ratio > 1:
         return f" {how} pays: {ratio:.2f}x the tokens/s per GPU of {against}."

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .errors import PlanError
 from .measure.log_records import Sample
 from .measure.logs import read_logs
-from .tail import CallStats, call_at_size, itl_tail
+from .tail import CallStats, call_at_size, p99_itl_s
 
 QUANTILE = 0.99
 
@@ -55,8 +55,8 @@ class Jitter:
         return CallStats(count=count, mean_s=max(mean_s, 1e-12), variance_s2=0.0, third_moment_s3=0.0, family="fixed")
 
     def row_p99s(self, step_model, batches: Sequence[int], context: float, itls_s: Sequence[float]) -> list[float]:
-        """`p99_itl_s` at each batch of a compiled step whose mean ITLs are `itls_s`."""
-        return [p99_itl_s(step_model, int(b), context, float(t), self) for b, t in zip(batches, itls_s)]
+        """`step_p99_itl_s` at each batch of a compiled step whose mean ITLs are `itls_s`."""
+        return [step_p99_itl_s(step_model, int(b), context, float(t), self) for b, t in zip(batches, itls_s)]
 
 
 def read_jitter(paths: Iterable[str | os.PathLike]) -> Jitter:
@@ -70,8 +70,8 @@ def read_jitter(paths: Iterable[str | os.PathLike]) -> Jitter:
     return Jitter(samples=samples, sources=tuple(os.path.basename(p) for p in paths))
 
 
-def p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter: Jitter,
-              quantile: float = QUANTILE) -> float:
+def step_p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter: Jitter,
+                   quantile: float = QUANTILE) -> float:
     """The `quantile` of one token's ITL for a compiled step (step.StepModel) at `batch`: its
     collectives with measured jitter, the rest of `itl_s` fixed."""
     groups = step_model.groups
@@ -81,6 +81,6 @@ def p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter: Jitt
         ranks = group.ranks if group is not None else 1
         calls.append(jitter.call(c["op"], ranks, c["msg_bytes"], c["count"], c["time_s"]))
     rest_s = max(itl_s - math.fsum(c.count * c.mean_s for c in calls), 0.0)
-    return itl_tail(rest_s, calls, quantile).quantile_s
+    return p99_itl_s(rest_s, calls, quantile)
 
 
