@@ -381,7 +381,6 @@ def llm_analysis_ratio(python: Path | None, quick: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the target records here (JSON)")
     ap.add_argument("--quick", action="store_true", help="smaller grids (a smoke run, not the measurement)")
@@ -401,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     targets.append(llm_analysis_ratio(args.llm_analysis_python, args.quick))
     out = {"benchmark": "speed", "targets": targets, "throughput_by_grid": grid_rows}
     if args.out:
+        # imported here: the --llm-analysis-worker mode runs in a venv without shardbudget
+        from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
         write_json_atomic(args.out, out)
     return 0 if all(t["passed"] for t in targets) else 1
 
