@@ -41,12 +41,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from shardbudget.collective_op import busbw_factor  # noqa: E402
-from shardbudget.collectives import candidates, make_group  # noqa: E402
-from shardbudget.hardware import CPU, Catalog, Fabric, System, load_catalog  # noqa: E402
-from shardbudget.lines import pick  # noqa: E402
-from shardbudget.nccl_constants import ArchFloor  # noqa: E402
-from shardbudget.topology import ring_path  # noqa: E402
+from shardbudget.comm.op import busbw_factor  # noqa: E402
+from shardbudget.comm.collectives import candidates, make_group  # noqa: E402
+from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
+from shardbudget.fabric.catalog import load_catalog  # noqa: E402
+from shardbudget.comm.lines import pick  # noqa: E402
+from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
+from shardbudget.fabric.topology import ring_path  # noqa: E402
 
 US = 1e-6
 LARGE = 128 * 2**20
@@ -411,7 +412,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
 
 
 def _hops(s: System, g: int):
-    from shardbudget.topology import ring_hops
+    from shardbudget.fabric.topology import ring_hops
     return ring_hops(s, g)
 
 

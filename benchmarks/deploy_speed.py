@@ -166,19 +166,22 @@ class _Phases:
 
 def _instrument(ph: _Phases) -> None:
     """Wrap the library functions `deploy` spends its time in (by the names the callers look up)."""
-    from shardbudget import cli, deploy, disagg, step
+    from shardbudget import cli
+    from shardbudget.cli import common
+    from shardbudget.decide import deploy, disagg
+    from shardbudget.step import compose as step, price_comm, price_ops
     from shardbudget.report import tables
 
     cli.main = ph.wrap("typer: parse options, dispatch", cli.main)
-    cli.load_catalog = ph.wrap("catalog load", cli.load_catalog)
+    common.load_catalog = ph.wrap("catalog load", common.load_catalog)
     # cli imports deploy() inside the command, by module attribute: wrapping the attribute times it
     deploy.deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", deploy.deploy)
     deploy.splits = ph.wrap("splits (valid plans)", deploy.splits)
     deploy.compile_step = disagg.compile_step = ph.wrap("StepModel set-up", deploy.compile_step)
     step.StepModel.evaluate = ph.wrap("evaluate: array arithmetic, overlap, host", step.StepModel.evaluate)
     step.StepModel.work = ph.wrap("evaluate: per-layer ops and collectives listed", step.StepModel.work)
-    step.StepModel._compute_s = ph.wrap("evaluate: op times (roofline, floors)", step.StepModel._compute_s)
-    step.StepModel._comm_s = ph.wrap("evaluate: collective times", step.StepModel._comm_s)
+    price_ops.OpPricer.compute_s = ph.wrap("evaluate: op times (roofline, floors)", price_ops.OpPricer.compute_s)
+    price_comm.CommPricer.comm_s = ph.wrap("evaluate: collective times", price_comm.CommPricer.comm_s)
     step.StepModel._layer_parts = ph.wrap("evaluate: layers priced (once per TP x EP x DP, shared by PP)",
                                           step.StepModel._layer_parts)
     deploy.memory_need = ph.wrap("memory per GPU", deploy.memory_need)
@@ -202,12 +205,12 @@ def _breakdown_worker(case: str) -> None:
     import typer  # noqa: F401
     ph.add("import typer, rich", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
-    import shardbudget.deploy  # noqa: F401
+    import shardbudget.decide.deploy  # noqa: F401
     import shardbudget.report.tables  # noqa: F401
     ph.add("import shardbudget: what deploy needs", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
-    import shardbudget.cli  # noqa: F401
-    ph.add("import shardbudget.cli: the rest (options of every command)", w0, c0)
+    import shardbudget.cli.deploy  # noqa: F401
+    ph.add("import shardbudget.cli: the app and the deploy command", w0, c0)
     _instrument(ph)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

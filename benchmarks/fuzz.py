@@ -16,7 +16,7 @@ logs     nccl-tests logs assembled from real rows (../shared/data/raw), headers,
          numeric corruption and truncation, through `measure.logs.parse_log_text`.
 catalog  user catalog TOML: built-in entries renamed, with fields dropped, retyped or given wrong
          units, NCCL constant overrides, unknown sections, and raw mangled TOML text, through
-         `hardware.load_catalog`. An accepted system must also price an all-reduce.
+         `fabric.catalog.load_catalog`. An accepted system must also price an all-reduce.
 
 Prints one line per target and a final ``fuzz: N inputs, F failures``; exits 1 when F > 0.
 """
@@ -45,8 +45,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import tomli_w  # noqa: E402
 
-from shardbudget import hardware, model as transformer, units  # noqa: E402
-from shardbudget.collectives import collective_cost  # noqa: E402
+from shardbudget.fabric import catalog as hardware_catalog
+from shardbudget import model as transformer, units  # noqa: E402
+from shardbudget.comm.collectives import collective_cost  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.measure.logs import OPS, parse_log_text, summarize  # noqa: E402
 
@@ -363,8 +364,8 @@ def _parse_builtins_once() -> None:
                 return _copy_tree(cache[text])
             return tomllib.loads(text, **kw)
 
-    if getattr(hardware, "tomllib", None) is tomllib:
-        hardware.tomllib = CachedToml
+    if getattr(hardware_catalog, "tomllib", None) is tomllib:
+        hardware_catalog.tomllib = CachedToml
 
 
 def _copy_tree(tree):
@@ -467,7 +468,7 @@ def catalog_case(rng: random.Random, tmp: Path, serial: int) -> tuple[object, Ca
         text = mutate_text(rng, BUILTIN_TEXT[i:i + rng.randrange(50, 1500)], rng.randint(0, 8))
     path = tmp / f"user-{serial}.toml"  # a fresh name: load_catalog caches per path
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    return text[:400], lambda: _check_catalog(hardware.load_catalog([str(path)]), text)
+    return text[:400], lambda: _check_catalog(hardware_catalog.load_catalog([str(path)]), text)
 
 
 def _check_catalog(cat, text: str) -> None:

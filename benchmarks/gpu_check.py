@@ -10,7 +10,7 @@ step model's prediction and the ratio:
 2. the GEMMs of a Llama-3.1-70B decode step at TP 1/2/4/8 shards and batch 1..256;
 3. one whole Llama-style decoder layer (RMSNorm, QKV, SDPA attention over a KV cache, O, RMSNorm,
    gate/up, SiLU, down) at TP shards 1/2/4/8, batch 1/16/64, context 1024/4096.
-The predictions come from `shardbudget.step` (roofline with its default efficiencies), so a ratio
+The predictions come from `shardbudget.step` (price_ops: roofline with its default efficiencies), so a ratio
 far from 1 says which default to change. `--smoke` runs tiny shapes on the CPU (used by the tests).
 """
 
@@ -126,7 +126,7 @@ def decode_layer(torch, device, hidden, heads, kv_heads, head_dim, inter, batch,
 
 def check_layers(torch, device, catalog, system, model_name, tps, batches, contexts, iters, shrink=1) -> list[dict]:
     from shardbudget import model as tf
-    from shardbudget.step import compile_step
+    from shardbudget.step.compose import compile_step
     cfg = tf.load_model(model_name)
     rows = []
     for tp in tps:
@@ -153,9 +153,9 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU, to test this script")
     args = ap.parse_args(argv)
     import torch
-    from shardbudget.hardware import load_catalog
+    from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
-    from shardbudget.step import compile_step
+    from shardbudget.step.compose import compile_step
     cat = load_catalog()
     system = cat.system(args.system)
     device = "cpu" if args.smoke or not torch.cuda.is_available() else "cuda"

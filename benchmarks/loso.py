@@ -37,9 +37,10 @@ sys.path.insert(0, str(HERE))
 
 import calibrate as C  # noqa: E402
 
-from shardbudget.collectives import make_group, sweep  # noqa: E402
-from shardbudget.custom_kernels import runs_custom_kernel  # noqa: E402
-from shardbudget.hardware import Catalog, load_catalog  # noqa: E402
+from shardbudget.comm.collectives import make_group, sweep  # noqa: E402
+from shardbudget.comm.custom_kernels import runs_custom_kernel  # noqa: E402
+from shardbudget.fabric.hardware import Catalog
+from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 
 MAX_BYTES = 512 * 2**20
 TARGETS = {"nccl": (0.10, 0.25), "custom": (0.12, 0.30), "multi": (0.15, None)}

@@ -100,9 +100,9 @@ def soak_harness(nproc: int, repeats: int, iters: int, sizes: str) -> dict:
 
 def soak_planner(total_configs: int = 1_000_000) -> dict:
     """Evaluate `total_configs` (plan x batch x context) in chunks and watch the heap."""
-    from shardbudget.hardware import load_catalog
+    from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
-    from shardbudget.step import compile_step
+    from shardbudget.step.compose import compile_step
     cat = load_catalog()
     cfg = load_model("llama-3.1-70b")
     system = cat.system("hgx-h100")

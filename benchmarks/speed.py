@@ -98,11 +98,11 @@ def pin_one_core() -> str:
 def throughput(quick: bool = False) -> dict:
     import numpy as np
 
-    from shardbudget.hardware import load_catalog
-    from shardbudget.memory import fits as memory_fits
-    from shardbudget.memory import memory_need
-    from shardbudget.planner import valid_plans
-    from shardbudget.step import StepModel
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.step.memory import fits as memory_fits
+    from shardbudget.step.memory import memory_need
+    from shardbudget.decide.planner import valid_plans
+    from shardbudget.step.compose import StepModel
     from shardbudget import model as tf
     from shardbudget.errors import PlanError
 
@@ -167,9 +167,9 @@ def throughput_by_grid() -> list[dict]:
     are compile-bound. One model/system, every plan; reported, not a target."""
     import numpy as np
 
-    from shardbudget.hardware import load_catalog
-    from shardbudget.planner import valid_plans
-    from shardbudget.step import StepModel
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.decide.planner import valid_plans
+    from shardbudget.step.compose import StepModel
     from shardbudget import model as tf
 
     catalog = load_catalog()
@@ -302,9 +302,9 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
     included; one vectorised batch x context grid per (model, GPU, TP)."""
     import numpy as np
 
-    from shardbudget.hardware import load_catalog
-    from shardbudget.memory import memory_need
-    from shardbudget.step import StepModel
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.step.memory import memory_need
+    from shardbudget.step.compose import StepModel
     from shardbudget import model as tf
 
     catalog = load_catalog()

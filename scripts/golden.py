@@ -1,11 +1,13 @@
 """Golden outputs for refactors: record the CLI's JSON over a fixed grid, then compare two recordings.
 
-    python scripts/golden.py record DIR            # plan / allreduce / explain --json, one file each
+    python scripts/golden.py record DIR            # one file per request
     python scripts/golden.py compare OLD NEW [--rtol 1e-9]
 
 The grid (issue 9): `plan --json` for every shipped model on every catalog system at batch
 1/8/64/256 and context 1024/8192 (also --nodes 2 where the system has a network), `allreduce --json`
 on every system at 2/4/8 GPUs from 8 B to 1 GiB with both --impl values, and `explain --json`.
+Issue 18 adds `deploy --json` (dense, MoE, PCIe, speculative, disaggregated, multi-node, each engine),
+the text of `plan`, `explain` and `deploy` at a fixed width, and the bytes of `report` and `demo` HTML.
 Each command runs in-process through `shardbudget.cli.main`, so its stdout is exactly the CLI's.
 Requests the CLI refuses are recorded as their one-line error, so a refusal that changes shows up.
 """
@@ -17,18 +19,47 @@ import contextlib
 import io
 import json
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from shardbudget import cli
-from shardbudget.hardware import load_catalog
-try:
-    from shardbudget.model import list_models
-except ImportError:  # before the model/ package existed
-    from shardbudget.transformer import list_models
+from shardbudget import cli, list_models, load_catalog
 
 BATCHES = ("1", "8", "64", "256")
 CONTEXTS = ("1024", "8192")
+
+
+DEPLOYS = {
+    "dense_h100_16": ["--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16"],
+    "dense_h100_64": ["--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "64"],
+    "moe_h200_16": ["--model", "deepseek-v3", "--system", "hgx-h200", "--gpus", "16"],
+    "pcie_8b": ["--model", "llama-3.1-8b", "--system", "l40s-pcie", "--gpus", "8"],
+    "spec_eagle": ["--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", "--speculative", "eagle"],
+    "spec_mtp_sglang": ["--model", "deepseek-v3", "--system", "hgx-h200", "--gpus", "8", "--speculative", "mtp",
+                        "--engine", "sglang"],
+    "disagg": ["--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16", "--disaggregate", "8:8"],
+    "trtllm_b200": ["--model", "qwen3-235b-a22b", "--system", "hgx-b200", "--gpus", "8", "--engine", "trtllm"],
+    "budgets": ["--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--budget", "10ms",
+                "--ttft-budget", "200ms", "--input-len", "4096", "--output-len", "256"],
+    "nvl72": ["--model", "llama-3.1-405b", "--system", "gb200-nvl72", "--gpus", "72", "--dtype", "fp8"],
+}
+TEXTS = {
+    "plan_text_h100": ["plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--batch", "1", "--batch", "64"],
+    "plan_text_moe": ["plan", "--model", "deepseek-v3", "--system", "hgx-h200", "--batch", "1", "--batch", "64"],
+    "plan_text_pcie2": ["plan", "--model", "llama-3.1-8b", "--system", "l40s-pcie", "--nodes", "2", "--memory"],
+    "explain_text": ["explain", "--model", "llama-3.1-70b"],
+    "explain_text_two": ["explain", "--model", "deepseek-v3", "--system", "hgx-h200", "--system", "mi300x"],
+    "deploy_text_dense": ["deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16"],
+    "deploy_text_moe": ["deploy", "--model", "deepseek-v3", "--system", "hgx-h200", "--gpus", "16"],
+    "allreduce_text": ["allreduce", "--system", "hgx-h100", "--gpus", "8"],
+    "fabrics_text": ["fabrics"],
+}
+REPORTS = {
+    "report_two": ["report", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--system", "l40s-pcie"],
+    "report_moe": ["report", "--model", "deepseek-v3", "--system", "hgx-h200", "--system", "hgx-h200:2"],
+    "demo": ["demo"],
+}
 
 
 def _run(argv: list[str]) -> dict:
@@ -37,7 +68,20 @@ def _run(argv: list[str]) -> dict:
         code = cli.main(argv)
     if code != 0:
         return {"exit": code, "error": err.getvalue().strip()}
-    return {"exit": 0, "json": json.loads(out.getvalue())}
+    if "--json" in argv:
+        return {"exit": 0, "json": json.loads(out.getvalue())}
+    return {"exit": 0, "text": out.getvalue()}
+
+
+def _run_html(argv: list[str]) -> dict:
+    """A report's bytes: written to a temporary file, read back whole."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "report.html"
+        result = _run([*argv, "--out", str(path)])
+        if result["exit"] == 0:
+            result["text"] = result["text"].replace(str(path), "REPORT.html")
+            result["html"] = path.read_text(encoding="utf-8")
+        return result
 
 
 def requests() -> dict[str, list[str]]:
@@ -63,14 +107,20 @@ def requests() -> dict[str, list[str]]:
     for model in ("llama-3.1-70b", "deepseek-v3", "llama-3.1-8b"):
         for batch in ("1", "64"):
             out[f"explain__{model}__b{batch}"] = ["explain", "--model", model, "--batch", batch, "--json"]
+    for name, args in DEPLOYS.items():
+        out[f"deploy__{name}"] = ["deploy", *args, "--json"]
+    out.update(TEXTS)
+    out.update(REPORTS)
     return out
 
 
 def record(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    os.environ["COLUMNS"] = "160"  # the text outputs at one fixed width
     reqs = requests()
     for i, (key, argv) in enumerate(reqs.items()):
-        (folder / f"{key}.json").write_text(json.dumps({"argv": argv, **_run(argv)}, indent=1, sort_keys=True))
+        result = _run_html(argv) if key in REPORTS else _run(argv)
+        (folder / f"{key}.json").write_text(json.dumps({"argv": argv, **result}, indent=1, sort_keys=True))
         if i % 100 == 0:
             print(f"{i}/{len(reqs)}", file=sys.stderr)
     print(f"recorded {len(reqs)} requests in {folder}", file=sys.stderr)

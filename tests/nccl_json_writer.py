@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from shardbudget.collective_op import CollectiveOp
+from shardbudget.comm.op import CollectiveOp
 from shardbudget.measure.logs import MeasurementSet, Sample
 
 BINARY = {CollectiveOp.ALL_REDUCE: "all_reduce", CollectiveOp.ALL_GATHER: "all_gather",

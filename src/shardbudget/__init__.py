@@ -8,20 +8,22 @@ Glossary of units and two-meaning words: `shardbudget.units`.
 import importlib
 
 # Names are imported on first use (PEP 562): `shardbudget plan` then loads the planner and not
-# check, explain or compare, whose imports are start-up time the command does not need.
+# check, explain or compare, whose imports are start-up time the command does not need. The layers
+# are packages (fabric, comm, model, engines, measure, step, decide, report, cli): see CONTRIBUTING.md.
 _WHERE = {
-    "CheckResult": "check", "check_logs": "check",
-    "Cost": "collectives", "collective_cost": "collectives", "crossover_bytes": "collectives",
-    "make_group": "collectives", "sweep": "collectives",
-    "compare_systems": "compare",
+    "CheckResult": "measure.check", "check_logs": "measure.check",
+    "Cost": "comm.collectives", "collective_cost": "comm.collectives", "crossover_bytes": "comm.collectives",
+    "make_group": "comm.collectives", "sweep": "comm.collectives",
+    "compare_systems": "decide.compare",
     "CatalogError": "errors", "MeasureError": "errors", "PlanError": "errors", "ShardbudgetError": "errors",
     "UnitError": "errors", "UnknownNameError": "errors",
-    "explain": "questions",
-    "Catalog": "hardware", "Fabric": "hardware", "GPU": "hardware", "System": "hardware", "load_catalog": "hardware",
+    "explain": "decide.questions",
+    "Catalog": "fabric.hardware", "Fabric": "fabric.hardware", "GPU": "fabric.hardware",
+    "System": "fabric.hardware", "load_catalog": "fabric.catalog",
     "ModelConfig": "model", "Plan": "model", "Precision": "model", "list_models": "model", "load_model": "model",
-    "PlanResult": "planner", "plan": "planner", "required_fabric": "planner",
-    "Efficiency": "settings", "PlanSettings": "settings", "engine_efficiency": "settings",
-    "StepTime": "step", "decode_step": "step",
+    "PlanResult": "decide.planner", "plan": "decide.planner", "required_fabric": "decide.planner",
+    "Efficiency": "step.settings", "PlanSettings": "step.settings", "engine_efficiency": "step.settings",
+    "StepTime": "step.compose", "decode_step": "step.compose",
 }
 
 

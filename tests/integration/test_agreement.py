@@ -3,10 +3,10 @@ same latency-optimal plan and the same plan to pick, for 20 requests across fabr
 
 import pytest
 
-from shardbudget.questions import when_allreduce_limits
-from shardbudget.hardware import load_catalog
+from shardbudget.decide.questions import when_allreduce_limits
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
-from shardbudget.planner import plan
+from shardbudget.decide.planner import plan
 from shardbudget.report import figures
 from shardbudget.report import html as report_html
 from shardbudget.report.report_data import ReportData, SystemSpec

@@ -22,7 +22,7 @@ import pytest
 from shardbudget import cli
 
 SUB = "subprocess"
-LLAMA_8B = Path(cli.__file__).parent / "catalog" / "models" / "llama-3.1-8b.json"
+LLAMA_8B = Path(cli.__file__).parents[1] / "catalog" / "models" / "llama-3.1-8b.json"
 
 
 def _log(rows: int, ranks: int = 8) -> str:

@@ -18,12 +18,12 @@ import pytest
 
 from shardbudget import cli as cli_module
 from shardbudget import engines as engines_pkg
-from shardbudget.deploy import Workload, deploy
-from shardbudget.disagg import kv_handoff_s
-from shardbudget.hardware import load_catalog
-from shardbudget.launch import LAUNCH_ENGINES, launch_lines
+from shardbudget.decide.deploy import Workload, deploy
+from shardbudget.decide.disagg import kv_handoff_s
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.decide.launch import LAUNCH_ENGINES, launch_lines
 from shardbudget.model import Plan, load_model, total_params
-from shardbudget.speculative import Speculation
+from shardbudget.step.speculative import Speculation
 
 BUDGET_S = 0.030
 REL = 1e-9  # identities computed from the same floats: only rounding may differ
@@ -399,7 +399,7 @@ def test_verdict_says_whether_speculation_pays_against_plain_decoding(dense8, ca
 
 
 def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
-    from shardbudget.speculative import comparison_text
+    from shardbudget.step.speculative import comparison_text
     spec = Speculation(method="mtp", draft_tokens=3, acceptance=0.2)
     plain = dataclasses.replace(_option_like(), comm_share=0.10)
     slower = dataclasses.replace(plain, tokens_per_s_per_gpu=80.0, comm_share=0.40)
@@ -410,7 +410,7 @@ def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
 
 
 def _option_like():
-    from shardbudget.deploy import Option
+    from shardbudget.decide.deploy import Option
     return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, itl_s=0.03, ttft_s=0.1, tokens_per_s=800.0,
                   tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10, binding="itl",
                   meets_budget=True, comm_share=0.1, gpus_per_replica=8)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from shardbudget import cli
-from shardbudget.collective_op import busbw_factor
+from shardbudget.comm.op import busbw_factor
 from shardbudget.errors import MeasureError
 from shardbudget.measure import harness
 from shardbudget.measure.__main__ import main

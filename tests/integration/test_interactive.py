@@ -22,10 +22,10 @@ pytest.importorskip("matplotlib")
 
 from shardbudget import cli  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
-from shardbudget.planner import plan  # noqa: E402
+from shardbudget.decide.planner import plan  # noqa: E402
 from shardbudget.report import demo, grid, interactive  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
-from shardbudget.verdicts import LABELS  # noqa: E402
+from shardbudget.decide.verdicts import LABELS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interactive-{before,after}.png

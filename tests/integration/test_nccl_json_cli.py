@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
 
-from shardbudget.collectives import sweep
+from shardbudget.comm.collectives import sweep
 from shardbudget.measure.logs import read_log
 
 ERROR_FACTOR = 1.25

@@ -27,12 +27,12 @@ pytest.importorskip("matplotlib")
 
 import numpy as np  # noqa: E402
 
-from shardbudget.collectives import crossover_bytes, make_group, sweep  # noqa: E402
-from shardbudget.compare import compare_systems  # noqa: E402
+from shardbudget.comm.collectives import crossover_bytes, make_group, sweep  # noqa: E402
+from shardbudget.decide.compare import compare_systems  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
-from shardbudget.hardware import load_catalog  # noqa: E402
+from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.measure.logs import read_log  # noqa: E402
-from shardbudget.planner import plan  # noqa: E402
+from shardbudget.decide.planner import plan  # noqa: E402
 from shardbudget.report import demo, figures, interactive, plan_rows  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402

@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 
 from shardbudget import cli
-from shardbudget.check import REGIONS, check_text, verdict_of
-from shardbudget.collectives import sweep
+from shardbudget.measure.check import REGIONS, check_text, verdict_of
+from shardbudget.comm.collectives import sweep
 from shardbudget.errors import MeasureError, PlanError, UnknownNameError
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.measure.nccl_info import read_settings
 
 CAT = load_catalog()

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from shardbudget.collective_op import busbw_factor
-from shardbudget.collectives import (candidates, collective_cost, crossover_bytes, make_group,
+from shardbudget.comm.op import busbw_factor
+from shardbudget.comm.collectives import (candidates, collective_cost, crossover_bytes, make_group,
                                      sweep, textbook_ring_allreduce_s)
-from shardbudget.lines import times_s
+from shardbudget.comm.lines import times_s
 from shardbudget.errors import PlanError, UnknownNameError
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 
 IDEAL = """
 [fabrics.ideal]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shardbudget.collectives import collective_cost, custom_allreduce_allowed, make_group
+from shardbudget.comm.collectives import collective_cost, custom_allreduce_allowed, make_group
 from shardbudget.errors import UnknownNameError
 
 

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from shardbudget.collectives import collective_cost, sweep
+from shardbudget.comm.collectives import collective_cost, sweep
 from shardbudget.errors import MeasureError
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.measure.fit import fit_profile, write_profile
 from shardbudget.measure.logs import MeasurementSet, Sample, read_log
 

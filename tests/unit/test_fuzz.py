@@ -29,8 +29,9 @@ import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from shardbudget import hardware, model as transformer, units
-from shardbudget.collectives import collective_cost
+from shardbudget.fabric import catalog as hardware_catalog, hardware
+from shardbudget import model as transformer, units
+from shardbudget.comm.collectives import collective_cost
 from shardbudget.errors import ShardbudgetError
 from shardbudget.measure.logs import OPS, MeasurementSet, parse_log_text, summarize
 
@@ -182,7 +183,7 @@ def _load_user_catalog(tmp_dir: Path, text: str):
     path = tmp_dir / f"user-{next(_serial)}.toml"  # a new name each time: load_catalog caches by path
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
-        ok, cat = value_or_our_error(lambda: hardware.load_catalog([str(path)]))
+        ok, cat = value_or_our_error(lambda: hardware_catalog.load_catalog([str(path)]))
     finally:
         path.unlink()
     if ok:
@@ -249,12 +250,12 @@ def test_catalog_examples_the_fuzzing_found(tmp_path):
     def load(text):
         p = tmp_path / f"c{next(_serial)}.toml"
         p.write_text(text)
-        return hardware.load_catalog([str(p)])
+        return hardware_catalog.load_catalog([str(p)])
 
     # a partial [nccl] override keeps the other built-in constants (it used to replace the table)
     cat = load("[nccl.calibrated]\nnvls_latency_us = 5.0\n")
     assert cat.nccl.nvls_latency_s == pytest.approx(5.0e-6)
-    assert cat.nccl.net_overhead_s == hardware.load_catalog().nccl.net_overhead_s
+    assert cat.nccl.net_overhead_s == hardware_catalog.load_catalog().nccl.net_overhead_s
     for text, match in [("[nccl]\nhw_latency_us = 3\n", "expected a table, got 3"),
                         ("[nccl.base_latency_us.ring]\nll = -5.0\n", "finite number > 0.*got -5.0"),
                         ("[nccl.calibrated]\nnvls_latncy_us = 5.0\n", "did you mean 'nvls_latency_us'"),

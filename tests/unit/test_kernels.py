@@ -2,7 +2,7 @@
 
 import pytest
 
-from shardbudget import kernels
+from shardbudget.step import kernels
 from shardbudget.errors import CatalogError, UnknownNameError
 
 US = 1e-6

@@ -21,7 +21,7 @@ from shared_data import find_data_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardbudget.collective_op import busbw_factor, parse_op
+from shardbudget.comm.op import busbw_factor, parse_op
 from shardbudget.errors import MeasureError, ShardbudgetError
 from shardbudget.measure.logs import (
     OPS,

@@ -13,11 +13,11 @@ import pytest
 
 from shardbudget import cli
 from shardbudget.errors import CatalogError, UnknownNameError
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.model import hub
 
-CATALOG = Path(cli.__file__).parent / "catalog" / "models"
+CATALOG = Path(cli.__file__).parents[1] / "catalog" / "models"
 LLAMA_70B = json.loads((CATALOG / "llama-3.1-70b.json").read_text())
 LLAMA_8B = json.loads((CATALOG / "llama-3.1-8b.json").read_text())
 REPO = "meta-llama/Llama-3.1-70B"

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from shardbudget.errors import CatalogError, PlanError
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import (LayerKind, Plan, Precision, config_from_dict, default_precision,
                                kv_cache_bytes_per_gpu, layer_kinds, layer_work, load_model, memory_bytes_per_gpu,
                                step_work, total_params, weight_bytes_per_gpu)
 from shardbudget.model.layers import attention_keys, cached_tokens
 from shardbudget.model.params import expert_params
-from shardbudget.step import compile_step, decode_step
+from shardbudget.step.compose import compile_step, decode_step
 
 
 def raw(name: str) -> dict:

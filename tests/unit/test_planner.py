@@ -1,10 +1,10 @@
 import pytest
 
 from shardbudget.errors import PlanError, UnknownNameError
-from shardbudget.planner import plan, required_fabric
+from shardbudget.decide.planner import plan, required_fabric
 from shardbudget.model import Plan, Precision
-from shardbudget.settings import PlanSettings
-from shardbudget.step import decode_step
+from shardbudget.step.settings import PlanSettings
+from shardbudget.step.compose import decode_step
 
 
 def test_decode_batch1_is_weight_streaming():
@@ -156,7 +156,7 @@ def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom(
 
 
 def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
-    from shardbudget.questions import explain
+    from shardbudget.decide.questions import explain
     fabric, limits, network = explain("llama-3.1-70b", batch=1)
     assert fabric.figures["systems"] == ["hgx-h100", "h100-pcie"]  # same H100, NVSwitch vs bridges + PCIe
     best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=None).results[0].best_plan

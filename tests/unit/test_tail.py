@@ -1,4 +1,4 @@
-"""shardbudget.tail: the p99 of one token's ITL from per-call collective jitter.
+"""shardbudget.step.tail: the p99 of one token's ITL from per-call collective jitter.
 
 The composition rule (convolution of independent calls' distributions, see the module docstring) is
 checked three ways:
@@ -21,7 +21,7 @@ import pytest
 
 from shardbudget.errors import PlanError, ShardbudgetError
 from shardbudget.measure.log_records import IterStats, Sample
-from shardbudget.tail import (CallStats, call_at_size, call_from_iter_stats, call_from_p99,
+from shardbudget.step.tail import (CallStats, call_at_size, call_from_iter_stats, call_from_p99,
                               call_from_samples, itl_tail, p99_itl_s)
 
 TOLERANCE = 0.01  # of the simulated p99 of the collective part

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from shardbudget import cli
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
-from shardbudget.planner import plan, precision_for
-from shardbudget.step import compile_step
-from shardbudget.tail_plan import Jitter, read_jitter
+from shardbudget.decide.planner import plan, precision_for
+from shardbudget.step.compose import compile_step
+from shardbudget.decide.tail_plan import Jitter, read_jitter
 
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
 from shared_data import find_data_dir

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from shardbudget.collectives import collective_cost
+from shardbudget.comm.collectives import collective_cost
 from shardbudget.errors import CatalogError, UnknownNameError
-from shardbudget.hardware import load_catalog
-from shardbudget.topo import infer_profile, topo_profile, validate_profile, write_topo_profile
-from shardbudget.topo_read import parse_topology_text, read_topology_files
-from shardbudget.topology import ring_path
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.fabric.topo import infer_profile, topo_profile, validate_profile, write_topo_profile
+from shardbudget.fabric.topo_read import parse_topology_text, read_topology_files
+from shardbudget.fabric.topology import ring_path
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
 SIZES = (8, 4096, 1 << 20, 64 << 20, 512 << 20)

@@ -3,8 +3,8 @@
 import pytest
 
 from shardbudget.errors import CatalogError, UnknownNameError
-from shardbudget.hardware import load_catalog
-from shardbudget.topology import p2p_level, path_type, ring_path
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.fabric.topology import p2p_level, path_type, ring_path
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import list_models, load_model
-from shardbudget.planner import plan
+from shardbudget.decide.planner import plan
 from shardbudget.units import format_seconds
-from shardbudget.verdicts import Row, Thresholds, judge
+from shardbudget.decide.verdicts import Row, Thresholds, judge
 
 LABEL = re.compile(r"TP\d+(?: PP\d+)?(?: EP\d+)?(?: DP\d+)?")
 

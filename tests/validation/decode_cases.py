@@ -18,10 +18,10 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from shardbudget.hardware import load_catalog
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, Precision, load_model
-from shardbudget.planner import precision_for
-from shardbudget.step import decode_step
+from shardbudget.decide.planner import precision_for
+from shardbudget.step.compose import decode_step
 
 HERE = Path(__file__).resolve().parent
 MEASUREMENTS = HERE / "data" / "decode_measurements.csv"

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from shardbudget.collectives import busbw_factor, sweep
-from shardbudget.hardware import Catalog, load_catalog
+from shardbudget.comm.collectives import busbw_factor, sweep
+from shardbudget.fabric.hardware import Catalog
+from shardbudget.fabric.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20

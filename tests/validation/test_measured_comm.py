@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shardbudget.collectives import collective_cost, sweep
-from shardbudget.topology import ring_path
+from shardbudget.comm.collectives import collective_cost, sweep
+from shardbudget.fabric.topology import ring_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import measured  # noqa: E402
@@ -55,7 +55,7 @@ def test_l40s_collapse(rows, gpus, measured_busbw):
 
 
 def test_l40s_transports_explain_the_collapse():
-    from shardbudget.hardware import load_catalog
+    from shardbudget.fabric.catalog import load_catalog
     s = load_catalog().system("l40s-pcie")
     assert ring_path(s, 2).transports == ("p2p",) * 2
     assert set(ring_path(s, 4).transports) == {"shm"} and "host0" in ring_path(s, 4).bottleneck
@@ -99,9 +99,9 @@ def test_nccl_all_reduce_in_sample(rows):
 def test_engine_custom_kernels_in_sample(rows):
     """The engines' custom kernels under CUDA graphs where their sources run them: median <= 8%,
     p90 <= 35% (at this commit 5.7% / 28.7% over 709 rows; the two-shot region carries most of the error)."""
-    from shardbudget.collectives import make_group
-    from shardbudget.custom_kernels import runs_custom_kernel
-    from shardbudget.hardware import load_catalog
+    from shardbudget.comm.collectives import make_group
+    from shardbudget.comm.custom_kernels import runs_custom_kernel
+    from shardbudget.fabric.catalog import load_catalog
     cat = load_catalog()
     errs = []
     for r in rows:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from shardbudget.collectives import busbw_factor, candidates, collective_cost, ll128_enabled, make_group
+from shardbudget.comm.collectives import busbw_factor, candidates, collective_cost, ll128_enabled, make_group
 
 
 sys.path.insert(0, str(Path(__file__).parent))  # measured.py is shared with benchmarks/accuracy.py
@@ -207,7 +207,7 @@ def test_multi_node_latency_terms_follow_tuning_cc():
 def test_multi_node_ll_caps_follow_the_cpu_vendor():
     # tuning.cc llMaxBws across nodes: AMD rows (22.5 GB/s at 2 nodes) for DGX A100's EPYC, Intel's
     # row (39.0 at 2 nodes, 20.4 beyond) for Xeon hosts, whatever the GPU generation
-    from shardbudget.nccl_algos import ll_cap
+    from shardbudget.comm.nccl_algos import ll_cap
     assert ll_cap(make_group("hgx-a100", nodes=2)) == pytest.approx(22.5e9)
     assert ll_cap(make_group("hgx-h100", nodes=2)) == pytest.approx(39.0e9)
     assert ll_cap(make_group("hgx-b200", nodes=4)) == pytest.approx(20.4e9)

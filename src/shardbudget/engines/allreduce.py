@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
-from ..custom_kernels import custom_candidate, symm_mem_candidate
+from ..comm.collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
+from ..comm.custom_kernels import custom_candidate, symm_mem_candidate
 from ..units import format_bytes
 from .presets import EnginePreset, allreduce_choice, load_engine
 

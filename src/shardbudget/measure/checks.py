@@ -9,7 +9,7 @@ import re
 import socket
 
 from .. import dtypes
-from ..collective_op import CollectiveOp, parse_op
+from ..comm.op import CollectiveOp, parse_op
 from ..errors import MeasureError, UnknownNameError, did_you_mean
 from .protocol import BACKENDS, DTYPES, OPS, check_max_value
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from .. import dtypes
-from ..collective_op import parse_op
+from ..comm.op import parse_op
 from ..errors import MeasureError, ShardbudgetError
 from ..units import parse_bytes, parse_list, parse_seconds, parse_size_range
 from .harness import run_measure

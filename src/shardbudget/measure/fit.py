@@ -39,11 +39,12 @@ import numpy as np
 import tomli_w
 
 from ..atomic import check_output_path, write_atomic
-from ..collective_op import busbw_factor
-from ..collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
+from ..comm.op import busbw_factor
+from ..comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
-from ..hardware import Catalog, Fabric, System, load_catalog
-from ..nccl_algos import nic_bytes_per_s
+from ..fabric.hardware import Catalog, Fabric, System
+from ..fabric.catalog import load_catalog
+from ..comm.nccl_algos import nic_bytes_per_s
 from ..units import format_rate
 from .logs import MeasurementSet, Sample
 

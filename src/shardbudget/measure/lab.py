@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..collective_op import CollectiveOp, busbw_factor
+from ..comm.op import CollectiveOp, busbw_factor
 from ..errors import MeasureError
 from ..units import format_bytes, format_rate, format_seconds, parse_rate, parse_size_range
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..collective_op import busbw_factor, op_or_none
+from ..comm.op import busbw_factor, op_or_none
 from ..errors import MeasureError
 from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, finite, iter_stats_of, positive_int
 from .nccl_json import load_json, looks_like_nccl_tests, parse_nccl_tests

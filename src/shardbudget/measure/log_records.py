@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..collective_op import CollectiveOp
+from ..comm.op import CollectiveOp
 from ..errors import MeasureError
 
 OPS = tuple(CollectiveOp)

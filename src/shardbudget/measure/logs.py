@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..collective_op import parse_op
+from ..comm.op import parse_op
 from ..errors import MeasureError
 from ..units import format_bytes
 from .log_json import parse_json

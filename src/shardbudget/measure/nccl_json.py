@@ -52,7 +52,7 @@ import os
 import re
 from dataclasses import replace
 
-from ..collective_op import busbw_factor, op_or_none
+from ..comm.op import busbw_factor, op_or_none
 from ..errors import MeasureError
 from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Sample, finite,
                           iter_stats_of, positive_int)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..collective_op import CollectiveOp, busbw_factor, op_or_none
+from ..comm.op import CollectiveOp, busbw_factor, op_or_none
 from ..errors import MeasureError
 from ..units import format_bytes
 from .log_records import BW_TOLERANCE, OPS, IterStats, MeasurementSet, Sample, positive_int

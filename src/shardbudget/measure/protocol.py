@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..collective_op import CollectiveOp
+from ..comm.op import CollectiveOp
 from ..dtypes import TABLE as DTYPE_TABLE
 from ..errors import MeasureError
 from ..units import parse_bytes

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..collective_op import CollectiveOp, busbw_factor
+from ..comm.op import CollectiveOp, busbw_factor
 from .. import dtypes
 from ..errors import MeasureError
 from ..units import format_bytes

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 from .. import dtypes
-from ..collective_op import CollectiveOp
+from ..comm.op import CollectiveOp
 from .peers import PeerReport, short_error
 from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, RankConfig, event_line,
                        parse_faults)

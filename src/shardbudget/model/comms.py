@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..collective_op import CollectiveOp
+from ..comm.op import CollectiveOp
 from ..dtypes import dtype_bytes
 from .config import ModelConfig
 from .layers import LayerKind

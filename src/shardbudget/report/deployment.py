@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..deploy import DeployResult, Workload, deploy
+from ..decide.deploy import DeployResult, Workload, deploy
 from ..errors import ShardbudgetError
 from .fig_deploy import pareto_figure
 from .markup import esc, fig_block, table

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..collective_op import CollectiveOp
-from ..collectives import make_group, sweep
-from ..compare import effective_impl
-from ..hardware import load_catalog
+from ..comm.op import CollectiveOp
+from ..comm.collectives import make_group, sweep
+from ..decide.compare import effective_impl
+from ..fabric.catalog import load_catalog
 from ..units import format_decimal_bytes
 from .fmt import fmt_bytes, fmt_seconds
 from .output import FigureError
@@ -22,7 +22,7 @@ from .style import bytes_axis, colors_for, figure_style, finding_title, new_figu
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..compare import CompareResult
+    from ..decide.compare import CompareResult
 
 # compare --plot: 8 B to 4 GiB, 113 sizes (a factor of 2^(29/112) apart: smooth on a log axis)
 COMPARE_MIN_BYTES, COMPARE_MAX_BYTES, COMPARE_POINTS = 8, 2 ** 32, 113

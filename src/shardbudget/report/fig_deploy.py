@@ -12,7 +12,7 @@ from .style import colors_for, figure_style, finding_title, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..deploy import DeployResult
+    from ..decide.deploy import DeployResult
 
 MAX_CURVES = 10
 """Curves drawn: the options with the most tokens/s per GPU (all of them stay in the front)."""

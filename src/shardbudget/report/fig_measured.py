@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..collective_op import op_or_none
-from ..collectives import OPS, make_group, sweep
-from ..compare import effective_impl
+from ..comm.op import op_or_none
+from ..comm.collectives import OPS, make_group, sweep
+from ..decide.compare import effective_impl
 from ..errors import ShardbudgetError
-from ..hardware import load_catalog
+from ..fabric.catalog import load_catalog
 from .fmt import fmt_bytes
 from .output import FigureError
 from .style import PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_title, new_figure, seconds_axis

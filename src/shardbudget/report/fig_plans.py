@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hardware import load_catalog
+from ..fabric.catalog import load_catalog
 from ..units import format_decimal_bytes
 from .fmt import fmt_seconds
 from .output import FigureError
@@ -21,7 +21,7 @@ from .style import (BATCH_STYLES, MARKERS, PART_COLORS, TOO_FAR_COLOR, WINDOW_CO
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..planner import PlanResult
+    from ..decide.planner import PlanResult
 
 
 def _panels(results: Sequence[PlanResult], colors: Mapping[str, str] | None, figure: str):

@@ -1,6 +1,6 @@
 """Matplotlib figures: every one answers a question in its title, computed from the data it plots.
 
-This module gathers the figures' public names (what `cli.py` and the report call); each lives in a
+This module gathers the figures' public names (what the `cli` commands and the report call); each lives in a
 module of one job:
 
 * `style`: colours, rcParams, the figure and its title, axis ticks (matplotlib imported lazily);

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field, replace
 
 from ..engines.presets import CURRENT_ENGINES
 from ..errors import ShardbudgetError
-from ..planner import PlanResult, plan
-from ..verdicts import LABELS, Row, Thresholds, Verdict, judge
+from ..decide.planner import PlanResult, plan
+from ..decide.verdicts import LABELS, Row, Thresholds, Verdict, judge
 from .fmt import fmt_pct, fmt_seconds
 from .output import FigureError
 from .style import PART_COLORS

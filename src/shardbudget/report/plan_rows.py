@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .fmt import fmt_seconds
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..planner import PlanResult
+    from ..decide.planner import PlanResult
 
 
 def tp_line(rows, optimal=None) -> list:

@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ..collective_op import CollectiveOp
-from ..collectives import Group, crossover_bytes, make_group, sweep
-from ..compare import effective_impl
+from ..comm.op import CollectiveOp
+from ..comm.collectives import Group, crossover_bytes, make_group, sweep
+from ..decide.compare import effective_impl
 from ..errors import PlanError, ShardbudgetError
-from ..questions import explain
-from ..hardware import load_catalog
+from ..decide.questions import explain
+from ..fabric.catalog import load_catalog
 from ..measure.logs import read_log
 from ..model import hidden_message_bytes, load_model
-from ..planner import plan
-from ..settings import DEFAULT_ENGINE
+from ..decide.planner import plan
+from ..step.settings import DEFAULT_ENGINE
 from .deployment import deploy_source, deployments
 from .fig_measured import measured_groups, predict_samples
 from .grid import DEFAULT_BUDGET_STEPS, build_grid, check_budget_steps, engine_dimension, grid_json, plan_engines

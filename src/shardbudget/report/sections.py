@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 
-from ..collectives import sweep
+from ..comm.collectives import sweep
 from ..errors import ShardbudgetError
 from ..measure.logs import summarize
 from ..units import format_decimal_bytes, format_rate

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..collective_op import nccl_tests_count
-from ..hardware import Catalog, to_dict
+from ..comm.op import nccl_tests_count
+from ..fabric.hardware import Catalog, to_dict
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
 import sys

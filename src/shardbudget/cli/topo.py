@@ -1,0 +1,45 @@
+"""`shardbudget topo`: a system profile from a node's own topology."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import app
+from .args import CatalogOpt, JsonOpt
+from .common import load_catalogs, print_json
+
+
+@app.command()
+def topo(
+    *,
+    files: Annotated[list[Path], typer.Argument(help="`nvidia-smi topo -m` output; optionally `nvidia-smi topo -p2p r` output and an NCCL topology XML (NCCL_TOPO_DUMP_FILE), in the same file or more files.")],
+    name: Annotated[str, typer.Option("--name", help="Name of the new system.")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the profile TOML here (default: print it).")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU; needed when the input does not name it (the topo -m header never does).")] = None,
+    cpu: Annotated[Optional[str], typer.Option("--cpu", help="Catalog CPU, where the input does not say (lscpu or the NCCL XML do).")] = None,
+    nic_fabric: Annotated[Optional[str], typer.Option("--nic-fabric", help="Catalog NIC fabric, e.g. ib-ndr, where the input gives no NIC speed.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    catalog: CatalogOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report."""
+    from ..fabric.topo import check_topo_path, topo_profile, write_topo_profile  # command-only module (start-up)
+    if out:  # before reading: a refused --out must not cost the user the run
+        check_topo_path(out, force=force)
+    profile = topo_profile(files, name=name, gpu=gpu, cpu=cpu, nic_fabric=nic_fabric, catalog=load_catalogs(catalog))
+    for warning in profile.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if out:
+        write_topo_profile(profile, out, force=force)
+    if json_out:
+        print_json(profile.to_dict())
+    elif out:
+        print("\n".join(f"# {note}" for note in profile.notes))
+    else:
+        sys.stdout.write(profile.toml())
+    if out:
+        typer.echo(f"wrote {out}: use it with --catalog {out} --system {name}", err=True)

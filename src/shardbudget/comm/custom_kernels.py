@@ -1,0 +1,148 @@
+"""The inference engines' custom all-reduce kernels: one-shot and two-shot through peer memory.
+
+vLLM (custom_all_reduce), SGLang and TensorRT-LLM ship kernels in which every rank reads its peers'
+buffers directly over NVLink or PCIe P2P and reduces locally: one-shot reads all p-1 peers' full
+buffers (one barrier), two-shot reduce-scatters then all-gathers through peer memory (two barriers).
+`impl="custom"` is the generic kernel of catalog/nccl.toml [nccl.custom]; an engine's name selects
+its own kernels and thresholds. An engine runs its kernel whenever the message qualifies (priority
+0), NCCL otherwise.
+"""
+
+from __future__ import annotations
+
+from .op import busbw_factor
+from .lines import Candidate, Group
+from ..fabric.nccl_constants import EngineKernels
+from .nccl_algos import nvls
+from ..fabric.topology import ring_path
+
+ENGINES = ("vllm", "sglang", "trtllm")
+IMPLS = ("nccl", "custom") + ENGINES
+"""nccl: NCCL alone; custom: the generic kernel ([nccl.custom]); an engine: its own kernels and rules
+(catalog/custom_allreduce.toml), NCCL above them."""
+
+
+def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
+    """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
+    if impl in group.catalog.engines:
+        return _engine_allowed(group, group.catalog.engines[impl])
+    custom = group.catalog.nccl.custom
+    if group.nodes > 1 and (group.system.intra_fabric.kind != "nvl72"
+                            or group.nodes * group.system.gpus_per_node > group.system.domain_gpus):
+        return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
+    path = ring_path(group.system, group.gpus_per_node)
+    if not path.p2p:
+        return f"custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
+    if group.system.topology in ("pcie", "pairs") and group.gpus_per_node > 2:
+        return "custom all-reduce over PCIe is limited to 2 GPUs (vLLM disables it beyond)"
+    if group.gpus_per_node not in custom.world_sizes:
+        sizes = ", ".join(str(w) for w in custom.world_sizes)
+        return f"custom all-reduce supports {sizes} GPUs, not {group.gpus_per_node}"
+    return None
+
+
+def custom_candidates(group: Group, impl: str) -> list[Candidate]:
+    """The kernels `impl` runs for an all-reduce on `group` (none where they cannot run)."""
+    if impl in group.catalog.engines:
+        return _engine_kernels(group, group.catalog.engines[impl])
+    return [c for c in (_custom(group, 1), _custom(group, 2)) if c is not None]
+
+
+def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
+    s, g = group.system, group.gpus_per_node
+    if group.nodes > 1:
+        return f"{e.name}'s custom all-reduce works inside one node only"
+    if g not in e.world_sizes:
+        return f"{e.name}'s custom all-reduce supports {', '.join(map(str, e.world_sizes))} GPUs, not {g}"
+    path = ring_path(s, g)
+    if not path.p2p:
+        return f"{e.name}'s custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
+    if path.nccl_link != "nvlink" and g > e.pcie_max_gpus:
+        return (f"{e.name} runs its custom all-reduce on at most {e.pcie_max_gpus} PCIe-only GPUs"
+                if e.pcie_max_gpus else f"{e.name}'s custom all-reduce needs NVLink")
+    if s.intra_fabric.kind == "nvl72" and e.host_max_gpus_nvl72 is not None and g > e.host_max_gpus_nvl72:
+        return (f"{e.name}'s custom all-reduce stays inside one host ({e.host_max_gpus_nvl72} GPUs of an "
+                f"NVL72 tray)")
+    return None
+
+
+def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
+    """One-shot below the engine's one-shot limit, two-shot from there to its buffer size (the
+    engine's source decides by size, not by time: priority 0 in that window)."""
+    if _engine_allowed(group, e) is not None:
+        return []
+    s, g, arch = group.system, group.gpus_per_node, group.system.gpu.arch
+    path = ring_path(s, g)
+    busbw = path.busbw_bytes_per_s
+    # launch and a 2-GPU barrier, then one more flag per further peer
+    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    limit, one_limit = e.limit_bytes(g), min(e.one_shot_limit_bytes(g, arch), e.limit_bytes(g))
+    if s.intra_fabric.kind == "nvl72" and g > 4 and e.nvl72_max_bytes:
+        # across an NVL72's trays the engine's multi-node NVLink kernels, with their own limits
+        limit = e.nvl72_max_bytes
+        one_limit = min(e._by_gpus(e.nvl72_one_shot_max_bytes, g), limit)
+    # one-shot: every GPU reads the p-1 peers' whole buffers
+    # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
+    out = [Candidate("one-shot", "ll", latency, e.efficiency(1, g) * busbw / (g - 1), max_bytes=one_limit - 1,
+                     priority=0, impl="custom")]
+    if one_limit < limit:
+        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
+                             e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g),
+                             min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
+    return out
+
+
+def _custom(group: Group, shots: int) -> Candidate | None:
+    if custom_allreduce_allowed(group) is not None:
+        return None
+    custom = group.catalog.nccl.custom
+    p = group.gpus_per_node
+    path = ring_path(group.system, p)
+    # kernel start, one barrier per shot, then one hop over the link (all in seconds)
+    latency = custom.launch_s + shots * custom.sync_s + path.hop_latency_s["ll"]
+    if shots == 1:
+        # one-shot: each rank reads all p-1 peers' full buffers and reduces locally
+        algbw = path.busbw_bytes_per_s / (p - 1)
+        return Candidate("one-shot", "ll", latency, algbw, custom.one_shot_max_bytes if p > 2 else custom.max_bytes,
+                         priority=0, impl="custom")
+    # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
+    algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
+    return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes, priority=0, impl="custom")
+
+
+# Presets whose custom kernel is another engine's (engines/*.toml): vLLM's kernel in its older and
+# eager configurations.
+KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm"}
+
+
+def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candidate | None:
+    """The engine's one-shot (shots = 1) or two-shot kernel on `group`, whatever the size (the
+    engine preset's rule has already chosen it; engines/allreduce.py): the engine's fitted launch,
+    per-peer barrier and efficiency (catalog/custom_allreduce.toml), else the generic kernel of
+    [nccl.custom]; None where it cannot run."""
+    e = group.catalog.engines.get(KERNEL_OF.get(engine, engine))
+    if e is None or _engine_allowed(group, e) is not None:
+        return _custom(group, shots)
+    g, arch = group.gpus_per_node, group.system.gpu.arch
+    busbw = ring_path(group.system, g).busbw_bytes_per_s
+    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    if shots == 1:
+        return Candidate("one-shot", "ll", latency, e.efficiency(1, g) * busbw / (g - 1), priority=0, impl="custom")
+    return Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
+                     e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g), priority=0, impl="custom")
+
+
+def symm_mem_candidate(group: Group, *, engine: str = "vllm") -> Candidate | None:
+    """torch symmetric-memory all-reduce with multimem (NVLS) instructions: one launch and barrier
+    as the engine's one-shot, and the in-switch reduction's bandwidth; None without NVLS."""
+    full = nvls(group)
+    one = custom_candidate(group, 1, engine=engine)
+    if full is None or one is None:
+        return None
+    return Candidate("symm-mem", "ll", one.latency_s, full.algbw_bytes_per_s, priority=0, impl="custom")
+
+
+def runs_custom_kernel(group: Group, impl: str, msg_bytes: float) -> bool:
+    """Whether `impl`'s source runs its own kernel for this all-reduce (group size, P2P, NVLink,
+    buffer limit); elsewhere its all-reduce is NCCL."""
+    return any(c.accepts(msg_bytes) for c in custom_candidates(group, impl))

@@ -1,0 +1,143 @@
+"""Who takes part in a collective, the straight lines that price it, and how one line is chosen.
+
+Every implementation of a collective (an NCCL algorithm and protocol, an engine's custom kernel) is a
+`Candidate`: a line t(n) = latency + n / algbw, valid for messages in [min_bytes, max_bytes].
+Two things are kept apart, as they are in reality:
+
+* the time a line takes (`latency_s`, `algbw_bytes_per_s`: measured-calibrated), and
+* how the library chooses it: NCCL picks the line its own tuning model says is fastest
+  (tuning.cc's tables and topology bandwidths: `select_latency_s`, `select_algbw_bytes_per_s`), which
+  is not always the line that really is fastest; an engine runs its custom kernel whenever the size
+  qualifies (a lower `priority` wins before times are compared).
+
+A line without its own selection estimate is chosen by its real time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..fabric.hardware import Catalog, System
+
+
+@dataclass(frozen=True)
+class Group:
+    """The ranks of one collective: `gpus_per_node` GPUs on each of `nodes` nodes of `system`."""
+
+    system: System
+    nodes: int
+    gpus_per_node: int
+    catalog: Catalog = field(repr=False, compare=False, hash=False)
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Candidate:
+    algorithm: str
+    protocol: str
+    latency_s: float
+    algbw_bytes_per_s: float
+    max_bytes: float = math.inf
+    """Largest message the implementation accepts (custom kernels stop at a buffer size)."""
+    min_bytes: float = 0.0
+    """Smallest message it is used for (an engine's two-shot above its one-shot limit)."""
+    select_latency_s: float | None = None
+    """NCCL's own estimate of this line's latency, by which NCCL chooses (None: the real one)."""
+    select_algbw_bytes_per_s: float | None = None
+    priority: int = 1
+    """Lines of a lower priority that accept the size win before times are compared."""
+    bw_factors: tuple[float, ...] | None = None
+    """Bandwidth factor by floor(log2(n / 64)), for n from 64 B (tuning.cc treeCorrectionFactor)."""
+    impl: str = "nccl"
+    """Which library runs it: nccl, or custom (an engine's one-/two-shot or symmetric-memory kernel)."""
+
+    def _factor(self, msg_bytes):
+        if self.bw_factors is None:
+            return 1.0
+        n = np.asarray(msg_bytes, dtype=float)
+        k = np.floor(np.log2(np.maximum(n, 1.0) / 64.0)).astype(int)
+        table = np.asarray(self.bw_factors + (1.0,))
+        factor = np.where((k >= 0) & (k < len(self.bw_factors)), table[np.clip(k, 0, len(self.bw_factors))], 1.0)
+        return float(factor) if np.ndim(factor) == 0 else factor
+
+    def time_s(self, msg_bytes):
+        return self.latency_s + msg_bytes / (self.algbw_bytes_per_s * self._factor(msg_bytes))
+
+    def select_time_s(self, msg_bytes):
+        """The time the chooser believes this line takes."""
+        if self.select_latency_s is None:
+            return self.time_s(msg_bytes)
+        return self.select_latency_s + msg_bytes / (self.select_algbw_bytes_per_s * self._factor(msg_bytes))
+
+    def accepts(self, msg_bytes) -> bool:
+        return self.min_bytes <= msg_bytes <= self.max_bytes
+
+
+def pick(cands: Sequence[Candidate], msg_bytes: float) -> Candidate:
+    """The line that runs for this size: among the lines that accept it (all of them if none does),
+    the lowest priority, then the one its chooser estimates fastest; lines the chooser cannot tell
+    apart (NVLS's small- and large-message lines share NCCL's one estimate) by their real time."""
+    valid = [c for c in cands if c.accepts(msg_bytes)] or list(cands)
+    top = min(c.priority for c in valid)
+    return min((c for c in valid if c.priority == top),
+               key=lambda c: (c.select_time_s(msg_bytes), c.time_s(msg_bytes)))
+
+
+def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:
+    """Vectorised `pick(...).time_s`."""
+    return times_and_latencies_s(cands, msg_bytes)[0]
+
+
+def _line(c: Candidate, msg: np.ndarray, select: bool) -> np.ndarray:
+    """A line's real (or estimated) time for every size, without the method-call overhead."""
+    lat, bw = (c.select_latency_s, c.select_algbw_bytes_per_s) if select else (c.latency_s, c.algbw_bytes_per_s)
+    if c.bw_factors is not None:
+        return lat + msg / (bw * c._factor(msg))
+    return lat + msg * (1.0 / bw)
+
+
+def times_and_latencies_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised `pick`: for each size, the chosen line's total time and its latency term.
+
+    Lines are ranked as `pick` ranks them: priority classes in order, within a class the lines that
+    accept the size by the chooser's estimate, ties (equal estimates) going to the faster real line;
+    where no line of any class accepts a size, every line competes by priority and estimate."""
+    msg = np.asarray(msg_bytes, dtype=float)
+    out_t = np.full(msg.shape, np.inf)
+    out_lat = np.zeros(msg.shape)
+    done = np.zeros(msg.shape, dtype=bool)
+    for strict in (True, False):
+        for prio in sorted({c.priority for c in cands}):
+            best_k = np.full(msg.shape, np.inf)
+            best_t = np.full(msg.shape, np.inf)
+            best_lat = np.zeros(msg.shape)
+            for c in cands:
+                if c.priority != prio:
+                    continue
+                t = _line(c, msg, False)
+                # 1e-9 of the real time breaks ties between lines sharing one estimate; it cannot
+                # reorder estimates that differ by more than a part in 1e9
+                k = t if c.select_latency_s is None else _line(c, msg, True) + 1e-9 * t
+                if strict and (c.min_bytes > 0 or c.max_bytes < math.inf):
+                    k = np.where((msg >= c.min_bytes) & (msg <= c.max_bytes), k, np.inf)
+                better = k < best_k
+                best_k = np.where(better, k, best_k)
+                best_t = np.where(better, t, best_t)
+                best_lat = np.where(better, c.latency_s, best_lat)
+            take = ~done & np.isfinite(best_k)
+            out_t = np.where(take, best_t, out_t)
+            out_lat = np.where(take, best_lat, out_lat)
+            done |= take
+        if done.all():
+            break
+    return out_t, out_lat
+
+
+__all__ = ["Candidate", "Group", "pick", "times_and_latencies_s", "times_s"]

@@ -1,0 +1,401 @@
+"""NCCL's algorithms as straight lines: ring, tree, NVLS, NVLSTree, all-to-all, send/recv, broadcast.
+
+Each (algorithm, protocol) line is built twice from the same formulas of tuning.cc
+(ncclTopoTuneModel, ncclTopoGetAlgoTime):
+
+* as NCCL estimates it, from its own tables (catalog/nccl.toml, quoted) and the bandwidths its
+  topology assigns to links (topo.h; `Fabric.nccl_bytes_per_s`, `Path.nccl_busbw_bytes_per_s`): this
+  is what NCCL compares to choose the line, so it is the line's selection estimate;
+* as it runs, with the measured floors of the GPU generation (`NcclConstants.arch`), the fabrics'
+  achievable bandwidths and the ring's small-group efficiency: this is the time reported.
+
+Latency of a ring all-reduce over p ranks on N nodes (steps = 2(p-1), 2(N-1) of them between nodes):
+
+    base[ring][proto] + (steps - inter) * intra_hop[proto] + inter * net_hop[proto]
+
+and of a tree all-reduce: base[tree][proto] + 2((p/N - 1) intra_tree_hop + log2i(N) net_tree_hop),
+log2i being floor(log2). Bandwidth terms: bus bandwidth -> algorithm bandwidth with nccl-tests'
+factors (ring: busbw / (2(p-1)/p); tree: busbw / 2, since it moves n up and n down).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from .op import busbw_factor
+from ..fabric.hardware import PROTOCOLS, Catalog, System
+from .lines import Candidate, Group
+from ..fabric.nccl_constants import NcclConstants
+from ..fabric.topology import Path, ring_path
+
+# tuning.cc: a tree step moves busBw * 0.92 of the ring's rate, then its protocol's share
+TREE_BW_FACTOR = 0.92
+TREE_PROTOCOL_FACTOR = {"ll": 1 / 3.8, "ll128": 120 / 128, "simple": 1.0}
+TREE_LL128_ONE_NODE = 7 / 9
+# NCCL's NVLS bandwidth estimate runs nChannels - 1 of nChannels channels' worth (tuning.cc); NVLS
+# graphs have 16 channels or more on HGX, so (n-1)/n is taken at 16.
+NVLS_CHANNELS = 16
+
+
+def nccl(group: Group) -> NcclConstants:
+    return group.catalog.nccl
+
+
+def log2i(n: int) -> int:
+    """floor(log2(n)) for n >= 1, as NCCL's log2i (bitops.h log2Down)."""
+    return n.bit_length() - 1
+
+
+def intra(group: Group) -> Path | None:
+    return ring_path(group.system, group.gpus_per_node) if group.gpus_per_node > 1 else None
+
+
+def nic_bytes_per_s(group: Group, rate: str = "achievable") -> float:
+    """Scale-out bandwidth per node per direction usable by the group's GPUs on that node.
+
+    Rail-optimised nodes give each GPU its own NIC(s): using g of G GPUs uses g/G of the NICs
+    (at least one). Shared NICs (no rails) are reachable from every GPU. `rate="nccl"`: the NICs'
+    line rate, as NCCL's topology counts them."""
+    s = group.system
+    if s.nic_fabric is None:
+        return 0.0
+    nics = s.nics_per_node
+    if s.rail_optimized:
+        nics = max(1.0, nics * group.gpus_per_node / s.gpus_per_node)
+    else:
+        # a shared NIC is still reached through a GPU's own PCIe slot: g GPUs drive at most g NICs
+        nics = min(nics, group.gpus_per_node)
+    per_nic = s.nic_fabric.bytes_per_s if rate == "nccl" else s.nic_fabric.achievable_bytes_per_s
+    return nics * per_nic
+
+
+def net_overhead_s(group: Group) -> float:
+    """tuning.cc getNetOverhead: per-step network post overhead of this node's CPU vendor."""
+    cpu = group.system.cpu
+    return cpu.net_overhead_s if cpu is not None else nccl(group).net_overhead_s
+
+
+def ll_cap(group: Group) -> float:
+    """tuning.cc llMaxBws: LL's bus-bandwidth ceiling; on one node by GPU generation, across nodes
+    by CPU vendor (AMD rows for AMD, the Intel row for every other vendor)."""
+    caps = nccl(group).ll_max_bytes_per_s
+    if group.nodes == 1:
+        one = caps["one_node"]
+        return one.get(group.system.gpu.arch, one["ampere"])
+    cpu = group.system.cpu
+    row = caps["amd" if cpu is not None and cpu.vendor == "amd" else "intel"]
+    return row[0 if group.nodes == 2 else 1]
+
+
+def base_latency_s(group: Group, algo: str, proto: str, real: bool) -> float:
+    s = group.system
+    if s.base_latency_s is not None:
+        return s.base_latency_s
+    base = nccl(group).base_latency_s[algo][proto]
+    if real:
+        base += nccl(group).arch_floor(s.gpu.arch).base_offset_s[proto]
+    return base * s.base_latency_scale
+
+
+def intra_hop_s(group: Group, path: Path, algo: str, proto: str, real: bool) -> float:
+    """One step between two GPUs of a node. NCCL's estimate takes its hwLat row of the link class;
+    the real hop is the path's own figure (ring row), scaled on NVLink by the GPU generation's
+    measured floor, and for a tree by tuning.cc's tree-to-ring ratio of that link class."""
+    rows = nccl(group).hw_latency_s[path.nccl_link]
+    if not real:
+        return rows[algo][proto]
+    hop = path.hop_latency_s[proto]
+    if algo == "ring" and path.nccl_link == "nvlink":
+        hop *= nccl(group).arch_floor(group.system.gpu.arch).nvlink_hop_scale[proto]
+    if algo != "ring" and rows["ring"][proto] > 0:
+        # the tree's own rows (tuning.cc hwLat TREE), which NCCL measured for its chains: the
+        # generation's ring-step factor is not applied to them
+        hop *= rows[algo][proto] / rows["ring"][proto]
+    return hop
+
+
+def net_hop_s(group: Group, proto: str, algo: str, real: bool) -> float:
+    """One step over the scale-out network. tuning.cc prices a tree's network step higher than a
+    ring's (hwLat NET tree LL 5.0 vs ring 2.7 us: a tree node waits on two children), and uses the
+    tree figure for rings too when each node holds one rank (ppn == 1: every step is a network
+    step with no NVLink hop to hide behind). A fabric's own hop_latency is its ring figure; the
+    tree's extra is added to it. `algo="p2p"` (send/recv, all-to-all) takes the fabric's figure."""
+    nic = group.system.nic_fabric
+    if nic is None:
+        return 0.0
+    net = nccl(group).hw_latency_s["net"]
+    tree = algo == "tree" or (algo == "ring" and group.gpus_per_node == 1)
+    if not real:
+        return net["tree" if tree else "ring"][proto] if algo != "p2p" else net["ring"][proto]
+    hop = nic.hop_latency_s[proto]
+    if tree:
+        # never below the ring figure: a user catalog may set the ring row above the tree row
+        hop += max(0.0, net["tree"][proto] - net["ring"][proto])
+    return hop
+
+
+def ring_efficiency(group: Group, path: Path) -> float:
+    """Share of its fabric's ring figure a single-node ring of fewer GPUs reaches (measured: 2-GPU
+    rings run below the 8-GPU busbw the NVSwitch fabrics quote; catalog/nccl.toml ring_efficiency).
+    Only where the fabric says its figure is a ring of more GPUs (`achievable_gpus`)."""
+    measured_on = group.system.intra_fabric.achievable_gpus
+    if group.nodes > 1 or path.nccl_link != "nvlink" or measured_on is None or group.gpus_per_node >= measured_on:
+        return 1.0
+    return nccl(group).ring_efficiency.get(group.gpus_per_node, 1.0)
+
+
+# --- ring ----------------------------------------------------------------------------------------
+
+def _ring_line(group: Group, op: str, proto: str, real: bool) -> tuple[float, float]:
+    p, n_nodes = group.ranks, group.nodes
+    steps = 2 * (p - 1) if op == "all-reduce" else p - 1
+    inter_steps = (2 if op == "all-reduce" else 1) * (n_nodes - 1)
+    busbw, hop = math.inf, 0.0
+    path = intra(group)
+    if path is not None:
+        busbw = path.busbw_bytes_per_s * ring_efficiency(group, path) if real else path.nccl_busbw_bytes_per_s
+        hop = intra_hop_s(group, path, "ring", proto, real)
+    if n_nodes > 1:
+        # each ring leaves every node once: the node's NICs carry busbw * (their count) in total
+        busbw = min(busbw, nic_bytes_per_s(group, "achievable" if real else "nccl"))
+        hop = max(hop, net_overhead_s(group) * (3 if proto == "simple" else 1))
+    latency = (base_latency_s(group, "ring", proto, real) + (steps - inter_steps) * hop
+               + inter_steps * net_hop_s(group, proto, "ring", real))
+    if n_nodes > 1 and op == "all-reduce" and proto == "simple":
+        # tuning.cc "plateau effect of ring": multi-node Simple ring all-reduce latency x1.4 (x1.9
+        # before sm80) once a rank's share per channel passes 64 B, i.e. wherever Simple is chosen
+        plateau = nccl(group).ring_plateau_factor
+        latency *= plateau.get(group.system.gpu.arch, plateau["default"])
+    return latency, protocol_busbw(group, busbw, proto, real) / busbw_factor(op, p)
+
+
+def protocol_busbw(group: Group, busbw: float, proto: str, real: bool = False) -> float:
+    """A ring's bus bandwidth under a protocol (tuning.cc: LL min(llMaxBw, 0.5 x), LL128 0.92 x).
+    llMaxBw is NCCL's estimate of where LL saturates; inside one node LL runs at half the link rate
+    above it (measured_comm.csv: 8x H100 at 1 MiB 0.5 x 370 GB/s busbw, not 141), so the real line
+    drops the cap there."""
+    fraction = nccl(group).protocol_bandwidth_fraction[proto]
+    if real and proto == "ll" and group.gpus_per_node > 1 and "shm" in ring_path(group.system, group.gpus_per_node).transports:
+        # over host memory the path's round trips, not its bytes, bind: LL's inline flags cost
+        # little (measured: 2x RTX 4090 LL at 0.5-1 MiB 3.5 GB/s beside Simple's 3.74)
+        fraction = nccl(group).shm_ll_bandwidth_fraction
+    busbw *= fraction
+    if proto == "ll" and not (real and group.nodes == 1 and chooses_by_nccl_tables(group)):
+        busbw = min(busbw, ll_cap(group))
+    return busbw
+
+
+def chooses_by_nccl_tables(group: Group) -> bool:
+    """NCCL's tables are NVIDIA's; RCCL (AMD GPUs) chooses by tables of its own that we do not
+    have, tuned on its platforms, so there the fastest real line is taken to be RCCL's choice."""
+    return group.system.gpu.arch not in ("cdna3", "cdna4")
+
+
+def _line(algo: str, proto: str, group: Group, real: tuple[float, float], estimate: tuple[float, float],
+          **kw) -> Candidate:
+    if not chooses_by_nccl_tables(group):
+        return Candidate(algo, proto, *real, **kw)
+    return Candidate(algo, proto, *real, select_latency_s=estimate[0], select_algbw_bytes_per_s=estimate[1], **kw)
+
+
+def ring(group: Group, op: str, proto: str) -> Candidate:
+    return _line("ring", proto, group, _ring_line(group, op, proto, real=True), _ring_line(group, op, proto, real=False))
+
+
+# --- tree ----------------------------------------------------------------------------------------
+
+def _tree_line(group: Group, proto: str, real: bool) -> tuple[float, float]:
+    g, n_nodes = group.gpus_per_node, group.nodes
+    busbw, hop = math.inf, 0.0
+    path = intra(group)
+    if path is not None:
+        busbw = path.busbw_bytes_per_s if real else path.nccl_busbw_bytes_per_s
+        hop = intra_hop_s(group, path, "tree", proto, real)
+    if n_nodes > 1:
+        busbw = min(busbw, nic_bytes_per_s(group, "achievable" if real else "nccl"))
+    # tuning.cc: Tree all-reduce busBw * 0.92, then LL / 3.8 (capped by llMaxBw), LL128 * 120/128
+    # (7/9 on one node)
+    busbw *= TREE_BW_FACTOR
+    if proto == "ll128" and n_nodes == 1:
+        busbw *= TREE_LL128_ONE_NODE
+    else:
+        busbw *= TREE_PROTOCOL_FACTOR[proto]
+    if proto == "ll":
+        busbw = min(busbw, ll_cap(group))
+    latency = base_latency_s(group, "tree", proto, real) + 2 * (
+        (g - 1) * hop + log2i(n_nodes) * net_hop_s(group, proto, "tree", real))
+    return latency, busbw * 0.5  # the tree moves n up and n down
+
+
+def tree(group: Group, proto: str) -> Candidate:
+    """NCCL's double binary tree across nodes, a chain inside each node (all-reduce only). Its
+    bandwidth carries tuning.cc's treeCorrectionFactor by message size, in NCCL's estimate and in
+    the time alike: NCCL applies it because "trees are not perfectly sticking to the model"."""
+    return _line("tree", proto, group, _tree_line(group, proto, real=True), _tree_line(group, proto, real=False),
+                 bw_factors=nccl(group).tree_correction[proto])
+
+
+# --- NVLS ----------------------------------------------------------------------------------------
+
+def nvls_efficiency(system: System, catalog: Catalog, gpus: int | None = None) -> float | None:
+    """Share of the per-direction NVLink rate an NVLS all-reduce sustains on this switch fabric:
+    the fabric's own figure, else the calibrated table by fabric name, else by GPU generation;
+    None where NVLS is not available. With `gpus`, the share g ranks reach: the switch reduces and
+    multicasts for every rank of the group, e / (1 + k (g - 1)) with the calibrated k per rank
+    (an NVL72's 72-GPU NVLS runs at 0.50 of the link where its 4-GPU one runs at 0.61)."""
+    if system.intra_fabric.nvls_efficiency is not None:
+        eff = system.intra_fabric.nvls_efficiency
+    else:
+        table = catalog.nccl.nvls_link_efficiency
+        eff = table.get(system.intra_fabric.name, table.get(system.gpu.arch))
+    if eff is None or gpus is None:
+        return eff
+    return eff / (1 + catalog.nccl.nvls_decay_per_rank * (gpus - 1))
+
+
+def _nvls_estimate(group: Group, g: int) -> tuple[float, float]:
+    """NCCL's NVLS estimate: latency hwLat NVLink NVLS (25 us); bus bandwidth = the NVLink rate x
+    nvlsEfficiency[arch] x (nCh-1)/nCh x 2 (all-reduce pipelines two operations)."""
+    c = nccl(group)
+    eff = c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)
+    busbw = group.system.intra_fabric.nccl_bytes_per_s * eff * (NVLS_CHANNELS - 1) / NVLS_CHANNELS * 2
+    return c.hw_latency_s["nvlink"]["nvls"]["simple"], busbw / busbw_factor("all-reduce", g)
+
+
+def nvls(group: Group) -> Candidate | None:
+    """NVLink SHARP: the switch reduces (multimem.ld_reduce) and multicasts (multimem.st).
+
+    Each GPU owns 1/g of the message. Its link sends n (the switch pulls every GPU's copy of every
+    slice) plus n/g (its reduced slice, stored once to the multicast address), and receives n/g (its
+    reduced slice) plus n (every slice, multicast back): n(1 + 1/g) each way, so
+    algbw = efficiency x link rate x g/(g+1). Measured NVLS runs fit one efficiency per fabric across
+    5-8 GPUs (nccl_tests.csv: H100 NCCL_ALGO=NVLS 0.68-0.69, H200 0.68, B200 0.60)."""
+    s, g = group.system, group.gpus_per_node
+    eff = nvls_efficiency(s, group.catalog, g)
+    # NCCL runs rings, not NVLS, on 2 GPUs (measured_comm.csv: 2x H100 at 512 MiB reach 320 GB/s,
+    # above the 0.68 x 450 x 2/3 = 204 GB/s NVLS could carry; 2x B200 534 vs 360)
+    if group.nodes != 1 or g < 3 or eff is None or not ring_path(s, g).nvls:
+        return None
+    c = nccl(group)
+    sel_lat, sel_bw = _nvls_estimate(group, g)
+    return Candidate("nvls", "simple", c.nvls_latency_s + c.nvls_latency_per_rank_s * g,
+                     s.intra_fabric.bytes_per_s * eff * g / (g + 1),
+                     select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw)
+
+
+def nvls_small(group: Group) -> Candidate | None:
+    """NVLS below a few hundred MiB: NCCL's own fixed cost (hwLat NVLink NVLS 25 us, tuning.cc) at a
+    fraction of the full rate, because NCCL gives small messages fewer channels and smaller chunks.
+    NCCL's estimate is the same line as `nvls`'s; of the two, the faster runs, so together they
+    trace NVLS's ramp to full bandwidth."""
+    full = nvls(group)
+    if full is None:
+        return None
+    c = nccl(group)
+    per_rank = c.arch_floor(group.system.gpu.arch).nvls_small_latency_per_rank_s
+    latency = per_rank * group.gpus_per_node if per_rank else c.hw_latency_s["nvlink"]["nvls"]["simple"]
+    return Candidate("nvls", "simple", latency,
+                     full.algbw_bytes_per_s * c.nvls_small_algbw_fraction,
+                     select_latency_s=full.select_latency_s, select_algbw_bytes_per_s=full.select_algbw_bytes_per_s)
+
+
+# --- hierarchical (NVLSTree, or reduce-scatter + all-reduce + all-gather) ------------------------
+
+def best_line(cands: Sequence[Candidate]) -> Candidate:
+    """The candidate with the best bandwidth (for composite algorithms' large-message parts)."""
+    return max(cands, key=lambda c: c.algbw_bytes_per_s)
+
+
+def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]],
+                 small: bool = False) -> Candidate | None:
+    """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
+    all-gather. Where the node has NVLS this is NCCL's NVLSTree, whose stages are pipelined (built on
+    the small-message NVLS line when `small`); elsewhere the three run one after the other
+    (TensorRT-LLM's multi-node all-reduce), and `small` gives nothing. NCCL does not run the
+    sequential form: it competes on its real time."""
+    g, n_nodes = group.gpus_per_node, group.nodes
+    if op != "all-reduce" or n_nodes < 2 or g < 2:
+        return None
+    one_node = Group(group.system, 1, g, group.catalog)
+    inter = Group(group.system, n_nodes, 1, group.catalog)
+    # each GPU's slice is 1/g of the message and its NIC share is 1/g of the node's NICs
+    per_gpu_nic = nic_bytes_per_s(group) / g
+    switch = nvls_small(one_node) if small else nvls(one_node)
+    if small and switch is None:
+        return None
+    if switch is not None:
+        # NCCL's NVLSTree: NVLS reduce inside the node, each GPU's 1/g slice all-reduced between the
+        # nodes on its own rail, NVLS multicast back. The stages work on successive chunks at the
+        # same time, so the slowest stage sets the bandwidth and the latencies add. Between two nodes
+        # a slice crosses the network once each way; a tree over more nodes sends and receives it
+        # twice (tuning.cc: NVLSTree interBw x2 for nNodes <= 2).
+        inter_ar = min((c for c in candidates(inter, "all-reduce") if c.protocol == "simple"),
+                       key=lambda c: c.latency_s)
+        inter_algbw = g * per_gpu_nic / (1 if n_nodes <= 2 else 2)
+        # NCCL's estimate: NVLS intra latency + 2 log2i(N) network steps (tuning.cc NVLSTree)
+        sel_lat = (nccl(group).hw_latency_s["nvlink"]["nvls_tree"]["simple"]
+                   + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"])
+        sel_bw = min(switch.select_algbw_bytes_per_s,
+                     g * nic_bytes_per_s(group, "nccl") / g / (1 if n_nodes <= 2 else 2))
+        return Candidate("hierarchical", "simple", switch.latency_s + inter_ar.latency_s,
+                         min(switch.algbw_bytes_per_s, inter_algbw),
+                         select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw)
+    rs = best_line(candidates(one_node, "reduce-scatter"))
+    ag = best_line(candidates(one_node, "all-gather"))
+    ar = min((c for c in candidates(inter, "all-reduce")), key=lambda c: c.latency_s)
+    inter_algbw = protocol_busbw(inter, per_gpu_nic, ar.protocol) / busbw_factor("all-reduce", n_nodes)
+    latency = rs.latency_s + ar.latency_s + ag.latency_s
+    seconds_per_byte = 1 / rs.algbw_bytes_per_s + 1 / (g * inter_algbw) + 1 / ag.algbw_bytes_per_s
+    return Candidate("hierarchical", ar.protocol, latency, 1 / seconds_per_byte)
+
+
+# --- all-to-all, send/recv, broadcast --------------------------------------------------------
+
+def alltoall(group: Group) -> Candidate:
+    """NCCL all-to-all = grouped send/recv to every peer; intra and inter traffic overlap."""
+    p, g, n_nodes = group.ranks, group.gpus_per_node, group.nodes
+    path = intra(group)
+    hop = intra_hop_s(group, path, "ring", "simple", True) if path is not None else 0.0
+    latency = base_latency_s(group, "ring", "simple", True) + hop + (
+        net_hop_s(group, "simple", "p2p", True) if n_nodes > 1 else 0.0)
+    seconds_per_byte = 0.0
+    if path is not None:  # (g-1)/p of the message goes to peers in the node
+        seconds_per_byte = (g - 1) / p / path.busbw_bytes_per_s
+    if n_nodes > 1:  # (p-g)/p leaves the node through this GPU's share of the NICs
+        seconds_per_byte = max(seconds_per_byte, (p - g) / p / (nic_bytes_per_s(group) / g))
+    return Candidate("direct", "simple", latency, 1 / seconds_per_byte)
+
+
+def sendrecv(group: Group, proto: str) -> Candidate:
+    if group.nodes > 1:
+        bw, hop = group.system.nic_fabric.achievable_bytes_per_s, net_hop_s(group, proto, "p2p", True)
+    else:
+        path = ring_path(group.system, max(2, group.gpus_per_node))
+        bw, hop = path.busbw_bytes_per_s, intra_hop_s(group, path, "ring", proto, True)
+    return Candidate("direct", proto, base_latency_s(group, "ring", proto, True) + hop,
+                     protocol_busbw(group, bw, proto))
+
+
+def broadcast(group: Group, proto: str) -> Candidate:
+    line = ring(group, "all-gather", proto)  # same p-1 pipeline hops, one copy of n per link
+    k = busbw_factor("all-gather", group.ranks)
+    if line.select_latency_s is None:
+        return Candidate("ring", proto, line.latency_s, line.algbw_bytes_per_s * k)
+    return Candidate("ring", proto, line.latency_s, line.algbw_bytes_per_s * k,
+                     select_latency_s=line.select_latency_s, select_algbw_bytes_per_s=line.select_algbw_bytes_per_s * k)
+
+
+def ll128_enabled(group: Group) -> bool:
+    """NCCL turns LL128 on by default only where it is tested safe (tuning.cc ncclTopoTuneModel):
+    every intra-node hop over NVLink (typeIntra <= PATH_NVB) and, across nodes, NICs next to the GPUs
+    (typeInter <= PATH_PXB: rail-optimised NICs under the GPU's PCIe switch). PCIe-only boxes and
+    shared NICs behind the CPU run LL and Simple only."""
+    s = group.system
+    if group.gpus_per_node > 1 and ring_path(s, group.gpus_per_node).nccl_link != "nvlink":
+        return False
+    return group.nodes == 1 or s.rail_optimized
+
+
+def protocols(group: Group) -> tuple[str, ...]:
+    return PROTOCOLS if ll128_enabled(group) else tuple(p for p in PROTOCOLS if p != "ll128")

@@ -1,0 +1,458 @@
+"""How to spend N GPUs: identical replicas of one plan (TP x PP x EP x DP-attention), each at the
+largest batch that meets the budgets, ranked by tokens/s per GPU.
+
+For every split of the GPUs into `replicas` copies of a plan, the batch (sequences in flight under
+continuous batching) grows while it
+
+* fits memory: weights + KV cache for every sequence at its longest (input + output tokens) + workspace;
+* meets the ITL budget: the mean time between two tokens of one sequence;
+* meets the TTFT budget, where one is given.
+
+Continuous batching mixes prefill into decode (chunked prefill, the default of vLLM V1, SGLang and
+TensorRT-LLM): in steady state every finished sequence is replaced by a new one, so each decode
+step also prefills batch x input_len / output_len prompt tokens. The ITL is therefore
+
+    itl(b) = decode_step(b) + c_p x b x input_len / output_len
+
+with c_p the prefill cost per prompt token (one prompt's prefill, less the step overhead, over its
+length), and a new prompt's TTFT is its ceil(input_len / chunk) chunks, each a decode step of the
+batch plus its share of the prompt. Throughput is b / itl(b) per replica. `--context L` instead
+prices a fixed context of L tokens with no prefill (a decode-only question).
+
+A pipeline-parallel replica keeps pp micro-batches of b sequences in flight (vLLM's virtual engines,
+and SGLang's and TensorRT-LLM's pipeline schedulers alike): a sequence's next token takes one pass
+through every stage, itl(b), while the other stages work on the other micro-batches, so the replica
+holds pp x b sequences (memory) and makes pp x b / itl(b) tokens per second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from ..errors import PlanError
+from ..fabric.hardware import Catalog, System
+from ..fabric.catalog import load_catalog
+from .launch import launch_lines
+from ..step.memory import fits as memory_fits
+from ..step.memory import memory_need
+from ..model import ModelConfig, Plan, load_model
+from .planner import Budgets, check_nodes, precision_for, valid_plans
+from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from .disagg import Prefill, best_prefill
+from ..step.speculative import Speculation, comparison_text
+from ..step.compose import compile_step
+from ..units import format_decimal_bytes, format_seconds
+
+MAX_BATCH = 1024
+CHUNK_TOKENS = 8192
+"""Prompt tokens per step under chunked prefill: vLLM's max_num_batched_tokens (engines/vllm.toml),
+SGLang's chunked_prefill_size on 80-160 GB GPUs and TensorRT-LLM's max_num_tokens all default to 8192."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """What each sequence does: a prompt of `input_len` tokens and `output_len` generated tokens
+    (`context`: a fixed KV context, decode only); optionally with speculative decoding."""
+
+    input_len: int = 2048
+    output_len: int = 256
+    context: int | None = None
+    speculation: Speculation | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_len", "output_len"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise PlanError(f"{name.replace('_', '-')} must be a whole number of tokens, at least 1, got {v!r}")
+        if self.context is not None and (isinstance(self.context, bool) or not isinstance(self.context, int)
+                                         or self.context < 1):
+            raise PlanError(f"context must be a whole number of tokens, at least 1, got {self.context!r}")
+
+    @property
+    def mean_context(self) -> float:
+        """Cached tokens a decode step attends over on average."""
+        return float(self.context) if self.context else self.input_len + self.output_len / 2
+
+    @property
+    def max_context(self) -> int:
+        """The longest a sequence gets: what the KV cache must hold for each."""
+        return self.context or self.input_len + self.output_len
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    replicas: int
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    max_batch: int
+    """Sequences in flight per replica (0: no batch meets the constraints)."""
+    itl_s: float
+    ttft_s: float
+    tokens_per_s: float
+    """All replicas together."""
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float
+    mem_bytes_per_gpu: float
+    binding: str
+    """What stops the batch from growing: memory, itl, ttft, or max-batch (the sweep's end)."""
+    meets_budget: bool
+    comm_share: float
+    gpus_per_replica: int
+
+    def label(self) -> str:
+        plan = Plan(self.tp, self.pp, self.ep, self.dp).label().replace("DP-attention", "DP")
+        return f"{self.replicas}x{plan.replace(' ', '/')}"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("gpus_per_replica")
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployResult:
+    model: str
+    system: str
+    nodes: int
+    gpus: int
+    budget_s: float | None
+    ttft_budget_s: float | None
+    engine: str
+    workload: Workload
+    options: tuple[Option, ...]
+    best: Option | None
+    pareto: tuple[dict, ...]
+    curves: dict = field(default_factory=dict)
+    """Option label -> (tokens/s/user, tokens/s/GPU) arrays over batch 1..max fitting (for figures)."""
+    launch: dict = field(default_factory=dict)
+    verdict: str = ""
+    notes: tuple[str, ...] = ()
+    memory_utilization: float | None = None
+    """--gpu-memory-utilization as given (None: each engine's default); the launch lines pass it on."""
+    prefill: dict | None = None
+    """Under --disaggregate: the prefill side of the best option (plan, replicas, prefill and KV
+    hand-off times, the hand-off's share of TTFT)."""
+    without_speculation: Option | None = None
+    """With --speculative: the best option of the same request without it (None: none meets the budgets)."""
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
+                "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "engine": self.engine,
+                "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
+                "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
+                "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
+                "prefill": self.prefill,
+                "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None}
+
+
+# --- the splits -----------------------------------------------------------------------------
+
+def splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]]:
+    """Every (replicas, plan) with replicas x plan GPUs = `gpus`: a replica inside a node, or over
+    whole nodes."""
+    gpn = system.gpus_per_node
+    out = []
+    for size in (d for d in range(1, gpus + 1) if gpus % d == 0):
+        if size > gpn and (size % gpn or system.nic_fabric is None):
+            continue
+        nodes = max(1, size // gpn)
+        try:
+            plans = valid_plans(cfg, system, nodes, pp_all=True)
+        except PlanError:
+            continue
+        out += [(gpus // size, p) for p in plans if p.gpus == size]
+    return out
+
+
+# --- one option -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Curve:
+    """Per batch b = 1..MAX_BATCH of one plan: ITL, TTFT, memory, communication share."""
+
+    itl_s: np.ndarray
+    ttft_s: np.ndarray
+    mem_bytes: np.ndarray
+    comm_share: np.ndarray
+    seqs: np.ndarray
+    """Sequences in flight per replica at each entry: pp micro-batches of b."""
+    fits: np.ndarray
+    """Whether each entry fits as the engine counts memory (memory.fits)."""
+
+
+def decode_per_token(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, b: np.ndarray, context: float,
+                     common: dict, spec: Speculation | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """(time per generated token of each sequence, communication in it, tokens per step per
+    sequence) at each batch: one decode step, or with speculation the verify step plus the draft's
+    k steps over the expected accepted tokens (speculative.py)."""
+    dec = compile_step(cfg, system, p, catalog, phase="decode", **common)
+    if spec is None:
+        r = dec.evaluate(b, context)
+        return r["total_s"], r["comm_s"], 1.0
+    k = spec.draft_tokens
+    verify = dec.evaluate(b * (k + 1), context / (k + 1))  # each sequence's KV read once (module doc)
+    if spec.method == "draft":
+        small = load_model(spec.draft_model)
+        draft = compile_step(small, system, Plan(_draft_tp(small, p.tp)), catalog, phase="decode", **common)
+        draft_s = k * draft.evaluate(b, context)["total_s"]
+    else:  # mtp / eagle: one decoder layer of the target per draft token
+        one = dec.evaluate(b, context)
+        draft_s = k * (one["compute_s"] + one["comm_s"]) / cfg.num_layers
+    y = spec.tokens_per_step
+    return (verify["total_s"] + draft_s) / y, verify["comm_s"] / y, y
+
+
+def _draft_tp(small: ModelConfig, tp: int) -> int:
+    """The draft runs over the target's TP group where its heads allow it, else on fewer GPUs."""
+    while tp > 1 and (small.num_heads % tp or (small.num_kv_heads % tp and tp % small.num_kv_heads)):
+        tp //= 2
+    return tp
+
+
+def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
+           settings: PlanSettings, prefill: Prefill | None = None) -> _Curve:
+    b = np.arange(1, MAX_BATCH + 1, dtype=float)
+    precision = common["precision"]
+    step, comm, yield_ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
+                                          spec=work.speculation)
+    seqs = p.pp * b
+    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=seqs,
+                       context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
+    mem = need.total
+    fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    if work.context:  # decode only: no prompts arrive
+        return _Curve(step, np.zeros_like(b), mem, comm / step, seqs, fit)
+    if prefill is not None:  # disaggregated: prompts are prefilled elsewhere and handed over
+        return _Curve(step, np.full_like(b, prefill.ttft_s), mem, comm / step, seqs, fit)
+    pre = compile_step(cfg, system, p, catalog, phase="prefill", **common)
+    one = float(pre.evaluate(1.0, float(work.input_len))["total_s"])
+    per_token = max(one - common["eff"].step_overhead_s, 0.0) / work.input_len  # c_p
+    # finished sequences are replaced: each step prefills b x yield x input / output prompt tokens
+    itl = step + per_token * b * work.input_len / work.output_len
+    chunk = np.maximum(CHUNK_TOKENS - b, 1.0)
+    chunks = np.ceil(work.input_len / chunk)
+    ttft = chunks * (step * yield_ + per_token * work.input_len / chunks)
+    return _Curve(itl, ttft, mem, comm / itl, seqs, fit)
+
+
+def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
+    fits = c.fits
+    itl_ok = c.itl_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
+    ttft_ok = c.ttft_s <= budgets.ttft_budget_s if budgets.ttft_budget_s is not None else np.ones_like(fits)
+    ok = fits & itl_ok & ttft_ok
+    # the batch grows while every smaller batch also meets the constraints
+    n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
+    binding = "max-batch" if n == MAX_BATCH else ("memory" if not fits[n] else "itl" if not itl_ok[n] else "ttft")
+    i = max(n - 1, 0)  # the row of the largest good batch (or batch 1 for the closest miss)
+    per_replica = float(c.seqs[i]) / c.itl_s[i]
+    return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if n else 0,
+                  itl_s=float(c.itl_s[i]),
+                  ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
+                  tokens_per_s_per_gpu=float(per_replica / p.gpus), tokens_per_s_per_user=float(1 / c.itl_s[i]),
+                  mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=n > 0,
+                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus)
+
+
+# --- the sweep ------------------------------------------------------------------------------
+
+def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: int | None = None,
+           budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
+           engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
+           disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
+           catalog: Catalog | None = None) -> DeployResult:
+    """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
+    budgets; the best is the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of
+    the GPUs prefill and the replicas are over the other D (disagg.py)."""
+    catalog = catalog or load_catalog()
+    cfg = load_model(model) if isinstance(model, str) else model
+    sysm = catalog.system(system) if isinstance(system, str) else system
+    nodes = _nodes(sysm, gpus, nodes)
+    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
+    if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
+        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
+                        f"{cfg.max_position_embeddings}")
+    precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
+    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    decode_gpus = _decode_gpus(gpus, disaggregate, workload)
+    options, curves, prefills = [], {}, {}
+    for replicas, p in splits(cfg, sysm, decode_gpus):
+        pre = None
+        if disaggregate:
+            pre = best_prefill(cfg, sysm, catalog, gpus=disaggregate[0], input_len=workload.input_len, common=common,
+                               candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus,
+                               settings=settings)
+        c = _curve(cfg, sysm, p, catalog, work=workload, common=common, settings=settings, prefill=pre)
+        opt = _option(replicas, p, c, budgets=budgets)
+        if pre is not None:
+            opt = _fed_by(opt, c, pre, workload, gpus)
+        options.append(opt)
+        curves[opt.label()] = _frontier_curve(c, opt)
+        prefills[opt.label()] = pre
+    if not options:
+        raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
+                        f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
+    options.sort(key=lambda o: (-o.tokens_per_s_per_gpu if o.meets_budget else math.inf, -o.tokens_per_s_per_user))
+    best = next((o for o in options if o.meets_budget), None)
+    result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budget_s,
+                          ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
+                          best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
+                          prefill=_prefill_dict(prefills.get(best.label()) if best else None),
+                          notes=tuple(precision_notes), memory_utilization=settings.memory_utilization,
+                          without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
+                                                          workload=workload, engine=engine, dtype=dtype,
+                                                          kv_dtype=kv_dtype, disaggregate=disaggregate,
+                                                          settings=settings, catalog=catalog))
+    return _with_words(result, launch_lines(result, cfg, sysm, catalog) if best else {})
+
+
+def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
+                **request) -> Option | None:
+    """The best option of the same request without speculation (None also when there is none)."""
+    if workload.speculation is None:
+        return None
+    plain = dataclasses.replace(workload, speculation=None)
+    return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
+                  workload=plain, **request).best
+
+
+def _prefill_dict(pre: Prefill | None) -> dict | None:
+    if pre is None:
+        return None
+    return {"gpus": pre.gpus, "replicas": pre.replicas, "tp": pre.plan.tp, "pp": pre.plan.pp, "ep": pre.plan.ep,
+            "dp": pre.plan.dp, "prefill_s": pre.prefill_s, "kv_transfer_s": pre.transfer_s, "ttft_s": pre.ttft_s,
+            "kv_transfer_share_of_ttft": pre.transfer_s / pre.ttft_s, "prompts_per_s": pre.prompts_per_s}
+
+
+def _decode_gpus(gpus: int, disaggregate: tuple[int, int] | None, work: Workload) -> int:
+    if disaggregate is None:
+        return gpus
+    if work.context:
+        raise PlanError("--disaggregate needs --input-len/--output-len (a prompt to hand over), not --context")
+    if sum(disaggregate) != gpus:
+        raise PlanError(f"--disaggregate {disaggregate[0]}:{disaggregate[1]} uses {sum(disaggregate)} GPUs, "
+                        f"not the {gpus} of --gpus")
+    return disaggregate[1]
+
+
+def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> Option:
+    """A decode option under disaggregation, per GPU over all P + D GPUs. Where the prefill side
+    cannot feed the largest batch (prompts/s x output_len tokens/s), the batch is the smallest that
+    takes all it feeds, with that batch's (lower) ITL."""
+    fed = pre.prompts_per_s * work.output_len
+    fields = {f: getattr(opt, f) for f in opt.__dataclass_fields__}
+    if not opt.meets_budget or fed >= opt.tokens_per_s:
+        return Option(**{**fields, "tokens_per_s_per_gpu": opt.tokens_per_s / gpus})
+    n = int(np.searchsorted(c.seqs, opt.max_batch, side="right"))  # entries up to the largest good batch
+    takes = opt.replicas * c.seqs[:n] / c.itl_s[:n] >= fed
+    i = int(np.argmax(takes)) if takes.any() else n - 1
+    itl = float(c.itl_s[i])
+    return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
+                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]),
+                     "comm_share": float(c.comm_share[i]), "binding": "prefill"})
+
+
+def _nodes(system: System, gpus: int, nodes: int | None) -> int:
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise PlanError(f"--gpus must be a whole number of at least 1, got {gpus!r}")
+    needed = math.ceil(gpus / system.gpus_per_node)
+    nodes = needed if nodes is None else nodes
+    check_nodes(system, nodes)
+    if gpus > nodes * system.gpus_per_node:
+        raise PlanError(f"{gpus} GPUs do not fit in {nodes} x {system.name} ({system.gpus_per_node} per node); "
+                        f"give --nodes {needed} or fewer --gpus")
+    return nodes
+
+
+def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
+    fit = c.fits
+    return 1 / c.itl_s[fit], c.seqs[fit] / c.itl_s[fit] / opt.gpus_per_replica
+
+
+def pareto_front(curves: dict, options: Sequence[Option]) -> list[dict]:
+    """The (tokens/s/user, tokens/s/GPU) points over every plan and batch that no other point beats
+    on both, best user speed first (ties in user speed: the higher tokens/s/GPU, then curve order)."""
+    by_label = {o.label(): o for o in options}
+    labels = list(curves)
+    user = np.concatenate([np.asarray(curves[k][0], dtype=float) for k in labels] or [np.zeros(0)])
+    per_gpu = np.concatenate([np.asarray(curves[k][1], dtype=float) for k in labels] or [np.zeros(0)])
+    which = np.concatenate([np.full(len(curves[k][0]), i) for i, k in enumerate(labels)] or [np.zeros(0, int)])
+    index = np.concatenate([np.arange(len(curves[k][0])) for k in labels] or [np.zeros(0, int)])
+    order = np.lexsort((-per_gpu, -user))  # stable, as sorting the points in curve order would be
+    g = per_gpu[order]
+    best_before = np.concatenate([[-math.inf], np.maximum.accumulate(g)[:-1]]) if len(g) else g
+    front = []
+    for j in order[g > best_before]:  # a point is on the front when it beats every faster one
+        o = by_label[labels[which[j]]]
+        front.append({"tp": o.tp, "pp": o.pp, "ep": o.ep, "dp": o.dp, "replicas": o.replicas,
+                      "batch": o.pp * (int(index[j]) + 1), "tokens_per_s_per_user": float(user[j]),
+                      "tokens_per_s_per_gpu": float(per_gpu[j])})
+    return front
+
+
+def _with_words(r: DeployResult, launch: dict) -> DeployResult:
+    return DeployResult(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "launch": launch,
+                           "verdict": verdict_text(r)})
+
+
+def verdict_text(r: DeployResult) -> str:
+    """One paragraph, with numbers: the choice, against one replica of the widest TP (or the runner-up)."""
+    budgets = " and ".join(w for w in (f"{format_seconds(r.budget_s)} ITL" if r.budget_s else "",
+                                       f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "") if w)
+    within = f"within {budgets}" if budgets else "with no budget"
+    if r.best is None:
+        spec = r.workload.speculation
+        return _no_option_text(r, budgets) + (comparison_text(spec, None, r.without_speculation) if spec else "")
+    b = r.best
+    pre = r.prefill
+    stages = f" PP{pre['pp']}" if pre and pre["pp"] > 1 else ""
+    where = (f"On {r.gpus} GPUs of {r.system} ({pre['gpus']} prefilling as {pre['replicas']}x TP{pre['tp']}"
+             f"{stages}, TTFT {format_seconds(pre['ttft_s'])} of which the KV "
+             f"hand-off is {format_seconds(pre['kv_transfer_s'])}, {100 * pre['kv_transfer_share_of_ttft']:.1f}%)"
+             if pre else f"On {r.gpus} GPUs of {r.system}")
+    text = (f"{where}, {b.label()} at batch {b.max_batch} per replica gives the most "
+            f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
+            f"{b.tokens_per_s_per_user:.0f} tokens/s per user (ITL {format_seconds(b.itl_s)}; "
+            f"{b.binding} binds; {100 * b.comm_share:.0f}% of each step in communication).")
+    if r.workload.speculation is not None:
+        text += comparison_text(r.workload.speculation, b, r.without_speculation)
+    # Against the plan people reach for first: one replica, tensor-parallel as wide as the GPUs allow.
+    whole = max((o for o in r.options if o.replicas == 1), key=lambda o: (o.tp, -o.pp, -o.ep, -o.dp), default=None)
+    if whole is b:
+        second = next((o for o in r.options if o is not b and o.meets_budget), None)
+        if second is not None:
+            text += (f" The runner-up, {second.label()}, gives {second.tokens_per_s_per_gpu:,.0f}/GPU "
+                     f"({second.tokens_per_s_per_gpu / b.tokens_per_s_per_gpu:.2f}x) at batch {second.max_batch}.")
+        return text
+    if whole is not None:
+        if whole.meets_budget:
+            text += (f" That is {b.tokens_per_s_per_gpu / whole.tokens_per_s_per_gpu:.2f}x the tokens/s of one "
+                     f"{whole.label()[2:]} replica ({whole.tokens_per_s_per_gpu:,.0f}/GPU at batch {whole.max_batch}, "
+                     f"{100 * whole.comm_share:.0f}% of its step in communication).")
+        else:
+            text += f" One {whole.label()[2:]} replica of all {r.gpus} GPUs misses the budget ({whole.binding})."
+    return text
+
+
+def _no_option_text(r: DeployResult, budgets: str) -> str:
+    """Why no option qualifies, with the closest one: among the splits that hold batch 1 in memory
+    (the lowest ITL), or, where none does, the split that needs the least memory per GPU."""
+    fitting = [o for o in r.options if not (o.binding == "memory" and o.max_batch == 0)]
+    if not fitting:
+        c = min(r.options, key=lambda o: o.mem_bytes_per_gpu)
+        gpus = f"{r.gpus} GPU{'s' if r.gpus != 1 else ''}"
+        return (f"No split of {gpus} of {r.system} fits {r.model} in memory, even at batch 1: the closest is "
+                f"{c.label()} at {format_decimal_bytes(c.mem_bytes_per_gpu)} per GPU; give more --gpus or a smaller "
+                f"--dtype / --kv-dtype / context.")
+    c = min(fitting, key=lambda o: o.itl_s)
+    return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
+            f"{format_seconds(c.itl_s)} ITL, TTFT {format_seconds(c.ttft_s)} (binding: {c.binding}).")
+
+
+__all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "deploy", "pareto_front", "splits", "verdict_text"]

@@ -1,0 +1,91 @@
+"""Disaggregated prefill / decode (`--disaggregate P:D`): P GPUs prefill prompts, D GPUs decode.
+
+Decode replicas then run pure decode steps (no prefill chunks mixed in). A prompt's TTFT is its
+prefill on a prefill replica plus the hand-off of its KV cache to the decode replica: each decode
+GPU receives its own shard (the KV of its heads and its pipeline stage's layers) from the prefill
+side in parallel, priced as a send/recv over the path between them: inside the node when both
+sides fit in one, else over the scale-out network (collectives' send/recv, the NIC's rate and hop
+latency). The decode side's throughput is capped by what the prefill side can feed it: prefill
+replicas / prefill time prompts per second, output_len tokens each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..comm.collectives import collective_cost
+from ..errors import PlanError
+from ..fabric.hardware import Catalog, System
+from ..step.memory import fits as memory_fits
+from ..step.memory import memory_need
+from ..model import ModelConfig, Plan, kv_cache_bytes_per_gpu
+from ..step.settings import PlanSettings
+from ..step.compose import compile_step
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prefill:
+    """The prefill side: its plan, how many replicas, and one prompt's time and KV hand-off."""
+
+    gpus: int
+    replicas: int
+    plan: Plan
+    prefill_s: float
+    transfer_s: float
+    """The KV hand-off of one prompt to a decode replica."""
+
+    @property
+    def ttft_s(self) -> float:
+        return self.prefill_s + self.transfer_s
+
+    @property
+    def prompts_per_s(self) -> float:
+        return self.replicas / self.prefill_s
+
+
+def parse_split(text: str) -> tuple[int, int]:
+    """'2:6' -> (2, 6): prefill GPUs : decode GPUs."""
+    left, sep, right = str(text).partition(":")
+    if not sep or not left.strip().isdigit() or not right.strip().isdigit() or int(left) < 1 or int(right) < 1:
+        raise PlanError(f"--disaggregate {text!r} must be P:D, GPUs for prefill and for decode, e.g. 2:6")
+    return int(left), int(right)
+
+
+def best_prefill(cfg: ModelConfig, system: System, catalog: Catalog, *, gpus: int, input_len: int,
+                 common: dict, candidates: list[tuple[int, Plan]], decode_plan: Plan, decode_gpus: int,
+                 settings: PlanSettings) -> Prefill:
+    """The prefill split of `gpus` GPUs that fits one prompt in memory and feeds the most prompts
+    per second."""
+    precision, engine = common["precision"], common["engine"]
+    fitting = [(r, p) for r, p in candidates if memory_fits(
+        memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
+                    workspace_bytes=settings.workspace_bytes),
+        system.gpu, engine=engine, plan=p, utilization=settings.memory_utilization)]
+    if not fitting:
+        raise PlanError(f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
+                        f"give prefill more GPUs (--disaggregate P:D)")
+    best = None
+    for replicas, p in fitting:
+        t = float(compile_step(cfg, system, p, catalog, phase="prefill", **common)
+                  .evaluate(1.0, float(input_len))["total_s"])
+        if best is None or replicas / t > best[0] / best[2]:
+            best = (replicas, p, t)
+    replicas, p, t = best
+    return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t,
+                   transfer_s=kv_handoff_s(cfg, system, catalog, input_len=input_len, decode_plan=decode_plan,
+                                           kv_dtype=common["precision"].kv_dtype,
+                                           same_node=gpus + decode_gpus <= system.gpus_per_node))
+
+
+def kv_handoff_s(cfg: ModelConfig, system: System, catalog: Catalog, *, input_len: int, decode_plan: Plan,
+                 kv_dtype: str, same_node: bool) -> float:
+    """One prompt's KV cache, each decode GPU's shard received in parallel over its own path."""
+    shard = kv_cache_bytes_per_gpu(cfg, batch=1, context=float(input_len), tp=decode_plan.tp, pp=decode_plan.pp,
+                                   kv_dtype=kv_dtype, attn_dp=decode_plan.dp)
+    if not same_node and system.nic_fabric is None:
+        raise PlanError(f"{system.name} has no scale-out network to hand the KV cache to another node")
+    return collective_cost("send/recv", max(float(shard), 1.0), system, nodes=1 if same_node else 2, gpus=2,
+                           catalog=catalog).time_s
+
+
+__all__ = ["Prefill", "best_prefill", "kv_handoff_s", "parse_split"]

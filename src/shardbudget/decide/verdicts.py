@@ -1,0 +1,281 @@
+"""The verdicts, each defined once, over every plan of a sweep; every sentence is generated from them.
+
+For one batch size, over all plans the planner swept (TP x PP x EP x data-parallel attention):
+
+fits             weights + KV cache + workspace fit in the usable GPU memory.
+meets budget     fits, ITL <= the ITL budget and, when a TTFT budget is given, TTFT <= it.
+latency-optimal  exactly one plan: among the plans that fit, the one with the fewest GPUs whose ITL
+                 is within `knee_threshold` (default 10%) of the fastest plan's. More GPUs than that
+                 buy less than the threshold. Ties: the faster plan, then the lower TP.
+sharded too far  a plan that fits, with more GPUs than the latency-optimal one and not faster than
+                 it by more than the knee threshold; or a plan slower than some plan with fewer GPUs,
+                 or than a plan of a lower TP on no more GPUs (TP8 slower than TP4 x PP2 on the same
+                 eight GPUs).
+comm-bound       a warning, not a verdict of "too far": communication is more than `comm_threshold`
+                 (default 30%) of the latency-optimal plan's ITL.
+
+Each row of the table carries one label, in this order of precedence: "does not fit",
+"latency-optimal", "sharded too far", "over budget" (fits, misses a budget), "ok". A row whose
+communication share passes the threshold also has `comm_bound`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..units import format_decimal_bytes, format_seconds
+
+LABELS = ("does not fit", "latency-optimal", "sharded too far", "over budget", "ok")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One plan at one batch size: the numbers every verdict is computed from (seconds, bytes)."""
+
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    """Data-parallel attention degree (1: attention is tensor-parallel like the rest)."""
+    itl_s: float
+    compute_s: float
+    comm_s: float
+    comm_share: float
+    comm_latency_s: float
+    other_s: float
+    """Host-bound time and per-step overhead (ITL minus compute minus communication)."""
+    ttft_s: float
+    mem_bytes_per_gpu: float
+    fits_memory: bool
+    meets_budget: bool
+    verdict: str = ""
+    comm_bound: bool = False
+    memory: dict | None = None
+    """What the bytes per GPU are made of (memory.MemoryNeed: weights, kv_cache, activations,
+    cuda_graphs, comm_buffers, cuda_context, total)."""
+    itl_p99_s: float | None = None
+    """The ITL's p99 from measured collective jitter (tail_plan.py); None without a --jitter log."""
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def key(self) -> tuple[int, int, int, int]:
+        return (self.tp, self.pp, self.ep, self.dp)
+
+    def label(self) -> str:
+        """TP8, TP8 PP2, TP8 EP8, TP8 EP8 DP8 (data-parallel attention)."""
+        return (f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
+                + (f" DP{self.dp}" if self.dp > 1 else ""))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thresholds:
+    budget_s: float | None
+    ttft_budget_s: float | None
+    comm_threshold: float
+    knee_threshold: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """Every verdict of one batch size, with the rows they point at and the sentences they make."""
+
+    batch: int
+    rows: tuple[Row, ...]
+    """Every plan, labelled."""
+    smallest: Row | None
+    """The plan that fits on the fewest GPUs (ties: the least memory per GPU)."""
+    fastest: Row | None
+    best: Row | None
+    """The latency-optimal plan."""
+    largest_tp_within_budget: Row | None
+    """Among plans that meet every budget, the one with the largest TP (ties: fewer GPUs, faster)."""
+    closest: Row | None
+    """When no plan meets the budgets: the fitting plan nearest to them."""
+    pick: Row | None
+    """The plan to run: the latency-optimal one if it meets every budget, else the same knee rule
+    applied to the plans that do (None when none does)."""
+    too_far: tuple[Row, ...]
+    comm_bound: bool
+    sentences: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+    @property
+    def best_plan(self) -> dict | None:
+        return None if self.best is None else dict(zip(("tp", "pp", "ep", "dp"), self.best.key))
+
+
+def _order(r: Row) -> tuple:
+    return (r.gpus, r.itl_s, r.tp, r.pp, r.ep, r.dp)
+
+
+def latency_optimal(fitting: list[Row], knee: float) -> Row | None:
+    """The fewest-GPU plan within `knee` of the fastest (see the module docstring)."""
+    if not fitting:
+        return None
+    fastest = min(r.itl_s for r in fitting)
+    return min((r for r in fitting if r.itl_s <= fastest * (1 + knee)), key=_order)
+
+
+def is_too_far(r: Row, best: Row, fitting: list[Row], knee: float) -> bool:
+    if r.key == best.key or not r.fits_memory:
+        return False
+    past_best = r.gpus > best.gpus and best.itl_s / r.itl_s - 1 <= knee
+    slower_than_smaller = any(o.itl_s < r.itl_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp))
+                              for o in fitting)
+    return past_best or slower_than_smaller
+
+
+def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, usable_bytes: float,
+          limits: Thresholds) -> Verdict:
+    """The verdicts of one batch size over `rows` (one per plan); every row the Verdict points at is
+    the labelled row of its table."""
+    knee = limits.knee_threshold
+    unlabelled = [r for r in rows if r.fits_memory]
+    best0 = latency_optimal(unlabelled, knee)
+    far = {r.key for r in unlabelled if best0 and is_too_far(r, best0, unlabelled, knee)}
+    labelled = tuple(_labelled(r, best0, far, limits.comm_threshold) for r in rows)
+    fitting = [r for r in labelled if r.fits_memory]
+    meeting = [r for r in fitting if r.meets_budget]
+    best = next((r for r in fitting if best0 and r.key == best0.key), None)
+    v = Verdict(
+        batch=batch, rows=labelled,
+        smallest=min(fitting, key=lambda r: (r.gpus, r.mem_bytes_per_gpu, r.itl_s)) if fitting else None,
+        fastest=_fastest(fitting, best), best=best,
+        largest_tp_within_budget=min(meeting, key=lambda r: (-r.tp, r.gpus, r.itl_s)) if meeting else None,
+        closest=_closest(fitting, limits) if fitting and not meeting else None,
+        pick=best if best and best.meets_budget else latency_optimal(meeting, knee),
+        too_far=tuple(sorted((r for r in fitting if r.key in far), key=_order)),
+        comm_bound=bool(best and best.comm_share > limits.comm_threshold), sentences=())
+    text = _sentences(v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes,
+                      rows=rows, limits=limits)
+    return Verdict(**{**{f: getattr(v, f) for f in v.__dataclass_fields__}, "sentences": text})
+
+
+def _fastest(fitting: list[Row], best: Row | None) -> Row | None:
+    """The fastest plan; the latency-optimal one itself when nothing is strictly faster."""
+    if not fitting:
+        return None
+    fastest = min(fitting, key=lambda r: (r.itl_s, _order(r)))
+    return best if best is not None and best.itl_s <= fastest.itl_s else fastest
+
+
+def _labelled(r: Row, best: Row | None, far: set, comm_threshold: float) -> Row:
+    if not r.fits_memory:
+        label = "does not fit"
+    elif best and r.key == best.key:
+        label = "latency-optimal"
+    elif r.key in far:
+        label = "sharded too far"
+    elif not r.meets_budget:
+        label = "over budget"
+    else:
+        label = "ok"
+    return Row(**{**asdict(r), "verdict": label, "comm_bound": r.comm_share > comm_threshold})
+
+
+def _closest(fitting: list[Row], limits: Thresholds) -> Row:
+    """The plan whose worst budget ratio (ITL / budget, TTFT / TTFT budget) is smallest."""
+    def worst(r: Row) -> float:
+        ratios = [r.itl_s / limits.budget_s if limits.budget_s else 0.0]
+        ratios.append(r.ttft_s / limits.ttft_budget_s if limits.ttft_budget_s else 0.0)
+        return max(ratios)
+    return min(fitting, key=lambda r: (worst(r), r.gpus))
+
+
+def _ms(t_s: float) -> str:
+    return format_seconds(t_s)
+
+
+def _share(r: Row, threshold: float | None = None) -> str:
+    """'30%'; one decimal where whole percents would print the share equal to the threshold."""
+    pct = 100 * r.comm_share
+    if threshold is not None and round(pct) == round(100 * threshold) and pct != 100 * threshold:
+        return f"{pct:.1f}%"
+    return f"{pct:.0f}%"
+
+
+def _budget_words(limits: Thresholds) -> str:
+    words = [f"the {_ms(limits.budget_s)} ITL budget"] if limits.budget_s is not None else []
+    if limits.ttft_budget_s is not None:
+        words.append(f"the {_ms(limits.ttft_budget_s)} TTFT budget")
+    return " and ".join(words)
+
+
+def _sentences(v: Verdict, *, where: str, gpu_memory_bytes: float, usable_bytes: float, rows: list[Row],
+               limits: Thresholds) -> tuple[str, ...]:
+    head = f"Batch {v.batch}: {where}"
+    if v.best is None:
+        least = min(rows, key=lambda r: r.mem_bytes_per_gpu) if rows else None
+        need = (f" (the smallest need is {least.label()} with {format_decimal_bytes(least.mem_bytes_per_gpu)} per GPU; "
+                f"{format_decimal_bytes(usable_bytes)} of the {format_decimal_bytes(gpu_memory_bytes)} are usable)"
+                if least else "")
+        return (f"{head} does not fit in memory under any plan{need}; add nodes or quantise.",)
+    s = v.smallest
+    out = [f"{head} fits on as few as {s.gpus} GPU{'s' if s.gpus > 1 else ''} "
+           f"({s.label()}: {format_decimal_bytes(s.mem_bytes_per_gpu)} per GPU)."]
+    out.append(_best_sentence(v, limits))
+    if limits.budget_s is not None or limits.ttft_budget_s is not None:
+        out.append(_budget_sentence(v, limits))
+        if v.pick is not None and v.pick.key != v.best.key:
+            out.append(f"{v.best.label()} misses {_budget_words(limits)}; within it, pick {v.pick.label()} "
+                       f"({_ms(v.pick.itl_s)}).")
+    if v.too_far:
+        out.append(_too_far_sentence(v, limits))
+    out.append(_comm_sentence(v, limits))
+    return tuple(out)
+
+
+def _best_sentence(v: Verdict, limits: Thresholds) -> str:
+    best, fastest = v.best, v.fastest
+    text = (f"Latency-optimal: {best.label()} at {_ms(best.itl_s)} per token "
+            f"({_share(best)} of it communication)")
+    if fastest.key != best.key:
+        return (text + f"; {fastest.label()} is faster ({_ms(fastest.itl_s)}) but by less than "
+                f"{100 * limits.knee_threshold:.0f}% for {fastest.gpus - best.gpus} more GPUs.")
+    larger = [r for r in v.rows if r.fits_memory and r.gpus > best.gpus]
+    return text + ("; no plan with more GPUs is faster." if larger else "; it is the fastest plan swept.")
+
+
+def _budget_sentence(v: Verdict, limits: Thresholds) -> str:
+    budgets = _budget_words(limits)
+    if v.largest_tp_within_budget is None:
+        c = v.closest
+        ttft = f", TTFT {_ms(c.ttft_s)}" if limits.ttft_budget_s is not None else ""
+        return (f"No plan meets {budgets}: the closest is {c.label()} at {_ms(c.itl_s)} "
+                f"({_ms(c.compute_s)} compute, {_ms(c.comm_s)} communication{ttft}).")
+    r = v.largest_tp_within_budget
+    ttft = f", TTFT {_ms(r.ttft_s)}" if limits.ttft_budget_s is not None else ""
+    plan = "" if r.label() == f"TP{r.tp}" else f"{r.label()}: "
+    return f"The largest TP that meets {budgets} is TP{r.tp} ({plan}{_ms(r.itl_s)}{ttft})."
+
+
+def _too_far_sentence(v: Verdict, limits: Thresholds) -> str:
+    n = len(v.too_far)
+    widest = max(v.too_far, key=lambda r: (r.tp, r.gpus, r.itl_s))
+    some = ", ".join(f"{r.label()} {_ms(r.itl_s)}" for r in v.too_far[:3]) + (", ..." if n > 3 else "")
+    comm = (f"; at {widest.label()} communication is {_share(widest)} of the ITL" if widest.comm_share >= 0.01 else "")
+    return (f"{n} plan{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} sharded too far, each using more GPUs "
+            f"or a higher TP than another plan that is at most {100 * limits.knee_threshold:.0f}% slower "
+            f"({some}){comm}.")
+
+
+def _comm_sentence(v: Verdict, limits: Thresholds) -> str:
+    best = v.best
+    parts = f"{_ms(best.comm_s)} of {_ms(best.itl_s)}"
+    if v.comm_bound:
+        return (f"Warning: communication is {_share(best, limits.comm_threshold)} of {best.label()}'s ITL ({parts}), above the "
+                f"{100 * limits.comm_threshold:.0f}% threshold: the fabric, not the GPUs, sets its token time.")
+    return (f"Communication is {_share(best, limits.comm_threshold)} of {best.label()}'s ITL ({parts}), under the "
+            f"{100 * limits.comm_threshold:.0f}% threshold.")
+
+
+__all__ = ["LABELS", "Row", "Thresholds", "Verdict", "is_too_far", "judge", "latency_optimal"]

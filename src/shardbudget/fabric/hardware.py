@@ -1,0 +1,225 @@
+"""What the hardware catalog holds: fabrics (links), GPUs, CPUs and systems (nodes), as frozen
+dataclasses of SI floats, and the `Catalog` that looks them up by name.
+
+`fabric.catalog` reads them from the TOML files, where every number has its unit written out and a
+`source`. See `units` for the glossary (per-direction vs bidirectional, Gbit vs GB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import UnknownNameError, known_case
+from .nccl_constants import EngineKernels, NcclConstants
+
+PROTOCOLS = ("ll", "ll128", "simple")
+FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "efa", "ethernet", "xgmi",
+                "tcp")
+NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/graph/tuning.cc)
+FIGURES = ("peak", "measured", "achievable")
+TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
+ARCHS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
+CPU_VENDORS = ("intel", "amd", "arm", "ibm")
+P2P_LEVELS = ("auto", "loc", "nvl", "pix", "pxb", "phb", "sys")
+"""NCCL_P2P_LEVEL values (src/graph/paths.cc): P2P is used up to this PCIe distance. "auto" is NCCL's
+default: PXB (through PCIe switches, never through a CPU host bridge), or SYS on AMD CPUs when the
+communicator has at most 2 GPUs on the node."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class Fabric:
+    """One kind of link between GPUs (or a GPU's NIC), as a GPU sees it."""
+
+    name: str
+    kind: str
+    """One of FABRIC_KINDS."""
+    description: str
+    bytes_per_s: float
+    """Vendor peak bandwidth per GPU (or per NIC port), **per direction**, bytes/s."""
+    achievable_bytes_per_s: float
+    """Achievable bus bandwidth per GPU per direction with the Simple protocol, bytes/s (a measured
+    nccl-tests busbw where one exists; what the collective model uses for large messages)."""
+    hop_latency_s: Mapping[str, float]
+    """Per-step latency of a ring/tree hop over this link, per NCCL protocol (ll, ll128, simple), s.
+    Defaults to NCCL's hwLat row for `nccl_link` where the catalog gives none."""
+    nccl_link: str
+    """Which NCCL link class its hops belong to: nvlink, pci or net."""
+    in_switch_reduction: bool = False
+    """NVLink SHARP (NVLS): the switch reduces, so all-reduce moves each byte once each way."""
+    p2p: bool = True
+    """GPUs can load/store each other's memory over it (what one-/two-shot custom kernels need)."""
+    nvls_efficiency: float | None = None
+    """Share of the link rate NVLS reaches (None: catalog/nccl.toml's calibrated table)."""
+    links_per_gpu: int = 1
+    per_link_bytes_per_s: float | None = None
+    """Per-link, per-direction rate for multi-link fabrics (NVLink), bytes/s."""
+    figure: str = "peak"
+    """Whether `bytes_per_s` is a vendor peak or a measured figure."""
+    source: str
+    achievable_source: str = ""
+    latency_source: str = ""
+    achievable_gpus: int | None = None
+    """GPUs of the ring `achievable_bytes_per_s` was measured on, where it is a ring figure: smaller
+    rings reach nccl.calibrated.ring_efficiency of it. None: the figure holds for every group."""
+    nccl_bytes_per_s: float = 0.0
+    """What NCCL's topology assigns this link per GPU per direction (topo.h: SM90_NVLINK_BW x links,
+    PCIe width x speed / 80, ...), bytes/s: NCCL chooses algorithms by it. The loader defaults it to
+    the achievable figure."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class GPU:
+    name: str
+    description: str
+    arch: str
+    memory_bytes: float
+    """Device memory, bytes (GB = 1e9 as datasheets state, GiB where the vendor means GiB)."""
+    mem_bytes_per_s: float
+    """Peak HBM / GDDR bandwidth, bytes/s."""
+    bf16_flops_per_s: float
+    """Dense (no sparsity) BF16 tensor-core peak, FLOP/s."""
+    fp8_flops_per_s: float
+    """Dense FP8 tensor-core peak, FLOP/s (equal to bf16 where the GPU has no FP8)."""
+    pcie_p2p: bool = True
+    """The driver allows peer-to-peer over PCIe (NVML p2pStatus OK). GeForce drivers report it
+    unsupported, so NCCL stages every PCIe hop through host memory (SHM)."""
+    figure: str = "peak"
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class CPU:
+    """The host platform of a node: CPU vendor (NCCL's rules depend on it) and the two shared paths
+    GPU traffic takes through it when it cannot go GPU to GPU: each socket's root complex to host
+    memory, and the link between sockets. Every rate is per direction."""
+
+    name: str
+    description: str
+    vendor: str
+    """One of CPU_VENDORS: NCCL's P2P default, LL bandwidth caps and network overhead depend on it."""
+    socket_link_bytes_per_s: float
+    """GPU traffic crossing from one socket to the other, all flows together, bytes/s."""
+    socket_stream_bytes_per_s: float
+    """The most one host-staged stream (one ring hop through host memory) carries across the socket
+    link, bytes/s (equal to the link where nothing smaller is measured)."""
+    nccl_socket_link_bytes_per_s: float
+    """What NCCL's own topology assumes for the socket link (topo.h *_QPI_BW / AMD_BW), bytes/s: NCCL
+    uses it to choose between transports."""
+    host_bytes_per_s: float
+    """GPU DMA through one socket's root complex to host memory or to another root port, all GPUs
+    of that socket together, bytes/s. A P2P hop through the host bridge passes it once, a host-staged
+    (SHM) hop twice: written into host memory, read back out."""
+    socket_latency_s: float
+    """Extra per-hop latency of a hop that crosses the socket link, seconds."""
+    net_overhead_s: float
+    """NCCL's per-step network post overhead on this CPU (tuning.cc getNetOverhead), seconds."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class PcieTree:
+    """How the GPUs of a node hang off its CPUs: `sockets` CPUs with gpus_per_node / sockets GPUs each,
+    filled in index order; `gpus_per_switch` GPUs share one PCIe switch (1: every GPU on its own CPU
+    root port). P2P between GPUs under one switch (PIX) uses the system's PCIe fabric (`intra_fabric`
+    of a pcie system, `fallback_fabric` between NVLink pairs); the fabrics here are the other
+    transports NCCL can pick between two GPUs."""
+
+    sockets: int
+    gpus_per_switch: int
+    host_bridge: Fabric
+    """P2P routed through a CPU root complex (PHB; SYS where the P2P level allows it)."""
+    shm: Fabric
+    """NCCL's SHM transport: the sender writes into host memory, the receiver reads it back."""
+    switch_uplink: Fabric | None
+    """A switch's link to its CPU root port, shared by its GPUs' traffic to the CPU (None: no switch)."""
+    nics_per_switch: int
+    """NICs under each GPU switch (NCCL routes GPU-to-GPU traffic over them when that is faster)."""
+    p2p_level: str
+    """One of P2P_LEVELS (NCCL_P2P_LEVEL)."""
+    gpu_p2p: bool | None = None
+    """Overrides the GPU's driver P2P support (a patched driver, or a VM that hides it); None: the GPU's."""
+    legacy: bool = False
+    """Derived from an entry without [pcie]: no CPU model; `cross_socket` is every socket crossing."""
+    cross_socket: Fabric | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class System:
+    """One node type: its GPUs, how they are wired inside the node, and its scale-out network."""
+
+    name: str
+    description: str
+    gpu: GPU
+    gpus_per_node: int
+    topology: str
+    """switch: every GPU one hop from every other through a switch (NVSwitch, NVL72);
+    pairs: NVLink-bridged pairs, everything else over `fallback_fabric` (PCIe);
+    pcie: a PCIe tree, `gpus_per_socket` per CPU socket, crossing sockets over `fallback_fabric`;
+    mesh: point-to-point links between every pair (AMD xGMI); single: one GPU."""
+    intra_fabric: Fabric
+    fallback_fabric: Fabric | None
+    """Second intra-node path: PCIe between NVLink-bridged pairs."""
+    socket_fabric: Fabric | None
+    """The path between GPUs on different CPU sockets (None: same as inside a socket)."""
+    gpus_per_socket: int
+    nic_fabric: Fabric | None
+    nics_per_node: int
+    rail_optimized: bool
+    """Each GPU has its own NIC on its own rail: inter-node rings/trees use all NICs in parallel."""
+    domain_gpus: int
+    """GPUs reachable over `intra_fabric` without the NICs: 8 for HGX, 72 for NVL72."""
+    source: str
+    base_latency_s: float | None = None
+    """Replaces NCCL's per-call base latency when set: 0 gives an idealised link (textbook model)."""
+    base_latency_scale: float = 1.0
+    """Multiplies NCCL's base latencies (a fitted profile's measure of its software stack)."""
+    profile_source: str = ""
+    """For fitted profiles: the measurements the constants came from."""
+    cpu: CPU | None = None
+    """The host platform (None: a legacy entry whose socket crossing is `socket_fabric` alone)."""
+    pcie: PcieTree | None = None
+    """The PCIe tree; the loader derives one from the legacy fields where the entry has none."""
+
+    @property
+    def nic_bytes_per_s(self) -> float:
+        return self.nic_fabric.achievable_bytes_per_s if self.nic_fabric else 0.0
+
+
+@dataclass(frozen=True, eq=False)  # identity hash: a loaded catalog is a cache key
+class Catalog:
+    fabrics: Mapping[str, Fabric]
+    gpus: Mapping[str, GPU]
+    systems: Mapping[str, System]
+    nccl: NcclConstants
+    sources: tuple[str, ...] = ()
+    cpus: Mapping[str, CPU] = field(default_factory=dict)
+    engines: Mapping[str, EngineKernels] = field(default_factory=dict)
+
+    def cpu(self, name: str) -> CPU:
+        return lookup("CPU", name, self.cpus)
+
+    def fabric(self, name: str) -> Fabric:
+        return lookup("fabric", name, self.fabrics)
+
+    def gpu(self, name: str) -> GPU:
+        return lookup("GPU", name, self.gpus)
+
+    def system(self, name: str) -> System:
+        return lookup("system", known_case(name, self.systems), self.systems)  # any case: HGX-H100
+
+
+def lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):
+    try:
+        return table[name]
+    except KeyError:
+        err = UnknownNameError(kind, name, table.keys())
+        if where:  # a catalog entry naming another: say which entry and field
+            err.args = (f"{where}: {err.args[0]}",)
+        raise err from None
+
+
+def to_dict(obj: Any) -> dict:
+    return asdict(obj)  # a catalog entry as plain JSON-ready data, nested entries included

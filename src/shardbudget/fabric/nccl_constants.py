@@ -1,0 +1,283 @@
+"""NCCL's tuning constants and the engines' custom all-reduce constants, typed and in SI units.
+
+`catalog/nccl.toml` writes times in microseconds (`*_us` keys, as tuning.cc does) and bandwidths in
+GB/s (`*_gbps`); `read_nccl` turns them into one frozen `NcclConstants` of seconds and bytes/s,
+so no caller converts units or reads by string key. A user catalog may change single constants
+(`overlay`): each must exist and keep its built-in shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import CatalogError, UnknownNameError
+
+US = 1e-6  # seconds per microsecond
+GB = 1e9   # bytes per GB
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomAllReduce:
+    """The inference engines' one-shot / two-shot all-reduce kernels (vLLM custom_all_reduce,
+    TensorRT-LLM, SGLang): each rank reads its peers' buffers directly over NVLink / P2P."""
+
+    launch_s: float
+    """Kernel start with CUDA graphs (no host launch on the critical path), seconds."""
+    sync_s: float
+    """One barrier (a flag written to and read from every peer), seconds; one per shot."""
+    max_bytes: float
+    """Largest message the engine sends through its kernels; larger falls back to NCCL."""
+    one_shot_max_bytes: float
+    """Above this two-shot is used for 4+ GPUs."""
+    world_sizes: tuple[int, ...]
+    """Group sizes the kernels support."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineKernels:
+    """One inference engine's custom all-reduce (catalog/engines.toml): when its source runs the
+    one-shot and two-shot kernels, and what they cost (fitted on the engines' measured rows)."""
+
+    name: str
+    version: str
+    world_sizes: tuple[int, ...]
+    max_bytes: Mapping[str, float]
+    """[GPU count or "default"] -> largest message the custom kernel takes, bytes."""
+    one_shot_max_bytes: Mapping[str, float]
+    one_shot_max_bytes_by_arch: Mapping[str, Mapping[str, float]]
+    pcie_max_gpus: int
+    host_max_gpus_nvl72: int | None
+    launch_s: Mapping[str, float]
+    """[GPU generation] -> 2-GPU one-shot latency, seconds; generations not listed: their mean."""
+    per_peer_s: float
+    two_shot_extra_s: float
+    one_shot_efficiency: Mapping[str, float]
+    """[GPU count or "default"] -> one-shot reads (p-1) n per GPU at this share of the ring's busbw."""
+    two_shot_efficiency: Mapping[str, float]
+    """[GPU count or "default"] -> two-shot's share of the ring busbw for its 2(p-1)/p n per GPU."""
+    nvl72_one_shot_max_bytes: Mapping[str, float]
+    """Across the trays of an NVL72 (multi-node NVLink kernels): one-shot limit by GPU count."""
+    nvl72_max_bytes: float
+    source: str
+
+    def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
+        return float(table.get(str(gpus), table.get("default", 0.0)))
+
+    def limit_bytes(self, gpus: int) -> float:
+        return self._by_gpus(self.max_bytes, gpus)
+
+    def one_shot_limit_bytes(self, gpus: int, arch: str) -> float:
+        return self._by_gpus(self.one_shot_max_bytes_by_arch.get(arch, self.one_shot_max_bytes), gpus)
+
+    def efficiency(self, shots: int, gpus: int) -> float:
+        return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
+
+    def launch_for(self, arch: str) -> float:
+        if arch in self.launch_s:
+            return self.launch_s[arch]
+        return sum(self.launch_s.values()) / len(self.launch_s)
+
+
+def _by_gpu_table(value: Any) -> Mapping[str, float]:
+    """A number, or a table by GPU count with a "default"."""
+    if isinstance(value, dict):
+        if "default" not in value:
+            raise ValueError("a table by GPU count needs a 'default'")
+        return _frozen(value)
+    return MappingProxyType({"default": float(value)})
+
+
+def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") -> dict[str, EngineKernels]:
+    out = {}
+    for name, e in raw.items():
+        here = f"{where}: engines.{name}"
+        try:
+            out[name] = EngineKernels(
+                name=name, version=str(e["version"]), world_sizes=tuple(int(w) for w in e["world_sizes"]),
+                max_bytes=_frozen(e["max_bytes"]), one_shot_max_bytes=_frozen(e["one_shot_max_bytes"]),
+                one_shot_max_bytes_by_arch=_frozen(e.get("one_shot_max_bytes_by_arch", {})),
+                pcie_max_gpus=int(e["pcie_max_gpus"]), host_max_gpus_nvl72=e.get("host_max_gpus_nvl72"),
+                launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
+                two_shot_extra_s=float(e["two_shot_extra_us"]) * US,
+                one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
+                two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
+                nvl72_one_shot_max_bytes=_frozen(e.get("nvl72_one_shot_max_bytes", {})),
+                nvl72_max_bytes=float(e.get("nvl72_max_bytes", 0.0)), source=str(e["source"]))
+        except KeyError as err:
+            raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
+        except (TypeError, ValueError) as err:
+            raise CatalogError(f"{here}: {err}") from None
+        if not out[name].launch_s:
+            raise CatalogError(f"{here}.launch_us: needs at least one GPU generation")
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchFloor:
+    """What one GPU generation's measured small-message times add to NCCL's tables: the kernel
+    launch and completion of its collectives (an offset on every base latency) and the cost of one
+    LL/LL128/Simple step over its NVLink (a factor on tuning.cc's NVLink hop rows)."""
+
+    base_offset_s: Mapping[str, float]
+    """[protocol] -> seconds added to tuning.cc's baseLat (negative: faster than the table)."""
+    nvlink_hop_scale: Mapping[str, float]
+    """[protocol] -> factor on tuning.cc's NVLink hwLat (ring and tree rows alike)."""
+    nvls_small_latency_per_rank_s: float = 0.0
+    """Fixed cost of NVLS below a few hundred MiB per GPU of the group, seconds (0: tuning.cc's
+    flat 25 us)."""
+    source: str = ""
+
+
+NEUTRAL_FLOOR = ArchFloor(base_offset_s=MappingProxyType({"ll": 0.0, "ll128": 0.0, "simple": 0.0}),
+                          nvlink_hop_scale=MappingProxyType({"ll": 1.0, "ll128": 1.0, "simple": 1.0}),
+                          source="NCCL's tables as they are")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NcclConstants:
+    """tuning.cc's tables (quoted) and our calibrated constants (fitted, each documented in the TOML)."""
+
+    source: str
+    base_latency_s: Mapping[str, Mapping[str, float]]
+    """[algorithm][protocol] -> per-call base latency, seconds (tuning.cc baseLat)."""
+    hw_latency_s: Mapping[str, Mapping[str, Mapping[str, float]]]
+    """[link class][algorithm][protocol] -> per-hop latency, seconds (tuning.cc hwLat)."""
+    ll_max_bytes_per_s: Mapping[str, Any]
+    """llMaxBws, bytes/s: "one_node" -> [GPU generation] -> cap; "intel" / "amd" -> (2 nodes, >= 3
+    nodes) caps, which tuning.cc indexes by CPU vendor (AMD rows for AMD, Intel's for the rest)."""
+    tree_correction: Mapping[str, tuple[float, ...]]
+    """[protocol] -> tuning.cc treeCorrectionFactor by floor(log2(bytes / 64)), 64 B to 256 MiB."""
+    nvls_nccl_efficiency: Mapping[str, float]
+    """[GPU generation] -> tuning.cc nvlsEfficiency (NCCL's own NVLS estimate, used to choose it)."""
+    arch: Mapping[str, ArchFloor]
+    """[GPU generation] -> measured floors; generations not listed use NCCL's tables unchanged."""
+    shm_ll_bandwidth_fraction: float
+    """Share of a host-staged (SHM) ring's Simple bandwidth the LL protocol reaches."""
+    ring_efficiency: Mapping[int, float]
+    """[GPUs] -> share of the achievable link rate a single-node ring of that many GPUs reaches."""
+    protocol_bandwidth_fraction: Mapping[str, float]
+    """[protocol] -> share of the link's Simple bandwidth the protocol carries as data."""
+    nvls_link_efficiency: Mapping[str, float]
+    """[fabric name or GPU generation] -> share of the per-direction NVLink rate NVLS sustains."""
+    nvls_decay_per_rank: float
+    """NVLS efficiency falls as e / (1 + k (g - 1)) with the group's size g; this is k."""
+    nvls_latency_s: float
+    nvls_latency_per_rank_s: float
+    nvls_small_algbw_fraction: float
+    ring_plateau_factor: Mapping[str, float]
+    """[GPU generation or 'default'] -> multi-node Simple ring all-reduce latency factor."""
+    net_overhead_s: float
+    """Per intra step of an inter-node ring (tuning.cc getNetOverhead), seconds (x3 for Simple)."""
+    custom: CustomAllReduce
+
+    def arch_floor(self, arch: str) -> ArchFloor:
+        return self.arch.get(arch, NEUTRAL_FLOOR)
+
+    def ring_hop_s(self, link: str) -> Mapping[str, float]:
+        """[protocol] -> ring hop latency of an NCCL link class (nvlink, pci, net), seconds."""
+        return self.hw_latency_s.get(link, {}).get("ring", {})
+
+
+def _frozen(tree: Any, scale: float = 1.0) -> Any:
+    """Nested tables as read-only mappings, numbers times `scale`, lists as tuples."""
+    if isinstance(tree, dict):
+        return MappingProxyType({k: _frozen(v, scale) for k, v in tree.items()})
+    if isinstance(tree, list):
+        return tuple(_frozen(v, scale) for v in tree)
+    if isinstance(tree, (int, float)) and not isinstance(tree, bool):
+        return float(tree) * scale
+    return tree
+
+
+def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclConstants:
+    """The typed constants of a merged [nccl] table (built-in plus user overlays)."""
+    try:
+        cal, custom = raw["calibrated"], raw["custom"]
+        return NcclConstants(
+            source=raw["source"],
+            base_latency_s=_frozen(raw["base_latency_us"], US),
+            hw_latency_s=_frozen(raw["hw_latency_us"], US),
+            ll_max_bytes_per_s=_frozen(raw["ll_max_bw_gbps"], GB),
+            tree_correction=_frozen(raw["tree_correction_factor"]),
+            nvls_nccl_efficiency=_frozen(raw["nvls_efficiency"]),
+            arch=MappingProxyType({a: _floor(f, f"{where}: nccl.arch.{a}") for a, f in cal["arch"].items()}),
+            ring_efficiency=MappingProxyType({int(k): float(v) for k, v in cal["ring_efficiency"].items()}),
+            shm_ll_bandwidth_fraction=float(cal["shm_ll_bandwidth_fraction"]),
+            protocol_bandwidth_fraction=_frozen(raw["protocol_bandwidth_fraction"]),
+            nvls_link_efficiency=_frozen(cal["nvls_link_efficiency"]),
+            nvls_decay_per_rank=float(cal["nvls_decay_per_rank"]),
+            nvls_latency_s=cal["nvls_latency_us"] * US,
+            nvls_latency_per_rank_s=cal["nvls_latency_per_rank_us"] * US,
+            nvls_small_algbw_fraction=float(cal["nvls_small_algbw_fraction"]),
+            ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
+            net_overhead_s=cal["net_overhead_us"] * US,
+            custom=CustomAllReduce(
+                launch_s=custom["launch_us"] * US, sync_s=custom["sync_us"] * US,
+                max_bytes=float(custom["max_bytes"]), one_shot_max_bytes=float(custom["one_shot_max_bytes"]),
+                world_sizes=tuple(int(w) for w in custom["world_sizes"]), source=custom["source"]),
+        )
+    except KeyError as err:
+        raise CatalogError(f"{where}: the [nccl] table is missing {err.args[0]!r}") from None
+
+
+def _floor(raw: Mapping[str, Any], where: str) -> ArchFloor:
+    try:
+        return ArchFloor(base_offset_s=_frozen(raw["base_offset_us"], US), nvlink_hop_scale=_frozen(raw["nvlink_hop_scale"]),
+                         nvls_small_latency_per_rank_s=float(raw.get("nvls_small_latency_per_rank_us", 0.0)) * US,
+                         source=str(raw.get("source", "")))
+    except KeyError as err:
+        raise CatalogError(f"{where}: missing {err.args[0]!r}") from None
+
+
+def overlay(base: dict, over: dict, where: str) -> None:
+    """A user file changes single NCCL constants and the rest keep their built-in values; each
+    constant it names must exist and keep its built-in shape (table, string, number >= 0, list)."""
+    for key, value in over.items():
+        here, old = f"{where}.{key}", base.get(key, ...)
+        if old is ...:
+            raise UnknownNameError(f"NCCL constant in {where}", key, base)
+        if isinstance(old, dict):
+            if not isinstance(value, dict):
+                raise CatalogError(f"{here}: expected a table, got {value!r}")
+            overlay(old, value, here)
+            continue
+        if not _same_shape(old, value, signed="offset" in here):
+            raise CatalogError(f"{here}: expected {_shape(old)} like the built-in {old!r}, got {value!r}")
+        base[key] = value
+
+
+def _positive(old: Any) -> bool:
+    """A bandwidth or fraction that is positive built in stays positive (it is divided by)."""
+    olds = old if isinstance(old, list) else [old]
+    return all(isinstance(o, (int, float)) and o > 0 for o in olds)
+
+
+def _same_shape(old: Any, value: Any, signed: bool = False) -> bool:
+    """`signed`: an offset, which may be negative."""
+    if isinstance(old, (str, bool)):
+        return type(value) is type(old)
+    olds = old if isinstance(old, list) else [old]
+    items = value if isinstance(value, list) else [value]
+    positive = _positive(old) and not signed
+    numbers_ok = bool(items) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        and (signed or (v > 0 if positive else v >= 0)) for v in items)
+    # a per-node-count row of floats keeps its length (it is indexed); a set of ints need not
+    length_ok = len(items) == len(olds) or all(type(o) is int for o in olds)
+    return isinstance(value, list) == isinstance(old, list) and numbers_ok and length_ok
+
+
+def _shape(old: Any) -> str:
+    named = {str: "a string", bool: "true or false"}.get(type(old))
+    if named:
+        return named
+    kind = "a list of finite numbers " if isinstance(old, list) else "a finite number "
+    return kind + ("> 0" if _positive(old) else ">= 0")
+
+
+__all__ = ["ArchFloor", "CustomAllReduce", "EngineKernels", "read_engines", "NcclConstants", "overlay", "read_nccl"]

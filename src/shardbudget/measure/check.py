@@ -1,0 +1,406 @@
+"""Is this nccl-tests result normal for this system? Measured against predicted, per size and per region.
+
+`check_logs` reads nccl-tests / rccl-tests logs (or shardbudget JSON), prices every measured size with
+`collectives.collective_cost` at the log's GPU and node counts (out-of-place time, nccl-tests'
+reference column; in-place where a table has nothing else), and judges three regions of each table:
+
+* **latency floor**: sizes where the predicted latency term is at least 75 % of the time;
+* **bandwidth plateau**: sizes where it is at most 25 % (the bandwidth term dominates: busbw is
+  within 25 % of its asymptote);
+* **mid sizes**: the rest.
+
+A region's ratio is the median over its sizes of measured / predicted time (> 1: slower than the
+model). It is **ok** within the tolerance, ``1/(1+tol) <= ratio <= 1+tol`` (symmetric in log space: a
+run 25 % slow and one 25 % fast are off by the same amount), else **slow** or **fast**. The likely
+cause of a region that is off comes from `check_causes`: first from the settings NCCL printed in the
+log (`measure.nccl_info`), else from the shape of the curve, said to be a guess.
+
+`CheckResult.exit_code` is 0 when every region of every table is within tolerance and 1 otherwise;
+bad input (unknown system, unreadable log, a log of another GPU count than asked) raises a
+`ShardbudgetError` (exit 2 in the CLI), so the command can gate a cluster bring-up in CI.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .check_causes import Cause, TableFacts, diagnose, erratic
+from ..comm.collectives import OPS, collective_cost, make_group
+from ..errors import MeasureError, PlanError
+from ..fabric.hardware import Catalog, System
+from ..fabric.catalog import load_catalog
+from .logs import MeasurementSet, Sample, parse_log_text, read_log
+from .nccl_info import NcclSettings, settings_for
+from ..units import format_bytes, format_rate, format_seconds
+
+DEFAULT_TOLERANCE = 0.25
+"""`check`'s default: each region's median time within x1.25 of the model, either way."""
+REGIONS = ("latency floor", "mid sizes", "bandwidth plateau")
+LATENCY_FLOOR_SHARE = 0.75
+"""Predicted latency term / time at or above which a size belongs to the latency floor."""
+PLATEAU_SHARE = 0.25
+"""... at or below which it belongs to the bandwidth plateau (busbw within 25 % of its asymptote)."""
+
+
+# --- results ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class SizeCheck:
+    """One measured size beside its prediction."""
+
+    msg_bytes: float
+    measured_s: float
+    predicted_s: float
+    latency_share: float
+    """Predicted latency term / predicted time: which region the size is in."""
+    measured_busbw_bytes_per_s: float
+    predicted_busbw_bytes_per_s: float
+    algorithm: str
+    protocol: str
+    region: str
+
+    @property
+    def ratio(self) -> float:
+        """measured / predicted time (> 1: slower than the model)."""
+        return self.measured_s / self.predicted_s
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["ratio"] = self.ratio
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegionCheck:
+    region: str
+    """One of REGIONS."""
+    sizes: tuple[SizeCheck, ...]
+    median_ratio: float | None
+    """Median measured / predicted time over the region's sizes (None: no size in the region)."""
+    verdict: str
+    """ok, slow, fast, or 'no sizes'."""
+
+    @property
+    def off(self) -> bool:
+        return self.verdict in ("slow", "fast")
+
+    def to_dict(self) -> dict:
+        return {"region": self.region, "verdict": self.verdict, "median_ratio": self.median_ratio,
+                "sizes": [s.to_dict() for s in self.sizes]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableCheck:
+    """One table of one log (one run: op, GPU count), checked."""
+
+    source: str
+    run: int
+    op: str
+    ranks: int
+    nodes: int
+    system: str
+    column: str
+    """'out-of-place', or 'in-place' where the table has no out-of-place times."""
+    regions: tuple[RegionCheck, ...]
+    causes: tuple[Cause, ...]
+    """Likely causes, the most likely first; empty when every region is ok."""
+    settings: NcclSettings
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.off for r in self.regions)
+
+    @property
+    def cause(self) -> Cause | None:
+        return self.causes[0] if self.causes else None
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "run": self.run, "op": str(self.op), "ranks": self.ranks,
+                "nodes": self.nodes, "system": self.system, "column": self.column, "ok": self.ok,
+                "regions": [r.to_dict() for r in self.regions],
+                "cause": self.cause.to_dict() if self.cause else None,
+                "causes": [c.to_dict() for c in self.causes], "settings": self.settings.to_dict(),
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    system: str
+    tolerance: float
+    tables: tuple[TableCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(t.ok for t in self.tables)
+
+    @property
+    def exit_code(self) -> int:
+        """0: every region within tolerance; 1: not (bad input never gets this far: exit 2)."""
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict:
+        return {"system": self.system, "tolerance": self.tolerance, "ok": self.ok,
+                "exit_code": self.exit_code, "tables": [t.to_dict() for t in self.tables]}
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+def check_logs(paths: Iterable[str | os.PathLike], *, system: str, catalog: Catalog | None = None,
+               nodes: int | None = None, gpus: int | None = None,
+               tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+    """Check every table of every log against `system`.
+
+    `nodes` is the node count the model uses (default: what the log says, else what NCCL's INFO
+    lines say, else as few nodes as hold the ranks); `gpus` keeps only the tables of that GPU count
+    and refuses a log that has none.
+    """
+    catalog = catalog or load_catalog()
+    sys_ = catalog.system(system)
+    _check_request(nodes, gpus, tolerance)
+    texts = []
+    for p in paths:
+        ms = read_log(p)  # every unreadable or malformed file is a MeasureError here
+        texts.append((ms, _text_of(p)))
+    if not texts:
+        raise MeasureError("check needs at least one log file")
+    return _check(texts, sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance)
+
+
+def check_text(text: str, *, system: str, source: str = "<text>", catalog: Catalog | None = None,
+               nodes: int | None = None, gpus: int | None = None,
+               tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+    """`check_logs` for a log already in memory."""
+    catalog = catalog or load_catalog()
+    sys_ = catalog.system(system)
+    _check_request(nodes, gpus, tolerance)
+    ms = parse_log_text(text, source=source)
+    return _check([(ms, text)], sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance)
+
+
+def _check_request(nodes: object, gpus: object, tolerance: object) -> None:
+    for name, value in (("--nodes", nodes), ("--gpus", gpus)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise PlanError(f"{name} must be a whole number of at least 1, got {value!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (0 < tolerance < 10):
+        raise PlanError(f"--tolerance must be a fraction above 0 (0.25: within 25 %), got {tolerance!r}")
+
+
+def _text_of(path: str | os.PathLike) -> str:
+    """The log's text again, for its NCCL INFO lines (read_log has already vetted the file)."""
+    return Path(path).read_bytes().decode("utf-8", errors="replace")
+
+
+def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: Catalog, *,
+           nodes: int | None, gpus: int | None, tolerance: float) -> CheckResult:
+    tables = []
+    for ms, text in sets:
+        spans = _line_spans(ms)
+        for run, samples, column in _runs(ms, gpus):
+            settings = settings_for(text, *spans.get(run, (1, None)))
+            if settings.version is None:
+                version = next((r.get("nccl_version") for r in ms.env.get("runs", []) if r.get("run") == run), None)
+                settings = replace(settings, version=version or ms.env.get("nccl_version"))
+            tables.append(_check_table(ms, run, samples, column, settings, system, catalog,
+                                       nodes=nodes, tolerance=tolerance))
+    return CheckResult(system=system.name, tolerance=float(tolerance), tables=tuple(tables))
+
+
+def _line_spans(ms: MeasurementSet) -> dict[int, tuple[int, int | None]]:
+    """run -> (first line, last line) of the text that belongs to it: from the line after the previous
+    table's last row to its own last row (the last table: to the end). NCCL prints its INFO lines
+    while a communicator is set up, before the rows it explains. Every run of the file counts, kept
+    or not, so a skipped table's lines never reach its neighbour."""
+    last: dict[int, int] = {}
+    for s in ms.samples:
+        line = s.source.rsplit(":", 1)[-1]
+        if line.isdigit():
+            last[s.run] = max(last.get(s.run, 0), int(line))
+    spans, start = {}, 1
+    ordered = sorted(last.items(), key=lambda kv: kv[1])
+    for i, (run, end) in enumerate(ordered):
+        spans[run] = (start, end if i + 1 < len(ordered) else None)
+        start = end + 1
+    return spans
+
+
+def _runs(ms: MeasurementSet, gpus: int | None) -> list[tuple[int, list[Sample], str]]:
+    """(run, its samples of one column, which column) per checkable table, in file order."""
+    by_run: dict[int, list[Sample]] = {}
+    for s in ms.samples:
+        by_run.setdefault(s.run, []).append(s)
+    counts = sorted({v[0].n_ranks for v in by_run.values()})
+    out = []
+    for run, samples in by_run.items():
+        if gpus is not None and samples[0].n_ranks != gpus:
+            continue
+        if samples[0].op not in OPS or samples[0].n_ranks < 2:
+            continue
+        out_of_place = [s for s in samples if not s.in_place]
+        chosen = out_of_place or samples
+        out.append((run, sorted(chosen, key=lambda s: s.msg_bytes), "out-of-place" if out_of_place else "in-place"))
+    name = os.path.basename(ms.source)
+    if gpus is not None and not out:
+        raise MeasureError(f"{name} is a log of {' and '.join(map(str, counts))} GPUs, not --gpus {gpus}")
+    if not out:
+        raise MeasureError(f"{name}: no table of a collective shardbudget prices with 2 or more ranks "
+                           f"(found {', '.join(sorted({str(s.op) for s in ms.samples}))} on "
+                           f"{', '.join(map(str, counts))} ranks)")
+    return out
+
+
+# --- one table -------------------------------------------------------------------------------
+
+def _nodes(samples: Sequence[Sample], settings: NcclSettings, system: System,
+           nodes: int | None) -> tuple[int, list[str]]:
+    """The node count to model, and a note where it is not the log's own."""
+    ranks, logged = samples[0].n_ranks, samples[0].n_nodes
+    if nodes is not None:
+        note = [f"the log says {logged} nodes; checked as {nodes} (--nodes)"] if logged and logged != nodes else []
+        return nodes, note
+    if logged:
+        return logged, []
+    if settings.n_nodes:
+        return settings.n_nodes, [f"nodes from NCCL's INFO lines: {settings.n_nodes}"]
+    n = max(1, math.ceil(ranks / system.gpus_per_node))
+    return n, [f"the log does not say how many nodes; assumed {n} ({ranks} ranks, "
+               f"{system.gpus_per_node} GPUs per {system.name} node; give --nodes if not)"]
+
+
+def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: str, settings: NcclSettings,
+                 system: System, catalog: Catalog, *, nodes: int | None, tolerance: float) -> TableCheck:
+    op, ranks = samples[0].op, samples[0].n_ranks
+    n_nodes, notes = _nodes(samples, settings, system, nodes)
+    where = f"{os.path.basename(ms.source)} (run {run}, {ranks} ranks)"
+    try:
+        group = make_group(system, nodes=n_nodes, gpus=ranks, catalog=catalog)
+    except PlanError as err:
+        raise PlanError(f"{where} does not fit {system.name}: {err}") from None
+    sizes = tuple(_size_check(s, system, catalog, n_nodes) for s in _dedupe(samples))
+    regions = tuple(_region(name, [c for c in sizes if c.region == name], tolerance) for name in REGIONS)
+    facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings,
+                       tolerance=tolerance)
+    causes = diagnose(facts) if any(r.off for r in regions) else ()
+    if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
+        notes.append(noisy.text)
+    notes += _device_note(ms, run, system)
+    return TableCheck(source=ms.source, run=run, op=str(op), ranks=ranks, nodes=n_nodes, system=system.name,
+                      column=column, regions=regions, causes=tuple(causes), settings=settings,
+                      notes=tuple(notes))
+
+
+def _dedupe(samples: Sequence[Sample]) -> list[Sample]:
+    """One sample per size (several dtypes or repeated rows: the first)."""
+    seen: dict[float, Sample] = {}
+    for s in samples:
+        seen.setdefault(s.msg_bytes, s)
+    return list(seen.values())
+
+
+def _size_check(s: Sample, system: System, catalog: Catalog, nodes: int) -> SizeCheck:
+    c = collective_cost(s.op, s.msg_bytes, system, nodes=nodes, gpus=s.n_ranks, catalog=catalog)
+    share = c.latency_s / c.time_s if c.time_s > 0 else 1.0
+    region = REGIONS[0] if share >= LATENCY_FLOOR_SHARE else REGIONS[2] if share <= PLATEAU_SHARE else REGIONS[1]
+    return SizeCheck(msg_bytes=s.msg_bytes, measured_s=s.time_s, predicted_s=c.time_s, latency_share=share,
+                     measured_busbw_bytes_per_s=s.busbw_bytes_per_s,
+                     predicted_busbw_bytes_per_s=c.busbw_bytes_per_s, algorithm=c.algorithm,
+                     protocol=c.protocol, region=region)
+
+
+def verdict_of(ratio: float | None, tolerance: float) -> str:
+    """ok within [1/(1+tol), 1+tol] of the prediction, else slow or fast; 'no sizes' for None."""
+    if ratio is None:
+        return "no sizes"
+    if ratio > 1 + tolerance:
+        return "slow"
+    if ratio < 1 / (1 + tolerance):
+        return "fast"
+    return "ok"
+
+
+def _region(name: str, sizes: list[SizeCheck], tolerance: float) -> RegionCheck:
+    ratio = statistics.median(c.ratio for c in sizes) if sizes else None
+    return RegionCheck(region=name, sizes=tuple(sizes), median_ratio=ratio, verdict=verdict_of(ratio, tolerance))
+
+
+def _device_note(ms: MeasurementSet, run: int, system: System) -> list[str]:
+    """A note when the log's devices do not look like the system's GPU (a different box)."""
+    info = next((r for r in ms.env.get("runs", []) if r.get("run") == run), {})
+    devices = info.get("devices") or []
+    token = system.gpu.name.split("-")[0].lower()
+    if devices and not any(token in d.lower().replace(" ", "") for d in devices):
+        return [f"the log's GPUs are {', '.join(devices)}, not {system.gpu.name} as {system.name} has"]
+    return []
+
+
+# --- text -----------------------------------------------------------------------------------
+
+def format_check(result: CheckResult) -> str:
+    """The terminal report: per table a block per region (one row per size), one cause line, the
+    settings NCCL showed, and a last line with the outcome."""
+    out: list[str] = []
+    for t in result.tables:
+        out += _format_table(t, result.tolerance) + [""]
+    off = sum(not t.ok for t in result.tables)
+    outcome = (f"OK: every region within {_pct(result.tolerance)} of {result.system}" if result.ok else
+               f"FAIL: {off} of {len(result.tables)} table(s) outside {_pct(result.tolerance)} of {result.system}")
+    out.append(f"check: {outcome} (exit {result.exit_code})")
+    return "\n".join(out)
+
+
+def _pct(tolerance: float) -> str:
+    return f"\u00b1{tolerance * 100:g} %"
+
+
+def _format_table(t: TableCheck, tolerance: float) -> list[str]:
+    version = f", NCCL {t.settings.version.split('+')[0]}" if t.settings.version else ""
+    out = [f"== {os.path.basename(t.source)}, run {t.run}: {t.op} on {t.ranks} GPUs, {t.nodes} node(s) of "
+           f"{t.system} ({t.column} times){version}"]
+    for r in t.regions:
+        if not r.sizes:
+            continue
+        bw = f" = {1 / r.median_ratio:.2f} of the predicted busbw" if r.region == REGIONS[2] else ""
+        out.append(f"{r.region}: {r.verdict.upper()}, median {r.median_ratio:.2f}x the predicted time{bw} "
+                   f"({len(r.sizes)} size{'s' if len(r.sizes) != 1 else ''})")
+        out.append(f"  {'size':>10} {'measured':>11} {'predicted':>11} {'ratio':>7} {'busbw':>11} "
+                   f"{'predicted':>11}  model")
+        for c in r.sizes:
+            mark = "" if verdict_of(c.ratio, tolerance) == "ok" else " *"
+            out.append(f"  {format_bytes(c.msg_bytes):>10} {format_seconds(c.measured_s):>11} "
+                       f"{format_seconds(c.predicted_s):>11} {c.ratio:>6.2f}x {format_rate(c.measured_busbw_bytes_per_s):>11} "
+                       f"{format_rate(c.predicted_busbw_bytes_per_s):>11}  {c.algorithm}/{c.protocol}{mark}")
+    if t.cause is not None:
+        out.append(f"cause: {t.cause.text}")
+    out.append(f"settings: {settings_summary(t.settings)}")
+    out += [f"note: {n}" for n in t.notes]
+    return out
+
+
+def settings_summary(st: NcclSettings) -> str:
+    """One line of what NCCL showed: channels, transports, network, NICs, GDR, NVLS, NCCL_* settings."""
+    parts = []
+    if st.channels is not None:
+        parts.append(f"{st.channels} channels")
+    if st.transports:
+        parts.append("transports " + "/".join(st.transports))
+    if st.network:
+        parts.append(f"network {st.network}" + (f" ({st.nics} NICs)" if st.nics is not None else ""))
+    for name, flag in (("GDR", st.gdr), ("NVLS", st.nvls)):
+        if flag is not None:
+            parts.append(f"{name} {'on' if flag else 'off'}")
+    if st.net_plugin:
+        parts.append(f"net plugin {st.net_plugin}")
+    if st.env:
+        parts.append(", ".join(f"{k}={v}" for k, v in st.env.items()))
+    if not st.info_lines:
+        parts.append("no NCCL INFO lines (NCCL_DEBUG=INFO shows channels, transports and NICs)")
+    return "; ".join(parts) if parts else "nothing"
+
+
+__all__ = ["DEFAULT_TOLERANCE", "REGIONS", "CheckResult", "RegionCheck", "SizeCheck", "TableCheck",
+           "check_logs", "check_text", "format_check", "settings_summary", "verdict_of"]

@@ -1,0 +1,118 @@
+"""GPU memory as the engine allocates it: what a plan needs on its most loaded GPU, and how much of the
+device the engine lets it have.
+
+    need = weights + KV cache (batch x context) + activation peak + CUDA-graph pool
+           + communication buffers + CUDA context
+
+Capacity is what nvidia-smi reports (catalog/gpus.toml). vLLM and SGLang give an instance a fraction
+of the whole device (`--gpu-memory-utilization` 0.9, SGLang's computed `--mem-fraction-static`);
+TensorRT-LLM gives the KV cache a fraction (0.9) of what is free after weights and buffers. The
+components and their sources are in each engine's preset (engines/<engine>.toml [memory]):
+
+* activation peak: vLLM's profiling forward pass over max_num_batched_tokens tokens, the widest
+  activation of a layer (the gate/up output, 2 x intermediate / tp per token) plus the hidden state
+  four times over (residual, normed input, attention output, MLP output), and the sampler's fp32
+  logits for max_num_seqs sequences (engines/vllm.toml activation_rule, an estimate);
+* CUDA-graph pool, communication buffers (custom all-reduce IPC buffers, NCCL's), CUDA context:
+  the preset's figures, each with its basis.
+
+`workspace_bytes` (PlanSettings) replaces all non-weight, non-KV components by one figure when set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..dtypes import dtype_bytes
+from ..engines.presets import default_memory_fraction, load_engine
+from ..fabric.hardware import GPU
+from ..model import ModelConfig, Plan, Precision, kv_cache_bytes_per_gpu, weight_bytes_per_gpu
+
+MAX_NUM_BATCHED_TOKENS = 8192
+"""Tokens of the profiling pass where the preset does not say (vLLM V1's default for serving)."""
+MAX_NUM_SEQS = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryNeed:
+    """Bytes on the most loaded GPU; kv may be an array over (batch, context)."""
+
+    weights: float
+    kv_cache: object
+    activations: float
+    cuda_graphs: float
+    comm_buffers: float
+    cuda_context: float
+
+    @property
+    def fixed(self) -> float:
+        """Everything but the KV cache."""
+        return self.weights + self.activations + self.cuda_graphs + self.comm_buffers + self.cuda_context
+
+    @property
+    def total(self):
+        return self.fixed + self.kv_cache
+
+    def to_dict(self) -> dict:
+        d = {k: float(np.max(v)) if np.ndim(v) else float(v) for k, v in asdict(self).items()}
+        d["total"] = d["weights"] + d["kv_cache"] + d["activations"] + d["cuda_graphs"] + d["comm_buffers"] \
+            + d["cuda_context"]
+        return d
+
+
+def activation_peak_bytes(cfg: ModelConfig, plan: Plan, *, act_dtype: str, tokens: int = MAX_NUM_BATCHED_TOKENS,
+                          seqs: int = MAX_NUM_SEQS) -> float:
+    """The profiling pass's peak: tokens x (2 x FFN width / tp + 4 x hidden) activations, plus the
+    sampler's fp32 logits for `seqs` sequences (vocab / tp each)."""
+    width = max(cfg.intermediate_size, cfg.moe_intermediate_size * max(cfg.experts_per_token, 1)) / plan.tp
+    per_token = 2 * width + 4 * cfg.hidden_size
+    return tokens * per_token * dtype_bytes(act_dtype) + seqs * cfg.vocab_size / plan.tp * 4.0
+
+
+def memory_need(cfg: ModelConfig, plan: Plan, *, precision: Precision, engine: str, batch, context,
+                workspace_bytes: float | None = None) -> MemoryNeed:
+    """What the engine allocates on the plan's most loaded GPU for `batch` sequences of `context`."""
+    dtypes = precision.memory_dtypes
+    weights = weight_bytes_per_gpu(cfg, tp=plan.tp, pp=plan.pp, ep=plan.ep, attn_dp=plan.dp,
+                                   weight_dtype=dtypes["weight_dtype"], expert_dtype=dtypes["expert_dtype"],
+                                   head_dtype=dtypes["head_dtype"])
+    kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=plan.tp, pp=plan.pp,
+                                kv_dtype=dtypes["kv_dtype"], attn_dp=plan.dp)
+    if workspace_bytes is not None:
+        return MemoryNeed(weights=weights, kv_cache=kv, activations=workspace_bytes, cuda_graphs=0.0,
+                          comm_buffers=0.0, cuda_context=0.0)
+    m = load_engine(engine).memory
+    comm = (m.custom_ar_buffers_bytes + m.nccl_buffers_bytes) if plan.tp * plan.pp > 1 else 0.0
+    tokens = int(m.rules.get("max_num_batched_tokens", MAX_NUM_BATCHED_TOKENS))
+    seqs = int(m.rules.get("max_num_seqs", MAX_NUM_SEQS))
+    return MemoryNeed(weights=weights, kv_cache=kv,
+                      activations=activation_peak_bytes(cfg, plan, act_dtype=precision.activations, tokens=tokens,
+                                                        seqs=seqs),
+                      cuda_graphs=m.cuda_graph_pool_bytes if load_engine(engine).cuda_graphs.decode else 0.0,
+                      comm_buffers=comm, cuda_context=m.cuda_context_bytes)
+
+
+def fraction(engine: str, gpu: GPU, plan: Plan, utilization: float | None) -> float:
+    """The share the engine takes: `utilization` if given, else the engine's default for this GPU."""
+    if utilization is not None:
+        return utilization
+    return default_memory_fraction(load_engine(engine), gpu.memory_bytes, tp=plan.tp, pp=plan.pp)
+
+
+def fits(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None):
+    """Whether the need fits as the engine counts: a fraction of the device (vLLM, SGLang), or the
+    KV cache within a fraction of what is free after everything else (TensorRT-LLM)."""
+    share = fraction(engine, gpu, plan, utilization)
+    if load_engine(engine).memory.fraction_of == "free_after_weights":
+        return need.kv_cache <= share * (gpu.memory_bytes - need.fixed)
+    return need.total <= share * gpu.memory_bytes
+
+
+def usable_bytes(gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None) -> float:
+    """The device bytes the engine's fraction allows (for reports; `fits` is the test)."""
+    return fraction(engine, gpu, plan, utilization) * gpu.memory_bytes
+
+
+__all__ = ["MemoryNeed", "activation_peak_bytes", "fits", "fraction", "memory_need", "usable_bytes"]

@@ -1,0 +1,118 @@
+"""Pricing the ops of a step: each op's roofline at its kernel's achievable fractions of peak, the
+kernel's floor, GEMMs padded to the arch's tiles, and a launch per kernel.
+
+    op time = max(FLOPs / achievable FLOP/s, bytes / achievable bytes/s, floor) + launches · launch
+
+Floors, efficiencies and tiles are data (`catalog/kernels.toml`, read by `step.kernels`); the
+achievable fractions without a kernel entry are the engine's `Efficiency` defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from ..fabric.hardware import System
+from ..model import Precision, StepWork
+from .kernels import load_kernels, tile_quantization_factor
+from .settings import Efficiency
+
+TILED_KERNELS = ("dense_gemm", "grouped_moe_gemm")
+MOE_FLOOR_EXPERTS = 16
+"""Experts beyond which a fused-MoE call's per-expert overhead no longer adds up: the catalog's
+per-expert floor is measured at <= 8 experts per call (Qwen3-30B-A3B top-8: 40 us), while calls
+over many experts stream their weights at the kernel's bandwidth efficiency (Mixtral, all experts
+at large batch, vLLM PR #24700), which the roofline prices. Estimate."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpPricer:
+    """Op times on one GPU for one precision and engine."""
+
+    system: System
+    precision: Precision
+    eff: Efficiency
+    fused_allreduce_norm: bool
+    """The engine runs all-reduce + residual + RMSNorm as one kernel (and there is a TP all-reduce):
+    the norms and adds after an all-reduce cost nothing of their own."""
+
+    @cached_property
+    def rates(self) -> tuple[float, float]:
+        """Achievable (FLOP/s, HBM bytes/s) of one GPU for this precision."""
+        gpu, eff = self.system.gpu, self.eff
+        flops = gpu.fp8_flops_per_s * eff.flops_fp8 if self.precision.uses_fp8_gemms else gpu.bf16_flops_per_s * eff.flops
+        return flops, gpu.mem_bytes_per_s * eff.memory
+
+    def op_s(self, op) -> np.ndarray | float:
+        """max(roofline, the kernel's floor) + launch: the roofline at the kernel's own achievable
+        fractions of peak (catalog/kernels.toml; the Efficiency defaults where it has none), GEMMs
+        padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel."""
+        arch = self.system.gpu.arch
+        entry = kernel_entry(arch, op.kernel)
+        fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm"
+        flops_per_s, bytes_per_s = self._kernel_rates(entry, fp8)
+        flops = op.flops
+        if op.kernel in TILED_KERNELS:
+            flops = flops * tile_factor(arch, *op.shape_nk)
+        t = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
+        if entry is not None:
+            t = np.maximum(t, _floor_s(entry, op))
+        launches = 1.0 if op.launches else 0.0
+        if fp8 and op.kernel in TILED_KERNELS:
+            quant = kernel_entry(arch, "act_quant_fp8")
+            t, launches = t + (quant.floor_s if quant else 0.0), launches + 1.0
+        return t + launches * self.eff.kernel_launch_s
+
+    def _kernel_rates(self, entry, fp8: bool) -> tuple[float, float]:
+        """(FLOP/s, bytes/s) for one kernel: its catalogued fractions of peak, else the defaults."""
+        flops_per_s, bytes_per_s = self.rates
+        peak = self.system.gpu
+        if entry is not None and entry.memory_efficiency:
+            bytes_per_s = peak.mem_bytes_per_s * entry.memory_efficiency
+        if entry is not None and entry.compute_efficiency and not fp8:
+            flops_per_s = peak.bf16_flops_per_s * entry.compute_efficiency
+        return flops_per_s, bytes_per_s
+
+    def compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Σ count · op time (`op_s`), each shape summed apart and broadcast once; and the GEMMs'
+        part of it. Residual adds and norms fused into the all-reduce (engines that fuse them) cost
+        nothing of their own."""
+        by_shape: dict[tuple[str, tuple], np.ndarray] = {}
+        for count, op in work.ops:
+            if op.after_allreduce and self.fused_allreduce_norm:
+                continue
+            t = count * self.op_s(op)
+            key = (op.kind == "gemm", np.shape(t))
+            by_shape[key] = by_shape[key] + t if key in by_shape else t
+        total, gemm = np.zeros(shape), np.zeros(shape)
+        for (is_gemm, _), part in by_shape.items():
+            total = total + part
+            gemm = gemm + part if is_gemm else gemm
+        return total, gemm
+
+
+def _floor_s(entry, op):
+    """The kernel's floor; a fused-MoE call's floor grows with its active experts, shared by its two GEMMs."""
+    if entry.floor_per_active_expert_s is None:
+        return entry.floor_s
+    experts = np.minimum(op.active_experts, MOE_FLOOR_EXPERTS / 2)
+    return np.maximum(entry.floor_s / 2, entry.floor_per_active_expert_s * experts)
+
+
+@lru_cache(maxsize=256)
+def kernel_entry(arch: str, kernel: str | None):
+    """The catalog's floor and efficiencies for a kernel on a GPU generation (None: not catalogued)."""
+    if kernel is None:
+        return None
+    return load_kernels()["floors"].get((arch, kernel))
+
+
+@lru_cache(maxsize=65536)
+def tile_factor(arch: str, n: float, k: float) -> float:
+    """Work done / asked for a GEMM shard padded to the arch's tiles (1 where there are no tiles)."""
+    if arch not in load_kernels()["tiles"] or n < 1 or k < 1:
+        return 1.0
+    return tile_quantization_factor(arch, int(math.ceil(n)), int(math.ceil(k)))
