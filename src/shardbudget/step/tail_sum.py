@@ -33,16 +33,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .tail import CallStats
 
 _MAX_GAMMA_SHAPE = 1e7  # beyond this the gamma is normal to 1e-4 of a sigma; Cornish-Fisher takes over
 _GRID_PER_SIGMA = 256  # grid points per standard deviation of the sum: quantile error below h
 _MAX_GRID = 1 << 21  # grid points at most (a few MB, well under a second)
+
+
+class CallStats(Protocol):
+    """What the sum needs of one kind of call (`step.tail.CallStats` has it)."""
+
+    count: int
+    mean_s: float
+    variance_s2: float
+    family: str
+    params: tuple[float, ...]
+
+    def quantile_s(self, q: float) -> float: ...
 
 
 def convolved_quantile(calls: Sequence[CallStats], q: float) -> float:
