@@ -127,9 +127,10 @@ class ArchFloor:
     """[protocol] -> seconds added to tuning.cc's baseLat (negative: faster than the table)."""
     nvlink_hop_scale: Mapping[str, float]
     """[protocol] -> factor on tuning.cc's NVLink hwLat (ring and tree rows alike)."""
-    nvls_small_latency_per_rank_s: float = 0.0
-    """Fixed cost of NVLS below a few hundred MiB per GPU of the group, seconds (0: tuning.cc's
-    flat 25 us)."""
+    nvls_small_latency_s: float = 0.0
+    """Fixed cost of NVLS below a few hundred MiB, less its growth with the group (the intercept
+    at one GPU of `nvls_small_latency_s + per_doubling x log2(GPUs)`), seconds (0: tuning.cc's flat
+    25 us)."""
     source: str = ""
 
 
@@ -169,6 +170,8 @@ class NcclConstants:
     nvls_latency_s: float
     nvls_latency_per_rank_s: float
     nvls_small_algbw_fraction: float
+    nvls_small_latency_per_doubling_s: float
+    """What NVLS's small-message fixed cost adds each time the group doubles, seconds."""
     ring_plateau_factor: Mapping[str, float]
     """[GPU generation or 'default'] -> multi-node Simple ring all-reduce latency factor."""
     net_overhead_s: float
@@ -214,6 +217,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
             nvls_latency_s=cal["nvls_latency_us"] * US,
             nvls_latency_per_rank_s=cal["nvls_latency_per_rank_us"] * US,
             nvls_small_algbw_fraction=float(cal["nvls_small_algbw_fraction"]),
+            nvls_small_latency_per_doubling_s=cal["nvls_small_latency_per_doubling_us"] * US,
             ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
             net_overhead_s=cal["net_overhead_us"] * US,
             custom=CustomAllReduce(
@@ -228,7 +232,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
 def _floor(raw: Mapping[str, Any], where: str) -> ArchFloor:
     try:
         return ArchFloor(base_offset_s=_frozen(raw["base_offset_us"], US), nvlink_hop_scale=_frozen(raw["nvlink_hop_scale"]),
-                         nvls_small_latency_per_rank_s=float(raw.get("nvls_small_latency_per_rank_us", 0.0)) * US,
+                         nvls_small_latency_s=float(raw.get("nvls_small_latency_us", 0.0)) * US,
                          source=str(raw.get("source", "")))
     except KeyError as err:
         raise CatalogError(f"{where}: missing {err.args[0]!r}") from None
