@@ -105,7 +105,7 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     if mnnvl(group, e):
         # across hosts the engine's multi-node NVLink kernels, with their own limits
         limit = e.mnnvl_max_bytes
-        one_limit = min(e._by_gpus(e.mnnvl_one_shot_max_bytes, g), limit)
+        one_limit = min(e.mnnvl_one_shot_group_bytes / g, limit)
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
     out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:

@@ -62,8 +62,9 @@ class EngineKernels:
     """[GPU count or "default"] -> one-shot reads (p-1) n per GPU at this share of the ring's busbw."""
     two_shot_efficiency: Mapping[str, float]
     """[GPU count or "default"] -> two-shot's share of the ring busbw for its 2(p-1)/p n per GPU."""
-    mnnvl_one_shot_max_bytes: Mapping[str, float]
-    """Across the hosts of one NVLink domain (multi-node NVLink kernels): one-shot limit by GPU count."""
+    mnnvl_one_shot_group_bytes: float
+    """Across the hosts of one NVLink domain (multi-node NVLink kernels): one-shot while message x
+    GPUs is below this, bytes."""
     mnnvl_max_bytes: float
     """Largest message of the multi-node NVLink kernels; 0: the engine has none."""
     symm_mem_copy_s: float = 0.0
@@ -124,7 +125,7 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 symm_mem_copy_s=float(e.get("symm_mem_copy_us", 0.0)) * US,
                 one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
                 two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
-                mnnvl_one_shot_max_bytes=_frozen(e.get("mnnvl_one_shot_max_bytes", {})),
+                mnnvl_one_shot_group_bytes=float(e.get("mnnvl_one_shot_group_bytes", 0.0)),
                 mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)), source=str(e["source"]))
         except KeyError as err:
             raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
