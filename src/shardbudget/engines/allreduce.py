@@ -123,6 +123,30 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
     return {e for e in out if e > 0}
 
 
+def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
+                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
+                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
+    """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
+
+    E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
+    read as "< 256 KiB one-shot; up to 64 MiB symmetric memory; larger NCCL". Exact boundaries are
+    the thresholds of the preset; whether a boundary itself belongs below or above follows each
+    rule (vLLM's custom kernel takes messages strictly below its limit).
+    """
+    edges = sorted({e for e in _edges(preset, 0.0) if 0 < e < max_bytes} | {max_bytes})
+    ranges: list[tuple[float, str]] = []
+    lo = 0.0
+    for hi in edges + [math.inf]:
+        probe = (lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1
+        kind = allreduce_choice(preset, world_size, probe, nvlink, p2p, arch=arch, nodes=nodes, tokens=tokens)
+        if ranges and ranges[-1][1] == kind:
+            ranges[-1] = (hi, kind)
+        else:
+            ranges.append((hi, kind))
+        lo = hi
+    return tuple(ranges)
+
+
 def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(time, latency part) of the engine's all-reduce for each message size."""
     msg_bytes = np.asarray(msg_bytes, dtype=float)
@@ -147,4 +171,4 @@ def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     return tuple(c if c.impl == "nccl" else dataclasses.replace(c, max_bytes=math.inf, min_bytes=0.0) for c in pool)
 
 
-__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges_for", "engine_allreduce_s"]
+__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges", "allreduce_ranges_for", "engine_allreduce_s"]

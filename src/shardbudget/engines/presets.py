@@ -442,43 +442,6 @@ def _token_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, 
     return "one-shot" if tokens <= one_shot_max else "two-shot"
 
 
-def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
-                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
-    """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
-
-    E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
-    read as "< 256 KiB one-shot; up to 64 MiB symmetric memory; larger NCCL". Exact boundaries are
-    the thresholds of the preset; whether a boundary itself belongs below or above follows each
-    rule (vLLM's custom kernel takes messages strictly below its limit).
-    """
-    edges = sorted({e for e in _thresholds(preset) if 0 < e < max_bytes} | {max_bytes})
-    ranges: list[tuple[float, str]] = []
-    lo = 0.0
-    for hi in edges + [math.inf]:
-        probe = (lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1
-        kind = allreduce_choice(preset, world_size, probe, nvlink, p2p, arch=arch, nodes=nodes, tokens=tokens)
-        if ranges and ranges[-1][1] == kind:
-            ranges[-1] = (hi, kind)
-        else:
-            ranges.append((hi, kind))
-        lo = hi
-    return tuple(ranges)
-
-
-def _thresholds(preset: EnginePreset) -> set[float]:
-    out: set[float] = set()
-    custom, symm = preset.allreduce.custom, preset.allreduce.symm_mem
-    if custom is not None:
-        out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
-        out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
-        if custom.max_bytes_two_gpus:
-            out.add(custom.max_bytes_two_gpus)
-    if symm is not None:
-        out |= {b for per in symm.max_bytes.values() for b in per.values()}
-    return out
-
-
 # --- memory defaults ------------------------------------------------------------------------
 
 def default_memory_fraction(preset: EnginePreset, gpu_memory_bytes: float, *, tp: int = 1, pp: int = 1) -> float:
