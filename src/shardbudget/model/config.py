@@ -98,6 +98,11 @@ class ModelConfig:
     (i + 1) % step == 0). Empty for Mixtral (every layer MoE) and for dense models."""
     router_bias: bool = False
     """The router carries a per-expert score-correction bias (DeepSeek-V3 `noaux_tc`)."""
+    expert_groups: int = 1
+    """Groups of consecutive experts the router picks among first (DeepSeek `n_group` under
+    group-limited routing; 1: no group rule)."""
+    expert_groups_per_token: int = 1
+    """Groups each token's experts must come from (DeepSeek `topk_group`: 4 of 8 for V3)."""
     q_lora_rank: int = 0
     """MLA: rank of the query down-projection, elements (0: queries are not compressed)."""
     kv_lora_rank: int = 0

@@ -35,6 +35,7 @@ from .config import ModelConfig
 from .layers import LayerKind, attention_keys
 from .params import kv_heads_per_gpu, router_params
 from .plan import busiest_rank_sequences, check_amount, check_degree, check_ep, check_sharding, layer_kind
+from .routing import busiest_rank
 
 PHASES = ("decode", "prefill")
 
@@ -69,6 +70,9 @@ class Op:
     """Grouped MoE GEMMs: the experts that receive tokens (their floor grows with them)."""
     shape_nk: tuple[float, float] = (0.0, 0.0)
     """GEMMs: the weight shard's (N, K), for tile quantisation."""
+    quantized: bool = True
+    """GEMMs: runs in the step's GEMM precision. False: kept in the activation dtype whatever the
+    checkpoint (the MoE router: vLLM's gate is a ReplicatedLinear built with quant_config=None)."""
 
 
 class _Bytes(NamedTuple):
@@ -240,15 +244,20 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     # Router: a small replicated [tokens, hidden] x [hidden, E] GEMM, then the top-k / grouped top-k
     # kernel and the sort of tokens by expert that a fused-MoE call needs first (vLLM fused_moe:
     # fused_topk / grouped_topk, then moe_align_block_size): three kernels before the experts run.
-    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.w + tokens * (h + e) * b.a, "gemm",
-              kernel="dense_gemm", shape_nk=(e, h)),
+    # The gate stays unquantized (bf16 weights and GEMM) in FP8 / FP4 checkpoints as engines run them.
+    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.a + tokens * (h + e) * b.a, "gemm",
+              kernel="dense_gemm", shape_nk=(e, h), quantized=False),
            Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk"),
-           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_routing_topk")]
+           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align")]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
         pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
     hit = expected_experts_hit(cfg, tokens, ep=ep)
+    # the step waits for the busiest EP rank: more pairs and more distinct experts than the mean
+    load, spread = busiest_rank(e, k, ep, tokens, groups=cfg.expert_groups,
+                                groups_per_token=cfg.expert_groups_per_token)
+    pairs, hit = pairs * load, np.minimum(hit * spread, e / ep)
     up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
     # the fused-experts call's floor grows with the experts hit; its two grouped GEMMs share it
     ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b,

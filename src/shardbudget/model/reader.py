@@ -186,9 +186,19 @@ def _deepseek_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     dense = tuple(i for i in range(layers) if i < first_dense or i % freq)
     width = r.integer("moe_intermediate_size")
     shared = r.integer("n_shared_experts", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
-                        shared=shared, shared_width=width if shared else 0,
-                        router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    moe = _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
+                       shared=shared, shared_width=width if shared else 0,
+                       router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    # group-limited routing (modeling_deepseek.py MoEGate: topk_method group_limited_greedy / noaux_tc)
+    if r.raw.get("topk_method") in ("group_limited_greedy", "noaux_tc"):
+        groups = r.integer("n_group", default=1)
+        if groups < 1 or moe["num_experts"] % groups:
+            raise r.fail(f"config.json field 'n_group' ({groups}) must divide n_routed_experts ({moe['num_experts']})")
+        per_token = r.integer("topk_group", default=groups)
+        if not 1 <= per_token <= groups:
+            raise r.fail(f"config.json field 'topk_group' ({per_token}) must be between 1 and n_group ({groups})")
+        moe |= {"expert_groups": groups, "expert_groups_per_token": per_token}
+    return moe
 
 
 def _llama4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
