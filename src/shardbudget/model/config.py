@@ -4,8 +4,9 @@ What a family is (attention kind, MoE layout, biases, norms, windows) comes from
 `families`; `reader` reads the fields that table says the family has, fills defaults visibly and
 names the key, the value and the file in every error. Sizes are element counts, never bytes.
 
-DeepSeek-V3's multi-token-prediction (MTP) module (`num_nextn_predict_layers`) is ignored: it is only
-used for speculative decoding, and the published 671B / 37B figures exclude it. Multimodal checkpoints
+Multi-token-prediction (MTP) layers (`num_nextn_predict_layers`, `mtp_num_hidden_layers`) are counted
+in `ModelConfig.mtp_layers` but kept out of the decoder and its parameter totals: they run only for
+speculative decoding, and the published figures (DeepSeek-V3: 671B / 37B) exclude them. Multimodal checkpoints
 (Gemma 3, Llama 4) are read for their text decoder (`text_config`); the vision tower (Gemma-3-27B:
 417M parameters, 1.5 %) is not counted.
 """
@@ -108,6 +109,10 @@ class ModelConfig:
     """MLA: per-head q/k elements with rotary embedding; the rotary key is shared by all heads."""
     v_head_dim: int = 0
     """MLA: per-head value elements."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers beside the decoder (HF `num_nextn_predict_layers`, DeepSeek-V3,
+    GLM, MiMo; `mtp_num_hidden_layers`, Qwen3.5, Nemotron; 0 when absent). Not in num_layers nor in
+    the parameter totals: they run only for speculative decoding (`step.speculative`)."""
 
     @property
     def family(self) -> Family:

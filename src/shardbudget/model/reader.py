@@ -260,6 +260,18 @@ def _window_fields(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     return fields
 
 
+# Spellings of the multi-token-prediction layer count (DeepSeek-V3 / GLM / MiMo; Qwen3.5 / Nemotron-H).
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+def _mtp_layers(r: _Reader) -> int:
+    """MTP layers (0 when the config names none); the first spelling present wins."""
+    for key in _MTP_KEYS:
+        if r.has(key):
+            return r.integer(key, minimum=0, maximum=MAX_LAYERS)
+    return 0
+
+
 def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
     """The keyword arguments of `config.ModelConfig` for a parsed config.json; anything malformed
     raises `CatalogError` naming the key and the value."""
@@ -277,6 +289,7 @@ def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
         intermediate_size=r.integer(family.dense_width_key), vocab_size=r.integer("vocab_size"),
         tie_embeddings=r.flag("tie_word_embeddings", default=False),
         max_position_embeddings=r.integer("max_position_embeddings", default=0),
+        mtp_layers=_mtp_layers(r),
         checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None),
         **_attention_fields(r, family), **_window_fields(r, family, layers), **moe)
 
