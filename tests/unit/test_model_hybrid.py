@@ -234,3 +234,47 @@ def test_long_context_cache_of_a_hybrid_is_a_fraction_of_full_attention():
     assert h / f == pytest.approx(0.2545, abs=0.001)
     grid = kv_cache_bytes_per_gpu(hybrid, batch=np.array([[1.0], [8.0]]), context=np.array([[1024.0, ctx]]), tp=2)
     assert grid.shape == (2, 2) and grid[1, 1] == 8 * h / 2
+
+
+def _all_full_twin():
+    """Qwen3.5-27B with every layer full attention: the model a hybrid is measured against."""
+    raw = _raw("qwen3.5-27b")
+    raw["text_config"].update(layer_types=["full_attention"] * 64, full_attention_interval=1)
+    return config_from_dict(raw, name="qwen3.5-27b-all-full")
+
+
+def test_fits_and_deploy_batch_show_the_hybrid_cache_at_128k():
+    from shardbudget.decide.deploy import Workload, deploy
+    from shardbudget.decide.planner import plan
+
+    def tp2_fits(model):
+        rows = plan(model, "hgx-h100", batches=(4,), context=131072).results[0].rows
+        return next(r for r in rows if (r.tp, r.pp, r.ep) == (2, 1, 1)).fits_memory
+
+    assert tp2_fits("qwen3.5-27b") and not tp2_fits(_all_full_twin())  # 4 x 128k: 47 GB vs 98 GB per GPU
+    work = Workload(input_len=120_000, output_len=8_000)
+    batch = {}
+    for model in ("qwen3.5-27b", _all_full_twin()):
+        options = deploy(model, "hgx-h100", gpus=2, workload=work, budget_s=None).options
+        batch[getattr(model, "name", model)] = next(o.max_batch for o in options if o.label() == "1xTP2")
+    # memory binds both: the KV of 16 layers (+ 48 fixed states) against 64 layers' KV
+    assert batch["qwen3.5-27b"] >= 4 * batch["qwen3.5-27b-all-full"] > 0
+
+
+def test_cli_refuses_a_bad_layout_in_one_line(tmp_path, capsys):
+    from shardbudget import cli
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_bad("nemotron-3-nano-30b-a3b", hybrid_override_pattern="M" * 51)))
+    assert cli.main(["plan", "--model", str(path), "--system", "hgx-h100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "hybrid_override_pattern" in err and "52 layers" in err and len(err.splitlines()) == 1
+
+
+def test_cli_names_the_assumed_family(tmp_path, capsys):
+    from shardbudget import cli
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_bad("minimax-m2.5", model_type="minimax_m3", architectures=["MiniMaxM3ForCausalLM"])))
+    assert cli.main(["plan", "--model", str(path), "--system", "hgx-h200", "--batch", "1"]) == 0
+    assert "read as minimax_m2" in capsys.readouterr().out
