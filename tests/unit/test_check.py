@@ -14,7 +14,8 @@ import pytest
 
 from shardbudget import cli
 from shardbudget.measure.check import REGIONS, check_text, verdict_of
-from shardbudget.comm.collectives import sweep
+from shardbudget.comm.collectives import explicit_candidates, make_group
+from shardbudget.comm.lines import pick
 from shardbudget.errors import MeasureError, PlanError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.measure.nccl_info import read_settings
@@ -24,9 +25,16 @@ SIZES = [8 * 4**k for k in range(16)]  # 8 B .. 8 GiB
 
 
 def times_us(system, *, nodes=1, gpus=None, bw_scale=1.0, lat_scale=1.0, algo="auto", protocol="auto"):
-    """The model's times, the bandwidth term divided by bw_scale (a plateau at bw_scale of normal)."""
-    costs = sweep("all-reduce", SIZES, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, catalog=CAT)
-    return [(c.latency_s * lat_scale + c.bandwidth_s / bw_scale) * 1e6 for c in costs]
+    """The model's times, the bandwidth term divided by bw_scale (a plateau at bw_scale of normal):
+    each size priced by the line `pick` chooses, as check (and fit) price it (Candidate.time_s, tree
+    correction factor included)."""
+    group = make_group(system, nodes=nodes, gpus=gpus, catalog=CAT)
+    cands = explicit_candidates(group, "all-reduce", "nccl", algo, protocol)
+    out = []
+    for n in SIZES:
+        c = pick(cands, n)
+        out.append((c.latency_s * lat_scale + (c.time_s(n) - c.latency_s) / bw_scale) * 1e6)
+    return out
 
 
 def nccl_log(t_us, *, ranks, nodes, info=(), device="NVIDIA H100 80GB HBM3") -> str:
