@@ -15,7 +15,7 @@ def test_a_fit_on_latency_bound_sizes_only_warns_that_b_is_extrapolated():
     small = [8 * 4 ** i for i in range(6)] + [8192]
     result = _compare(2, [("unshaped", None)], {"unshaped": _runs(50e-6, 1e9, small)}, netem=False, files=[])
     assert len(result.warnings) == 1 and "latency-bound" in result.warnings[0]
-    assert "is extrapolated, not measured" in result.warnings[0] and "--sizes 8B:64MiB" in result.warnings[0]
+    assert "is extrapolated, not measured" in result.warnings[0] and "--size 8B:64MiB" in result.warnings[0]
     text = format_lab(result)
     assert "# warning: every size" in text and "(B extrapolated: see the warning)" in text
 

@@ -345,7 +345,7 @@ def _fit_warnings(sizes: np.ndarray, alpha_s: float, b_bytes_per_s: float, k: fl
     return (f"every size of the unshaped run is latency-bound (by the fit the largest, {format_bytes(largest)}, "
             f"spends {format_seconds(k * largest / b_bytes_per_s)} on the wire against alpha {format_seconds(alpha_s)}): "
             f"B = {format_rate(b_bytes_per_s)} is extrapolated, not measured, and so is every bandwidth-bound "
-            f"prediction below; measure larger sizes (e.g. --sizes 8B:64MiB), until some take longer than alpha on the wire",)
+            f"prediction below; measure larger sizes (e.g. --size 8B:64MiB), until some take longer than alpha on the wire",)
 
 
 def _wire_s(sent_bytes: float, b_unshaped: float, rate: float | None, alpha_s: float) -> float:
