@@ -398,6 +398,11 @@ def format_check(result: CheckResult) -> str:
     return "\n".join(out)
 
 
+def _ratio(x: float) -> str:
+    """1.23x; a ratio below 0.01 keeps three significant digits (0.0042x, never 0.00x)."""
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
+
+
 def _pct(tolerance: float) -> str:
     return f"\u00b1{tolerance * 100:g} %"
 
@@ -410,14 +415,14 @@ def _format_table(t: TableCheck, tolerance: float) -> list[str]:
         if not r.sizes:
             continue
         bw = f" = {1 / r.median_ratio:.2f} of the predicted busbw" if r.region == REGIONS[2] else ""
-        out.append(f"{r.region}: {r.verdict.upper()}, median {r.median_ratio:.2f}x the predicted time{bw} "
+        out.append(f"{r.region}: {r.verdict.upper()}, median {_ratio(r.median_ratio)} the predicted time{bw} "
                    f"({len(r.sizes)} size{'s' if len(r.sizes) != 1 else ''})")
         out.append(f"  {'size':>10} {'measured':>11} {'predicted':>11} {'ratio':>7} {'busbw':>11} "
                    f"{'predicted':>11}  model")
         for c in r.sizes:
             mark = "" if verdict_of(c.ratio, tolerance) == "ok" else " *"
             out.append(f"  {format_bytes(c.msg_bytes):>10} {format_seconds(c.measured_s):>11} "
-                       f"{format_seconds(c.predicted_s):>11} {c.ratio:>6.2f}x {format_rate(c.measured_busbw_bytes_per_s):>11} "
+                       f"{format_seconds(c.predicted_s):>11} {_ratio(c.ratio):>7} {format_rate(c.measured_busbw_bytes_per_s):>11} "
                        f"{format_rate(c.predicted_busbw_bytes_per_s):>11}  {c.algorithm}/{c.protocol}{mark}")
     if t.cause is not None:
         out.append(f"cause: {t.cause.text}")

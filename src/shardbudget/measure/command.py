@@ -112,7 +112,7 @@ def _row_printer(args: argparse.Namespace, n_sizes: int) -> Callable[[SizeResult
         # run_measure has accepted both spellings by now; print the canonical ones
         op, dtype_name = parse_op(args.op), dtypes.canonical(args.dtype)
         if not printed:
-            print(f"# shardbudget {op} on {args.backend}, {dtype_name}, {n_sizes} sizes, "
+            print(f"# shardbudget {op} on {args.backend}, {dtype_name}, {n_sizes} size{'s' * (n_sizes != 1)}, "
                   f"{args.iters} iters; time is the median over iterations of the slowest rank")
             print(format_table_header())
             printed.append(True)
