@@ -102,6 +102,7 @@ DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging F
 PlotOpt = Annotated[Optional[Path], typer.Option("--plot", help="Also write this command's figure (PNG or SVG; an existing file needs --force).")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the command's file here (an existing file needs --force).")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace files this command writes (--out, --plot) where they exist.")]
+NameOpt = Annotated[str, typer.Option("--name", help="Name of the system the profile defines (letters, digits, '-', '_'; not a catalog name).")]
 IterationsOpt = Annotated[int, typer.Option("--iters", help="Timed iterations per size (the median is reported).")]
 WarmupOpt = Annotated[int, typer.Option("--warmup", help="Untimed iterations per size before the timed ones.")]
 

@@ -9,8 +9,8 @@ import typer
 
 from . import args
 from .app import app
-from .args import (CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, IterationsOpt, JsonOpt, OpOpt, OutOpt, PlotOpt,
-                   hidden, renamed, size_opt)
+from .args import (CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, IterationsOpt, JsonOpt, NameOpt, OpOpt, OutOpt,
+                   PlotOpt, hidden, renamed, size_opt)
 from .common import check_plot, load_catalogs, print_json, write_plot
 
 
@@ -53,7 +53,7 @@ def measure(
 def fit(
     *,
     files: Annotated[list[Path], typer.Argument(help="nccl-tests / rccl-tests logs (text, or nccl-tests -J JSON) or shardbudget measure JSON.")],
-    name: Annotated[str, typer.Option("--name", help="Name of the fitted system (not a built-in one).")],
+    name: NameOpt,
     base_system: Annotated[str, typer.Option("--base-system", help="The catalog system it is a measurement of.")],
     out: OutOpt = None,
     force: ForceOpt = False,

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from .app import app
-from .args import CatalogOpt, ForceOpt, JsonOpt, OutOpt
+from .args import CatalogOpt, ForceOpt, JsonOpt, NameOpt, OutOpt
 from .common import load_catalogs, print_json
 
 
@@ -24,7 +24,7 @@ def _print_template(value: bool) -> None:
 def topo(
     *,
     files: Annotated[list[Path], typer.Argument(help="`nvidia-smi topo -m` output; optionally `nvidia-smi topo -p2p r` output and an NCCL topology XML (NCCL_TOPO_DUMP_FILE), in the same file or more files.")],
-    name: Annotated[str, typer.Option("--name", help="Name of the new system (not a built-in one).")],
+    name: NameOpt,
     out: OutOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU; needed when the input does not name it (the topo -m header never does).")] = None,
     gpu_spec: Annotated[Optional[Path], typer.Option("--gpu-spec", help="A GPU the catalog lacks: a TOML file with one [gpus.NAME] table (--gpu-spec-template prints one); written into the profile.")] = None,

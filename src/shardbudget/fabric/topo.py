@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,7 +148,6 @@ def infer_profile(topo: TopoInput, *, name: str, gpu: str | None = None, cpu: st
 def read_gpu_spec(path: str | os.PathLike, catalog: Catalog, gpu: str | None) -> tuple[Catalog, str, dict]:
     """(the catalog with the spec's GPU, its name, its table as written) from a --gpu-spec file: one
     [gpus.NAME] table, read and checked as every catalog GPU is (units, source, a name of its own)."""
-    import tomllib
     try:
         doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
