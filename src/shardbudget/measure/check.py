@@ -295,9 +295,9 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
     shape = _node_shape(samples, system, nodes)
     if shape is not None:
         notes.append(shape)
-        if causes and system.topology == "switch" and system.domain_gpus > 8:
-            # a rack-scale NVLink domain (NVL72): the log's nodes are likely its trays, which the
-            # catalog's one node holds; the mismatch, not the catalog, may explain the table
+        if causes and samples[0].n_ranks // samples[0].n_nodes == system.host_gpus < system.gpus_per_node:
+            # the log counts the system's hosts (NVL72's 4-GPU compute trays) as nodes, where the
+            # catalog's node is the whole NVLink domain: the mismatch, not the catalog, may explain it
             causes = (_node_cause(samples, system, catalog, n_nodes, tolerance, shape),) + tuple(causes)
     if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
         notes.append(noisy.text)
@@ -333,7 +333,7 @@ def _node_cause(samples: Sequence[Sample], system: System, catalog: Catalog, n_n
     return Cause(kind="node-shape", region="", guess=False, expected_ratio=med,
                  text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt}`) the "
                       f"table is {med:.2f}x the predicted time ({verdict_of(med, tolerance)}); the log's nodes are "
-                      f"probably trays of {system.name}'s NVLink domain")
+                      f"{system.name}'s {system.host_gpus}-GPU hosts (trays), its node the whole NVLink domain")
 
 
 def _dedupe(samples: Sequence[Sample]) -> list[Sample]:

@@ -108,6 +108,8 @@ def profile_toml(result) -> dict:
              "topology": s.topology, "intra_fabric": ref(s.intra_fabric), "gpus_per_socket": s.gpus_per_socket,
              "nics_per_node": s.nics_per_node, "rail_optimized": s.rail_optimized, "domain_gpus": s.domain_gpus,
              "base_latency_scale": s.base_latency_scale, "profile_source": s.profile_source, "source": s.source}
+    if s.gpus_per_host is not None and s.gpus_per_host != s.gpus_per_node:
+        sys_t["gpus_per_host"] = s.gpus_per_host
     if s.base_latency_s is not None:
         sys_t["base_latency"] = f"{s.base_latency_s * 1e6:.9g} us"
     for key, fab in (("fallback_fabric", s.fallback_fabric), ("socket_fabric", s.socket_fabric),
