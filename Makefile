@@ -7,18 +7,23 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: venv demo test bench clean
 
+# Each step says what it does: the first run installs for a minute or two (pip's own progress shown).
 $(STAMP): pyproject.toml
+	@echo "[1/4] creating $(VENV) (once; later runs start at once)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "[2/4] upgrading pip"
 	$(PIP) install --quiet --upgrade pip
+	@echo "[3/4] installing torch 2.13.0 (CPU build; the largest download)"
 	# torch pinned: 2.13.0 is a local CPU build here; any other spec may pull a multi-GB CUDA build
-	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[dev,report,measure]"
+	$(PIP) install --progress-bar on "torch==2.13.0"
+	@echo "[4/4] installing shardbudget with its report, measure and test extras"
+	$(PIP) install --progress-bar on -e ".[dev,report,measure]"
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/shardbudget demo
+	$(VENV)/bin/shardbudget demo --force
 
 test: $(STAMP)
 	bash scripts/install-chromium.sh || echo "chromium not installed: browser tests will be skipped"

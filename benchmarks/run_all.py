@@ -4,6 +4,7 @@
 
 Runs, each as its own subprocess so one cannot skew another's timing or memory:
     speed.py     planner throughput, `shardbudget plan` wall time, llm-analysis time ratio
+    startup.py   start-up: `plan`, `--help`, `plan --help`, medians of 9 cold runs against `import numpy`
     deploy_speed.py  `shardbudget deploy --gpus 64` wall time (dense and MoE), where it goes, and
                  aiconfigurator's `cli default` sweep for the same model and system (wall-time ratio)
     accuracy.py  the collective model against published nccl-tests / rccl-tests timings
@@ -51,6 +52,7 @@ AIC_VERSION = "0.12.0"  # keep equal to deploy_speed.AIC_VERSION
 # script -> extra arguments for a --quick run (a smoke run; its numbers are not the measurement)
 SCRIPTS = {
     "speed": ["--quick"],
+    "startup": ["--runs", "3"],
     "deploy_speed": ["--quick"],
     "accuracy": [],
     "loso": [],

@@ -1,3 +1,4 @@
+import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,10 @@ def data_dir() -> Path:
 def run_cli(*args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run the real console script, as a user would."""
     exe = shutil.which("shardbudget", path=str(Path(sys.executable).parent)) or "shardbudget"
-    return subprocess.run([exe, *args], capture_output=True, text=True, input=input, timeout=timeout)
+    # GNU readline (imported under pytest) exports COLUMNS=80 into the process environment, which
+    # the tables honour (tests/integration/test_terminal_width.py): a piped user run has none
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run([exe, *args], capture_output=True, text=True, input=input, timeout=timeout, env=env)
 
 
 @pytest.fixture

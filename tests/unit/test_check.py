@@ -14,7 +14,8 @@ import pytest
 
 from shardbudget import cli
 from shardbudget.measure.check import REGIONS, check_text, verdict_of
-from shardbudget.comm.collectives import sweep
+from shardbudget.comm.collectives import explicit_candidates, make_group
+from shardbudget.comm.lines import pick
 from shardbudget.errors import MeasureError, PlanError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.measure.nccl_info import read_settings
@@ -24,9 +25,16 @@ SIZES = [8 * 4**k for k in range(16)]  # 8 B .. 8 GiB
 
 
 def times_us(system, *, nodes=1, gpus=None, bw_scale=1.0, lat_scale=1.0, algo="auto", protocol="auto"):
-    """The model's times, the bandwidth term divided by bw_scale (a plateau at bw_scale of normal)."""
-    costs = sweep("all-reduce", SIZES, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, catalog=CAT)
-    return [(c.latency_s * lat_scale + c.bandwidth_s / bw_scale) * 1e6 for c in costs]
+    """The model's times, the bandwidth term divided by bw_scale (a plateau at bw_scale of normal):
+    each size priced by the line `pick` chooses, as check (and fit) price it (Candidate.time_s, tree
+    correction factor included)."""
+    group = make_group(system, nodes=nodes, gpus=gpus, catalog=CAT)
+    cands = explicit_candidates(group, "all-reduce", "nccl", algo, protocol)
+    out = []
+    for n in SIZES:
+        c = pick(cands, n)
+        out.append((c.latency_s * lat_scale + (c.time_s(n) - c.latency_s) / bw_scale) * 1e6)
+    return out
 
 
 def nccl_log(t_us, *, ranks, nodes, info=(), device="NVIDIA H100 80GB HBM3") -> str:
@@ -278,3 +286,21 @@ def test_cli_exit_codes_text_and_json(tmp_path, capsys):
     assert {"region", "verdict", "median_ratio", "sizes"} <= set(d["tables"][0]["regions"][2])
     assert cli.main(["check", str(good), "--system", "hgx-h100", "--gpus", "4"]) == 2
     assert capsys.readouterr().err == "error: good.log is a log of 8 GPUs, not --gpus 4\n"
+
+
+def test_a_log_whose_nodes_are_nvl72_trays_is_told_so_not_blamed_on_the_catalog(data_dir):
+    """nccl_15 (CoreWeave GB200): 72 ranks on 18 'nodes' of 4 GPUs, the racks' compute trays. Checked
+    as 18 nodes over the network it is 0.24x the predicted time; the first cause says the log's
+    nodes are gb200-nvl72's hosts and that, as one node of 72 (--nodes 1), the table is within 1.00x
+    (the README's 'OK at 1.01x' within the tolerance)."""
+    from shardbudget.measure.check import check_logs
+    result = check_logs([data_dir / "raw" / "nccl_15_coreweave_gb200.txt"], system="gb200-nvl72")
+    t = result.tables[0]
+    assert (t.ranks, t.nodes) == (72, 18) and any("4 GPUs per node" in n for n in t.notes)
+    assert t.cause.kind == "node-shape" and "--nodes 1" in t.cause.text and "4-GPU hosts" in t.cause.text
+    assert t.cause.expected_ratio == pytest.approx(1.0, abs=0.05)
+    ok = check_logs([data_dir / "raw" / "nccl_15_coreweave_gb200.txt"], system="gb200-nvl72", nodes=1, gpus=72)
+    assert ok.exit_code == 0
+    # a log of 2 GPUs on each of 2 L40S boxes really crossed the network: a note, no such cause
+    l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie").tables[0]
+    assert any("2 GPUs per node" in n for n in l40s.notes) and all(c.kind != "node-shape" for c in l40s.causes)

@@ -333,7 +333,7 @@ def test_overrides():
     assert (p.weights, p.expert_dtype, p.head_dtype, p.kv_dtype, p.compute_dtype) == ("bf16",) * 3 + ("fp8", "bf16")
     assert any("--dtype bf16" in n for n in notes)
     p, notes = default_precision(load_model("llama-3.1-8b"), GPUS["h100-sxm"], kv_override="auto")
-    assert p == Precision() and notes == ("KV cache auto: bf16, the activation dtype (vLLM --kv-cache-dtype auto)",)
+    assert p == Precision() and notes == ("KV cache auto: bf16, the activation dtype (the engines' KV-cache dtype 'auto')",)
 
 
 def test_int4_checkpoint_is_weight_only_everywhere():

@@ -2,7 +2,8 @@ import pytest
 
 from shardbudget.errors import PlanError, UnknownNameError
 from shardbudget.decide.planner import plan, required_fabric
-from shardbudget.model import Plan, Precision
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.model import Plan, Precision, list_models, load_model
 from shardbudget.step.settings import PlanSettings
 from shardbudget.step.compose import decode_step
 
@@ -128,6 +129,38 @@ def test_skipped_tp_and_kv_replication_are_explained():
     assert "TP16 skipped: tp (16) must divide num_attention_heads (40)" in notes
     notes = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
     assert any(n.startswith("TP16: 8 KV heads for 16 GPUs") for n in notes)
+
+
+def test_a_tp_the_heads_refuse_is_skipped_not_fatal():
+    # llama-4-scout has 40 heads: TP16 on two HGX nodes is refused by the heads (engines refuse it),
+    # offered with data-parallel attention (16 experts), and TP8 x PP2 still fills both nodes
+    result = plan("llama-4-scout", "hgx-h200", nodes=2, batches=[1])
+    notes = result.assumptions["notes"]
+    assert any(n.startswith("TP16 skipped: tp (16) must divide num_attention_heads (40)") for n in notes)
+    labels = {r.label() for r in result.results[0].rows}
+    assert "TP8 PP2" in labels and "TP16 EP16 DP16" in labels
+    assert "TP16" not in labels
+
+
+@pytest.mark.parametrize("model", list_models())
+def test_every_shipped_model_plans_on_one_and_two_nodes_of_every_system(model):
+    """A valid request never fails on a TP degree the heads refuse: it is listed as skipped with the
+    rule it breaks, and every row's plan divides the model's heads (or runs attention data-parallel)."""
+    cat = load_catalog()
+    for name, system in cat.systems.items():
+        for nodes in (1, 2) if system.nic_fabric is not None else (1,):
+            result = plan(model, name, nodes=nodes, batches=[1], catalog=cat)
+            rows = result.results[0].rows
+            assert rows, (model, name, nodes)
+            for r in rows:
+                assert r.gpus <= nodes * system.gpus_per_node
+            heads = load_model(model).num_heads
+            for tp in {r.tp for r in rows if r.dp == 1}:
+                assert heads % tp == 0, (model, name, nodes, tp)
+            skipped = [n for n in result.assumptions["notes"] if " skipped: " in n]
+            for n in skipped:
+                tp = int(n.split()[0][2:])
+                assert tp <= nodes * system.gpus_per_node and "must" in n, n
 
 
 def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():

@@ -192,9 +192,15 @@ def test_module_and_function_sizes(path):
     assert not long, f"{path.name}: functions over {max_fn} lines: {long}"
 
 
+CLI_LAZY_OK = ("..", "rich.")
+"""A command module (cli/) imports the library, and rich, when its command runs: `--help` and every
+other command start without them (issue 24: help within 0.30 s). Its top imports typer and cli.args."""
+
+
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_are_at_the_top(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    lazy_ok = LAZY_OK + (CLI_LAZY_OK if path.parent.name == "cli" else ())
     inner = []
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -206,8 +212,23 @@ def test_imports_are_at_the_top(path):
                     names = [base] if node.module else [base + a.name for a in node.names]
                 else:
                     continue
-                inner += [f"{fn.name}: {n}" for n in names if not n.startswith(LAZY_OK)]
+                inner += [f"{fn.name}: {n}" for n in names if not n.startswith(lazy_ok)]
     assert not inner, f"imports inside functions (move them to the top): {inner}"
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_command_modules_import_no_library_at_start_up(path):
+    """Top-level imports of a command module: typer, the standard library and cli/ itself (args,
+    common, app); the library and rich only inside the commands."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    heavy = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level >= 2 and node.module != "errors":  # errors: difflib only
+            heavy.append("." * node.level + (node.module or ""))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            heavy += [n for n in names if n.split(".")[0] in ("numpy", "rich", "scipy", "matplotlib", "torch")]
+    assert not heavy, f"{path.name} imports at start-up: {heavy}"
 
 
 # --- CONTRIBUTING.md: the map of the modules --------------------------------------------------

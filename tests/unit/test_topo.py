@@ -106,6 +106,36 @@ def test_p2p_matrix_gns_turns_pcie_p2p_off(tmp_path):
     assert any("GNS" in n for n in p.notes)
 
 
+def test_a_gpu_the_catalog_lacks_comes_in_with_gpu_spec(tmp_path):
+    """The RTX 5090 is not in the catalog: --gpu rtx5090 says how to describe it, --gpu-spec takes a
+    filled-in template, and the profile written carries the GPU, so the profile alone loads."""
+    with pytest.raises(UnknownNameError, match="unknown GPU .rtx5090..*--gpu-spec FILE.*--gpu-spec-template"):
+        topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="my-5090", gpu="rtx5090")
+    p = topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="my-5090", gpu_spec=FIX / "rtx5090_gpu_spec.toml")
+    assert p.system["gpu"] == "rtx5090" and "rtx5090" in p.gpus
+    cat = _profile_catalog(p, tmp_path)  # the profile alone, without the spec file
+    system = cat.system("my-5090")
+    assert system.gpu.memory_bytes == 32607 * 2**20 and system.gpu.pcie_p2p is False
+    # GNS: both hops staged through host memory, as the 4090 box is
+    assert ring_path(system, 2).transports == ("shm", "shm")
+
+
+def test_gpu_spec_errors_are_one_line(tmp_path):
+    from shardbudget.fabric.topo import GPU_SPEC_TEMPLATE
+    template = tmp_path / "t.toml"
+    template.write_text(GPU_SPEC_TEMPLATE)
+    with pytest.raises(CatalogError, match="fill in every <...>"):
+        topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="x", gpu_spec=template)
+    builtin = tmp_path / "b.toml"
+    builtin.write_text((FIX / "rtx5090_gpu_spec.toml").read_text().replace("[gpus.rtx5090]", "[gpus.rtx4090]"))
+    with pytest.raises(CatalogError, match=r"\[gpus.rtx4090\] redefines a built-in entry"):
+        topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="x", gpu_spec=builtin)
+    with pytest.raises(CatalogError, match="no such file"):
+        topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="x", gpu_spec=tmp_path / "missing.toml")
+    with pytest.raises(CatalogError, match="name different GPUs"):
+        topo_profile([FIX / "rtx5090_2gpu_p2p.txt"], name="x", gpu="h100-sxm", gpu_spec=FIX / "rtx5090_gpu_spec.toml")
+
+
 def test_p2p_ok_under_one_switch_only_lowers_the_level_to_pix():
     matrix = """\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity
 GPU0\t X \tPIX\tPXB\tPXB\t0-31\t0

@@ -51,11 +51,14 @@ def test_the_socket_run_names_the_network_and_the_setting(data_dir):
     t = check_logs([data_dir / "raw" / "nccl_09_h200_2node_socket_ring.txt"], system="hgx-h200", nodes=2).tables[0]
     assert (t.ranks, t.nodes) == (16, 2) and t.settings.env == {"NCCL_IB_DISABLE": "1", "NCCL_ALGO": "ring"}
     plateau = t.regions[2]
-    assert plateau.verdict == "slow" and 1 / plateau.median_ratio == pytest.approx(0.19, abs=0.02)  # 92 of ~490 GB/s
+    # the run forces NCCL_ALGO=ring, so each size is priced with ring (as `fit` prices it, issue 24):
+    # busbw 92 GB/s of ring's predicted ~364 GB/s over two nodes
+    assert plateau.verdict == "slow" and 1 / plateau.median_ratio == pytest.approx(0.26, abs=0.02)
     assert t.cause.text.startswith("network: NCCL ran over its Socket (TCP) transport")
     assert not t.cause.guess and "NCCL_IB_DISABLE=1" in t.cause.text
-    # the latency floor is ring's: NCCL_ALGO=ring, priced by the model, explains it
-    assert [c.kind for c in t.causes] == ["socket", "nccl-algo"] and t.causes[1].region == "latency floor"
+    # the latency floor is ring's, and priced as ring it is within tolerance: no second cause
+    assert [c.kind for c in t.causes] == ["socket"] and t.regions[0].verdict == "ok"
+    assert any("forces NCCL_ALGO=ring" in n for n in t.notes)
 
 
 def test_the_cli_exits_0_1_2_on_real_logs(data_dir, capsys):

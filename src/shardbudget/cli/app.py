@@ -9,20 +9,62 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Annotated
 
 import typer
 
 from ..errors import ShardbudgetError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="How far can a transformer be tensor-parallel sharded before the interconnect "
-                       "sets its per-token latency?")
+HELP = "How far can a transformer be tensor-parallel sharded before the interconnect sets its per-token latency?"
+# Help is click's plain format: typer's rich panels import rich's markdown, traceback and layout
+# modules, ~1.9x the start-up of Python with numpy on their own, past the 0.30 s `--help` budget
+# (issue 24; measured with farm-bench: `import typer.rich_utils` 0.267 s cpu, `import numpy` 0.139 s).
+TYPER = dict(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+             context_settings={"max_content_width": 100})
+app = typer.Typer(help=HELP, **TYPER)
 
 COMMANDS = {  # command -> the module of this package that defines it
     "fabrics": "fabrics", "allreduce": "collectives", "compare": "collectives", "plan": "plan",
     "deploy": "deploy", "explain": "explain", "models": "fabrics", "measure": "measure", "fit": "measure",
     "check": "check", "topo": "topo", "lab": "measure", "report": "report", "demo": "report",
 }
+SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --help` (a test holds them equal)
+    "fabrics": "The fabric catalog: per-direction bandwidth, per-hop latency and the source of each number.",
+    "allreduce": "An nccl-tests-like table of predicted collective times on a system.",
+    "compare": "Systems side by side: crossover sizes and the time ratio at the sizes decode really uses.",
+    "plan": "Sweep TP x PP (x EP) and say how far the model can be sharded within the budget.",
+    "deploy": "How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.",
+    "explain": "Fabric A vs fabric B, when all-reduce limits sharding, why the network is slow for decode: with numbers.",
+    "models": "The model configs shipped with shardbudget.",
+    "measure": "Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out.",
+    "fit": "Fit the collective model's constants to measurements and write a profile usable as --catalog.",
+    "check": "Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input.",
+    "topo": "A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report (printed without --out).",
+    "lab": "Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted.",
+    "report": "One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html).",
+    "demo": "Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand (default report.html).",
+}
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+        typer.echo(f"shardbudget {__version__}")
+        raise typer.Exit()
+
+
+def _group(commands: list) -> typer.Typer:
+    """A typer group of `commands` with the app's help and --version (a callback keeps it a group, so
+    usage lines and errors read the same whichever commands it holds)."""
+    one = typer.Typer(help=HELP, **TYPER)
+    one.registered_commands = commands
+
+    @one.callback()
+    def _main(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                                    help="Print the version and exit.")] = False) -> None:
+        pass
+
+    return one
 
 
 def full_app() -> typer.Typer:
@@ -32,6 +74,15 @@ def full_app() -> typer.Typer:
     order = list(COMMANDS)
     app.registered_commands.sort(key=lambda c: order.index(_command_name(c)))
     return app
+
+
+def listing_app() -> typer.Typer:
+    """`shardbudget --help`, a bare `shardbudget` and a typo'd command: every command's name and summary,
+    without importing one command module (start-up)."""
+    stubs = typer.Typer()
+    for name in COMMANDS:
+        stubs.command(name, help=SUMMARIES[name], short_help=SUMMARIES[name], add_help_option=False)(lambda: None)
+    return _group(stubs.registered_commands)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,16 +120,11 @@ def _command_name(info) -> str:
 
 def _app_for(argv: list[str]) -> typer.Typer:
     """The app with only the command `argv` names, when it names one: its module alone is imported,
-    and typer turns only its signature into click parameters (~0.1 s for all of them). A callback
-    keeps it a group, so usage lines and errors read as with the full app."""
+    and typer turns only its signature into click parameters."""
     if not argv or argv[0] not in COMMANDS:
-        return full_app()  # --help, a typo'd command: the full app answers, with every command listed
+        return listing_app()
     importlib.import_module(f".{COMMANDS[argv[0]]}", __package__)
-    wanted = [c for c in app.registered_commands if _command_name(c) == argv[0]]
-    one = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=app.info.help)
-    one.registered_commands = wanted
-    one.callback()(lambda: None)
-    return one
+    return _group([c for c in app.registered_commands if _command_name(c) == argv[0]])
 
 
 def _click_errors():

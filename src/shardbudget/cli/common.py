@@ -1,26 +1,24 @@
 """What the command modules share beyond their options: the catalog and model they name, JSON on
-stdout, figures written on request, and a progress bar for the long commands."""
+stdout, figures written on request, and a progress bar for the long commands. The library is
+imported when a command runs, not when this module is (start-up: `--help` needs none of it)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..fabric.catalog import load_catalog
-from ..model import load_model
-from ..report import figures
 from . import args
 
 
 def load_catalogs(paths: Optional[list[Path]]):
+    from ..fabric.catalog import load_catalog
     return load_catalog(tuple(str(p) for p in paths or ()))
 
 
@@ -28,6 +26,7 @@ def model_name(name: str, download: bool) -> str:
     """With --download, an HF id missing from the local cache has its config.json fetched into the
     cache now; the name then resolves from there wherever the library loads it."""
     if download:
+        from ..model import load_model
         load_model(name, download=True)
     return name
 
@@ -36,18 +35,32 @@ def print_json(obj) -> None:
     sys.stdout.write(json.dumps(args.jsonable(obj), indent=2, allow_nan=False) + "\n")
 
 
-def check_plot(plot: Optional[Path]) -> None:
+def check_out(path: Optional[Path], *, force: bool, what: str = "the output") -> None:
+    """The one overwrite rule, for every file a command writes: an existing file is replaced only
+    with --force. Checked before any work (and before anything is printed)."""
+    if path is not None:
+        from ..atomic import check_output_path
+        check_output_path(path, what=what, force=force)
+
+
+def check_plot(plot: Optional[Path], *, force: bool = False) -> None:
     """Refuse a bad --plot path before any work (and before anything is printed)."""
     if plot is not None:
-        figures.check_path(plot)
+        from ..report.output import check_path
+        check_path(plot, force=force)
 
 
-def write_plot(make_figure, plot: Path) -> None:
-    """Build and save a figure; matplotlib's layout warnings are not the user's problem."""
+def write_plot(make_figure, plot: Path, *, force: bool = False) -> None:
+    """Build and save a figure, saying so on stderr while it takes time; matplotlib's layout warnings
+    are not the user's problem."""
+    from ..report.output import save
+    start = time.monotonic()
+    if sys.stderr.isatty():
+        typer.echo(f"drawing {plot} ...", err=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        figures.save(make_figure(), plot)
-    typer.echo(f"wrote {plot}", err=True)
+        save(make_figure(), plot, force=force)
+    typer.echo(f"wrote {plot} ({time.monotonic() - start:.1f} s)", err=True)
 
 
 def progress_bar():
@@ -57,6 +70,8 @@ def progress_bar():
         if not sys.stderr.isatty():
             yield None
             return
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         with Progress(TextColumn("{task.description:<48}"), BarColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -2,68 +2,76 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from .. import units
-from ..errors import PlanError
-from ..report import figures, tables
-from ..step.settings import DEFAULT_ENGINE, PlanSettings
 from . import args
 from .app import app
-from .args import CatalogOpt, DownloadOpt, GpuMemoryOpt, JsonOpt
+from .args import (BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, GpusOpt,
+                   InputLenOpt, JsonOpt, KvDtypeOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
+                   WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
 
 @app.command()
 def deploy(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name, config.json path or folder, or Hugging Face id (ORG/NAME).")],
-    system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs to spend (split into identical replicas).")],
-    nodes: Annotated[Optional[int], typer.Option("--nodes", help="Nodes (default: as many as --gpus needs).")] = None,
-    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget ('none' to skip).")] = "30ms",
-    ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
-    input_len: Annotated[Optional[int], typer.Option("--input-len", help="Prompt tokens per request (default 2048).")] = None,
-    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Generated tokens per request (default 256).")] = None,
-    context: Annotated[Optional[int], typer.Option("--context", help="A fixed KV context instead (decode only, no prefill).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager")] = DEFAULT_ENGINE,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
-    kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype")] = None,
-    speculative: Annotated[Optional[str], typer.Option("--speculative", help="mtp | eagle | draft")] = None,
+    model: ModelOpt,
+    system: SystemOpt,
+    gpus: GpusOpt = None,
+    nodes: NodesOpt = None,
+    budget: BudgetOpt = "30ms",
+    ttft_budget: TtftBudgetOpt = None,
+    input_len: InputLenOpt = None,
+    output_len: OutputLenOpt = None,
+    context: ContextOpt = None,
+    engine: EngineOpt = args.DEFAULT_ENGINE,
+    dtype: WeightDtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    sequence_parallel: SequenceParallelOpt = False,
+    overlap: OverlapOpt = "none",
+    speculative: Annotated[Optional[str], typer.Option("--speculative", help="Speculative decoding: mtp | eagle | draft.")] = None,
     draft_tokens: Annotated[Optional[int], typer.Option("--draft-tokens", help="Tokens the draft proposes per step (default 3).")] = None,
     acceptance: Annotated[Optional[float], typer.Option("--acceptance", help="Probability each draft token is accepted (default 0.7).")] = None,
     draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
     gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
-    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {tables.DEPLOY_ROWS}; --json has all).")] = False,
+    plot: PlotOpt = None,
+    force: ForceOpt = False,
+    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
-    from ..decide.deploy import Workload, deploy as run_deploy  # command-only modules (start-up)
+    from ..decide.deploy import Workload, deploy as run_deploy
     from ..decide.disagg import parse_split
-    check_plot(plot)
+    from ..errors import PlanError
+    from ..step.settings import PlanSettings
+    if gpus is None:
+        raise PlanError("deploy needs --gpus: the GPUs to spend")
+    check_plot(plot, force=force)
     model = model_name(model, download)
     draft_model = model_name(draft_model, download) if draft_model else draft_model
     if context is not None and (input_len is not None or output_len is not None):
         raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
     spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
-    work = Workload(input_len=input_len or 2048, output_len=output_len or 256, context=context, speculation=spec)
-    ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
-    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget), ttft_budget_s=ttft_s,
-                        workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
-                        disaggregate=parse_split(disaggregate) if disaggregate else None,
-                        settings=PlanSettings(memory_utilization=gpu_memory_utilization), catalog=load_catalogs(catalog))
+    work = Workload(input_len=args.tokens("--input-len", input_len) or 2048,
+                    output_len=args.tokens("--output-len", output_len) or 256, context=context, speculation=spec)
+    settings = PlanSettings(memory_utilization=gpu_memory_utilization, overlap=overlap,
+                            sequence_parallel=sequence_parallel)
+    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget),
+                        ttft_budget_s=args.ttft_budget(ttft_budget), workload=work, engine=engine, dtype=dtype,
+                        kv_dtype=kv_dtype, disaggregate=parse_split(disaggregate) if disaggregate else None,
+                        settings=settings, catalog=load_catalogs(catalog))
     if result.best is None:  # say so in one line, with the closest option, and exit 2
         raise PlanError(result.verdict)
     if json_out:
         print_json(result.to_dict())
     else:
+        from ..report import tables
         tables.print_deploy(result, rows=None if show_all else tables.DEPLOY_ROWS)
     if plot:
-        write_plot(lambda: figures.pareto_figure(result), plot)
+        from ..report import figures
+        write_plot(lambda: figures.pareto_figure(result), plot, force=force)

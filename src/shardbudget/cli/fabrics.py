@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from ..model import active_params, list_models, load_model, total_params
-from ..report import tables
 from .app import app
 from .args import CatalogOpt, JsonOpt
 from .common import load_catalogs, print_json
@@ -17,6 +15,7 @@ from .common import load_catalogs, print_json
 def fabrics(catalog: CatalogOpt = None, json_out: JsonOpt = False,
             systems: Annotated[bool, typer.Option("--systems", help="List systems and GPUs too.")] = False) -> None:
     """The fabric catalog: per-direction bandwidth, per-hop latency and the source of each number."""
+    from ..report import tables
     cat = load_catalogs(catalog)
     if json_out:
         print_json(tables.fabrics_dict(cat))
@@ -27,6 +26,7 @@ def fabrics(catalog: CatalogOpt = None, json_out: JsonOpt = False,
 @app.command()
 def models(json_out: JsonOpt = False) -> None:
     """The model configs shipped with shardbudget."""
+    from ..model import active_params, list_models, load_model, total_params
     rows = []
     for name in list_models():
         cfg = load_model(name)

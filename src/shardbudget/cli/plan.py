@@ -7,78 +7,94 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import units
-from ..decide.planner import plan, required_fabric
-from ..errors import PlanError
-from ..report import figures, tables
-from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from . import args
 from .app import app
-from .args import CatalogOpt, DownloadOpt, GpuMemoryOpt, JsonOpt, NodesOpt
+from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, ImplOpt,
+                   InputLenOpt, OutputLenOpt,
+                   JsonOpt, KvDtypeOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt,
+                   TtftBudgetOpt, WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
+
+MemoryOpt = Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")]
+PpAllOpt = Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")]
+JitterOpt = Annotated[Optional[list[Path]], typer.Option("--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the ITL's p99 beside its mean (repeat).")]
 
 
 @app.command("plan")
 def plan_cmd(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`), a config.json path or folder, or a Hugging Face id (ORG/NAME, from the local HF cache; --download fetches its config.json).")],
-    system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
-    nodes: NodesOpt = 1,
-    batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeatable).")] = None,
-    context: Annotated[Optional[int], typer.Option("--context", help="Tokens in the KV cache per sequence (and the prompt length for TTFT); default 4096. A decode-only question.")] = None,
-    input_len: Annotated[Optional[int], typer.Option("--input-len", help="Prompt tokens per request: with --output-len, each row adds the served TPOT (prompts mixed in, as deploy prices it).")] = None,
-    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Generated tokens per request (with --input-len).")] = None,
-    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none' to skip).")] = "30ms",
-    ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
-    impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides by size, as it does)")] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
-    kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache dtype (default: auto, the activation dtype, as engines do).")] = None,
+    model: ModelOpt,
+    system: SystemOpt,
+    nodes: NodesOpt = None,
+    batch: BatchOpt = None,
+    context: ContextOpt = None,
+    input_len: InputLenOpt = None,
+    output_len: OutputLenOpt = None,
+    budget: BudgetOpt = "30ms",
+    ttft_budget: TtftBudgetOpt = None,
+    impl: ImplOpt = None,
+    dtype: WeightDtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
     comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
-    engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi: which all-reduce kernels, CUDA graphs and host costs a step has")] = DEFAULT_ENGINE,
-    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,
-    overlap: Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")] = "none",
+    engine: EngineOpt = args.DEFAULT_ENGINE,
+    sequence_parallel: SequenceParallelOpt = False,
+    overlap: OverlapOpt = "none",
     gpu_memory_utilization: GpuMemoryOpt = None,
-    memory_table: Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")] = False,
-    pp_all: Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")] = False,
+    memory_table: MemoryOpt = False,
+    pp_all: PpAllOpt = False,
     require_tp: Annotated[Optional[int], typer.Option("--require-tp", help="Also solve what the fabric would need for this TP to meet the budget.")] = None,
-    jitter: Annotated[Optional[list[Path]], typer.Option("--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the ITL's p99 beside its mean (repeat).")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the 'where the token goes' figure (PNG/SVG).")] = None,
+    jitter: JitterOpt = None,
+    plot: PlotOpt = None,
+    force: ForceOpt = False,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Sweep TP x PP (x EP) and say how far the model can be sharded within the budget."""
-    from ..decide.tail_plan import read_jitter  # command-only module (start-up)
-    check_plot(plot)
+    from ..decide.planner import plan, required_fabric
+    from ..errors import PlanError
+    from ..step.settings import PlanSettings, engine_efficiency
+    check_plot(plot, force=force)
     model = model_name(model, download)
     budget_s = args.budget(budget)
     if require_tp is not None and budget_s is None:
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
-    ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
+    ttft_s = args.ttft_budget(ttft_budget)
     eff = engine_efficiency(engine)
     settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap,
                             memory_utilization=gpu_memory_utilization)
     cat = load_catalogs(catalog)
-    result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
+    nodes, batches = nodes or 1, batch or [1]
+    result = plan(model, system, nodes=nodes, batches=batches, context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                   comm_threshold=comm_threshold, knee_threshold=knee_threshold, pp_all=pp_all, eff=eff,
-                  settings=settings, jitter=read_jitter(jitter) if jitter else None, catalog=cat,
-                  input_len=input_len, output_len=output_len)
+                  settings=settings, jitter=_jitter(jitter), catalog=cat,
+                  input_len=args.tokens("--input-len", input_len), output_len=args.tokens("--output-len", output_len))
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
-        req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=result.context,
+        req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=batches[0], context=result.context,
                               budget_s=budget_s, impl=impl, engine=engine, dtype=dtype, eff=eff, settings=settings,
                               catalog=cat)
     _print_plan(result, req, json_out=json_out, memory_table=memory_table)
     if plot:
-        write_plot(lambda: figures.where_the_token_goes([result]), plot)
+        from ..report import figures
+        write_plot(lambda: figures.where_the_token_goes([result]), plot, force=force)
+
+
+def _jitter(paths: Optional[list[Path]]):
+    """The calls' measured spread from --jitter logs, or None (tail_plan reads logs: loaded only then)."""
+    if not paths:
+        return None
+    from ..decide.tail_plan import read_jitter
+    return read_jitter(paths)
 
 
 def _print_plan(result, req, *, json_out: bool, memory_table: bool) -> None:
     if json_out:
         print_json({**result.to_dict(), **({"requirement": req.to_dict()} if req else {})})
         return
+    from ..report import tables
     tables.print_plan(result)
     if memory_table:
         tables.print_memory(result)

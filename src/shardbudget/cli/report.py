@@ -7,59 +7,83 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..decide.planner import check_impl
-from ..report import tables
-from ..report.grid import DEFAULT_BUDGET_STEPS
 from . import args
 from .app import app
-from .args import CatalogOpt, DownloadOpt
-from .common import load_catalogs, model_name, progress_bar
+from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, ForceOpt, ImplOpt, JsonOpt, ModelOpt,
+                   NodesListOpt, OutOpt, SystemsOpt, WeightDtypeOpt)
+from .common import load_catalogs, model_name, print_json, progress_bar
+
+
+def _systems(system: list[str], nodes: Optional[list[int]]) -> tuple[list[str], int]:
+    """(systems as the report reads them, nodes of the others): --nodes once for every system or once
+    per system; the old 'NAME:N' spelling still works for one release."""
+    from ..errors import PlanError
+    if any(":" in s for s in system):
+        typer.echo("warning: --system NAME:N is now --system NAME --nodes N; NAME:N will be removed in the next "
+                   "release", err=True)
+    if not nodes:
+        return system, 1
+    if len(nodes) == 1:
+        return system, nodes[0]
+    if len(nodes) != len(system):
+        raise PlanError(f"--nodes given {len(nodes)} times for {len(system)} --system: give it once, or once per system")
+    if any(":" in s for s in system):
+        raise PlanError("give nodes either as --nodes or as NAME:N, not both")
+    return [f"{s}:{n}" for s, n in zip(system, nodes)], 1
 
 
 @app.command()
 def report(
     *,
-    model: Annotated[str, typer.Option("--model", "-m", help="Model name (see `shardbudget models`), a config.json path or folder, or a Hugging Face id (ORG/NAME, from the local HF cache; --download fetches its config.json).")],
-    system: Annotated[list[str], typer.Option("--system", "-s", help="System to compare (repeat); 'name:N' for N nodes, e.g. hgx-h100:2.")],
-    nodes: Annotated[int, typer.Option("--nodes", help="Nodes of every system given without ':N'.")] = 1,
-    batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeat).")] = None,
-    context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence.")] = 4096,
-    budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 50ms ('none' to skip).")] = "30ms",
-    impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides)")] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
+    model: ModelOpt,
+    system: SystemsOpt,
+    nodes: NodesListOpt = None,
+    batch: BatchOpt = None,
+    context: ContextOpt = None,
+    budget: BudgetOpt = "30ms",
+    impl: ImplOpt = None,
+    dtype: WeightDtypeOpt = None,
     measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log (text or -J JSON) or shardbudget measure JSON to lay over the model (repeat).")] = None,
     measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
     catalog: CatalogOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
-    budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = DEFAULT_BUDGET_STEPS,
+    out: OutOpt = None,
+    force: ForceOpt = False,
+    budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = args.DEFAULT_BUDGET_STEPS,
     download: DownloadOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
-    """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions."""
-    from ..report import html as report_html  # command-only module (start-up)
+    """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html)."""
+    from ..decide.planner import check_impl
+    from ..report import html as report_html
+    out = out or Path("report.html")
     check_impl(impl)
-    report_html.check_report_path(out)  # before the sweep, not after it
+    report_html.check_report_path(out, force=force)  # before the sweep, not after it
     model = model_name(model, download)
     budget_s = args.budget(budget)
+    systems, default_nodes = _systems(system, nodes)
     with progress_bar() as progress:
-        data = report_html.collect(model, system, nodes=nodes, batches=batch or [1, 64], context=context,
-                                   budget_s=budget_s, impl=impl, dtype=dtype, measured=measured or (),
-                                   measured_system=measured_system, catalog=load_catalogs(catalog), progress=progress,
-                                   budget_steps=budget_steps)
+        data = report_html.collect(model, systems, nodes=default_nodes, batches=batch or [1, 64],
+                                   context=context or 4096, budget_s=budget_s, impl=impl, dtype=dtype,
+                                   measured=measured or (), measured_system=measured_system,
+                                   catalog=load_catalogs(catalog), progress=progress, budget_steps=budget_steps)
         text = report_html.render(data, progress)
-    path = report_html.write_html(out, text)
+    path = report_html.write_html(out, text, force=force)
+    if json_out:
+        print_json({"model": data.model, "headline": report_html.headline(data), "report": str(path.resolve()),
+                    "settings": data.settings, "plans": data.plans})
+        return
     print(report_html.headline(data))
     print(f"report: {path.resolve()}")
 
 
 @app.command()
-def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write (overwritten, atomically).")] = Path("report.html"),
-) -> None:
-    """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand."""
-    from ..report import demo as demo_mod, html as report_html  # command-only modules (start-up)
-    report_html.check_report_path(out)
+def demo(out: OutOpt = None, force: ForceOpt = False) -> None:
+    """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand (default report.html)."""
+    from ..report import demo as demo_mod, html as report_html, tables
+    out = out or Path("report.html")
+    report_html.check_report_path(out, force=force)
     with progress_bar() as progress:
-        data, path = demo_mod.run_demo(out, progress=progress)
+        data, path = demo_mod.run_demo(out, progress=progress, force=force)
     tables.console.print(demo_mod.verdict_table(data))
     print(report_html.headline(data))
     print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")

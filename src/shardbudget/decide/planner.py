@@ -274,7 +274,9 @@ def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catal
     """What runs each plan's TP all-reduce, per TP degree: the engine's size ranges ('< 256 KiB:
     one-shot; ...'), or the forced implementation."""
     out = {}
-    for p in sorted({Plan(q.tp) for q in plans if q.tp > 1}, key=lambda q: q.tp):
+    # one plan per TP degree, PP 1: a TP the heads refuse is swept with data-parallel attention only
+    first = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in reversed(plans) if q.tp > 1}
+    for p in sorted(first.values(), key=lambda q: q.tp):
         if common["impl"] is not None:
             out[f"TP{p.tp}"] = _forced_words(common["impl"], tp_group(sysm, p, catalog))
             continue

@@ -355,9 +355,17 @@ def _builtin_texts() -> list[tuple[str, str]]:
 _SECTIONS = ("nccl", "fabrics", "gpus", "cpus", "systems", "engines")
 
 
+NAMED_SECTIONS = ("fabrics", "gpus", "cpus", "systems")
+"""Sections whose entries are names a command takes: each name is defined once."""
+
+
 def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
-    """Later files add entries; a user file may also replace a built-in entry of the same name."""
+    """Later files add entries. A name means one thing: an entry of a user file that takes the name
+    of a built-in entry or of an earlier file's is refused (issue 24: `--catalog` silently redefined
+    hgx-h100 while `fit --name hgx-h100` was refused). NCCL constants and the engines' kernel
+    tables are overlays by design: a user file may set them."""
     merged: dict[str, dict] = {s: {} for s in _SECTIONS}
+    origin: dict[tuple[str, str], str] = {}
     for where, doc in docs:
         unknown = set(doc) - set(_SECTIONS) - {"meta"}
         if unknown:
@@ -369,14 +377,22 @@ def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
                 raise CatalogError(f"{where}: [{section}] must be a table")
             if section == "nccl" and merged["nccl"]:  # built-in nccl.toml is read first
                 nccl_constants.overlay(merged["nccl"], part, f"{where}: nccl")
-            else:
-                merged[section].update(part)
+                continue
+            if section in NAMED_SECTIONS:
+                for name in part:
+                    if (section, name) in origin:
+                        first = origin[section, name]
+                        kind = "a built-in" if first.startswith("catalog/") else f"{first}'s"
+                        raise CatalogError(f"{where}: [{section}.{name}] redefines {kind} entry of that name; a name "
+                                           f"means one thing: give yours another name (e.g. {name}-mine)")
+                    origin[section, name] = where
+            merged[section].update(part)
     return merged
 
 
 def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
     """The built-in catalog plus any user TOML files (later files override earlier entries)."""
-    extra = tuple(str(p) for p in extra)
+    extra = tuple(dict.fromkeys(str(p) for p in extra))  # a file given twice is read once
     return _load_cached(extra)
 
 

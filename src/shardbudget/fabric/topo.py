@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,22 @@ GPU_NAMES = ((r"H100 80GB HBM3|H100 SXM", "h100-sxm"), (r"H100 PCIe", "h100-pcie
              (r"MI325X", "mi325x"), (r"MI355X", "mi355x"))
 """NVML product names (as `nvidia-smi -L` prints them) -> catalog GPU."""
 
+GPU_SPEC_TEMPLATE = """\
+# A GPU the catalog lacks, for `shardbudget topo FILE --gpu-spec THIS.toml` (any --catalog file
+# takes it too). Fill in every <...>; each number keeps its unit. `topo` writes the table into the
+# profile, so the profile alone is enough for --catalog afterwards.
+[gpus.NAME]                            # NAME: the GPU's catalog name, e.g. rtx5090 (not a built-in one)
+description = "<vendor and product, memory>"
+arch = "<volta | ampere | ada | hopper | blackwell | cdna3 | cdna4>"
+memory = "<MiB as nvidia-smi reports the total, e.g. 32607 MiB>"
+memory_bandwidth = "<datasheet peak, e.g. 1792 GB/s>"
+bf16_dense = "<dense BF16 tensor peak (half the sparsity figure), e.g. 209.5 TFLOP/s>"
+fp8_dense = "<dense FP8 tensor peak; delete the line where the GPU has no FP8>"
+pcie_p2p = true                        # false for GeForce: the driver refuses PCIe P2P (topo -p2p: GNS)
+source = "<where the numbers come from: datasheet URL, nvidia-smi output>"
+"""
+"""What `shardbudget topo --gpu-spec-template` prints."""
+
 _PCIE_NEAR = ("pix", "pxb")
 _SAME_DOMAIN = ("pix", "pxb", "phb", "node")
 
@@ -65,13 +82,15 @@ class TopoProfile:
     """The [systems.NAME] table as written (with its [pcie] table)."""
     fabrics: dict = field(default_factory=dict)
     """New [fabrics.*] tables, for NVLink bridges the catalog has no entry for."""
+    gpus: dict = field(default_factory=dict)
+    """A [gpus.*] table from --gpu-spec: a GPU the catalog lacks, carried in the profile."""
     notes: tuple[str, ...] = ()
     """What was inferred and from what, one line each."""
     warnings: tuple[str, ...] = ()
     inputs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "system": self.system, "fabrics": self.fabrics, "notes": list(self.notes),
+        return {"name": self.name, "system": self.system, "fabrics": self.fabrics, "gpus": self.gpus, "notes": list(self.notes),
                 "warnings": list(self.warnings), "inputs": list(self.inputs)}
 
     def toml(self) -> str:
@@ -79,6 +98,8 @@ class TopoProfile:
                "systems": {self.name: self.system}}
         if self.fabrics:
             doc["fabrics"] = self.fabrics
+        if self.gpus:
+            doc["gpus"] = self.gpus
         head = f"# shardbudget topo profile {self.name}: a system in catalog format, inferred from {', '.join(self.inputs)}\n"
         return head + tomli_w.dumps(doc)
 
@@ -86,19 +107,28 @@ class TopoProfile:
 # --- the entry points --------------------------------------------------------------------------
 
 def topo_profile(files, *, name: str, gpu: str | None = None, cpu: str | None = None,
-                 nic_fabric: str | None = None, catalog: Catalog | None = None) -> TopoProfile:
+                 nic_fabric: str | None = None, catalog: Catalog | None = None,
+                 gpu_spec: str | os.PathLike | None = None) -> TopoProfile:
     """Read topology files and infer a system profile named `name` (see the module docstring)."""
     return infer_profile(read_topology_files(files), name=name, gpu=gpu, cpu=cpu, nic_fabric=nic_fabric,
-                         catalog=catalog)
+                         catalog=catalog, gpu_spec=gpu_spec)
 
 
 def infer_profile(topo: TopoInput, *, name: str, gpu: str | None = None, cpu: str | None = None,
-                  nic_fabric: str | None = None, catalog: Catalog | None = None) -> TopoProfile:
-    """The system profile a parsed topology describes (`topo_read.read_topology_files`)."""
+                  nic_fabric: str | None = None, catalog: Catalog | None = None,
+                  gpu_spec: str | os.PathLike | None = None) -> TopoProfile:
+    """The system profile a parsed topology describes (`topo_read.read_topology_files`). `gpu_spec`:
+    a TOML file with one [gpus.NAME] table (GPU_SPEC_TEMPLATE) for a GPU the catalog lacks."""
     catalog = catalog or load_catalog()
     _check_name(name, catalog)
+    base, spec = catalog, {}
+    if gpu_spec is not None:
+        catalog, gpu, spec = read_gpu_spec(gpu_spec, catalog, gpu)
     facts = Facts(n=_gpu_count(topo), gpu=_gpu(topo, gpu, catalog))
-    _gpu_note(topo, facts, gpu)
+    if spec:
+        facts.notes.append(f"gpu: {gpu} defined by --gpu-spec {os.path.basename(str(gpu_spec))}, written into this profile")
+    else:
+        _gpu_note(topo, facts, gpu)
     facts.warnings += list(topo.warnings)
     if topo.pci_only:
         facts.warnings.append("this is `nvidia-smi topo -mp` output, which shows PCIe paths only: NVLink is "
@@ -108,11 +138,33 @@ def infer_profile(topo: TopoInput, *, name: str, gpu: str | None = None, cpu: st
     _domains(topo, facts)
     _switches(topo, facts)
     system, fabrics = _system_table(topo, facts, catalog, template, cpu=cpu, nic_fabric=nic_fabric, name=name)
-    profile = TopoProfile(name=name, system=system, fabrics=fabrics, notes=tuple(facts.notes),
+    profile = TopoProfile(name=name, system=system, fabrics=fabrics, gpus=spec, notes=tuple(facts.notes),
                           warnings=tuple(dict.fromkeys(facts.warnings)),
                           inputs=tuple(source_name(s) for s in topo.sources))
-    validate_profile(profile, catalog)
+    validate_profile(profile, base)  # the profile carries the spec's GPU: loaded without the spec file
     return profile
+
+
+def read_gpu_spec(path: str | os.PathLike, catalog: Catalog, gpu: str | None) -> tuple[Catalog, str, dict]:
+    """(the catalog with the spec's GPU, its name, its table as written) from a --gpu-spec file: one
+    [gpus.NAME] table, read and checked as every catalog GPU is (units, source, a name of its own)."""
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(f"--gpu-spec {path}: no such file (`shardbudget topo --gpu-spec-template` prints one)") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise CatalogError(f"--gpu-spec {path}: not a TOML file ({err}); `shardbudget topo --gpu-spec-template` "
+                           f"prints one") from None
+    gpus = doc.get("gpus")
+    if set(doc) - {"gpus", "meta"} or not isinstance(gpus, dict) or len(gpus) != 1:
+        raise CatalogError(f"--gpu-spec {path}: expected exactly one [gpus.NAME] table and nothing else "
+                           f"(`shardbudget topo --gpu-spec-template` prints one)")
+    (name, table), = gpus.items()
+    if name == "NAME" or "<" in str(table):
+        raise CatalogError(f"--gpu-spec {path}: fill in every <...> of the template and its NAME")
+    if gpu is not None and gpu != name:
+        raise CatalogError(f"--gpu {gpu} and --gpu-spec's [gpus.{name}] name different GPUs: give one")
+    return load_catalog([*catalog.sources, str(path)]), name, {name: table}
 
 
 def _check_name(name: str, catalog: Catalog) -> None:
@@ -140,7 +192,12 @@ def _gpu_count(topo: TopoInput) -> int:
 def _gpu(topo: TopoInput, requested: str | None, catalog: Catalog) -> GPU:
     names = sorted(set(topo.gpu_names))
     if requested is not None:
-        return catalog.gpu(requested)
+        try:
+            return catalog.gpu(requested)
+        except UnknownNameError as err:
+            err.args = (f"{err}; for a GPU the catalog lacks, describe it with --gpu-spec FILE "
+                        f"(`shardbudget topo --gpu-spec-template` prints one)",)
+            raise err from None
     if not names:
         raise CatalogError("the input does not name the GPU model (the `nvidia-smi topo -m` header never does): "
                            "pass --gpu NAME (catalog GPUs: `shardbudget fabrics --systems`), or add `nvidia-smi -L` output to the file")
@@ -151,7 +208,8 @@ def _gpu(topo: TopoInput, requested: str | None, catalog: Catalog) -> GPU:
         if re.search(pattern, names[0]) and key in catalog.gpus:
             return catalog.gpus[key]
     raise CatalogError(f"the input's GPU {names[0]!r} is not in the catalog: pass --gpu NAME (a catalog GPU, "
-                       f"or one a --catalog file defines)")
+                       f"or one a --catalog file defines), or describe it with --gpu-spec FILE "
+                       f"(`shardbudget topo --gpu-spec-template` prints one)")
 
 
 def _gpu_note(topo: TopoInput, facts: Facts, requested: str | None) -> None:

@@ -30,10 +30,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .check_causes import Cause, TableFacts, diagnose, erratic
-from ..comm.collectives import OPS, collective_cost, make_group
+from ..comm.collectives import OPS, make_group
+from ..comm.op import busbw_factor
 from ..errors import MeasureError, PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
+from .fit import forced_by, nccl_line
 from .logs import MeasurementSet, Sample, parse_log_text, read_log
 from .nccl_info import NcclSettings, settings_for
 from ..units import format_bytes, format_rate, format_seconds
@@ -281,17 +283,57 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
         group = make_group(system, nodes=n_nodes, gpus=ranks, catalog=catalog)
     except PlanError as err:
         raise PlanError(f"{where} does not fit {system.name}: {err}") from None
-    sizes = tuple(_size_check(s, system, catalog, n_nodes) for s in _dedupe(samples))
+    algos, protos, _ = forced_by(ms, run)
+    if algos or protos:
+        notes.append(f"the run forces {' '.join(f'{k}={v}' for k, v in (('NCCL_ALGO', ','.join(algos)), ('NCCL_PROTO', ','.join(protos))) if v)}: "
+                     f"predicted with that choice")
+    sizes = tuple(_size_check(s, system, catalog, n_nodes, (algos, protos)) for s in _dedupe(samples))
     regions = tuple(_region(name, [c for c in sizes if c.region == name], tolerance) for name in REGIONS)
     facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings,
                        tolerance=tolerance)
     causes = diagnose(facts) if any(r.off for r in regions) else ()
+    shape = _node_shape(samples, system, nodes)
+    if shape is not None:
+        notes.append(shape)
+        if causes and samples[0].n_ranks // samples[0].n_nodes == system.host_gpus < system.gpus_per_node:
+            # the log counts the system's hosts (NVL72's 4-GPU compute trays) as nodes, where the
+            # catalog's node is the whole NVLink domain: the mismatch, not the catalog, may explain it
+            causes = (_node_cause(samples, system, catalog, n_nodes, tolerance, shape),) + tuple(causes)
     if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
         notes.append(noisy.text)
     notes += _device_note(ms, run, system)
     return TableCheck(source=ms.source, run=run, op=str(op), ranks=ranks, nodes=n_nodes, system=system.name,
                       column=column, regions=regions, causes=tuple(causes), settings=settings,
                       notes=tuple(notes))
+
+
+def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) -> str | None:
+    """A note where the log's GPUs per node differ from the system's (None where they agree, or where
+    --nodes overrides the log): GB200 NVL72 logs count 4-GPU trays as nodes, while the catalog's node
+    is the 72-GPU NVLink domain."""
+    ranks, logged = samples[0].n_ranks, samples[0].n_nodes
+    if nodes is not None or not logged or ranks % logged or ranks // logged == system.gpus_per_node:
+        return None
+    per_node = ranks // logged
+    return (f"the log has {per_node} GPUs per node ({ranks} ranks on {logged} nodes); {system.name} has "
+            f"{system.gpus_per_node}: checked as {logged} nodes of {per_node} GPUs, every ring crossing the network")
+
+
+def _node_cause(samples: Sequence[Sample], system: System, catalog: Catalog, n_nodes: int, tolerance: float,
+                shape: str) -> Cause:
+    """The node-shape mismatch as the first cause, with what the table reads as whole nodes of the system."""
+    ranks, gpn = samples[0].n_ranks, system.gpus_per_node
+    alt = max(1, math.ceil(ranks / gpn))
+    words = shape.split(";")[0]
+    if alt == n_nodes or (alt > 1 and ranks % gpn):
+        return Cause(kind="node-shape", region="", guess=False,
+                     text=f"{words}, not {gpn} as {system.name}; check the logs with a system of {ranks // n_nodes} GPUs per node")
+    ratios = [s.time_s / _size_check(s, system, catalog, alt).predicted_s for s in _dedupe(samples)]
+    med = statistics.median(ratios)
+    return Cause(kind="node-shape", region="", guess=False, expected_ratio=med,
+                 text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt}`) the "
+                      f"table is {med:.2f}x the predicted time ({verdict_of(med, tolerance)}); the log's nodes are "
+                      f"{system.name}'s {system.host_gpus}-GPU hosts (trays), its node the whole NVLink domain")
 
 
 def _dedupe(samples: Sequence[Sample]) -> list[Sample]:
@@ -302,13 +344,16 @@ def _dedupe(samples: Sequence[Sample]) -> list[Sample]:
     return list(seen.values())
 
 
-def _size_check(s: Sample, system: System, catalog: Catalog, nodes: int) -> SizeCheck:
-    c = collective_cost(s.op, s.msg_bytes, system, nodes=nodes, gpus=s.n_ranks, catalog=catalog)
-    share = c.latency_s / c.time_s if c.time_s > 0 else 1.0
+def _size_check(s: Sample, system: System, catalog: Catalog, nodes: int, forced: tuple = ((), ())) -> SizeCheck:
+    # priced as `fit` prices it (one computation): the line NCCL runs, among those the run forced
+    c = nccl_line(system, catalog, s.op, s.msg_bytes, ranks=s.n_ranks, nodes=nodes, algos=forced[0], protos=forced[1])
+    t = c.time_s(s.msg_bytes)
+    share = c.latency_s / t if t > 0 else 1.0
     region = REGIONS[0] if share >= LATENCY_FLOOR_SHARE else REGIONS[2] if share <= PLATEAU_SHARE else REGIONS[1]
-    return SizeCheck(msg_bytes=s.msg_bytes, measured_s=s.time_s, predicted_s=c.time_s, latency_share=share,
+    busbw = s.msg_bytes / t * busbw_factor(s.op, s.n_ranks) if t > 0 else 0.0
+    return SizeCheck(msg_bytes=s.msg_bytes, measured_s=s.time_s, predicted_s=t, latency_share=share,
                      measured_busbw_bytes_per_s=s.busbw_bytes_per_s,
-                     predicted_busbw_bytes_per_s=c.busbw_bytes_per_s, algorithm=c.algorithm,
+                     predicted_busbw_bytes_per_s=busbw, algorithm=c.algorithm,
                      protocol=c.protocol, region=region)
 
 
@@ -353,6 +398,11 @@ def format_check(result: CheckResult) -> str:
     return "\n".join(out)
 
 
+def _ratio(x: float) -> str:
+    """1.23x; a ratio below 0.01 keeps three significant digits (0.0042x, never 0.00x)."""
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
+
+
 def _pct(tolerance: float) -> str:
     return f"\u00b1{tolerance * 100:g} %"
 
@@ -365,14 +415,14 @@ def _format_table(t: TableCheck, tolerance: float) -> list[str]:
         if not r.sizes:
             continue
         bw = f" = {1 / r.median_ratio:.2f} of the predicted busbw" if r.region == REGIONS[2] else ""
-        out.append(f"{r.region}: {r.verdict.upper()}, median {r.median_ratio:.2f}x the predicted time{bw} "
+        out.append(f"{r.region}: {r.verdict.upper()}, median {_ratio(r.median_ratio)} the predicted time{bw} "
                    f"({len(r.sizes)} size{'s' if len(r.sizes) != 1 else ''})")
         out.append(f"  {'size':>10} {'measured':>11} {'predicted':>11} {'ratio':>7} {'busbw':>11} "
                    f"{'predicted':>11}  model")
         for c in r.sizes:
             mark = "" if verdict_of(c.ratio, tolerance) == "ok" else " *"
             out.append(f"  {format_bytes(c.msg_bytes):>10} {format_seconds(c.measured_s):>11} "
-                       f"{format_seconds(c.predicted_s):>11} {c.ratio:>6.2f}x {format_rate(c.measured_busbw_bytes_per_s):>11} "
+                       f"{format_seconds(c.predicted_s):>11} {_ratio(c.ratio):>7} {format_rate(c.measured_busbw_bytes_per_s):>11} "
                        f"{format_rate(c.predicted_busbw_bytes_per_s):>11}  {c.algorithm}/{c.protocol}{mark}")
     if t.cause is not None:
         out.append(f"cause: {t.cause.text}")

@@ -36,16 +36,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import tomli_w
 
-from ..atomic import check_output_path, write_atomic
 from ..comm.op import busbw_factor
 from ..comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
 from ..fabric.hardware import Catalog, Fabric, System
 from ..fabric.catalog import load_catalog
+from ..fabric.topology import ring_path
 from ..comm.nccl_algos import nic_bytes_per_s
 from ..units import format_rate
+from .fit_write import check_profile_path, profile_toml, scale_node, write_profile  # noqa: F401 (re-exported)
 from .logs import MeasurementSet, Sample
 
 HELDOUT_WARN = 0.25
@@ -127,6 +127,8 @@ class FitResult:
     """One line each: a held-out error above HELDOUT_WARN, a forced algorithm the model lacks."""
     notes: tuple[str, ...] = ()
     """What the data could and could not see (a link kept at its catalog value, and why)."""
+    base_intra_bytes_per_s: float = 0.0
+    """The base system's intra-node achievable bandwidth, which the fitted one is a multiple of."""
 
     @property
     def median_abs_error(self) -> float:
@@ -148,6 +150,12 @@ class FitResult:
         p, s = self.params, self.system
         intra = (f"intra-node {s.intra_fabric.kind} ring-link busbw {format_rate(p.intra_bytes_per_s)}"
                  + (f" (seen through {p.intra_seen})" if p.intra_seen else " (not seen by the data: catalog value)"))
+        rings = _off_link_rings(self)
+        if rings:  # the rings measured ran on other links than intra_fabric (a PCIe tree): say what they reach
+            ratio = p.intra_bytes_per_s / self.base_intra_bytes_per_s
+            intra = (f"intra-node ring busbw {rings}"
+                     + (f"(every intra-node link and host path x{ratio:.3g} of {self.base_system}'s)" if p.intra_seen
+                        else "(not seen by the data: catalog values)"))
         nvls = _nvls_busbw(self)
         if nvls:
             intra += f", NVLS busbw {format_rate(nvls[1])} at {nvls[0]} GPUs"
@@ -159,6 +167,18 @@ class FitResult:
             net += (f", seen through {p.nic_seen})" if p.nic_seen else ", not seen by the data: catalog value)")
             parts += [net + (f" over NCCL's {p.network}" if p.network else ""), f"NIC hop latency x{p.nic_hop_scale:.2f}"]
         return ", ".join(parts)
+
+
+def _off_link_rings(result: FitResult) -> str:
+    """'2.35 GB/s at 2 GPUs (shm), ...' for the single-node rings measured, where some run on links
+    other than the intra-node fabric (PCIe P2P through the host, SHM, across sockets); '' otherwise."""
+    s = result.system
+    counts = sorted({r.ranks for r in result.residuals if r.nodes == 1})
+    paths = {g: ring_path(s, g) for g in counts}
+    if all(set(path.name.split("+")) == {s.intra_fabric.name} for path in paths.values()):
+        return ""
+    return ", ".join(f"{format_rate(path.busbw_bytes_per_s)} at {g} GPUs ({'/'.join(sorted(set(path.transports)))})"
+                     for g, path in paths.items()) + " "
 
 
 def _nodes_of(s: Sample, system: System) -> int:
@@ -181,7 +201,8 @@ def _usable(samples: Sequence[Sample], system: System) -> list[Sample]:
 
 def _variant(base: System, p: Params, *, name: str, sources: str, catalog: Catalog | None = None) -> System:
     # A fitted link is uniformly faster or slower: its peak (which NVLS uses) scales with its
-    # achievable rate, and it keeps the base fabric's NVLS efficiency.
+    # achievable rate, and it keeps the base fabric's NVLS efficiency. The node's other intra-node
+    # links scale with it (fit_write.scale_node): on a PCIe box the ring may never touch `intra_fabric`.
     ratio = p.intra_bytes_per_s / base.intra_fabric.achievable_bytes_per_s
     intra = replace(base.intra_fabric, name=f"{name}-intra",
                     achievable_bytes_per_s=p.intra_bytes_per_s,
@@ -195,19 +216,32 @@ def _variant(base: System, p: Params, *, name: str, sources: str, catalog: Catal
                       bytes_per_s=max(nic.bytes_per_s, p.nic_bytes_per_s),
                       hop_latency_s={k: v * p.nic_hop_scale for k, v in nic.hop_latency_s.items()},
                       figure="measured", achievable_source=f"fitted on {sources}")
-    # the cross-socket / PCIe paths keep their catalog values: measurements rarely isolate them
-    return replace(base, name=name, intra_fabric=intra, nic_fabric=nic, base_latency_scale=p.base_scale,
+    node = scale_node(base, ratio, name=name, sources=sources, intra=intra)
+    return replace(node, name=name, nic_fabric=nic, base_latency_scale=p.base_scale,
                    profile_source=sources, source=f"fitted profile of {base.name} on {sources}")
+
+
+def nccl_line(system: System, catalog: Catalog, op: str, msg_bytes: float, *, ranks: int, nodes: int,
+              algos: Sequence[str] = (), protos: Sequence[str] = ()):
+    """The line NCCL runs for one sample: among the algorithms and protocols a run forced
+    (NCCL_ALGO / NCCL_PROTO), else among all. `fit` and `check` price a sample with it alone."""
+    group = make_group(system, nodes=nodes, gpus=ranks, catalog=catalog)
+    pool = candidates(group, normalize_op(op), "nccl")
+    forced = [c for c in pool if (not algos or c.algorithm in algos) and (not protos or c.protocol in protos)]
+    return pick(forced or pool, msg_bytes)
+
+
+def forced_by(ms: MeasurementSet, run: int) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """What a run of the log forced: (NCCL_ALGO's algorithms, NCCL_PROTO's protocols, NCCL_IB_DISABLE=1)."""
+    runs = {r.get("run"): r for r in ms.env.get("runs", []) if isinstance(r, dict)}
+    return _forced(runs.get(run, {}), ms.env)
 
 
 def _predict(system: System, catalog: Catalog, o: Obs):
     """(time, algorithm, protocol, latency share) of the line NCCL runs for this sample; a run that forced
     NCCL_ALGO / NCCL_PROTO chooses among those lines only."""
     s = o.sample
-    group = make_group(system, nodes=o.nodes, gpus=s.n_ranks, catalog=catalog)
-    pool = candidates(group, normalize_op(s.op), "nccl")
-    forced = [c for c in pool if (not o.algos or c.algorithm in o.algos) and (not o.protos or c.protocol in o.protos)]
-    c = pick(forced or pool, s.msg_bytes)
+    c = nccl_line(system, catalog, s.op, s.msg_bytes, ranks=s.n_ranks, nodes=o.nodes, algos=o.algos, protos=o.protos)
     t = c.time_s(s.msg_bytes)
     return t, c.algorithm, c.protocol, (c.latency_s / t if t > 0 else 1.0)
 
@@ -216,10 +250,8 @@ def _observations(sets: Sequence[MeasurementSet], base: System) -> list[Obs]:
     """Usable samples with what their run forced (NCCL_ALGO, NCCL_PROTO, NCCL_IB_DISABLE)."""
     out = []
     for ms in sets:
-        runs = {r.get("run"): r for r in ms.env.get("runs", []) if isinstance(r, dict)}
         for s in _usable(ms.samples, base):
-            algos, protos, socket = _forced(runs.get(s.run, {}), ms.env)
-            out.append(Obs(s, _nodes_of(s, base), algos, protos, socket))
+            out.append(Obs(s, _nodes_of(s, base), *forced_by(ms, s.run)))
     return out
 
 
@@ -277,8 +309,11 @@ def _solve(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, free: Se
     if free[0].endswith("_bw"):
         # A link the catalog rates faster than another on the path is hidden by the model's min(): no
         # gradient moves it. Start the bandwidth at the best of a coarse scan, 1/256 .. 4 x the catalog's.
-        scan = [start[0] + math.log(2.0) * k for k in range(-8, 3)]
-        start[0] = min(scan, key=lambda v: float(np.sum(np.log1p(np.square(residuals([v, *start[1:]]) / 0.1)))))
+        # Where the cost is flat (the data cannot see the link) the catalog's value stays.
+        def cost(k: int) -> tuple[float, int]:
+            r = residuals([start[0] + math.log(2.0) * k, *start[1:]])
+            return round(float(np.sum(np.log1p(np.square(r / 0.1)))), 9), abs(k)
+        start[0] += math.log(2.0) * min(range(-8, 3), key=cost)
     res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=200)
     at_bound = [_LABELS[k] for k, v, a, b in zip(free, res.x, lo, hi) if min(v - a, b - v) < 1e-3]
     return {**x, **dict(zip(free, res.x))}, at_bound
@@ -352,7 +387,8 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
         residuals.append(Residual(s.op, s.msg_bytes, s.n_ranks, o.nodes, s.time_s, t, algo, proto))
     heldout = _heldout(base, catalog, obs, name=name, sources=sources) if holdout else {}
     return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets),
-                     warnings=_warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base))
+                     warnings=_warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base),
+                     base_intra_bytes_per_s=base.intra_fabric.achievable_bytes_per_s)
 
 
 def _warnings(heldout: dict[int, float], obs: Sequence[Obs], system: System, catalog: Catalog) -> tuple[str, ...]:
@@ -397,50 +433,3 @@ def _heldout(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, s
         errs = [abs(_predict(system, catalog, o)[0] / o.sample.time_s - 1) for o in test]
         out[left_out] = float(np.median(errs))
     return out
-
-
-# --- writing the profile --------------------------------------------------------------------
-
-def _fabric_table(f: Fabric) -> dict:
-    t = {"kind": f.kind, "description": f"{f.description} (fitted)", "nccl_link": f.nccl_link,
-         "bandwidth": f"{f.bytes_per_s / 1e9:.6g} GB/s", "achievable_bandwidth": f"{f.achievable_bytes_per_s / 1e9:.6g} GB/s",
-         "hop_latency": {k: f"{v * 1e6:.6g} us" for k, v in f.hop_latency_s.items()},
-         "in_switch_reduction": f.in_switch_reduction, "p2p": f.p2p, "links_per_gpu": f.links_per_gpu,
-         **({"nvls_efficiency": f.nvls_efficiency} if f.nvls_efficiency is not None else {}),
-         "figure": "measured", "source": f.source, "achievable_source": f.achievable_source}
-    return t
-
-
-def profile_toml(result: FitResult) -> dict:
-    s = result.system
-    doc = {"meta": {"tool": "shardbudget fit", "base_system": result.base_system,
-                    "median_abs_error": result.median_abs_error, "worst_abs_error": result.worst_abs_error,
-                    "measurements": list(result.sources)},
-           "fabrics": {s.intra_fabric.name: _fabric_table(s.intra_fabric)}, "systems": {}}
-    if s.nic_fabric is not None and s.nic_fabric.name.startswith(result.name):
-        doc["fabrics"][s.nic_fabric.name] = _fabric_table(s.nic_fabric)
-    sys_t = {"description": f"{s.description} -- fitted profile", "gpu": s.gpu.name, "gpus_per_node": s.gpus_per_node,
-             "topology": s.topology, "intra_fabric": s.intra_fabric.name, "gpus_per_socket": s.gpus_per_socket,
-             "nics_per_node": s.nics_per_node, "rail_optimized": s.rail_optimized, "domain_gpus": s.domain_gpus,
-             "base_latency_scale": s.base_latency_scale, "profile_source": s.profile_source, "source": s.source}
-    for key, fab in (("fallback_fabric", s.fallback_fabric), ("socket_fabric", s.socket_fabric), ("nic_fabric", s.nic_fabric)):
-        if fab is not None:
-            sys_t[key] = fab.name
-    doc["systems"][s.name] = sys_t
-    return doc
-
-
-def check_profile_path(path: str | os.PathLike, *, force: bool = False) -> Path:
-    """Where a profile may be written, checked before any work is done (and again when writing)."""
-    return check_output_path(path, what="the profile", force=force, error=MeasureError)
-
-
-def write_profile(result: FitResult, path: str | os.PathLike, *, force: bool = False) -> Path:
-    path = check_profile_path(path, force=force)
-    text = tomli_w.dumps(profile_toml(result))
-    header = f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n"
-    try:
-        write_atomic(path, header + text)
-    except OSError as err:
-        raise MeasureError(f"cannot write {path}: {err.strerror or err}") from None
-    return path

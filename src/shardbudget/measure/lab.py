@@ -245,10 +245,12 @@ class LabResult:
     rates: tuple[LabRate, ...]
     netem: bool
     raw_files: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+    """One line each: B fitted on latency-bound sizes only (an extrapolation), ..."""
 
     def to_dict(self) -> dict:
         return {"ranks": self.ranks, "alpha_s": self.alpha_s, "unshaped_bytes_per_s": self.unshaped_bytes_per_s,
-                "netem_available": self.netem, "raw_files": list(self.raw_files),
+                "netem_available": self.netem, "raw_files": list(self.raw_files), "warnings": list(self.warnings),
                 "rates": [{"label": r.label, "rate_bytes_per_s": r.rate_bytes_per_s,
                            "effective_bytes_per_s": r.effective_bytes_per_s,
                            "rows": [{"bytes": x.msg_bytes, "measured_s": x.measured_s, "spread_s": list(x.spread),
@@ -331,7 +333,19 @@ def _compare(ranks: int, parsed, measured, *, netem: bool, files: list[str]) -> 
                             _wire_s(k * n, b_un, rate, alpha) > alpha)
                      for n, m, a, z in zip(sizes, med, lo, hi))
         out.append(LabRate(label, rate, b, rows))
-    return LabResult(ranks, alpha, b_un, tuple(out), netem, tuple(files))
+    return LabResult(ranks, alpha, b_un, tuple(out), netem, tuple(files), warnings=_fit_warnings(sizes, alpha, b_un, k))
+
+
+def _fit_warnings(sizes: np.ndarray, alpha_s: float, b_bytes_per_s: float, k: float) -> tuple[str, ...]:
+    """B is seen only where some size's wire time k·n/B exceeds the per-call latency α; below that
+    the fit extrapolates it (issue 24: B = 265.6 MB/s from 8 B..8 KiB, then batch-64 costs from it)."""
+    largest = float(np.max(sizes))
+    if k * largest / b_bytes_per_s > alpha_s:
+        return ()
+    return (f"every size of the unshaped run is latency-bound (by the fit the largest, {format_bytes(largest)}, "
+            f"spends {format_seconds(k * largest / b_bytes_per_s)} on the wire against alpha {format_seconds(alpha_s)}): "
+            f"B = {format_rate(b_bytes_per_s)} is extrapolated, not measured, and so is every bandwidth-bound "
+            f"prediction below; measure larger sizes (e.g. --size 8B:64MiB), until some take longer than alpha on the wire",)
 
 
 def _wire_s(sent_bytes: float, b_unshaped: float, rate: float | None, alpha_s: float) -> float:
@@ -373,6 +387,7 @@ def format_lab(result: LabResult) -> str:
     lines = [f"# fabric lab: {result.ranks} gloo ranks, one per network namespace, all-reduce; "
              f"fitted on the unshaped link: alpha {format_seconds(result.alpha_s)}, "
              f"B {format_rate(result.unshaped_bytes_per_s)}" + ("" if result.netem else "; netem: not available")]
+    lines += [f"# warning: {w}" for w in result.warnings]
     for r in result.rates:
         lines.append(f"## {r.label}: predicted with B = {format_rate(r.effective_bytes_per_s)}"
                      + ("" if r.rate_bytes_per_s is None else " (tc rate x 1448/1514 TCP payload)"))
@@ -395,5 +410,6 @@ def format_lab(result: LabResult) -> str:
             n = batch * 4096 * 2
             t = result.alpha_s + k * n / r.effective_bytes_per_s
             lines.append(f"  llama-3.1-8b TP{result.ranks} decode, batch {batch}: 66 all-reduces of "
-                         f"{format_bytes(n)} = {format_seconds(66 * t)} per token over this link")
+                         f"{format_bytes(n)} = {format_seconds(66 * t)} per token over this link"
+                         + (" (B extrapolated: see the warning)" if result.warnings and r.rate_bytes_per_s is None else ""))
     return "\n".join(lines)

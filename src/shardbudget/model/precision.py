@@ -114,8 +114,8 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
         linear = experts = head = weights
         wanted = weights if weights == "fp8" or weights in FP4_DTYPES else None
         if cfg.checkpoint.scope != "none" or weights != cfg.checkpoint.torch_dtype:
-            notes.append(f"--dtype {weights} prices every weight in {weights}, not the checkpoint's "
-                         f"{_describe(cfg)}")
+            notes.append(f"--dtype {weights} prices every weight in {weights}, not as {cfg.name} ships them "
+                         f"({_describe(cfg)})")
     else:
         linear, experts, head, wanted = _checkpoint_dtypes(cfg, act)
         if cfg.checkpoint.scope != "none":
@@ -123,7 +123,7 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
     compute = _computable(wanted, act, gpu, notes)
     kv = None if kv_override is None or kv_override.lower() == "auto" else canonical(kv_override, WEIGHT_DTYPES)
     if kv is None:
-        notes.append(f"KV cache auto: {act}, the activation dtype (vLLM --kv-cache-dtype auto)")
+        notes.append(f"KV cache auto: {act}, the activation dtype (the engines' KV-cache dtype 'auto')")
     # Fields equal to what they default to stay None, so equal precisions compare (and cache) equal.
     precision = Precision(weights=linear, activations=act, kv=kv, expert_weights=None if experts == linear else experts,
                           head_weights=None if head == linear else head)

@@ -25,13 +25,13 @@ IMPL = "nccl"
 
 
 def run_demo(out: str | os.PathLike = "report.html", *, catalog=None,
-             progress: report_html.Progress | None = None) -> tuple[report_html.ReportData, Path]:
+             progress: report_html.Progress | None = None, force: bool = True) -> tuple[report_html.ReportData, Path]:
     """Compute the demo, write its report to `out` (atomically) and return the data and the path."""
-    path = report_html.check_report_path(out)  # fail before the work, not after it
+    path = report_html.check_report_path(out, force=force)  # fail before the work, not after it
     data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, impl=IMPL,
                                dtype=DTYPE, catalog=catalog, progress=progress)
     text = report_html.render(data, progress)
-    return data, report_html.write_html(path, text)
+    return data, report_html.write_html(path, text, force=force)
 
 
 def verdict_table(data: report_html.ReportData):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .output import FigureError
-from .style import colors_for, figure_style, finding_title, new_figure
+from .style import figure_style, finding_title, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -16,6 +16,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_CURVES = 10
 """Curves drawn: the options with the most tokens/s per GPU (all of them stay in the front)."""
+CURVE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D31", "#882255",
+                "#999933", "#6A6A6A")
+"""One colour per curve, MAX_CURVES of them (Okabe-Ito and Tol's muted, colour-blind safe): none is
+black, which the front, the budget and the choice use (issue 24: 4xTP2 and 1xTP4/PP2 were both blue,
+1xTP1/PP8 black like the front, from an 8-colour palette cycled over 10 curves)."""
 
 
 def pareto_figure(result: DeployResult) -> Figure:
@@ -24,7 +29,7 @@ def pareto_figure(result: DeployResult) -> Figure:
     if not result.curves:
         raise FigureError("the deployment figure needs at least one option")
     shown = [o.label() for o in result.options[:MAX_CURVES]]
-    colors = colors_for(shown, None)
+    colors = dict(zip(shown, CURVE_COLORS))
     with figure_style():
         fig = new_figure(10.5, 6.2)
         ax = fig.add_subplot()

@@ -47,26 +47,27 @@ def to_svg(fig: Figure, *, id_salt: str = SVG_ID_SALT) -> str:
     return text[text.index("<svg"):]
 
 
-def check_path(path: str | os.PathLike) -> str:
-    """The format for `path` (png or svg), or a one-line error before any work is done."""
-    path = check_output_path(path, what="a figure", suffixes=tuple(FORMATS), error=FigureError)
+def check_path(path: str | os.PathLike, *, force: bool = True) -> str:
+    """The format for `path` (png or svg), or a one-line error before any work is done; an existing
+    file only with `force` (the command line's --force; a library caller replaces by default)."""
+    path = check_output_path(path, what="a figure", suffixes=tuple(FORMATS), error=FigureError, force=force)
     return FORMATS[path.suffix.lower()]
 
 
-def save(fig: Figure, path: str | os.PathLike) -> Path:
+def save(fig: Figure, path: str | os.PathLike, *, force: bool = True) -> Path:
     """Write `fig` as PNG or SVG (chosen by the extension), atomically: temp file, then rename."""
-    fmt = check_path(path)
+    fmt = check_path(path, force=force)
     return _write(Path(path), render(fig, fmt), "a figure")
 
 
-def check_report_path(path: str | os.PathLike) -> Path:
-    """Fail before any work if the report cannot be written there."""
-    return check_output_path(path, what="the report", suffixes=REPORT_SUFFIXES, error=FigureError)
+def check_report_path(path: str | os.PathLike, *, force: bool = True) -> Path:
+    """Fail before any work if the report cannot be written there (an existing file only with `force`)."""
+    return check_output_path(path, what="the report", suffixes=REPORT_SUFFIXES, error=FigureError, force=force)
 
 
-def write_html(path: str | os.PathLike, text: str) -> Path:
+def write_html(path: str | os.PathLike, text: str, *, force: bool = True) -> Path:
     """Write a report's HTML to `path`, atomically."""
-    return _write(check_report_path(path), text, "the report")
+    return _write(check_report_path(path, force=force), text, "the report")
 
 
 def _write(path: Path, data: bytes | str, what: str) -> Path:

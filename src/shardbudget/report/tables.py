@@ -1,18 +1,105 @@
-"""Terminal tables (rich). Only formatting lives here: every number comes from the library."""
+"""Terminal tables (rich). Only formatting lives here: every number comes from the library.
+
+Every table fits the terminal without dropping a character (issue 24: at 80 columns `plan` printed
+"0.…" and "la…"): a number or a name is never cut; a table too wide for the terminal first takes its
+columns' short headers, then folds its columns into further tables that repeat the key columns,
+and only free text (a verdict, a source URL) wraps inside its cell. The width is $COLUMNS where set,
+the terminal's at a terminal, and 220 columns when piped (files, tests), so nothing folds there.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
 
 from ..comm.op import nccl_tests_count
 from ..fabric.hardware import Catalog, to_dict
+from ..model.precision import FP8_TENSOR_CORE_ARCHS
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
-import sys
+PIPED_WIDTH = 220
 
-# Piped output (tests, files) gets a wide console so columns are not folded.
-console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+
+def terminal_width() -> int:
+    """$COLUMNS where set, else the terminal's width, else PIPED_WIDTH (not a terminal)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else PIPED_WIDTH
+
+
+console = Console(soft_wrap=True, width=terminal_width())
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: its header, a shorter one for narrow terminals, its alignment, and whether its
+    cells are free text that may wrap (numbers and names never do)."""
+
+    header: str
+    short: str = ""
+    justify: str = "right"
+    wrap: bool = False
+    min_wrap: int = 16
+    """The narrowest a wrapping column gets: its longest word, at most this (a longer word folds)."""
+
+
+_BORDER = 3  # rich's default box: a bar and one space of padding either side of every cell
+
+
+def _widths(cols: list[Col], rows: list[list[str]], short: bool) -> list[int]:
+    out = []
+    for i, c in enumerate(cols):
+        head = (c.short or c.header) if short else c.header
+        cells = [r[i] for r in rows]
+        if c.wrap:
+            longest_word = max((len(w) for cell in cells for w in cell.split()), default=0)
+            out.append(max(len(head), min(longest_word, c.min_wrap)))  # rich widens it where there is room
+        else:
+            out.append(max([len(head)] + [len(x) for x in cells]))
+    return out
+
+
+def _groups(cols: list[Col], widths: list[int], keys: int, width: int) -> list[list[int]]:
+    """Column indices of each table: the key columns, then as many others as fit, in order."""
+    groups: list[list[int]] = []
+    base = 1 + sum(widths[i] + _BORDER for i in range(keys))
+    current: list[int] = list(range(keys))
+    used = base
+    for i in range(keys, len(cols)):
+        need = widths[i] + _BORDER
+        if used + need > width and len(current) > keys:
+            groups.append(current)
+            current, used = list(range(keys)), base
+        current.append(i)
+        used += need
+    groups.append(current)
+    return groups
+
+
+def print_table(title: str, cols: list[Col], rows: list[list[str]], *, keys: int = 1, caption: str | None = None) -> None:
+    """A table that fits the terminal (module docstring): full headers if they fit, else short ones,
+    else the columns folded into several tables, each repeating the first `keys` columns."""
+    width = terminal_width()
+    console.width = width
+    short = 1 + sum(w + _BORDER for w in _widths(cols, rows, False)) > width
+    widths = _widths(cols, rows, short)
+    groups = _groups(cols, widths, keys, width)
+    for n, group in enumerate(groups):
+        part = f" ({n + 1}/{len(groups)})" if len(groups) > 1 else ""
+        t = Table(title=title + part, caption=caption if n == len(groups) - 1 else None)
+        for i in group:
+            c = cols[i]
+            head = (c.short or c.header) if short else c.header
+            t.add_column(head, justify=c.justify, overflow="fold", no_wrap=not c.wrap, min_width=widths[i])
+        for r in rows:
+            t.add_row(*(r[i] for i in group))
+        console.print(t)
 
 
 def fabrics_dict(cat: Catalog) -> dict:
@@ -32,31 +119,36 @@ def _system_summary(s) -> dict:
 
 
 def print_fabrics(cat: Catalog, systems: bool = False) -> None:
-    t = Table(title="Fabrics (bandwidth per GPU or per NIC port, per direction)", show_lines=False)
-    for col in ("name", "kind", "peak", "achievable", "hop LL", "hop Simple", "NVLS", "P2P", "source"):
-        t.add_column(col, overflow="fold")
-    for f in cat.fabrics.values():
-        t.add_row(f.name, f.kind, format_rate(f.bytes_per_s), format_rate(f.achievable_bytes_per_s),
-                  format_seconds(f.hop_latency_s["ll"]), format_seconds(f.hop_latency_s["simple"]),
-                  "yes" if f.in_switch_reduction else "", "yes" if f.p2p else "no", f.source)
-    console.print(t)
+    cols = [Col("name", justify="left"), Col("kind", justify="left"), Col("peak"), Col("achievable", "achiev."),
+            Col("hop LL", "LL"), Col("hop Simple", "Simple"), Col("NVLS"), Col("P2P"),
+            Col("source", justify="left", wrap=True, min_wrap=30)]
+    rows = [[f.name, f.kind, format_rate(f.bytes_per_s), format_rate(f.achievable_bytes_per_s),
+             format_seconds(f.hop_latency_s["ll"]), format_seconds(f.hop_latency_s["simple"]),
+             "yes" if f.in_switch_reduction else "", "yes" if f.p2p else "no", f.source] for f in cat.fabrics.values()]
+    print_table("Fabrics (bandwidth per GPU or per NIC port, per direction)", cols, rows)
     if not systems:
         return
-    s = Table(title="Systems (nodes)")
-    for col in ("name", "GPUs", "GPU", "topology", "intra-node", "scale-out", "source"):
-        s.add_column(col, overflow="fold")
+    cols = [Col("name", justify="left"), Col("GPUs"), Col("GPU", justify="left"), Col("topology", "topo", justify="left"),
+            Col("intra-node", "intra", justify="left"), Col("scale-out", "NICs", justify="left"),
+            Col("source", justify="left", wrap=True, min_wrap=30)]
+    rows = []
     for sy in cat.systems.values():
         nic = f"{sy.nics_per_node}x {sy.nic_fabric.name}" if sy.nic_fabric else "-"
         intra = sy.intra_fabric.name + (f" / {sy.socket_fabric.name}" if sy.socket_fabric else "")
-        s.add_row(sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, sy.source)
-    console.print(s)
-    g = Table(title="GPUs (dense tensor-core peaks)")
-    for col in ("name", "memory", "mem bandwidth", "BF16", "FP8", "source"):
-        g.add_column(col, overflow="fold")
-    for gpu in cat.gpus.values():
-        g.add_row(gpu.name, format_decimal_bytes(gpu.memory_bytes), format_rate(gpu.mem_bytes_per_s),
-                  f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s", f"{gpu.fp8_flops_per_s / 1e12:.0f} TFLOP/s", gpu.source)
-    console.print(g)
+        rows.append([sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, sy.source])
+    print_table("Systems (nodes)", cols, rows)
+    cols = [Col("name", justify="left"), Col("memory"), Col("mem bandwidth", "mem BW"), Col("BF16"), Col("FP8"),
+            Col("source", justify="left", wrap=True, min_wrap=30)]
+    rows = [[gpu.name, format_decimal_bytes(gpu.memory_bytes), format_rate(gpu.mem_bytes_per_s),
+             f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s", _fp8_cell(gpu), gpu.source] for gpu in cat.gpus.values()]
+    print_table("GPUs (dense tensor-core peaks)", cols, rows)
+
+
+def _fp8_cell(gpu) -> str:
+    """FP8 where the GPU's tensor cores have it; '-' where they have not (A100: its catalog figure is BF16's)."""
+    if gpu.arch not in FP8_TENSOR_CORE_ARCHS:
+        return "-"
+    return f"{gpu.fp8_flops_per_s / 1e12:.0f} TFLOP/s"
 
 
 def impl_words(requested: str, costs) -> str:
@@ -93,16 +185,12 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
 
 
 def print_compare(result) -> None:
-    t = Table(title=f"{result.op} on {result.gpus_label}: predicted time per call")
-    t.add_column("message", justify="right")
-    t.add_column("why")
-    for s in result.systems:
-        t.add_column(s, justify="right")
-    t.add_column("slowest / fastest", justify="right")
-    for row in result.rows:
-        cells = [f"{format_seconds(x.time_s)} ({x.algorithm}/{x.protocol})" for x in row.costs]
-        t.add_row(format_bytes(row.msg_bytes), row.label, *cells, f"{row.ratio:.1f}x")
-    console.print(t)
+    cols = [Col("message"), Col("why", justify="left", wrap=True, min_wrap=12)]
+    cols += [Col(s) for s in result.systems] + [Col("slowest / fastest", "max/min")]
+    rows = [[format_bytes(row.msg_bytes), row.label, *(f"{format_seconds(x.time_s)} ({x.algorithm}/{x.protocol})"
+                                                      for x in row.costs), f"{row.ratio:.1f}x"]
+            for row in result.rows]
+    print_table(f"{result.op} on {result.gpus_label}: predicted time per call", cols, rows)
     for name, cross, note in zip(result.systems, result.crossovers, result.notes):
         print(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")
 
@@ -121,22 +209,23 @@ def print_plan(result) -> None:
     if a.get("tpot"):
         print(f"# {a['tpot']}")
     for br in result.results:
-        t = Table(title=f"batch {br.batch}")
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
         served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
-        for col in ("tp", "pp", "ep", "dp", "ITL ms", *(["TPOT ms"] if served else []),
-                    *(["p99 ITL ms"] if tail else []), "compute ms", "comm ms",
-                    "host ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
-            t.add_column(col, justify="right" if col != "verdict" else "left")
+        cols = [Col("tp"), Col("pp"), Col("ep"), Col("dp"), Col("ITL ms", "ITL"),
+                *([Col("TPOT ms", "TPOT")] if served else []),
+                *([Col("p99 ITL ms", "p99")] if tail else []), Col("compute ms", "comp"), Col("comm ms", "comm"),
+                Col("host ms", "host"), Col("comm %", "c%"), Col("TTFT ms", "TTFT"), Col("GB/GPU", "GB"),
+                Col("fits"), Col("verdict", justify="left", wrap=True, min_wrap=10)]
+        rows = []
         for r in br.rows:
             verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
             p99 = [f"{r.itl_p99_s * 1e3:.2f}" if r.itl_p99_s is not None else "-"] if tail else []
             tpot = [f"{r.tpot_s * 1e3:.2f}" if r.tpot_s is not None else "-"] if served else []
-            t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
-                      f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
-                      f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}",
-                      "yes" if r.fits_memory else "no", verdict)
-        console.print(t)
+            rows.append([str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
+                         f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
+                         f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}",
+                         "yes" if r.fits_memory else "no", verdict])
+        print_table(f"batch {br.batch}", cols, rows, keys=4)
         best = br.judgement.best.label() if br.judgement and br.judgement.best else None
         smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
         print(f"fewest GPUs that fit: {br.min_gpus_memory} ({smallest})   max TP within budget: {br.max_tp_budget}   "
@@ -148,16 +237,13 @@ def print_plan(result) -> None:
 def print_memory(result) -> None:
     """Per batch and plan: what the engine allocates on the most loaded GPU, GB."""
     parts = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
+    short = {"weights": "wts", "kv_cache": "KV", "activations": "act", "cuda_graphs": "graphs",
+             "comm_buffers": "comm", "cuda_context": "ctx", "total": "total"}
     for br in result.results:
-        t = Table(title=f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})")
-        t.add_column("plan")
-        for p in parts:
-            t.add_column(p.replace("_", " "), justify="right")
-        t.add_column("fits")
-        for r in br.rows:
-            m = r.memory or {}
-            t.add_row(r.label(), *(f"{m.get(p, 0.0) / 1e9:.2f}" for p in parts), "yes" if r.fits_memory else "no")
-        console.print(t)
+        cols = [Col("plan", justify="left")] + [Col(p.replace("_", " "), short[p]) for p in parts] + [Col("fits")]
+        rows = [[r.label(), *(f"{(r.memory or {}).get(p, 0.0) / 1e9:.2f}" for p in parts), "yes" if r.fits_memory else "no"]
+                for r in br.rows]
+        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})", cols, rows)
 
 
 DEPLOY_ROWS = 20
@@ -178,16 +264,14 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
-    t = Table(title="options (best first)", caption=f"{left} more options: --all shows every one, --json lists them"
-              if left else None)
-    for col in ("option", "max batch", "ITL ms", "TTFT ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %",
-                "binding", "meets"):
-        t.add_column(col, justify="left" if col in ("option", "binding") else "right")
-    for o in shown:
-        t.add_row(o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
-                  f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
-                  f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no")
-    console.print(t)
+    cols = [Col("option", justify="left"), Col("max batch", "batch"), Col("ITL ms", "ITL"), Col("TTFT ms", "TTFT"),
+            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
+            Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
+    rows = [[o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
+             f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+             f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"] for o in shown]
+    print_table("options (best first)", cols, rows,
+                caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     print(result.verdict)
     for engine, line in result.launch.items():
         print(f"{engine:>7}: {line}")

@@ -1,0 +1,132 @@
+"""One vocabulary of options (issue 24): every option two commands share has one name, one type and
+one help, defined once in cli/args.py; every option has help; the old spellings still work, hidden,
+for one release; one overwrite rule for every file a command writes; one rule for catalog names."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import typer
+
+from shardbudget import cli
+from shardbudget.cli import app as app_mod, args
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+# Flags whose meaning differs by command in one declared way, each variant defined in args.py:
+# --system one or several; --dtype the weights' or the message's elements; --nodes one count or one per system.
+VARIANTS = {"--system": 2, "--dtype": 2, "--nodes": 2}
+
+
+def _commands():
+    group = typer.main.get_command(app_mod.full_app())
+    return {name: group.commands[name] for name in app_mod.COMMANDS}
+
+
+def _options(cmd):
+    return [p for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+
+
+def test_every_visible_option_of_every_command_has_help():
+    missing = [f"{name} {o.opts[0]}" for name, cmd in _commands().items() for o in _options(cmd)
+               if not o.hidden and not (o.help or "").strip()]
+    assert not missing, f"options without help: {missing}"
+
+
+def test_shared_options_have_one_name_type_and_help():
+    seen: dict[str, set] = {}
+    for name, cmd in _commands().items():
+        for o in _options(cmd):
+            if o.hidden:
+                continue
+            flag = max(o.opts, key=len)
+            seen.setdefault(flag, set()).add((type(o.type).__name__, o.multiple, o.help))
+    wrong = {flag: sorted(map(str, kinds)) for flag, kinds in seen.items() if len(kinds) > VARIANTS.get(flag, 1)}
+    assert not wrong, f"one flag, several meanings: {wrong}"
+    # and each command spells a shared idea with the shared flag
+    assert {"--size", "--gpus", "--force", "--out", "--plot", "--json", "--catalog"} <= set(seen)
+
+
+def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
+    for name, old in (("measure", "--nproc"), ("measure", "--sizes"), ("lab", "--ranks"), ("lab", "--sizes")):
+        flags = {f for o in _options(_commands()[name]) if o.hidden for f in o.opts}
+        assert old in flags, (name, old)
+    assert cli.main(["measure", "--nproc", "0"]) == 2  # accepted as --gpus, then refused as --gpus 0 is
+    err = capsys.readouterr().err
+    assert "warning: --nproc is now --gpus" in err and "at least 2 ranks, got 0" in err
+
+
+def test_defaults_repeated_in_args_are_the_librarys():
+    from shardbudget.engines.presets import ENGINE_NAMES
+    from shardbudget.measure.check import DEFAULT_TOLERANCE
+    from shardbudget.report.grid import DEFAULT_BUDGET_STEPS
+    from shardbudget.report.tables import DEPLOY_ROWS
+    from shardbudget.step.settings import DEFAULT_ENGINE
+    assert (args.DEFAULT_ENGINE, args.ENGINES, args.DEFAULT_TOLERANCE, args.DEFAULT_BUDGET_STEPS, args.DEPLOY_ROWS) == \
+        (DEFAULT_ENGINE, ENGINE_NAMES, DEFAULT_TOLERANCE, DEFAULT_BUDGET_STEPS, DEPLOY_ROWS)
+    for engine in ENGINE_NAMES:  # --engine's help lists every engine, in plan and deploy alike
+        assert engine in args.EngineOpt.__metadata__[0].help
+
+
+def test_the_command_listing_is_each_commands_own_summary(capsys):
+    for name, cmd in _commands().items():
+        assert inspect.cleandoc(cmd.callback.__doc__ or "").splitlines()[0] == app_mod.SUMMARIES[name], name
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in app_mod.COMMANDS)
+
+
+def test_version(capsys):
+    from shardbudget import __version__
+    assert cli.main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"shardbudget {__version__}"
+    assert cli.main(["plan", "--version"]) == 2  # a group option, not a command's
+
+
+# --- one overwrite rule: an existing file is replaced only with --force -----------------------
+
+WRITERS = [
+    ["allreduce", "-s", "hgx-h100", "--size", "1MiB", "--plot", "{f}.png"],
+    ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget-steps", "0", "--out", "{f}.html"],
+    ["demo", "--out", "{f}.html"],
+    ["fit", str(Path("/work/shared/data/raw/nccl_03_mi300x_1node.txt")), "--name", "ow-fit", "--base-system", "mi300x",
+     "--no-holdout", "--out", "{f}.toml"],
+    ["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "ow-topo", "--gpu", "rtx-pro-6000", "--out", "{f}.toml"],
+    ["measure", "--gpus", "2", "--size", "8B", "--out", "{f}.json"],
+    ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--plot", "{f}.svg"],
+]
+
+
+@pytest.mark.parametrize("argv", WRITERS, ids=lambda a: a[0])
+def test_every_file_a_command_writes_is_replaced_only_with_force(argv, tmp_path, capsys):
+    target = tmp_path / "mine"
+    argv = [a.replace("{f}", str(target)) for a in argv]
+    path = Path(next(a for a in argv if a.startswith(str(target))))
+    path.write_text("a file the user wants to keep")
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "exists; pass --force to overwrite it" in err and len(err.splitlines()) == 1
+    assert path.read_text() == "a file the user wants to keep"
+
+
+def test_force_replaces(tmp_path, capsys):
+    path = tmp_path / "fig.png"
+    path.write_text("old")
+    assert cli.main(["allreduce", "-s", "hgx-h100", "--size", "1MiB", "--plot", str(path), "--force"]) == 0
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+# --- one rule for names: a catalog name means one thing -------------------------------------------
+
+def test_no_command_may_redefine_a_catalog_name(tmp_path, capsys):
+    dupe = tmp_path / "dupe.toml"
+    dupe.write_text('[systems.hgx-h100]\ndescription = "mine"\ngpu = "h100-sxm"\ngpus_per_node = 8\n'
+                    'topology = "switch"\nintra_fabric = "nvswitch-gen3"\nsource = "me"\n')
+    assert cli.main(["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--catalog", str(dupe)]) == 2
+    assert "[systems.hgx-h100] redefines a built-in entry" in capsys.readouterr().err
+    raw = "/work/shared/data/raw/nccl_03_mi300x_1node.txt"
+    assert cli.main(["fit", raw, "--name", "mi300x", "--base-system", "mi300x", "--no-holdout"]) == 2
+    assert "already a catalog system" in capsys.readouterr().err
+    assert cli.main(["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "hgx-h100", "--gpu", "rtx-pro-6000"]) == 2
+    assert "hgx-h100" in capsys.readouterr().err
