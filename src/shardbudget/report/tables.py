@@ -184,8 +184,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
                   f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no")
     console.print(t)
     print(result.verdict)
-    for engine, line in result.launch.items():
-        print(f"{engine:>7}: {line}")
+    for engine, text in result.launch.items():  # a multi-line launch indented under its engine
+        print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
 def print_fit(result) -> None:
