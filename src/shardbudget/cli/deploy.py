@@ -39,12 +39,17 @@ def deploy(
     gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the Pareto figure (PNG/SVG).")] = None,
+    emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="With --emit: write into an existing DIR.")] = False,
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {tables.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
+    """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.
+
+    Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
+    the closest option named); 2: bad input."""
     from ..decide.deploy import Workload, deploy as run_deploy  # command-only modules (start-up)
     from ..decide.disagg import parse_split
     check_plot(plot)
@@ -53,17 +58,25 @@ def deploy(
     if context is not None and (input_len is not None or output_len is not None):
         raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
     spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
-    work = Workload(input_len=input_len or 2048, output_len=output_len or 256, context=context, speculation=spec)
+    work = Workload(input_len=2048 if input_len is None else input_len,
+                    output_len=256 if output_len is None else output_len, context=context, speculation=spec)
+    if emit:
+        from ..decide.launch.emit import check_emit  # command-only module (start-up)
+        check_emit(emit[0], emit[1], force=force)
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
     result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget), ttft_budget_s=ttft_s,
                         workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                         disaggregate=parse_split(disaggregate) if disaggregate else None,
                         settings=PlanSettings(memory_utilization=gpu_memory_utilization), catalog=load_catalogs(catalog))
-    if result.best is None:  # say so in one line, with the closest option, and exit 2
-        raise PlanError(result.verdict)
     if json_out:
         print_json(result.to_dict())
     else:
         tables.print_deploy(result, rows=None if show_all else tables.DEPLOY_ROWS)
     if plot:
         write_plot(lambda: figures.pareto_figure(result), plot)
+    if result.best is None:  # a valid request that nothing meets: the table and the closest option, exit 1
+        raise typer.Exit(1)
+    if emit:
+        from ..decide.launch.emit import emit as write_emit
+        for path in write_emit(result, emit[0], emit[1], engine=engine, force=force):
+            typer.echo(f"wrote {path}", err=True)

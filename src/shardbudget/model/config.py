@@ -108,6 +108,9 @@ class ModelConfig:
     """MLA: per-head q/k elements with rotary embedding; the rotary key is shared by all heads."""
     v_head_dim: int = 0
     """MLA: per-head value elements."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers the checkpoint ships for speculative decoding
+    (`num_nextn_predict_layers`: DeepSeek-V3, GLM-4.5; `mtp_num_hidden_layers`: Qwen3-Next; 0: none)."""
 
     @property
     def family(self) -> Family:

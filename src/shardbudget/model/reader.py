@@ -278,6 +278,8 @@ def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
         tie_embeddings=r.flag("tie_word_embeddings", default=False),
         max_position_embeddings=r.integer("max_position_embeddings", default=0),
         checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None),
+        mtp_layers=max(r.integer("num_nextn_predict_layers", minimum=0, default=0),
+                       r.integer("mtp_num_hidden_layers", minimum=0, default=0)),
         **_attention_fields(r, family), **_window_fields(r, family, layers), **moe)
 
 
