@@ -57,7 +57,8 @@ def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
 
 def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], files: list | None = None) -> Launch:
     preset = load_engine(engine)
-    nodes = max(s.node for s in steps) + 1 if steps else 0
+    gpn = p.system.gpus_per_node
+    nodes = max([s.node + 1 for s in steps] + [-(-p.gpus // gpn)])  # the last server may span nodes
     return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
                   commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
                   nodes=nodes, gpus_per_node=p.system.gpus_per_node, image=image(engine, p.system.gpu.arch),

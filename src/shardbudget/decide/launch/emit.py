@@ -76,7 +76,7 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
         "#SBATCH --exclusive",
         f"# {launch.label}: {result.model} on {n} x {result.system}, {result.best.label()}; written by shardbudget deploy.",
         "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
-        f"# (or run each srun step in its image: {launch.image}).",
+        f"# (or start each node's step in its image: {launch.image}).",
         "set -euo pipefail",
         'cd "$SLURM_SUBMIT_DIR"',
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -127,7 +127,7 @@ def _pod(launch: Launch, command: str, gpus: int, resource: str, config: str | N
 
 
 def k8s_files(launch: Launch, result) -> dict[str, str]:
-    if any(s.program not in ("serve", "ray") for s in launch.steps):
+    if result.prefill is not None:
         raise PlanError("--emit k8s writes aggregated deployments; a disaggregated one (its proxy or router "
                         "addresses each server) is --emit slurm")
     if any(s.wrapper for s in launch.steps):
@@ -138,8 +138,10 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
     if config:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config},
                      "data": dict(launch.files)})
+    # a router in front of several servers is the Service's job in Kubernetes
+    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program in ("serve", "ray"))})
     serve = [s for s in launch.steps if s.program == "serve"]
-    heads = [s for s in serve if "headless" not in s.argv and "rank" not in s.what]
+    heads = [s for s in serve if "--headless" not in s.argv and "rank" not in s.what]
     replica_nodes = _replica_nodes(launch)
     span = replica_nodes[0][1]
     gpus = launch.gpus_per_node if span > 1 or heads[0].gpus is None else len(heads[0].gpus)
@@ -171,7 +173,7 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
 
 def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
     """(first node, nodes) of each server (a head step; a multi-node server's nodes follow it)."""
-    firsts = sorted({s.node for s in launch.steps if s.program == "serve" and "headless" not in s.argv
+    firsts = sorted({s.node for s in launch.steps if s.program == "serve" and "--headless" not in s.argv
                      and not re.search(r"node rank [1-9]", s.what)})
     nodes = launch.nodes
     bounds = firsts + [nodes]
