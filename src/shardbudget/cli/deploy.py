@@ -60,9 +60,7 @@ def deploy(
     spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
     work = Workload(input_len=2048 if input_len is None else input_len,
                     output_len=256 if output_len is None else output_len, context=context, speculation=spec)
-    if emit:
-        from ..decide.launch.emit import check_emit  # command-only module (start-up)
-        check_emit(emit[0], emit[1], force=force)
+    _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     ttft_s = units.parse_seconds(ttft_budget, what="--ttft-budget") if ttft_budget else None
     result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget), ttft_budget_s=ttft_s,
                         workload=work, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
@@ -76,7 +74,16 @@ def deploy(
         write_plot(lambda: figures.pareto_figure(result), plot)
     if result.best is None:  # a valid request that nothing meets: the table and the closest option, exit 1
         raise typer.Exit(1)
-    if emit:
-        from ..decide.launch.emit import emit as write_emit
-        for path in write_emit(result, emit[0], emit[1], engine=engine, force=force):
-            typer.echo(f"wrote {path}", err=True)
+    _emit(result, emit, engine=engine, force=force)
+
+
+def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) -> None:
+    """--emit KIND DIR: check it (result None), or write the best option's files."""
+    if not emit:
+        return
+    from ..decide.launch import emit as emitting  # command-only module (start-up)
+    if result is None:
+        emitting.check_emit(emit[0], emit[1], force=force)
+        return
+    for path in emitting.emit(result, emit[0], emit[1], engine=engine, force=force):
+        typer.echo(f"wrote {path}", err=True)

@@ -282,10 +282,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     sysm = catalog.system(system) if isinstance(system, str) else system
     nodes = _nodes(sysm, gpus, nodes)
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
-        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
-                        f"{cfg.max_position_embeddings}")
-    check_request(engine, sysm, cfg, workload.speculation)
+    _check_request(cfg, sysm, engine, workload)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload)
@@ -319,6 +316,15 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
                                                           settings=settings, catalog=catalog))
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
+
+
+def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload) -> None:
+    """Refuse what no option could serve: a sequence longer than the model's, an engine that does
+    not run on the GPUs, a speculative method the model or engine lacks (launch.check_request)."""
+    if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
+        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
+                        f"{cfg.max_position_embeddings}")
+    check_request(engine, system, cfg, workload.speculation)
 
 
 def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
