@@ -17,6 +17,7 @@ import json
 import re
 from importlib import resources
 
+from ...errors import PlanError
 from ...fabric.hardware import Catalog, System
 from ...model import ModelConfig, list_models, load_model
 from . import sglang, trtllm, vllm
@@ -81,8 +82,11 @@ def build_launches(result, cfg: ModelConfig, system: System, catalog: Catalog) -
         why = why_not(engine, p)
         if why:
             skipped[engine] = why
-        else:
+            continue
+        try:
             launches[engine] = _BUILDERS[engine](p)
+        except PlanError as err:  # a layout the builder cannot place (a server across a node's edge)
+            skipped[engine] = str(err)
     return launches, skipped
 
 

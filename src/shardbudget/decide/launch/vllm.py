@@ -59,8 +59,10 @@ def _env(side: Side) -> tuple[tuple[str, str], ...]:
 
 def _servers(p: Priced, side: Side) -> tuple[int, int]:
     """(servers, DP ranks per server)."""
-    rank_gpus = side.tp // side.dp * side.pp
-    fold = side.role == "serve" and not p.cfg.is_moe and rank_gpus <= p.system.gpus_per_node
+    rank_gpus, gpn = side.tp // side.dp * side.pp, p.system.gpus_per_node
+    total = rank_gpus * side.replicas * side.dp
+    fold = (side.role == "serve" and not p.cfg.is_moe and rank_gpus <= gpn
+            and (total <= gpn or total % gpn == 0))  # one node, or whole nodes
     return (1, side.replicas * side.dp) if fold else (side.replicas, side.dp)
 
 
