@@ -32,7 +32,7 @@ EXTRA = {  # what the parser modules import, beyond the engine itself (pure-Pyth
              "cloudpickle", "pyzmq", "fastapi", "uvicorn", "openai", "prometheus_client", "tqdm", "regex",
              "sentencepiece", "blake3", "cbor2", "gguf", "pybase64", "typing_extensions", "openai-harmony",
              "partial-json-parser", "diskcache", "einops", "py-cpuinfo", "tokenizers", "pillow", "watchfiles",
-             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator"],
+             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp"],
 }
 WORKER = r'''
 import argparse, json, shlex, sys
@@ -53,6 +53,9 @@ if engine == "sglang":
     def parse(argv):
         p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); return p.parse_args(argv)
 else:
+    import vllm.platforms as platforms
+    from vllm.platforms.cpu import CpuPlatform
+    platforms._current_platform = CpuPlatform()  # no GPU here: the parser's defaults as on a CPU build
     from vllm.entrypoints.openai.cli_args import make_arg_parser
     from vllm.utils import FlexibleArgumentParser
     def parse(argv):

@@ -55,6 +55,7 @@ SCRIPTS = {
     "decode_accuracy": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
+    "engine_parsers": [],
 }
 
 
