@@ -382,6 +382,13 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
     if gpus > nodes * system.gpus_per_node:
         raise PlanError(f"{gpus} GPUs do not fit in {nodes} x {system.name} ({system.gpus_per_node} per node); "
                         f"give --nodes {needed} or fewer --gpus")
+    if nodes > needed:
+        # replicas are placed on whole nodes (a replica inside one node, or over whole nodes): what
+        # is priced must be what the header says, so fewer GPUs than the nodes hold is refused
+        # rather than priced on `needed` nodes under a header of `nodes`
+        raise PlanError(f"{gpus} GPUs fill {needed} x {system.name} ({system.gpus_per_node} per node), not {nodes}: "
+                        f"deploy places replicas on whole nodes; give --nodes {needed}, or --gpus "
+                        f"{nodes * system.gpus_per_node} for {nodes} nodes")
     return nodes
 
 

@@ -93,7 +93,7 @@ def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, m
     custom, symm = {}, {}
     for engine in ENGINE_LABELS:
         kinds = _allreduce_kinds(engine, system, plan, catalog)
-        custom[engine] = bool(kinds & {"one-shot", "two-shot"}) or kinds == {"none"}
+        custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
         symm[engine] = any(k.startswith("symm-mem") for k in kinds)
     return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
                 symm_mem=symm)
