@@ -53,6 +53,7 @@ def cases(catalog):
     disagg = deploy("llama-3.1-70b", "hgx-h100", gpus=16, budget_s=0.050, disaggregate=(4, 12), catalog=catalog)
     spec = deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=0.050, catalog=catalog,
                   workload=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)))
+    spec = _as_chosen(spec, lambda o: o.pp == 1)  # SGLang runs no speculation with PP (test below)
     return {"dense-single-node": (_launches(dense, "llama-3.1-70b", "hgx-h100", catalog), dense),
             "moe-multi-node-ep-dp": (_launches(moe, "deepseek-v3", "hgx-h200", catalog), moe),
             "disaggregated": (_launches(disagg, "llama-3.1-70b", "hgx-h100", catalog), disagg),
@@ -144,6 +145,15 @@ def test_priced_precision_and_graphs_reach_the_lines(catalog):
     assert "cuda_graph_config: null" in tr and "dtype: \"fp8\"" in tr and "quantize at load" in tr
     for launch in launches.values():
         check_launch(launch)
+
+
+def test_sglang_refuses_speculation_with_pp(catalog):
+    r = deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=0.050, catalog=catalog,
+               workload=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)))
+    r = _as_chosen(r, lambda o: o.pp > 1)
+    launches, skipped = build_launches(r, load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog)
+    assert "sglang" not in launches and "pipeline parallelism" in skipped["sglang"]
+    assert {"vllm", "trtllm"} <= set(launches)
 
 
 def test_trtllm_only_on_nvidia(catalog):
