@@ -60,6 +60,7 @@ SCRIPTS = {
     "serving_accuracy": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
+    "engine_parsers": [],
 }
 
 

@@ -21,7 +21,7 @@ from shardbudget import engines as engines_pkg
 from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.decide.disagg import kv_handoff_s
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.decide.launch import LAUNCH_ENGINES, launch_lines
+from shardbudget.decide.launch import LAUNCH_ENGINES, build_launches
 from shardbudget.model import Plan, load_model, total_params
 from shardbudget.decide.planner import precision_for
 from shardbudget.step.served import prompt_token_s
@@ -118,6 +118,21 @@ def test_plot_writes_svg(capsys, tmp_path):
 
 # --- launch lines against the presets' [cli] tables -----------------------------------------
 
+def launch_lines(result, cfg, system, catalog) -> dict[str, str]:
+    """Each engine's first server command (its words, without environment), as the launch builds it."""
+    launches, _ = build_launches(result, cfg, system, catalog)
+    out = {}
+    for engine, la in launches.items():
+        s = next(s for s in la.steps if s.program == "serve")
+        out[engine] = " ".join([la.commands["serve"], *s.argv]) + f"  # {la.label}"
+    return out
+
+
+def _servers(result, cfg, system, catalog) -> dict[str, int]:
+    launches, _ = build_launches(result, cfg, system, catalog)
+    return {e: sum(1 for s in la.steps if s.program == "serve") for e, la in launches.items()}
+
+
 def _preset(engine: str) -> dict:
     return tomllib.loads((ENGINE_DIR / f"{engine}.toml").read_text())
 
@@ -145,9 +160,10 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
         return {"tensor_parallel": o.tp // o.dp, "pipeline_parallel": o.pp if o.pp > 1 else None,
                 "data_parallel": dp if dp > 1 else None, "expert_parallel": True if o.ep > 1 else None,
                 "max_batch": math.ceil(o.max_batch / o.dp), "max_model_len": max_len, "memory_fraction": fraction}
-    if engine == "sglang":
+    if engine == "sglang":  # plain replicas smaller than a node fold into --dp-size on it
+        fold = min(o.replicas, 8 // (o.tp * o.pp)) if o.replicas > 1 and o.tp * o.pp < 8 else None
         return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp if o.pp > 1 else None,
-                "data_parallel": o.dp if o.dp > 1 else (o.replicas if o.replicas > 1 else None),
+                "data_parallel": o.dp if o.dp > 1 else fold,
                 "dp_attention": True if o.dp > 1 else None, "expert_parallel": o.ep if o.ep > 1 else None,
                 "max_batch": o.max_batch, "max_model_len": max_len,
                 "memory_fraction": fraction}
@@ -175,8 +191,9 @@ def _check_line(engine: str, line: str, o, max_len: int, moe: bool = False) -> N
 
 def test_chosen_option_launch_lines_carry_the_presets_flags(dense8):
     assert set(dense8.launch) == set(LAUNCH_ENGINES)
+    lines = launch_lines(dense8, load_model("llama-3.1-70b"), load_catalog().system("hgx-h100"), load_catalog())
     for engine in LAUNCH_ENGINES:
-        _check_line(engine, dense8.launch[engine], dense8.best, 2048 + 256)
+        _check_line(engine, lines[engine], dense8.best, 2048 + 256)
 
 
 @pytest.mark.parametrize("shape", ["pp", "ep", "dp", "replicas"])
@@ -190,7 +207,9 @@ def test_launch_lines_for_pp_ep_dp_and_replicas(moe16, catalog, shape):
     for engine in LAUNCH_ENGINES:
         _check_line(engine, lines[engine], o, 2048 + 256, moe=True)
     if o.replicas > 1:  # MoE replicas are separate vLLM servers, not DP ranks sharing the experts
-        assert lines["vllm"].endswith(f"; run {o.replicas} such servers")
+        servers = _servers(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"),
+                           catalog)
+        assert servers["vllm"] >= o.replicas
 
 
 def test_vllm_attention_dp_is_dp_ranks_of_the_attention_tp(moe16, catalog):
@@ -218,7 +237,7 @@ def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
         assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)[engine], flag) == ""
         assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 4, 2)[engine], flag) == ""
         assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine], flag) is None
-    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)["trtllm"]  # no such flag
+    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)["trtllm"]  # a YAML key instead
 
 
 def test_custom_allreduce_flag_in_the_cli_output(capsys):
@@ -228,17 +247,12 @@ def test_custom_allreduce_flag_in_the_cli_output(capsys):
     d = json.loads(out)
     assert d["best"]["tp"] >= 4  # 70B needs at least four 48 GB GPUs per replica
     assert "--disable-custom-all-reduce" in d["launch"]["vllm"] and "--disable-custom-all-reduce" in d["launch"]["sglang"]
+    assert "allreduce_strategy: \"NCCL\"" in d["launch"]["trtllm"]
 
 
 # --- bad input: one line, exit 2 ------------------------------------------------------------
 
 BAD = [
-    (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
-                                                   "1xTP1 at 145.3 GB per GPU"]),
-    (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
-    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms ITL",
-                                          "the closest is 1xTP8 at"]),
-    (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms ITL and 1 ms TTFT", "the closest is", "binding: ttft"]),
     (["--gpus", "8", "--speculative", "mtp", "--acceptance", "1.5"], ["--acceptance must be a probability in [0, 1]",
                                                                      "1.5"]),
     (["--gpus", "8", "--speculative", "eagle", "--acceptance", "-0.1"], ["--acceptance", "-0.1"]),
@@ -264,6 +278,29 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, expected):
     for text in expected:
         assert text in lines[0], (text, lines[0])
     assert out == ""  # nothing half-printed before the error
+
+
+MISSES = [
+    (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
+                                                   "1xTP1 at 145.3 GB per GPU"]),
+    (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
+    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms ITL",
+                                          "the closest is 1xTP8 at"]),
+    (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms ITL and 1 ms TTFT", "the closest is", "binding: ttft"]),
+]
+
+
+@pytest.mark.parametrize("args,expected", MISSES, ids=[" ".join(a) for a, _ in MISSES])
+def test_valid_request_nothing_meets_is_exit_1_with_the_table(capsys, args, expected):
+    """Exit 1, not 2: the request was valid; the table is printed and the closest option named."""
+    argv = ["deploy", "--system", "hgx-h100", *args]
+    if "--model" not in args:
+        argv += ["--model", "llama-3.1-70b"]
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 1 and err == "", (rc, err)
+    assert "options (best first)" in out
+    for text in expected:
+        assert text in out, (text, out[-400:])
 
 
 def test_bad_input_from_the_console_script(cli):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -38,14 +39,18 @@ def deploy(
     gpu_memory_utilization: GpuMemoryOpt = None,
     disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
     plot: PlotOpt = None,
+    emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR (an existing DIR needs --force).")] = None,
     force: ForceOpt = False,
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines."""
-    from ..decide.deploy import Workload, deploy as run_deploy
+    """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.
+
+    Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
+    the closest option named); 2: bad input."""
+    from ..decide.deploy import deploy as run_deploy
     from ..decide.disagg import parse_split
     from ..errors import PlanError
     from ..step.settings import PlanSettings
@@ -54,19 +59,33 @@ def deploy(
     check_plot(plot, force=force)
     model = model_name(model, download)
     draft_model = model_name(draft_model, download) if draft_model else draft_model
-    if context is not None and (input_len is not None or output_len is not None):
-        raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
     spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
-    work = Workload(input_len=args.tokens("--input-len", input_len) or 2048,
-                    output_len=args.tokens("--output-len", output_len) or 256, context=context, speculation=spec)
+    work = _workload(context, input_len, output_len, spec)
+    _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     settings = PlanSettings(memory_utilization=gpu_memory_utilization, overlap=overlap,
                             sequence_parallel=sequence_parallel)
     result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget),
                         ttft_budget_s=args.ttft_budget(ttft_budget), workload=work, engine=engine, dtype=dtype,
                         kv_dtype=kv_dtype, disaggregate=parse_split(disaggregate) if disaggregate else None,
                         settings=settings, catalog=load_catalogs(catalog))
-    if result.best is None:  # say so in one line, with the closest option, and exit 2
-        raise PlanError(result.verdict)
+    _show(result, json_out=json_out, show_all=show_all, plot=plot, force=force)
+    if result.best is None:  # a valid request that nothing meets: the table and the closest option, exit 1
+        raise typer.Exit(1)
+    _emit(result, emit, engine=engine, force=force)
+
+
+def _workload(context, input_len, output_len, spec):
+    """The requests deploy prices: ISL/OSL (defaults 2048/256) or, decode only, a fixed context."""
+    from ..decide.deploy import Workload
+    from ..errors import PlanError
+    if context is not None and (input_len is not None or output_len is not None):
+        raise PlanError("give --context (decode only) or --input-len/--output-len, not both")
+    return Workload(input_len=args.tokens("--input-len", input_len) or 2048,
+                    output_len=args.tokens("--output-len", output_len) or 256, context=context, speculation=spec)
+
+
+def _show(result, *, json_out: bool, show_all: bool, plot, force: bool) -> None:
+    """The options table (or JSON) and the Pareto figure on request."""
     if json_out:
         print_json(result.to_dict())
     else:
@@ -75,3 +94,15 @@ def deploy(
     if plot:
         from ..report import figures
         write_plot(lambda: figures.pareto_figure(result), plot, force=force)
+
+
+def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) -> None:
+    """--emit KIND DIR: check it (result None), or write the best option's files."""
+    if not emit:
+        return
+    from ..decide.launch import emit as emitting  # command-only module (start-up)
+    if result is None:
+        emitting.check_emit(emit[0], emit[1], force=force)
+        return
+    for path in emitting.emit(result, emit[0], emit[1], engine=engine, force=force):
+        typer.echo(f"wrote {path}", err=True)

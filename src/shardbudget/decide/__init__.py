@@ -4,7 +4,7 @@
     planner     plan: sweep TP x PP x EP x DP-attention x batch; how far the model can be sharded
     deploy      deploy: how to spend N GPUs (replicas x plan x batch) under the budgets
     disagg      disaggregated prefill / decode
-    launch      the engine command line that runs a deployment option
+    launch      the commands that run a deployment option (per engine; multi-node; disaggregated; Slurm, Kubernetes)
     questions   explain: the three questions, answered from numbers
     compare     systems side by side at the message sizes models send
     tail_plan   the p99 ITL of a plan's rows from measured jitter (`plan --jitter`)

@@ -38,14 +38,15 @@ import numpy as np
 from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
-from .launch import launch_lines
+from .launch import build_launches, check_request
 from ..step.memory import fits as memory_fits
 from ..step.memory import memory_need
 from ..model import ModelConfig, Plan, load_model
+from ..model.work import Precision
 from .planner import Budgets, check_nodes, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
-from ..step.served import decode_per_token, served_curve
+from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
 from ..step.speculative import Speculation, comparison_text
 from ..step.compose import compile_step
 from ..units import format_decimal_bytes, format_seconds
@@ -144,6 +145,12 @@ class DeployResult:
     hand-off times, the hand-off's share of TTFT)."""
     without_speculation: Option | None = None
     """With --speculative: the best option of the same request without it (None: none meets the budgets)."""
+    precision: Precision | None = None
+    """What the weights, activations and KV cache were priced in (the launch lines carry it)."""
+    chunk_tokens: int = 0
+    """Prompt tokens per step under chunked prefill, as priced (CHUNK_TOKENS)."""
+    launches: dict = field(default_factory=dict)
+    """engine -> launch.Launch of the best option (the commands, steps, files); `launch` is their text."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -151,7 +158,7 @@ class DeployResult:
                 "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
                 "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
-                "prefill": self.prefill,
+                "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None}
 
 
@@ -246,9 +253,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     sysm = catalog.system(system) if isinstance(system, str) else system
     nodes = _nodes(sysm, gpus, nodes)
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
-        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
-                        f"{cfg.max_position_embeddings}")
+    _check_request(cfg, sysm, engine, workload)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload)
@@ -276,11 +281,21 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
                           prefill=_prefill_dict(prefills.get(best.label()) if best else None),
                           notes=tuple(precision_notes), memory_utilization=settings.memory_utilization,
+                          precision=precision, chunk_tokens=CHUNK_TOKENS,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
                                                           settings=settings, catalog=catalog))
-    return _with_words(result, launch_lines(result, cfg, sysm, catalog) if best else {})
+    return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
+
+
+def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload) -> None:
+    """Refuse what no option could serve: a sequence longer than the model's, an engine that does
+    not run on the GPUs, a speculative method the model or engine lacks (launch.check_request)."""
+    if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
+        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
+                        f"{cfg.max_position_embeddings}")
+    check_request(engine, system, cfg, workload.speculation)
 
 
 def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
@@ -374,9 +389,12 @@ def pareto_front(curves: dict, options: Sequence[Option]) -> list[dict]:
     return front
 
 
-def _with_words(r: DeployResult, launch: dict) -> DeployResult:
-    return DeployResult(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "launch": launch,
-                           "verdict": verdict_text(r)})
+def _with_words(r: DeployResult, launches: dict, skipped: dict) -> DeployResult:
+    """The result with its verdict and the commands of its best option: each engine's text, or why
+    it cannot run it."""
+    text = {e: launches[e].text() if e in launches else f"# not run: {skipped[e]}" for e in (*launches, *skipped)}
+    return DeployResult(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "launch": text,
+                           "launches": launches, "verdict": verdict_text(r)})
 
 
 def verdict_text(r: DeployResult) -> str:

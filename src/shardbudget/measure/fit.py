@@ -33,14 +33,13 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 
 from ..comm.op import busbw_factor
 from ..comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
 from ..errors import MeasureError
-from ..fabric.hardware import Catalog, Fabric, System
+from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from ..fabric.topology import ring_path
 from ..comm.nccl_algos import nic_bytes_per_s

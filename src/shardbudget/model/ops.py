@@ -39,7 +39,7 @@ from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig
 from .layers import LayerKind, attention_keys
-from .params import INDEXER_KEY_BYTES_PER_ELEM, kv_heads_per_gpu, qkv_width_per_gpu, router_params, state_bytes_per_layer
+from .params import INDEXER_KEY_BYTES_PER_ELEM, kv_heads_per_gpu, qkv_width_per_gpu, router_params
 from .plan import busiest_rank_sequences, check_amount, check_degree, check_ep, check_sharding, layer_kind
 from .routing import busiest_rank
 

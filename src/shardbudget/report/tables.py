@@ -273,8 +273,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     print(result.verdict)
-    for engine, line in result.launch.items():
-        print(f"{engine:>7}: {line}")
+    for engine, text in result.launch.items():  # a multi-line launch indented under its engine
+        print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
 def print_fit(result) -> None:

@@ -1,0 +1,151 @@
+"""Every server line deploy prints, parsed by the engine's own argument parser at its pinned release.
+
+`make test` checks the lines against the flag tables in engines/*.toml (read from the engines'
+sources); this script checks them against the real parsers, where an engine installs on this CPU
+machine: each engine in its own venv (benchmarks/.venvs/<engine>), `pip install --no-deps` of the
+pinned release plus what its parser module imports. SGLang: `ServerArgs.add_cli_args` on an
+argparse parser (sglang/srt/server_args.py); vLLM: `make_arg_parser` of `vllm serve`
+(vllm/entrypoints/openai/cli_args.py), the model passed as --model. Parsing only: no server starts
+and no GPU is needed. An engine that does not install is reported as such (not a failure of the lines).
+
+    python benchmarks/engine_parsers.py [--engines sglang,vllm] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENVS = ROOT / ".venvs"
+PINS = {"sglang": ["sglang==0.5.4"], "vllm": ["vllm==0.11.0"]}
+EXTRA = {  # what the parser modules import, beyond the engine itself (pure-Python wheels)
+    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==4.57.1", "orjson",
+               "packaging", "aiohttp", "fastapi", "uvicorn", "uvloop", "pyzmq", "setproctitle", "msgspec", "pillow",
+               "tqdm", "pybase64", "IPython", "triton", "openai", "xgrammar", "partial_json_parser", "sentencepiece"],
+    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers", "msgspec", "cachetools",
+             "cloudpickle", "pyzmq", "fastapi", "uvicorn", "openai", "prometheus_client", "tqdm", "regex",
+             "sentencepiece", "blake3", "cbor2", "gguf", "pybase64", "typing_extensions", "openai-harmony",
+             "partial-json-parser", "diskcache", "einops", "py-cpuinfo", "tokenizers", "pillow", "watchfiles",
+             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp"],
+}
+WORKER = r'''
+import argparse, json, shlex, sys
+engine, lines = sys.argv[1], json.load(sys.stdin)
+if engine == "sglang":
+    # torchvision has no build for this CPU torch: transformers is imported without it, then the
+    # modules sglang's model configs import from it are stubbed (the parser never calls them)
+    import types
+    from transformers import AutoProcessor  # noqa: F401
+    class _Any(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Any(f"{self.__name__}.{name}")
+    for n in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchvision.io"):
+        sys.modules[n] = _Any(n)
+    from sglang.srt.server_args import ServerArgs
+    def parse(argv):
+        p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); return p.parse_args(argv)
+else:
+    import vllm.platforms as platforms
+    from vllm.platforms.cpu import CpuPlatform
+    platforms._current_platform = CpuPlatform()  # no GPU here: the parser's defaults as on a CPU build
+    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    from vllm.utils import FlexibleArgumentParser
+    def parse(argv):
+        return make_arg_parser(FlexibleArgumentParser()).parse_args(["--model", argv[0], *argv[1:]])
+out = []
+for argv in lines:
+    try:
+        parse(argv); out.append(None)
+    except SystemExit as e:
+        out.append(f"argparse exit {e.code}")
+    except Exception as e:
+        out.append(f"{type(e).__name__}: {e}")
+print(json.dumps(out))
+'''
+
+
+def server_lines(engine: str) -> list[list[str]]:
+    """The server words (after the command) of every step deploy prints for a spread of requests."""
+    import dataclasses
+
+    from shardbudget.decide.deploy import Workload, deploy
+    from shardbudget.decide.launch import build_launches
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.model import load_model
+    from shardbudget.step.speculative import Speculation
+    cat = load_catalog()
+    requests = [("llama-3.1-70b", "hgx-h100", 8, {}), ("llama-3.1-70b", "hgx-h100", 64, {}),
+                ("llama-3.1-70b", "l40s-pcie", 8, {"budget_s": 0.1}),
+                ("llama-3.1-70b", "hgx-h100", 8, {"dtype": "fp8", "kv_dtype": "fp8", "engine": "eager"}),
+                ("llama-3.1-70b", "hgx-h100", 16, {"disaggregate": (4, 12), "budget_s": 0.05}),
+                ("deepseek-v3", "hgx-h200", 32, {"budget_s": 0.1}),
+                ("deepseek-v3", "hgx-h200", 16, {"budget_s": 0.05, "workload": Workload(
+                    speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))}),
+                ("llama-3.1-70b", "hgx-h100", 8, {"workload": Workload(
+                    speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7))})]
+    out = []
+    for model, system, gpus, kw in requests:
+        r = deploy(model, system, gpus=gpus, catalog=cat, **kw)
+        results = [r] + [dataclasses.replace(r, best=o) for o in r.options if o.meets_budget and o is not r.best][:6]
+        for one in results:
+            launches, _ = build_launches(one, load_model(model), cat.system(system), cat)
+            if engine in launches:
+                out += [list(s.argv) for s in launches[engine].steps if s.program == "serve"]
+    return [[w.replace("$NODE0_IP", "10.0.0.1") for w in argv] for argv in out]
+
+
+def install(engine: str) -> tuple[Path | None, str]:
+    env_dir = VENVS / engine
+    py = env_dir / "bin" / "python"
+    if not py.exists():
+        venv.create(env_dir, with_pip=True)
+    pip = [str(py), "-m", "pip", "install", "-q"]
+    steps = [pip + ["--no-deps", *PINS[engine]], pip + EXTRA[engine], [str(py), "-m", "pip", "uninstall", "-y", "-q",
+                                                                         "torchvision"]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
+        if r.returncode:
+            return None, f"pip failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}"
+    return py, "installed " + " ".join(PINS[engine])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", default="sglang,vllm")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    targets, failed = [], 0
+    for engine in args.engines.split(","):
+        py, how = install(engine)
+        lines = server_lines(engine)
+        if py is None:
+            print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
+            continue
+        r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True, text=True,
+                           timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        if r.returncode:
+            print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
+            continue
+        errors = [(argv, e) for argv, e in zip(lines, json.loads(r.stdout.strip().splitlines()[-1])) if e]
+        failed += len(errors)
+        print(f"{engine}: {how}; {len(lines) - len(errors)} of {len(lines)} printed server lines parse")
+        for argv, e in errors[:5]:
+            print(f"  {e}: {' '.join(argv)[:200]}")
+        targets.append({"name": f"{engine} lines parse", "value": len(lines) - len(errors), "unit": "lines",
+                        "target": len(lines), "passed": not errors})
+    if args.out or os.environ.get("SHARDBUDGET_BENCH_RESULTS"):
+        Path(args.out or os.environ["SHARDBUDGET_BENCH_RESULTS"]).write_text(json.dumps({"targets": targets}))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT.parent / "src"))
+    sys.exit(main())

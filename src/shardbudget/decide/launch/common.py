@@ -1,0 +1,79 @@
+"""What the three engines' builders share: the flag list of a line, the image, NCCL's environment,
+the Launch assembled around the steps."""
+
+from __future__ import annotations
+
+from ...engines.presets import load_engine
+from .flags import cli_table, programs
+from .layout import Launch, Step
+from .priced import AMD_ARCHS, ENGINE_LABELS, Priced
+
+NCCL_ENV = {
+    "infiniband": (("NCCL_IB_DISABLE", "0"),),
+    "roce": (("NCCL_IB_DISABLE", "0"), ("NCCL_IB_GID_INDEX", "3")),
+    "efa": (("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1")),
+}
+"""What NCCL needs across nodes by scale-out fabric kind: the IB verbs transport on (InfiniBand,
+RoCE), RoCE v2's GID index 3 (NVIDIA's RoCE guide; NCCL_IB_GID_INDEX in NCCL's environment
+variables page), libfabric's EFA provider with GPUDirect RDMA (aws-ofi-nccl's README)."""
+
+
+class Flags(list):
+    """The words of a command line, added by role from an engine's `[cli]` table."""
+
+    def __init__(self, engine: str):
+        super().__init__()
+        self.cli = load_engine(engine).cli
+
+    def add(self, role: str, value: object = True) -> "Flags":
+        """`--flag value` for a role (`--flag` alone for True; nothing for None / False)."""
+        if value is None or value is False:
+            return self
+        self.append(self.cli[role])
+        if value is not True:
+            self.append(str(value))
+        return self
+
+    def raw(self, flag: str, *values: object) -> "Flags":
+        self.append(flag)
+        self.extend(str(v) for v in values)
+        return self
+
+
+def memory_fraction(p: Priced, engine: str) -> float:
+    return p.memory_fraction if p.memory_fraction is not None else load_engine(engine).memory.fraction
+
+
+def image(engine: str, arch: str) -> str:
+    support = cli_table(engine, "support")
+    return support.get("image_rocm", support["image"]) if arch in AMD_ARCHS else support["image"]
+
+
+def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
+    if p.system.nic_fabric is None or p.gpus <= p.system.gpus_per_node:
+        return ()
+    return NCCL_ENV.get(p.system.nic_fabric.kind, ())
+
+
+def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], files: list | None = None) -> Launch:
+    preset = load_engine(engine)
+    gpn = p.system.gpus_per_node
+    nodes = max([s.node + 1 for s in steps] + [-(-p.gpus // gpn)])  # the last server may span nodes
+    return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
+                  commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
+                  nodes=nodes, gpus_per_node=p.system.gpus_per_node, image=image(engine, p.system.gpu.arch),
+                  files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p))
+
+
+def draft_name(p: Priced) -> str:
+    """The draft's id as a line names it: the user's --draft-model, or a placeholder for an EAGLE head."""
+    return p.draft_id or "EAGLE_HEAD_ID"
+
+
+def spec_note(p: Priced) -> list[str]:
+    if p.speculation is not None and p.speculation.method == "eagle" and not p.draft_id:
+        return [f"replace EAGLE_HEAD_ID with an EAGLE head trained for {p.model_id} (--draft-model names it)"]
+    return []
+
+
+__all__ = ["Flags", "NCCL_ENV", "assemble", "draft_name", "image", "memory_fraction", "nccl_env", "spec_note"]

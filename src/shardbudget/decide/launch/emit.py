@@ -1,0 +1,185 @@
+"""`deploy --emit slurm|k8s DIR`: ready-to-run files for the best option, from the same `Launch`
+the printed commands come from.
+
+* slurm: `launch.sbatch`, one `srun` step per node (each runs its node's commands), the nodes'
+  addresses exported as the `NODE<i>_IP` placeholders the commands name, NCCL's environment, the
+  engine's option files written as here-documents. Submit it from DIR.
+* k8s: `manifests.yaml`, per kind of server a Deployment (a server on one node) or a
+  LeaderWorkerSet (a server over several nodes: the leader runs node 0's command, each worker its
+  own, its rank from LWS_WORKER_INDEX and the head's address from LWS_LEADER_ADDRESS), each pod
+  requesting its GPUs, a memory-backed /dev/shm and the engine's published image; a Service per
+  server kind; a ConfigMap with the option files.
+
+Every file is written atomically; an existing DIR is refused without --force.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ...atomic import write_atomic
+from ...errors import OutputError, PlanError, UnknownNameError
+from .layout import Launch, Step, heredoc, to_yaml
+
+KINDS = ("slurm", "k8s")
+SHM_SIZE = "64Gi"
+"""/dev/shm for the engines' NCCL and IPC buffers: Docker's 64 MB default is what vLLM's and SGLang's
+docs tell users to raise (--shm-size / --ipc=host)."""
+
+
+def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
+    """Before any work: a known kind, and a folder that may be written (new, or --force)."""
+    if kind not in KINDS:
+        raise UnknownNameError("--emit kind", kind, KINDS)
+    folder = Path(folder)
+    if folder.exists() and not force:
+        raise OutputError(f"{folder} exists; pass --force to write into it")
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"cannot write into {folder}: it is a file")
+    parent = folder.parent if str(folder.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"cannot write into {folder}: folder {parent} does not exist")
+    return folder
+
+
+def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[Path]:
+    """Write the files of the best option's launch for `engine` (eager: vLLM's) into `folder`."""
+    folder = check_emit(kind, folder, force=force)
+    key = "vllm" if engine == "eager" else engine
+    launch = result.launches.get(key)
+    if launch is None:
+        raise PlanError(f"no {key} launch to write: {result.launch.get(key, 'the engine has no launch builder')}")
+    files = slurm_files(launch, result) if kind == "slurm" else k8s_files(launch, result)
+    folder.mkdir(exist_ok=True)
+    return [write_atomic(folder / name, text) for name, text in files.items()]
+
+
+# --- Slurm ----------------------------------------------------------------------------------
+
+def node_script(launch: Launch, node: int) -> str:
+    steps = [s for s in launch.steps if s.node == node]
+    lines = [launch.command(s) for s in steps]
+    if any(s.background for s in steps):
+        lines.append("wait")
+    return "\n".join(lines)
+
+
+def slurm_files(launch: Launch, result) -> dict[str, str]:
+    n, gpn = launch.nodes, launch.gpus_per_node
+    head = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name=shardbudget-{result.model}",
+        f"#SBATCH --nodes={n}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={gpn}",
+        "#SBATCH --exclusive",
+        f"# {launch.label}: {result.model} on {n} x {result.system}, {result.best.label()}; written by shardbudget deploy.",
+        "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
+        f"# (or start each node's step in its image: {launch.image}).",
+        "set -euo pipefail",
+        'cd "$SLURM_SUBMIT_DIR"',
+        'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+    ]
+    head += [f'export NODE{i}_IP="$(getent hosts "${{NODES[{i}]}}" | awk \'{{print $1; exit}}\')"' for i in range(n)]
+    head += [f"export {k}={v}" for k, v in launch.env_all]
+    head += [heredoc(name, body) for name, body in launch.files]
+    for i in range(n):
+        script = node_script(launch, i).replace("'", "'\\''")
+        head.append(f"srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c '{script}' &")
+    head.append("wait")
+    return {"launch.sbatch": "\n".join(head) + "\n"}
+
+
+# --- Kubernetes -----------------------------------------------------------------------------
+
+def _name(result, what: str) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", f"{result.model}-{what}".lower()).strip("-")
+    return base[:63].rstrip("-")
+
+
+def _k8s_command(launch: Launch, step: Step, first: int) -> str:
+    """A step's command inside a pod: the device plugin picks its GPUs (no CUDA_VISIBLE_DEVICES);
+    the head's address and the worker's rank come from LeaderWorkerSet's environment."""
+    bare = Step(**{**step.__dict__, "gpus": None, "background": False})
+    text = launch.command(bare).replace(f"$NODE{first}_IP", "$LWS_LEADER_ADDRESS")
+    text = re.sub(r"--node-rank \d+", "--node-rank $LWS_WORKER_INDEX", text)
+    local = re.search(r"--data-parallel-size-local (\d+)", text)
+    if local:
+        text = re.sub(r"--data-parallel-start-rank \d+",
+                      f"--data-parallel-start-rank $((LWS_WORKER_INDEX * {local.group(1)}))", text)
+    return text
+
+
+def _pod(launch: Launch, command: str, gpus: int, resource: str, config: str | None) -> dict:
+    mounts = [{"name": "shm", "mountPath": "/dev/shm"}]
+    volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
+    if config:
+        mounts.append({"name": "options", "mountPath": "/options"})
+        volumes.append({"name": "options", "configMap": {"name": config}})
+        command = f"cp /options/* . && {command}"
+    container = {"name": "server", "image": launch.image, "command": ["/bin/sh", "-c", command],
+                 "env": [{"name": k, "value": v} for k, v in launch.env_all],
+                 "ports": [{"containerPort": 8000}],
+                 "resources": {"limits": {resource: gpus}, "requests": {resource: gpus}},
+                 "volumeMounts": mounts}
+    return {"containers": [container], "volumes": volumes}
+
+
+def k8s_files(launch: Launch, result) -> dict[str, str]:
+    if result.prefill is not None:
+        raise PlanError("--emit k8s writes aggregated deployments; a disaggregated one (its proxy or router "
+                        "addresses each server) is --emit slurm")
+    if any(s.wrapper for s in launch.steps):
+        raise PlanError("--emit k8s: a TensorRT-LLM replica over several nodes is an MPI job; use --emit slurm")
+    resource = "amd.com/gpu" if launch.image.startswith("rocm/") or "rocm" in launch.image else "nvidia.com/gpu"
+    config = _name(result, "options") if launch.files else None
+    docs = []
+    if config:
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config},
+                     "data": dict(launch.files)})
+    # a router in front of several servers is the Service's job in Kubernetes
+    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program in ("serve", "ray"))})
+    serve = [s for s in launch.steps if s.program == "serve"]
+    heads = [s for s in serve if "--headless" not in s.argv and "rank" not in s.what]
+    replica_nodes = _replica_nodes(launch)
+    span = replica_nodes[0][1]
+    gpus = launch.gpus_per_node if span > 1 or heads[0].gpus is None else len(heads[0].gpus)
+    name = _name(result, "server")
+    labels = {"app": name}
+    if span == 1:
+        pod = _pod(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config)
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+                     "spec": {"replicas": len(heads), "selector": {"matchLabels": labels},
+                              "template": {"metadata": {"labels": labels}, "spec": pod}}})
+    else:
+        first = replica_nodes[0][0]
+        lead_cmd = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first)
+        worker = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first + 1)
+        docs.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                     "metadata": {"name": name, "labels": labels},
+                     "spec": {"replicas": len(replica_nodes), "leaderWorkerTemplate": {
+                         "size": span,
+                         "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
+                                            "spec": _pod(launch, lead_cmd, gpus, resource, config)},
+                         "workerTemplate": {"spec": _pod(launch, worker, gpus, resource, config)}}}})
+        labels = {**labels, "role": "leader"}
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                 "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]}})
+    header = (f"# {launch.label}: {result.model} on {result.system}, {result.best.label()}; written by shardbudget "
+              f"deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws).\n")
+    return {"manifests.yaml": header + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
+
+
+def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
+    """(first node, nodes) of each server (a head step; a multi-node server's nodes follow it)."""
+    firsts = sorted({s.node for s in launch.steps if s.program == "serve" and "--headless" not in s.argv
+                     and not re.search(r"node rank [1-9]", s.what)})
+    nodes = launch.nodes
+    bounds = firsts + [nodes]
+    spans = [b - a for a, b in zip(bounds, bounds[1:])]
+    per_node = sum(1 for s in launch.steps if s.program == "serve" and s.node == firsts[0])
+    return [(a, max(1, n) if per_node == 1 else 1) for a, n in zip(firsts, spans)]
+
+
+__all__ = ["KINDS", "check_emit", "emit", "k8s_files", "node_script", "slurm_files"]

@@ -1,0 +1,150 @@
+"""What a deployment option priced, engine-neutral: the settings every launch line must carry so
+that the command runs what the numbers describe, and the checks that an engine can run it at all.
+
+`Side` is one kind of replica (the aggregated servers, or the prefill and the decode side of
+`--disaggregate`); `Priced` holds the sides with the model-wide settings: the online quantization
+(`--dtype` narrower than the checkpoint), the KV-cache dtype, CUDA graphs or eager, speculation and
+its draft, the memory share, the longest sequence and the prompt tokens per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...dtypes import canonical
+from ...engines.allreduce import allreduce_ranges_for
+from ...errors import PlanError
+from ...fabric.hardware import Catalog, System
+from ...model import ModelConfig, Plan
+from ...step.price_comm import tp_group
+from ...step.speculative import Speculation
+from .flags import cli_table
+
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+AMD_ARCHS = ("cdna3", "cdna4")
+"""GPU generations (fabric/hardware.py ARCHS) that are AMD's: their images are ROCm builds."""
+PROBE_BYTES_PER_TOKEN = 2.0 * 8192
+"""A bf16 hidden state of 8192 elements: the message size at which the all-reduce rule is read
+(the rule's size ranges do not depend on it for the flags chosen here)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Side:
+    role: str
+    """'serve' (aggregated), 'prefill' or 'decode'."""
+    replicas: int
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    """Attention data parallelism inside the TP group (DP-attention ranks)."""
+    max_batch: int | None
+    """Sequences in flight per replica, as priced (None: the engine's default, e.g. prefill)."""
+    custom_ar: dict
+    """engine -> whether the preset's rule sends any of this group's all-reduces to its custom kernel."""
+    symm_mem: dict
+    """engine -> whether the rule uses symmetric memory on this group."""
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp
+
+
+@dataclass(frozen=True, kw_only=True)
+class Priced:
+    model_id: str
+    cfg: ModelConfig
+    system: System
+    engine: str
+    """The engine the numbers were priced for (vllm, sglang, trtllm or eager)."""
+    sides: tuple[Side, ...]
+    max_model_len: int
+    max_num_tokens: int
+    memory_fraction: float | None
+    """The user's --gpu-memory-utilization (None: each engine's own default)."""
+    quantize_to: str | None
+    """The dtype the weights are quantized to at load (--dtype narrower than the checkpoint)."""
+    kv_dtype: str | None
+    """The KV cache's dtype where it is not the activations' (None: 'auto')."""
+    eager: bool
+    speculation: Speculation | None
+    draft_id: str | None
+    """The draft's Hugging Face id (a draft model or an EAGLE head); None where it is the model's own MTP."""
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(s.role == "prefill" for s in self.sides)
+
+    @property
+    def gpus(self) -> int:
+        return sum(s.gpus * s.replicas for s in self.sides)
+
+
+def _allreduce_kinds(engine: str, system: System, side_plan: Plan, catalog: Catalog) -> set[str]:
+    if side_plan.tp < 2:
+        return {"none"}
+    group = tp_group(system, side_plan, catalog)
+    return set(allreduce_ranges_for(engine, group, PROBE_BYTES_PER_TOKEN).kinds)
+
+
+def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, max_batch: int | None,
+              system: System, catalog: Catalog) -> Side:
+    plan = Plan(tp, pp, ep, dp)
+    custom, symm = {}, {}
+    for engine in ENGINE_LABELS:
+        kinds = _allreduce_kinds(engine, system, plan, catalog)
+        custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
+        symm[engine] = any(k.startswith("symm-mem") for k in kinds)
+    return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
+                symm_mem=symm)
+
+
+def quantize_to(cfg: ModelConfig, weights_dtype: str) -> str | None:
+    """The dtype the engine must quantize the checkpoint to at load, or None where the checkpoint
+    already stores it (the engine reads its quantization_config)."""
+    stored = cfg.checkpoint.weight_dtype
+    if cfg.checkpoint.quant_method or canonical(weights_dtype) == canonical(stored):
+        return None
+    if canonical(weights_dtype) in ("bf16", "fp16", "fp32"):
+        return None
+    return canonical(weights_dtype)
+
+
+def engine_runs(engine: str, system: System) -> str | None:
+    """Why `engine` cannot run on `system`'s GPUs (None: it can), from its `[cli.support]` table."""
+    support = cli_table(engine, "support")
+    archs = support.get("archs", ())
+    if system.gpu.arch in archs:
+        return None
+    label = ENGINE_LABELS[engine]
+    return (f"{label} does not run on {system.gpu.name} ({system.gpu.arch}): it supports "
+            f"{', '.join(archs)} ({support.get('source', '').split(' ')[0]})")
+
+
+def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) -> str | None:
+    """Why `engine` cannot run `spec` on this model (None: it can)."""
+    if spec is None:
+        return None
+    if spec.method == "mtp" and not getattr(cfg, "mtp_layers", 0):
+        return (f"{cfg.name} has no multi-token-prediction layers (its config.json sets neither "
+                f"num_nextn_predict_layers nor mtp_num_hidden_layers): --speculative mtp needs them; "
+                f"use --speculative eagle or draft")
+    methods = cli_table(engine, "speculative_methods")
+    if spec.method not in methods:
+        why = methods.get(f"{spec.method}_not_supported", "its flag table has no such method")
+        return f"{ENGINE_LABELS[engine]} cannot run --speculative {spec.method} ({why})"
+    return None
+
+
+def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculation | None) -> None:
+    """Refuse, in one line, a request the priced engine cannot run (exit 2)."""
+    key = "vllm" if engine == "eager" else engine
+    if key not in ENGINE_LABELS:
+        return
+    why = engine_runs(key, system) or speculation_runs(key, spec, cfg)
+    if why:
+        raise PlanError(why)
+
+
+__all__ = ["AMD_ARCHS", "ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
+           "quantize_to", "speculation_runs"]
