@@ -170,7 +170,8 @@ def _read_gpu(name: str, table: Any) -> GPU:
         memory_bytes=e.quantity("memory", _bytes_with_unit),
         mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
         bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
-        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
+        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"),
+        compute_capability=e.text("compute_capability", ""), source=_source(e),
     )
     e.check_unknown()
     return gpu
