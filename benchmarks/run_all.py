@@ -8,6 +8,8 @@ Runs, each as its own subprocess so one cannot skew another's timing or memory:
                  aiconfigurator's `cli default` sweep for the same model and system (wall-time ratio)
     accuracy.py  the collective model against published nccl-tests / rccl-tests timings
     loso.py      leave-one-system-out: constants refitted without each system, that system predicted
+    serving_accuracy.py  served TPOT against public serving benchmarks (per engine, GPU, model family),
+                 fastest-plan agreement, no measured run called "does not fit"
     fuzz.py      hostile inputs through the library and CLI
     soak.py      long harness runs and a million planner configurations under a memory bound
 (each only if the file exists). Before speed.py it makes the llm-analysis venv
@@ -53,6 +55,7 @@ SCRIPTS = {
     "accuracy": [],
     "loso": [],
     "decode_accuracy": [],
+    "serving_accuracy": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
 }

@@ -23,6 +23,9 @@ from shardbudget.decide.disagg import kv_handoff_s
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.decide.launch import LAUNCH_ENGINES, launch_lines
 from shardbudget.model import Plan, load_model, total_params
+from shardbudget.decide.planner import precision_for
+from shardbudget.step.served import prompt_token_s
+from shardbudget.step.settings import PlanSettings, engine_efficiency
 from shardbudget.step.speculative import Speculation
 
 BUDGET_S = 0.030
@@ -286,8 +289,10 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
     assert all(r.best.tokens_per_s_per_gpu >= o.tokens_per_s_per_gpu for o in meeting)
     for o in meeting:
         assert o.itl_s <= r.budget_s and (r.ttft_budget_s is None or o.ttft_s <= r.ttft_budget_s)
-        # throughput by hand: max_batch sequences in flight per replica, one token each per ITL
-        assert o.tokens_per_s == pytest.approx(o.replicas * o.max_batch / o.itl_s, rel=REL)
+        # throughput by hand: max_batch sequences in flight per replica, one token each per cycle: the
+        # ITL plus the sequence's own prompt spread over its tokens (step.served)
+        assert o.tokens_per_s == pytest.approx(o.replicas * o.max_batch / o.cycle_s, rel=REL)
+        assert o.cycle_s == pytest.approx(o.itl_s + _prompt_share_s(r, o), rel=REL)
         assert o.tokens_per_s_per_gpu == pytest.approx(o.tokens_per_s / r.gpus, rel=REL)
         assert o.tokens_per_s_per_user == pytest.approx(1 / o.itl_s, rel=REL)
         assert o.max_batch % o.pp == 0  # pp micro-batches of the same size
@@ -325,6 +330,17 @@ def test_batch_one_itl_is_above_the_weight_read_roofline(catalog):
         assert floor <= o.itl_s <= 4 * floor + 2e-3, (o.label(), o.itl_s, floor)
 
 
+def _prompt_share_s(r, p) -> float:
+    """c_p x input_len / output_len for the plan of option / point `p` of deploy result `r`."""
+    cat = load_catalog()
+    cfg, system = load_model(r.model), cat.system(r.system)
+    plan = Plan(p.tp, p.pp, p.ep, p.dp)
+    common = dict(impl=None, engine=r.engine, precision=precision_for(cfg, system)[0],
+                  eff=engine_efficiency(r.engine), settings=PlanSettings())
+    c_p = prompt_token_s(cfg, system, plan, cat, input_len=r.workload.input_len, common=common)
+    return c_p * r.workload.input_len / r.workload.output_len
+
+
 def _dominates(p: dict, q: dict) -> bool:
     u, g = "tokens_per_s_per_user", "tokens_per_s_per_gpu"
     return p[u] >= q[u] and p[g] >= q[g] and (p[u] > q[u] or p[g] > q[g])
@@ -337,9 +353,10 @@ def test_pareto_points_are_mutually_non_dominated(request, which):
     assert len(front) >= 3
     for i, p in enumerate(front):
         assert not any(_dominates(q, p) for j, q in enumerate(front) if j != i), p
-        # each point by hand: `batch` sequences per replica of tp x pp GPUs, each at tokens/s/user
-        assert p["tokens_per_s_per_gpu"] == pytest.approx(p["batch"] * p["tokens_per_s_per_user"] / (p["tp"] * p["pp"]),
-                                                          rel=REL)
+        # each point by hand: `batch` sequences per replica of tp x pp GPUs, each one token per
+        # ITL (1 / tokens/s/user) plus its own prompt's share (step.served)
+        cycle = 1 / p["tokens_per_s_per_user"] + _prompt_share_s(r, Plan(p["tp"], p["pp"], p["ep"], p["dp"]))
+        assert p["tokens_per_s_per_gpu"] == pytest.approx(p["batch"] / cycle / (p["tp"] * p["pp"]), rel=REL)
     users = [p["tokens_per_s_per_user"] for p in front]
     assert users == sorted(users, reverse=True)
     # nothing the sweep found beats the front: every qualifying option is on it or below it
@@ -411,7 +428,7 @@ def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
 
 def _option_like():
     from shardbudget.decide.deploy import Option
-    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, itl_s=0.03, ttft_s=0.1, tokens_per_s=800.0,
+    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, itl_s=0.03, cycle_s=0.03, ttft_s=0.1, tokens_per_s=800.0,
                   tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10, binding="itl",
                   meets_budget=True, comm_share=0.1, gpus_per_replica=8)
 

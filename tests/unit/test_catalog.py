@@ -100,3 +100,33 @@ def test_bad_user_catalogs(tmp_path, text, message):
 def test_missing_catalog_file(tmp_path):
     with pytest.raises(CatalogError, match="no such catalog file"):
         load_catalog([str(tmp_path / "nope.toml")])
+
+
+@pytest.mark.parametrize("name, mib", [("h20", 97871), ("h800", 81559), ("h100-sxm", 81559), ("h200", 143771),
+                                       ("b200", 183359), ("a100-sxm", 81920)])
+def test_memory_is_what_nvidia_smi_reports(cat, name, mib):
+    """The capacity is nvidia-smi's Memory-Usage total, in MiB, quoted in memory_smi (issue 21)."""
+    gpu = cat.gpus[name]
+    assert gpu.memory_bytes == mib * 2 ** 20
+    assert f"{mib}MiB" in gpu.memory_smi.replace(" ", "")
+
+
+def test_every_gpu_says_where_its_memory_comes_from(cat):
+    """A device-reported line with its source, or an explicit 'none found' and the datasheet figure."""
+    for name, gpu in cat.gpus.items():
+        assert gpu.memory_smi and gpu.memory_source, name
+        if not gpu.memory_smi.startswith("none found"):
+            digits = gpu.memory_smi.replace(" ", "")
+            reported = f"{gpu.memory_bytes / 2 ** 20:.0f}MiB" in digits or f"{gpu.memory_bytes:.0f}" in digits
+            assert reported, (name, gpu.memory_smi)
+
+
+def test_fp4_peaks(cat):
+    """GPUs with FP4 tensor cores (model.precision.FP4_TENSOR_CORE_ARCHS) have a dense FP4 peak:
+    twice the FP8 one on B200 / GB200 (HGX B200: FP4 144 vs FP8 72 PFLOPS sparse for 8 GPUs), three
+    times on B300 (108 dense FP4 vs 36 dense FP8 PFLOPS for 8); the others have none."""
+    from shardbudget.model.precision import FP4_TENSOR_CORE_ARCHS
+    for name, gpu in cat.gpus.items():
+        assert (gpu.fp4_flops_per_s > gpu.fp8_flops_per_s) == (gpu.arch in FP4_TENSOR_CORE_ARCHS), name
+    assert cat.gpus["b200"].fp4_flops_per_s == pytest.approx(2 * cat.gpus["b200"].fp8_flops_per_s)
+    assert cat.gpus["b300"].fp4_flops_per_s == pytest.approx(3 * cat.gpus["b300"].fp8_flops_per_s)

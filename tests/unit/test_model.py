@@ -446,7 +446,7 @@ BAD = [
     ("non-bool tie", _variant("llama-3.1-8b", tie_word_embeddings=1), "tie_word_embeddings"),
     ("encoder-decoder", {**_variant("llama-3.1-8b", model_type="t5"), "is_encoder_decoder": True},
      "encoder-decoder"),
-    ("unsupported family", _variant("llama-3.1-8b", model_type="bert"), "model_type"),
+    ("unsupported family", _variant("llama-3.1-8b", model_type="bert", architectures=["BertModel"]), "model_type"),
     ("no family", _variant("llama-3.1-8b", model_type=_DELETE, architectures=_DELETE), "model_type"),
     ("bad architectures", _variant("llama-3.1-8b", model_type=_DELETE, architectures="Llama"),
      "architectures"),

@@ -323,8 +323,8 @@ def test_mxfp4_experts_weight_only_on_hopper_fp4_on_blackwell():
         ("bf16", "mxfp4", "bf16", "bf16")
     assert any("no FP4 tensor cores" in n for n in notes)
     blackwell, notes = default_precision(cfg, GPUS["b200"])
-    assert blackwell.compute_dtype == "mxfp4" and blackwell.uses_fp8_gemms  # priced at the FP8 peak
-    assert any("FP8 peak" in n for n in notes)
+    assert blackwell.compute_dtype == "mxfp4" and blackwell.uses_fp4_gemms  # at the dense FP4 peak
+    assert any("dense FP4 peak" in n for n in notes)
 
 
 def test_overrides():

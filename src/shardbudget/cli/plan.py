@@ -25,7 +25,9 @@ def plan_cmd(
     system: Annotated[str, typer.Option("--system", "-s", help="System name, e.g. hgx-h100.")],
     nodes: NodesOpt = 1,
     batch: Annotated[Optional[list[int]], typer.Option("--batch", "-b", help="Decode batch size (repeatable).")] = None,
-    context: Annotated[int, typer.Option("--context", help="Tokens in the KV cache per sequence (and the prompt length for TTFT).")] = 4096,
+    context: Annotated[Optional[int], typer.Option("--context", help="Tokens in the KV cache per sequence (and the prompt length for TTFT); default 4096. A decode-only question.")] = None,
+    input_len: Annotated[Optional[int], typer.Option("--input-len", help="Prompt tokens per request: with --output-len, each row adds the served TPOT (prompts mixed in, as deploy prices it).")] = None,
+    output_len: Annotated[Optional[int], typer.Option("--output-len", help="Generated tokens per request (with --input-len).")] = None,
     budget: Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none' to skip).")] = "30ms",
     ttft_budget: Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")] = None,
     impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides by size, as it does)")] = None,
@@ -61,10 +63,11 @@ def plan_cmd(
     result = plan(model, system, nodes=nodes, batches=batch or [1], context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                   comm_threshold=comm_threshold, knee_threshold=knee_threshold, pp_all=pp_all, eff=eff,
-                  settings=settings, jitter=read_jitter(jitter) if jitter else None, catalog=cat)
+                  settings=settings, jitter=read_jitter(jitter) if jitter else None, catalog=cat,
+                  input_len=input_len, output_len=output_len)
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
-        req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=context,
+        req = required_fabric(model, system, tp=require_tp, nodes=nodes, batch=(batch or [1])[0], context=result.context,
                               budget_s=budget_s, impl=impl, engine=engine, dtype=dtype, eff=eff, settings=settings,
                               catalog=cat)
     _print_plan(result, req, json_out=json_out, memory_table=memory_table)

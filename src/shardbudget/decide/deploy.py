@@ -9,15 +9,16 @@ continuous batching) grows while it
 * meets the TTFT budget, where one is given.
 
 Continuous batching mixes prefill into decode (chunked prefill, the default of vLLM V1, SGLang and
-TensorRT-LLM): in steady state every finished sequence is replaced by a new one, so each decode
-step also prefills batch x input_len / output_len prompt tokens. The ITL is therefore
+TensorRT-LLM): every finished sequence is replaced by a new one, whose prompt rides in the decode
+steps of the others. The ITL is the served TPOT of `step.served` (the one formula `plan
+--input-len/--output-len` shows too), and throughput is b over the per-token cycle that adds each
+sequence's own prompt:
 
-    itl(b) = decode_step(b) + c_p x b x input_len / output_len
+    itl(b) = decode_step(b) + c_p x (b - 1) x input_len / output_len,   b / (itl(b) + c_p x input_len / output_len)
 
-with c_p the prefill cost per prompt token (one prompt's prefill, less the step overhead, over its
-length), and a new prompt's TTFT is its ceil(input_len / chunk) chunks, each a decode step of the
-batch plus its share of the prompt. Throughput is b / itl(b) per replica. `--context L` instead
-prices a fixed context of L tokens with no prefill (a decode-only question).
+with c_p what one prompt token adds to a step; a new prompt's TTFT is its ceil(input_len / chunk)
+chunks, each a decode step of the batch plus its share of the prompt. `--context L` instead prices
+a fixed context of L tokens with no prefill (a decode-only question).
 
 A pipeline-parallel replica keeps pp micro-batches of b sequences in flight (vLLM's virtual engines,
 and SGLang's and TensorRT-LLM's pipeline schedulers alike): a sequence's next token takes one pass
@@ -44,14 +45,12 @@ from ..model import ModelConfig, Plan, load_model
 from .planner import Budgets, check_nodes, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
+from ..step.served import decode_per_token, served_curve
 from ..step.speculative import Speculation, comparison_text
 from ..step.compose import compile_step
 from ..units import format_decimal_bytes, format_seconds
 
 MAX_BATCH = 1024
-CHUNK_TOKENS = 8192
-"""Prompt tokens per step under chunked prefill: vLLM's max_num_batched_tokens (engines/vllm.toml),
-SGLang's chunked_prefill_size on 80-160 GB GPUs and TensorRT-LLM's max_num_tokens all default to 8192."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +93,10 @@ class Option:
     max_batch: int
     """Sequences in flight per replica (0: no batch meets the constraints)."""
     itl_s: float
+    """The served TPOT: time between two tokens of one sequence (step.served)."""
+    cycle_s: float
+    """Per token of one sequence with its own prompt's share: tokens/s = replicas x max_batch / cycle_s
+    (equal to itl_s where no prompts are mixed in: --context, disaggregated)."""
     ttft_s: float
     tokens_per_s: float
     """All replicas together."""
@@ -183,63 +186,31 @@ class _Curve:
     comm_share: np.ndarray
     seqs: np.ndarray
     """Sequences in flight per replica at each entry: pp micro-batches of b."""
+    cycle_s: np.ndarray
+    """Per token of one sequence with its own prompt's share (served.ServedCurve): seqs / cycle_s
+    tokens/s per replica; equal to itl_s where no prompts are mixed in."""
     fits: np.ndarray
     """Whether each entry fits as the engine counts memory (memory.fits)."""
-
-
-def decode_per_token(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, b: np.ndarray, context: float,
-                     common: dict, spec: Speculation | None) -> tuple[np.ndarray, np.ndarray, float]:
-    """(time per generated token of each sequence, communication in it, tokens per step per
-    sequence) at each batch: one decode step, or with speculation the verify step plus the draft's
-    k steps over the expected accepted tokens (speculative.py)."""
-    dec = compile_step(cfg, system, p, catalog, phase="decode", **common)
-    if spec is None:
-        r = dec.evaluate(b, context)
-        return r["total_s"], r["comm_s"], 1.0
-    k = spec.draft_tokens
-    verify = dec.evaluate(b * (k + 1), context / (k + 1))  # each sequence's KV read once (module doc)
-    if spec.method == "draft":
-        small = load_model(spec.draft_model)
-        draft = compile_step(small, system, Plan(_draft_tp(small, p.tp)), catalog, phase="decode", **common)
-        draft_s = k * draft.evaluate(b, context)["total_s"]
-    else:  # mtp / eagle: one decoder layer of the target per draft token
-        one = dec.evaluate(b, context)
-        draft_s = k * (one["compute_s"] + one["comm_s"]) / cfg.num_layers
-    y = spec.tokens_per_step
-    return (verify["total_s"] + draft_s) / y, verify["comm_s"] / y, y
-
-
-def _draft_tp(small: ModelConfig, tp: int) -> int:
-    """The draft runs over the target's TP group where its heads allow it, else on fewer GPUs."""
-    while tp > 1 and (small.num_heads % tp or (small.num_kv_heads % tp and tp % small.num_kv_heads)):
-        tp //= 2
-    return tp
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
            settings: PlanSettings, prefill: Prefill | None = None) -> _Curve:
     b = np.arange(1, MAX_BATCH + 1, dtype=float)
     precision = common["precision"]
-    step, comm, yield_ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
-                                          spec=work.speculation)
     seqs = p.pp * b
     need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=seqs,
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
-    if work.context:  # decode only: no prompts arrive
-        return _Curve(step, np.zeros_like(b), mem, comm / step, seqs, fit)
-    if prefill is not None:  # disaggregated: prompts are prefilled elsewhere and handed over
-        return _Curve(step, np.full_like(b, prefill.ttft_s), mem, comm / step, seqs, fit)
-    pre = compile_step(cfg, system, p, catalog, phase="prefill", **common)
-    one = float(pre.evaluate(1.0, float(work.input_len))["total_s"])
-    per_token = max(one - common["eff"].step_overhead_s, 0.0) / work.input_len  # c_p
-    # finished sequences are replaced: each step prefills b x yield x input / output prompt tokens
-    itl = step + per_token * b * work.input_len / work.output_len
-    chunk = np.maximum(CHUNK_TOKENS - b, 1.0)
-    chunks = np.ceil(work.input_len / chunk)
-    ttft = chunks * (step * yield_ + per_token * work.input_len / chunks)
-    return _Curve(itl, ttft, mem, comm / itl, seqs, fit)
+    if work.context or prefill is not None:  # decode only: no prompts mixed in
+        step, comm, _ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
+                                         spec=work.speculation)
+        # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive
+        ttft = np.full_like(b, prefill.ttft_s) if prefill is not None else np.zeros_like(b)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit)
+    s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
+                     common=common, spec=work.speculation)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
@@ -251,9 +222,9 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
     n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
     binding = "max-batch" if n == MAX_BATCH else ("memory" if not fits[n] else "itl" if not itl_ok[n] else "ttft")
     i = max(n - 1, 0)  # the row of the largest good batch (or batch 1 for the closest miss)
-    per_replica = float(c.seqs[i]) / c.itl_s[i]
+    per_replica = float(c.seqs[i]) / c.cycle_s[i]
     return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if n else 0,
-                  itl_s=float(c.itl_s[i]),
+                  itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
                   ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
                   tokens_per_s_per_gpu=float(per_replica / p.gpus), tokens_per_s_per_user=float(1 / c.itl_s[i]),
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=n > 0,
@@ -350,10 +321,10 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
     if not opt.meets_budget or fed >= opt.tokens_per_s:
         return Option(**{**fields, "tokens_per_s_per_gpu": opt.tokens_per_s / gpus})
     n = int(np.searchsorted(c.seqs, opt.max_batch, side="right"))  # entries up to the largest good batch
-    takes = opt.replicas * c.seqs[:n] / c.itl_s[:n] >= fed
+    takes = opt.replicas * c.seqs[:n] / c.cycle_s[:n] >= fed
     i = int(np.argmax(takes)) if takes.any() else n - 1
     itl = float(c.itl_s[i])
-    return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
+    return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
                      "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]),
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
@@ -379,7 +350,7 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
 
 def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
     fit = c.fits
-    return 1 / c.itl_s[fit], c.seqs[fit] / c.itl_s[fit] / opt.gpus_per_replica
+    return 1 / c.itl_s[fit], c.seqs[fit] / c.cycle_s[fit] / opt.gpus_per_replica
 
 
 def pareto_front(curves: dict, options: Sequence[Option]) -> list[dict]:

@@ -33,6 +33,7 @@ from ..model.plan import check_tp
 from ..step.settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from ..step.compose import compile_step
 from ..step.price_comm import tp_group
+from ..step.served import served_curve
 from ..units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
 
@@ -219,17 +220,27 @@ def precision_for(cfg: ModelConfig, system: System, dtype: str | None = None,
 
 
 def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
-         context: int = 4096, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
+         context: int | None = None, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
          impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
          eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
-         pp_all: bool = False, jitter: Jitter | None = None, catalog: Catalog | None = None) -> PlanResult:
-    """Sweep the valid plans for each batch size and give the verdicts (see module docstring)."""
+         pp_all: bool = False, jitter: Jitter | None = None, catalog: Catalog | None = None,
+         input_len: int | None = None, output_len: int | None = None) -> PlanResult:
+    """Sweep the valid plans for each batch size and give the verdicts (see module docstring).
+
+    context: tokens cached per sequence for the decode ITL and the TTFT prompt (default 4096).
+    input_len, output_len: a served workload instead: each row also has the served TPOT
+    (step.served, as deploy prices it); the decode step (ITL, which the verdicts judge) is at the
+    mean context input + output / 2, memory at input + output, TTFT a prompt of input_len."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     check_nodes(sysm, nodes)
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold,
                       knee_threshold=knee_threshold)
+    served = check_served(cfg, input_len, output_len)
+    if served and context is not None:
+        raise PlanError("--context is the decode-only question; --input-len/--output-len set the context themselves")
+    context = (served[0] + served[1] // 2) if served else (4096 if context is None else context)
     validate_request(cfg, batches, context)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
@@ -237,7 +248,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     eff = eff or engine_efficiency(engine)
     common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=eff, settings=settings)
     rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, common=common,
-                                  budgets=budgets, jitter=jitter)
+                                  budgets=budgets, jitter=jitter, served=served)
                     for p in plans}
     usable = usable_bytes(sysm.gpu, engine=engine, plan=Plan(1), utilization=settings.memory_utilization)
     results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
@@ -249,12 +260,12 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                    "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
                    "act_dtype": precision.activations, "comm_threshold": comm_threshold,
-                   "knee_threshold": knee_threshold, "ttft": f"prefill of one {context}-token prompt",
+                   "knee_threshold": knee_threshold, "ttft": f"prefill of one {served[0] if served else context}-token prompt",
                    "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
                    "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
                    "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
                    "notes": list(precision_notes) + plan_notes(cfg, sysm, nodes, plans),
-                   "tail": jitter.describe() if jitter else None}
+                   "tail": jitter.describe() if jitter else None, "tpot": served_words(served, context)}
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype or precision.weights, results=tuple(results),
                       assumptions=assumptions)
@@ -282,20 +293,50 @@ def _forced_words(impl: str, group) -> str:
     return f"NCCL: --impl {impl} cannot run here ({why})"
 
 
+def check_served(cfg: ModelConfig, input_len: int | None, output_len: int | None) -> tuple[int, int] | None:
+    """(input_len, output_len) of a served-TPOT question, both or neither, or a one-line PlanError."""
+    if input_len is None and output_len is None:
+        return None
+    if input_len is None or output_len is None:
+        raise PlanError("--input-len and --output-len go together: the served TPOT needs both")
+    for name, v in (("input-len", input_len), ("output-len", output_len)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise PlanError(f"{name} must be a whole number of tokens, at least 1, got {v!r}")
+    if cfg.max_position_embeddings and input_len + output_len > cfg.max_position_embeddings:
+        raise PlanError(f"a sequence of {input_len + output_len} tokens exceeds {cfg.name}'s maximum of "
+                        f"{cfg.max_position_embeddings}")
+    return int(input_len), int(output_len)
+
+
+def served_words(served: tuple[int, int] | None, context: int) -> str:
+    """What the plan's latency columns answer: decode only, or the served TPOT too."""
+    if served is None:
+        return (f"decode only: ITL is one decode step at context {context}, no prompts mixed in "
+                f"(give --input-len/--output-len for the served TPOT)")
+    i, o = served
+    return (f"TPOT served at input {i} / output {o} tokens: the decode step (ITL, at context {i + o // 2}) plus the "
+            f"prompts of the other requests mixed in (chunked prefill), as deploy prices it; verdicts judge the ITL")
+
+
 def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
-               common: dict, budgets: Budgets, jitter: Jitter | None = None) -> list[Row]:
+               common: dict, budgets: Budgets, jitter: Jitter | None = None,
+               served: tuple[int, int] | None = None) -> list[Row]:
     """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets, and
     the ITL's p99 where `jitter` gives measured per-iteration times.
     `common`: the compile_step keywords shared by every plan (impl, engine, precision, eff, settings)."""
     precision, settings = common["precision"], common["settings"]
     decode = compile_step(cfg, sysm, p, catalog, phase="decode", **common)
-    dec = decode.evaluate(batches, float(context))
-    p99s = jitter.row_p99s(decode, batches, float(context), dec["total_s"]) if jitter else [None] * len(batches)
-    ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
-    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches, context=float(context),
-                       workspace_bytes=settings.workspace_bytes)
+    at = served[0] + served[1] / 2 if served else float(context)  # the mean context a served request sees
+    dec = decode.evaluate(batches, at)
+    p99s = jitter.row_p99s(decode, batches, at, dec["total_s"]) if jitter else [None] * len(batches)
+    prompt = float(served[0] if served else context)
+    ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, prompt)["total_s"])
+    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches,
+                       context=float(sum(served) if served else context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     ok = memory_fits(need, sysm.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    tpots = served_curve(cfg, sysm, p, catalog, batch=batches, input_len=served[0], output_len=served[1],
+                         common=common).tpot_s if served else [None] * len(batches)
     rows = []
     for i in range(len(batches)):
         itl, comm, fits = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(ok[i])
@@ -306,7 +347,7 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
                         comm_latency_s=float(dec["comm_latency_s"][i]), other_s=float(dec["other_s"][i]),
                         ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
                         memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
-                        itl_p99_s=p99s[i]))
+                        itl_p99_s=p99s[i], tpot_s=None if tpots[i] is None else float(tpots[i])))
     return rows
 
 

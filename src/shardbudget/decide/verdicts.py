@@ -55,6 +55,9 @@ class Row:
     cuda_graphs, comm_buffers, cuda_context, total)."""
     itl_p99_s: float | None = None
     """The ITL's p99 from measured collective jitter (tail_plan.py); None without a --jitter log."""
+    tpot_s: float | None = None
+    """The served TPOT with prompts mixed in (step.served, as deploy prices it); None: plan was
+    asked a decode-only question (no --input-len/--output-len)."""
 
     @property
     def gpus(self) -> int:

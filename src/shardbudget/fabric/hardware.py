@@ -84,6 +84,12 @@ class GPU:
     """Dense (no sparsity) BF16 tensor-core peak, FLOP/s."""
     fp8_flops_per_s: float
     """Dense FP8 tensor-core peak, FLOP/s (equal to bf16 where the GPU has no FP8)."""
+    fp4_flops_per_s: float = 0.0
+    """Dense FP4 (NVFP4 / MXFP4) tensor-core peak, FLOP/s; 0 where the GPU has no FP4 tensor cores."""
+    memory_smi: str = ""
+    """The line of nvidia-smi (or rocm-smi) output the memory capacity was read from."""
+    memory_source: str = ""
+    """Where that line was published (URL)."""
     pcie_p2p: bool = True
     """The driver allows peer-to-peer over PCIe (NVML p2pStatus OK). GeForce drivers report it
     unsupported, so NCCL stages every PCIe hop through host memory (SHM)."""

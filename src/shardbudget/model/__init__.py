@@ -4,7 +4,8 @@ per GPU, the ops one GPU runs per step and the collectives a parallel plan inser
     families  the one table of architecture families (attention kind, MoE layout, biases, norms, windows)
     config    ModelConfig, load_model, list_models, layer_kinds
     reader    reading config.json's fields (text_config, family defaults, windows, MoE layouts)
-    layers    LayerKind and how far each kind's attention reaches (sliding windows, chunks)
+    layouts   hybrid layouts (linear attention, Mamba-2, sliding/full heads), DSA, unknown model_types
+    layers    LayerKind and how far each kind's attention reaches (sliding windows, chunks, top-k)
     quant     the checkpoint's own precision: torch_dtype and quantization_config
     precision default_precision: the Precision a checkpoint runs in on a GPU, with notes
     plan      Plan (tp, pp, ep, dp) and the divisibility rules a model sets for it

@@ -82,6 +82,9 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tok
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     check_amount("tokens", tokens, minimum=0, strict=True)
     hidden = hidden_message_bytes(cfg, tokens, act_dtype)
+    if kind.ffn not in ("dense", "moe") or kind.attention == "none":
+        return _hybrid_collectives(cfg, kind, tokens=tokens, tp=tp, ep=ep, act_dtype=act_dtype,
+                                   sequence_parallel=sequence_parallel, data_parallel=attn_dp > 1 and tp_attn == 1)
     if attn_dp > 1 and tp_attn == 1:
         if kind.ffn == "moe":
             return [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
@@ -91,6 +94,27 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tok
         return (_tp_reductions(reductions, hidden, sequence_parallel)
                 + [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)])  # dispatch + combine
     return _tp_reductions(2 if tp > 1 else 0, hidden, sequence_parallel)
+
+
+def _hybrid_collectives(cfg: ModelConfig, kind: LayerKind, *, tokens, tp: int, ep: int, act_dtype: str,
+                        sequence_parallel: bool, data_parallel: bool) -> list[CollectiveCall]:
+    """Layers with a mixer or an FFN alone (Nemotron-H blocks) or with a dense MLP beside the experts
+    (Gemma 4): one TP all-reduce per row-parallel output that a norm follows. A Gated DeltaNet or
+    Mamba-2 mixer's out_proj is row-parallel like attention's o_proj, so it inserts the same one.
+    The experts dispatch and combine by all-to-all where their ranks hold other tokens (ep > tp,
+    or data-parallel attention); a dense MLP then gathers the tokens and scatters the sums."""
+    hidden = hidden_message_bytes(cfg, tokens, act_dtype)
+    a2a = [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
+    if data_parallel:
+        gather = [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
+        return ((gather if "dense" in kind.ffn else []) + (a2a if "moe" in kind.ffn else []))
+    reductions = int(kind.attention != "none") + int("dense" in kind.ffn)
+    calls = []
+    if "moe" in kind.ffn:
+        experts_apart = ep > tp
+        reductions += bool(cfg.num_shared_experts) if experts_apart else 1
+        calls = a2a if experts_apart else []
+    return _tp_reductions(reductions if tp > 1 else 0, hidden, sequence_parallel) + calls
 
 
 def pp_collectives(cfg: ModelConfig, *, tokens, pp: int, act_dtype: str = "bf16") -> list[CollectiveCall]:

@@ -4,8 +4,9 @@ What a family is (attention kind, MoE layout, biases, norms, windows) comes from
 `families`; `reader` reads the fields that table says the family has, fills defaults visibly and
 names the key, the value and the file in every error. Sizes are element counts, never bytes.
 
-DeepSeek-V3's multi-token-prediction (MTP) module (`num_nextn_predict_layers`) is ignored: it is only
-used for speculative decoding, and the published 671B / 37B figures exclude it. Multimodal checkpoints
+Multi-token-prediction (MTP) layers (`num_nextn_predict_layers`, `mtp_num_hidden_layers`) are counted
+in `ModelConfig.mtp_layers` but kept out of the decoder and its parameter totals: they run only for
+speculative decoding, and the published figures (DeepSeek-V3: 671B / 37B) exclude them. Multimodal checkpoints
 (Gemma 3, Llama 4) are read for their text decoder (`text_config`); the vision tower (Gemma-3-27B:
 417M parameters, 1.5 %) is not counted.
 """
@@ -23,7 +24,7 @@ from typing import Any
 from ..errors import CatalogError, UnknownNameError
 from . import hub
 from .families import BY_MODEL_TYPE, Family
-from .layers import LayerKind
+from .layers import Heads, LayerKind
 from .quant import Checkpoint
 from .reader import read_fields
 
@@ -98,6 +99,11 @@ class ModelConfig:
     (i + 1) % step == 0). Empty for Mixtral (every layer MoE) and for dense models."""
     router_bias: bool = False
     """The router carries a per-expert score-correction bias (DeepSeek-V3 `noaux_tc`)."""
+    expert_groups: int = 1
+    """Groups of consecutive experts the router picks among first (DeepSeek `n_group` under
+    group-limited routing; 1: no group rule)."""
+    expert_groups_per_token: int = 1
+    """Groups each token's experts must come from (DeepSeek `topk_group`: 4 of 8 for V3)."""
     q_lora_rank: int = 0
     """MLA: rank of the query down-projection, elements (0: queries are not compressed)."""
     kv_lora_rank: int = 0
@@ -108,6 +114,58 @@ class ModelConfig:
     """MLA: per-head q/k elements with rotary embedding; the rotary key is shared by all heads."""
     v_head_dim: int = 0
     """MLA: per-head value elements."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers beside the decoder (HF `num_nextn_predict_layers`, DeepSeek-V3,
+    GLM, MiMo; `mtp_num_hidden_layers`, Qwen3.5, Nemotron; 0 when absent). Not in num_layers nor in
+    the parameter totals: they run only for speculative decoding (`step.speculative`)."""
+    sliding_heads: Heads | None = None
+    """The sliding-window layers' own head geometry where it differs from the config's top-level
+    heads (MiMo-V2 swa_num_attention_heads, swa_num_key_value_heads, swa_head_dim, swa_v_head_dim)."""
+    full_heads: Heads | None = None
+    """The full-attention layers' own head geometry where it differs (Gemma 4 global layers:
+    num_global_key_value_heads, global_head_dim, attention_k_eq_v)."""
+    attn_output_gate: bool = False
+    """q_proj also computes a per-element sigmoid gate on the attention output (Qwen3.5)."""
+    index_topk: int = 0
+    """DSA: tokens each query attends to, picked by the lightning indexer (0: no sparse attention)."""
+    index_heads: int = 0
+    """DSA: indexer heads (index_n_heads)."""
+    index_head_dim: int = 0
+    """DSA: elements per indexer head, and per token of the indexer's key cache."""
+    linear_layers: tuple[int, ...] = ()
+    """Indices of the Gated DeltaNet linear-attention layers (Qwen3.5: three of four)."""
+    linear_key_heads: int = 0
+    """Gated DeltaNet: query/key heads (linear_num_key_heads)."""
+    linear_value_heads: int = 0
+    """Gated DeltaNet: value heads (linear_num_value_heads), each with a key_dim x value_dim state."""
+    linear_key_head_dim: int = 0
+    """Gated DeltaNet: elements per key head (linear_key_head_dim)."""
+    linear_value_head_dim: int = 0
+    """Gated DeltaNet: elements per value head (linear_value_head_dim)."""
+    conv_kernel: int = 0
+    """Taps of the causal short convolution before a linear-attention or Mamba mixer
+    (linear_conv_kernel_dim, conv_kernel); it keeps the last conv_kernel - 1 inputs per sequence."""
+    mamba_layers: tuple[int, ...] = ()
+    """Indices of the Mamba-2 layers (Nemotron-H: the 'M' blocks of hybrid_override_pattern)."""
+    mamba_heads: int = 0
+    """Mamba-2 heads (mamba_num_heads)."""
+    mamba_head_dim: int = 0
+    """Mamba-2 elements per head (mamba_head_dim); the inner width is mamba_heads x mamba_head_dim."""
+    ssm_state_size: int = 0
+    """Mamba-2 state elements per head channel (ssm_state_size, N)."""
+    mamba_groups: int = 0
+    """Mamba-2 groups sharing B and C (n_groups)."""
+    state_dtype: str | None = None
+    """The dtype the config asks for the linear-attention / Mamba state (mamba_ssm_dtype,
+    mamba_ssm_cache_dtype: float32 in Qwen3.5 and Nemotron-3); None: the KV-cache dtype."""
+    mixer_only_layers: tuple[int, ...] = ()
+    """Indices of the layers without an FFN (Nemotron-H Mamba and attention blocks)."""
+    ffn_only_layers: tuple[int, ...] = ()
+    """Indices of the layers without a token mixer (Nemotron-H MoE and MLP blocks)."""
+    dense_with_experts: bool = False
+    """Every MoE layer also runs the dense MLP (intermediate_size), the two outputs summed (Gemma 4)."""
+    notes: tuple[str, ...] = ()
+    """What the reader assumed, one line each (an unknown model_type read as a known family)."""
 
     @property
     def family(self) -> Family:
@@ -129,11 +187,25 @@ class ModelConfig:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the reader could not use from config.json, one line each (e.g. an unknown
-        quantization_config), and what it did instead."""
-        return self.checkpoint.warnings
+        quantization_config, an unknown model_type read as a known family), and what it did instead."""
+        return self.notes + self.checkpoint.warnings
+
+    @property
+    def has_state(self) -> bool:
+        """Some layers keep a fixed-size state per sequence (linear attention, Mamba)."""
+        return bool(self.linear_layers or self.mamba_layers)
+
+    def heads_for(self, kind: LayerKind) -> Heads:
+        """The head geometry of an attention layer of this kind (`sliding_heads` / `full_heads` where
+        the config gives those layers their own)."""
+        if kind.attention == "sliding" and self.sliding_heads is not None:
+            return self.sliding_heads
+        if kind.attention == "full" and self.full_heads is not None:
+            return self.full_heads
+        return Heads(self.num_heads, self.num_kv_heads, self.head_dim, self.v_head_dim or self.head_dim)
 
     def is_moe_layer(self, index: int) -> bool:
-        return self.is_moe and index not in self.dense_layers
+        return self.layer_kind_at(index).ffn in ("moe", "dense+moe")
 
     def layer_kind_at(self, index: int) -> LayerKind:
         """The kind of layer `index`: its FFN and its attention span."""
@@ -144,13 +216,24 @@ class ModelConfig:
 def _every_kind(cfg: ModelConfig) -> tuple[LayerKind, ...]:
     """Each layer's kind, built once per config with sets (a config may list 100,000 layers)."""
     dense, sliding, chunked = set(cfg.dense_layers), set(cfg.sliding_layers), set(cfg.chunked_layers)
+    linear, mamba = set(cfg.linear_layers), set(cfg.mamba_layers)
+    no_ffn, no_mixer = set(cfg.mixer_only_layers), set(cfg.ffn_only_layers)
+    moe = "dense+moe" if cfg.dense_with_experts else "moe"
     kinds = []
     for i in range(cfg.num_layers):
-        ffn = "moe" if cfg.is_moe and i not in dense else "dense"
-        if i in sliding:
+        ffn = "none" if i in no_ffn else moe if cfg.is_moe and i not in dense else "dense"
+        if i in no_mixer:
+            kinds.append(LayerKind(ffn, "none"))
+        elif i in linear:
+            kinds.append(LayerKind(ffn, "linear"))
+        elif i in mamba:
+            kinds.append(LayerKind(ffn, "mamba"))
+        elif i in sliding:
             kinds.append(LayerKind(ffn, "sliding", cfg.sliding_window))
         elif i in chunked:
             kinds.append(LayerKind(ffn, "chunked", cfg.attention_chunk_size))
+        elif cfg.index_topk:
+            kinds.append(LayerKind(ffn, "sparse", cfg.index_topk))
         else:
             kinds.append(LayerKind(ffn))
     return tuple(kinds)

@@ -19,6 +19,12 @@ Sharding follows Megatron-LM / vLLM:
   * MLA (DeepSeek-V2/V3): down-projections replicated, up-projections column-parallel, O
     row-parallel; the latent KV cache (kv_lora_rank + rope dims per token) is replicated on every
     rank, as in vLLM's MLA backends. Decode uses the absorbed form, prefill the expanded form.
+  * DSA (DeepSeek-V3.2, GLM-5): MLA attends over the index_topk tokens a lightning indexer picks;
+    the indexer (replicated, as vLLM's ReplicatedLinear Indexer) scores every cached token with
+    index_n_heads x index_head_dim FP8 keys.
+  * Gated DeltaNet (Qwen3.5) and Mamba-2 (Nemotron-H): in_proj column-, out_proj row-parallel, the
+    heads (and the short convolution's channels) split over tp; decode reads and writes each
+    sequence's fixed state once, whatever the context; prefill runs the chunked scan.
   * Embedding and LM head are vocabulary-parallel.
 """
 
@@ -33,8 +39,9 @@ from ..dtypes import dtype_bytes
 from ..errors import PlanError
 from .config import ModelConfig
 from .layers import LayerKind, attention_keys
-from .params import kv_heads_per_gpu, router_params
+from .params import INDEXER_KEY_BYTES_PER_ELEM, kv_heads_per_gpu, qkv_width_per_gpu, router_params, state_bytes_per_layer
 from .plan import busiest_rank_sequences, check_amount, check_degree, check_ep, check_sharding, layer_kind
+from .routing import busiest_rank
 
 PHASES = ("decode", "prefill")
 
@@ -69,6 +76,9 @@ class Op:
     """Grouped MoE GEMMs: the experts that receive tokens (their floor grows with them)."""
     shape_nk: tuple[float, float] = (0.0, 0.0)
     """GEMMs: the weight shard's (N, K), for tile quantisation."""
+    quantized: bool = True
+    """GEMMs: runs in the step's GEMM precision. False: kept in the activation dtype whatever the
+    checkpoint (the MoE router: vLLM's gate is a ReplicatedLinear built with quant_config=None)."""
 
 
 class _Bytes(NamedTuple):
@@ -132,10 +142,12 @@ def _softmax(scores: float) -> Op:
 
 def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
              phase: str, kind: LayerKind) -> list[Op]:
-    """Llama 4's NoPE layers skip the rotary op and the qk norm priced here: < 0.1 % of a layer."""
-    h, d = cfg.hidden_size, cfg.head_dim
-    heads, kv_heads = cfg.num_heads / tp, kv_heads_per_gpu(cfg, tp)
-    qkv_width = (heads + 2 * kv_heads) * d
+    """Llama 4's NoPE layers skip the rotary op and the qk norm priced here: < 0.1 % of a layer.
+    The heads are those of this kind of layer (`ModelConfig.heads_for`)."""
+    g = cfg.heads_for(kind)
+    h, d = cfg.hidden_size, g.head_dim
+    heads, kv_heads = g.heads / tp, kv_heads_per_gpu(cfg, tp, g)
+    qkv_width = qkv_width_per_gpu(cfg, g, tp)
     bias = qkv_width if cfg.qkv_bias else 0
     ops = [_gemm("qkv_proj", m=tokens, k=h, n=qkv_width, b=b, weight_elems=h * qkv_width + bias)]
     if cfg.qk_norm:
@@ -145,30 +157,35 @@ def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
     ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b, kernel="rotary"))
     ops += _gqa_attention(cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase,
                           kind=kind)
-    ops.append(_gemm("o_proj", m=tokens, k=heads * d, n=h, b=b,
-                     weight_elems=heads * d * h + (h if cfg.o_bias else 0)))
+    if cfg.attn_output_gate:  # sigmoid(gate) * output, the gate computed by q_proj
+        ops.append(_elementwise("output_gate", elems=tokens * heads * g.v_head_dim, flops_per_elem=5, b=b,
+                                read_elems=2 * tokens * heads * g.v_head_dim))
+    ops.append(_gemm("o_proj", m=tokens, k=heads * g.v_head_dim, n=h, b=b,
+                     weight_elems=heads * g.v_head_dim * h + (h if cfg.o_bias else 0)))
     return ops
 
 
 def _gqa_attention(cfg: ModelConfig, *, tokens: float, context: float, heads: float, kv_heads: float,
                    b: _Bytes, phase: str, kind: LayerKind) -> list[Op]:
-    d = cfg.head_dim
-    kv_token_bytes = 2 * kv_heads * d * b.kv  # K and V of one token on this rank (replicas included)
+    g = cfg.heads_for(kind)
+    d, dv = g.head_dim, g.v_head_dim
+    # K and V of one token on this rank (replicas included); K alone where keys double as values
+    kv_token_bytes = 2 * kv_heads * d * b.kv if dv == d and not g.k_eq_v else kv_heads * (d + (0 if g.k_eq_v else dv)) * b.kv
     keys = attention_keys(kind, context, phase)  # a window / chunk stops the growth past its span
     if phase == "decode":
         cache_read = tokens * keys * kv_token_bytes     # one sequence per token, each reads its keys
     else:
         cache_read = tokens * kv_token_bytes            # each prompt's fresh K/V read once
     scores = tokens * heads * keys
-    flops = 2 * 2 * scores * d  # QK^T and PV: 2*d FLOPs per (query, key) pair each
-    io = tokens * heads * d * 2 * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
+    flops = 2 * 2 * scores * d if dv == d else 2 * scores * (d + dv)  # QK^T and PV: 2*d FLOPs per pair each
+    io = tokens * heads * (d + dv) * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
     kernel = None if phase != "decode" else (
-        "attention_decode_mha" if cfg.num_kv_heads == cfg.num_heads else "attention_decode_gqa")
+        "attention_decode_mha" if g.kv_heads == g.heads else "attention_decode_gqa")
     return [Op("attention", flops, cache_read + io, "attention", kernel=kernel), _softmax(scores)]
 
 
 def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
-             phase: str) -> list[Op]:
+             phase: str, kind: LayerKind = _FULL) -> list[Op]:
     h, heads = cfg.hidden_size, cfg.num_heads / tp
     lora, rope, q_lora = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     qk_dim = cfg.qk_nope_head_dim + rope
@@ -177,7 +194,12 @@ def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
            _rms_norm("qkv_a_norm", tokens, q_lora + lora, b)]
     ops.append(_gemm("q_b_proj" if q_lora else "q_proj", m=tokens, k=q_lora or h, n=heads * qk_dim, b=b))
     ops.append(_elementwise("rotary", elems=tokens * (heads + 1) * rope, flops_per_elem=3, b=b, kernel="rotary"))
-    ops += (_mla_absorbed if phase == "decode" else _mla_expanded)(cfg, tokens, context, heads, b)
+    if kind.attention == "sparse":  # DSA: the indexer picks the keys; MLA attends over them alone
+        ops += _indexer_ops(cfg, tokens, context, b, phase)
+        keys = attention_keys(kind, context, phase)
+        ops += _mla_absorbed(cfg, tokens, keys, heads, b)
+    else:
+        ops += (_mla_absorbed if phase == "decode" else _mla_expanded)(cfg, tokens, context, heads, b)
     ops.append(_gemm("o_proj", m=tokens, k=heads * cfg.v_head_dim, n=h, b=b))
     return ops
 
@@ -185,7 +207,9 @@ def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
 def _mla_absorbed(cfg: ModelConfig, tokens: float, context: float, heads: float, b: _Bytes) -> list[Op]:
     """Decode in the absorbed form (DeepSeek-V2 paper, section 2.1.3; vLLM / FlashMLA decode): W_UK
     is folded into the query and W_UV applied after attention, so attention runs over the compressed
-    cache, one latent of kv_lora_rank + rope elements per token shared by all local heads."""
+    cache, one latent of kv_lora_rank + rope elements per token shared by all local heads.
+    DSA runs it in both phases over the `context` selected keys per query (FlashMLA's sparse
+    kernels): each query gathers its own keys' latents."""
     lora, nope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.v_head_dim
     latent = lora + cfg.qk_rope_head_dim
     # Per-head batched matmuls: rows are (token, head) pairs.
@@ -211,9 +235,98 @@ def _mla_expanded(cfg: ModelConfig, tokens: float, context: float, heads: float,
     return ops + [Op("attention", flops, io, "attention"), _softmax(scores)]
 
 
+def _indexer_ops(cfg: ModelConfig, tokens: float, context: float, b: _Bytes, phase: str) -> list[Op]:
+    """DSA's lightning indexer (DeepSeek-V3.2-Exp inference/model.py Indexer), replicated on every
+    rank: q from the query latent (wq_b), one shared key (wk) and per-head weights (weights_proj);
+    each query scores every earlier token with index_n_heads FP8 dot products of index_head_dim
+    (relu, weighted sum over heads), then keeps the index_topk best."""
+    h, ih, idim = cfg.hidden_size, cfg.index_heads, cfg.index_head_dim
+    keys = context if phase == "decode" else attention_keys(_FULL, context, "prefill")
+    key_bytes = idim * INDEXER_KEY_BYTES_PER_ELEM
+    scores = tokens * ih * keys
+    cache_read = tokens * keys * key_bytes if phase == "decode" else tokens * key_bytes
+    return [_gemm("indexer_q", m=tokens, k=cfg.q_lora_rank or h, n=ih * idim, b=b),
+            _gemm("indexer_k_weights", m=tokens, k=h, n=idim + ih, b=b),
+            Op("indexer_scores", 2.0 * scores * idim + 3.0 * scores, cache_read + tokens * (ih * idim * b.a + key_bytes),
+               "attention"),
+            Op("indexer_topk", 5.0 * tokens * keys, tokens * keys * 4.0 + tokens * cfg.index_topk * 4.0, "elementwise")]
+
+
+def _state_scan(name: str, *, tokens, seqs, state_bytes: float, flops_per_token: float, io_per_token: float,
+                phase: str) -> Op:
+    """The recurrence of a linear-attention or Mamba mixer: decode reads and writes each sequence's
+    state once (the bytes that bound it, whatever the context); prefill's chunked scan writes the
+    final state and streams its inputs and outputs."""
+    state_io = (2.0 if phase == "decode" else 1.0) * seqs * state_bytes
+    return Op(name, flops_per_token * tokens, state_io + io_per_token * tokens, "attention")
+
+
+_SCAN_CHUNK = 64
+"""Tokens per chunk of the chunked prefill scan (flash-linear-attention chunk_gated_delta_rule: 64;
+Mamba-2 SSD uses the config's chunk_size, 128 in Nemotron-H: priced at 64 too, within the estimate)."""
+
+
+def _state_b(cfg: ModelConfig, b: _Bytes) -> float:
+    """Bytes per recurrent-state element: the config's state dtype (Qwen3.5, Nemotron-3: fp32),
+    else the KV-cache dtype."""
+    return dtype_bytes(cfg.state_dtype) if cfg.state_dtype else b.kv
+
+
+def _conv(tokens: float, seqs, channels: float, cfg: ModelConfig, b: _Bytes, phase: str) -> Op:
+    """The causal depthwise convolution of conv_kernel taps over `channels` (this rank's); decode
+    reads and writes each sequence's last conv_kernel - 1 inputs."""
+    state = (2.0 if phase == "decode" else 1.0) * seqs * (cfg.conv_kernel - 1) * channels * b.kv
+    return Op("short_conv", 2.0 * cfg.conv_kernel * tokens * channels,
+              2.0 * tokens * channels * b.a + state + channels * cfg.conv_kernel * b.w, "elementwise")
+
+
+def _gdn_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str) -> list[Op]:
+    """Gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj (q, k, v, z, b, a), the short causal
+    convolution over q, k, v, the delta rule S <- g S (I - beta k k^T) + beta v k^T with o = S q per
+    value head (decode ~8 x key_dim x value_dim FLOPs per head: decay, k^T S, rank-1 update, q S;
+    prefill adds the within-chunk q k^T and its product with v), the gated RMSNorm and out_proj."""
+    h, hk, hv = cfg.hidden_size, cfg.linear_key_heads / tp, cfg.linear_value_heads / tp
+    dk, dv = cfg.linear_key_head_dim, cfg.linear_value_head_dim
+    key, value = hk * dk, hv * dv
+    seqs = tokens if phase == "decode" else tokens / np.maximum(context, 1.0)
+    chunk = 0.0 if phase == "decode" else 2.0 * _SCAN_CHUNK * (dk + dv)
+    return [_gemm("linear_in_proj", m=tokens, k=h, n=2 * key + 2 * value + 2 * hv, b=b),
+            _conv(tokens, seqs, 2 * key + value, cfg, b, phase),
+            _state_scan("linear_attention", tokens=tokens, seqs=seqs, state_bytes=hv * dk * dv * _state_b(cfg, b),
+                        flops_per_token=hv * (8.0 * dk * dv + chunk), io_per_token=(2 * key + 2 * value) * b.a,
+                        phase=phase),
+            _elementwise("linear_gated_norm", elems=tokens * value, flops_per_elem=9, b=b,
+                         read_elems=2 * tokens * value, weight_elems=dv, kernel="rmsnorm"),
+            _gemm("linear_out_proj", m=tokens, k=value, n=h, b=b)]
+
+
+def _mamba_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str) -> list[Op]:
+    """Mamba-2 (NemotronHMamba2Mixer): in_proj (x, z, B, C, dt), the short convolution over x, B, C,
+    the selective state update h <- exp(dt A) h + dt B x, y = C h + D x per head (decode ~6 x
+    head_dim x state FLOPs per head; prefill's SSD chunks add 2 x chunk x (state + head_dim)), the
+    gated RMSNorm and out_proj. Groups are split over tp with the heads (n_groups % tp == 0)."""
+    h, heads, p, n = cfg.hidden_size, cfg.mamba_heads / tp, cfg.mamba_head_dim, cfg.ssm_state_size
+    inner, bc = heads * p, 2 * max(cfg.mamba_groups / tp, 1.0) * n  # groups replicated when tp exceeds them
+    seqs = tokens if phase == "decode" else tokens / np.maximum(context, 1.0)
+    chunk = 0.0 if phase == "decode" else 2.0 * _SCAN_CHUNK * (n + p)
+    return [_gemm("mamba_in_proj", m=tokens, k=h, n=2 * inner + bc + heads, b=b),
+            _conv(tokens, seqs, inner + bc, cfg, b, phase),
+            _state_scan("ssm_scan", tokens=tokens, seqs=seqs, state_bytes=heads * p * n * _state_b(cfg, b),
+                        flops_per_token=heads * (6.0 * p * n + chunk), io_per_token=(2 * inner + bc) * b.a,
+                        phase=phase),
+            _elementwise("mamba_gated_norm", elems=tokens * inner, flops_per_elem=9, b=b,
+                         read_elems=2 * tokens * inner, weight_elems=inner, kernel="rmsnorm"),
+            _gemm("mamba_out_proj", m=tokens, k=inner, n=h, b=b)]
+
+
 def _mlp_ops(prefix: str, cfg: ModelConfig, tokens: float, width: float, b: _Bytes) -> list[Op]:
-    """Gated MLP with gate/up column-parallel and down row-parallel; `width` is this rank's share."""
+    """Gated MLP with gate/up column-parallel and down row-parallel; `width` is this rank's share.
+    A relu2 MLP (Nemotron-H) has no gate: up, squared ReLU, down."""
     h = cfg.hidden_size
+    if cfg.family.mlp_matrices == 2:
+        return [_gemm(f"{prefix}_up", m=tokens, k=h, n=width, b=b),
+                _elementwise(f"{prefix}_act", elems=tokens * width, flops_per_elem=2, b=b, kernel="activation"),
+                _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
     return [_gemm(f"{prefix}_gate_up", m=tokens, k=h, n=2 * width, b=b),
             _gated_act(f"{prefix}_act", tokens * width, b, cfg.family.activation),
             _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
@@ -240,20 +353,28 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     # Router: a small replicated [tokens, hidden] x [hidden, E] GEMM, then the top-k / grouped top-k
     # kernel and the sort of tokens by expert that a fused-MoE call needs first (vLLM fused_moe:
     # fused_topk / grouped_topk, then moe_align_block_size): three kernels before the experts run.
-    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.w + tokens * (h + e) * b.a, "gemm",
-              kernel="dense_gemm", shape_nk=(e, h)),
+    # The gate stays unquantized (bf16 weights and GEMM) in FP8 / FP4 checkpoints as engines run them.
+    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.a + tokens * (h + e) * b.a, "gemm",
+              kernel="dense_gemm", shape_nk=(e, h), quantized=False),
            Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk"),
-           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_routing_topk")]
+           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align")]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
         pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
     hit = expected_experts_hit(cfg, tokens, ep=ep)
+    # the step waits for the busiest EP rank: more pairs and more distinct experts than the mean
+    load, spread = busiest_rank(e, k, ep, tokens, groups=cfg.expert_groups,
+                                groups_per_token=cfg.expert_groups_per_token)
+    pairs, hit = pairs * load, np.minimum(hit * spread, e / ep)
     up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
+    up = cfg.family.mlp_matrices - 1  # gate and up, or up alone (relu2 experts)
+    act = (_gated_act("expert_act", pairs * width, b, cfg.family.activation) if up == 2 else
+           _elementwise("expert_act", elems=pairs * width, flops_per_elem=2, b=b, kernel="activation"))
     # the fused-experts call's floor grows with the experts hit; its two grouped GEMMs share it
-    ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=2 * width, b=b,
-                         weight_elems=hit * (h * 2 * width + up_bias), active_experts=hit / 2),
-            _gated_act("expert_act", pairs * width, b, cfg.family.activation),
+    ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=up * width, b=b,
+                         weight_elems=hit * (h * up * width + up_bias), active_experts=hit / 2),
+            act,
             _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias),
                          active_experts=hit / 2),
             # scale each expert's output by its gate weight and sum the k of them per token
@@ -303,21 +424,46 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
                dtype_bytes(expert_dtype or weight_dtype))
     h = cfg.hidden_size
-    ops = [_rms_norm("input_norm", local, h, b, after_allreduce=True)]  # after the previous layer's
-    work = dict(tokens=local, context=context, tp=tp_attn, b=b, phase=phase)
-    ops += _mla_ops(cfg, **work) if cfg.is_mla else _gqa_ops(cfg, **work, kind=kind)
     gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
-    if gemma:
-        ops.append(_rms_norm("post_attn_norm", local, h, b))
-    ops += [_residual("attn_residual", local, cfg, b),
-            _rms_norm("pre_ffn_norm" if gemma else "post_attn_norm", local, h, b, after_allreduce=True)]
+    ops = _mixer_block(cfg, kind, local=local, context=context, tp=tp_attn, b=b, phase=phase, gemma=gemma)
+    if kind.ffn == "none":
+        return ops
+    if kind.attention != "none":
+        ops.append(_rms_norm("pre_ffn_norm" if gemma else "post_attn_norm", local, h, b, after_allreduce=True))
+    else:  # a block with an FFN alone (Nemotron-H): its one norm follows the previous block's reduction
+        ops.append(_rms_norm("input_norm", local, h, b, after_allreduce=True))
     if kind.ffn == "moe":
         ops += _moe_ops(cfg, tokens, tp, ep, b)
+    elif kind.ffn == "dense+moe":  # Gemma 4: the dense MLP, then the experts on their own pre-norm
+        ops += _mlp_ops("mlp", cfg, tokens, cfg.intermediate_size / tp, b)
+        ops += [_rms_norm("post_mlp_norm", local, h, b), _rms_norm("pre_experts_norm", local, h, b)]
+        ops += _moe_ops(cfg, tokens, tp, ep, b) + [_rms_norm("post_experts_norm", local, h, b, after_allreduce=True)]
     else:
         ops += _mlp_ops("mlp", cfg, tokens, cfg.intermediate_size / tp, b)
     if gemma:
         ops.append(_rms_norm("post_ffn_norm", local, h, b))
     ops.append(_residual("mlp_residual", local, cfg, b))
+    return ops
+
+
+def _mixer_block(cfg: ModelConfig, kind: LayerKind, *, local, context, tp: int, b: _Bytes, phase: str,
+                 gemma: bool) -> list[Op]:
+    """The input norm, the token mixer (attention of the layer's kind, Gated DeltaNet, Mamba-2) and
+    its residual add; nothing for a block without a mixer (Nemotron-H's MoE and MLP blocks)."""
+    if kind.attention == "none":
+        return []
+    h = cfg.hidden_size
+    ops = [_rms_norm("input_norm", local, h, b, after_allreduce=True)]  # after the previous layer's
+    work = dict(tokens=local, context=context, tp=tp, b=b, phase=phase)
+    if kind.attention == "linear":
+        ops += _gdn_ops(cfg, **work)
+    elif kind.attention == "mamba":
+        ops += _mamba_ops(cfg, **work)
+    else:
+        ops += _mla_ops(cfg, **work, kind=kind) if cfg.is_mla else _gqa_ops(cfg, **work, kind=kind)
+    if gemma:
+        ops.append(_rms_norm("post_attn_norm", local, h, b))
+    ops.append(_residual("attn_residual", local, cfg, b))
     return ops
 
 

@@ -52,13 +52,35 @@ def check_degree(name: str, value: Any) -> None:
 
 
 def check_tp(cfg: ModelConfig, tp: int) -> None:
-    """The heads split evenly over the `tp` ranks that run attention."""
+    """The heads split evenly over the `tp` ranks that run attention: the query heads, the KV heads
+    (or a multiple of them, each replicated) of every kind of attention layer, and a linear-attention
+    or Mamba layer's heads and groups, which engines split and never replicate (vLLM
+    Qwen3NextGatedDeltaNet, MambaMixer2)."""
     check_degree("tp", tp)
     if cfg.num_heads % tp:
         raise PlanError(f"tp ({tp}) must divide num_attention_heads ({cfg.num_heads})")
     kv = cfg.num_kv_heads
     if not cfg.is_mla and kv % tp and tp % kv:  # MLA has one latent KV, replicated on every rank
         raise PlanError(f"tp ({tp}) must divide num_key_value_heads ({kv}) or be a multiple of it")
+    for what, count, replicable in tp_bounds(cfg)[2:]:
+        if count % tp and not (replicable and tp % count == 0):
+            more = " or be a multiple of it" if replicable else ""
+            raise PlanError(f"tp ({tp}) must divide {what} ({count}){more}")
+
+
+def tp_bounds(cfg: ModelConfig) -> list[tuple[str, int, bool]]:
+    """Every head count TP must divide, as (config field, count, whether tp may exceed it by
+    replicating): query heads and KV heads first, then those of the hybrids' other layer kinds."""
+    bounds = [("num_attention_heads", cfg.num_heads, False), ("num_key_value_heads", cfg.num_kv_heads, True)]
+    for what, g in (("swa", cfg.sliding_heads), ("global", cfg.full_heads)):
+        if g is not None:
+            bounds += [(f"{what} attention heads", g.heads, False), (f"{what} key/value heads", g.kv_heads, True)]
+    if cfg.linear_layers:
+        bounds += [("linear_num_key_heads", cfg.linear_key_heads, False),
+                   ("linear_num_value_heads", cfg.linear_value_heads, False)]
+    if cfg.mamba_layers:
+        bounds += [("mamba_num_heads", cfg.mamba_heads, False), ("n_groups", cfg.mamba_groups, True)]
+    return bounds
 
 
 def check_ep(cfg: ModelConfig, ep: int) -> None:
@@ -159,5 +181,5 @@ def busiest_rank_sequences(batch, attn_dp: int):
 
 
 __all__ = ["Plan", "busiest_rank_sequences", "check_amount", "check_attn_dp", "check_degree", "check_ep", "check_pp",
-           "check_sharding", "check_tp",
+           "check_sharding", "check_tp", "tp_bounds",
            "layer_kind", "stage_layer_counts"]

@@ -83,8 +83,7 @@ def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> st
         return act
     if wanted in FP4_DTYPES:
         if gpu.arch in FP4_TENSOR_CORE_ARCHS:
-            notes.append(f"{wanted} GEMMs on {gpu.name}'s FP4 tensor cores are priced at its FP8 peak "
-                         f"(no FP4 peak in the catalog yet)")
+            notes.append(f"{wanted} GEMMs on {gpu.name}'s FP4 tensor cores, at its dense FP4 peak")
             return wanted
         notes.append(f"{gpu.name} ({gpu.arch}) has no FP4 tensor cores: {wanted} weights run weight-only, "
                      f"dequantised to {act} in the GEMM (W4A16), at the {act} peak")

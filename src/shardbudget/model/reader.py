@@ -12,6 +12,7 @@ import reprlib
 from typing import Any
 
 from ..errors import CatalogError
+from . import layouts
 from .families import BY_ARCHITECTURE, BY_MODEL_TYPE, Family
 from .quant import read_checkpoint
 
@@ -84,18 +85,23 @@ class _Reader:
         return value[:count]
 
 
-def _family(raw: dict, where: str) -> Family:
-    """The model family, from `model_type` or else `architectures[0]`; unsupported ones are refused."""
+def _family(raw: dict, where: str) -> tuple[Family, tuple[str, ...]]:
+    """The model family, from `model_type` or else `architectures[0]`, and the reader's notes. An
+    unknown model_type whose architecture or fields match a family is read as it (with a note that
+    says so: `layouts.matched_family`); one that matches none is refused."""
     r = _Reader(raw, where)
     if raw.get("is_encoder_decoder") is True:
         raise r.fail("config.json describes an encoder-decoder model; only decoder-only models are "
                      "supported")
     model_type = raw.get("model_type")
     if model_type is not None:
-        if not isinstance(model_type, str) or model_type not in BY_MODEL_TYPE:
+        if isinstance(model_type, str) and model_type in BY_MODEL_TYPE:
+            return BY_MODEL_TYPE[model_type], ()
+        matched = layouts.matched_family(raw, model_type) if isinstance(model_type, str) else None
+        if matched is None:
             raise r.fail(f"config.json field 'model_type' is {_short(model_type)}, which shardbudget "
                          f"does not model (supported: {', '.join(sorted(BY_MODEL_TYPE))})")
-        return BY_MODEL_TYPE[model_type]
+        return matched[0], (matched[1],)
     archs = raw.get("architectures")
     if archs is None:
         raise r.fail("config.json is missing 'model_type' (and 'architectures')")
@@ -103,7 +109,7 @@ def _family(raw: dict, where: str) -> Family:
             or archs[0] not in BY_ARCHITECTURE:
         raise r.fail(f"config.json field 'architectures' is {_short(archs)}, which shardbudget does "
                      f"not model (supported: {', '.join(sorted(BY_ARCHITECTURE))})")
-    return BY_ARCHITECTURE[archs[0]]
+    return BY_ARCHITECTURE[archs[0]], ()
 
 
 def _decoder_reader(raw: dict, family: Family, where: str) -> _Reader:
@@ -137,6 +143,8 @@ def _attention_fields(r: _Reader, family: Family) -> dict[str, Any]:
     if family.attention == "mla":
         fields.update(_mla_fields(r))
         fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
+        if family.indexer:
+            fields.update(layouts.indexer(r, r.integer("max_position_embeddings", default=0)))
         return fields
     if r.has("head_dim"):
         fields["head_dim"] = r.integer("head_dim")
@@ -150,6 +158,12 @@ def _attention_fields(r: _Reader, family: Family) -> dict[str, Any]:
     fields["o_bias"] = family.o_bias and bias
     switched_on = family.qk_norm_flag is None or r.flag(family.qk_norm_flag, default=False)
     fields["qk_norm"] = family.qk_norm != "none" and switched_on
+    if family.output_gate_key:
+        fields["attn_output_gate"] = r.flag(family.output_gate_key, default=False)
+    if family.global_heads:
+        fields.update(layouts.global_heads(r, heads, kv_heads, fields["head_dim"]))
+    if family.layout == "mimo":  # values narrower than keys (MiMo-V2: 128 beside 192)
+        fields["v_head_dim"] = r.integer("v_head_dim", default=fields["head_dim"])
     return fields
 
 
@@ -186,9 +200,19 @@ def _deepseek_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     dense = tuple(i for i in range(layers) if i < first_dense or i % freq)
     width = r.integer("moe_intermediate_size")
     shared = r.integer("n_shared_experts", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
-                        shared=shared, shared_width=width if shared else 0,
-                        router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    moe = _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
+                       shared=shared, shared_width=width if shared else 0,
+                       router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    # group-limited routing (modeling_deepseek.py MoEGate: topk_method group_limited_greedy / noaux_tc)
+    if r.raw.get("topk_method") in ("group_limited_greedy", "noaux_tc"):
+        groups = r.integer("n_group", default=1)
+        if groups < 1 or moe["num_experts"] % groups:
+            raise r.fail(f"config.json field 'n_group' ({groups}) must divide n_routed_experts ({moe['num_experts']})")
+        per_token = r.integer("topk_group", default=groups)
+        if not 1 <= per_token <= groups:
+            raise r.fail(f"config.json field 'topk_group' ({per_token}) must be between 1 and n_group ({groups})")
+        moe |= {"expert_groups": groups, "expert_groups_per_token": per_token}
+    return moe
 
 
 def _llama4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
@@ -202,15 +226,58 @@ def _llama4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
                         dense=tuple(i for i in range(layers) if i not in moe), shared=1, shared_width=width)
 
 
+def _gemma4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
+    # Gemma4TextConfig: enable_moe_block puts num_experts experts (top_k_experts per token) in every
+    # layer beside its dense MLP (intermediate_size), the two outputs summed.
+    if not r.flag("enable_moe_block", default=False):
+        return {}
+    return _checked_moe(r, experts=r.integer("num_experts"), expert_width=r.integer("moe_intermediate_size"),
+                        k_key="top_k_experts")
+
+
+def _nemotron_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
+    # NemotronHConfig: the 'E' blocks route to n_routed_experts relu2 experts plus a shared expert.
+    pattern = layouts.nemotron_pattern(r, layers)
+    if "E" not in pattern:
+        return {}
+    shared_width = r.integer("moe_shared_expert_intermediate_size", minimum=0, default=0)
+    shared = r.integer("n_shared_experts", minimum=0, default=1) if shared_width else 0
+    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=r.integer("moe_intermediate_size"),
+                        dense=tuple(i for i, block in enumerate(pattern) if block != "E"), shared=shared,
+                        shared_width=shared_width if shared else 0)
+
+
+def _mimo_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
+    # MiMo-V2: moe_layer_freq lists 0 (dense MLP) or 1 (experts) per layer; no shared expert unless
+    # n_shared_experts says so.
+    freq = r.raw.get("moe_layer_freq", 1)
+    if isinstance(freq, list):
+        freq = r.per_layer("moe_layer_freq", layers, (0, 1))
+        if len(r.raw["moe_layer_freq"]) != layers:
+            raise r.fail(f"config.json field {r.name('moe_layer_freq')} lists {len(r.raw['moe_layer_freq'])} "
+                         f"layers, but num_hidden_layers is {layers}")
+        dense = tuple(i for i, f in enumerate(freq) if f == 0)
+    else:
+        every = r.integer("moe_layer_freq")
+        dense = tuple(i for i in range(layers) if i % every)
+    width = r.integer("moe_intermediate_size")
+    shared = r.integer("n_shared_experts", minimum=0, default=0)
+    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense, shared=shared,
+                        shared_width=width if shared else 0,
+                        router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+
+
 # One reader per MoE layout of families.MOE_LAYOUTS.
-_MOE_READERS = {"mixtral": _mixtral_moe, "qwen_moe": _qwen_moe, "deepseek": _deepseek_moe, "llama4": _llama4_moe}
+_MOE_READERS = {"mixtral": _mixtral_moe, "qwen_moe": _qwen_moe, "deepseek": _deepseek_moe, "llama4": _llama4_moe,
+                "gemma4": _gemma4_moe, "nemotron": _nemotron_moe, "mimo": _mimo_moe}
 
 
 def _checked_moe(r: _Reader, *, experts: int, expert_width: int, dense: tuple[int, ...] = (),
-                 shared: int = 0, shared_width: int = 0, router_bias: bool = False) -> dict[str, Any]:
-    k = r.integer("num_experts_per_tok")
+                 shared: int = 0, shared_width: int = 0, router_bias: bool = False,
+                 k_key: str = "num_experts_per_tok") -> dict[str, Any]:
+    k = r.integer(k_key)
     if k > experts:
-        raise r.fail(f"config.json field {r.name('num_experts_per_tok')} ({k}) exceeds the number of routed "
+        raise r.fail(f"config.json field {r.name(k_key)} ({k}) exceeds the number of routed "
                      f"experts ({experts})")
     return {"num_experts": experts, "experts_per_token": k, "moe_intermediate_size": expert_width,
             "num_shared_experts": shared, "shared_expert_intermediate_size": shared_width,
@@ -260,23 +327,47 @@ def _window_fields(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     return fields
 
 
+# Spellings of the multi-token-prediction layer count (DeepSeek-V3 / GLM / MiMo; Qwen3.5 / Nemotron-H;
+# MiniMax-M2's num_mtp_modules).
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
+def _mtp_layers(r: _Reader) -> int:
+    """MTP layers (0 when the config names none); the first spelling present wins."""
+    for key in _MTP_KEYS:
+        if r.has(key):
+            return r.integer(key, minimum=0, maximum=MAX_LAYERS)
+    return 0
+
+
+def _dense_width(r: _Reader, family: Family, moe: dict, layout: dict) -> int:
+    """The dense MLP's width; 0 (when the config leaves it out) where no layer has a dense MLP."""
+    no_ffn = set(layout.get("mixer_only_layers", ()))
+    has_dense = not moe or moe["dense_with_experts"] or bool(set(moe["dense_layers"]) - no_ffn)
+    return r.integer(family.dense_width_key, minimum=0 if not has_dense else 1, default=None if has_dense else 0)
+
+
 def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
     """The keyword arguments of `config.ModelConfig` for a parsed config.json; anything malformed
     raises `CatalogError` naming the key and the value."""
     if not isinstance(raw, dict):
         raise CatalogError(f"config.json must hold a JSON object, got a {type(raw).__name__} "
                            f"(in {where})")
-    family = _family(raw, where)
+    family, notes = _family(raw, where)
     r = _decoder_reader(raw, family, where)
     layers = r.integer("num_hidden_layers", maximum=MAX_LAYERS)
     moe = _MOE_READERS[family.moe](r, family, layers) if family.moe else {}
     if moe:
-        moe["router_bias"] = moe["router_bias"] or family.router_bias
+        flagged = family.router_bias_flag is not None and r.flag(family.router_bias_flag, default=False)
+        moe["router_bias"] = moe["router_bias"] or family.router_bias or flagged
+        moe["dense_with_experts"] = family.moe == "gemma4"
+    layout = layouts.LAYOUT_READERS[family.layout](r, family, layers) if family.layout != "uniform" else {}
     return dict(
-        name=name, model_type=family.model_type, num_layers=layers,
-        intermediate_size=r.integer(family.dense_width_key), vocab_size=r.integer("vocab_size"),
+        name=name, model_type=family.model_type, num_layers=layers, notes=notes, **layout,
+        intermediate_size=_dense_width(r, family, moe, layout), vocab_size=r.integer("vocab_size"),
         tie_embeddings=r.flag("tie_word_embeddings", default=False),
         max_position_embeddings=r.integer("max_position_embeddings", default=0),
+        mtp_layers=_mtp_layers(r),
         checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None),
         **_attention_fields(r, family), **_window_fields(r, family, layers), **moe)
 

@@ -18,9 +18,9 @@ from .plan import Plan
 
 
 FP8_PEAK_DTYPES = ("fp8", *FP4_DTYPES)
-"""GEMM compute dtypes priced at the GPU's FP8 tensor-core peak. The catalog has no FP4 peak yet, so
-FP4 GEMMs (Blackwell: twice the FP8 rate) are priced at the FP8 one, the conservative side; decode
-GEMMs are bound by their weight reads anyway."""
+"""GEMM compute dtypes that run on low-precision tensor cores (W8A8, W4A4 with their activation
+quantisation): FP8 at the GPU's FP8 peak, FP4 at its dense FP4 peak (`uses_fp4_gemms`; the FP8
+peak where the catalog has no FP4 one)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +74,11 @@ class Precision:
         """The GEMMs run on the FP8 tensor cores (W8A8 as vLLM and TRT-LLM run FP8 checkpoints; FP4
         priced there too, `FP8_PEAK_DTYPES`); weight-only formats keep the 16-bit rate."""
         return self.compute_dtype in FP8_PEAK_DTYPES
+
+    @property
+    def uses_fp4_gemms(self) -> bool:
+        """The GEMMs run on FP4 tensor cores (NVFP4 / MXFP4 where the GPU has them)."""
+        return self.compute_dtype in FP4_DTYPES
 
     @property
     def memory_dtypes(self) -> dict[str, str]:

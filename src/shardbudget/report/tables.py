@@ -119,16 +119,21 @@ def print_plan(result) -> None:
         print(f"# note: {note}")
     if a.get("tail"):
         print(f"# {a['tail']}")
+    if a.get("tpot"):
+        print(f"# {a['tpot']}")
     for br in result.results:
         t = Table(title=f"batch {br.batch}")
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
-        for col in ("tp", "pp", "ep", "dp", "ITL ms", *(["p99 ITL ms"] if tail else []), "compute ms", "comm ms",
+        served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
+        for col in ("tp", "pp", "ep", "dp", "ITL ms", *(["TPOT ms"] if served else []),
+                    *(["p99 ITL ms"] if tail else []), "compute ms", "comm ms",
                     "host ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
             t.add_column(col, justify="right" if col != "verdict" else "left")
         for r in br.rows:
             verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
             p99 = [f"{r.itl_p99_s * 1e3:.2f}" if r.itl_p99_s is not None else "-"] if tail else []
-            t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *p99,
+            tpot = [f"{r.tpot_s * 1e3:.2f}" if r.tpot_s is not None else "-"] if served else []
+            t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
                       f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
                       f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}",
                       "yes" if r.fits_memory else "no", verdict)

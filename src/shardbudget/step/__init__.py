@@ -8,6 +8,7 @@
     overlap      how much communication a mechanism hides behind compute
     compose      StepModel / decode_step: ops + collectives + host + skew + overheads = one step
     speculative  speculative decoding: draft proposals and one verify step
+    served       the served TPOT: decode steps with the other requests' prompts mixed in (plan and deploy)
     tail         the p99 of the inter-token latency from collective jitter
 
 May import: the root modules, `fabric`, `comm`, `model`, `engines` and `measure` (measured jitter).

@@ -41,9 +41,15 @@ class OpPricer:
 
     @cached_property
     def rates(self) -> tuple[float, float]:
-        """Achievable (FLOP/s, HBM bytes/s) of one GPU for this precision."""
+        """Achievable (FLOP/s, HBM bytes/s) of one GPU for this precision's GEMMs: the dense FP4 peak
+        for FP4 GEMMs on FP4 tensor cores, the FP8 peak for FP8 ones, else the 16-bit peak."""
         gpu, eff = self.system.gpu, self.eff
-        flops = gpu.fp8_flops_per_s * eff.flops_fp8 if self.precision.uses_fp8_gemms else gpu.bf16_flops_per_s * eff.flops
+        if self.precision.uses_fp4_gemms and gpu.fp4_flops_per_s:
+            flops = gpu.fp4_flops_per_s * eff.flops_fp4
+        elif self.precision.uses_fp8_gemms:
+            flops = gpu.fp8_flops_per_s * eff.flops_fp8
+        else:
+            flops = gpu.bf16_flops_per_s * eff.flops
         return flops, gpu.mem_bytes_per_s * eff.memory
 
     def op_s(self, op) -> np.ndarray | float:
@@ -52,7 +58,7 @@ class OpPricer:
         padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel."""
         arch = self.system.gpu.arch
         entry = kernel_entry(arch, op.kernel)
-        fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm"
+        fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm" and op.quantized
         flops_per_s, bytes_per_s = self._kernel_rates(entry, fp8)
         flops = op.flops
         if op.kernel in TILED_KERNELS:
@@ -66,15 +72,18 @@ class OpPricer:
             t, launches = t + (quant.floor_s if quant else 0.0), launches + 1.0
         return t + launches * self.eff.kernel_launch_s
 
-    def _kernel_rates(self, entry, fp8: bool) -> tuple[float, float]:
-        """(FLOP/s, bytes/s) for one kernel: its catalogued fractions of peak, else the defaults."""
-        flops_per_s, bytes_per_s = self.rates
-        peak = self.system.gpu
-        if entry is not None and entry.memory_efficiency:
-            bytes_per_s = peak.mem_bytes_per_s * entry.memory_efficiency
-        if entry is not None and entry.compute_efficiency and not fp8:
-            flops_per_s = peak.bf16_flops_per_s * entry.compute_efficiency
-        return flops_per_s, bytes_per_s
+    def _kernel_rates(self, entry, quantized: bool) -> tuple[float, float]:
+        """(FLOP/s, bytes/s) for one kernel: its catalogued fractions of peak, else the defaults.
+        Quantized GEMMs run at the FP4 peak (FP4 GEMMs where the GPU has FP4 tensor cores) or the
+        FP8 one; every other op (attention, norms, the unquantized router) at the 16-bit peak."""
+        gpu, eff = self.system.gpu, self.eff
+        mem = entry.memory_efficiency if entry is not None and entry.memory_efficiency else eff.memory
+        if quantized:
+            flops_per_s = self.rates[0]
+        else:
+            ce = entry.compute_efficiency if entry is not None and entry.compute_efficiency else eff.flops
+            flops_per_s = gpu.bf16_flops_per_s * ce
+        return flops_per_s, gpu.mem_bytes_per_s * mem
 
     def compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
         """Σ count · op time (`op_s`), each shape summed apart and broadcast once; and the GEMMs'

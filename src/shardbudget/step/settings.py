@@ -30,6 +30,11 @@ class Efficiency:
     flops_fp8: float = 0.60
     """Fraction of dense FP8 peak reached by FP8 GEMMs (cuBLAS FP8 reaches a smaller share of its
     doubled peak than BF16 does of its own)."""
+    flops_fp4: float = 0.42
+    """Fraction of the dense FP4 peak reached by NVFP4 / MXFP4 GEMMs: vLLM's CUTLASS NVFP4 GEMM
+    reaches 3779-3904 TFLOP/s at M = 8192-16384 (N 6144, K 4096; its activation quantisation aside,
+    priced as its own kernel) of the B200's 9000 dense (https://github.com/vllm-project/vllm/pull/20646,
+    bench_nvfp4_gemm.py 'nvfp4-noquant'; the same table's BF16 reaches 1421 of 2250, 0.63)."""
     memory: float = 0.80
     """Fraction of HBM/GDDR peak bandwidth reached by memory-bound kernels."""
     kernel_launch_s: float = 1.5e-6
