@@ -299,12 +299,14 @@ def fit_nvls_small(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, fl
     return {arch: float(statistics.median(r - b * lg for lg, r in pts)) for arch, pts in res.items()}, b
 
 
-def fit_nvls(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], float]:
+def fit_nvls(xs: Sequence[Sample], catalog: Catalog, xla: Sequence[Sample] = ()) -> tuple[dict[str, float], float]:
     """NVLS efficiency e_f per fabric and its decay k per rank: eff(g) = e_f / (1 + k (g - 1)).
-    1 / eff is linear in g - 1 for each fabric; k is the median of slope / intercept over the
-    fabrics measured at group sizes at least 4 apart."""
+    1 / eff is linear in g - 1 for each fabric; each fabric's points, divided by its own intercept,
+    pool into one least-squares slope through (0, 1): k. Pooled that way the widest spans weigh
+    most (x^2), so k at 72 GPUs is set where it was measured (XLA's GB200 table, 8-72 GPUs, whose
+    scale cancels in the ratio; its level enters no fabric's e_f), not extrapolated from 4-8 GPUs."""
     effs: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for x in xs:
+    for x in list(xs) + [x for x in xla if x.size_bytes >= LARGE]:
         if x.nodes != 1 or x.size_bytes < LARGE or x.algo not in ("auto", "nvls"):
             continue
         s = catalog.system(x.system)
@@ -312,18 +314,22 @@ def fit_nvls(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], 
         if c.algorithm != "nvls":
             continue
         algbw = x.size_bytes / max(x.time_s - c.latency_s, 0.5 * x.time_s)
-        effs[s.intra_fabric.name][x.gpus].append(algbw / (s.intra_fabric.bytes_per_s * x.gpus / (x.gpus + 1)))
-    ks = []
+        key = s.intra_fabric.name + (" (xla)" if x.source == "xla" else "")
+        effs[key][x.gpus].append(algbw / (s.intra_fabric.bytes_per_s * x.gpus / (x.gpus + 1)))
+    num = den = 0.0
     for by_g in effs.values():
         gs = sorted(by_g)
         if gs and gs[-1] - gs[0] >= 4:
-            fit = _line_fit([(g - 1, 1 / statistics.median(by_g[g])) for g in gs])
+            pts = [(g - 1, 1 / statistics.median(by_g[g])) for g in gs]
+            fit = _line_fit(pts)
             if fit is not None and fit[0] > 0:
-                ks.append(max(0.0, fit[1] / fit[0]))
-    k = float(statistics.median(ks)) if ks else catalog.nccl.nvls_decay_per_rank
+                num += sum(dx * (y / fit[0] - 1) for dx, y in pts)
+                den += sum(dx * dx for dx, _ in pts)
+    k = max(0.0, num / den) if den else catalog.nccl.nvls_decay_per_rank
     out = {}
     for fabric, by_g in effs.items():
-        out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, v in by_g.items() for e in v))
+        if not fabric.endswith("(xla)"):
+            out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, v in by_g.items() for e in v))
     return out, k
 
 
@@ -478,7 +484,7 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         small, cal.nvls_small_per_doubling_s = fit_nvls_small(list(xs) + list(xla), cat)
         cal.arch = {a: replace(f, nvls_small_latency_s=small.get(a, 0.0)) for a, f in cal.arch.items()}
         cat = apply(base, cal)
-        cal.nvls_link_efficiency, cal.nvls_decay_per_rank = fit_nvls(xs, cat)
+        cal.nvls_link_efficiency, cal.nvls_decay_per_rank = fit_nvls(xs, cat, xla)
         cat = apply(base, cal)
         cal.shm_ll_bandwidth_fraction = fit_shm_ll(xs, cat)
         cat = apply(base, cal)

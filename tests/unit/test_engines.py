@@ -11,6 +11,7 @@ import pytest
 from shardbudget.engines import (ALLREDUCE_KINDS, ENGINE_NAMES, allreduce_choice, allreduce_ranges,
                                  default_memory_fraction, load_engine)
 from shardbudget.engines.presets import read_engine
+from shardbudget.fabric.catalog import load_catalog
 from shardbudget.errors import CatalogError, UnknownNameError
 
 KiB, MiB, MB = 1024, 1024 ** 2, 1e6
@@ -77,6 +78,22 @@ def test_vllm_symmetric_memory_on_hopper_and_blackwell(vllm):
     assert allreduce_choice(vllm, 8, 1 * MiB, True, True, arch="hopper", symm_mem=False) == "two-shot"
 
 
+def test_vllm_sm103_tables_for_b300_and_gb300(vllm):
+    """vLLM 0.19.0 (PR #37756): SM 10.3 has its own rows. CUSTOM_ALL_REDUCE_MAX_SIZES["10.3"][8] = 4 MiB
+    (10.0: 1 MiB), SYMM_MEM_ALL_REDUCE_MAX_SIZES["10.3"][8] = 64 MiB (10.0: 128 MiB), multimem [6, 8]."""
+    assert vllm.version == "0.19.0"
+    assert allreduce_choice(vllm, 8, 2 * MiB, True, True, arch="10.3") == "two-shot"
+    assert allreduce_choice(vllm, 8, 2 * MiB, True, True, arch="10.0") == "symm-mem-multimem"
+    assert allreduce_choice(vllm, 8, 4 * MiB, True, True, arch="10.3") == "symm-mem-multimem"
+    assert allreduce_choice(vllm, 8, 100 * MiB, True, True, arch="10.3") == "nccl"
+    assert allreduce_choice(vllm, 8, 100 * MiB, True, True, arch="10.0") == "symm-mem-multimem"
+    # 4 GPUs on 10.3: custom to 4 MiB, then torch two-shot (4 is not a multimem size there) to 32 MiB
+    assert allreduce_choice(vllm, 4, 8 * MiB, True, True, arch="10.3") == "symm-mem-two-shot"
+    # the catalog's B300 and GB300 carry compute capability 10.3, B200 10.0
+    cat = load_catalog()
+    assert (cat.gpus["b300"].sm, cat.gpus["gb300"].sm, cat.gpus["b200"].sm) == ("10.3", "10.3", "10.0")
+
+
 def test_vllm_ranges_for_the_plan_header(vllm):
     inf = math.inf
     assert allreduce_ranges(vllm, 8, nvlink=True, p2p=True, arch="hopper") == (
@@ -107,22 +124,36 @@ def test_sglang_mem_fraction_static_rule():
     assert default_memory_fraction(sg, 24564 * mib, tp=1) == pytest.approx(0.847, abs=1e-9)
 
 
-# --- TensorRT-LLM AUTO: allreduceOp.cpp selectImplementation -----------------------------------------
+# --- TensorRT-LLM AUTO: allreduceOp.cpp selectImplementation + customAllReduceUtils.h table -----------
 
-def test_trtllm_auto_heuristic():
+def test_trtllm_auto_lookup_table():
+    """TensorRT-LLM 1.3 (commit 005b299): AllReduceBestStrategyTable, RESIDUAL_RMS_NORM rows.
+    SM90 TP8 hidden 8192: {4, 4, 4, 4, 4, 4, 0, ...}: ONESHOT for 1-32 tokens, NCCL from 64."""
     t = load_engine("trtllm")
-    hidden_bytes = 8192 * 2
-    assert allreduce_choice(t, 8, hidden_bytes, True, True, tokens=1) == "one-shot"
-    assert allreduce_choice(t, 8, 128 * hidden_bytes, True, True, tokens=128) == "one-shot"
-    assert allreduce_choice(t, 8, 129 * hidden_bytes, True, True, tokens=129) == "nccl"      # > 128 tokens
-    assert allreduce_choice(t, 2, 200 * hidden_bytes, True, True, tokens=200) == "two-shot"  # ws <= 2: min-latency
-    assert allreduce_choice(t, 2, 16 * MB, True, True, tokens=488) == "two-shot"             # 16 MB workspace
+    assert t.version == "1.3.0rc20"
+    h = 8192 * 2  # bytes per token, bf16
+    assert allreduce_choice(t, 8, h, True, True, tokens=1, arch="9.0") == "one-shot"
+    assert allreduce_choice(t, 8, 32 * h, True, True, tokens=32, arch="9.0") == "one-shot"
+    assert allreduce_choice(t, 8, 63 * h, True, True, tokens=63, arch="9.0") == "one-shot"  # floor(log2 63) = 5
+    assert allreduce_choice(t, 8, 64 * h, True, True, tokens=64, arch="9.0") == "nccl"
+    # SM100 TP8 hidden 8192: {4 x 8, 5, 0 ...}: ONESHOT to 128 tokens, TWOSHOT at 256-511, NCCL from 512;
+    # B300's SM 10.3 reads the SM 100 rows (sm_version >= 100 -> 100)
+    for arch in ("10.0", "10.3"):
+        assert allreduce_choice(t, 8, 128 * h, True, True, tokens=128, arch=arch) == "one-shot"
+        assert allreduce_choice(t, 8, 256 * h, True, True, tokens=256, arch=arch) == "two-shot"
+        assert allreduce_choice(t, 8, 512 * h, True, True, tokens=512, arch=arch) == "nccl"
+    # SM90 TP4 hidden 512 (row "111111211112NNN"): 64 tokens TWOSHOT, 128 ONESHOT
+    assert allreduce_choice(t, 4, 64 * 1024, True, True, tokens=64, arch="9.0") == "two-shot"
+    assert allreduce_choice(t, 4, 128 * 1024, True, True, tokens=128, arch="9.0") == "one-shot"
+    # outside the table (hidden 16384 > 8192): NCCL_SYMMETRIC, priced as NCCL
+    assert allreduce_choice(t, 8, 16384 * 2, True, True, tokens=1, arch="9.0") == "nccl"
+    # workspace: 16 MB for 2 GPUs, 8 MB above (decimal, inclusive); off NVLink -> NCCL
     assert allreduce_choice(t, 2, 16 * MB + 2, True, True, tokens=489) == "nccl"
-    assert allreduce_choice(t, 4, 8 * MB + 2, True, True, tokens=100) == "nccl"              # 8 MB workspace
-    assert allreduce_choice(t, 2, hidden_bytes, False, True, tokens=1) == "nccl"             # no NVLink -> NCCL
+    assert allreduce_choice(t, 4, 8 * MB + 2, True, True, tokens=100) == "nccl"
+    assert allreduce_choice(t, 2, h, False, True, tokens=1) == "nccl"
     assert t.allreduce.fused_residual_rmsnorm
     with pytest.raises(ValueError, match="tokens"):
-        allreduce_choice(t, 8, hidden_bytes, True, True)
+        allreduce_choice(t, 8, h, True, True)
 
 
 def test_memory_fractions_and_what_they_count(vllm):

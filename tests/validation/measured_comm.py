@@ -8,8 +8,10 @@ custom all-reduce, TensorRT-LLM's) timed by each engine's kernel benchmark, unde
 the engine's whole all-reduce path.
 
 Choices, each deliberate:
-- The newest library version per (system, library); repeats of a size (several runs of one version)
-  are reduced to their median.
+- NCCL: the newest library version per system. An engine: the version its preset is pinned to
+  (engines/<engine>.toml [engine] version), else the newest below it, else the oldest above it: the
+  kernels' costs are fitted to the release whose rule the preset reads. Repeats of a size (several
+  runs of one version) are reduced to their median.
 - `bytes` is nccl-tests' size: checked on l40s, where 2-GPU all_gather at 512 MiB gives busbw 19.6 GB/s
   with bytes taken as the gathered output, against all_reduce's 20.1 GB/s on the same link.
 - NCCL rows in `half` only (the int8 tables repeat the sizes).
@@ -71,6 +73,24 @@ def _version_key(v: str) -> tuple:
     return tuple(parts)
 
 
+def pinned_version(library: str) -> str | None:
+    """The release an engine's preset is pinned to (None for NCCL)."""
+    if library == "nccl":
+        return None
+    from shardbudget.engines import load_engine
+    return load_engine(library).version
+
+
+def _chosen(library: str, versions: set[str]) -> str:
+    """NCCL: the newest. An engine: its pinned release, else the newest below it, else the oldest above."""
+    pin = pinned_version(library)
+    ordered = sorted(versions, key=_version_key)
+    if pin is None:
+        return ordered[-1]
+    below = [v for v in ordered if _version_key(v) <= _version_key(pin)]
+    return below[-1] if below else ordered[0]
+
+
 def find_file(data_dir: Path | str | None = None) -> Path:
     from measured import find_data_dir  # the shared loader's search for ../shared/data
     base = Path(data_dir) if data_dir else find_data_dir()
@@ -98,11 +118,10 @@ def _load(path: str) -> tuple[CommRow, ...]:
             k = (r["system"], lib, mode, r["lib_version"], OPS[r["op"]], int(r["num_gpus"]), int(r["bytes"]))
             groups[k].append(float(r["time_us"]) * 1e-6)
             sources[k] = r["source"]
-    newest: dict[tuple, str] = {}
+    versions: dict[tuple, set[str]] = defaultdict(set)
     for (key, lib, mode, version, *_rest) in groups:
-        cur = newest.get((key, lib, mode))
-        if cur is None or _version_key(version) > _version_key(cur):
-            newest[(key, lib, mode)] = version
+        versions[(key, lib, mode)].add(version)
+    newest = {k: _chosen(k[1], v) for k, v in versions.items()}
     out = []
     for k, times in sorted(groups.items()):
         key, lib, mode, version, op, gpus, size = k

@@ -156,19 +156,19 @@ def test_issue_targets(compared, cls):
 # --- the calibrated terms, checked by hand ------------------------------------------------------
 
 def test_nvls_bandwidth_and_fixed_cost_on_hgx_h200():
-    # algbw = 0.694 / (1 + 0.00355 x 7) x 450 GB/s x 8/9 = 270.9 GB/s; fixed cost 10 us + 8 us x 8 = 74 us
+    # algbw = 0.686 / (1 + 0.00171 x 7) x 450 GB/s x 8/9 = 271.2 GB/s; fixed cost 10 us + 8 us x 8 = 74 us
     full, small = (c for c in candidates(make_group("hgx-h200"), "all-reduce") if c.algorithm == "nvls")
-    eff = 0.694 / (1 + 0.00355 * 7)
+    eff = 0.686 / (1 + 0.00171 * 7)
     assert full.algbw_bytes_per_s == pytest.approx(eff * 450e9 * 8 / 9)
     assert full.latency_s == pytest.approx(74e-6)
-    # small messages: Hopper's 4.55 us + 6.34 us per doubling of the group (8 GPUs: 23.6 us) at 0.55
-    # of that rate; 4 MiB -> 23.6 + 4.19 MB / 149.0 GB/s = 51.7 us (measured 52.4 us: stas00 NCCL
+    # small messages: Hopper's 2.56 us + 7.00 us per doubling of the group (8 GPUs: 23.6 us) at 0.55
+    # of that rate; 4 MiB -> 23.6 + 4.19 MB / 149.1 GB/s = 51.7 us (measured 52.4 us: stas00 NCCL
     # 2.30.7 sweep, busbw 139.97 GB/s)
-    assert small.latency_s == pytest.approx((4.55 + 6.34 * 3) * 1e-6)
+    assert small.latency_s == pytest.approx((2.56 + 7.00 * 3) * 1e-6)
     assert small.algbw_bytes_per_s == pytest.approx(0.55 * full.algbw_bytes_per_s)
     assert collective_cost("all-reduce", 4 * 2**20, "hgx-h200").time_s == pytest.approx(51.7e-6, rel=3e-3)
-    # 8 GiB: 74 us + 8 GiB / 270.9 GB/s = 31.78 ms; measured 31.77 ms (stas00 SHARP table, busbw 473.1)
-    assert collective_cost("all-reduce", 8 * 2**30, "hgx-h200").time_s == pytest.approx(31.78e-3, rel=1e-3)
+    # 8 GiB: 74 us + 8 GiB / 271.2 GB/s = 31.75 ms; measured 31.77 ms (stas00 SHARP table, busbw 473.1)
+    assert collective_cost("all-reduce", 8 * 2**30, "hgx-h200").time_s == pytest.approx(31.75e-3, rel=1e-3)
     # NCCL chooses NVLS by its own estimate: 25 us, busbw 2 x 0.85 x 370.8 GB/s x 15/16
     assert full.select_latency_s == pytest.approx(25e-6)
     assert full.select_algbw_bytes_per_s == pytest.approx(2 * 0.85 * 370.8e9 * 15 / 16 / (14 / 8))

@@ -21,6 +21,7 @@ from ..comm.op import busbw_factor
 from ..comm.collectives import IMPLS
 from ..comm.custom_kernels import custom_allreduce_allowed
 from ..dtypes import canonical
+from ..engines.presets import load_engine
 from ..errors import PlanError, UnknownNameError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
@@ -255,7 +256,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
                for i, b in enumerate(batches)]
     assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict(),
                                   "memory_utilization": usable / sysm.gpu.memory_bytes},
-                   "impl": impl, "engine": engine,
+                   "impl": impl, "engine": engine, "engine_version": load_engine(engine).version if engine else None,
                    "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
                    "act_dtype": precision.activations, "comm_threshold": comm_threshold,

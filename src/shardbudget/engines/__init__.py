@@ -1,11 +1,13 @@
 """Engine presets: what vLLM, SGLang and TensorRT-LLM run in a decode step (data in `*.toml`).
 
-See `shardbudget.engines.presets` for the loader and the all-reduce selection rules, and
+See `shardbudget.engines.presets` for the loader, `shardbudget.engines.rules` for the all-reduce
+selection rules, and
 `shardbudget.engines.allreduce` for those rules as size ranges.
 """
 
 from .allreduce import allreduce_ranges
-from .presets import ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, allreduce_choice, default_memory_fraction, load_engine
+from .presets import ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, default_memory_fraction, load_engine
+from .rules import allreduce_choice
 
 __all__ = ["ALLREDUCE_KINDS", "ENGINE_NAMES", "EnginePreset", "allreduce_choice", "allreduce_ranges",
            "default_memory_fraction", "load_engine"]

@@ -18,7 +18,8 @@ import numpy as np
 from ..comm.collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
 from ..comm.custom_kernels import custom_candidate, custom_candidates, symm_mem_candidate
 from ..units import format_bytes
-from .presets import EnginePreset, allreduce_choice, load_engine
+from .presets import EnginePreset, load_engine
+from .rules import allreduce_choice
 
 KIND_WORDS = {"none": "no collective", "one-shot": "one-shot", "two-shot": "two-shot",
               "symm-mem-multimem": "symmetric-memory multimem", "symm-mem-two-shot": "symmetric-memory two-shot",
@@ -64,7 +65,7 @@ def _group_facts(group: Group) -> dict:
     cpu = group.system.cpu
     # TensorRT-LLM's is_mnnvl: several hosts of one NVLink domain, aarch64 (Grace) hosts
     mnnvl = nvlink and group.hosts > 1 and cpu is not None and cpu.vendor == "arm"
-    return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.arch, "nodes": group.nodes,
+    return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.sm, "nodes": group.nodes,
             "multicast": bool(path and path.nvls), "hosts": group.hosts, "mnnvl": mnnvl}
 
 
@@ -113,9 +114,9 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
         out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
         out |= {custom.max_bytes_two_gpus} if custom.max_bytes_two_gpus else set()
-        for tokens in (custom.nccl_above_tokens, custom.one_shot_max_tokens):
-            if tokens is not None and bytes_per_token:
-                out |= {tokens * bytes_per_token, (tokens + 1) * bytes_per_token}
+        if custom.strategy is not None and bytes_per_token:
+            # TensorRT-LLM's table changes kernel only where floor(log2(tokens)) steps
+            out |= {2 ** k * bytes_per_token for k in range(16)}
     if symm is not None:
         out |= {b for per in symm.max_bytes.values() for b in per.values()}
     if preset.allreduce.mnnvl is not None:

@@ -7,7 +7,7 @@ RMSNorm, what memory the engine reserves beyond weights and KV, and the CLI flag
 Quantities are written with units in the files ("8 MiB", "1.5 us"); here they are SI floats
 (bytes, seconds). See `shardbudget.units` for the glossary (MiB vs MB, per-rank message size).
 
-`allreduce_choice` encodes the dispatch chains read from the engines' sources:
+`rules.allreduce_choice` encodes the dispatch chains read from the engines' sources:
 
 vLLM 0.11.0 (and `eager`)
     custom all-reduce (world size 2/4/6/8, one node, P2P, NVLink between every pair above two
@@ -18,15 +18,14 @@ vLLM 0.11.0 (and `eager`)
 SGLang 0.5.x
     the same custom all-reduce kernel and 8 MiB limit; symmetric memory, MSCCL++ and NVLS are
     opt-in, so NCCL above.
-TensorRT-LLM 1.0 (AllReduceStrategy AUTO)
-    NCCL off NVLink, across nodes, or above the workspace (8 MB, 16 MB for 2 GPUs); 2 GPUs ->
-    min-latency kernel; more GPUs -> NCCL above 128 tokens, min-latency kernel below. The
-    min-latency kernel is one-shot up to 128 tokens and two-shot above.
+TensorRT-LLM 1.3 (AllReduceStrategy AUTO)
+    NCCL off NVLink, across nodes, or above the workspace (8 MB, 16 MB for 2 GPUs); else its
+    lookup table by SM (90 / 100), TP, hidden size and tokens: one-shot, two-shot or NCCL (SM 9.0,
+    TP8, hidden 8192: one-shot to 32 tokens, NCCL from 64).
 """
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any
 
 from .. import units
 from ..errors import CatalogError, UnknownNameError
+from ..fabric.hardware import ARCH_CAPABILITY
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi")
 """Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
@@ -103,10 +103,10 @@ class CustomAllReduce:
     """(largest world size, bytes): one-shot when world size <= it and message < bytes."""
     max_bytes_with_symm_mem: Mapping[str, Mapping[int, float]]
     """[arch][world size] -> the lower limit vLLM uses when torch symmetric memory is on."""
-    nccl_above_tokens: int | None
-    """TensorRT-LLM AUTO: NCCL for more than this many tokens when world size > 2."""
-    one_shot_max_tokens: int | None
-    """TensorRT-LLM min-latency kernel: one-shot up to this many tokens, two-shot above."""
+    strategy: Mapping[str, Mapping[int, tuple[str, ...]]] | None
+    """TensorRT-LLM's lookup table: [capability][world size] -> one string per hidden size (128 ...
+    8192, by floor(log2)), one letter per token count (1 ... 16384, by floor(log2)): '1' one-shot,
+    '2' two-shot, 'N' NCCL. None: the engine decides by bytes."""
     source: str
 
 
@@ -238,7 +238,7 @@ class _Table:
         out: dict[str, Mapping[int, float]] = {}
         for arch, per_ws in self.table(key).data.items():
             sub = _Table(per_ws, f"{self.where}.{key}.{arch}")
-            out[arch] = MappingProxyType({_world_size(ws, sub.where): sub.size(ws) for ws in sub.data})
+            out[capability(arch)] = MappingProxyType({_world_size(ws, sub.where): sub.size(ws) for ws in sub.data})
         return MappingProxyType(out)
 
     def world_sizes(self, key: str) -> tuple[int, ...]:
@@ -246,6 +246,12 @@ class _Table:
         if not isinstance(values, list) or not values:
             raise CatalogError(f"{self.where}.{key}: expected a list of world sizes, got {values!r}")
         return tuple(_world_size(v, f"{self.where}.{key}") for v in values)
+
+
+def capability(arch: str | None) -> str | None:
+    """The engines' tables are keyed by CUDA compute capability ("9.0", "10.3"), as vLLM's are; a
+    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0)."""
+    return ARCH_CAPABILITY.get(arch, arch) if arch else arch
 
 
 def _world_size(value: Any, where: str) -> int:
@@ -273,17 +279,34 @@ def _custom(t: _Table) -> CustomAllReduce:
         one_shot_below=tuple(sorted(rules)),
         max_bytes_with_symm_mem=(t.sizes_by_world("max_bytes_with_symm_mem")
                                  if "max_bytes_with_symm_mem" in t.data else MappingProxyType({})),
-        nccl_above_tokens=t.count("nccl_above_tokens") if "nccl_above_tokens" in t.data else None,
-        one_shot_max_tokens=t.count("one_shot_max_tokens") if "one_shot_max_tokens" in t.data else None,
-        source=t.text("source"))
+        strategy=_strategy(t.table("strategy")) if "strategy" in t.data else None, source=t.text("source"))
+
+
+_STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))
+
+
+def _strategy(t: _Table) -> Mapping[str, Mapping[int, tuple[str, ...]]]:
+    if tuple(t.get("hidden")) != _STRATEGY_HIDDEN or tuple(t.get("tokens")) != _STRATEGY_TOKENS:
+        raise CatalogError(f"{t.where}: hidden must be 128 ... 8192 and tokens 1 ... 16384, powers of two")
+    out = {}
+    for sm, per_ws in t.data.items():
+        if sm in ("hidden", "tokens"):
+            continue
+        sub = _Table(per_ws, f"{t.where}.{sm}")
+        rows = {_world_size(ws, sub.where): tuple(sub.get(ws)) for ws in sub.data}
+        for ws, r in rows.items():
+            if len(r) != 7 or any(len(x) != 15 or set(x) - set("12N") for x in r):
+                raise CatalogError(f"{sub.where}.{ws}: expected 7 strings of 15 letters 1 / 2 / N")
+        out[capability(sm)] = MappingProxyType(rows)
+    return MappingProxyType(out)
 
 
 def _symm_mem(t: _Table) -> SymmMem:
     multimem = t.table("multimem_world_sizes")
     return SymmMem(
-        default_enabled=t.flag("default_enabled"), archs=tuple(t.get("archs")),
+        default_enabled=t.flag("default_enabled"), archs=tuple(capability(a) for a in t.get("archs")),
         needs_multicast=t.flag("needs_multicast"), max_bytes=t.sizes_by_world("max_bytes"),
-        multimem_world_sizes=MappingProxyType({a: multimem.world_sizes(a) for a in multimem.data}),
+        multimem_world_sizes=MappingProxyType({capability(a): multimem.world_sizes(a) for a in multimem.data}),
         across_hosts=t.flag("across_hosts", False), source=t.text("source"))
 
 
@@ -354,92 +377,6 @@ def load_engine(name: str) -> EnginePreset:
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{where}: not valid TOML ({err})") from None
     return read_engine(raw, where)
-
-
-# --- the all-reduce rules -------------------------------------------------------------------
-
-def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nvlink: bool, p2p: bool, *,
-                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     multicast: bool | None = None, symm_mem: bool | None = None, hosts: int = 1,
-                     mnnvl: bool = False) -> str:
-    """Which all-reduce the engine runs for one message, as one of `ALLREDUCE_KINDS`.
-
-    `msg_bytes` is the per-rank buffer (nccl-tests 'size'): tokens x hidden x 2 bytes for a bf16
-    TP all-reduce. `nvlink`: every pair of the group is NVLink/NVSwitch-connected; `p2p`: GPUs can
-    access each other's memory (NVLink, or PCIe P2P where the platform allows it). `arch` selects
-    the per-SM tables of torch symmetric memory (only 'hopper' and 'blackwell' have one); `nodes`
-    > 1 means the group spans nodes. `tokens` (rows of the all-reduced tensor) is needed for
-    TensorRT-LLM, whose AUTO heuristic is expressed in tokens. `multicast` (NVLS available)
-    defaults to `nvlink`; `symm_mem` overrides the preset's default (VLLM_ALLREDUCE_USE_SYMM_MEM).
-    `hosts`: the hosts the group spans inside its NVLink domain (an NVL72 tray holds 4 GPUs): a
-    kernel that needs one host (`single_node`) does not run on more. `mnnvl`: the hosts are Grace
-    hosts of one multi-node NVLink domain, where TensorRT-LLM's MNNVL kernel runs first.
-    """
-    if world_size < 1 or msg_bytes < 0 or nodes < 1:
-        raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and "
-                         f"msg_bytes ({msg_bytes}) >= 0")
-    if world_size == 1:
-        return "none"
-    policy = preset.allreduce
-    if policy.mnnvl is not None and mnnvl and nodes == 1 and hosts > 1 and msg_bytes <= policy.mnnvl.max_bytes:
-        return "mnnvl"
-    custom = policy.custom if "custom" in policy.order else None
-    single = max(nodes, hosts)  # the custom kernels' "one node" is one host
-    if custom is not None and custom.nccl_above_tokens is not None:
-        return _token_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, single, tokens)
-    multicast = nvlink if multicast is None else multicast
-    symm = policy.symm_mem if "symm-mem" in policy.order else None
-    symm_on = (symm is not None and (symm.default_enabled if symm_mem is None else symm_mem)
-               and nodes == 1 and (hosts == 1 or symm.across_hosts) and arch in symm.archs
-               and (multicast or not symm.needs_multicast)
-               and world_size in symm.max_bytes.get(arch, {}))
-    if custom is not None and _custom_eligible(custom, world_size, nvlink, p2p, single):
-        limit = custom.max_bytes
-        if symm_on and world_size in custom.max_bytes_with_symm_mem.get(arch, {}):
-            # vLLM caps the custom kernel so that mid-size messages go to symmetric memory
-            limit = min(limit, custom.max_bytes_with_symm_mem[arch][world_size])
-        if msg_bytes <= limit if custom.max_bytes_inclusive else msg_bytes < limit:
-            return _shot_by_bytes(custom, world_size, msg_bytes)
-    if symm_on and msg_bytes <= symm.max_bytes[arch][world_size]:
-        multimem = world_size in symm.multimem_world_sizes.get(arch, ())
-        return "symm-mem-multimem" if multimem else "symm-mem-two-shot"
-    return "nccl"
-
-
-def _custom_eligible(custom: CustomAllReduce, world_size: int, nvlink: bool, p2p: bool, nodes: int) -> bool:
-    if world_size not in custom.world_sizes or (custom.single_node and nodes > 1):
-        return False
-    if custom.needs_p2p and not p2p:
-        return False
-    if custom.needs_nvlink and not nvlink:
-        return False
-    # two PCIe GPUs with P2P qualify; more than two need all pairs on NVLink
-    return not (custom.needs_nvlink_above_two and world_size > 2 and not nvlink)
-
-
-def _shot_by_bytes(custom: CustomAllReduce, world_size: int, msg_bytes: float) -> str:
-    if world_size == 2 and custom.two_gpus_always_one_shot:
-        return "one-shot"
-    for max_ws, below in custom.one_shot_below:
-        if world_size <= max_ws and msg_bytes < below:
-            return "one-shot"
-    return "two-shot"
-
-
-def _token_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, msg_bytes: float,
-                nvlink: bool, p2p: bool, nodes: int, tokens: int | None) -> str:
-    """TensorRT-LLM AUTO (allreduceOp.cpp selectImplementation) for NONE / RESIDUAL_RMS_NORM."""
-    if not _custom_eligible(custom, world_size, nvlink, p2p, nodes):
-        return "nccl"
-    limit = custom.max_bytes_two_gpus if world_size <= 2 and custom.max_bytes_two_gpus else custom.max_bytes
-    if msg_bytes > limit:
-        return "nccl"
-    if tokens is None:
-        raise ValueError(f"{preset.name}: the all-reduce choice depends on the token count; pass tokens=")
-    if world_size > 2 and tokens > custom.nccl_above_tokens:
-        return "nccl"
-    one_shot_max = custom.one_shot_max_tokens if custom.one_shot_max_tokens is not None else math.inf
-    return "one-shot" if tokens <= one_shot_max else "two-shot"
 
 
 # --- memory defaults ------------------------------------------------------------------------

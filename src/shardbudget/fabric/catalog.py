@@ -172,7 +172,8 @@ def _read_gpu(name: str, table: Any) -> GPU:
         bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
         fp4_flops_per_s=e.quantity("fp4_dense", units.parse_flops, 0.0),
         memory_smi=e.text("memory_smi", ""), memory_source=e.text("memory_source", ""),
-        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
+        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"),
+        compute_capability=e.text("compute_capability", ""), source=_source(e),
     )
     e.check_unknown()
     return gpu

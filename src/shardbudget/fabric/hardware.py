@@ -21,6 +21,8 @@ NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/gra
 FIGURES = ("peak", "measured", "achievable")
 TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
 ARCHS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
+ARCH_CAPABILITY = {"volta": "7.0", "ampere": "8.0", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0"}
+"""A generation's (first) CUDA compute capability, for GPU entries that name none (AMD's: none)."""
 CPU_VENDORS = ("intel", "amd", "arm", "ibm")
 P2P_LEVELS = ("auto", "loc", "nvl", "pix", "pxb", "phb", "sys")
 """NCCL_P2P_LEVEL values (src/graph/paths.cc): P2P is used up to this PCIe distance. "auto" is NCCL's
@@ -92,7 +94,15 @@ class GPU:
     """The driver allows peer-to-peer over PCIe (NVML p2pStatus OK). GeForce drivers report it
     unsupported, so NCCL stages every PCIe hop through host memory (SHM)."""
     figure: str = "peak"
+    compute_capability: str = ""
+    """CUDA compute capability ("9.0", "10.3"): the engines tune their all-reduce tables by it (vLLM's
+    SM 10.3 rows for B300 / GB300 differ from SM 10.0's); "" where the catalog does not say."""
     source: str
+
+    @property
+    def sm(self) -> str:
+        """The compute capability, or the generation's first one where the entry names none."""
+        return self.compute_capability or ARCH_CAPABILITY.get(self.arch, "")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches

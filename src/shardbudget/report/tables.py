@@ -199,7 +199,8 @@ def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
     a = result.assumptions
     print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
-          f"engine {a.get('engine')}, weights {result.dtype}")
+          f"engine {' '.join(str(x) for x in (a.get('engine'), a.get('engine_version')) if x)}, "
+          f"weights {result.dtype}")
     for tp, words in (a.get("allreduce") or {}).items():
         print(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
