@@ -261,7 +261,9 @@ def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catal
     """What runs each plan's TP all-reduce, per TP degree: the engine's size ranges ('< 256 KiB:
     one-shot; ...'), or the forced implementation."""
     out = {}
-    for p in sorted({Plan(q.tp) for q in plans if q.tp > 1}, key=lambda q: q.tp):
+    # one plan per TP degree: pure TP where the heads allow it, else its data-parallel-attention plan
+    by_tp = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in sorted(plans, key=lambda q: -q.dp) if q.tp > 1}
+    for p in sorted(by_tp.values(), key=lambda q: q.tp):
         if common["impl"] is not None:
             out[f"TP{p.tp}"] = f"{common['impl']} (forced by --impl)"
             continue

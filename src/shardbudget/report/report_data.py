@@ -174,7 +174,8 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in batches]
     marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
     step("answering the three questions")
-    answers, answers_error = _answers(model, batch=batches[0], context=context, catalog=catalog)
+    answers, answers_error = _answers(model, specs, batch=batches[0], context=context, budget_s=budget_s,
+                                      engine=DEFAULT_ENGINE, dtype=dtype, catalog=catalog)
     entries = _measured_entries(sets, measured_system, impl=impl, catalog=catalog, step=step)
     progress("done", step.total, step.total)
 
@@ -228,10 +229,14 @@ def _fabric_curve(spec: SystemSpec, impl: str, catalog) -> FabricCurve:
                        crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use)
 
 
-def _answers(model: str, *, batch: int, context: int, catalog) -> tuple[list, str | None]:
-    """explain's three answers, or the reason there are none (the rest of the report still stands)."""
+def _answers(model: str, specs: Sequence[SystemSpec], *, batch: int, context: int, budget_s: float | None,
+             engine: str, dtype: str | None, catalog) -> tuple[list, str | None]:
+    """explain's answers for the report's own systems (each named once) and request, or the reason
+    there are none (the rest of the report still stands)."""
+    names = list(dict.fromkeys(s.name for s in specs))
     try:
-        return explain(model, batch=batch, context=context, catalog=catalog), None
+        return list(explain(model, systems=names, batch=batch, context=context, budget_s=budget_s, engine=engine,
+                            dtype=dtype, catalog=catalog)), None
     except ShardbudgetError as err:
         return [], str(err)
 
