@@ -31,7 +31,7 @@ def plan_cmd(
     impl: Annotated[Optional[str], typer.Option("--impl", help="Force every all-reduce to nccl | custom (default: the engine decides by size, as it does)")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype: bf16 | fp8 | int8 | int4 | mxfp4 | nvfp4 (default: the checkpoint's own, from its config.json)")] = None,
     kv_dtype: Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache dtype (default: auto, the activation dtype, as engines do).")] = None,
-    comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
+    comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of the latency-optimal plan's ITL above which it is flagged comm-bound (a warning, not the 'sharded too far' verdict).")] = 0.30,
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
     engine: Annotated[str, typer.Option("--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi: which all-reduce kernels, CUDA graphs and host costs a step has")] = DEFAULT_ENGINE,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")] = False,

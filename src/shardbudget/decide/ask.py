@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..comm.collectives import candidates
 from ..comm.lines import pick
 from ..engines.allreduce import KIND_WORDS
 from ..errors import PlanError
@@ -105,6 +106,8 @@ class Ask:
     budget_s: float | None = 0.030
     comm_threshold: float = 0.30
     knee_threshold: float = 0.10
+    impl: str | None = None
+    """nccl or custom forced for every all-reduce (the report's --impl); None: the engine decides."""
     results: dict = field(default_factory=dict, compare=False, repr=False)
 
     def plan(self, system: System, nodes: int = 1, batches: Sequence[int] | None = None) -> PlanResult:
@@ -113,7 +116,8 @@ class Ask:
         key = (id(system), nodes, batches)
         if key not in self.results:
             self.results[key] = (system, plan(self.cfg, system, nodes=nodes, batches=batches, context=self.context,
-                                              budget_s=self.budget_s, engine=self.engine, dtype=self.dtype,
+                                              budget_s=self.budget_s, impl=self.impl, engine=self.engine,
+                                              dtype=self.dtype,
                                               comm_threshold=self.comm_threshold,
                                               knee_threshold=self.knee_threshold, catalog=self.catalog))
         return self.results[key][1]
@@ -125,7 +129,7 @@ class Ask:
 
     def step(self, system: System, p: Plan) -> StepModel:
         """The decode step `plan` priced that plan's row with (the same cached object)."""
-        return compile_step(self.cfg, system, p, self.catalog, phase="decode", impl=None, engine=self.engine,
+        return compile_step(self.cfg, system, p, self.catalog, phase="decode", impl=self.impl, engine=self.engine,
                             precision=precision_for(self.cfg, system, self.dtype)[0],
                             eff=engine_efficiency(self.engine), settings=PlanSettings())
 
@@ -165,9 +169,12 @@ def engine_call(sm: StepModel, batch: int, context: float) -> Call | None:
         return None
     c = max(calls, key=lambda c: (c["count"], c["msg_bytes"]))
     msg, ranges = c["msg_bytes"], sm.allreduce_ranges
-    index = int(ranges.kind_index(np.array([msg]))[0])
-    kind = (ranges.kinds + ranges.at_edge)[index]
-    line = pick(ranges.pools[kind], msg)
+    if sm.impl is not None:  # forced: that library's own choice
+        line = pick(candidates(sm.groups["tp"], "all-reduce", sm.impl), msg)
+        kind = "nccl" if line.impl == "nccl" else line.algorithm
+    else:
+        kind = (ranges.kinds + ranges.at_edge)[int(ranges.kind_index(np.array([msg]))[0])]
+        line = pick(ranges.pools[kind], msg)
     return Call(msg_bytes=msg, count=int(c["count"]), time_s=float(c["time_s"]), latency_s=float(line.latency_s),
                 kind=kind if line.impl == "custom" or kind == "nccl" else "nccl", algorithm=line.algorithm,
                 protocol=line.protocol, engine=sm.engine)

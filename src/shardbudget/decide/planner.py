@@ -166,7 +166,7 @@ class Budgets:
     """Inter-token latency budget, seconds (None: no budget)."""
     ttft_budget_s: float | None = None
     comm_threshold: float = 0.30
-    """Communication share of the ITL above which a TP counts as sharded too far."""
+    """Communication share of the ITL above which a plan is flagged comm-bound (a warning)."""
     knee_threshold: float = 0.10
     """Gain below which the next TP is not worth it (the latency-optimal TP)."""
 

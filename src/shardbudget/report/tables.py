@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.console import Console
 from rich.table import Table
 
@@ -175,17 +177,33 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     left = len(result.options) - len(shown)
     t = Table(title="options (best first)", caption=f"{left} more options: --all shows every one, --json lists them"
               if left else None)
-    for col in ("option", "max batch", "ITL ms", "TTFT ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %",
+    itl = ["step ITL ms", "ms/token"] if w.speculation else ["ITL ms"]
+    for col in ("option", "max batch", *itl, "TTFT ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %",
                 "binding", "meets"):
         t.add_column(col, justify="left" if col in ("option", "binding") else "right")
     for o in shown:
-        t.add_row(o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
-                  f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
-                  f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no")
+        t.add_row(*deploy_cells(o, speculative=w.speculation is not None))
     console.print(t)
+    for note in result.notes:
+        if note.startswith("warning:"):
+            print(f"# {note}")
+    if w.context:
+        print(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
     print(result.verdict)
     for engine, line in result.launch.items():
         print(f"{engine:>7}: {line}")
+
+
+def deploy_cells(o, *, speculative: bool = False) -> list[str]:
+    """One deploy option as the table prints it: no throughput where no batch meets the budgets
+    (max batch 0), no TTFT where nothing is prefilled (NaN), step and per-token times apart under
+    speculation."""
+    none = o.max_batch == 0
+    itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
+    return [o.label(), str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
+            "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
+            "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+            f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]
 
 
 def print_fit(result) -> None:
