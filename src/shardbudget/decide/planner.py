@@ -81,7 +81,8 @@ class PlanResult:
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "context": self.context,
                 "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "impl": self.impl,
-                "dtype": self.dtype, "results": [r.to_dict() for r in self.results],
+                "dtype": self.dtype, "expert_dtype": self.assumptions.get("expert_dtype") or self.dtype,
+                "results": [r.to_dict() for r in self.results],
                 "assumptions": self.assumptions}
 
 

@@ -112,8 +112,11 @@ def print_compare(result) -> None:
 def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
     a = result.assumptions
-    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
-          f"engine {a.get('engine')}, weights {result.dtype}")
+    ttft = f", TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else ""
+    experts = a.get("expert_dtype")
+    weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
+    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
+          f"engine {a.get('engine')}, weights {weights}")
     for tp, words in (a.get("allreduce") or {}).items():
         print(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
@@ -123,21 +126,25 @@ def print_plan(result) -> None:
     for br in result.results:
         t = Table(title=f"batch {br.batch}")
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
+        ttft_col = ["TTFT ok"] if result.ttft_budget_s else []  # which rows the TTFT budget fails
         for col in ("tp", "pp", "ep", "dp", "ITL ms", *(["p99 ITL ms"] if tail else []), "compute ms", "comm ms",
-                    "host ms", "comm %", "TTFT ms", "GB/GPU", "fits", "verdict"):
+                    "host ms", "comm %", "TTFT ms", *ttft_col, "GB/GPU", "fits", "verdict"):
             t.add_column(col, justify="right" if col != "verdict" else "left")
         for r in br.rows:
             verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
             p99 = [f"{r.itl_p99_s * 1e3:.2f}" if r.itl_p99_s is not None else "-"] if tail else []
             t.add_row(str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *p99,
                       f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
-                      f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}",
+                      f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}",
+                      *(["yes" if r.ttft_s <= result.ttft_budget_s else "no"] if ttft_col else []),
+                      f"{r.mem_bytes_per_gpu / 1e9:.1f}",
                       "yes" if r.fits_memory else "no", verdict)
         console.print(t)
         best = br.judgement.best.label() if br.judgement and br.judgement.best else None
         smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
-        print(f"fewest GPUs that fit: {br.min_gpus_memory} ({smallest})   max TP within budget: {br.max_tp_budget}   "
-              f"latency-optimal: {best}")
+        print(f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
+              f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
+              f"latency-optimal: {best or 'none'}")
         print(br.verdict)
         print()
 
