@@ -76,7 +76,7 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
            "differs." if same_gpu else f"Same engine ({ask.engine}) and plan (TP{tp}) on each system.")
     text = (f"{who} {cfg.name} at batch {ask.batch}, context {ask.context}: each token runs {ref.call.count} TP "
             f"all-reduces of {format_bytes(ref.call.msg_bytes)}, each priced as the kernel the engine runs at that "
-            f"size on that fabric.")
+            f"size on that fabric; the rest of a token's communication is its other collectives and the ranks' skew.")
     table = tuple((r.case.label, r.call.words, format_seconds(r.call.time_s), format_seconds(r.row.comm_s),
                    format_seconds(r.row.itl_s), f"{100 * r.row.comm_share:.0f}%",
                    f"{format_seconds(r.big.time_s)} ({r.big.words})") for r in rows)
