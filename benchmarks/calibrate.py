@@ -11,7 +11,10 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             least squares over g = 2, 4, 8 (offset only on PCIe-only generations)
   arch[gen] Simple floor    the same line through the ring Simple rows below 32 MiB; LL128 takes
                             the LL parameters
-  arch[gen] NVLS fixed cost NVLS small-message rows: (t - n / bw) / g, median
+  NVLS small fixed cost     a[gen] + b log2(g): NVLS small-message rows' (t - n / bw), HGX 4-8 GPUs
+                            (measured_comm) and XLA's GB200 NVL72 table at 8-72 GPUs less its launch
+                            (tests/validation/xla_nvl72.py): b by least squares over every row,
+                            a[gen] the median of (t - n / bw - b log2 g) of its rows
   nvls efficiency[fabric]   NVLS rows at >= 128 MiB: algbw over link x g/(g+1), median
   PCIe platform figures     large-message rings of PCIe systems: the ring's bottleneck (topology.py)
                             names the constant it measures: a host path (busbw x its uses), a
@@ -46,6 +49,7 @@ from shardbudget.comm.collectives import candidates, make_group  # noqa: E402
 from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
+from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
@@ -91,6 +95,13 @@ def samples(data_dir: Path | None = None) -> list[Sample]:
     return out
 
 
+def xla_samples(data_dir: Path | None = None) -> list[Sample]:
+    """XLA's GB200 NVL72 all-reduce rows (8-72 GPUs), less XLA's launch: only fit_nvls_small reads
+    them (their large sizes are whole-executable times of replica groups side by side)."""
+    xla = load_module("xla_nvl72")
+    return [Sample(xla.SYSTEM, r.gpus, 1, r.size_bytes, r.time_s, source="xla") for r in xla.load_rows(data_dir)]
+
+
 # --- constants and how they enter a catalog ---------------------------------------------------
 
 @dataclass
@@ -99,6 +110,7 @@ class Calibration:
     arch: dict[str, ArchFloor] = field(default_factory=dict)
     nvls_link_efficiency: dict[str, float] = field(default_factory=dict)
     nvls_decay_per_rank: float | None = None
+    nvls_small_per_doubling_s: float | None = None
     shm_ll_bandwidth_fraction: float | None = None
     engines: dict[str, dict] = field(default_factory=dict)
     fabric_achievable: dict[str, float] = field(default_factory=dict)
@@ -119,6 +131,9 @@ def apply(catalog: Catalog, cal: Calibration) -> Catalog:
     nccl = replace(nccl, arch=MappingProxyType(arch), nvls_link_efficiency=MappingProxyType(nvls),
                    ring_efficiency=MappingProxyType(ring_eff),
                    nvls_decay_per_rank=nccl.nvls_decay_per_rank if cal.nvls_decay_per_rank is None else cal.nvls_decay_per_rank,
+                   nvls_small_latency_per_doubling_s=(nccl.nvls_small_latency_per_doubling_s
+                                                      if cal.nvls_small_per_doubling_s is None
+                                                      else cal.nvls_small_per_doubling_s),
                    shm_ll_bandwidth_fraction=(nccl.shm_ll_bandwidth_fraction if cal.shm_ll_bandwidth_fraction is None
                                               else cal.shm_ll_bandwidth_fraction))
     fabrics = {n: (replace(f, achievable_bytes_per_s=min(cal.fabric_achievable[n], f.bytes_per_s))
@@ -199,7 +214,6 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
     nccl = catalog.nccl
     by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     pcie_offsets: dict[tuple[str, str], list[float]] = defaultdict(list)
-    nvls_per_rank: dict[str, list[float]] = defaultdict(list)
     sweeps = rows == "measured_comm"
     for x in _single(xs):
         s = catalog.system(x.system)
@@ -208,9 +222,6 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
         group, c = _chosen(catalog, x)
         arch = s.gpu.arch
         residual = x.time_s - x.size_bytes / c.algbw_bytes_per_s
-        if c.algorithm == "nvls" and c.latency_s < 50 * US and x.size_bytes <= 16 * 2**20:
-            nvls_per_rank[arch].append(residual / x.gpus)
-            continue
         if c.algorithm != "ring":
             continue
         # latency-dominated rows only: LL at <= 8 KiB, Simple where its bandwidth term is at most
@@ -247,9 +258,8 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
         offset.setdefault("simple", offset["ll"])
         scale.setdefault("simple", 1.0)
         offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
-        per_rank = statistics.median(nvls_per_rank[arch]) if nvls_per_rank.get(arch) else 0.0
         out[arch] = ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
-                              nvls_small_latency_per_rank_s=per_rank, source="benchmarks/calibrate.py fit_floors")
+                              source="benchmarks/calibrate.py fit_floors")
     return out
 
 
@@ -260,11 +270,33 @@ def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
         return None
     def mean(get):
         return {p: float(np.mean([get(f)[p] for f in floors.values()])) for p in ("ll", "ll128", "simple")}
-    ranks = [f.nvls_small_latency_per_rank_s for f in floors.values() if f.nvls_small_latency_per_rank_s]
+    bases = [f.nvls_small_latency_s for f in floors.values() if f.nvls_small_latency_s]
     return ArchFloor(base_offset_s=MappingProxyType(mean(lambda f: f.base_offset_s)),
                      nvlink_hop_scale=MappingProxyType(mean(lambda f: f.nvlink_hop_scale)),
-                     nvls_small_latency_per_rank_s=float(np.mean(ranks)) if ranks else 0.0,
+                     nvls_small_latency_s=float(np.mean(bases)) if bases else 0.0,
                      source="mean of the other generations' fits")
+
+
+def fit_nvls_small(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], float | None]:
+    """NVLS's small-message fixed cost a[gen] + b log2(g) (nccl_algos.nvls_small) on the rows where
+    the small NVLS line runs, below 16 MiB with a latency under 100 us: b by least squares over the
+    rows of the generation measured at the most group sizes (its own a), then a[gen] for each
+    generation as the median of its rows' residual less b log2(g)."""
+    res: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for x in xs:
+        if x.nodes != 1 or x.algo != "auto" or x.size_bytes > 16 * 2**20:
+            continue
+        group, c = _chosen(catalog, x)
+        small = nvls_small(group)
+        if c.algorithm != "nvls" or small is None or c.latency_s != small.latency_s or c.latency_s > 100 * US:
+            continue
+        res[catalog.system(x.system).gpu.arch].append((np.log2(x.gpus), x.time_s - x.size_bytes / c.algbw_bytes_per_s))
+    widest = max(res, key=lambda a: len({p[0] for p in res[a]}), default=None)
+    fit = _line_fit(res[widest]) if widest is not None else None
+    if fit is None or fit[1] <= 0:
+        return {}, None
+    b = fit[1]
+    return {arch: float(statistics.median(r - b * lg for lg, r in pts)) for arch, pts in res.items()}, b
 
 
 def fit_nvls(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], float]:
@@ -365,6 +397,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         floors: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
         by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        two_by_arch: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -377,11 +410,13 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                 floors[s.gpu.arch][x.gpus].append(x.time_s)
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
-                base_latency = c.latency_s - (k.two_shot_extra_s if c.algorithm == "two-shot" else 0.0)
+                base_latency = c.latency_s - (k.two_shot_extra_for(s.gpu.arch) if c.algorithm == "two-shot" else 0.0)
                 eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus)
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
                 by_gpus[(c.algorithm, x.gpus)].append(point)
+                if c.algorithm == "two-shot":
+                    two_by_arch[s.gpu.arch].append((x.gpus, *point))
         slopes = []
         for by_g in floors.values():
             fit = _line_fit([(g - 2, statistics.median(v)) for g, v in by_g.items()])
@@ -406,7 +441,13 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                         table[str(g)] = min(1.0, 1 / slope)
             fit[key] = MappingProxyType(table)
             if algo == "two-shot":
-                fit["two_shot_extra_s"] = extra
+                # the second barrier per GPU generation: its rows' time beyond the pooled
+                # efficiency's transfer, median (one constant for all priced H100 TP4 at 17.7 us
+                # where vLLM measures 11.4)
+                fit["two_shot_extra_s"] = MappingProxyType({"default": extra} | {
+                    a: max(0.0, float(statistics.median(y - x / table.get(str(g), table["default"])
+                                                        for g, x, y in pts)))
+                    for a, pts in two_by_arch.items() if len(pts) >= 3})
         out[engine] = fit
     return out
 
@@ -417,8 +458,9 @@ def _hops(s: System, g: int):
 
 
 def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2,
-              engine_rows: Sequence[tuple[str, Sample]] = ()) -> Calibration:
-    """Fit every constant on `xs` (and the engines' on `engine_rows`), starting from `base`."""
+              engine_rows: Sequence[tuple[str, Sample]] = (), xla: Sequence[Sample] = ()) -> Calibration:
+    """Fit every constant on `xs` (and the engines' on `engine_rows`, NVLS's small-message cost
+    also on `xla`), starting from `base`."""
     base = base or load_catalog()
     cal = Calibration()
     cat = base
@@ -432,6 +474,9 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         # a generation without sweeps (or whose sweeps are held out) is fitted on its own
         # generation's published tables before it falls back to the other generations' mean
         cal.arch = {**fit_floors(xs, cat, rows="nccl_tests"), **fit_floors(xs, cat)}
+        cat = apply(base, cal)
+        small, cal.nvls_small_per_doubling_s = fit_nvls_small(list(xs) + list(xla), cat)
+        cal.arch = {a: replace(f, nvls_small_latency_s=small.get(a, 0.0)) for a, f in cal.arch.items()}
         cat = apply(base, cal)
         cal.nvls_link_efficiency, cal.nvls_decay_per_rank = fit_nvls(xs, cat)
         cat = apply(base, cal)
@@ -469,7 +514,8 @@ def neutral(catalog: Catalog) -> Catalog:
     generic = nccl.custom
     ones = MappingProxyType({"default": 1.0})
     engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
-                          two_shot_extra_s=generic.sync_s, one_shot_efficiency=ones, two_shot_efficiency=ones)
+                          two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
+                          two_shot_efficiency=ones)
                for n, e in catalog.engines.items()}
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
     return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
@@ -505,9 +551,11 @@ def describe(cal: Calibration) -> list[str]:
     for arch, f in sorted(cal.arch.items()):
         lines.append(f"arch {arch:10} base_offset_us " + ", ".join(f"{p} {f.base_offset_s[p] / US:+.2f}" for p in ("ll", "ll128", "simple"))
                      + "  nvlink_hop_scale " + ", ".join(f"{p} {f.nvlink_hop_scale[p]:.2f}" for p in ("ll", "ll128", "simple"))
-                     + f"  nvls_small_latency_per_rank_us {f.nvls_small_latency_per_rank_s / US:.2f}")
+                     + f"  nvls_small_latency_us {f.nvls_small_latency_s / US:.2f}")
     lines += [f"nvls_link_efficiency {k}: {v:.3f}" for k, v in sorted(cal.nvls_link_efficiency.items())]
     lines += [f"nvls_decay_per_rank {cal.nvls_decay_per_rank:.5f}"]
+    if cal.nvls_small_per_doubling_s is not None:
+        lines += [f"nvls_small_latency_per_doubling_us {cal.nvls_small_per_doubling_s / US:.2f}"]
     if cal.shm_ll_bandwidth_fraction is not None:
         lines += [f"shm_ll_bandwidth_fraction {cal.shm_ll_bandwidth_fraction:.3f}"]
     for name, fit in sorted(cal.engines.items()):
@@ -515,7 +563,8 @@ def describe(cal: Calibration) -> list[str]:
         lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
                      f"one_shot_efficiency {_table(fit.get('one_shot_efficiency'))} "
                      f"two_shot_efficiency {_table(fit.get('two_shot_efficiency'))} "
-                     f"two_shot_extra_us {fit.get('two_shot_extra_s', 0.0) / US:.2f}")
+                     "two_shot_extra_us { " + ", ".join(f"{a} = {v / US:.2f}" for a, v in
+                                                         sorted(fit.get("two_shot_extra_s", {}).items())) + " }")
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
     lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]
@@ -523,5 +572,5 @@ def describe(cal: Calibration) -> list[str]:
 
 
 if __name__ == "__main__":
-    cal = calibrate(samples(), engine_rows=engine_samples())
+    cal = calibrate(samples(), engine_rows=engine_samples(), xla=xla_samples())
     print("\n".join(describe(cal)))

@@ -4,6 +4,7 @@ import pytest
 
 from shardbudget.comm.collectives import collective_cost, custom_allreduce_allowed, make_group
 from shardbudget.errors import UnknownNameError
+from shardbudget.fabric.catalog import load_catalog
 
 
 def algo(system, n, impl, gpus=None):
@@ -49,3 +50,78 @@ def test_measured_floors():
 def test_unknown_engine():
     with pytest.raises(UnknownNameError, match="did you mean"):
         collective_cost("all-reduce", 1024, "hgx-h100", impl="vlm")
+
+
+# --- the per-host rule, the same in allreduce, plan and deploy (issue 20, fault 3) -------------
+
+def _plan_kinds(engine, tp, system="gb200-nvl72"):
+    from shardbudget.decide.planner import plan as run_plan
+    r = run_plan("llama-3.1-70b", system, batches=[1], engine=engine)
+    return r.assumptions["allreduce"][f"TP{tp}"]
+
+
+def test_nvl72_host_is_a_compute_tray():
+    s = load_catalog().system("gb200-nvl72")
+    assert (s.gpus_per_node, s.host_gpus) == (72, 4)
+    assert make_group("gb200-nvl72", gpus=8).hosts == 2
+    assert make_group("gb200-nvl72", gpus=72).hosts == 18
+    assert make_group("hgx-h100", gpus=8).hosts == 1
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_per_host_rule_in_allreduce_and_plan(engine):
+    """vLLM's and SGLang's custom kernel need one host (in_the_same_node_as): on 4 GPUs of an NVL72
+    it runs, on 8 (two trays) it does not, in `allreduce --impl` and in the plan's rule alike."""
+    assert custom_allreduce_allowed(make_group("gb200-nvl72", gpus=4), engine) is None
+    why = custom_allreduce_allowed(make_group("gb200-nvl72", gpus=8), engine)
+    assert "one host" in why and "2 hosts" in why
+    assert "one-shot" in _plan_kinds(engine, 4)
+    assert "one-shot" not in _plan_kinds(engine, 8) and "two-shot:" not in _plan_kinds(engine, 8)
+
+
+def test_vllm_symmetric_memory_crosses_trays_trtllm_runs_mnnvl():
+    """Beyond a tray vLLM's torch symmetric memory still runs (fabric handles), to world size 8;
+    TensorRT-LLM's MNNVL kernel runs at every TP on Grace hosts."""
+    assert _plan_kinds("vllm", 8).startswith("vllm: < 128 MiB: symmetric-memory multimem")
+    assert _plan_kinds("vllm", 16) == "vllm: NCCL at every size"
+    for tp in (8, 16, 32, 64):
+        assert "MNNVL" in _plan_kinds("trtllm", tp)
+    # one-shot while message x GPUs <= 1 MiB (measured_comm GB300 MNNVL rows: 128 KiB on 8, 64 KiB on 16)
+    assert algo("gb200-nvl72", 60 << 10, "trtllm", gpus=16) == "one-shot"
+    assert algo("gb200-nvl72", 70 << 10, "trtllm", gpus=16) == "two-shot"
+    assert algo("gb200-nvl72", 16 << 10, "trtllm", gpus=72) == "two-shot"
+
+
+def test_per_host_rule_in_deploy():
+    """deploy prices TP8 on an NVL72 with the plan's own rule: its ITL at its batch is the plan's."""
+    from shardbudget.decide.deploy import Workload, deploy
+    from shardbudget.decide.planner import plan as run_plan
+    r = deploy("llama-3.1-8b", "gb200-nvl72", gpus=8, engine="vllm", workload=Workload(context=4096))
+    opt = next(o for o in r.options if (o.tp, o.pp, o.replicas) == (8, 1, 1))
+    result = run_plan("llama-3.1-8b", "gb200-nvl72", batches=[opt.max_batch], context=4096, engine="vllm")
+    row = next(x for x in result.results[0].rows if (x.tp, x.pp, x.ep, x.dp) == (8, 1, opt.ep, opt.dp))
+    assert opt.itl_s == pytest.approx(row.itl_s, rel=1e-9)
+
+
+def test_forced_custom_is_labelled_as_priced():
+    """plan --impl custom on l40s-pcie: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
+    from shardbudget.decide.planner import plan as run_plan
+    words = run_plan("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom").assumptions["allreduce"]
+    assert words["TP2"] == "custom (forced by --impl)"
+    assert words["TP4"].startswith("NCCL: --impl custom cannot run here") and "peer-to-peer" in words["TP4"]
+
+
+def test_deploy_refuses_gpus_spread_over_more_nodes():
+    """deploy --gpus 8 --nodes 4 on hgx-h100: the header said 4 nodes while one was priced."""
+    from shardbudget.decide.deploy import deploy
+    from shardbudget.errors import PlanError
+    with pytest.raises(PlanError, match="8 GPUs fill 1 x hgx-h100.*not 4"):
+        deploy("llama-3.1-8b", "hgx-h100", gpus=8, nodes=4)
+
+
+def test_nvls_runs_simple_only():
+    from shardbudget.errors import PlanError
+    with pytest.raises(PlanError, match="NVLS runs the Simple protocol only"):
+        collective_cost("all-reduce", 16384, "gb200-nvl72", gpus=72, algo="nvls", protocol="ll")
+    with pytest.raises(PlanError, match="NVLS needs NVSwitch"):
+        collective_cost("all-reduce", 16384, "hgx-a100", algo="nvls")

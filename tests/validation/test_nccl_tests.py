@@ -161,12 +161,12 @@ def test_nvls_bandwidth_and_fixed_cost_on_hgx_h200():
     eff = 0.694 / (1 + 0.00355 * 7)
     assert full.algbw_bytes_per_s == pytest.approx(eff * 450e9 * 8 / 9)
     assert full.latency_s == pytest.approx(74e-6)
-    # small messages: Hopper's measured 2.82 us per rank (8 GPUs: 22.6 us) at 0.55 of that rate;
-    # 4 MiB -> 22.6 + 4.19 MB / 149.0 GB/s = 50.7 us (measured 52.4 us: stas00 NCCL 2.30.7 sweep,
-    # busbw 139.97 GB/s)
-    assert small.latency_s == pytest.approx(8 * 2.82e-6)
+    # small messages: Hopper's 4.55 us + 6.34 us per doubling of the group (8 GPUs: 23.6 us) at 0.55
+    # of that rate; 4 MiB -> 23.6 + 4.19 MB / 149.0 GB/s = 51.7 us (measured 52.4 us: stas00 NCCL
+    # 2.30.7 sweep, busbw 139.97 GB/s)
+    assert small.latency_s == pytest.approx((4.55 + 6.34 * 3) * 1e-6)
     assert small.algbw_bytes_per_s == pytest.approx(0.55 * full.algbw_bytes_per_s)
-    assert collective_cost("all-reduce", 4 * 2**20, "hgx-h200").time_s == pytest.approx(50.7e-6, rel=3e-3)
+    assert collective_cost("all-reduce", 4 * 2**20, "hgx-h200").time_s == pytest.approx(51.7e-6, rel=3e-3)
     # 8 GiB: 74 us + 8 GiB / 270.9 GB/s = 31.78 ms; measured 31.77 ms (stas00 SHARP table, busbw 473.1)
     assert collective_cost("all-reduce", 8 * 2**30, "hgx-h200").time_s == pytest.approx(31.78e-3, rel=1e-3)
     # NCCL chooses NVLS by its own estimate: 25 us, busbw 2 x 0.85 x 370.8 GB/s x 15/16

@@ -115,6 +115,9 @@ def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: s
 
 def _why_not(group: Group, op: str, impl: str, algo: str, protocol: str) -> str:
     where = f"{op} on {group.ranks} GPUs of {group.system.name} ({group.nodes} node(s))"
+    if algo == "nvls" and protocol not in ("auto", "simple") and any(
+            c.algorithm == "nvls" for c in candidates(group, op)):
+        return f"NVLS runs the Simple protocol only (NCCL has no LL or LL128 NVLS kernels); not {protocol} for {where}"
     if algo == "nvls":
         return f"NVLS needs NVSwitch with in-switch reduction inside one node; not available for {where}"
     if algo in ("one-shot", "two-shot"):

@@ -27,9 +27,10 @@ def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
     if impl in group.catalog.engines:
         return _engine_allowed(group, group.catalog.engines[impl])
     custom = group.catalog.nccl.custom
-    if group.nodes > 1 and (group.system.intra_fabric.kind != "nvl72"
-                            or group.nodes * group.system.gpus_per_node > group.system.domain_gpus):
+    if group.nodes > 1:
         return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
+    if group.hosts > 1:
+        return _host_words(group, "custom all-reduce kernels")
     path = ring_path(group.system, group.gpus_per_node)
     if not path.p2p:
         return f"custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
@@ -39,6 +40,20 @@ def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
         sizes = ", ".join(str(w) for w in custom.world_sizes)
         return f"custom all-reduce supports {sizes} GPUs, not {group.gpus_per_node}"
     return None
+
+
+def _host_words(group: Group, what: str) -> str:
+    s = group.system
+    return (f"{what} need every rank on one host ({s.host_gpus} GPUs of {s.name}: vLLM's "
+            f"in_the_same_node_as); {group.gpus_per_node} GPUs span {group.hosts} hosts")
+
+
+def mnnvl(group: Group, e: EngineKernels) -> bool:
+    """The engine's multi-node NVLink kernel runs here: ranks on several hosts of one NVLink domain
+    with Grace (aarch64) hosts, as TensorRT-LLM's MNNVLAllReduce.is_mnnvl requires."""
+    s = group.system
+    return (bool(e.mnnvl_max_bytes) and group.nodes == 1 and group.hosts > 1
+            and s.cpu is not None and s.cpu.vendor == "arm" and ring_path(s, group.gpus_per_node).nccl_link == "nvlink")
 
 
 def custom_candidates(group: Group, impl: str) -> list[Candidate]:
@@ -51,7 +66,12 @@ def custom_candidates(group: Group, impl: str) -> list[Candidate]:
 def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
     s, g = group.system, group.gpus_per_node
     if group.nodes > 1:
-        return f"{e.name}'s custom all-reduce works inside one node only"
+        return f"{e.name}'s custom all-reduce works inside one NVLink domain only, not across nodes"
+    if group.hosts > 1:
+        if mnnvl(group, e):
+            return None
+        return _host_words(group, f"{e.name}'s custom all-reduce kernels") if e.single_host else (
+            f"{e.name}'s all-reduce kernels reach other hosts only over multi-node NVLink with Grace hosts")
     if g not in e.world_sizes:
         return f"{e.name}'s custom all-reduce supports {', '.join(map(str, e.world_sizes))} GPUs, not {g}"
     path = ring_path(s, g)
@@ -60,10 +80,18 @@ def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
     if path.nccl_link != "nvlink" and g > e.pcie_max_gpus:
         return (f"{e.name} runs its custom all-reduce on at most {e.pcie_max_gpus} PCIe-only GPUs"
                 if e.pcie_max_gpus else f"{e.name}'s custom all-reduce needs NVLink")
-    if s.intra_fabric.kind == "nvl72" and e.host_max_gpus_nvl72 is not None and g > e.host_max_gpus_nvl72:
-        return (f"{e.name}'s custom all-reduce stays inside one host ({e.host_max_gpus_nvl72} GPUs of an "
-                f"NVL72 tray)")
     return None
+
+
+def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
+    """(latency, one-shot algbw, two-shot algbw) of the engine's kernels on `group`: launch and a
+    2-GPU barrier, then one more flag per further peer; one-shot reads the p-1 peers' whole
+    buffers, two-shot moves 2(p-1)/p of n each way."""
+    g, arch = group.gpus_per_node, group.system.gpu.arch
+    busbw = ring_path(group.system, g).busbw_bytes_per_s
+    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    return (latency, e.efficiency(1, g) * busbw / (g - 1),
+            e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g))
 
 
 def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
@@ -71,23 +99,17 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     engine's source decides by size, not by time: priority 0 in that window)."""
     if _engine_allowed(group, e) is not None:
         return []
-    s, g, arch = group.system, group.gpus_per_node, group.system.gpu.arch
-    path = ring_path(s, g)
-    busbw = path.busbw_bytes_per_s
-    # launch and a 2-GPU barrier, then one more flag per further peer
-    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    g, arch = group.gpus_per_node, group.system.gpu.arch
+    latency, one_bw, two_bw = _kernel_lines(group, e)
     limit, one_limit = e.limit_bytes(g), min(e.one_shot_limit_bytes(g, arch), e.limit_bytes(g))
-    if s.intra_fabric.kind == "nvl72" and g > 4 and e.nvl72_max_bytes:
-        # across an NVL72's trays the engine's multi-node NVLink kernels, with their own limits
-        limit = e.nvl72_max_bytes
-        one_limit = min(e._by_gpus(e.nvl72_one_shot_max_bytes, g), limit)
-    # one-shot: every GPU reads the p-1 peers' whole buffers
+    if mnnvl(group, e):
+        # across hosts the engine's multi-node NVLink kernels, with their own limits
+        limit = e.mnnvl_max_bytes
+        one_limit = min(e.mnnvl_one_shot_group_bytes / g, limit)
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
-    out = [Candidate("one-shot", "ll", latency, e.efficiency(1, g) * busbw / (g - 1), max_bytes=one_limit - 1,
-                     priority=0, impl="custom")]
+    out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:
-        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
-                             e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g),
+        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch), two_bw,
                              min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
     return out
 
@@ -123,23 +145,35 @@ def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candi
     e = group.catalog.engines.get(KERNEL_OF.get(engine, engine))
     if e is None or _engine_allowed(group, e) is not None:
         return _custom(group, shots)
-    g, arch = group.gpus_per_node, group.system.gpu.arch
-    busbw = ring_path(group.system, g).busbw_bytes_per_s
-    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
+    latency, one_bw, two_bw = _kernel_lines(group, e)
     if shots == 1:
-        return Candidate("one-shot", "ll", latency, e.efficiency(1, g) * busbw / (g - 1), priority=0, impl="custom")
-    return Candidate("two-shot", "ll", latency + e.two_shot_extra_s,
-                     e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g), priority=0, impl="custom")
+        return Candidate("one-shot", "ll", latency, one_bw, priority=0, impl="custom")
+    return Candidate("two-shot", "ll", latency + e.two_shot_extra_for(group.system.gpu.arch), two_bw,
+                     priority=0, impl="custom")
 
 
-def symm_mem_candidate(group: Group, *, engine: str = "vllm") -> Candidate | None:
-    """torch symmetric-memory all-reduce with multimem (NVLS) instructions: one launch and barrier
-    as the engine's one-shot, and the in-switch reduction's bandwidth; None without NVLS."""
+def symm_mem_candidate(group: Group, *, engine: str = "vllm", multimem: bool = True) -> Candidate | None:
+    """torch symmetric-memory all-reduce as vLLM's SymmMemCommunicator runs it: the input copied into
+    the symmetric buffer, the all-reduce there (multimem: NVLS in-switch reduction; else torch's
+    two-shot through peer memory), the result copied out. The all-reduce's launch and barrier are
+    the engine's one-shot's (torch's kernel signals every peer the same way), and across an NVL72's
+    hosts too (fabric handles, pytorch#159319); each copy is one more kernel
+    (`symm_mem_copy_us`) and reads and writes n of HBM. None without NVLS (multimem) or P2P."""
+    e = group.catalog.engines.get(KERNEL_OF.get(engine, engine))
     full = nvls(group)
-    one = custom_candidate(group, 1, engine=engine)
-    if full is None or one is None:
+    if e is None or group.nodes > 1 or (multimem and full is None):
         return None
-    return Candidate("symm-mem", "ll", one.latency_s, full.algbw_bytes_per_s, priority=0, impl="custom")
+    path = ring_path(group.system, group.gpus_per_node)
+    if not path.p2p:
+        return None
+    latency, _, two_bw = _kernel_lines(group, e)
+    if multimem:
+        algbw, kind = full.algbw_bytes_per_s, "symm-mem"
+    else:
+        algbw, kind, latency = two_bw, "symm-mem", latency + e.two_shot_extra_for(group.system.gpu.arch)
+    copies_s_per_byte = 2 * 2 / group.system.gpu.mem_bytes_per_s  # two copies, each reads and writes n
+    return Candidate(kind, "ll", latency + 2 * e.symm_mem_copy_s, 1 / (1 / algbw + copies_s_per_byte),
+                     priority=0, impl="custom")
 
 
 def runs_custom_kernel(group: Group, impl: str, msg_bytes: float) -> bool:

@@ -37,6 +37,12 @@ class Group:
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    @property
+    def hosts(self) -> int:
+        """Hosts the group spans, its GPUs packed onto the fewest (an NVL72's trays of 4)."""
+        per = self.system.host_gpus
+        return self.nodes * -(-self.gpus_per_node // per)
+
 
 @dataclass(frozen=True)
 class Candidate:

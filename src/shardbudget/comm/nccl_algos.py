@@ -285,16 +285,25 @@ def nvls(group: Group) -> Candidate | None:
 
 
 def nvls_small(group: Group) -> Candidate | None:
-    """NVLS below a few hundred MiB: NCCL's own fixed cost (hwLat NVLink NVLS 25 us, tuning.cc) at a
-    fraction of the full rate, because NCCL gives small messages fewer channels and smaller chunks.
-    NCCL's estimate is the same line as `nvls`'s; of the two, the faster runs, so together they
-    trace NVLS's ramp to full bandwidth."""
+    """NVLS below a few hundred MiB: a fixed cost at a fraction of the full rate, because NCCL gives
+    small messages fewer channels and smaller chunks. NCCL's estimate is the same line as `nvls`'s
+    (hwLat NVLink NVLS 25 us, tuning.cc); of the two, the faster runs, so together they trace NVLS's
+    ramp to full bandwidth.
+
+    The fixed cost is a + b log2(g): it grows with the group, but ever more slowly (the kernel ends
+    when the last of g ranks has signalled, and measured NVL72 rows add about as much from 16 to 32
+    GPUs as from 36 to 72: XLA's GB200 table, 40 -> 50 -> 54 us). A per-rank slope fitted at 8 GPUs
+    priced 72 at 351 us, 7x the measurement. a per GPU generation and b are fitted by
+    benchmarks/calibrate.py (fit_floors, fit_nvls_small); a generation without a fit takes
+    tuning.cc's flat 25 us."""
     full = nvls(group)
     if full is None:
         return None
     c = nccl(group)
-    per_rank = c.arch_floor(group.system.gpu.arch).nvls_small_latency_per_rank_s
-    latency = per_rank * group.gpus_per_node if per_rank else c.hw_latency_s["nvlink"]["nvls"]["simple"]
+    base = c.arch_floor(group.system.gpu.arch).nvls_small_latency_s
+    g = group.gpus_per_node
+    latency = (base + c.nvls_small_latency_per_doubling_s * math.log2(g) if base
+               else c.hw_latency_s["nvlink"]["nvls"]["simple"])
     return Candidate("nvls", "simple", latency,
                      full.algbw_bytes_per_s * c.nvls_small_algbw_fraction,
                      select_latency_s=full.select_latency_s, select_algbw_bytes_per_s=full.select_algbw_bytes_per_s)

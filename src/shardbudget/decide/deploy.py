@@ -92,12 +92,11 @@ class Option:
     ep: int
     dp: int
     max_batch: int
-    """Sequences in flight per replica (0: no batch meets the constraints; its throughput is then 0
-    and its times are batch 1's, the closest miss)."""
+    """Sequences in flight per replica (0: none meets the constraints: no throughput, batch 1's times)."""
     itl_s: float
-    """Time per generated token of one sequence (with speculation: a step over the tokens it yields)."""
+    """Time per generated token of a sequence (speculation: a step over the tokens it yields)."""
     ttft_s: float
-    """NaN under a fixed --context: nothing is prefilled, there is no TTFT."""
+    """NaN under a fixed --context: nothing is prefilled."""
     tokens_per_s: float
     """All replicas together."""
     tokens_per_s_per_gpu: float
@@ -108,12 +107,10 @@ class Option:
     meets_budget: bool
     comm_share: float
     gpus_per_replica: int
-    tokens_per_step: float = 1.0
-    """Tokens a sequence gains per decode step (speculation's yield; 1 without it)."""
+    tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
 
     @property
-    def step_itl_s(self) -> float:
-        """One decode step (with speculation: the verify step and its drafts), the ITL as defined."""
+    def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
         return self.itl_s * self.tokens_per_step
 
     def label(self) -> str:
@@ -239,10 +236,9 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
-    if work.context:  # decode only: no prompts arrive, so there is no TTFT
-        return _Curve(step, np.full_like(b, np.nan), mem, comm / step, seqs, fit, yield_)
-    if prefill is not None:  # disaggregated: prompts are prefilled elsewhere and handed over
-        return _Curve(step, np.full_like(b, prefill.ttft_s), mem, comm / step, seqs, fit, yield_)
+    if work.context or prefill is not None:  # decode only (no prompt, no TTFT), or prompts prefilled elsewhere
+        ttft = np.nan if work.context else prefill.ttft_s
+        return _Curve(step, np.full_like(b, ttft), mem, comm / step, seqs, fit, yield_)
     pre = compile_step(cfg, system, p, catalog, phase="prefill", **common)
     one = float(pre.evaluate(1.0, float(work.input_len))["total_s"])
     per_token = max(one - common["eff"].step_overhead_s, 0.0) / work.input_len  # c_p
@@ -331,18 +327,15 @@ def _rank(o: Option) -> tuple:
 
 
 def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
-    """Budgets the request gives that nothing can meet or miss, said as warnings."""
-    if work.context and ttft_budget_s is not None:
-        return ("warning: the TTFT budget cannot bind: --context prices decode only (no prompt is prefilled, "
-                "so there is no TTFT); give --input-len/--output-len to price prefill",)
-    return ()
+    """A budget the request gives that nothing can meet or miss, as a warning."""
+    return ("warning: the TTFT budget cannot bind: --context prices decode only (no prompt is prefilled, so there "
+            "is no TTFT); give --input-len/--output-len to price prefill",) if work.context and ttft_budget_s else ()
 
 
 def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
                    workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
                    settings: PlanSettings = PlanSettings(), catalog: Catalog) -> list[tuple[Option, ...]]:
-    """`deploy`'s options (best first) at each ITL budget of `budgets_s`, each split priced once:
-    the interactive report's deployment table at every step of its slider."""
+    """`deploy`'s options (best first) at each ITL budget of `budgets_s`, each split priced once (the report's slider)."""
     _nodes(system, gpus, nodes)
     precision = precision_for(model, system, dtype)[0]
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
@@ -407,6 +400,13 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
     if gpus > nodes * system.gpus_per_node:
         raise PlanError(f"{gpus} GPUs do not fit in {nodes} x {system.name} ({system.gpus_per_node} per node); "
                         f"give --nodes {needed} or fewer --gpus")
+    if nodes > needed:
+        # replicas are placed on whole nodes (a replica inside one node, or over whole nodes): what
+        # is priced must be what the header says, so fewer GPUs than the nodes hold is refused
+        # rather than priced on `needed` nodes under a header of `nodes`
+        raise PlanError(f"{gpus} GPUs fill {needed} x {system.name} ({system.gpus_per_node} per node), not {nodes}: "
+                        f"deploy places replicas on whole nodes; give --nodes {needed}, or --gpus "
+                        f"{nodes * system.gpus_per_node} for {nodes} nodes")
     return nodes
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..comm.op import busbw_factor
 from ..comm.collectives import IMPLS
+from ..comm.custom_kernels import custom_allreduce_allowed
 from ..dtypes import canonical
 from ..errors import PlanError, UnknownNameError
 from ..fabric.hardware import Catalog, System
@@ -30,6 +31,7 @@ from ..model import default_precision as model_default_precision
 from ..model.plan import check_tp
 from ..step.settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from ..step.compose import compile_step
+from ..step.price_comm import tp_group
 from ..units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
 
@@ -266,11 +268,20 @@ def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catal
     by_tp = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in sorted(plans, key=lambda q: -q.dp) if q.tp > 1}
     for p in sorted(by_tp.values(), key=lambda q: q.tp):
         if common["impl"] is not None:
-            out[f"TP{p.tp}"] = f"{common['impl']} (forced by --impl)"
+            out[f"TP{p.tp}"] = _forced_words(common["impl"], tp_group(sysm, p, catalog))
             continue
         ranges = compile_step(cfg, sysm, p, catalog, **common).allreduce_ranges
         out[f"TP{p.tp}"] = f"{common['engine']}: {ranges.describe()}"
     return out
+
+
+def _forced_words(impl: str, group) -> str:
+    """'custom (forced by --impl)', or, where the custom kernels cannot run on the group, what is
+    priced instead: NCCL (the same candidates CommPricer prices with)."""
+    why = custom_allreduce_allowed(group, impl) if impl != "nccl" else None
+    if why is None:
+        return f"{impl} (forced by --impl)"
+    return f"NCCL: --impl {impl} cannot run here ({why})"
 
 
 def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,

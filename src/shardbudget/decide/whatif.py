@@ -97,7 +97,8 @@ def two_nodes(system: System, tp: int) -> System | None:
     nics = max(1, system.nics_per_node * half // system.gpus_per_node)
     return dataclasses.replace(system, name=f"{system.name} as 2 nodes x {half} GPUs",
                                description=f"what-if: {system.name} with {half} GPUs per node", gpus_per_node=half,
-                               gpus_per_socket=per_socket, domain_gpus=half, nics_per_node=nics, pcie=tree)
+                               gpus_per_socket=per_socket, domain_gpus=half, nics_per_node=nics, pcie=tree,
+                               gpus_per_host=math.gcd(system.host_gpus, half))
 
 
 def fabric_cases(system: System, catalog: Catalog, tp: int) -> list[FabricCase]:

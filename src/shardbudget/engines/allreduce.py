@@ -16,13 +16,13 @@ from functools import lru_cache
 import numpy as np
 
 from ..comm.collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
-from ..comm.custom_kernels import custom_candidate, symm_mem_candidate
+from ..comm.custom_kernels import custom_candidate, custom_candidates, symm_mem_candidate
 from ..units import format_bytes
 from .presets import EnginePreset, allreduce_choice, load_engine
 
 KIND_WORDS = {"none": "no collective", "one-shot": "one-shot", "two-shot": "two-shot",
               "symm-mem-multimem": "symmetric-memory multimem", "symm-mem-two-shot": "symmetric-memory two-shot",
-              "nccl": "NCCL"}
+              "mnnvl": "MNNVL", "nccl": "NCCL"}
 
 
 @dataclass(frozen=True)
@@ -61,17 +61,24 @@ class AllReduceRanges:
 def _group_facts(group: Group) -> dict:
     path = intra_path(group.system, group.gpus_per_node) if group.gpus_per_node > 1 else None
     nvlink = path is not None and path.nccl_link == "nvlink" and path.p2p and group.nodes == 1
+    cpu = group.system.cpu
+    # TensorRT-LLM's is_mnnvl: several hosts of one NVLink domain, aarch64 (Grace) hosts
+    mnnvl = nvlink and group.hosts > 1 and cpu is not None and cpu.vendor == "arm"
     return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.arch, "nodes": group.nodes,
-            "multicast": bool(path and path.nvls)}
+            "multicast": bool(path and path.nvls), "hosts": group.hosts, "mnnvl": mnnvl}
 
 
 def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
     if kind == "nccl":
         return candidates(group, "all-reduce", "nccl")
-    if kind in ("one-shot", "two-shot", "symm-mem-two-shot"):
+    if kind == "mnnvl":
+        # the engine's multi-node NVLink kernels: one-shot, then two-shot, by their own limits
+        lines = tuple(custom_candidates(group, engine))
+        return lines or candidates(group, "all-reduce", "nccl")
+    if kind in ("one-shot", "two-shot"):
         c = custom_candidate(group, 1 if kind == "one-shot" else 2, engine=engine)
     else:
-        c = symm_mem_candidate(group, engine=engine)
+        c = symm_mem_candidate(group, engine=engine, multimem=kind == "symm-mem-multimem")
     # where the model cannot price the engine's kernel on this group, NCCL's tuner stands in
     return (c,) if c is not None else candidates(group, "all-reduce", "nccl")
 
@@ -88,7 +95,8 @@ def allreduce_ranges_for(engine: str, group: Group, bytes_per_token: float) -> A
     def choice(n: float) -> str:
         tokens = max(1, int(n // bytes_per_token)) if bytes_per_token else None
         return allreduce_choice(preset, group.ranks, n, facts["nvlink"], facts["p2p"], arch=facts["arch"],
-                                nodes=facts["nodes"], tokens=tokens, multicast=facts["multicast"])
+                                nodes=facts["nodes"], tokens=tokens, multicast=facts["multicast"],
+                                hosts=facts["hosts"], mnnvl=facts["mnnvl"])
 
     bounds = [0.0] + edges + [math.inf]
     kinds = [choice((lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1) for lo, hi in zip(bounds, bounds[1:])]
@@ -110,7 +118,33 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
                 out |= {tokens * bytes_per_token, (tokens + 1) * bytes_per_token}
     if symm is not None:
         out |= {b for per in symm.max_bytes.values() for b in per.values()}
+    if preset.allreduce.mnnvl is not None:
+        out.add(preset.allreduce.mnnvl.max_bytes)
     return {e for e in out if e > 0}
+
+
+def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
+                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
+                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
+    """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
+
+    E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
+    read as "< 256 KiB one-shot; up to 64 MiB symmetric memory; larger NCCL". Exact boundaries are
+    the thresholds of the preset; whether a boundary itself belongs below or above follows each
+    rule (vLLM's custom kernel takes messages strictly below its limit).
+    """
+    edges = sorted({e for e in _edges(preset, 0.0) if 0 < e < max_bytes} | {max_bytes})
+    ranges: list[tuple[float, str]] = []
+    lo = 0.0
+    for hi in edges + [math.inf]:
+        probe = (lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1
+        kind = allreduce_choice(preset, world_size, probe, nvlink, p2p, arch=arch, nodes=nodes, tokens=tokens)
+        if ranges and ranges[-1][1] == kind:
+            ranges[-1] = (hi, kind)
+        else:
+            ranges.append((hi, kind))
+        lo = hi
+    return tuple(ranges)
 
 
 def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +159,9 @@ def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[
         positions += [len(ranges.kinds) + i for i, k in enumerate(ranges.at_edge) if k == kind]
         mask = np.isin(index, positions)
         if mask.any():
-            tk, lk = times_and_latencies_s(_unlimited(ranges.pools[kind]), msg_bytes)
+            # the MNNVL kernels keep their own one-shot / two-shot limits; elsewhere the rule chose
+            pool = ranges.pools[kind] if kind == "mnnvl" else _unlimited(ranges.pools[kind])
+            tk, lk = times_and_latencies_s(pool, msg_bytes)
             t, lat = np.where(mask, tk, t), np.where(mask, lk, lat)
     return t, lat
 
@@ -135,4 +171,4 @@ def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     return tuple(c if c.impl == "nccl" else dataclasses.replace(c, max_bytes=math.inf, min_bytes=0.0) for c in pool)
 
 
-__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges_for", "engine_allreduce_s"]
+__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges", "allreduce_ranges_for", "engine_allreduce_s"]

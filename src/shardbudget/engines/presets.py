@@ -46,10 +46,10 @@ published measurements in ../shared/data/decode_tp.csv."""
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
 
-ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "nccl")
+ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "mnnvl", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
 two-shot IPC kernel, torch symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or
-its two-shot), or NCCL."""
+its two-shot), the engine's multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
 
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
 _FRACTION_OF = ("total", "free_after_weights")
@@ -120,6 +120,17 @@ class SymmMem:
     max_bytes: Mapping[str, Mapping[int, float]]
     """[arch][world size] -> largest message (inclusive), bytes."""
     multimem_world_sizes: Mapping[str, tuple[int, ...]]
+    across_hosts: bool
+    """Runs across the hosts of one NVLink domain (torch's fabric-handle rendezvous on an NVL72)."""
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mnnvl:
+    """The engine's multi-node NVLink all-reduce (TensorRT-LLM MNNVLAllReduce): taken first when the
+    group spans hosts of one NVLink domain with aarch64 (Grace) hosts, at any world size."""
+
+    max_bytes: float
     source: str
 
 
@@ -130,6 +141,7 @@ class AllReducePolicy:
     """All-reduce, residual add and RMSNorm run as one kernel by default."""
     custom: CustomAllReduce | None
     symm_mem: SymmMem | None
+    mnnvl: Mnnvl | None
     source: str
 
 
@@ -272,7 +284,7 @@ def _symm_mem(t: _Table) -> SymmMem:
         default_enabled=t.flag("default_enabled"), archs=tuple(t.get("archs")),
         needs_multicast=t.flag("needs_multicast"), max_bytes=t.sizes_by_world("max_bytes"),
         multimem_world_sizes=MappingProxyType({a: multimem.world_sizes(a) for a in multimem.data}),
-        source=t.text("source"))
+        across_hosts=t.flag("across_hosts", False), source=t.text("source"))
 
 
 def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
@@ -313,6 +325,9 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         allreduce=AllReducePolicy(order=order, fused_residual_rmsnorm=ar.flag("fused_residual_rmsnorm"),
                                   custom=_custom(custom_t) if custom_t is not None else None,
                                   symm_mem=_symm_mem(symm_t) if symm_t is not None else None,
+                                  mnnvl=(Mnnvl(max_bytes=ar.table("mnnvl").size("max_bytes"),
+                                               source=ar.table("mnnvl").text("source"))
+                                         if "mnnvl" in ar.data else None),
                                   source=ar.text("source")),
         memory=MemoryPolicy(
             fraction=mem.fraction(fraction_key), fraction_of=fraction_of,
@@ -345,7 +360,8 @@ def load_engine(name: str) -> EnginePreset:
 
 def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nvlink: bool, p2p: bool, *,
                      arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     multicast: bool | None = None, symm_mem: bool | None = None) -> str:
+                     multicast: bool | None = None, symm_mem: bool | None = None, hosts: int = 1,
+                     mnnvl: bool = False) -> str:
     """Which all-reduce the engine runs for one message, as one of `ALLREDUCE_KINDS`.
 
     `msg_bytes` is the per-rank buffer (nccl-tests 'size'): tokens x hidden x 2 bytes for a bf16
@@ -355,6 +371,9 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
     > 1 means the group spans nodes. `tokens` (rows of the all-reduced tensor) is needed for
     TensorRT-LLM, whose AUTO heuristic is expressed in tokens. `multicast` (NVLS available)
     defaults to `nvlink`; `symm_mem` overrides the preset's default (VLLM_ALLREDUCE_USE_SYMM_MEM).
+    `hosts`: the hosts the group spans inside its NVLink domain (an NVL72 tray holds 4 GPUs): a
+    kernel that needs one host (`single_node`) does not run on more. `mnnvl`: the hosts are Grace
+    hosts of one multi-node NVLink domain, where TensorRT-LLM's MNNVL kernel runs first.
     """
     if world_size < 1 or msg_bytes < 0 or nodes < 1:
         raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and "
@@ -362,15 +381,19 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
     if world_size == 1:
         return "none"
     policy = preset.allreduce
+    if policy.mnnvl is not None and mnnvl and nodes == 1 and hosts > 1 and msg_bytes <= policy.mnnvl.max_bytes:
+        return "mnnvl"
     custom = policy.custom if "custom" in policy.order else None
+    single = max(nodes, hosts)  # the custom kernels' "one node" is one host
     if custom is not None and custom.nccl_above_tokens is not None:
-        return _token_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, nodes, tokens)
+        return _token_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, single, tokens)
     multicast = nvlink if multicast is None else multicast
     symm = policy.symm_mem if "symm-mem" in policy.order else None
     symm_on = (symm is not None and (symm.default_enabled if symm_mem is None else symm_mem)
-               and nodes == 1 and arch in symm.archs and (multicast or not symm.needs_multicast)
+               and nodes == 1 and (hosts == 1 or symm.across_hosts) and arch in symm.archs
+               and (multicast or not symm.needs_multicast)
                and world_size in symm.max_bytes.get(arch, {}))
-    if custom is not None and _custom_eligible(custom, world_size, nvlink, p2p, nodes):
+    if custom is not None and _custom_eligible(custom, world_size, nvlink, p2p, single):
         limit = custom.max_bytes
         if symm_on and world_size in custom.max_bytes_with_symm_mem.get(arch, {}):
             # vLLM caps the custom kernel so that mid-size messages go to symmetric memory
@@ -417,43 +440,6 @@ def _token_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, 
         return "nccl"
     one_shot_max = custom.one_shot_max_tokens if custom.one_shot_max_tokens is not None else math.inf
     return "one-shot" if tokens <= one_shot_max else "two-shot"
-
-
-def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
-                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
-    """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
-
-    E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
-    read as "< 256 KiB one-shot; up to 64 MiB symmetric memory; larger NCCL". Exact boundaries are
-    the thresholds of the preset; whether a boundary itself belongs below or above follows each
-    rule (vLLM's custom kernel takes messages strictly below its limit).
-    """
-    edges = sorted({e for e in _thresholds(preset) if 0 < e < max_bytes} | {max_bytes})
-    ranges: list[tuple[float, str]] = []
-    lo = 0.0
-    for hi in edges + [math.inf]:
-        probe = (lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1
-        kind = allreduce_choice(preset, world_size, probe, nvlink, p2p, arch=arch, nodes=nodes, tokens=tokens)
-        if ranges and ranges[-1][1] == kind:
-            ranges[-1] = (hi, kind)
-        else:
-            ranges.append((hi, kind))
-        lo = hi
-    return tuple(ranges)
-
-
-def _thresholds(preset: EnginePreset) -> set[float]:
-    out: set[float] = set()
-    custom, symm = preset.allreduce.custom, preset.allreduce.symm_mem
-    if custom is not None:
-        out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
-        out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
-        if custom.max_bytes_two_gpus:
-            out.add(custom.max_bytes_two_gpus)
-    if symm is not None:
-        out |= {b for per in symm.max_bytes.values() for b in per.values()}
-    return out
 
 
 # --- memory defaults ------------------------------------------------------------------------

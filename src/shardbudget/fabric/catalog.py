@@ -265,7 +265,7 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         base_latency_s=e.quantity("base_latency", _seconds_or_zero, None),
         base_latency_scale=_positive_float(e, "base_latency_scale"),
         profile_source=e.text("profile_source", ""),
-        cpu=cpu, pcie=pcie,
+        cpu=cpu, pcie=pcie, gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
     )
     e.check_unknown()
     if system.pcie is None:
@@ -305,6 +305,8 @@ def _validate_system(s: System) -> None:
     if s.domain_gpus < s.gpus_per_node or s.domain_gpus % s.gpus_per_node:
         raise CatalogError(f"{where}: domain_gpus ({s.domain_gpus}) must be a multiple of gpus_per_node "
                            f"({s.gpus_per_node})")
+    if s.gpus_per_node % s.host_gpus:
+        raise CatalogError(f"{where}: gpus_per_host ({s.host_gpus}) must divide gpus_per_node ({s.gpus_per_node})")
     if s.nic_fabric is not None and s.nics_per_node < 1:
         raise CatalogError(f"{where}: nic_fabric {s.nic_fabric.name!r} is set but nics_per_node is 0")
     if s.topology == "pairs" and s.gpus_per_node % 2:

@@ -182,6 +182,15 @@ class System:
     """The host platform (None: a legacy entry whose socket crossing is `socket_fabric` alone)."""
     pcie: PcieTree | None = None
     """The PCIe tree; the loader derives one from the legacy fields where the entry has none."""
+    gpus_per_host: int | None = None
+    """GPUs one host (one OS, one process launcher) holds when a node is larger than a host: an NVL72
+    rack is one NVLink node of 18 compute trays, each a host of 4 GPUs. None: the whole node."""
+
+    @property
+    def host_gpus(self) -> int:
+        """GPUs of one host: the kernels that need a shared host (vLLM's custom all-reduce checks
+        `in_the_same_node_as`) stop here."""
+        return self.gpus_per_host or self.gpus_per_node
 
     @property
     def nic_bytes_per_s(self) -> float:

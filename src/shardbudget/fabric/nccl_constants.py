@@ -51,18 +51,25 @@ class EngineKernels:
     one_shot_max_bytes: Mapping[str, float]
     one_shot_max_bytes_by_arch: Mapping[str, Mapping[str, float]]
     pcie_max_gpus: int
-    host_max_gpus_nvl72: int | None
+    single_host: bool
+    """The kernel needs every rank on one host (vLLM / SGLang: `in_the_same_node_as`)."""
     launch_s: Mapping[str, float]
     """[GPU generation] -> 2-GPU one-shot latency, seconds; generations not listed: their mean."""
     per_peer_s: float
-    two_shot_extra_s: float
+    two_shot_extra_s: Mapping[str, float]
+    """[GPU generation or "default"] -> two-shot's second barrier and pass, seconds."""
     one_shot_efficiency: Mapping[str, float]
     """[GPU count or "default"] -> one-shot reads (p-1) n per GPU at this share of the ring's busbw."""
     two_shot_efficiency: Mapping[str, float]
     """[GPU count or "default"] -> two-shot's share of the ring busbw for its 2(p-1)/p n per GPU."""
-    nvl72_one_shot_max_bytes: Mapping[str, float]
-    """Across the trays of an NVL72 (multi-node NVLink kernels): one-shot limit by GPU count."""
-    nvl72_max_bytes: float
+    mnnvl_one_shot_group_bytes: float
+    """Across the hosts of one NVLink domain (multi-node NVLink kernels): one-shot while message x
+    GPUs is below this, bytes."""
+    mnnvl_max_bytes: float
+    """Largest message of the multi-node NVLink kernels; 0: the engine has none."""
+    symm_mem_copy_s: float = 0.0
+    """One copy kernel's fixed cost on the torch symmetric-memory path (input into the symmetric
+    buffer, result out of it), seconds."""
     source: str
 
     def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
@@ -76,6 +83,10 @@ class EngineKernels:
 
     def efficiency(self, shots: int, gpus: int) -> float:
         return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
+
+    def two_shot_extra_for(self, arch: str) -> float:
+        t = self.two_shot_extra_s
+        return t.get(arch, t.get("default", sum(t.values()) / len(t)))
 
     def launch_for(self, arch: str) -> float:
         if arch in self.launch_s:
@@ -92,6 +103,13 @@ def _by_gpu_table(value: Any) -> Mapping[str, float]:
     return MappingProxyType({"default": float(value)})
 
 
+def _by_arch(value: Any, scale: float) -> Mapping[str, float]:
+    """A number, or a table by GPU generation (with a "default" for the others)."""
+    if isinstance(value, dict):
+        return _frozen(value, scale)
+    return MappingProxyType({"default": float(value) * scale})
+
+
 def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") -> dict[str, EngineKernels]:
     out = {}
     for name, e in raw.items():
@@ -101,13 +119,14 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 name=name, version=str(e["version"]), world_sizes=tuple(int(w) for w in e["world_sizes"]),
                 max_bytes=_frozen(e["max_bytes"]), one_shot_max_bytes=_frozen(e["one_shot_max_bytes"]),
                 one_shot_max_bytes_by_arch=_frozen(e.get("one_shot_max_bytes_by_arch", {})),
-                pcie_max_gpus=int(e["pcie_max_gpus"]), host_max_gpus_nvl72=e.get("host_max_gpus_nvl72"),
+                pcie_max_gpus=int(e["pcie_max_gpus"]), single_host=bool(e.get("single_host", False)),
                 launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
-                two_shot_extra_s=float(e["two_shot_extra_us"]) * US,
+                two_shot_extra_s=_by_arch(e["two_shot_extra_us"], US),
+                symm_mem_copy_s=float(e.get("symm_mem_copy_us", 0.0)) * US,
                 one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
                 two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
-                nvl72_one_shot_max_bytes=_frozen(e.get("nvl72_one_shot_max_bytes", {})),
-                nvl72_max_bytes=float(e.get("nvl72_max_bytes", 0.0)), source=str(e["source"]))
+                mnnvl_one_shot_group_bytes=float(e.get("mnnvl_one_shot_group_bytes", 0.0)),
+                mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)), source=str(e["source"]))
         except KeyError as err:
             raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
         except (TypeError, ValueError) as err:
@@ -127,9 +146,10 @@ class ArchFloor:
     """[protocol] -> seconds added to tuning.cc's baseLat (negative: faster than the table)."""
     nvlink_hop_scale: Mapping[str, float]
     """[protocol] -> factor on tuning.cc's NVLink hwLat (ring and tree rows alike)."""
-    nvls_small_latency_per_rank_s: float = 0.0
-    """Fixed cost of NVLS below a few hundred MiB per GPU of the group, seconds (0: tuning.cc's
-    flat 25 us)."""
+    nvls_small_latency_s: float = 0.0
+    """Fixed cost of NVLS below a few hundred MiB, less its growth with the group (the intercept
+    at one GPU of `nvls_small_latency_s + per_doubling x log2(GPUs)`), seconds (0: tuning.cc's flat
+    25 us)."""
     source: str = ""
 
 
@@ -169,6 +189,8 @@ class NcclConstants:
     nvls_latency_s: float
     nvls_latency_per_rank_s: float
     nvls_small_algbw_fraction: float
+    nvls_small_latency_per_doubling_s: float
+    """What NVLS's small-message fixed cost adds each time the group doubles, seconds."""
     ring_plateau_factor: Mapping[str, float]
     """[GPU generation or 'default'] -> multi-node Simple ring all-reduce latency factor."""
     net_overhead_s: float
@@ -214,6 +236,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
             nvls_latency_s=cal["nvls_latency_us"] * US,
             nvls_latency_per_rank_s=cal["nvls_latency_per_rank_us"] * US,
             nvls_small_algbw_fraction=float(cal["nvls_small_algbw_fraction"]),
+            nvls_small_latency_per_doubling_s=cal["nvls_small_latency_per_doubling_us"] * US,
             ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
             net_overhead_s=cal["net_overhead_us"] * US,
             custom=CustomAllReduce(
@@ -228,7 +251,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
 def _floor(raw: Mapping[str, Any], where: str) -> ArchFloor:
     try:
         return ArchFloor(base_offset_s=_frozen(raw["base_offset_us"], US), nvlink_hop_scale=_frozen(raw["nvlink_hop_scale"]),
-                         nvls_small_latency_per_rank_s=float(raw.get("nvls_small_latency_per_rank_us", 0.0)) * US,
+                         nvls_small_latency_s=float(raw.get("nvls_small_latency_us", 0.0)) * US,
                          source=str(raw.get("source", "")))
     except KeyError as err:
         raise CatalogError(f"{where}: missing {err.args[0]!r}") from None

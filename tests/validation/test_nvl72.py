@@ -1,0 +1,56 @@
+"""NCCL all-reduce on a GB200 NVL72 at 8 to 72 GPUs against XLA's measured table (xla_nvl72.py says
+what was timed and why 3 us of launch is taken off), and the measured bump at 16 GPUs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from shardbudget.comm.collectives import collective_cost
+
+sys.path.insert(0, str(Path(__file__).parent))  # xla_nvl72.py is shared with benchmarks/calibrate.py
+import xla_nvl72  # noqa: E402
+
+TOLERANCE = 0.25
+"""The issue's bound for 16 KiB-1 MiB; today's worst row is 19% (18 GPUs, 18 KiB)."""
+
+
+@pytest.fixture(scope="module")
+def rows():
+    try:
+        return xla_nvl72.load_rows()
+    except FileNotFoundError:
+        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+
+
+@pytest.mark.parametrize("gpus", [8, 16, 18, 32, 36, 64, 72])
+def test_small_allreduce_within_25_percent(rows, gpus):
+    """16 KiB-1.2 MiB: every row of this group size within 25% (source: xla_nvl72.SOURCE)."""
+    checked = [r for r in rows if r.gpus == gpus and 16 * 1024 <= r.size_bytes <= 1.2 * 2**20]
+    assert len(checked) >= 6
+    errors = {r.size_bytes: collective_cost("all-reduce", r.size_bytes, xla_nvl72.SYSTEM, gpus=gpus).time_s
+              / r.time_s - 1 for r in checked}
+    worst = max(errors, key=lambda n: abs(errors[n]))
+    assert abs(errors[worst]) <= TOLERANCE, f"{gpus} GPUs at {worst:.0f} B: {errors[worst]:+.0%}"
+
+
+def test_72_gpus_is_not_seven_times_the_measurement():
+    """Fault 1 of issue 20: 16 KiB on 72 GPUs was 351 us; XLA measures 51.2 us at 18 KiB (less 3 us
+    launch: 48 us)."""
+    t = collective_cost("all-reduce", 16 * 1024, xla_nvl72.SYSTEM, gpus=72).time_s
+    assert 40e-6 < t < 62e-6
+
+
+def test_16_gpus_bump_is_nccls_choice(rows):
+    """At 16 GPUs the measured time falls from 64 KiB (52.0 us) to 128 KiB (43.7 us): NCCL's estimate
+    keeps ring LL (24.6 us by tuning.cc) ahead of NVLS (25 us) for small messages, and ring LL over
+    15 NVLink steps is slower than NVLS. The model, which runs NCCL's choice, has the same step."""
+    at = {r.size_bytes: r.time_s for r in rows if r.gpus == 16}
+    assert at[65536] > at[131072] * 1.1
+    small = collective_cost("all-reduce", 65536, xla_nvl72.SYSTEM, gpus=16)
+    large = collective_cost("all-reduce", 131072, xla_nvl72.SYSTEM, gpus=16)
+    assert (small.algorithm, small.protocol) == ("ring", "ll")
+    assert large.algorithm == "nvls"
+    assert small.time_s > large.time_s * 1.05
