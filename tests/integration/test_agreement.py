@@ -3,7 +3,8 @@ same latency-optimal plan and the same plan to pick, for 20 requests across fabr
 
 import pytest
 
-from shardbudget.decide.questions import when_allreduce_limits
+from shardbudget.decide.ask import Ask
+from shardbudget.decide.tp_limit import when_allreduce_limits
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.decide.planner import plan
@@ -54,8 +55,11 @@ def test_every_reader_names_the_same_plan(model, system, batch, budget_s, catalo
         assert f"no system makes it at batch {batch}" in headline
     # explain's sweep of the same system (no budget: the latency-optimal plan does not depend on it)
     if result.dtype == "bf16":
-        answer = when_allreduce_limits(load_model(model), catalog, catalog.system(system), batch=batch)
-        assert answer.figures["best_plan"] == br.best_plan
+        ask = Ask(cfg=load_model(model), catalog=catalog, batch=batch, budget_s=budget_s, dtype="bf16")
+        answer = when_allreduce_limits(ask, catalog.system(system))
+        swept = plan(model, system, nodes=answer.figures["nodes"], batches=[batch], budget_s=budget_s, dtype="bf16",
+                     catalog=catalog)
+        assert answer.figures["best_plan"] == swept.results[0].best_plan
     # the 'where the token goes' figure stars the same plan
     fig = figures.where_the_token_goes([result])
     starred = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels() if "★" in t.get_text()]

@@ -61,8 +61,9 @@ def test_compare(cli):
 def test_explain_answers_three_questions(cli):
     r = cli("explain", "--json")
     assert r.returncode == 0, r.stderr
-    answers = json.loads(r.stdout)
-    assert len(answers) == 3 and all(a["takeaway"] and a["figures"] for a in answers)
+    d = json.loads(r.stdout)
+    assert d["systems"] == ["hgx-h100"] and d["engine"] == "vllm"
+    assert len(d["answers"]) == 3 and all(a["takeaway"] and a["figures"] for a in d["answers"])
 
 
 def test_fabrics_lists_sources(cli):

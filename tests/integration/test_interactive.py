@@ -82,11 +82,11 @@ def test_the_initial_selection_is_the_reports_own_request(demo_data):
     g = demo_data.grid
     init = g["initial"]
     assert g["budgets"][init["budget"]] == {"s": demo.BUDGET_S, "label": "50 ms"}
-    choices, first = grid.engine_dimension(demo.IMPL)
-    assert init["engine"] == first and [e["key"] for e in g["engines"]] == [c.key for c in choices]
-    if choices[first].plan_kwargs == {"impl": demo.IMPL}:  # the impl dimension: the report's own plans
-        cell = g["cells"][0][first][0]
-        assert _step_text(g, cell, init["budget"])[1:] == list(demo_data.plans[0].results[0].judgement.sentences)
+    choices, _ = grid.engine_dimension()
+    assert [e["key"] for e in g["engines"]] == [c.key for c in choices]
+    assert g["engines"][init["engine"]]["key"] == demo.ENGINE  # the engine the report's own plans ran
+    cell = g["cells"][0][init["engine"]][0]
+    assert _step_text(g, cell, init["budget"])[1:] == list(demo_data.plans[0].results[0].judgement.sentences)
 
 
 def test_budget_steps_span_from_nothing_meets_to_everything_fits():
@@ -122,27 +122,43 @@ def test_bars_parts_add_up_to_the_itl(demo_data):
 
 
 def test_deployment_table_is_the_systems_deployment(demo_data):
-    """The table shows `deploy`'s options for the system, best tokens/s per GPU first; each option's
-    tokens/s per GPU is its batch / ITL over one replica's GPUs (checked by hand for the first)."""
+    """At the report's own budget and engine the table shows `deploy`'s options for the system, best
+    tokens/s per GPU first, with memory at each option's own batch; each option's tokens/s per GPU is
+    its batch / ITL over one replica's GPUs (checked by hand for the first)."""
     g = demo_data.grid
-    cell = g["cells"][0][g["initial"]["engine"]][0]
+    init = g["initial"]
+    entries = [g["deploy_rows"][i] for i in g["deploy"][0][init["engine"]][init["budget"]]]
     options = demo_data.deployments[0].options
-    assert [d["plan"] for d in cell["deploy"]][:3] == [f"{o.replicas} × {o.label()[len(str(o.replicas)) + 1:]}"
-                                                       .replace("/", " ") for o in options[:3]]
-    first, o = cell["deploy"][0], options[0]
+    assert [d["plan"] for d in entries][:3] == [f"{o.replicas} × {o.label()[len(str(o.replicas)) + 1:]}"
+                                                .replace("/", " ") for o in options[:3]]
+    first, o = entries[0], options[0]
     assert first["tokens_per_s_per_gpu"] == pytest.approx(o.max_batch / o.itl_s / (o.tp * o.pp), rel=1e-9)
     assert first["tokens"] == f"{o.tokens_per_s_per_gpu:,.0f}" and first["max_batch"] == o.max_batch
+    assert first["mem"] == f"{o.mem_bytes_per_gpu / 1e9:.1f} GB" and first["meets"] == o.meets_budget
+
+
+def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
+    """Below the fastest plan no option meets the budget and none shows throughput; the options
+    change with the engine (their ITLs are that engine's)."""
+    g = demo_data.grid
+    rows = g["deploy_rows"]
+    for per_engine in g["deploy"]:
+        for per_budget in per_engine:
+            assert all(not rows[i]["meets"] and rows[i]["tokens"] == "–" for i in per_budget[0])
+            assert [rows[i]["meets"] for i in per_budget[-1]][:1] in ([True], [])  # no budget: the best meets
+    itls = {e: tuple(rows[i]["itl_s"] for i in g["deploy"][0][e][g["initial"]["budget"]])
+            for e in range(len(g["engines"]))}
+    assert len(set(itls.values())) > 1
 
 
 def test_deployment_hook_takes_option_dicts(demo_data):
-    rows = demo_data.plans[0].results[1].rows
     opts = [{"replicas": 2, "tp": 4, "pp": 1, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02,
-             "tokens_per_s_per_gpu": 800.0}]
-    (entry,) = grid.deployment_entries(opts, rows)
+             "tokens_per_s_per_gpu": 800.0, "mem_bytes_per_gpu": 70.1e9, "meets_budget": True, "binding": "itl"}]
+    (entry,) = grid.deployment_entries(opts)
     assert entry["gpus"] == 8 and entry["plan"] == "2 × TP4" and entry["tokens"] == "800"
-    assert rows[entry["row"]].label() == "TP4" and entry["itl"] == "20 ms"
+    assert entry["itl"] == "20 ms" and entry["mem"] == "70.1 GB" and entry["verdict"] == "meets the budget"
     with pytest.raises(ShardbudgetError, match="deployment option 0 lacks max_batch"):
-        grid.deployment_entries([{k: v for k, v in opts[0].items() if k != "max_batch"}], rows)
+        grid.deployment_entries([{k: v for k, v in opts[0].items() if k != "max_batch"}])
 
 
 def test_grid_json_is_stable_and_cannot_close_its_script_block(demo_data):
@@ -257,12 +273,12 @@ def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
         scale = sum(p["w"] for p in bar["parts"]) / r["itl_s"]
         px_per_s = px_per_s or scale
         assert scale == pytest.approx(px_per_s, rel=1e-6)
+    entries = [g["deploy_rows"][i] for i in g["deploy"][s][e][k]]
     table = drv.find_elements(By.CSS_SELECTOR, "#sb-deploy tbody tr")
-    assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in table] == [d["plan"] for d in cell["deploy"]]
-    for row, d in zip(table, cell["deploy"]):
+    assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in table] == [d["plan"] for d in entries]
+    for row, d in zip(table, entries):
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[3:6] == [d["itl"], d["tokens"], d["mem"]]
-        assert cells[6] == ("–" if d["row"] is None else LABELS[cell["steps"][k]["labels"][d["row"]]])
+        assert cells[3:7] == [d["itl"], d["tokens"], d["mem"], d["verdict"]]
 
 
 def _requests(drv) -> list[str]:

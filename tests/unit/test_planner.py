@@ -191,8 +191,13 @@ def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom(
 def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
     from shardbudget.decide.questions import explain
     fabric, limits, network = explain("llama-3.1-70b", batch=1)
-    assert fabric.figures["systems"] == ["hgx-h100", "h100-pcie"]  # same H100, NVSwitch vs bridges + PCIe
-    best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=None).results[0].best_plan
-    assert limits.figures["best_plan"] == best
-    two = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None).results[0].best_plan
-    assert network.figures["best_plan_two_nodes"] == two
+    cases = fabric.figures["cases"]
+    assert cases[0]["system"] == "hgx-h100" and not cases[0]["whatif"] and all(c["whatif"] for c in cases[1:])
+    assert fabric.figures["same_gpu"]  # H100 SXM on NVSwitch, PCIe with and without P2P, two nodes
+    one = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030).results[0]
+    tp8 = next(r for r in one.rows if r.key == (8, 1, 1, 1))
+    assert cases[0]["itl_s"] == tp8.itl_s and cases[0]["comm_s"] == tp8.comm_s  # the same row, not a recomputation
+    two = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None)
+    assert limits.figures["best_plan"] == two.results[0].best_plan  # the sweep runs to two nodes
+    assert network.figures["best_plan_two_nodes"] == plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1],
+                                                          budget_s=None).results[0].best_plan

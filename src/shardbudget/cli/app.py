@@ -34,7 +34,7 @@ SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --
     "compare": "Systems side by side: crossover sizes and the time ratio at the sizes decode really uses.",
     "plan": "Sweep TP x PP (x EP) and say how far the model can be sharded within the budget.",
     "deploy": "How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.",
-    "explain": "Fabric A vs fabric B, when all-reduce limits sharding, why the network is slow for decode: with numbers.",
+    "explain": "Fabric against fabric, when all-reduce limits sharding, why the network is slow for decode: with numbers.",
     "models": "The model configs shipped with shardbudget.",
     "measure": "Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out.",
     "fit": "Fit the collective model's constants to measurements and write a profile usable as --catalog.",

@@ -6,8 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from . import args
 from .app import app
-from .args import BatchOpt, CatalogOpt, ContextOpt, DownloadOpt, JsonOpt, ModelOpt
+from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, JsonOpt, ModelOpt, NodesOpt,
+                   WeightDtypeOpt)
 from .common import load_catalogs, model_name, print_json
 
 ExplainSystemsOpt = Annotated[Optional[list[str]], typer.Option(
@@ -18,23 +20,48 @@ ExplainSystemsOpt = Annotated[Optional[list[str]], typer.Option(
 def explain(
     *,
     model: ModelOpt = "llama-3.1-70b",
+    system: ExplainSystemsOpt = None,
+    nodes: NodesOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
-    system: ExplainSystemsOpt = None,
+    budget: BudgetOpt = "30ms",
+    engine: EngineOpt = args.DEFAULT_ENGINE,
+    dtype: WeightDtypeOpt = None,
     catalog: CatalogOpt = None,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fabric A vs fabric B, when all-reduce limits sharding, why the network is slow for decode: with numbers."""
+    """Fabric against fabric, when all-reduce limits sharding, why the network is slow for decode: with numbers.
+
+    One --system is compared with its own GPU on the catalog's other fabrics (NVSwitch, PCIe with and
+    without P2P, two nodes); several are compared with each other. Default: hgx-h100."""
     from ..decide.questions import DEFAULT_SYSTEMS, explain as explain_questions
     from ..errors import PlanError
     if batch and len(batch) > 1:
         raise PlanError("explain answers for one batch size: give --batch once")
-    answers = explain_questions(model_name(model, download), systems=system or DEFAULT_SYSTEMS,
-                                batch=batch[0] if batch else 1, context=context or 4096,
-                                catalog=load_catalogs(catalog))
+    result = explain_questions(model_name(model, download), systems=system or DEFAULT_SYSTEMS,
+                               batch=batch[0] if batch else 1, context=context or 4096, engine=engine,
+                               nodes=nodes or 1, dtype=dtype, budget_s=args.budget(budget),
+                               catalog=load_catalogs(catalog))
     if json_out:
-        print_json([a.to_dict() for a in answers])
+        print_json(result)
         return
-    for a in answers:
-        print(f"## {a.question}\n{a.text}\n-> {a.takeaway}\n")
+    for a in result.answers:
+        print(f"## {a.question}\n{a.text}")
+        for t in a.tables:
+            print(_table(t.columns, t.rows) + "\n" if t is not a.tables[-1] else _table(t.columns, t.rows))
+        print(f"-> {a.takeaway}\n")
+
+
+def _table(columns, rows) -> str:
+    """Plain aligned columns (first column left, the rest right); a row of empty cells is a gap."""
+    cells = [list(columns)] + [list(r) + [""] * (len(columns) - len(r)) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
+    lines = []
+    for k, c in enumerate(cells):
+        if k and not any(c):
+            lines.append("")
+            continue
+        lines.append("  ".join(c[0].ljust(widths[0]) if i == 0 else c[i].rjust(widths[i])
+                               for i in range(len(columns))).rstrip())
+    return "\n".join(lines)

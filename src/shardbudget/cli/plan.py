@@ -35,7 +35,7 @@ def plan_cmd(
     impl: ImplOpt = None,
     dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
-    comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of ITL that counts as 'sharded too far'.")] = 0.30,
+    comm_threshold: Annotated[float, typer.Option("--comm-threshold", help="Communication share of the latency-optimal plan's ITL above which it is flagged comm-bound (a warning, not the 'sharded too far' verdict).")] = 0.30,
     knee_threshold: Annotated[float, typer.Option("--knee-threshold", help="Gain below which the next TP is not worth it (latency-optimal TP).")] = 0.10,
     engine: EngineOpt = args.DEFAULT_ENGINE,
     sequence_parallel: SequenceParallelOpt = False,

@@ -92,13 +92,15 @@ class Option:
     ep: int
     dp: int
     max_batch: int
-    """Sequences in flight per replica (0: no batch meets the constraints)."""
+    """Sequences in flight per replica (0: none meets the constraints: no throughput, batch 1's times)."""
     itl_s: float
-    """The served TPOT: time between two tokens of one sequence (step.served)."""
+    """The served TPOT: time between two tokens of one sequence (step.served); with speculation, a
+    step over the tokens it yields."""
     cycle_s: float
     """Per token of one sequence with its own prompt's share: tokens/s = replicas x max_batch / cycle_s
     (equal to itl_s where no prompts are mixed in: --context, disaggregated)."""
     ttft_s: float
+    """NaN under a fixed --context: nothing is prefilled."""
     tokens_per_s: float
     """All replicas together."""
     tokens_per_s_per_gpu: float
@@ -109,6 +111,11 @@ class Option:
     meets_budget: bool
     comm_share: float
     gpus_per_replica: int
+    tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
+
+    @property
+    def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
+        return self.itl_s * self.tokens_per_step
 
     def label(self) -> str:
         plan = Plan(self.tp, self.pp, self.ep, self.dp).label().replace("DP-attention", "DP")
@@ -117,6 +124,7 @@ class Option:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("gpus_per_replica")
+        d["step_itl_s"] = self.step_itl_s
         return d
 
 
@@ -198,6 +206,7 @@ class _Curve:
     tokens/s per replica; equal to itl_s where no prompts are mixed in."""
     fits: np.ndarray
     """Whether each entry fits as the engine counts memory (memory.fits)."""
+    tokens_per_step: float = 1.0
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
@@ -209,33 +218,35 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
         step, comm, _ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
                                          spec=work.speculation)
-        # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive
-        ttft = np.full_like(b, prefill.ttft_s) if prefill is not None else np.zeros_like(b)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit)
+        # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
+        ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_)
     s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
                      common=common, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
     fits = c.fits
     itl_ok = c.itl_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
-    ttft_ok = c.ttft_s <= budgets.ttft_budget_s if budgets.ttft_budget_s is not None else np.ones_like(fits)
+    ttft_ok = ~(c.ttft_s > budgets.ttft_budget_s) if budgets.ttft_budget_s is not None else np.ones_like(fits)  # NaN: no TTFT
     ok = fits & itl_ok & ttft_ok
     # the batch grows while every smaller batch also meets the constraints
     n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
     binding = "max-batch" if n == MAX_BATCH else ("memory" if not fits[n] else "itl" if not itl_ok[n] else "ttft")
     i = max(n - 1, 0)  # the row of the largest good batch (or batch 1 for the closest miss)
-    per_replica = float(c.seqs[i]) / c.cycle_s[i]
+    per_replica = float(c.seqs[i]) / c.cycle_s[i] if n else 0.0  # no batch meets them: no throughput
     return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if n else 0,
                   itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
                   ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
-                  tokens_per_s_per_gpu=float(per_replica / p.gpus), tokens_per_s_per_user=float(1 / c.itl_s[i]),
+                  tokens_per_s_per_gpu=float(per_replica / p.gpus),
+                  tokens_per_s_per_user=float(1 / c.itl_s[i]) if n else 0.0,
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=n > 0,
-                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus)
+                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step)
 
 
 # --- the sweep ------------------------------------------------------------------------------
@@ -274,14 +285,14 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     if not options:
         raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
                         f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
-    options.sort(key=lambda o: (-o.tokens_per_s_per_gpu if o.meets_budget else math.inf, -o.tokens_per_s_per_user))
+    options.sort(key=_rank)
     best = next((o for o in options if o.meets_budget), None)
     result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budget_s,
                           ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
                           prefill=_prefill_dict(prefills.get(best.label()) if best else None),
-                          notes=tuple(precision_notes), memory_utilization=settings.memory_utilization,
-                          precision=precision, chunk_tokens=CHUNK_TOKENS,
+                          notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
+                          memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
@@ -296,6 +307,30 @@ def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Work
         raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
                         f"{cfg.max_position_embeddings}")
     check_request(engine, system, cfg, workload.speculation)
+
+
+def _rank(o: Option) -> tuple:
+    """Best first: the most tokens/s per GPU among the options that meet the budgets, then the rest."""
+    return (-o.tokens_per_s_per_gpu, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.itl_s)
+
+
+def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
+    """A budget the request gives that nothing can meet or miss, as a warning."""
+    return ("warning: the TTFT budget cannot bind: --context prices decode only (no prompt is prefilled, so there "
+            "is no TTFT); give --input-len/--output-len to price prefill",) if work.context and ttft_budget_s else ()
+
+
+def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
+                   workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
+                   settings: PlanSettings = PlanSettings(), catalog: Catalog) -> list[tuple[Option, ...]]:
+    """`deploy`'s options (best first) at each ITL budget of `budgets_s`, each split priced once (the report's slider)."""
+    _nodes(system, gpus, nodes)
+    precision = precision_for(model, system, dtype)[0]
+    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
+              for r, p in splits(model, system, gpus)]
+    return [tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=b)) for r, p, c in curves), key=_rank))
+            for b in budgets_s]
 
 
 def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
@@ -448,7 +483,9 @@ def _no_option_text(r: DeployResult, budgets: str) -> str:
                 f"--dtype / --kv-dtype / context.")
     c = min(fitting, key=lambda o: o.itl_s)
     return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
-            f"{format_seconds(c.itl_s)} ITL, TTFT {format_seconds(c.ttft_s)} (binding: {c.binding}).")
+            f"{format_seconds(c.itl_s)} ITL" + ("" if math.isnan(c.ttft_s) else f", TTFT {format_seconds(c.ttft_s)}")
+            + f" (binding: {c.binding}).")
 
 
-__all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "deploy", "pareto_front", "splits", "verdict_text"]
+__all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "budget_options", "deploy", "pareto_front", "splits",
+           "verdict_text"]

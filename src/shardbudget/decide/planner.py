@@ -85,7 +85,8 @@ class PlanResult:
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "context": self.context,
                 "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "impl": self.impl,
-                "dtype": self.dtype, "results": [r.to_dict() for r in self.results],
+                "dtype": self.dtype, "expert_dtype": self.assumptions.get("expert_dtype") or self.dtype,
+                "results": [r.to_dict() for r in self.results],
                 "assumptions": self.assumptions}
 
 
@@ -170,7 +171,7 @@ class Budgets:
     """Inter-token latency budget, seconds (None: no budget)."""
     ttft_budget_s: float | None = None
     comm_threshold: float = 0.30
-    """Communication share of the ITL above which a TP counts as sharded too far."""
+    """Communication share of the ITL above which a plan is flagged comm-bound (a warning)."""
     knee_threshold: float = 0.10
     """Gain below which the next TP is not worth it (the latency-optimal TP)."""
 
@@ -275,9 +276,9 @@ def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catal
     """What runs each plan's TP all-reduce, per TP degree: the engine's size ranges ('< 256 KiB:
     one-shot; ...'), or the forced implementation."""
     out = {}
-    # one plan per TP degree, PP 1: a TP the heads refuse is swept with data-parallel attention only
-    first = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in reversed(plans) if q.tp > 1}
-    for p in sorted(first.values(), key=lambda q: q.tp):
+    # one plan per TP degree: pure TP where the heads allow it, else its data-parallel-attention plan
+    by_tp = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in sorted(plans, key=lambda q: -q.dp) if q.tp > 1}
+    for p in sorted(by_tp.values(), key=lambda q: q.tp):
         if common["impl"] is not None:
             out[f"TP{p.tp}"] = _forced_words(common["impl"], tp_group(sysm, p, catalog))
             continue

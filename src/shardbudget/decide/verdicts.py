@@ -252,9 +252,17 @@ def _budget_sentence(v: Verdict, limits: Thresholds) -> str:
     budgets = _budget_words(limits)
     if v.largest_tp_within_budget is None:
         c = v.closest
-        ttft = f", TTFT {_ms(c.ttft_s)}" if limits.ttft_budget_s is not None else ""
-        return (f"No plan meets {budgets}: the closest is {c.label()} at {_ms(c.itl_s)} "
-                f"({_ms(c.compute_s)} compute, {_ms(c.comm_s)} communication{ttft}).")
+        parts = f"({_ms(c.compute_s)} compute, {_ms(c.comm_s)} communication)"
+        if limits.ttft_budget_s is None:
+            return f"No plan meets {budgets}: the closest is {c.label()} at {_ms(c.itl_s)} {parts}."
+        # say which budget the closest plan misses: an ITL within its budget is not the problem
+        itl_ok = limits.budget_s is None or c.itl_s <= limits.budget_s
+        ttft_ok = c.ttft_s <= limits.ttft_budget_s
+        words = {True: "meets", False: "misses"}
+        itl = (f"its ITL {_ms(c.itl_s)} {parts} {words[itl_ok]} the ITL budget" if limits.budget_s is not None
+               else f"its ITL is {_ms(c.itl_s)} {parts}")
+        return (f"No plan meets {budgets}: the closest is {c.label()}; {itl}, its TTFT {_ms(c.ttft_s)} "
+                f"{words[ttft_ok]} the TTFT budget.")
     r = v.largest_tp_within_budget
     ttft = f", TTFT {_ms(r.ttft_s)}" if limits.ttft_budget_s is not None else ""
     plan = "" if r.label() == f"TP{r.tp}" else f"{r.label()}: "

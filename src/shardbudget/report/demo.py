@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.table import Table
 
 from . import html as report_html
+from ..step.settings import DEFAULT_ENGINE
 from .fmt import fmt_seconds, fmt_tp
 
 MODEL = "llama-3.1-70b"
@@ -21,33 +22,37 @@ BATCHES = (1, 64)
 CONTEXT = 4096
 BUDGET_S = 0.050
 DTYPE = "bf16"
-IMPL = "nccl"
+ENGINE = DEFAULT_ENGINE
+"""The engine every other command defaults to: its all-reduce is the one it picks by size, not forced."""
 
 
 def run_demo(out: str | os.PathLike = "report.html", *, catalog=None,
              progress: report_html.Progress | None = None, force: bool = True) -> tuple[report_html.ReportData, Path]:
     """Compute the demo, write its report to `out` (atomically) and return the data and the path."""
     path = report_html.check_report_path(out, force=force)  # fail before the work, not after it
-    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, impl=IMPL,
+    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=ENGINE,
                                dtype=DTYPE, catalog=catalog, progress=progress)
     text = report_html.render(data, progress)
     return data, report_html.write_html(path, text, force=force)
 
 
 def verdict_table(data: report_html.ReportData):
-    """The compact verdict table (rich): per system and batch, min/max/best TP, comm share, verdict."""
+    """The compact verdict table (rich): per system and batch, the fewest GPUs that fit, the largest
+    TP within budget, the latency-optimal plan with its ITL, comm share and all-reduce, the verdict."""
     budget = data.settings["budget_s"]
-    t = Table(title=f"{data.model} ({data.settings['dtype']}), context {data.settings['context']}, "
-                    f"budget {fmt_seconds(budget) if budget else 'none'}: how far can it be sharded?")
-    for col, justify in (("system", "left"), ("batch", "right"), ("min TP\n(memory)", "right"),
-                         ("max TP\n(budget)", "right"), ("best TP", "right"), ("ITL at best", "right"),
-                         ("comm share\nat best", "right"), ("verdict", "left")):
+    t = Table(title=f"{data.model} ({report_html.weights_words(data)}), context {data.settings['context']}, "
+                    f"budget {fmt_seconds(budget) if budget else 'none'}, {report_html.engine_words(data)}: "
+                    "how far can it be sharded?")
+    for col, justify in (("system", "left"), ("batch", "right"), ("fewest GPUs\n(memory)", "right"),
+                         ("max TP\n(budget)", "right"), ("best plan", "right"), ("ITL at best", "right"),
+                         ("comm share\nat best", "right"), ("all-reduce\nat best", "left"), ("verdict", "left")):
         t.add_column(col, justify=justify)
     for r in report_html.verdict_rows(data):
-        t.add_row(r["system"], str(r["batch"]), fmt_tp(r["min_tp"]), fmt_tp(r["max_tp"]), fmt_tp(r["best_tp"]),
+        t.add_row(r["system"], str(r["batch"]), r["fewest_gpus"], fmt_tp(r["max_tp"]), r["best_plan"] or "none",
                   fmt_seconds(r["itl_s"]) if r["itl_s"] is not None else "-",
-                  f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["verdict"])
+                  f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["allreduce"] or "-",
+                  r["verdict"])
     return t
 
 
-__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "MODEL", "SYSTEMS", "run_demo", "verdict_table"]
+__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "ENGINE", "MODEL", "SYSTEMS", "run_demo", "verdict_table"]

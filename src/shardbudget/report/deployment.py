@@ -9,31 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..decide.deploy import DeployResult, Workload, deploy
+from ..decide.deploy import DeployResult, Workload, budget_options, deploy
 from ..errors import ShardbudgetError
 from .fig_deploy import pareto_figure
 from .markup import esc, fig_block, table
+from .tables import deploy_cells
 
 SHOWN_OPTIONS = 8
 
 
-def deployments(cfg, specs: Sequence, *, budget_s: float | None, context: int, engine: str, catalog) -> list:
+def deployments(cfg, specs: Sequence, *, budget_s: float | None, context: int, engine: str, catalog,
+                dtype: str | None = None) -> list:
     """One DeployResult per system (all its nodes' GPUs), or the one-line reason there is none."""
     out = []
     for s in specs:
         gpus = s.nodes * catalog.system(s.name).gpus_per_node
         try:
             out.append(deploy(cfg, s.name, gpus=gpus, nodes=s.nodes, budget_s=budget_s,
-                              workload=Workload(context=context), engine=engine, catalog=catalog))
+                              workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog))
         except ShardbudgetError as err:
             out.append(str(err))
     return out
 
 
 def _options_table(r: DeployResult) -> str:
-    rows = [[o.label(), o.max_batch, f"{o.itl_s * 1e3:.2f}", f"{o.tokens_per_s:,.0f}", f"{o.tokens_per_s_per_gpu:,.0f}",
-             f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}", f"{100 * o.comm_share:.0f}",
-             o.binding, "yes" if o.meets_budget else "no"] for o in r.options[:SHOWN_OPTIONS]]
+    rows = [[c for k, c in enumerate(deploy_cells(o)) if k != 3] for o in r.options[:SHOWN_OPTIONS]]  # no TTFT
     return table(["option", "max batch", "ITL ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %", "binding",
                   "meets"], rows, left=1)
 
@@ -59,16 +59,20 @@ def section_deploy(data) -> str:
     return "\n".join(out)
 
 
-def deploy_source(data_deployments: Sequence, labels: Sequence[str]):
-    """The interactive grid's deployment hook: the options of the system's deployment (engine as the
-    report's), whatever the batch (deploy chooses the batch itself)."""
-    by_label = dict(zip(labels, data_deployments))
+def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, catalog):
+    """The interactive grid's deployment hook: each system's `deploy` options (decode at the report's
+    context, every GPU of its nodes) under the selected engine, at every budget of the slider."""
+    by_label = {s.label: s for s in specs}
 
-    def source(system: str, engine: str, batch: int, rows) -> list[dict]:
-        r = by_label.get(system)
-        if not isinstance(r, DeployResult):
-            return []
-        return [{**o.to_dict(), "tokens_per_s_per_gpu": o.tokens_per_s_per_gpu} for o in r.options[:SHOWN_OPTIONS]]
+    def source(system: str, engine: str, budgets: Sequence) -> list:
+        spec = by_label[system]
+        sysm = catalog.system(spec.name)
+        try:
+            per = budget_options(cfg, sysm, gpus=spec.nodes * sysm.gpus_per_node, nodes=spec.nodes, budgets_s=budgets,
+                                 workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog)
+        except ShardbudgetError:
+            return [[] for _ in budgets]
+        return [[o.to_dict() for o in opts[:SHOWN_OPTIONS]] for opts in per]
 
     return source
 

@@ -86,19 +86,23 @@
     byId("sb-bars").replaceChildren(root);
   }
 
+  // deploy's options for the selected system and engine at the selected budget (it picks the batch).
   function fillDeploy(sel) {
-    var body = byId("sb-deploy").tBodies[0], rows = [];
-    sel.cell.deploy.forEach(function (d) {
-      var tr = node("tr"), verdict = d.row === null ? "–" : label(sel, d.row);
+    var body = byId("sb-deploy").tBodies[0], rows = [], picked = false;
+    var entries = grid.deploy[sel.s][sel.e][sel.k].map(function (i) { return grid.deploy_rows[i]; });
+    byId("explore-deploy").textContent = "Deployments of " + grid.systems[sel.s] + " with " +
+      grid.engines[sel.e].label + ", " + (sel.budget.s === null ? "no budget" : "budget " + sel.budget.label);
+    entries.forEach(function (d) {
+      var tr = node("tr");
       [d.plan, String(d.gpus), String(d.max_batch), d.itl, d.tokens, d.mem].forEach(function (v, k) {
         tr.appendChild(node("td", v, k === 0 ? "l" : ""));
       });
-      tr.appendChild(node("td", verdict, "l " + (LABEL_CLASS[verdict] || "")));
-      if (d.row !== null && d.row === sel.step.pick) { tr.className = "pick"; }
+      tr.appendChild(node("td", d.verdict, "l " + (d.meets ? "ok" : "warn")));
+      if (d.meets && !picked) { tr.className = "pick"; picked = true; }
       rows.push(tr);
     });
     if (!rows.length) {
-      var none = node("td", "No plan fits in memory at this batch.", "l");
+      var none = node("td", "No way to split this system's GPUs into replicas of the model.", "l");
       none.colSpan = 7;
       rows.push(node("tr"));
       rows[0].appendChild(none);

@@ -177,7 +177,7 @@ def comm_share(results: Sequence[PlanResult], *, colors: Mapping[str, str] | Non
         ax.axhspan(100 * threshold, 100, color=TOO_FAR_COLOR, alpha=0.07, lw=0)
         ax.axhline(100 * threshold, color=TOO_FAR_COLOR, lw=1.2, ls="--")
         ax.text(min(all_tps), 100 * threshold + 1.2, f" above {100 * threshold:.0f}%: the fabric, not the GPUs, "
-                "sets the latency ('sharded too far')", fontsize=8.5, color=TOO_FAR_COLOR, va="bottom")
+                "sets the latency (comm-bound)", fontsize=8.5, color=TOO_FAR_COLOR, va="bottom")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(all_tps), [f"TP{t}" for t in sorted(all_tps)])
         ax.minorticks_off()
@@ -245,7 +245,7 @@ def memory_window(results: Sequence[PlanResult], *, catalog=None, colors: Mappin
             windows.append((labels[j], per_batch))
         handles = [legend_line("GPU memory", color="black", lw=1.6),
                    legend_line("usable (engine's memory utilisation)", color="black", lw=1.2, ls="--"),
-                   legend_line("smallest TP that fits", color="#1F618D", lw=1.5, ls=":"),
+                   legend_line("smallest TP that fits (PP 1)", color="#1F618D", lw=1.5, ls=":"),
                    legend_line("largest TP within the budget", color=TOO_FAR_COLOR, lw=1.5, ls="-."),
                    legend_patch(WINDOW_COLOR, "window: fits and meets the budget", alpha=0.18)]
         fig.legend(handles=handles, loc="outside lower center", ncols=3 if ncol > 1 else 2)
@@ -281,8 +281,9 @@ def _memory_panel(ax, br, *, gpu, util: float, top: float, color: str, label: st
     ax.text(len(line) - 0.45, cap + 0.01 * top, f"{gpu.name} {format_decimal_bytes(gpu.memory_bytes)}",
             va="bottom", ha="right", fontsize=8, zorder=6,
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1})
-    if br.min_tp_memory is not None and br.min_tp_memory in idx:
-        ax.axvline(idx[br.min_tp_memory] - 0.4, color="#1F618D", lw=1.5, ls=":")
+    alone = next((r.tp for r in line if r.fits_memory), None)  # the bars are PP 1: so is the line
+    if alone is not None:
+        ax.axvline(idx[alone] - 0.4, color="#1F618D", lw=1.5, ls=":")
     if br.max_tp_budget is not None and br.max_tp_budget in idx:
         ax.axvline(idx[br.max_tp_budget] + 0.4, color=TOO_FAR_COLOR, lw=1.5, ls="-.")
     ax.set_xticks(x, [f"TP{r.tp}" for r in line])

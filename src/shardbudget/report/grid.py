@@ -17,14 +17,15 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
      "parts": [{"key": "compute_s", "label": "compute", "color": "#9AA8BA"}, ...],
      "strings": ["Batch 1: llama-3.1-70b on hgx-h100 fits on ...", ...],
      "cells": [[[cell, ...per batch], ...per engine], ...per system],
-     "deploy_note": "One replica of each plan that fits; ..."}
+     "deploy": [[[[entry index, ...best first], ...per budget], ...per engine], ...per system],
+     "deploy_rows": [entry, ...],                 # `deployment_entries`, each distinct one once
+     "deploy_note": "..."}
 
     cell = {"rows": [{"plan": "TP8", "tp": 8, "pp": 1, "ep": 1, "dp": 1, "gpus": 8, "itl_s": ...,
                       "compute_s": ..., "comm_s": ..., "host_s": ..., "mem_bytes_per_gpu": ...,
                       "fits": true, "comm_bound": false, "itl": "11.5 ms", "mem": "70.1 GB",
                       "share": "35%"}, ...],           # the planner's order
             "order": [row indices, fewest GPUs first],   # display order of the bars
-            "deploy": [entry, ...],                      # see `deployment_entries`
             "steps": [{"lead": i, "sentences": [i, ...], "labels": [label index per row],
                        "pick": row index | null, "best": row index | null}, ...per budget]}
 
@@ -43,6 +44,7 @@ from ..engines.presets import CURRENT_ENGINES
 from ..errors import ShardbudgetError
 from ..decide.planner import PlanResult, plan
 from ..decide.verdicts import LABELS, Row, Thresholds, Verdict, judge
+from ..model import Plan
 from .fmt import fmt_pct, fmt_seconds
 from .output import FigureError
 from .style import PART_COLORS
@@ -143,47 +145,41 @@ def check_budget_steps(count) -> int:
 
 # --- the deployment table ------------------------------------------------------------------
 
-def options_from_rows(rows: Sequence[Row], batch: int) -> list[dict]:
-    """Deployment options until `deploy` exists: one replica of each plan that fits, at `batch`;
-    tokens/s per GPU = batch / ITL / GPUs."""
-    return [{"replicas": 1, "tp": r.tp, "pp": r.pp, "ep": r.ep, "dp": r.dp, "max_batch": batch, "itl_s": r.itl_s,
-             "tokens_per_s_per_gpu": batch / r.itl_s / r.gpus}
-            for r in sorted(rows, key=lambda r: (r.gpus, r.itl_s)) if r.fits_memory and r.itl_s > 0]
+DeploySource = Callable[[str, str, Sequence], list]
+"""deploy(system label, engine key, the slider's budgets) -> per budget, deploy's option dicts
+(DEPLOY_KEYS and the rest of `deploy.Option.to_dict`), best first."""
 
 
-DeploySource = Callable[[str, str, int, Sequence[Row]], list[dict]]
-"""deploy(system label, engine key, batch, the planner's rows) -> option dicts (DEPLOY_KEYS)."""
+DEFAULT_DEPLOY_NOTE = "No deployment options: the report was built without them."
 
 
-DEFAULT_DEPLOY_NOTE = "One replica of each plan that fits; tokens/s per GPU = batch / ITL / GPUs."
+def default_deploy(system: str, engine: str, budgets: Sequence) -> list:
+    return [[] for _ in budgets]
 
 
-def default_deploy(system: str, engine: str, batch: int, rows: Sequence[Row]) -> list[dict]:
-    return options_from_rows(rows, batch)
+def deployment_entries(options: Sequence[dict]) -> list[dict]:
+    """THE DEPLOYMENT-TABLE HOOK: the table's entries from `deploy`'s option dicts (keys DEPLOY_KEYS,
+    and `mem_bytes_per_gpu`, `meets_budget`, `binding` where deploy gives them), in the order given.
 
-
-def deployment_entries(options: Sequence[dict], rows: Sequence[Row]) -> list[dict]:
-    """THE DEPLOYMENT-TABLE HOOK: the table's entries from option dicts with the keys DEPLOY_KEYS
-    (replicas, tp, pp, ep, dp, max_batch, itl_s, tokens_per_s_per_gpu), in the order given.
-
-    Each entry keeps those numbers, adds the text the page prints, and `row`: the index of the
-    cell's row with the same plan (tp, pp, ep, dp), from which the page shows memory per GPU and the
-    verdict at the selected budget (None where the plan is not among the rows)."""
-    by_key = {r.key: i for i, r in enumerate(rows)}
+    Each entry keeps those numbers and adds the text the page prints: memory per GPU at the option's
+    own batch, and whether it meets the selected budget (what binds its batch). An option no batch
+    of which meets the budget has no throughput ("–")."""
     out = []
     for k, opt in enumerate(options):
         missing = [key for key in DEPLOY_KEYS if key not in opt]
         if missing:
             raise ShardbudgetError(f"deployment option {k} lacks {', '.join(missing)} (expected keys: "
                                    f"{', '.join(DEPLOY_KEYS)})")
-        plan_key = (int(opt["tp"]), int(opt["pp"]), int(opt["ep"]), int(opt["dp"]))
-        row = by_key.get(plan_key)
-        label = rows[row].label() if row is not None else f"TP{plan_key[0]} PP{plan_key[1]}"
-        gpus = int(opt["replicas"]) * plan_key[0] * plan_key[1]
-        out.append({**{key: _num(opt[key]) for key in DEPLOY_KEYS}, "row": row, "gpus": gpus,
+        tp, pp, ep, dp = (int(opt[key]) for key in ("tp", "pp", "ep", "dp"))
+        label = Plan(tp, pp, ep, dp).label().replace("DP-attention", "DP")  # as the plan table's rows
+        meets, batch = bool(opt.get("meets_budget", True)), int(opt["max_batch"])
+        mem = opt.get("mem_bytes_per_gpu")
+        out.append({"max_batch": batch, "itl_s": _num(opt["itl_s"]), "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
+                    "gpus": int(opt["replicas"]) * tp * pp,
                     "plan": f"{int(opt['replicas'])} × {label}", "itl": fmt_seconds(opt["itl_s"]),
-                    "tokens": _rate_text(opt["tokens_per_s_per_gpu"]),
-                    "mem": f"{rows[row].mem_bytes_per_gpu / 1e9:.1f} GB" if row is not None else "–"})
+                    "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if batch else "–",
+                    "mem": f"{mem / 1e9:.1f} GB" if mem is not None else "–", "meets": meets,
+                    "verdict": "meets the budget" if meets else f"misses ({opt.get('binding', 'budget')} binds)"})
     return out
 
 
@@ -231,8 +227,7 @@ def _row_entry(r: Row) -> dict:
             "share": fmt_pct(r.comm_share)}
 
 
-def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: _Strings, *, catalog,
-          deploy_options: list[dict]) -> dict:
+def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: _Strings, *, catalog) -> dict:
     rows = result.results[i].rows
     index = {r.key: k for k, r in enumerate(rows)}
     steps = []
@@ -242,8 +237,7 @@ def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: 
                       "labels": [LABELS.index(r.verdict) for r in v.rows],
                       "pick": index[v.pick.key] if v.pick else None, "best": index[v.best.key] if v.best else None})
     order = sorted(range(len(rows)), key=lambda k: (rows[k].gpus, rows[k].itl_s, rows[k].key))
-    return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps,
-            "deploy": deployment_entries(deploy_options, rows)}
+    return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps}
 
 
 def build_grid(*, model: str, systems: Sequence[str], engines: Sequence[EngineChoice],
@@ -251,21 +245,24 @@ def build_grid(*, model: str, systems: Sequence[str], engines: Sequence[EngineCh
                initial_engine: int = 0, deploy: DeploySource = default_deploy,
                deploy_note: str = DEFAULT_DEPLOY_NOTE) -> dict:
     """The grid (see the module docstring); `plans[s][e]` is system s's PlanResult under engine e,
-    each over the same batch sizes. `deploy` gives each cell's deployment options (see
-    `deployment_entries`); `deploy_note` says under the table what they are."""
+    each over the same batch sizes. `deploy` gives each system and engine's deployment options at
+    every budget step (see `deployment_entries`); `deploy_note` says under the table what they are."""
     batches = [br.batch for br in plans[0][0].results]
     itls = [r.itl_s for per in plans for res in per for br in res.results for r in br.rows if r.fits_memory]
     budgets = budget_steps(itls, budget_s, steps)
     strings = _Strings()
-    cells = [[[_cell(res, i, budgets, strings, catalog=catalog,
-                     deploy_options=deploy(systems[s], engines[e].key, b, res.results[i].rows))
-               for i, b in enumerate(batches)] for e, res in enumerate(per)] for s, per in enumerate(plans)]
+    cells = [[[_cell(res, i, budgets, strings, catalog=catalog) for i, _ in enumerate(batches)]
+              for res in per] for per in plans]
+    rows = _Strings()  # each distinct entry once (most repeat across budget steps), referred to by index
+    deploys = [[[[rows(json.dumps(d, sort_keys=True)) for d in deployment_entries(opts)]
+                 for opts in deploy(systems[s], e.key, budgets)] for e in engines] for s in range(len(plans))]
     return {"format": GRID_FORMAT, "model": model, "systems": list(systems),
             "engines": [{"key": c.key, "label": c.label} for c in engines], "batches": batches,
             "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
             "initial": {"system": 0, "engine": initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
             "labels": list(LABELS), "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
-            "strings": strings.table(), "cells": cells, "deploy_note": deploy_note}
+            "strings": strings.table(), "cells": cells, "deploy": deploys,
+            "deploy_rows": [json.loads(t) for t in rows.table()], "deploy_note": deploy_note}
 
 
 def _num(x):
@@ -305,5 +302,5 @@ def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], *, plan_kwar
 
 __all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "EngineChoice", "GRID_FORMAT", "GridTooLargeError",
            "MAX_GRID_BYTES", "budget_steps", "build_grid", "check_budget_steps", "default_deploy",
-           "deployment_entries", "engine_dimension", "grid_json", "lead_sentence", "options_from_rows",
+           "deployment_entries", "engine_dimension", "grid_json", "lead_sentence",
            "plan_engines", "rejudge", "where_text"]

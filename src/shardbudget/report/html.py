@@ -23,11 +23,11 @@ from .markup import esc
 from .output import check_report_path, write_html
 from .page import render
 from .report_data import Progress, ReportData, SystemSpec, collect, parse_system_spec
-from .verdict import headline, recommendations, summary_sentences, verdict_rows
+from .verdict import engine_words, headline, recommendations, summary_sentences, verdict_rows, weights_words
 
 
 def build_report(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
-                 context: int = 4096, budget_s: float | None = 0.05, impl: str = "nccl", dtype: str = "bf16",
+                 context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
                  measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
                  catalog=None, progress: Progress | None = None, budget_steps: int = DEFAULT_BUDGET_STEPS) -> str:
     """The report as an HTML string (see the module docstring); `budget_steps` 0 leaves out the
@@ -44,6 +44,6 @@ def write_report(path: str | os.PathLike, model: str, systems: Sequence[str], **
     return write_html(path, build_report(model, systems, **kwargs))
 
 
-__all__ = ["DEFAULT_BUDGET_STEPS", "GridTooLargeError", "Progress", "ReportData", "SystemSpec", "build_report", "check_report_path", "collect", "esc",
+__all__ = ["DEFAULT_BUDGET_STEPS", "GridTooLargeError", "engine_words", "weights_words", "Progress", "ReportData", "SystemSpec", "build_report", "check_report_path", "collect", "esc",
            "headline", "parse_system_spec", "recommendations", "render", "summary_sentences", "verdict_rows",
            "write_html", "write_report"]

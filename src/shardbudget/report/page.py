@@ -17,7 +17,7 @@ from .plan_rows import comm_threshold, system_finding
 from .report_data import Progress, ReportData, no_progress
 from .deployment import section_deploy
 from .sections import SECTIONS, section_answers, section_assumptions, section_catalog, section_measured
-from .verdict import headline, summary_sentences, verdict_rows
+from .verdict import engine_words, headline, summary_sentences, verdict_rows, weights_words
 
 _CSS = """
 :root { --ink:#1c2833; --muted:#5d6d7e; --line:#d5dbe1; --ok:#1e8449; --bad:#c0392b; --warn:#b9770e; }
@@ -79,9 +79,9 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
 def _subtitle(data: ReportData) -> str:
     st = data.settings
     budget = fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"
-    return (f'<p class="sub">{esc(data.model)} ({esc(st["dtype"])} weights), context {st["context"]} tokens, '
+    return (f'<p class="sub">{esc(data.model)} ({esc(weights_words(data))} weights), context {st["context"]} tokens, '
             f"decode batch {esc(', '.join(str(b) for b in st['batches']))}, inter-token latency budget "
-            f"{esc(budget)}, collectives {esc(st['impl'])}; systems: "
+            f"{esc(budget)}, {esc(engine_words(data))}; systems: "
             f"{esc(', '.join(st['systems']))}. All times are predictions of the model "
             f"unless marked measured.</p>")
 
@@ -94,10 +94,12 @@ def _verdict(data: ReportData) -> str:
     for s in sentences[:n_batches]:
         parts.append(f"<p>{esc(s)}</p>")
     parts.append('<ul class="systems">')
-    for spec, res, stop in zip(data.specs, data.plans, sentences[n_batches:]):
+    per_system = iter(sentences[n_batches:])  # one sentence per batch of each system, in order
+    for spec, res in zip(data.specs, data.plans):
+        own = " ".join(next(per_system) for _ in res.results)
         color = data.colors.get(spec.label, "#777")
         parts.append(f'<li><span class="swatch" style="background:{esc(color)}"></span>'
-                     f"<b>{esc(system_finding(res))}</b>. {esc(stop)}</li>")
+                     f"<b>{esc(system_finding(res))}</b>. {esc(own)}</li>")
     parts.append("</ul></section>")
     return "\n".join(parts)
 
@@ -106,13 +108,15 @@ def _verdict_table(data: ReportData) -> str:
     rows = verdict_rows(data)
     threshold = comm_threshold(data.plans[0])
     cls = [["", "", "", "ok" if r["meets"] else "bad", "", "",
-            "bad" if (r["comm_share"] or 0) > threshold else "",
+            "bad" if (r["comm_share"] or 0) > threshold else "", "",
             "ok" if r["meets"] and not r["too_far"] else ("bad" if not r["meets"] else "warn")] for r in rows]
     parts = ['<h2 id="verdict-table">Verdict per system and batch</h2>',
-             table(["system", "batch", "min TP (memory)", "max TP (budget)", "best TP", "ITL at best (ms)",
-                    "comm share at best", "verdict"],
-                   [[r["system"], r["batch"], fmt_tp(r["min_tp"]), fmt_tp(r["max_tp"]), fmt_tp(r["best_tp"]),
-                     fmt_ms(r["itl_s"]), fmt_pct(r["comm_share"]), r["verdict"]] for r in rows],
+             f'<p class="note">{esc(engine_words(data))}; fewest GPUs: the plan that fits on the fewest GPUs '
+             "(any TP x PP), as <code>plan</code> says it.</p>",
+             table(["system", "batch", "fewest GPUs (memory)", "max TP (budget)", "best plan", "ITL at best (ms)",
+                    "comm share at best", "all-reduce at best", "verdict"],
+                   [[r["system"], r["batch"], r["fewest_gpus"], fmt_tp(r["max_tp"]), r["best_plan"] or "none",
+                     fmt_ms(r["itl_s"]), fmt_pct(r["comm_share"]), r["allreduce"] or "–", r["verdict"]] for r in rows],
                    left=1, classes=cls),
              "<details><summary>What the planner says, in full</summary>"]
     for res in data.plans:

@@ -67,7 +67,7 @@ def budget_words(budget_s: float | None) -> str:
 
 
 def comm_threshold(result: PlanResult) -> float:
-    """The share of the token in collectives above which the planner calls a plan sharded too far."""
+    """The share of the token in collectives above which the planner flags a plan comm-bound."""
     return float((result.assumptions or {}).get("comm_threshold", 0.30))
 
 

@@ -129,7 +129,7 @@ class _Steps:
 
 def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
             context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
-            measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
+            engine: str = DEFAULT_ENGINE, measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
             catalog=None, progress: Progress | None = None,
             budget_steps: int = DEFAULT_BUDGET_STEPS) -> ReportData:
     """Run the planner, the collective sweeps, the explanations and read the measurements; with
@@ -156,15 +156,16 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     for s in specs:
         step(f"planning {cfg.name} on {s.label}")
         plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
-                          impl=impl, dtype=dtype, catalog=catalog))
+                          impl=impl, engine=engine, dtype=dtype, catalog=catalog))
     step("spending each system's GPUs")
-    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=DEFAULT_ENGINE, catalog=catalog)
+    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=engine, dtype=dtype, catalog=catalog)
     grid = None
     if budget_steps:  # before the sweeps and figures: a grid too large to embed fails here
         step("judging every budget step")
-        grid = _grid(cfg, specs, plans, impl=impl, budget_s=budget_s, steps=budget_steps, catalog=catalog,
-                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, impl=impl, dtype=dtype,
-                                      catalog=catalog), deploy=deploy_source(spent, [s.label for s in specs]))
+        grid = _grid(cfg, specs, plans, engine=engine, budget_s=budget_s, steps=budget_steps, catalog=catalog,
+                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, impl=impl, engine=engine,
+                                      dtype=dtype, catalog=catalog),
+                     deploy=deploy_source(cfg, specs, context=context, dtype=dtype, catalog=catalog))
     fabric = []
     for s in specs:
         step(f"pricing {FABRIC_OP} on {s.label}")
@@ -174,12 +175,13 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in batches]
     marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
     step("answering the three questions")
-    answers, answers_error = _answers(model, batch=batches[0], context=context, catalog=catalog)
+    answers, answers_error = _answers(model, specs, batch=batches[0], context=context, budget_s=budget_s,
+                                      engine=engine, dtype=dtype, catalog=catalog)
     entries = _measured_entries(sets, measured_system, impl=impl, catalog=catalog, step=step)
     progress("done", step.total, step.total)
 
     settings = {"model": model, "systems": [s.label for s in specs], "batches": batches, "context": context,
-                "budget_s": budget_s, "impl": impl, "dtype": dtype, "op": FABRIC_OP}
+                "budget_s": budget_s, "impl": impl, "engine": engine, "dtype": dtype, "op": FABRIC_OP}
     return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
                       answers=answers, answers_error=answers_error, measured=entries, settings=settings,
                       catalog=catalog, colors=system_colors([s.label for s in specs]),
@@ -197,17 +199,20 @@ def _measured_entries(sets, system: str, *, impl: str | None, catalog, step) -> 
     return entries
 
 
-def _grid(cfg, specs: list[SystemSpec], plans: list, *, impl: str, budget_s: float | None, steps: int, catalog,
+def _grid(cfg, specs: list[SystemSpec], plans: list, *, engine: str, budget_s: float | None, steps: int, catalog,
           plan_kwargs: dict, deploy) -> tuple[dict, str]:
     """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
-    engines, first = engine_dimension(impl)
+    engines, _ = engine_dimension()
+    first = next((i for i, c in enumerate(engines) if c.key == engine), 0)
     per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
                                                           "nodes": s.nodes})
                   for s, res in zip(specs, plans)]
     grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
                       budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first, deploy=deploy,
-                      deploy_note="The system's deployment options (shardbudget deploy, vLLM, every GPU of its nodes), "
-                                  "best tokens/s per GPU first.")
+                      deploy_note="The system's deployment options under the selected engine and budget (shardbudget "
+                                  "deploy: every GPU of its nodes, decode at the report's context, each option at its "
+                                  "largest batch within the budget, so the batch control does not apply), best "
+                                  "tokens/s per GPU first.")
     return grid, grid_json(grid)
 
 
@@ -228,10 +233,14 @@ def _fabric_curve(spec: SystemSpec, impl: str, catalog) -> FabricCurve:
                        crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use)
 
 
-def _answers(model: str, *, batch: int, context: int, catalog) -> tuple[list, str | None]:
-    """explain's three answers, or the reason there are none (the rest of the report still stands)."""
+def _answers(model: str, specs: Sequence[SystemSpec], *, batch: int, context: int, budget_s: float | None,
+             engine: str, dtype: str | None, catalog) -> tuple[list, str | None]:
+    """explain's answers for the report's own systems (each named once) and request, or the reason
+    there are none (the rest of the report still stands)."""
+    names = list(dict.fromkeys(s.name for s in specs))
     try:
-        return explain(model, batch=batch, context=context, catalog=catalog), None
+        return list(explain(model, systems=names, batch=batch, context=context, budget_s=budget_s, engine=engine,
+                            dtype=dtype, catalog=catalog)), None
     except ShardbudgetError as err:
         return [], str(err)
 

@@ -18,6 +18,7 @@ from .fmt import fmt_bytes, fmt_ms, fmt_pct, fmt_seconds, fmt_tp
 from .markup import esc, fig_block, table
 from .plan_rows import comm_threshold, tp_line
 from .report_data import FABRIC_OP, SWEEP_MAX_BYTES, SWEEP_MIN_BYTES, ReportData
+from .verdict import engine_words, weights_words
 
 # Message sizes every fabric table shows beside the model's own: 8 B (the latency floor), 64 KiB,
 # 1 MiB, 16 MiB, 256 MiB and 1 GiB (the bandwidth end of the sweep).
@@ -55,7 +56,7 @@ def section_token(data: ReportData) -> str:
            fig_block("fig-token", fig, "Inter-token latency per TP degree (pure tensor parallelism, PP = 1), "
                      "split into compute and the two terms of communication. Hatched: the plan does not fit in "
                      "GPU memory. Outlined and starred: the latency-optimal TP. Red shading: TPs the planner "
-                     "calls sharded too far (communication over the threshold, or past the optimum).")]
+                     "calls sharded too far (more GPUs or a higher TP than a plan at most the knee threshold slower).")]
     for spec, res in zip(data.specs, data.plans):
         rows, cls = [], []
         for br in res.results:
@@ -79,8 +80,9 @@ def section_share(data: ReportData) -> str:
     threshold = comm_threshold(data.plans[0])
     out = ['<h2 id="share">Communication share of the inter-token latency</h2>',
            fig_block("fig-share", fig, f"Share of each token spent in collectives, per TP degree. Above "
-                     f"{100 * threshold:.0f}% the planner calls the plan sharded too far: the fabric, not the "
-                     "GPUs, sets the latency.")]
+                     f"{100 * threshold:.0f}% the planner warns that the plan is comm-bound: the fabric, not the "
+                     "GPUs, sets its latency (a warning; 'sharded too far' is the verdict on plans past the "
+                     "latency-optimal one).")]
     tps = sorted({r.tp for res in data.plans for br in res.results for r in tp_line(br.rows)})
     rows = []
     for spec, res in zip(data.specs, data.plans):
@@ -102,7 +104,8 @@ def section_memory(data: ReportData) -> str:
     out = ['<h2 id="memory">Memory window</h2>',
            fig_block("fig-memory", fig, "Weights, KV cache and workspace per GPU against the GPU's memory (solid) "
                      "and the share an engine may use (dashed). Green: the TP degrees that both fit and meet "
-                     "the budget.")]
+                     "the budget. Dotted: the smallest TP that fits alone (PP 1); the table's fewest GPUs may "
+                     "use pipeline stages.")]
     rows = []
     for spec, res in zip(data.specs, data.plans):
         gpu = data.catalog.system(res.system).gpu
@@ -110,11 +113,14 @@ def section_memory(data: ReportData) -> str:
             line = tp_line(br.rows)
             ok = [r.tp for r in line if r.meets_budget]
             window = (f"TP{min(ok)}–TP{max(ok)}" if ok and min(ok) != max(ok) else f"TP{ok[0]}" if ok else "none")
+            small = br.judgement.smallest if br.judgement else None
+            alone = next((r.tp for r in line if r.fits_memory), None)
             rows.append([spec.label, br.batch, f"{gpu.name} {format_decimal_bytes(gpu.memory_bytes)}",
                          " / ".join(f"TP{r.tp}: {r.mem_bytes_per_gpu / 1e9:.0f}" for r in line),
-                         fmt_tp(br.min_tp_memory), fmt_tp(br.max_tp_budget), window])
-    out.append(table(["system", "batch", "GPU", "GB per GPU by TP", "min TP (memory)", "max TP (budget)",
-                      "window"], rows, left=1))
+                         f"{small.gpus} ({small.label()})" if small else "none", fmt_tp(alone),
+                         fmt_tp(br.max_tp_budget), window])
+    out.append(table(["system", "batch", "GPU", "GB per GPU by TP (PP 1)", "fewest GPUs that fit (any plan)",
+                      "smallest TP that fits (PP 1)", "max TP (budget)", "window"], rows, left=1))
     return "\n".join(out)
 
 
@@ -204,15 +210,15 @@ def section_assumptions(data: ReportData) -> str:
     st = data.settings
     a = dict(data.plans[0].assumptions or {})
     eff = a.pop("efficiency", {}) or {}
-    rows = [["model", data.model], ["weights dtype", a.get("weight_dtype", st["dtype"])],
+    rows = [["model", data.model], ["weights dtype", weights_words(data)],
             ["KV-cache dtype", a.get("kv_dtype", "")], ["activations dtype", a.get("act_dtype", "")],
             ["context (tokens in the KV cache)", st["context"]],
             ["ITL budget", fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"],
-            ["collective implementation", f"{st['impl']} (custom kernels fall back to NCCL where the "
-                                          f"hardware cannot run them)"],
+            ["engine and all-reduce", engine_words(data) + (" (custom kernels fall back to NCCL where the hardware "
+                                                           "cannot run them)" if st.get("impl") == "custom" else "")],
             ["fabric sweep", f"{FABRIC_OP}, {fmt_bytes(SWEEP_MIN_BYTES)} to {fmt_bytes(SWEEP_MAX_BYTES)}, all GPUs "
                              "of each system"],
-            ["'sharded too far' threshold", fmt_pct(a.get("comm_threshold"))],
+            ["comm-bound warning threshold", fmt_pct(a.get("comm_threshold"))],
             ["knee (latency-optimal TP)", f"the next TP lowers ITL by less than {fmt_pct(a.get('knee_threshold'))}"],
             ["TTFT", a.get("ttft", "")]]
     units = {"flops": "of dense tensor-core peak", "memory": "of HBM/GDDR peak bandwidth",
@@ -225,7 +231,7 @@ def section_assumptions(data: ReportData) -> str:
         elif isinstance(v, float) and k in units:
             val = f"{100 * v:.0f}% {units[k]}"
         else:
-            val = str(v)
+            val = "none" if v is None else ("yes" if v is True else "no" if v is False else str(v))
         rows.append([f"efficiency.{k}", val])
     return ('<h2 id="assumptions">Assumptions</h2>' + table(["assumption", "value"], rows, left=2))
 

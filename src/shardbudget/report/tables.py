@@ -9,6 +9,7 @@ the terminal's at a terminal, and 220 columns when piped (files, tests), so noth
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -198,9 +199,12 @@ def print_compare(result) -> None:
 def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
     a = result.assumptions
-    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}, "
-          f"engine {' '.join(str(x) for x in (a.get('engine'), a.get('engine_version')) if x)}, "
-          f"weights {result.dtype}")
+    ttft = f", TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else ""
+    experts = a.get("expert_dtype")
+    weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
+    engine = " ".join(str(x) for x in (a.get("engine"), a.get("engine_version")) if x)
+    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
+          f"engine {engine}, weights {weights}")
     for tp, words in (a.get("allreduce") or {}).items():
         print(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
@@ -212,25 +216,29 @@ def print_plan(result) -> None:
     for br in result.results:
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
         served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
+        ttft_ok = bool(result.ttft_budget_s)  # which rows the TTFT budget fails
         cols = [Col("tp"), Col("pp"), Col("ep"), Col("dp"), Col("ITL ms", "ITL"),
                 *([Col("TPOT ms", "TPOT")] if served else []),
                 *([Col("p99 ITL ms", "p99")] if tail else []), Col("compute ms", "comp"), Col("comm ms", "comm"),
-                Col("host ms", "host"), Col("comm %", "c%"), Col("TTFT ms", "TTFT"), Col("GB/GPU", "GB"),
+                Col("host ms", "host"), Col("comm %", "c%"), Col("TTFT ms", "TTFT"),
+                *([Col("TTFT ok", "T ok")] if ttft_ok else []), Col("GB/GPU", "GB"),
                 Col("fits"), Col("verdict", justify="left", wrap=True, min_wrap=10)]
         rows = []
         for r in br.rows:
             verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
             p99 = [f"{r.itl_p99_s * 1e3:.2f}" if r.itl_p99_s is not None else "-"] if tail else []
             tpot = [f"{r.tpot_s * 1e3:.2f}" if r.tpot_s is not None else "-"] if served else []
+            ok = ["yes" if r.ttft_s <= result.ttft_budget_s else "no"] if ttft_ok else []
             rows.append([str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
                          f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
-                         f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", f"{r.mem_bytes_per_gpu / 1e9:.1f}",
+                         f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", *ok, f"{r.mem_bytes_per_gpu / 1e9:.1f}",
                          "yes" if r.fits_memory else "no", verdict])
         print_table(f"batch {br.batch}", cols, rows, keys=4)
         best = br.judgement.best.label() if br.judgement and br.judgement.best else None
         smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
-        print(f"fewest GPUs that fit: {br.min_gpus_memory} ({smallest})   max TP within budget: {br.max_tp_budget}   "
-              f"latency-optimal: {best}")
+        print(f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
+              f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
+              f"latency-optimal: {best or 'none'}")
         print(br.verdict)
         print()
 
@@ -265,17 +273,33 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
-    cols = [Col("option", justify="left"), Col("max batch", "batch"), Col("ITL ms", "ITL"), Col("TTFT ms", "TTFT"),
+    itl = [Col("step ITL ms", "step"), Col("ms/token", "ms/tok")] if w.speculation else [Col("ITL ms", "ITL")]
+    cols = [Col("option", justify="left"), Col("max batch", "batch"), *itl, Col("TTFT ms", "TTFT"),
             Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
-    rows = [[o.label(), str(o.max_batch), f"{o.itl_s * 1e3:.2f}", f"{o.ttft_s * 1e3:.0f}", f"{o.tokens_per_s:,.0f}",
-             f"{o.tokens_per_s_per_gpu:,.0f}", f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
-             f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"] for o in shown]
+    rows = [deploy_cells(o, speculative=w.speculation is not None) for o in shown]
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
+    for note in result.notes:
+        if note.startswith("warning:"):
+            print(f"# {note}")
+    if w.context:
+        print(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
     print(result.verdict)
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
         print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
+
+
+def deploy_cells(o, *, speculative: bool = False) -> list[str]:
+    """One deploy option as the table prints it: no throughput where no batch meets the budgets
+    (max batch 0), no TTFT where nothing is prefilled (NaN), step and per-token times apart under
+    speculation."""
+    none = o.max_batch == 0
+    itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
+    return [o.label(), str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
+            "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
+            "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+            f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]
 
 
 def print_fit(result) -> None:

@@ -6,25 +6,59 @@ can never disagree with `shardbudget plan`. Plain text; the page escapes it.
 
 from __future__ import annotations
 
+from ..decide.ask import Ask, engine_call
+from ..model import Plan
+from ..step.settings import DEFAULT_ENGINE
 from .fmt import fmt_seconds
 from .plan_rows import batch_result, budget_words, result_label
 from .report_data import ReportData
 
 
 def verdict_rows(data: ReportData) -> list[dict]:
-    """Per system and batch: min TP, max TP within budget, the latency-optimal plan, ITL and comm share
-    at it, and one line."""
+    """Per system and batch: the fewest GPUs that fit (as `plan` says it), the largest TP within
+    budget, the latency-optimal plan, its ITL, comm share and all-reduce, and one line."""
     out = []
     for spec, res in zip(data.specs, data.plans):
         for br in res.results:
             v = br.judgement
-            best = v.best if v else None
+            best, small = (v.best, v.smallest) if v else (None, None)
             out.append({"system": spec.label, "batch": br.batch, "min_tp": br.min_tp_memory,
+                        "fewest_gpus": f"{small.gpus} ({small.label()})" if small else "none",
                         "max_tp": br.max_tp_budget, "best_tp": br.best_tp, "best_plan": best.label() if best else None,
                         "itl_s": best.itl_s if best else None, "comm_share": best.comm_share if best else None,
+                        "allreduce": _allreduce(data, spec, br.batch, best),
                         "verdict": _short_verdict(v, res.budget_s), "meets": br.max_tp_budget is not None,
                         "too_far": [r.label() for r in v.too_far] if v else []})
     return out
+
+
+def _allreduce(data: ReportData, spec, batch: int, best) -> str | None:
+    """The TP all-reduce the best plan runs at this batch ('vllm one-shot'), as `explain` names it."""
+    if best is None or best.tp < 2 or data.catalog is None:
+        return None
+    st = data.settings
+    ask = Ask(cfg=data.model_cfg, catalog=data.catalog, engine=st.get("engine", DEFAULT_ENGINE), batch=batch,
+              context=st.get("context", 4096), dtype=st.get("dtype"), impl=st.get("impl"))
+    call = engine_call(ask.step(data.catalog.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), batch,
+                       ask.context)
+    return call.words if call else None
+
+
+def engine_words(data: ReportData) -> str:
+    """'engine vllm, all-reduce as it picks by size', or the implementation --impl forces."""
+    st = data.settings
+    engine = st.get("engine", DEFAULT_ENGINE)
+    return f"engine {engine}, " + (f"every all-reduce forced to {st['impl']}" if st.get("impl")
+                                   else "all-reduce as the engine picks it by size")
+
+
+def weights_words(data: ReportData) -> str:
+    """'bf16', or 'bf16, mxfp4 experts': the weights the plans priced (the checkpoint's own where no
+    --dtype was given), from the first plan's assumptions."""
+    a = (data.plans[0].assumptions or {}) if data.plans else {}
+    weights = a.get("weight_dtype") or data.settings.get("dtype") or "checkpoint dtype"
+    experts = a.get("expert_dtype")
+    return weights + (f", {experts} experts" if experts and experts != weights else "")
 
 
 def _short_verdict(v, budget_s) -> str:
@@ -104,4 +138,4 @@ def summary_sentences(data: ReportData) -> list[str]:
     return out
 
 
-__all__ = ["headline", "recommendations", "summary_sentences", "verdict_rows"]
+__all__ = ["engine_words", "headline", "recommendations", "summary_sentences", "verdict_rows", "weights_words"]

@@ -56,6 +56,18 @@ class OpPricer:
         """max(roofline, the kernel's floor) + launch: the roofline at the kernel's own achievable
         fractions of peak (catalog/kernels.toml; the Efficiency defaults where it has none), GEMMs
         padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel."""
+        _, bound, quant, launches = self._terms(op)
+        return (bound + quant) + launches * self.eff.kernel_launch_s
+
+    def op_parts(self, op) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """`op_s` as (work, fixed): the roofline of the op's FLOPs and bytes, which shrinks where TP
+        shards them, and what does not depend on them: the floor's excess over the roofline, the FP8
+        activation-quantisation kernel and the launches (`explain`'s second question)."""
+        roof, bound, quant, launches = self._terms(op)
+        return roof, (bound - roof) + quant + launches * self.eff.kernel_launch_s
+
+    def _terms(self, op) -> tuple:
+        """(roofline, max(roofline, floor), FP8 quantisation floor, launches) of one op."""
         arch = self.system.gpu.arch
         entry = kernel_entry(arch, op.kernel)
         fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm" and op.quantized
@@ -63,14 +75,13 @@ class OpPricer:
         flops = op.flops
         if op.kernel in TILED_KERNELS:
             flops = flops * tile_factor(arch, *op.shape_nk)
-        t = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
-        if entry is not None:
-            t = np.maximum(t, _floor_s(entry, op))
-        launches = 1.0 if op.launches else 0.0
+        roof = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
+        t = np.maximum(roof, _floor_s(entry, op)) if entry is not None else roof
+        launches, quant = (1.0 if op.launches else 0.0), 0.0
         if fp8 and op.kernel in TILED_KERNELS:
-            quant = kernel_entry(arch, "act_quant_fp8")
-            t, launches = t + (quant.floor_s if quant else 0.0), launches + 1.0
-        return t + launches * self.eff.kernel_launch_s
+            q = kernel_entry(arch, "act_quant_fp8")
+            quant, launches = (q.floor_s if q else 0.0), launches + 1.0
+        return roof, t, quant, launches
 
     def _kernel_rates(self, entry, quantized: bool) -> tuple[float, float]:
         """(FLOP/s, bytes/s) for one kernel: its catalogued fractions of peak, else the defaults.

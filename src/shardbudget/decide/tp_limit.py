@@ -1,0 +1,271 @@
+"""`explain`'s second and third questions: what stops tensor parallelism from paying, and what a TP
+group loses when it leaves the node.
+
+A decode step's time is split three ways, per TP degree, from the planner's own row:
+
+    ITL = work + fixed + communication
+
+work: the roofline of the ops one GPU runs (`OpPricer.op_parts`: FLOPs and bytes at the kernels'
+achievable rates), which TP divides where it shards the op; fixed: what does not shrink with TP,
+the kernels' floors above their roofline, launches, host time and per-step overhead (the row's
+compute minus its work, plus its host part); communication: the row's. Doubling TP pays while the
+work it saves exceeds the fixed cost and communication it adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..comm.collectives import intra_path, make_group
+from ..comm.nccl_algos import net_hop_s
+from ..fabric.hardware import Fabric, System
+from ..model import Plan
+from ..units import format_bytes, format_seconds
+from .planner import check_nodes
+from .ask import Answer, Ask, Table, engine_call, largest_tp, ratio
+from .verdicts import Row
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""The batch sizes of the second answer's table."""
+NETWORK_NAMES = {"infiniband": "InfiniBand", "roce": "RoCE", "efa": "EFA", "ethernet": "Ethernet", "tcp": "TCP"}
+NVLINK_KINDS = ("nvlink", "nvswitch", "nvl72")
+
+
+@dataclass(frozen=True)
+class TpParts:
+    """One pure-TP row of the planner, split into work, fixed costs and communication (seconds)."""
+
+    row: Row
+    work_s: float
+    fixed_s: float
+
+    @property
+    def tp(self) -> int:
+        return self.row.tp
+
+    @property
+    def comm_s(self) -> float:
+        return self.row.comm_s
+
+    def to_dict(self) -> dict:
+        return {"tp": self.tp, "itl_s": self.row.itl_s, "work_s": self.work_s, "fixed_s": self.fixed_s,
+                "comm_s": self.comm_s, "comm_share": self.row.comm_share, "fits": self.row.fits_memory}
+
+
+def work_s(ask: Ask, system: System, tp: int, batch: int) -> float:
+    """The roofline part of the step's compute (see the module docstring)."""
+    sm = ask.step(system, Plan(tp))
+    work = sm.work(np.asarray(float(batch)), np.asarray(float(ask.context)))
+    total = 0.0
+    for count, op in work.ops:
+        if op.after_allreduce and sm.ops.fused_allreduce_norm:
+            continue  # fused into the all-reduce: priced as nothing, as compute_s does
+        total += count * float(np.asarray(sm.ops.op_parts(op)[0]).reshape(-1)[0])
+    return total
+
+
+def tp_parts(ask: Ask, system: System, nodes: int, batch: int, batches: Sequence[int]) -> list[TpParts]:
+    """The pure-TP rows (pp = ep = dp = 1) at `batch`, smallest TP first, split three ways."""
+    res = ask.plan(system, nodes, batches)
+    br = next(b for b in res.results if b.batch == batch)
+    line = sorted((r for r in br.rows if r.key == (r.tp, 1, 1, 1)), key=lambda r: r.tp)
+    out = []
+    for r in line:
+        w = min(work_s(ask, system, r.tp, batch), r.compute_s)
+        out.append(TpParts(r, w, r.compute_s - w + r.other_s))
+    return out
+
+
+def gain_eaten_after(parts: Sequence[TpParts]) -> TpParts | None:
+    """The last TP whose doubling still pays: the next one's added fixed cost and communication are
+    at least the work it saves (None: every step of the sweep pays)."""
+    for a, b in zip(parts, parts[1:]):
+        if (b.fixed_s + b.comm_s) - (a.fixed_s + a.comm_s) >= a.work_s - b.work_s:
+            return a
+    return None
+
+
+def _parts_table(parts: Sequence[TpParts]) -> tuple[tuple[str, ...], ...]:
+    return tuple((f"TP{p.tp}", format_seconds(p.row.itl_s), format_seconds(p.work_s), format_seconds(p.fixed_s),
+                  format_seconds(p.comm_s), f"{100 * p.row.comm_share:.0f}%", "yes" if p.row.fits_memory else "no")
+                 for p in parts)
+
+
+def _step_words(a: TpParts, b: TpParts) -> str:
+    """From TP a to TP b, each part as printed, with its ratio."""
+    return (f"From TP{a.tp} to TP{b.tp} the work falls from {format_seconds(a.work_s)} to {format_seconds(b.work_s)} "
+            f"({ratio(a.work_s, b.work_s):.2f}x for {b.tp // a.tp}x the GPUs), the fixed costs go from "
+            f"{format_seconds(a.fixed_s)} to {format_seconds(b.fixed_s)} and communication from "
+            f"{format_seconds(a.comm_s)} to {format_seconds(b.comm_s)}: the ITL goes from {format_seconds(a.row.itl_s)} "
+            f"to {format_seconds(b.row.itl_s)} ({ratio(a.row.itl_s, b.row.itl_s):.2f}x).")
+
+
+def _batch_rows(ask: Ask, system: System, nodes: int, batches: Sequence[int]) -> list[dict]:
+    out = []
+    for br in ask.plan(system, nodes, batches).results:
+        parts = tp_parts(ask, system, nodes, br.batch, batches)
+        eaten = gain_eaten_after(parts)
+        best = br.judgement.best if br.judgement else None
+        top = parts[-1] if parts else None
+        out.append({"batch": br.batch, "gain_eaten_after_tp": eaten.tp if eaten else None,
+                    "largest_tp": top.tp if top else None,
+                    "best_plan": best.label() if best else None, "best_itl_s": best.itl_s if best else None,
+                    "best_comm_share": best.comm_share if best else None,
+                    "largest_tp_fixed_share": (top.fixed_s / top.row.itl_s) if top else None,
+                    "largest_tp_comm_share": top.row.comm_share if top else None})
+    return out
+
+
+def _batch_table(table: Sequence[dict]) -> Table:
+    top = table[0]["largest_tp"]
+    rows = tuple((str(t["batch"]), f"TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{top}",
+                  t["best_plan"] or "none", format_seconds(t["best_itl_s"]) if t["best_itl_s"] else "–",
+                  _pct(t["best_comm_share"]), _pct(t["largest_tp_fixed_share"]), _pct(t["largest_tp_comm_share"]))
+                 for t in table)
+    return Table(("batch", "gain eaten after", "latency-optimal", "its ITL", "its comm share",
+                  f"TP{top}: fixed share", f"TP{top}: comm share"), rows)
+
+
+def _pct(share: float | None) -> str:
+    return "–" if share is None else f"{100 * share:.0f}%"
+
+
+def sweep_nodes(system: System, nodes: int) -> int:
+    """The nodes the second answer sweeps: the request's, or two where it asks for one node of a
+    system with a network, so that the sweep passes the node's edge (where the gain is usually eaten)."""
+    return nodes if nodes > 1 or system.nic_fabric is None else 2
+
+
+def when_allreduce_limits(ask: Ask, system: System, *, nodes: int = 1) -> Answer:
+    """Q2: per TP the work that shrinks, the fixed costs that do not, and communication; where they
+    eat the gain at the request's batch and at batch 1 to 256, beside the planner's verdict."""
+    check_nodes(system, nodes)
+    nodes = sweep_nodes(system, nodes)
+    batches = tuple(sorted(set(BATCHES) | {ask.batch}))
+    parts = tp_parts(ask, system, nodes, ask.batch, batches)
+    where = f"{nodes} x {system.name}" if nodes > 1 else system.name
+    br = next(b for b in ask.plan(system, nodes, batches).results if b.batch == ask.batch)
+    v, eaten = br.judgement, gain_eaten_after(parts)
+    crossing = next((p for p in parts if p.row.comm_share > ask.comm_threshold), None)
+    text = (f"{ask.cfg.name}, batch {ask.batch}, on {where} ({ask.engine}): each token's time is work that TP "
+            f"divides (the roofline of the sharded GEMMs, attention and KV reads), fixed costs that it does not "
+            f"(kernel floors, launches, host and per-step overhead) and communication.")
+    if eaten is not None:
+        nxt = parts[parts.index(eaten) + 1]
+        text += (" " + _step_words(parts[parts.index(eaten) - 1], eaten) if parts.index(eaten) else "")
+        text += (f" Past TP{eaten.tp} the gain is eaten: TP{nxt.tp} saves {format_seconds(eaten.work_s - nxt.work_s)} "
+                 f"of work and adds {format_seconds(nxt.fixed_s + nxt.comm_s - eaten.fixed_s - eaten.comm_s)} of "
+                 f"fixed cost and communication ({format_seconds(eaten.row.itl_s)} to {format_seconds(nxt.row.itl_s)}).")
+    elif len(parts) >= 2:
+        text += " " + _step_words(parts[-2], parts[-1])
+        text += f" Up to TP{parts[-1].tp} every doubling saves more work than it adds in fixed cost and communication."
+    text += (f" The planner's latency-optimal plan is {v.best.label()} ({format_seconds(v.best.itl_s)}, "
+             f"{100 * v.best.comm_share:.0f}% communication)." if v and v.best else " No plan fits in memory.")
+    table = _batch_rows(ask, system, nodes, batches)
+    figures = {"system": system.name, "nodes": nodes, "batch": ask.batch,
+               "parts": [p.to_dict() for p in parts], "gain_eaten_after_tp": eaten.tp if eaten else None,
+               "first_tp_over_threshold": crossing.tp if crossing else None, "best_plan": br.best_plan,
+               "by_batch": table}
+    return Answer("When does all-reduce limit model sharding?", text, figures,
+                  _limits_takeaway(where, table, crossing, ask.comm_threshold),
+                  (Table(("TP", "ITL", "work", "fixed", "comm", "comm share", "fits"), _parts_table(parts)),
+                   _batch_table(table)))
+
+
+def _limits_takeaway(where: str, table: Sequence[dict], crossing, threshold: float) -> str:
+    first, last = table[0], table[-1]
+
+    def at(t: dict) -> str:
+        return f"after TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{t['largest_tp']}"
+
+    text = (f"All-reduce limits sharding where communication plus the fixed per-kernel costs grow by more than the "
+            f"work TP saves: on {where} the gain is eaten {at(first)} at batch {first['batch']} and {at(last)} at "
+            f"batch {last['batch']}; the latency-optimal plan goes from {first['best_plan'] or 'none'} to "
+            f"{last['best_plan'] or 'none'}.")
+    if crossing is not None:
+        text += (f" Communication passes {100 * threshold:.0f}% of the token from TP{crossing.tp} "
+                 f"(the comm-bound warning).")
+    return text
+
+
+# --- question 3 ---------------------------------------------------------------------------
+
+def _estimate(fabric: Fabric) -> str:
+    src = fabric.latency_source or ""
+    return "an estimate (NCCL's tuning table)" if not src or "estimate" in src.lower() else f"from {src}"
+
+
+def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answer:
+    """Q3: TP inside one node against TP over `nodes` nodes: the calls each runs, priced."""
+    check_nodes(system, nodes)
+    cfg, g = ask.cfg, system.gpus_per_node
+    tp_in, tp_out = largest_tp(cfg, g), largest_tp(cfg, nodes * g)
+    res = ask.plan(system, nodes)
+    v = res.results[0].judgement
+    rows = {r.key: r for r in res.results[0].rows}
+    one, two = rows.get((tp_in, 1, 1, 1)), rows.get((tp_out, 1, 1, 1)) if tp_out > g else None
+    nic = system.nic_fabric
+    name = NETWORK_NAMES.get(nic.kind, nic.kind)
+    nvlink = system.intra_fabric.kind in NVLINK_KINDS
+    domain = "NVLink domain" if nvlink else "node"
+    text, figures = _network_facts(ask, system, tp_in, tp_out, one, two)
+    best = v.best if v else None
+    crosses = best is not None and best.gpus > g and best.tp > g
+    if best is None:
+        take = f"On {nodes} nodes no plan fits in memory."
+    elif crosses:
+        take = (f"On {nodes} nodes the planner's latency-optimal plan is {best.label()}: crossing nodes with TP still "
+                f"pays here, but {100 * best.comm_share:.0f}% of its token is communication.")
+    else:
+        take = (f"On {nodes} nodes the planner's latency-optimal plan is {best.label()}: keep TP inside the {domain} "
+                f"({g} GPUs) and cross nodes with PP or data parallelism; {name}'s bandwidth is enough for decode, "
+                f"its per-message latency and the kernels a group loses off the node are not.")
+    figures["best_plan_two_nodes"] = v.best_plan if v else None
+    return Answer(f"Why is {name} slow for decode parallelism?", text, figures, take)
+
+
+def _network_facts(ask: Ask, system: System, tp_in: int, tp_out: int, one: Row | None,
+                   two: Row | None) -> tuple[str, dict]:
+    """The calls inside and across nodes, what the group loses, the network step, the rows."""
+    g, nic = system.gpus_per_node, system.nic_fabric
+    inside = engine_call(ask.step(system, Plan(tp_in)), ask.batch, ask.context) if tp_in > 1 else None
+    across = engine_call(ask.step(system, Plan(tp_out)), ask.batch, ask.context) if two is not None else None
+    figures = {"tp_one_node": tp_in, "tp_across": tp_out if two is not None else None,
+               "one_node_call": inside.to_dict() if inside else None,
+               "across_call": across.to_dict() if across else None,
+               "one_node_itl_s": one.itl_s if one else None, "two_node_itl_s": two.itl_s if two else None,
+               "one_node_comm_share": one.comm_share if one else None,
+               "two_node_comm_share": two.comm_share if two else None}
+    if inside is None or across is None or one is None:
+        return (f"{ask.cfg.name} has no TP group that crosses nodes of {system.name} (TP{tp_out} at most).", figures)
+    path = intra_path(system, tp_in)
+    lost = []
+    if inside.kind != "nccl":
+        lost.append(f"{inside.words} ({format_seconds(inside.time_s)} per call)")
+    if path.nvls:
+        lost.append("NVLS, the switch's in-network reduction")
+    group = make_group(system, nodes=tp_out // g, gpus=tp_out, catalog=ask.catalog)
+    algo = across.algorithm if across.algorithm in ("ring", "tree") else "ring"
+    hop = net_hop_s(group, across.protocol, algo, True)
+    figures.update(network_hop_s=hop, network_hop_algorithm=algo, network_hop_protocol=across.protocol,
+                   lost=lost)
+    text = (f"Inside one node TP{tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
+            f"{format_seconds(inside.time_s)} per call. Over {tp_out // g} nodes TP{tp_out}'s runs as {across.words} "
+            f"over {system.nics_per_node}x {nic.name}: {format_seconds(across.time_s)} per call "
+            f"({ratio(across.time_s, inside.time_s):.1f}x). ")
+    text += (f"Leaving the node the group loses {' and '.join(lost)}, not only a few microseconds of wire: "
+             if lost else "")
+    text += (f"{'each' if lost else 'Each'} network step of NCCL's {algo} ({across.protocol.upper() if across.protocol != 'simple' else 'Simple'}) "
+             f"costs {format_seconds(hop)}, {_estimate(nic)}. With {across.count} such calls per token, communication "
+             f"goes from {100 * one.comm_share:.0f}% of TP{tp_in}'s {format_seconds(one.itl_s)} to "
+             f"{100 * two.comm_share:.0f}% of TP{tp_out}'s {format_seconds(two.itl_s)} "
+             f"({ratio(two.comm_s, one.comm_s):.1f}x the communication, {format_seconds(one.comm_s)} to "
+             f"{format_seconds(two.comm_s)}).")
+    return text, figures
+
+
+__all__ = ["BATCHES", "TpParts", "gain_eaten_after", "tp_parts", "when_allreduce_limits", "why_the_network_is_slow",
+           "work_s"]

@@ -1,0 +1,228 @@
+"""Every figure shown in more than one view is the same figure, for a few hundred random requests.
+
+The views: `plan` (its table and its JSON), `explain`, `deploy` (table and JSON), the report's data
+and its interactive state, and `demo`. The figures: ITL, communication share, TTFT, memory per GPU,
+the best (latency-optimal) plan, the verdict, and the all-reduce implementation. Each request is
+drawn once from a seeded generator (model, system, nodes, engine, batch, budgets), so a failure
+names a request that can be run by hand; the commands run in-process through `cli.app.main`, as a
+user's shell would run them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from shardbudget.cli.app import main
+from shardbudget.decide.ask import Ask, engine_call
+from shardbudget.decide.deploy import Workload, deploy
+from shardbudget.decide.planner import plan
+from shardbudget.decide.questions import explain
+from shardbudget.engines.allreduce import KIND_WORDS
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.model import Plan, load_model
+from shardbudget.units import format_seconds
+
+CAT = load_catalog()
+MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-32b", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3.2-1b")
+ENGINES = ("vllm", "sglang", "trtllm", "eager")
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+BUDGETS_MS = (10, 20, 30, 50, 100)
+TTFT_MS = (None, None, 200, 1000, 5000)
+
+
+def _requests(n: int, seed: int = 19) -> list[tuple]:
+    rng = random.Random(seed)
+    systems = sorted(CAT.systems)
+    out = []
+    while len(out) < n:
+        system = rng.choice(systems)
+        nodes = rng.choice((1, 1, 2)) if CAT.system(system).nic_fabric is not None else 1
+        out.append((rng.choice(MODELS), system, nodes, rng.choice(ENGINES), rng.choice(BATCHES),
+                    rng.choice(BUDGETS_MS), rng.choice(TTFT_MS)))
+    return out
+
+
+REQUESTS = _requests(200)
+
+
+def _run(capsys, *argv: str) -> str:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def _plan_args(model, system, nodes, engine, batch, budget_ms, ttft_ms) -> list[str]:
+    args = ["--model", model, "--system", system, "--nodes", str(nodes), "--engine", engine, "--batch", str(batch),
+            "--budget", f"{budget_ms}ms"]
+    return args + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines()
+            if line.startswith("│") and line.count("│") > 5]
+
+
+@pytest.mark.parametrize("req", REQUESTS, ids=lambda r: "-".join(str(x) for x in r))
+def test_plan_table_json_and_library_agree(req, capsys):
+    model, system, nodes, engine, batch, budget_ms, ttft_ms = req
+    lib = plan(model, system, nodes=nodes, batches=[batch], budget_s=budget_ms / 1e3,
+               ttft_budget_s=ttft_ms / 1e3 if ttft_ms else None, engine=engine, catalog=CAT)
+    br = lib.results[0]
+    d = json.loads(_run(capsys, "plan", *_plan_args(*req), "--json"))
+    text = _run(capsys, "plan", *_plan_args(*req))
+    res = d["results"][0]
+    assert res["best_plan"] == br.best_plan and res["verdict"] == br.verdict
+    rows = _table_rows(text)
+    assert len(rows) == len(br.rows) == len(res["rows"])
+    for cells, r, j in zip(rows, br.rows, res["rows"]):
+        assert (j["itl_s"], j["comm_share"], j["ttft_s"], j["mem_bytes_per_gpu"], j["verdict"]) == \
+            (r.itl_s, r.comm_share, r.ttft_s, r.mem_bytes_per_gpu, r.verdict)
+        assert cells[:5] == [str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}"]
+        assert cells[8:10] == [f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}"]
+        if ttft_ms:  # the TTFT flag column
+            assert cells[10] == ("yes" if r.ttft_s <= ttft_ms / 1e3 else "no")
+        assert cells[-3] == f"{r.mem_bytes_per_gpu / 1e9:.1f}" and cells[-1].startswith(r.verdict)
+    best = br.judgement.best.label() if br.judgement.best else "none"
+    assert f"latency-optimal: {best}" in text and br.verdict in text
+    assert "None" not in text and "False" not in text
+
+
+DEPLOYS = REQUESTS[::3]  # every third request, as a decode-only deployment
+
+
+@pytest.mark.parametrize("req", DEPLOYS, ids=lambda r: "-".join(str(x) for x in r))
+def test_deploy_table_json_and_plan_agree(req, capsys):
+    """deploy --context L: each one-replica pure-TP option at its batch b is plan's row at batch b
+    (ITL, comm share, memory); the table prints the JSON's numbers; no batch, no throughput."""
+    model, system, nodes, engine, _, budget_ms, _ = req
+    gpus = nodes * CAT.system(system).gpus_per_node
+    args = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
+            "--budget", f"{budget_ms}ms", "--context", "4096", "--all"]
+    try:
+        lib = deploy(model, system, gpus=gpus, budget_s=budget_ms / 1e3, workload=Workload(context=4096),
+                     engine=engine, catalog=CAT)
+    except Exception as err:  # a request no split can serve: both views say so (exit 2)
+        pytest.skip(f"no deployment: {err}")
+    if lib.best is None:  # valid, but nothing meets the budgets: the table still printed, exit 1 (issue 23)
+        assert main(args) == 1
+        assert "options (best first)" in capsys.readouterr().out
+        return
+    d = json.loads(_run(capsys, *args, "--json"))
+    text = _run(capsys, *args)
+    assert [o["itl_s"] for o in d["options"]] == [o.itl_s for o in lib.options]
+    for cells, o in zip(_table_rows(text), lib.options):
+        assert cells[0] == o.label() and cells[1] == str(o.max_batch) and cells[2] == f"{o.itl_s * 1e3:.2f}"
+        assert cells[3] == "–"  # decode only: no TTFT
+        assert (cells[4] == "–") == (o.max_batch == 0) and (o.tokens_per_s == 0) == (o.max_batch == 0)
+    for o in lib.options:
+        if o.replicas == 1 and (o.pp, o.ep, o.dp) == (1, 1, 1) and o.max_batch:
+            row = next(r for r in plan(model, system, nodes=max(1, o.tp // CAT.system(system).gpus_per_node),
+                                       batches=[o.max_batch], budget_s=None, engine=engine,
+                                       catalog=CAT).results[0].rows if r.key == (o.tp, 1, 1, 1))
+            assert o.itl_s == pytest.approx(row.itl_s, rel=1e-12)
+            assert o.comm_share == pytest.approx(row.comm_share, rel=1e-9)
+            assert o.mem_bytes_per_gpu == pytest.approx(row.mem_bytes_per_gpu, rel=1e-12)
+
+
+EXPLAINS = REQUESTS[::10]
+
+
+@pytest.mark.parametrize("req", EXPLAINS, ids=lambda r: "-".join(str(x) for x in r))
+def test_explain_quotes_plans_rows(req, capsys):
+    """explain's ITLs, shares and best plans are plan's rows; its all-reduce is the one plan names
+    for that TP; its text prints them as it quotes them."""
+    model, system, nodes, engine, batch, budget_ms, _ = req
+    try:
+        ex = explain(model, systems=[system], batch=batch, engine=engine, nodes=nodes, budget_s=budget_ms / 1e3,
+                     catalog=CAT)
+    except Exception as err:  # e.g. a model that cannot be split over two GPUs of this system
+        assert "explain cannot compare" in str(err) or "no other fabric" in str(err)
+        return
+    text = _run(capsys, "explain", "--model", model, "--system", system, "--batch", str(batch), "--engine", engine,
+                "--nodes", str(nodes), "--budget", f"{budget_ms}ms")
+    q1, q2 = ex[0], ex[1]
+    own = q1.figures["cases"][0]
+    tp = q1.figures["tp"]
+    res = plan(model, system, batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT)
+    row = next(r for r in res.results[0].rows if r.key == (tp, 1, 1, 1))
+    assert (own["itl_s"], own["comm_s"], own["comm_share"]) == (row.itl_s, row.comm_s, row.comm_share)
+    assert format_seconds(row.itl_s) in text and f"{100 * row.comm_share:.0f}%" in text
+    words = res.assumptions["allreduce"][f"TP{tp}"]
+    kind = own["call"]["kind"]
+    assert (KIND_WORDS[kind] if kind != "nccl" else "NCCL") in words
+    swept = plan(model, system, nodes=q2.figures["nodes"], batches=[batch], budget_s=budget_ms / 1e3, engine=engine,
+                 catalog=CAT).results[0]
+    assert q2.figures["best_plan"] == swept.best_plan
+    by_key = {r.key: r for r in swept.rows}
+    for p in q2.figures["parts"]:
+        r = by_key[(p["tp"], 1, 1, 1)]
+        assert p["itl_s"] == r.itl_s and p["work_s"] + p["fixed_s"] + p["comm_s"] == pytest.approx(r.itl_s, rel=1e-12)
+    assert "None" not in text and "False" not in text
+
+
+REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie"), 1, 0.05), ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
+           ("llama-3.1-8b", ("rtx4090-pcie", "mi300x"), 16, 0.03)]
+
+
+@pytest.mark.parametrize("model, systems, batch, budget_s", REPORTS)
+def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems, batch, budget_s):
+    from shardbudget.report import html as report_html
+    data = report_html.collect(model, list(systems), batches=[batch], budget_s=budget_s, budget_steps=4, catalog=CAT)
+    g = data.grid
+    k = g["budgets"].index({"s": budget_s, "label": format_seconds(budget_s)})
+    e = g["initial"]["engine"]
+    for s, (spec, res, dep) in enumerate(zip(data.specs, data.plans, data.deployments)):
+        fresh = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)
+        br, fb = res.results[0], fresh.results[0]
+        assert [r.itl_s for r in br.rows] == [r.itl_s for r in fb.rows] and br.verdict == fb.verdict
+        cell = g["cells"][s][e][0]
+        assert [r["itl_s"] for r in cell["rows"]] == [r.itl_s for r in fb.rows]
+        assert [g["strings"][i] for i in cell["steps"][k]["sentences"]] == list(fb.judgement.sentences)
+        entries = [g["deploy_rows"][i] for i in g["deploy"][s][e][k]]
+        assert [(x["itl_s"], x["max_batch"]) for x in entries] == [(o.itl_s, o.max_batch) for o in dep.options[:8]]
+    for row in report_html.verdict_rows(data):
+        spec = next(x for x in data.specs if x.label == row["system"])
+        fb = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT).results[0]
+        best = fb.judgement.best
+        assert (row["itl_s"], row["comm_share"], row["best_plan"]) == (best.itl_s, best.comm_share, best.label())
+        if best.tp > 1:
+            ask = Ask(cfg=load_model(model), catalog=CAT, batch=batch)
+            call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), batch, 4096)
+            assert row["allreduce"] == call.words
+    # the report's explain answers are explain's, for the report's systems
+    again = explain(model, systems=list(dict.fromkeys(s.name for s in data.specs)), batch=batch, budget_s=budget_s,
+                    catalog=CAT)
+    assert [a.to_dict() for a in data.answers] == [a.to_dict() for a in again]
+
+
+def test_demo_table_is_plan_and_explain(capsys):
+    """The demo's terminal table: per system and batch the latency-optimal plan, its ITL, comm share
+    and all-reduce are plan's (default engine, no forced implementation) and explain's call."""
+    from shardbudget.report import demo, html as report_html
+    from shardbudget.report.fmt import fmt_seconds
+    data = report_html.collect(demo.MODEL, demo.SYSTEMS, batches=demo.BATCHES, context=demo.CONTEXT,
+                               budget_s=demo.BUDGET_S, engine=demo.ENGINE, dtype=demo.DTYPE, budget_steps=0,
+                               catalog=CAT)
+    from shardbudget.report.tables import console
+    with console.capture() as cap:
+        console.print(demo.verdict_table(data))
+    text = cap.get()
+    assert "engine vllm" in text and "None" not in text
+    rows = _table_rows(text)
+    for spec in data.specs:
+        for b in demo.BATCHES:
+            fb = plan(demo.MODEL, spec.name, nodes=spec.nodes, batches=[b], budget_s=demo.BUDGET_S,
+                      dtype=demo.DTYPE, catalog=CAT).results[0]
+            best = fb.judgement.best
+            line = next(r for r in rows if r[0] == spec.label and r[1] == str(b))
+            assert line[4] == best.label() and line[6] == f"{100 * best.comm_share:.0f}%"
+            assert line[5] == fmt_seconds(best.itl_s)
+            ask = Ask(cfg=load_model(demo.MODEL), catalog=CAT, batch=b, dtype=demo.DTYPE)
+            call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), b, 4096)
+            assert line[7] == call.words
+    assert re.search(r"hgx-h100 .*TP8", text)

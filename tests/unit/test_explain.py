@@ -1,0 +1,159 @@
+"""`explain`: every ratio it quotes is the ratio of the numbers it quotes (recomputed here from the
+printed text), its per-call figures add up to the row's communication, and its answers say what
+an expert would (no NVLink advice on a box without NVLink, 'estimate' on a catalog estimate)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from shardbudget.decide.planner import plan
+from shardbudget.decide.questions import ExplainError, explain
+from shardbudget.errors import ShardbudgetError
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.units import parse_seconds
+
+CAT = load_catalog()
+T = r"(\d+(?:\.\d+)?) (ns|µs|ms|s)"
+R = r"(\d+\.\d+)x"
+REQUESTS = [  # (model, systems, batch, engine)
+    ("llama-3.1-70b", ("hgx-h100",), 1, "vllm"), ("llama-3.1-70b", ("hgx-h100",), 64, "sglang"),
+    ("llama-3.1-70b", ("h100-pcie",), 1, "vllm"), ("llama-3.1-70b", ("l40s-pcie",), 8, "vllm"),
+    ("deepseek-v3", ("hgx-h200", "mi300x"), 1, "vllm"), ("llama-3.1-8b", ("rtx4090-pcie",), 16, "trtllm"),
+    ("qwen3-30b-a3b", ("hgx-b200",), 32, "vllm"), ("llama-3.1-70b", ("mi300x", "hgx-h100", "l40s-pcie"), 4, "vllm"),
+]
+
+
+@pytest.fixture(scope="module", params=REQUESTS, ids=lambda r: f"{r[0]}-{'+'.join(r[1])}-b{r[2]}-{r[3]}")
+def answers(request):
+    model, systems, batch, engine = request.param
+    return explain(model, systems=list(systems), batch=batch, engine=engine, catalog=CAT)
+
+
+def _t(m: re.Match, k: int) -> float:
+    """The k-th time of a match (groups come in (number, unit) pairs)."""
+    return parse_seconds(f"{m.group(2 * k + 1)} {m.group(2 * k + 2)}")
+
+
+def _check(ratio_text: str, a: float, b: float) -> None:
+    decimals = len(ratio_text.split(".")[1])
+    assert float(ratio_text) == pytest.approx(a / b, abs=0.5 * 10 ** -decimals + 1e-9), (ratio_text, a, b)
+
+
+def _ratios(text: str) -> int:
+    """Check every quoted ratio of `text` against the two times it compares; return how many."""
+    n = 0
+    for m in re.finditer(rf"at {T} per call \({R}\), {T} of communication per token against {T} \({R}\), an ITL "
+                         rf"of {T} against {T} \({R}\)\. At batch \d+ a call takes {T} against {T} \({R}\)", text):
+        fast = re.search(rf"fastest: .*? at {T} per call\.", text)
+        g = m.groups()
+        _check(g[2], _t(m, 0), _t(fast, 0))
+        _check(g[7], parse_seconds(f"{g[3]} {g[4]}"), parse_seconds(f"{g[5]} {g[6]}"))
+        _check(g[12], parse_seconds(f"{g[8]} {g[9]}"), parse_seconds(f"{g[10]} {g[11]}"))
+        _check(g[17], parse_seconds(f"{g[13]} {g[14]}"), parse_seconds(f"{g[15]} {g[16]}"))
+        n += 4
+    for m in re.finditer(rf"falls from {T} to {T} \({R} for", text):
+        _check(m.group(5), _t(m, 0), _t(m, 1))
+        n += 1
+    for m in re.finditer(rf"the ITL goes from {T} to {T} \({R}\)", text):
+        _check(m.group(5), _t(m, 0), _t(m, 1))
+        n += 1
+    for m in re.finditer(rf"runs as .*?: {T} per call\. Over .*?: {T} per call \({R}\)", text):
+        _check(m.group(5), _t(m, 1), _t(m, 0))
+        n += 1
+    for m in re.finditer(rf"\({R} the communication, {T} to {T}\)", text):
+        _check(m.group(1), _t_shift(m), _t_shift(m, first=True))
+        n += 1
+    return n
+
+
+def _t_shift(m: re.Match, first: bool = False) -> float:
+    """The '(Rx the communication, A to B)' pattern: B, or A with `first`."""
+    g = m.groups()
+    return parse_seconds(f"{g[1]} {g[2]}") if first else parse_seconds(f"{g[3]} {g[4]}")
+
+
+def test_every_quoted_ratio_is_the_ratio_of_the_quoted_numbers(answers):
+    text = " ".join(a.text + " " + a.takeaway for a in answers)
+    assert _ratios(text) >= 3
+
+
+def test_the_gpu_and_the_fabric_add_up_to_the_difference(answers):
+    take = answers[0].takeaway
+    for m in re.finditer(rf"ITL {T} against {T}; .*?the GPU makes ([+-]){T} of the ([+-]){T} difference, the "
+                         rf"fabric ([+-]){T}\.", take):
+        g = m.groups()
+        itl_b, itl_a = parse_seconds(f"{g[0]} {g[1]}"), parse_seconds(f"{g[2]} {g[3]}")
+        gpu, diff, fabric = (float(f"{g[i]}1") * parse_seconds(f"{g[i + 1]} {g[i + 2]}") for i in (4, 7, 10))
+        assert diff == pytest.approx(itl_b - itl_a, abs=0.01 * abs(diff) + 1e-5)
+        assert gpu + fabric == pytest.approx(diff, abs=0.005 * abs(diff) + 1e-6)
+
+
+def test_per_call_times_make_the_rows_communication(answers):
+    """calls x per-call time is the TP all-reduces' share of the row's communication: never more."""
+    for case in answers[0].figures["cases"]:
+        call = case["call"]
+        assert call["count"] * call["time_s"] <= case["comm_s"] * (1 + 1e-9)
+        assert call["count"] * call["time_s"] >= 0.5 * case["comm_s"]  # the chief collective, by far
+
+
+def test_q1_is_the_same_gpu_engine_and_plan_on_other_fabrics():
+    q1 = explain("llama-3.1-70b", catalog=CAT)[0]
+    cases = q1.figures["cases"]
+    assert q1.figures["same_gpu"] and [c["whatif"] for c in cases] == [False, True, True, True]
+    assert [c["call"]["words"] for c in cases][:3] == ["vllm one-shot", "NCCL ring/LL", "NCCL ring/LL"]
+    assert cases[0]["call"]["time_s"] == pytest.approx(5.47e-6, abs=0.01e-6)  # vLLM 0.19.0's one-shot (issue 20 part 2's refit), not NCCL's ring
+    assert cases[0]["call"]["count"] * cases[0]["call"]["time_s"] == pytest.approx(cases[0]["comm_s"], rel=0.02)
+    assert "no P2P" in cases[2]["label"] and cases[3]["nodes"] == 2
+
+
+def test_q2_splits_each_tp_into_work_fixed_and_communication():
+    q2 = explain("llama-3.1-70b", catalog=CAT)[1]
+    parts = {p["tp"]: p for p in q2.figures["parts"]}
+    assert parts[4]["work_s"] / parts[8]["work_s"] == pytest.approx(2.0, rel=0.01)  # the work halves with TP
+    assert parts[8]["fixed_s"] >= parts[4]["fixed_s"] > 2e-3  # floors, launches, host: they do not shrink
+    assert q2.figures["gain_eaten_after_tp"] == 8  # TP16 over two nodes adds more than it saves
+    assert [t["batch"] for t in q2.figures["by_batch"]] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+
+def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
+    q3 = explain("llama-3.1-70b", catalog=CAT)[2]
+    f = q3.figures
+    assert f["one_node_call"]["words"] == "vllm one-shot" and f["across_call"]["algorithm"] == "tree"
+    assert f["network_hop_algorithm"] == "tree" and f["network_hop_s"] == pytest.approx(5e-6)  # tuning.cc NET tree LL
+    assert "NVLS" in q3.text and "an estimate" in q3.text
+    assert f["one_node_comm_share"] == pytest.approx(0.08, abs=0.01)
+    assert f["two_node_comm_share"] == pytest.approx(0.39, abs=0.01)
+    assert "keep TP inside the NVLink domain" in q3.takeaway
+
+
+def test_no_nvlink_advice_on_a_box_without_nvlink():
+    q3 = explain("llama-3.1-70b", systems=["l40s-pcie"], catalog=CAT)[2]
+    assert "NVLink" not in q3.text + q3.takeaway and "NVLS" not in q3.text
+
+
+def test_explain_agrees_with_plan_on_the_first_systems_row():
+    ex = explain("llama-3.1-70b", systems=["hgx-h200"], batch=4, engine="sglang", dtype="fp8", catalog=CAT)
+    row = next(r for r in plan("llama-3.1-70b", "hgx-h200", batches=[4], engine="sglang", dtype="fp8",
+                               catalog=CAT).results[0].rows if r.key == (8, 1, 1, 1))
+    assert ex[0].figures["cases"][0]["itl_s"] == row.itl_s and ex.dtype == "fp8" and ex.engine == "sglang"
+
+
+@pytest.mark.parametrize("systems, message", [
+    (["hgx-h10"], "did you mean"),
+    (["hgx-h100", "hgx-h100"], "system listed twice"),
+    ([], "at least one system"),
+])
+def test_requests_explain_cannot_answer_are_one_clear_error(systems, message):
+    with pytest.raises(ShardbudgetError, match=message):
+        explain("llama-3.1-70b", systems=systems, catalog=CAT)
+
+
+def test_a_model_that_cannot_be_split_cannot_be_compared():
+    """A model whose heads refuse TP2 has no TP all-reduce to compare over fabrics."""
+    from dataclasses import replace
+    from shardbudget.model import load_model
+    odd = replace(load_model("llama-3.1-8b"), name="odd-heads", num_heads=31, num_kv_heads=1)
+    with pytest.raises(ExplainError, match="cannot compare fabrics"):
+        explain(odd, catalog=CAT)
