@@ -183,8 +183,7 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         cell = g["cells"][s][e][0]
         assert [r["itl_s"] for r in cell["rows"]] == [r.itl_s for r in fb.rows]
         assert [g["strings"][i] for i in cell["steps"][k]["sentences"]] == list(fb.judgement.sentences)
-        entries = [g["deploy_rows"][i] for i in g["deploy"][s][e][k]]
-        assert [(x["itl_s"], x["max_batch"]) for x in entries] == [(o.itl_s, o.max_batch) for o in dep.options[:8]]
+        _interactive_table_is_deploy_json(g, s, e, spec, model, dep)
     for row in report_html.verdict_rows(data):
         spec = next(x for x in data.specs if x.label == row["system"])
         fb = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT).results[0]
@@ -198,6 +197,53 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
     again = explain(model, systems=list(dict.fromkeys(s.name for s in data.specs)), batch=batch, budget_s=budget_s,
                     catalog=CAT)
     assert [a.to_dict() for a in data.answers] == [a.to_dict() for a in again]
+
+
+def _deploy_json(spec, model: str, engine: str, budget_s: float | None, batch: int | None = None) -> dict:
+    gpus = spec.nodes * CAT.system(spec.name).gpus_per_node
+    argv = ["deploy", "--model", model, "--system", spec.name, "--gpus", str(gpus), "--engine", engine, "--context",
+            "4096", "--budget", f"{budget_s * 1e3:g}ms" if budget_s is not None else "none", "--json"]
+    argv += ["--batch", str(batch)] if batch else []
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(argv)
+    assert code in (0, 1), argv  # 1: valid, nothing meets the budget (the options still listed)
+    return json.loads(buf.getvalue())
+
+
+def _interactive_table_is_deploy_json(g: dict, s: int, e: int, spec, model: str, dep) -> None:
+    """The interactive deployment table at each batch and at two budgets (the report's, and the
+    slider's lowest, where nothing meets) is `deploy --json --batch B` at that budget: the options
+    shown, best first, with its ITL, tokens/s per GPU, memory and whether each meets the budget; its
+    'largest batch in budget' column is `deploy --json` without --batch, as the report's own deployment."""
+    from shardbudget.report.grid import DEPLOY_LABELS
+    engine, cell = g["engines"][e]["key"], g["deploy"][s][e]
+    k_report = g["initial"]["budget"]
+    for k in (k_report, 0):
+        budget_s = g["budgets"][k]["s"]
+        own = _deploy_json(spec, model, engine, budget_s)
+        if k == k_report:
+            assert [o["max_batch"] for o in own["options"]] == [o.max_batch for o in dep.options]
+        largest = {(o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"]): o["max_batch"] for o in own["options"]}
+        for b, batch in enumerate(g["batches"]):
+            d = _deploy_json(spec, model, engine, budget_s, batch)
+            assert d["batch"] == batch
+            step = cell["steps"][b][k]
+            assert len(step["order"]) == min(8, len(d["options"]))
+            for j, label, o in zip(step["order"], step["labels"], d["options"]):
+                row = g["deploy_rows"][cell["rows"][b][j]]
+                assert row["plan"].replace(" × ", "x").replace(" ", "/") == \
+                    f"{o['replicas']}x" + Plan(o["tp"], o["pp"], o["ep"], o["dp"]).label().replace("DP-attention", "DP").replace(" ", "/")
+                assert (row["itl_s"], row["tokens_per_s_per_gpu"], row["mem_bytes_per_gpu"]) == \
+                    (o["itl_s"], o["tokens_per_s_per_gpu"], o["mem_bytes_per_gpu"])
+                assert row["in_flight"] == o["pp"] * batch and (o["max_batch"] in (0, o["pp"] * batch))
+                assert (DEPLOY_LABELS[label] == "meets the budget") == o["meets_budget"]
+                m = largest[(o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"])]
+                assert cell["largest"][k][j] == (str(m) if m else "–")
+            if k == 0:  # below the fastest plan: nothing meets
+                assert not any(o["meets_budget"] for o in d["options"])
 
 
 def test_demo_table_is_plan_and_explain(capsys):
@@ -226,3 +272,4 @@ def test_demo_table_is_plan_and_explain(capsys):
             call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), b, 4096)
             assert line[7] == call.words
     assert re.search(r"hgx-h100 .*TP8", text)
+

@@ -209,10 +209,12 @@ def _grid(cfg, specs: list[SystemSpec], plans: list, *, engine: str, budget_s: f
                   for s, res in zip(specs, plans)]
     grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
                       budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first, deploy=deploy,
-                      deploy_note="The system's deployment options under the selected engine and budget (shardbudget "
-                                  "deploy: every GPU of its nodes, decode at the report's context, each option at its "
-                                  "largest batch within the budget, so the batch control does not apply), best "
-                                  "tokens/s per GPU first.")
+                      deploy_note="Every way to split the system's GPUs into identical replicas (shardbudget deploy "
+                                  "--batch B: every GPU of its nodes, decode at the report's context), each at the "
+                                  "selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s "
+                                  "per GPU first among those that meet the budget; the last but one column is deploy's "
+                                  "own answer, the largest batch within the budget. No TTFT: decode at a fixed "
+                                  "context prefills no prompt.")
     return grid, grid_json(grid)
 
 
