@@ -273,3 +273,38 @@ def test_demo_table_is_plan_and_explain(capsys):
             assert line[7] == call.words
     assert re.search(r"hgx-h100 .*TP8", text)
 
+
+def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
+    """`report --engine` and `demo --engine`: their plans, tables and interactive selection are that
+    engine's (plan --engine's numbers, not the default's); an unknown engine is one line, exit 2, no file."""
+    out = tmp_path / "r.html"
+    d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie", "-b", "1", "--engine", "sglang",
+                        "--budget-steps", "2", "-o", str(out), "--json"))
+    fresh = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT).results[0]
+    vllm = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, catalog=CAT).results[0]
+    rows = d["plans"][0]["results"][0]["rows"]
+    assert d["settings"]["engine"] == "sglang" and [r["itl_s"] for r in rows] == [r.itl_s for r in fresh.rows]
+    assert [r.itl_s for r in fresh.rows] != [r.itl_s for r in vllm.rows]  # the option is not a no-op
+    page = out.read_text(encoding="utf-8")
+    grid = json.loads(re.search(r'<script type="application/json" id="sb-grid">(.*?)</script>', page).group(1))
+    assert grid["engines"][grid["initial"]["engine"]]["key"] == "sglang" and "engine sglang" in page
+    # an older engine the controls do not list is added to them, and selected (tgi: NCCL at every
+    # size, whose all-reduce rule has no size edge; explain's per-call lookup crashed on it)
+    from shardbudget.report import html as report_html
+    old = report_html.collect("llama-3.1-8b", ["hgx-h100"], batches=[1], engine="tgi", budget_steps=2, catalog=CAT)
+    assert old.grid["engines"][old.grid["initial"]["engine"]]["key"] == "tgi"
+
+    demo_out = tmp_path / "demo.html"
+    text = _run(capsys, "demo", "--engine", "trtllm", "-o", str(demo_out))
+    assert "engine trtllm" in text and demo_out.exists()
+    best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm",
+                catalog=CAT).results[0].judgement.best
+    line = next(r for r in _table_rows(text) if r[0] == "hgx-h100" and r[1] == "1")
+    from shardbudget.report.fmt import fmt_seconds
+    assert line[4] == best.label() and line[5] == fmt_seconds(best.itl_s)
+    for argv in (["demo", "--engine", "vlm", "-o", str(tmp_path / "x.html")],
+                 ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vlm", "-o", str(tmp_path / "y.html")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "vlm" in err[0] and "vllm" in err[0]
+        assert not (tmp_path / argv[-1]).exists()

@@ -87,14 +87,17 @@ class EngineChoice:
     plan_kwargs: dict = field(default_factory=dict)
 
 
-def engine_dimension(impl: str = "nccl") -> tuple[tuple[EngineChoice, ...], int]:
+def engine_dimension(impl: str = "nccl", engine: str | None = None) -> tuple[tuple[EngineChoice, ...], int]:
     """THE ENGINE HOOK: the engine control's values and the one selected first.
 
-    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value;
+    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value,
+    the report's own `engine` among them (an older one, vllm-v0 or tgi, is added after them);
     until then the dimension is the collective implementation (`impl`: NCCL, or the engines' custom
     one-/two-shot all-reduce), which is what an engine changes most in a decode step."""
     if "engine" in inspect.signature(plan).parameters:
-        return tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in CURRENT_ENGINES), 0
+        names = (*CURRENT_ENGINES, *([engine] if engine and engine not in CURRENT_ENGINES else []))
+        return (tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in names),
+                names.index(engine) if engine else 0)
     choices = (EngineChoice(key="nccl", label="NCCL collectives", plan_kwargs={"impl": "nccl"}),
                EngineChoice(key="custom", label="custom all-reduce",
                             plan_kwargs={"impl": "custom"}))

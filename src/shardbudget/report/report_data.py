@@ -202,8 +202,7 @@ def _measured_entries(sets, system: str, *, impl: str | None, catalog, step) -> 
 def _grid(cfg, specs: list[SystemSpec], plans: list, *, engine: str, budget_s: float | None, steps: int, catalog,
           plan_kwargs: dict, deploy) -> tuple[dict, str]:
     """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
-    engines, _ = engine_dimension()
-    first = next((i for i, c in enumerate(engines) if c.key == engine), 0)
+    engines, first = engine_dimension(engine=engine)
     per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
                                                           "nodes": s.nodes})
                   for s, res in zip(specs, plans)]
