@@ -129,6 +129,72 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
             assert o.mem_bytes_per_gpu == pytest.approx(row.mem_bytes_per_gpu, rel=1e-12)
 
 
+SERVED = REQUESTS[1::6]  # as a served deployment: prompts of --input-len mixed into decode
+
+
+@pytest.mark.parametrize("req", SERVED, ids=lambda r: "-".join(str(x) for x in r))
+def test_plan_served_tpot_is_deploys(req, capsys):
+    """deploy --input-len I --output-len O: each one-replica pure-TP option at its batch b is the row
+    of `plan --input-len I --output-len O --batch b` (JSON and table): deploy's ITL is plan's TPOT,
+    its TTFT plan's, its memory plan's, and its communication share of that TPOT is plan's decode
+    communication (plan's own share is of the decode step)."""
+    model, system, nodes, engine, _, budget_ms, ttft_ms = req
+    gpus = nodes * CAT.system(system).gpus_per_node
+    served = ["--input-len", "1024", "--output-len", "256"]
+    argv = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
+            "--budget", f"{budget_ms}ms", *served, "--json"] + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
+    code = main(argv)
+    out = capsys.readouterr()
+    if code == 2:  # a request no split can serve (e.g. the model does not fit): nothing to compare
+        assert out.err.startswith("error:") and "\n" not in out.err.strip()
+        return
+    d = json.loads(out.out)
+    checked = 0
+    for o in d["options"]:
+        if o["replicas"] != 1 or (o["pp"], o["ep"], o["dp"]) != (1, 1, 1) or not o["max_batch"]:
+            continue
+        pargs = ["plan", "--model", model, "--system", system, "--engine", engine, "--batch", str(o["max_batch"]),
+                 "--nodes", str(max(1, o["tp"] // CAT.system(system).gpus_per_node)), "--budget", "none", *served]
+        p = json.loads(_run(capsys, *pargs, "--json"))
+        row = next(r for r in p["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == (o["tp"], 1, 1, 1))
+        assert o["itl_s"] == pytest.approx(row["tpot_s"], rel=1e-12)
+        assert o["ttft_s"] == pytest.approx(row["ttft_s"], rel=1e-12)
+        assert o["mem_bytes_per_gpu"] == pytest.approx(row["mem_bytes_per_gpu"], rel=1e-12)
+        assert o["comm_share"] * o["itl_s"] == pytest.approx(row["comm_s"], rel=1e-9)
+        cells = next(c for c in _table_rows(_run(capsys, *pargs)) if c[:4] == [str(o["tp"]), "1", "1", "1"])
+        assert cells[5] == f"{o['itl_s'] * 1e3:.2f}"  # the TPOT column prints deploy's ITL
+        checked += 1
+    if not checked:
+        pytest.skip("no one-replica pure-TP option runs a batch here")
+
+
+SPECULATIVE = [("llama-3.1-70b", "hgx-h100", "eagle", "vllm"), ("deepseek-v3", "hgx-h200", "mtp", "sglang"),
+               ("llama-3.1-8b", "l40s-pcie", "eagle", "vllm")]
+
+
+@pytest.mark.parametrize("model, system, method, engine", SPECULATIVE)
+def test_speculative_step_itl_and_ms_per_token(model, system, method, engine, capsys):
+    """deploy --speculative: 'step ITL' is one verify step (with the drafts) and 'ms/token' the
+    time per token it yields; step = ms/token x (1 + a + ... + a^k) by hand (k 3, a 0.7: 2.533);
+    table and JSON print the same numbers; the verdict quotes the per-token time."""
+    argv = ["deploy", "--model", model, "--system", system, "--gpus", "8", "--engine", engine, "--speculative",
+            method, "--draft-tokens", "3", "--acceptance", "0.7", "--all"]
+    code = main([*argv, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    yield_ = 1 + 0.7 + 0.7 ** 2 + 0.7 ** 3
+    assert yield_ == pytest.approx(2.533, abs=1e-9)
+    main(argv)
+    text = capsys.readouterr().out
+    assert "step ITL ms" in text and "ms/token" in text
+    for o, cells in zip(d["options"], _table_rows(text)):
+        assert o["step_itl_s"] == pytest.approx(o["itl_s"] * yield_, rel=1e-12)
+        assert o["tokens_per_step"] == pytest.approx(yield_, rel=1e-12)
+        assert cells[2:4] == [f"{o['step_itl_s'] * 1e3:.2f}", f"{o['itl_s'] * 1e3:.2f}"]
+    if d["best"]:
+        assert format_seconds(d["best"]["itl_s"]) in d["verdict"]
+
+
 EXPLAINS = REQUESTS[::10]
 
 
@@ -180,6 +246,12 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         fresh = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)
         br, fb = res.results[0], fresh.results[0]
         assert [r.itl_s for r in br.rows] == [r.itl_s for r in fb.rows] and br.verdict == fb.verdict
+        # the report's data is `plan --json` at the same request: every row's figures, the best plan, the verdict
+        cli = _plan_json(model, spec, batch, budget_s)["results"][0]
+        fields = ("itl_s", "comm_share", "ttft_s", "mem_bytes_per_gpu", "fits_memory", "verdict")
+        assert [tuple(getattr(r, f) for f in fields) for r in br.rows] == \
+            [tuple(r[f] for f in fields) for r in cli["rows"]]
+        assert (br.verdict, br.best_plan) == (cli["verdict"], cli["best_plan"])
         cell = g["cells"][s][e][0]
         assert [r["itl_s"] for r in cell["rows"]] == [r.itl_s for r in fb.rows]
         assert [g["strings"][i] for i in cell["steps"][k]["sentences"]] == list(fb.judgement.sentences)
@@ -197,6 +269,17 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
     again = explain(model, systems=list(dict.fromkeys(s.name for s in data.specs)), batch=batch, budget_s=budget_s,
                     catalog=CAT)
     assert [a.to_dict() for a in data.answers] == [a.to_dict() for a in again]
+
+
+def _plan_json(model: str, spec, batch: int, budget_s: float) -> dict:
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["plan", "--model", model, "--system", spec.name, "--nodes", str(spec.nodes), "--batch", str(batch),
+                     "--context", "4096", "--budget", f"{budget_s * 1e3:g}ms", "--json"])
+    assert code in (0, 1)
+    return json.loads(buf.getvalue())
 
 
 def _deploy_json(spec, model: str, engine: str, budget_s: float | None, batch: int | None = None) -> dict:
