@@ -40,7 +40,7 @@ from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .launch import build_launches, check_request
 from ..step.memory import fits as memory_fits
-from ..step.memory import memory_need
+from ..step.memory import memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
 from .planner import Budgets, check_nodes, precision_for, valid_plans
@@ -112,6 +112,7 @@ class Option:
     comm_share: float
     gpus_per_replica: int
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
+    memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -207,6 +208,7 @@ class _Curve:
     fits: np.ndarray
     """Whether each entry fits as the engine counts memory (memory.fits)."""
     tokens_per_step: float = 1.0
+    fraction: np.ndarray | None = None  # memory.raised_fraction per entry
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
@@ -218,16 +220,17 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    frac = raised_fraction(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
     yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
         step, comm, _ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
                                          spec=work.speculation)
         # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac)
     s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
                      common=common, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
@@ -246,7 +249,8 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
                   tokens_per_s_per_gpu=float(per_replica / p.gpus),
                   tokens_per_s_per_user=float(1 / c.itl_s[i]) if n else 0.0,
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=n > 0,
-                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step)
+                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
+                  memory_fraction=None if c.fraction is None or not n or np.isnan(c.fraction[i]) else float(c.fraction[i]))
 
 
 # --- the sweep ------------------------------------------------------------------------------
