@@ -169,15 +169,15 @@ def _instrument(ph: _Phases) -> None:
     from shardbudget import cli
     from shardbudget.cli import common
     from shardbudget.decide import deploy, disagg
-    from shardbudget.step import compose as step, price_comm, price_ops
+    from shardbudget.step import compose as step, price_comm, price_ops, served
     from shardbudget.report import tables
 
     cli.main = ph.wrap("typer: parse options, dispatch", cli.main)
-    common.load_catalog = ph.wrap("catalog load", common.load_catalog)
+    common.load_catalogs = ph.wrap("catalog load", common.load_catalogs)
     # cli imports deploy() inside the command, by module attribute: wrapping the attribute times it
     deploy.deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", deploy.deploy)
     deploy.splits = ph.wrap("splits (valid plans)", deploy.splits)
-    deploy.compile_step = disagg.compile_step = ph.wrap("StepModel set-up", deploy.compile_step)
+    served.compile_step = disagg.compile_step = ph.wrap("StepModel set-up", served.compile_step)
     step.StepModel.evaluate = ph.wrap("evaluate: array arithmetic, overlap, host", step.StepModel.evaluate)
     step.StepModel.work = ph.wrap("evaluate: per-layer ops and collectives listed", step.StepModel.work)
     price_ops.OpPricer.compute_s = ph.wrap("evaluate: op times (roofline, floors)", price_ops.OpPricer.compute_s)
@@ -186,7 +186,7 @@ def _instrument(ph: _Phases) -> None:
                                           step.StepModel._layer_parts)
     deploy.memory_need = ph.wrap("memory per GPU", deploy.memory_need)
     deploy.pareto_front = ph.wrap("Pareto front", deploy.pareto_front)
-    deploy.launch_lines = ph.wrap("launch lines", deploy.launch_lines)
+    deploy.build_launches = ph.wrap("launch lines", deploy.build_launches)
     tables.print_deploy = ph.wrap("tables (rich)", tables.print_deploy)
 
 

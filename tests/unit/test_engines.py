@@ -6,6 +6,7 @@ see src/shardbudget/engines/*.toml for the full citations).
 
 import math
 
+import numpy as np
 import pytest
 
 from shardbudget.engines import (ALLREDUCE_KINDS, ENGINE_NAMES, allreduce_choice, allreduce_ranges,
@@ -196,3 +197,29 @@ def test_kinds_are_declared(vllm):
     seen = {allreduce_choice(vllm, ws, s, True, True, arch=a)
             for ws in (1, 2, 4, 8) for s in (1 * KiB, 1 * MiB, 40 * MiB, 1e9) for a in (None, "hopper")}
     assert seen <= set(ALLREDUCE_KINDS)
+
+
+def test_sglang_static_fraction_holds_weights_and_kv_alone():
+    """SGLang's mem_fraction_static is 'the fraction of the memory used for static allocation (model
+    weights and KV cache memory pool)'; its reserve holds the rest. The issue's example, DeepSeek-V3
+    FP8 at TP4 on B200 (183,359 MiB) with an 8k prompt at concurrency 16: weights + KV on a GPU over
+    the device is what --mem-fraction-static must be (0.93-0.94 by hand: 157.4 + 9.7 GiB of 179.1);
+    SGLang's default (0.855: 24 GiB reserved for a 16384-token chunk) cannot hold the weights, so at
+    that fraction it does not fit, and without one it fits at the fraction it needs."""
+    from shardbudget.decide.planner import precision_for
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.model import Plan, load_model
+    from shardbudget.step.memory import fits, memory_need, raised_fraction, required_fraction
+    cfg, gpu = load_model("deepseek-v3"), load_catalog().system("hgx-b200").gpu
+    need = memory_need(cfg, Plan(4), precision=precision_for(cfg, load_catalog().system("hgx-b200"))[0],
+                       engine="sglang", batch=16, context=9216)
+    assert load_engine("sglang").memory.fraction_of == "static"
+    assert default_memory_fraction(load_engine("sglang"), gpu.memory_bytes, tp=4) == pytest.approx(0.855)
+    static = (need.weights + need.kv_cache) / gpu.memory_bytes
+    assert 0.92 < static < 0.94
+    assert not fits(need, gpu, engine="sglang", plan=Plan(4), utilization=0.855)
+    assert fits(need, gpu, engine="sglang", plan=Plan(4))
+    assert required_fraction(need, gpu, engine="sglang", plan=Plan(4)) == pytest.approx(0.94)
+    assert float(raised_fraction(need, gpu, engine="sglang", plan=Plan(4))) == pytest.approx(0.94)
+    # vLLM's 0.9 counts everything and is judged as it is: nothing raised
+    assert np.isnan(raised_fraction(need, gpu, engine="vllm", plan=Plan(4)))

@@ -40,7 +40,7 @@ from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .launch import build_launches, check_request
 from ..step.memory import fits as memory_fits
-from ..step.memory import memory_need
+from ..step.memory import memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
 from .planner import Budgets, check_nodes, precision_for, valid_plans
@@ -49,7 +49,6 @@ from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
 from ..step.speculative import Speculation, comparison_text
-from ..step.compose import compile_step
 from ..units import format_decimal_bytes, format_seconds
 
 MAX_BATCH = 1024
@@ -115,6 +114,7 @@ class Option:
     comm_share: float
     gpus_per_replica: int
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
+    memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -213,6 +213,7 @@ class _Curve:
     fits: np.ndarray
     """Whether each entry fits as the engine counts memory (memory.fits)."""
     tokens_per_step: float = 1.0
+    fraction: np.ndarray | None = None  # memory.raised_fraction per entry
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
@@ -224,16 +225,17 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    frac = raised_fraction(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
     yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
         step, comm, _ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
                                          spec=work.speculation)
         # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac)
     s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
                      common=common, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
@@ -257,7 +259,9 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
                   tokens_per_s_per_gpu=float(per_replica / p.gpus),
                   tokens_per_s_per_user=float(1 / c.itl_s[i]) if runs else 0.0,
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
-                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step)
+                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
+                  memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i])
+                  else float(c.fraction[i]))
 
 
 # --- the sweep ------------------------------------------------------------------------------
@@ -302,7 +306,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budget_s,
                           ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
                           best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
-                          prefill=_prefill_dict(prefills.get(best.label()) if best else None),
+                          prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
                           batch=batch,
@@ -358,14 +362,6 @@ def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets
     plain = dataclasses.replace(workload, speculation=None)
     return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
                   workload=plain, **request).best
-
-
-def _prefill_dict(pre: Prefill | None) -> dict | None:
-    if pre is None:
-        return None
-    return {"gpus": pre.gpus, "replicas": pre.replicas, "tp": pre.plan.tp, "pp": pre.plan.pp, "ep": pre.plan.ep,
-            "dp": pre.plan.dp, "prefill_s": pre.prefill_s, "kv_transfer_s": pre.transfer_s, "ttft_s": pre.ttft_s,
-            "kv_transfer_share_of_ttft": pre.transfer_s / pre.ttft_s, "prompts_per_s": pre.prompts_per_s}
 
 
 def _check_batch(batch: int | None) -> None:

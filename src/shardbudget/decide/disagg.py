@@ -42,6 +42,12 @@ class Prefill:
     def prompts_per_s(self) -> float:
         return self.replicas / self.prefill_s
 
+    def to_dict(self) -> dict:
+        return {"gpus": self.gpus, "replicas": self.replicas, "tp": self.plan.tp, "pp": self.plan.pp,
+                "ep": self.plan.ep, "dp": self.plan.dp, "prefill_s": self.prefill_s, "kv_transfer_s": self.transfer_s,
+                "ttft_s": self.ttft_s, "kv_transfer_share_of_ttft": self.transfer_s / self.ttft_s,
+                "prompts_per_s": self.prompts_per_s}
+
 
 def parse_split(text: str) -> tuple[int, int]:
     """'2:6' -> (2, 6): prefill GPUs : decode GPUs."""

@@ -52,7 +52,7 @@ two-shot IPC kernel, torch symmetric-memory all-reduce (multimem = NVLS in-switc
 its two-shot), the engine's multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
 
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
-_FRACTION_OF = ("total", "free_after_weights")
+_FRACTION_OF = ("total", "static", "free_after_weights")
 
 
 @dataclass(frozen=True, kw_only=True)

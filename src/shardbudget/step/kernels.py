@@ -40,6 +40,10 @@ class KernelFloor:
     """Achieved / peak HBM bandwidth when memory-bound (None: not a bandwidth-priced op)."""
     compute_efficiency: float | None
     """Achieved / peak dense FLOP/s when compute-bound."""
+    quantized_flops_per_s: float | None = None
+    """The most FP8 FLOP/s this kernel's quantized GEMMs reach when compute-bound, measured (FP4
+    GEMMs: scaled by the GPU's FP4 / FP8 peaks); a GPU whose own rate is lower (H20) keeps its own.
+    None: Efficiency.flops_fp8 / flops_fp4 of the peak, as dense GEMMs."""
     estimate: bool
     basis: str
     source: str
@@ -128,6 +132,8 @@ def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str) -> dict[t
                                            if per_expert is not None else None),
                 memory_efficiency=_fraction(entry.get("memory_efficiency"), f"{here}.memory_efficiency"),
                 compute_efficiency=_fraction(entry.get("compute_efficiency"), f"{here}.compute_efficiency"),
+                quantized_flops_per_s=(units.parse_flops(entry["quantized_compute"], what=f"{here}.quantized_compute")
+                                       if "quantized_compute" in entry else None),
                 estimate=bool(entry.get("estimate", False)), basis=_text(entry, "basis", here),
                 source=_text(entry, "source", here))
     missing = [f"{a}/{o}" for a in archs for o in op_kinds if (a, o) not in floors]

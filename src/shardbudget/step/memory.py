@@ -102,12 +102,44 @@ def fraction(engine: str, gpu: GPU, plan: Plan, utilization: float | None) -> fl
 
 
 def fits(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None):
-    """Whether the need fits as the engine counts: a fraction of the device (vLLM, SGLang), or the
-    KV cache within a fraction of what is free after everything else (TensorRT-LLM)."""
+    """Whether the need fits as the engine counts: a fraction of the device for everything (vLLM),
+    for the weights and the KV pool alone (SGLang's mem_fraction_static, the rest in its reserve),
+    or the KV cache within a fraction of what is free after everything else (TensorRT-LLM).
+
+    Policy where no fraction is given: SGLang's computed default reserves for a chunk's activations
+    far more than a decode-heavy run needs (25 GiB for a 16384-token chunk on a B200), so a plan is
+    judged at the static fraction it needs (`required_fraction`, which the launch line then sets)
+    as long as the device holds everything; vLLM's and TensorRT-LLM's defaults are judged as they are."""
     share = fraction(engine, gpu, plan, utilization)
-    if load_engine(engine).memory.fraction_of == "free_after_weights":
+    basis = load_engine(engine).memory.fraction_of
+    if basis == "free_after_weights":
         return need.kv_cache <= share * (gpu.memory_bytes - need.fixed)
+    if basis == "static":
+        whole = need.total <= gpu.memory_bytes
+        if utilization is None:
+            return whole
+        return whole & (need.weights + need.kv_cache <= share * gpu.memory_bytes)
     return need.total <= share * gpu.memory_bytes
+
+
+def required_fraction(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan):
+    """The engine fraction the need runs at: the default where it suffices, else (SGLang) the
+    static fraction that holds the weights and the KV pool, rounded up to 0.01 - the value of
+    --mem-fraction-static the launch line prints. Arrays follow the KV cache's shape."""
+    share = fraction(engine, gpu, plan, None)
+    if load_engine(engine).memory.fraction_of != "static":
+        return np.full(np.shape(need.kv_cache), share) if np.ndim(need.kv_cache) else share
+    static = np.ceil(100.0 * (need.weights + need.kv_cache) / gpu.memory_bytes - 1e-9) / 100.0
+    return np.maximum(static, share)
+
+
+def raised_fraction(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None):
+    """`required_fraction` where it is above the engine's default and none was given, else NaN:
+    the fraction a launch line must set for the plan to run as judged (`fits`)."""
+    req = np.asarray(required_fraction(need, gpu, engine=engine, plan=plan), dtype=float)
+    if utilization is not None:
+        return np.full(req.shape, np.nan)
+    return np.where(req > fraction(engine, gpu, plan, None), req, np.nan)
 
 
 def usable_bytes(gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None) -> float:
@@ -115,4 +147,4 @@ def usable_bytes(gpu: GPU, *, engine: str, plan: Plan, utilization: float | None
     return fraction(engine, gpu, plan, utilization) * gpu.memory_bytes
 
 
-__all__ = ["MemoryNeed", "activation_peak_bytes", "fits", "fraction", "memory_need", "usable_bytes"]
+__all__ = ["MemoryNeed", "activation_peak_bytes", "fits", "fraction", "memory_need", "raised_fraction", "required_fraction", "usable_bytes"]

@@ -52,6 +52,13 @@ class OpPricer:
             flops = gpu.bf16_flops_per_s * eff.flops
         return flops, gpu.mem_bytes_per_s * eff.memory
 
+    @cached_property
+    def _fp4_over_fp8(self) -> float:
+        """How much faster this precision's quantized GEMMs run than FP8 ones at peak (FP4 cores: 2-3x)."""
+        gpu = self.system.gpu
+        fp4 = self.precision.uses_fp4_gemms and gpu.fp4_flops_per_s
+        return gpu.fp4_flops_per_s / gpu.fp8_flops_per_s if fp4 else 1.0
+
     def op_s(self, op) -> np.ndarray | float:
         """max(roofline, the kernel's floor) + launch: the roofline at the kernel's own achievable
         fractions of peak (catalog/kernels.toml; the Efficiency defaults where it has none), GEMMs
@@ -91,6 +98,8 @@ class OpPricer:
         mem = entry.memory_efficiency if entry is not None and entry.memory_efficiency else eff.memory
         if quantized:
             flops_per_s = self.rates[0]
+            if entry is not None and entry.quantized_flops_per_s:
+                flops_per_s = min(flops_per_s, entry.quantized_flops_per_s * self._fp4_over_fp8)
         else:
             ce = entry.compute_efficiency if entry is not None and entry.compute_efficiency else eff.flops
             flops_per_s = gpu.bf16_flops_per_s * ce
