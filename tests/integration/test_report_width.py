@@ -120,3 +120,25 @@ def test_launch_block_keeps_the_text_and_escapes_it():
     assert "--data-parallel-address" in spans and "allreduce_strategy:" in spans  # one word, one span
     assert "x" * (NOWRAP_CHARS + 1) not in spans  # a word longer than that may break
     assert not any(s.strip() != s or not s for s in spans)  # spaces stay outside: the page breaks only there
+
+
+_BAR_WORDS = """const line = document.getElementById('sb-budget-line');
+if (!line) { return JSON.stringify(null); }
+const bx = Number(line.getAttribute('x1'));
+return JSON.stringify([...document.querySelectorAll('#sb-bars g[data-plan] text')].map(t => {
+  const b = t.getBBox(); return {text: t.textContent, x0: b.x, x1: b.x + b.width, bx};
+}));"""
+
+
+@pytest.mark.parametrize("name", ["dense", "moe"])
+def test_no_bar_label_is_crossed_by_the_budget_line(driver, pages, name):
+    """The interactive bars' words ('12 ms · latency-optimal · the pick') stop before the dashed budget
+    line or start past it (in the MoE report the line is pinned at the right edge, 30 ms beyond every bar)."""
+    path, _ = pages[name]
+    driver.set_window_size(1280, 1000)
+    driver.get(path.resolve().as_uri())
+    words = json.loads(driver.execute_script(_BAR_WORDS))
+    assert words, "the section should draw a budget line"
+    assert len(words) >= 2 * 7  # a plan's name and its words, per bar
+    crossed = [w["text"] for w in words if w["x0"] - 2 < w["bx"] < w["x1"] + 2]
+    assert not crossed, crossed
