@@ -133,3 +133,39 @@ def test_no_command_may_redefine_a_catalog_name(tmp_path, capsys):
     assert "already a catalog system" in capsys.readouterr().err
     assert cli.main(["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "hgx-h100", "--gpu", "rtx-pro-6000"]) == 2
     assert "hgx-h100" in capsys.readouterr().err
+
+
+def test_report_and_demo_take_the_engine(tmp_path, capsys):
+    """report --engine / demo --engine (issue 24): the report's plans, header and settings are the
+    engine's: under sglang the plans name SGLang 0.5.14 and pick what `plan --engine sglang` picks."""
+    import json
+
+    from shardbudget.decide.planner import plan
+    out = tmp_path / "r.html"
+    assert cli.main(["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "--engine", "sglang",
+                     "--budget-steps", "0", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["engine"] == "sglang"
+    assumptions = doc["plans"][0]["assumptions"]
+    assert (assumptions["engine"], assumptions["engine_version"]) == ("sglang", "0.5.14")
+    expected = plan("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, engine="sglang").results[0]
+    best = doc["plans"][0]["results"][0]
+    assert best["best_plan"] == expected.best_plan
+    assert "engine sglang" in out.read_text(encoding="utf-8")
+    # an unknown engine is one line and exit 2; nothing is written
+    assert cli.main(["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vllmm", "--out",
+                     str(tmp_path / "x.html")]) == 2
+    assert "unknown engine 'vllmm'" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+
+
+def test_demo_engine_reaches_its_plans(tmp_path, capsys, monkeypatch):
+    from shardbudget.report import demo
+    seen = {}
+    real = demo.report_html.collect
+
+    def spy(*a, **kw):
+        seen["engine"] = kw.get("engine")
+        return real(*a, **{**kw, "budget_steps": 0, "batches": (1,)})
+    monkeypatch.setattr(demo.report_html, "collect", spy)
+    assert cli.main(["demo", "--engine", "trtllm", "--out", str(tmp_path / "d.html")]) == 0
+    assert seen["engine"] == "trtllm" and "engine trtllm" in capsys.readouterr().out

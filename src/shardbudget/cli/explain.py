@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Annotated, Optional
 
 import typer
@@ -46,22 +47,42 @@ def explain(
     if json_out:
         print_json(result)
         return
+    from ..report.tables import text_width, wrap
+    width = text_width()  # None when piped: one line per paragraph, tables whole
     for a in result.answers:
-        print(f"## {a.question}\n{a.text}")
+        print(f"## {a.question}\n{wrap(a.text, width)}")
         for t in a.tables:
-            print(_table(t.columns, t.rows) + "\n" if t is not a.tables[-1] else _table(t.columns, t.rows))
-        print(f"-> {a.takeaway}\n")
+            print(_table(t.columns, t.rows, width or 10_000) + ("\n" if t is not a.tables[-1] else ""))
+        print(wrap(f"-> {a.takeaway}", width) + "\n")
 
 
-def _table(columns, rows) -> str:
-    """Plain aligned columns (first column left, the rest right); a row of empty cells is a gap."""
+def _table(columns, rows, width: int = 10_000) -> str:
+    """Plain aligned columns (first column left, the rest right); a row of empty cells is a gap. A table
+    wider than `width` is folded into tables that each repeat the first column, whose names wrap at
+    spaces where even one other column would not fit beside them (nothing is cut)."""
     cells = [list(columns)] + [list(r) + [""] * (len(columns) - len(r)) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(columns))]
+    widest = max(widths[1:], default=0)
+    if widths[0] + 2 + widest > width:  # the names wrap
+        widths[0] = max(16, width - 2 - widest, max(len(w) for c in cells for w in c[0].split() or [""]))
+    groups, current, used = [], [0], widths[0]
+    for i in range(1, len(columns)):
+        if used + 2 + widths[i] > width and len(current) > 1:
+            groups.append(current)
+            current, used = [0], widths[0]
+        current.append(i)
+        used += 2 + widths[i]
+    groups.append(current)
+    return "\n\n".join(_block(cells, widths, g) for g in groups)
+
+
+def _block(cells, widths, group) -> str:
     lines = []
     for k, c in enumerate(cells):
         if k and not any(c):
             lines.append("")
             continue
-        lines.append("  ".join(c[0].ljust(widths[0]) if i == 0 else c[i].rjust(widths[i])
-                               for i in range(len(columns))).rstrip())
+        names = textwrap.wrap(c[0], widths[0], break_long_words=False, break_on_hyphens=False) or [""]
+        lines.append("  ".join(names[0].ljust(widths[0]) if i == 0 else c[i].rjust(widths[i]) for i in group).rstrip())
+        lines += names[1:]
     return "\n".join(lines)

@@ -99,4 +99,4 @@ def _print_plan(result, req, *, json_out: bool, memory_table: bool) -> None:
     if memory_table:
         tables.print_memory(result)
     if req:
-        print(f"\nWhat TP{req.tp} would need: {req.explanation}")
+        tables.say(f"\nWhat TP{req.tp} would need: {req.explanation}")

@@ -83,12 +83,12 @@ def report(
 def demo(out: OutOpt = None, force: ForceOpt = False, engine: EngineOpt = args.DEFAULT_ENGINE) -> None:
     """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand (default report.html)."""
     from ..engines.presets import load_engine
-    from ..report import demo as demo_mod, html as report_html, tables
+    from ..report import demo as demo_mod, html as report_html
     out = out or Path("report.html")
     load_engine(engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)
     with progress_bar() as progress:
         data, path = demo_mod.run_demo(out, progress=progress, force=force, engine=engine)
-    tables.console.print(demo_mod.verdict_table(data))
+    demo_mod.print_verdict_table(data)
     print(report_html.headline(data))
     print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")

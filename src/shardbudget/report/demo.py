@@ -15,6 +15,7 @@ from rich.table import Table
 from . import html as report_html
 from ..step.settings import DEFAULT_ENGINE
 from .fmt import fmt_seconds, fmt_tp
+from .tables import Col, print_table
 
 MODEL = "llama-3.1-70b"
 SYSTEMS = ("hgx-h100", "l40s-pcie", "hgx-h100:2")
@@ -36,23 +37,42 @@ def run_demo(out: str | os.PathLike = "report.html", *, catalog=None, progress: 
     return data, report_html.write_html(path, text, force=force)
 
 
-def verdict_table(data: report_html.ReportData):
-    """The compact verdict table (rich): per system and batch, the fewest GPUs that fit, the largest
-    TP within budget, the latency-optimal plan with its ITL, comm share and all-reduce, the verdict."""
+VERDICT_COLS = (Col("system", justify="left"), Col("batch"), Col("fewest GPUs (memory)", "fewest GPUs"),
+                Col("max TP (budget)", "max TP"), Col("best plan", "best"), Col("ITL at best", "ITL"),
+                Col("comm share at best", "comm"), Col("all-reduce at best", "all-reduce", "left", wrap=True),
+                Col("verdict", justify="left", wrap=True, min_wrap=20))
+
+
+def verdict_title(data: report_html.ReportData) -> str:
     budget = data.settings["budget_s"]
-    t = Table(title=f"{data.model} ({report_html.weights_words(data)}), context {data.settings['context']}, "
-                    f"budget {fmt_seconds(budget) if budget else 'none'}, {report_html.engine_words(data)}: "
-                    "how far can it be sharded?")
-    for col, justify in (("system", "left"), ("batch", "right"), ("fewest GPUs\n(memory)", "right"),
-                         ("max TP\n(budget)", "right"), ("best plan", "right"), ("ITL at best", "right"),
-                         ("comm share\nat best", "right"), ("all-reduce\nat best", "left"), ("verdict", "left")):
-        t.add_column(col, justify=justify)
-    for r in report_html.verdict_rows(data):
-        t.add_row(r["system"], str(r["batch"]), r["fewest_gpus"], fmt_tp(r["max_tp"]), r["best_plan"] or "none",
-                  fmt_seconds(r["itl_s"]) if r["itl_s"] is not None else "-",
-                  f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["allreduce"] or "-",
-                  r["verdict"])
+    return (f"{data.model} ({report_html.weights_words(data)}), context {data.settings['context']}, "
+            f"budget {fmt_seconds(budget) if budget else 'none'}, {report_html.engine_words(data)}: "
+            "how far can it be sharded?")
+
+
+def verdict_cells(data: report_html.ReportData) -> list[list[str]]:
+    """Per system and batch: the fewest GPUs that fit, the largest TP within budget, the latency-optimal
+    plan with its ITL, comm share and all-reduce, the verdict."""
+    return [[r["system"], str(r["batch"]), r["fewest_gpus"], fmt_tp(r["max_tp"]), r["best_plan"] or "none",
+             fmt_seconds(r["itl_s"]) if r["itl_s"] is not None else "-",
+             f"{100 * r['comm_share']:.0f}%" if r["comm_share"] is not None else "-", r["allreduce"] or "-",
+             r["verdict"]] for r in report_html.verdict_rows(data)]
+
+
+def print_verdict_table(data: report_html.ReportData) -> None:
+    """The compact verdict table, fitted to the terminal (folded, never cut: report.tables.print_table)."""
+    print_table(verdict_title(data), list(VERDICT_COLS), verdict_cells(data), keys=2)
+
+
+def verdict_table(data: report_html.ReportData):
+    """The same table as one rich Table at its natural width (for a caller with its own console)."""
+    t = Table(title=verdict_title(data))
+    for c in VERDICT_COLS:
+        t.add_column(c.header, justify=c.justify)
+    for row in verdict_cells(data):
+        t.add_row(*row)
     return t
 
 
-__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "ENGINE", "MODEL", "SYSTEMS", "run_demo", "verdict_table"]
+__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "ENGINE", "MODEL", "SYSTEMS", "VERDICT_COLS", "print_verdict_table", "run_demo", "verdict_cells", "verdict_table",
+           "verdict_title"]

@@ -13,7 +13,7 @@ from ..decide.deploy import MAX_BATCH, DeployResult, Workload, budget_options, d
 from ..errors import ShardbudgetError
 from .fig_deploy import pareto_figure
 from .grid import SHOWN_OPTIONS, default_deploy
-from .markup import esc, fig_block, table
+from .markup import esc, fig_block, launch_block, table
 from .tables import deploy_cells
 
 
@@ -54,7 +54,7 @@ def section_deploy(data) -> str:
         out.append(fig_block(f"fig-deploy-{k}", pareto_figure(r), "Each option's tokens/s per user against tokens/s "
                              "per GPU as its batch grows; dashed: the Pareto front; star: the choice."))
         if r.launch:
-            out.append("<pre>" + "\n".join(esc(f"{engine}: {line}") for engine, line in r.launch.items()) + "</pre>")
+            out.append(launch_block([f"{engine}: {line}" for engine, line in r.launch.items()]))
     return "\n".join(out)
 
 

@@ -52,6 +52,7 @@
     if (budget !== null && budget <= 1.5 * longest) { scale = Math.max(scale, budget * 1.04); }
     else if (budget !== null) { pinned = true; }  // far beyond every bar: a marker at the right edge
     var x = function (t) { return left + plotW * t / scale; };
+    var bx = budget === null ? null : (pinned ? left + plotW : x(budget));
     var root = svg("svg", {viewBox: "0 0 " + width + " " + height, id: "sb-bars-svg", role: "img",
                            "aria-label": "Inter-token latency per plan, split into compute, communication and host"});
     var lx = left;
@@ -72,12 +73,13 @@
         at += t;
       });
       var words = r.itl + " · " + label(sel, i) + (pick ? " · the pick" : "");
-      g.appendChild(svg("text", {x: x(at) + 6, y: y + 16, "font-size": 12.5, "font-weight": pick ? 700 : 400,
+      var wx = x(at) + 6;  // words that would run across the budget line go past it (7.5 px a character)
+      if (bx !== null && wx < bx && wx + 7.5 * words.length > bx - 4) { wx = bx + 6; }
+      g.appendChild(svg("text", {x: wx, y: y + 16, "font-size": 12.5, "font-weight": pick ? 700 : 400,
                                  fill: "#1c2833"}, words));
       root.appendChild(g);
     });
     if (budget !== null) {
-      var bx = pinned ? left + plotW : x(budget);
       root.appendChild(svg("line", {x1: bx, x2: bx, y1: top - 6, y2: height - 4, stroke: "#0072B2",
                                     "stroke-width": 2, "stroke-dasharray": "6 4", id: "sb-budget-line"}));
       root.appendChild(svg("text", {x: bx + 4, y: top - 10, "font-size": 12.5, fill: "#0072B2", id: "sb-budget-label"},

@@ -17,7 +17,7 @@ from ..fabric.catalog import load_catalog
 from ..units import format_decimal_bytes
 from .fmt import fmt_bytes, fmt_seconds
 from .output import FigureError
-from .style import bytes_axis, colors_for, figure_style, finding_title, new_figure, seconds_axis
+from .style import bytes_axis, colors_for, figure_style, finding_title, new_figure, place_labels, seconds_axis
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -48,14 +48,15 @@ def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
         ax = fig.add_subplot()
         xs_all = [c.msg_bytes for _, costs, _ in entries for c in costs]
         x_lo, x_hi = min(xs_all), max(xs_all)
-        _shade_regimes(ax, entries, x_lo, x_hi)
-        for k, (label, costs, cross) in enumerate(entries):
-            _plot_curve(ax, label, costs, cross, color=cmap[label], above=k % 2 == 0)
+        labels = _shade_regimes(ax, entries, x_lo, x_hi)
+        for label, costs, cross in entries:
+            labels += _plot_curve(ax, label, costs, cross, color=cmap[label])
         for msg, label in marks:
             if x_lo <= msg <= x_hi:
                 ax.axvline(msg, color="#555555", lw=1, ls=":", zorder=1)
-                ax.text(msg, 0.80, f"{label}: {fmt_bytes(msg)} ", transform=ax.get_xaxis_transform(),
-                        rotation=90, va="top", ha="right", fontsize=8, color="#333333")
+                text = ax.text(msg, 0.8, f"{label}: {fmt_bytes(msg)}", transform=ax.get_xaxis_transform(),
+                               rotation=90, fontsize=8, color="#333333")
+                labels.append((text, _mark_spots(msg)))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlim(x_lo, x_hi)
@@ -65,24 +66,45 @@ def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
         ax.set_ylabel(f"{op} time per call (s, log scale)")
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(entries)))
         finding_title(fig, title or _fabric_finding(entries, op, marks))
+        place_labels(fig, labels)
     return fig
 
 
-def _shade_regimes(ax, entries, x_lo: float, x_hi: float) -> None:
-    """Shade below the first crossover (latency-bound everywhere) and above the last (bandwidth-bound)."""
+# Where a label may go, nearest first: no line may cross it (style.place_labels). A crossover's label
+# sits beside its circle, in any quadrant, up to 50 points away.
+_CROSS_SPOTS = sorted(({"position": (dx * sx, dy * sy), "ha": "right" if sx < 0 else "left",
+                        "va": "bottom" if sy > 0 else "top"}
+                       for dx in (9, 24, 48) for dy in (9, 22, 36, 50) for sx, sy in ((-1, 1), (1, -1), (1, 1), (-1, -1))),
+                      key=lambda kw: abs(kw["position"][0]) + abs(kw["position"][1]))
+
+
+def _mark_spots(msg: float) -> list[dict]:
+    """Beside a marked size's dotted line (left, then right of it), from 0.8 of the axes' height down,
+    then above that."""
+    tops = [0.8, 0.74, 0.68, 0.62, 0.56, 0.5, 0.44, 0.38, 0.86, 0.92, 0.97]
+    return [{"position": (msg * f, y), "ha": ha, "va": "top"} for y in tops
+            for f, ha in ((1 / 1.05, "right"), (1.05, "left"))]
+
+
+def _shade_regimes(ax, entries, x_lo: float, x_hi: float) -> list:
+    """Shade below the first crossover (latency-bound everywhere) and above the last (bandwidth-bound);
+    returns the regions' labels with the places they may take."""
     finite = [cross for _, _, cross in entries if math.isfinite(cross) and x_lo <= cross <= x_hi]
     if not finite:
-        return
+        return []
     ax.axvspan(x_lo, min(finite), color="#4C72B0", alpha=0.07, lw=0)
     ax.axvspan(max(finite), x_hi, color="#DD8452", alpha=0.08, lw=0)
     every = "\n(every fabric)" if len(entries) > 1 else ""
-    ax.text(x_lo * 1.3, 0.985, "latency-bound" + every, transform=ax.get_xaxis_transform(),
-            va="top", ha="left", fontsize=8.5, color="#34495E")
-    ax.text(x_hi / 1.3, 0.985, "bandwidth-bound" + every, transform=ax.get_xaxis_transform(),
-            va="top", ha="right", fontsize=8.5, color="#7E5109")
+    left = ax.text(x_lo * 1.3, 0.985, "latency-bound" + every, transform=ax.get_xaxis_transform(),
+                   ha="left", fontsize=8.5, color="#34495E")
+    right = ax.text(x_hi / 1.3, 0.985, "bandwidth-bound" + every, transform=ax.get_xaxis_transform(),
+                    ha="right", fontsize=8.5, color="#7E5109")
+    return [(left, [{"position": (x_lo * 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))]),
+            (right, [{"position": (x_hi / 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))])]
 
 
-def _plot_curve(ax, label: str, costs, cross: float, *, color: str, above: bool) -> None:
+def _plot_curve(ax, label: str, costs, cross: float, *, color: str) -> list:
+    """The predicted time and its floor; returns the crossover's label with the places it may take."""
     xs = [c.msg_bytes for c in costs]
     ts = [c.time_s for c in costs]
     ax.plot(xs, ts, color=color, lw=2.2, label=f"{label}: predicted time")
@@ -91,10 +113,10 @@ def _plot_curve(ax, label: str, costs, cross: float, *, color: str, above: bool)
     if math.isfinite(cross) and xs[0] <= cross <= xs[-1]:
         t_cross = _loglog_interp(cross, xs, ts)
         ax.plot([cross], [t_cross], "o", ms=7, mfc="white", mec=color, mew=2, zorder=5)
-        # alternate above-left / below-right so that close crossovers keep readable labels
-        ax.annotate(f"crossover {fmt_bytes(cross)}", (cross, t_cross), xytext=(-9, 9) if above else (9, -9),
-                    textcoords="offset points", ha="right" if above else "left",
-                    va="bottom" if above else "top", fontsize=8, color=color, fontweight="bold")
+        text = ax.annotate(f"crossover {fmt_bytes(cross)}", (cross, t_cross), xytext=(-9, 9),
+                           textcoords="offset points", fontsize=8, color=color, fontweight="bold")
+        return [(text, _CROSS_SPOTS)]
+    return []
 
 
 def _loglog_interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .output import FigureError
-from .style import figure_style, finding_title, new_figure
+from .style import figure_style, finding_title, log_axis, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -46,6 +46,7 @@ def pareto_figure(result: DeployResult) -> Figure:
             ax.plot([b.tokens_per_s_per_user], [b.tokens_per_s_per_gpu], "*", ms=16, color="black",
                     label=f"choice: {b.label()}, batch {b.max_batch}")
         ax.set_xscale("log")
+        log_axis(ax.xaxis, lambda v: f"{v:g}")  # 20, 30, 40, 60, 100: not 2×10¹
         ax.set_xlabel("tokens/s per user (1 / ITL)")
         ax.set_ylabel("tokens/s per GPU")
         ax.legend(fontsize=8, ncols=2)

@@ -20,7 +20,8 @@ from ..errors import ShardbudgetError
 from ..fabric.catalog import load_catalog
 from .fmt import fmt_bytes
 from .output import FigureError
-from .style import PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_title, new_figure, seconds_axis
+from .style import (PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_title, new_figure, place_labels,
+                    seconds_axis)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -129,9 +130,11 @@ def _measured_figure(groups, what: str, color: str | None) -> Figure:
         bottom.set_ylim(max(-100, min(-30, lo * 1.15)), min(300, max(30, hi * 1.15)))
         bottom.set_ylabel("error (%)\n(pred − meas) / meas")
         bottom.set_xlabel("message size per rank (bytes, nccl-tests 'size')")
-        bottom.text(0.005, 0.97, "±20% band; points outside −100..300% are drawn at the edge",
-                    transform=bottom.transAxes, fontsize=7.5, va="top", color="#555555")
+        band = bottom.text(0.005, 0.97, "±20% band; points outside −100..300% are drawn at the edge",
+                           transform=bottom.transAxes, fontsize=7.5, color="#555555")
         finding_title(fig, _error_finding(what, errors_all))
+        place_labels(fig, [(band, [{"position": (x, y), "ha": ha, "va": va} for y, va in ((0.97, "top"), (0.03, "bottom"))
+                                   for x, ha in ((0.005, "left"), (0.995, "right"))])])
     return fig
 
 

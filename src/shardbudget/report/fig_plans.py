@@ -16,7 +16,7 @@ from .output import FigureError
 from .plan_rows import (batch_result, budget_words, comm_threshold, fabric_words, plan_batches, result_label,
                         system_finding, tp_line)
 from .style import (BATCH_STYLES, MARKERS, PART_COLORS, TOO_FAR_COLOR, WINDOW_COLOR, colors_for, figure_style,
-                    finding_title, legend_line, legend_patch, ms_axis, new_figure)
+                    finding_title, legend_line, legend_patch, ms_axis, new_figure, place_labels)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -42,6 +42,7 @@ def where_the_token_goes(results: Sequence[PlanResult], *, colors: Mapping[str, 
     with figure_style():
         fig = new_figure(max(7.5, 3.9 * ncol + 0.6), 3.5 * nrow + 1.5)
         axes = np.atleast_2d(fig.subplots(nrow, ncol, sharey="row", squeeze=False))
+        values = []
         for i, batch in enumerate(batches):
             top = _token_top(results, batch)
             for j, res in enumerate(results):
@@ -50,11 +51,13 @@ def where_the_token_goes(results: Sequence[PlanResult], *, colors: Mapping[str, 
                 if br is None:
                     ax.set_axis_off()
                     continue
-                _token_panel(ax, br, res=res, top=top, color=cmap[labels[j]], label=labels[j], first_col=(j == 0))
+                values += _token_panel(ax, br, res=res, top=top, color=cmap[labels[j]], label=labels[j],
+                                       first_col=(j == 0))
         fig.legend(handles=_token_legend(results), loc="outside lower center", ncols=3 if ncol > 1 else 2)
         budget = results[0].budget_s
         finding_title(fig, f"Where the token goes — {results[0].model}, {budget_words(budget)} budget: "
                       + "; ".join(system_finding(r) for r in results))
+        place_labels(fig, values)  # off the budget line
     return fig
 
 
@@ -87,7 +90,8 @@ def _token_legend(results: Sequence[PlanResult]) -> list:
     return handles
 
 
-def _token_panel(ax, br, *, res: PlanResult, top: float, color: str, label: str, first_col: bool) -> None:
+def _token_panel(ax, br, *, res: PlanResult, top: float, color: str, label: str, first_col: bool) -> list:
+    """One system at one batch size; returns its bars' value labels with the places they may take."""
     optimal = br.judgement.best if br.judgement else None
     line = tp_line(br.rows, optimal)
     x = list(range(len(line)))
@@ -100,8 +104,8 @@ def _token_panel(ax, br, *, res: PlanResult, top: float, color: str, label: str,
                 fontsize=8, color=TOO_FAR_COLOR, zorder=7,
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.5})
     is_best = [optimal is not None and r.key == optimal.key for r in line]
-    for xi, r, star in zip(x, line, is_best):
-        _token_bar(ax, xi, r, top=top, outline=color if star else None)
+    values = [_token_bar(ax, xi, r, top=top, budget=res.budget_s, outline=color if star else None)
+              for xi, r, star in zip(x, line, is_best)]
     if res.budget_s:
         ax.axhline(res.budget_s, color="black", ls="--", lw=1.3, zorder=4)
     ax.set_xticks(x, [r.label().replace(" ", "\n") + (" ★" if star else "") for r, star in zip(line, is_best)])
@@ -118,10 +122,12 @@ def _token_panel(ax, br, *, res: PlanResult, top: float, color: str, label: str,
     ax.set_title(f"{label} ({fabric_words(res)}), batch {br.batch}", color=color, fontweight="bold",
                  fontsize=9.5)
     ax.set_xlabel("tensor-parallel degree (★, outlined: latency-optimal)", fontsize=8.5)
+    return values
 
 
-def _token_bar(ax, xi: int, r, *, top: float, outline: str | None) -> None:
-    """One plan's ITL as stacked parts, outlined in `outline` (the latency-optimal plan), with its value."""
+def _token_bar(ax, xi: int, r, *, top: float, budget: float | None, outline: str | None):
+    """One plan's ITL as stacked parts, outlined in `outline` (the latency-optimal plan); returns its value
+    label with the places it may take: on the bar, else just above the budget line (never across it)."""
     other = max(0.0, r.itl_s - r.compute_s - r.comm_s)
     lat = min(r.comm_latency_s, r.comm_s)
     parts = [(r.compute_s, "compute"), (lat, "latency"), (r.comm_s - lat, "bandwidth"), (other, "other")]
@@ -138,11 +144,15 @@ def _token_bar(ax, xi: int, r, *, top: float, outline: str | None) -> None:
         ax.bar(xi, min(r.itl_s, top), width=0.68, fill=False, edgecolor=outline, linewidth=2.2, zorder=5)
     note = "" if r.fits_memory else " (no fit)"
     if r.itl_s > 0.86 * top:  # clipped (or nearly): the value goes inside the bar, written upwards
-        ax.text(xi, top * 0.98, f"↑ {fmt_seconds(r.itl_s)}{note}", ha="center", va="top", fontsize=7.5,
-                color="#222222", rotation=90, zorder=7)
+        text = ax.text(xi, top * 0.98, f"↑ {fmt_seconds(r.itl_s)}{note}", ha="center", va="top", fontsize=7.5,
+                       color="#222222", rotation=90, zorder=7)
+        spots = [(top * 0.98, "top")] + ([(budget - 0.02 * top, "top"), (budget + 0.02 * top, "bottom")]
+                                         if budget else [])
     else:
-        ax.text(xi, r.itl_s + top * 0.01, f"{r.itl_s * 1e3:.1f}" + ("\nno fit" if note else ""),
-                ha="center", va="bottom", fontsize=7.5, color="#333333")
+        text = ax.text(xi, r.itl_s + top * 0.01, f"{r.itl_s * 1e3:.1f}" + ("\nno fit" if note else ""),
+                       ha="center", va="bottom", fontsize=7.5, color="#333333", zorder=7)
+        spots = [(r.itl_s + top * 0.01, "bottom")] + ([(budget + 0.01 * top, "bottom")] if budget else [])
+    return text, [{"position": (xi, y), "va": va} for y, va in spots]
 
 
 # --- communication share ----------------------------------------------------------------------
@@ -176,8 +186,8 @@ def comm_share(results: Sequence[PlanResult], *, colors: Mapping[str, str] | Non
                                 mfc="white", mew=1.5, ls="none")
         ax.axhspan(100 * threshold, 100, color=TOO_FAR_COLOR, alpha=0.07, lw=0)
         ax.axhline(100 * threshold, color=TOO_FAR_COLOR, lw=1.2, ls="--")
-        ax.text(min(all_tps), 100 * threshold + 1.2, f" above {100 * threshold:.0f}%: the fabric, not the GPUs, "
-                "sets the latency (comm-bound)", fontsize=8.5, color=TOO_FAR_COLOR, va="bottom")
+        note = ax.text(min(all_tps), 100 * threshold + 1.2, f" above {100 * threshold:.0f}%: the fabric, not the "
+                       "GPUs, sets the latency (comm-bound)", fontsize=8.5, color=TOO_FAR_COLOR, va="bottom")
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(all_tps), [f"TP{t}" for t in sorted(all_tps)])
         ax.minorticks_off()
@@ -187,6 +197,9 @@ def comm_share(results: Sequence[PlanResult], *, colors: Mapping[str, str] | Non
         ax.set_ylabel("communication share of inter-token latency (%)")
         ax.legend(loc="upper left", ncols=max(1, len(batches)))
         finding_title(fig, _share_finding(results, labels, threshold))
+        # above the threshold's line, at its left or right end, clear of the curves
+        place_labels(fig, [(note, [{"position": (x, 100 * threshold + dy), "ha": ha} for dy in (1.2, 4, 8, 12)
+                                   for x, ha in ((min(all_tps), "left"), (max(all_tps), "right"))])])
     return fig
 
 

@@ -56,7 +56,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 
             attr = f' class="{" ".join(cls)}"' if cls else ""
             cells.append(f"<td{attr}>{esc(v)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # in a box of the page's width: a table wider than a narrow window scrolls inside it, not the page
+    return f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
-__all__ = ["esc", "fig_block", "svg_inline", "table"]
+NOWRAP_CHARS = 48
+"""A launch line's words up to this long stay on one line; a longer one (a path, say) may break anywhere."""
+
+
+def launch_block(lines: Sequence[str]) -> str:
+    """Command lines as a <pre class="launch">: the page wraps them at spaces only (never after a '-' inside
+    an option name or a path), continued lines indented; the text, copied, is the command unchanged."""
+    pieces = re.split(r"(\s+)", "\n".join(lines))
+    words = "".join(f"<span>{esc(p)}</span>" if p and not p.isspace() and len(p) <= NOWRAP_CHARS else esc(p)
+                    for p in pieces)
+    return f'<pre class="launch">{words}</pre>'
+
+
+__all__ = ["esc", "fig_block", "launch_block", "svg_inline", "table"]

@@ -42,6 +42,8 @@ td:first-child { white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 td.ok { color: var(--ok); font-weight: 600; } td.bad { color: var(--bad); font-weight: 600; }
 td.warn { color: var(--warn); }
+.tw { max-width: 100%; overflow-x: auto; }
+.tw > table { margin: 0; }
 figure { margin: 18px 0 8px; }
 figure svg { width: 100%; height: auto; display: block; }
 figcaption { color: var(--muted); font-size: 13.5px; margin-top: 6px; }
@@ -53,6 +55,15 @@ summary { cursor: pointer; color: #1f618d; font-size: 13.5px; }
 .note { color: var(--muted); font-size: 13px; }
 .err { color: var(--bad); }
 code { font-size: 13px; background: #f2f4f6; padding: 0 3px; border-radius: 3px; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; text-indent: 2em each-line hanging; font-size: 12.5px;
+  line-height: 1.45; background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px;
+  margin: 8px 0 16px; }
+pre.launch span { white-space: nowrap; }
+@media (max-width: 960px) {
+  body { padding: 18px 14px 48px; }
+  th, td { padding: 3px 5px; }
+  table { font-size: 12px; }
+}
 footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; border-top: 1px solid var(--line); padding-top: 10px; }
 """
 

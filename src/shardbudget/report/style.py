@@ -13,6 +13,7 @@ parts of a token (compute, communication latency, communication transfer) have t
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
@@ -99,15 +100,57 @@ def colors_for(labels: Sequence[str], colors: Mapping[str, str] | None) -> dict[
 
 # --- tick formatting --------------------------------------------------------------------------
 
+BYTE_TICKS = 10
+"""Labelled sizes on a bytes axis at most: every power of two where that many fit, else every 4th, 16th..."""
+
+
+def _pow2_locator(max_ticks: int = BYTE_TICKS):
+    """Ticks at powers of two, every `step`-th one (1, 2, 4, 10 or 20: 4 gives 16 B, 256 B, 4 KiB...,
+    10 gives 1 KiB, 1 MiB, 1 GiB), the smallest step that keeps `max_ticks` or fewer in view: a sweep
+    of 256 MiB to 2 GiB is labelled at each of its four sizes, not only at 256 MiB."""
+    from matplotlib.ticker import Locator
+
+    class Pow2Locator(Locator):
+        def __call__(self):
+            return self.tick_values(*self.axis.get_view_interval())
+
+        def tick_values(self, vmin, vmax):
+            lo, hi = sorted((max(float(vmin), 1e-300), max(float(vmax), 1e-300)))
+            e_lo, e_hi = math.ceil(math.log2(lo) - 1e-9), math.floor(math.log2(hi) + 1e-9)
+            for step in (1, 2, 4, 10, 20):
+                exps = range(math.ceil(e_lo / step) * step, e_hi + 1, step)
+                if len(exps) <= max_ticks:
+                    break
+            return [2.0 ** e for e in exps]
+
+    return Pow2Locator()
+
+
 def bytes_axis(axis) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    axis.set_major_locator(LogLocator(base=16, numticks=20))
+    axis.set_major_locator(_pow2_locator())
     axis.set_minor_locator(LogLocator(base=2, subs=(1.0,), numticks=60))
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v) if v > 0 else ""))
     axis.set_minor_formatter(NullFormatter())
 
 
+def log_axis(axis, fmt) -> None:
+    """A log axis whose decades, and (over two decades or less) some ticks between them, are labelled by
+    `fmt` (µs/ms, plain numbers): never matplotlib's '6×10⁻³', and never a single label in view."""
+    from matplotlib.ticker import LogFormatter
+
+    class Labels(LogFormatter):  # matplotlib decides which ticks get a label; `fmt` writes it
+        def __call__(self, x, pos=None):
+            return fmt(x) if x > 0 and super().__call__(x, pos) else ""
+
+    axis.set_major_formatter(Labels(labelOnlyBase=False))
+    axis.set_minor_formatter(Labels(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+
+
 def seconds_axis(axis) -> None:
+    if axis.get_scale() == "log":
+        log_axis(axis, format_seconds)
+        return
     from matplotlib.ticker import FuncFormatter
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v) if v > 0 else "0"))
 
@@ -117,6 +160,57 @@ def ms_axis(axis) -> None:
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 1e3:g}"))
 
 
+# --- labels that no line crosses --------------------------------------------------------------
+
+def drawn_lines(ax) -> list:
+    """The axes' visible lines (not marker-only) as paths in display coordinates."""
+    return [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
+            if line.get_visible() and line.get_linestyle() not in ("None", "none", "", " ")]
+
+
+def crossings(box, lines) -> int:
+    """How many of `lines` (display-coordinate paths) pass through `box`."""
+    return sum(bool(path.intersects_bbox(box, filled=False)) for path in lines)
+
+
+def place_labels(fig: Figure, placements) -> None:
+    """Put each label where no line crosses it: `placements` is (text, candidates), each candidate the
+    keyword arguments of `text.set` (position, alignment). A text takes the first candidate whose box
+    lies inside its axes and meets no line of them and no label placed before it; where none is clear,
+    the least crossed, on a white box drawn over the lines. Call it when the figure is complete (the
+    layout is computed here, once, and the labels are kept out of it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    placements = list(placements)
+    if not placements:
+        return
+    for text, _ in placements:  # inside the axes: they must not move the layout they are placed in
+        text.set_in_layout(False)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    lines: dict = {}
+    taken: list = []
+    for text, candidates in placements:
+        ax = text.axes
+        if ax not in lines:
+            lines[ax] = drawn_lines(ax)
+        frame = ax.get_window_extent(renderer)
+        best = None
+        for kw in candidates:
+            text.set(**kw)
+            box = text.get_window_extent(renderer).padded(1.5)
+            outside = not (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1)
+            cost = 100 * outside + crossings(box, lines[ax]) + 10 * sum(box.overlaps(t) for t in taken)
+            if best is None or cost < best[0]:
+                best = (cost, kw)
+            if cost == 0:
+                break
+        text.set(**best[1])
+        if best[0]:
+            text.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+            text.set_zorder(8)
+        taken.append(text.get_window_extent(renderer))
+
+
 __all__ = ["BATCH_STYLES", "MARKERS", "PALETTE", "PART_COLORS", "TOO_FAR_COLOR", "WINDOW_COLOR", "bytes_axis",
-           "colors_for", "figure_style", "finding_title", "legend_line", "legend_patch", "ms_axis", "new_figure",
-           "seconds_axis", "system_colors"]
+           "colors_for", "crossings", "drawn_lines", "figure_style", "finding_title", "legend_line", "legend_patch",
+           "log_axis", "ms_axis", "new_figure", "place_labels", "seconds_axis", "system_colors"]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import sys
+import textwrap
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -32,6 +34,15 @@ def terminal_width() -> int:
     if env.isdigit() and int(env) > 0:
         return int(env)
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else PIPED_WIDTH
+
+
+def text_width() -> int | None:
+    """The width free text wraps at: $COLUMNS or the terminal's; None when piped without $COLUMNS (one
+    line per paragraph, for grep and for other programs)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
 console = Console(soft_wrap=True, width=terminal_width())
@@ -101,6 +112,29 @@ def print_table(title: str, cols: list[Col], rows: list[list[str]], *, keys: int
         for r in rows:
             t.add_row(*(r[i] for i in group))
         console.print(t)
+
+
+_UNIT = re.compile(r"(\d) (?=(?:µs|ms|ns|s|%|x|B|KiB|MiB|GiB|kB|MB|GB|TB|GB/s|MB/s|tok/s|tokens|GPUs?)\b)")
+
+
+def wrap(text: str, width: int | None) -> str:
+    """Free text at `width` (None: as it is): wrapped at spaces, never inside a word nor between a number
+    and its unit; a '# ' line continues with '# '."""
+    if width is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        lead = "# " if line.startswith("# ") else ""
+        glued = _UNIT.sub("\\1\x00", line)
+        out.append(textwrap.fill(glued, width, subsequent_indent=lead, break_long_words=False,
+                                 break_on_hyphens=False).replace("\x00", " ") or line)
+    return "\n".join(out)
+
+
+def say(text: str) -> None:
+    """Print free text at the terminal's width (`wrap`). Launch lines are printed whole: they are
+    commands to copy."""
+    print(wrap(text, text_width()))
 
 
 def fabrics_dict(cat: Catalog) -> dict:
@@ -203,16 +237,16 @@ def print_plan(result) -> None:
     experts = a.get("expert_dtype")
     weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
     engine = " ".join(str(x) for x in (a.get("engine"), a.get("engine_version")) if x)
-    print(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
+    say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
           f"engine {engine}, weights {weights}")
     for tp, words in (a.get("allreduce") or {}).items():
-        print(f"# all-reduce at {tp}: {words}")
+        say(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
-        print(f"# note: {note}")
+        say(f"# note: {note}")
     if a.get("tail"):
-        print(f"# {a['tail']}")
+        say(f"# {a['tail']}")
     if a.get("tpot"):
-        print(f"# {a['tpot']}")
+        say(f"# {a['tpot']}")
     for br in result.results:
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
         served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
@@ -236,10 +270,10 @@ def print_plan(result) -> None:
         print_table(f"batch {br.batch}", cols, rows, keys=4)
         best = br.judgement.best.label() if br.judgement and br.judgement.best else None
         smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
-        print(f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
+        say(f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
               f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
               f"latency-optimal: {best or 'none'}")
-        print(br.verdict)
+        say(br.verdict)
         print()
 
 
@@ -270,7 +304,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     load += f", every option at batch {result.batch}" if getattr(result, "batch", None) else ""
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
-    print(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
+    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
@@ -284,10 +318,10 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
         if note.startswith("warning:"):
-            print(f"# {note}")
+            say(f"# {note}")
     if w.context:
-        print(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
-    print(result.verdict)
+        say(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
+    say(result.verdict)
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
         print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
