@@ -32,6 +32,7 @@ def allreduce(
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
     from ..comm.collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+    from ..comm.net_path import gdr
     from ..dtypes import dtype_bytes
     check_plot(plot, force=force)
     cat = load_catalogs(catalog)
@@ -44,7 +45,7 @@ def allreduce(
     if json_out:
         print_json({"system": group.system.name, "nodes": nodes, "gpus": group.ranks, "op": op,
                     "impl": impl, "algo": algo, "protocol": protocol, "dtype": dtype,
-                    "crossover_bytes": cross,
+                    "crossover_bytes": cross, "gpudirect_rdma": gdr(group.system, cat.nccl) if nodes > 1 else None,
                     "rows": [args.cost_row(c) for c in costs]})
     else:
         from ..report import tables

@@ -73,9 +73,15 @@ def intra_path(system: System, g: int) -> Path:
     return ring_path(system, g)
 
 
-@lru_cache(maxsize=65536)
 def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ...]:
     """Every (algorithm, protocol) the implementation could use for `op` on `group`."""
+    # a Group compares without its catalog; two catalogs may share systems yet differ in NCCL's
+    # constants (--nccl VERSION), so the catalog (hashed by identity) is part of the key
+    return _candidates(group, op, impl, group.catalog)
+
+
+@lru_cache(maxsize=65536)
+def _candidates(group: Group, op: str, impl: str, catalog: Catalog) -> tuple[Candidate, ...]:
     if group.ranks < 2:
         return (Candidate("none", "none", 0.0, math.inf),)
     out: list[Candidate | None] = []
