@@ -198,6 +198,8 @@ class NcclConstants:
     custom: CustomAllReduce
     version: tuple[int, int] = (2, 30)
     """The NCCL release (major, minor) whose rules apply where they changed between releases."""
+    symmetric: bool = False
+    """Buffers registered as symmetric windows: NCCL runs its symmetric kernels where they exist."""
 
     def arch_floor(self, arch: str) -> ArchFloor:
         return self.arch.get(arch, NEUTRAL_FLOOR)

@@ -165,9 +165,9 @@ def impl_words(requested: str, costs) -> str:
 
 
 def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
-                why_not_custom: str | None = None) -> None:
+                why_not_custom: str | None = None, rule: str | None = None) -> None:
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
-    latency share of each row."""
+    latency share of each row; `rule`: the engine's all-reduce rule the rows follow."""
     s = group.system
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
@@ -175,6 +175,8 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
           + f"), {impl_words(impl, costs)}  [predicted]")
     if impl == "custom" and why_not_custom:
         print(f"# note: {why_not_custom}")
+    if rule:
+        print(f"# {impl} rule: {rule}")
     if group.nodes > 1 and s.nic_fabric is not None:
         print(f"# network: {describe_net_path(s, group.catalog.nccl)}")
     print(f"# crossover (bandwidth term > latency term): "
