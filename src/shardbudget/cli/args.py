@@ -106,6 +106,12 @@ OverlapOpt = Annotated[str, typer.Option("--overlap", help="How communication ov
 SequenceParallelOpt = Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")]
 GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
+NcclOpt = Annotated[Optional[str], typer.Option(
+    "--nccl", help="Price NCCL's rules of this release (2.18 or later, e.g. 2.26 or 2.27.3) where they changed: "
+                   "symmetric kernels from 2.27, GPUDirect RDMA over Grace C2C from 2.27, NVLSTree network latency.")]
+NcclSymmetricOpt = Annotated[bool, typer.Option(
+    "--nccl-symmetric", help="Buffers registered as NCCL symmetric windows (NCCL 2.27+; vLLM VLLM_USE_NCCL_SYMM_MEM=1, "
+                             "SGLang --enable-symm-mem): NCCL runs its symmetric kernels where they exist.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging Face id's config.json (that file alone) when it is not in the local Hugging Face cache; needs huggingface_hub.")]
 PlotOpt = Annotated[Optional[Path], typer.Option("--plot", help="Also write this command's figure (PNG or SVG; an existing file needs --force).")]

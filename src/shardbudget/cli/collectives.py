@@ -8,7 +8,7 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BatchOpt, CatalogOpt, DownloadOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
+from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, CatalogOpt, DownloadOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
                    NodesOpt, OpOpt, PlotOpt, SystemOpt, SystemsOpt, size_opt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
@@ -28,28 +28,40 @@ def allreduce(
     plot: PlotOpt = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
+    nccl: NcclOpt = None,
+    nccl_symmetric: NcclSymmetricOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
     from ..comm.collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+    from ..comm.custom_kernels import ENGINES
+    from ..comm.net_path import gdr
     from ..dtypes import dtype_bytes
     check_plot(plot, force=force)
-    cat = load_catalogs(catalog)
+    cat = load_catalogs(catalog, nccl, nccl_symmetric)
     sizes = args.sizes(size, "8B:1GiB")
     op, impl, dtype, nodes = normalize_op(op), impl or "nccl", dtype or "bf16", nodes or 1
     elem_bytes = dtype_bytes(dtype)
     costs = sweep(op, sizes, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=cat)
     group = make_group(system, nodes=nodes, gpus=gpus, catalog=cat)
     cross = crossover_bytes(group, op, impl, algo, protocol)
+    rule = None
+    if impl in ENGINES and op == "all-reduce" and (algo, protocol) == ("auto", "auto"):
+        # the engine's whole rule, as plan prices it (one-shot, two-shot, symmetric memory, NCCL);
+        # TensorRT-LLM's is by tokens: a row of hidden 8192 at the element size
+        from ..engines.allreduce import allreduce_ranges_for, engine_costs
+        ranges = allreduce_ranges_for(impl, group, 8192.0 * elem_bytes)
+        costs, rule = engine_costs(ranges, group, sizes), ranges.describe()
     if json_out:
         print_json({"system": group.system.name, "nodes": nodes, "gpus": group.ranks, "op": op,
                     "impl": impl, "algo": algo, "protocol": protocol, "dtype": dtype,
-                    "crossover_bytes": cross,
+                    "crossover_bytes": cross, "engine_rule": rule, "gpudirect_rdma": gdr(group.system, cat.nccl) if nodes > 1 else None,
                     "rows": [args.cost_row(c) for c in costs]})
     else:
         from ..report import tables
         why = custom_allreduce_allowed(group) if op == "all-reduce" else "custom kernels are all-reduce only"
-        tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why)
+        tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why,
+                           rule=rule)
     if plot:
         from ..report import figures
         write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op),

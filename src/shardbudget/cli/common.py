@@ -17,9 +17,14 @@ import typer
 from . import args
 
 
-def load_catalogs(paths: Optional[list[Path]]):
+def load_catalogs(paths: Optional[list[Path]], nccl: Optional[str] = None, nccl_symmetric: bool = False):
+    """The built-in catalog with the user's files, priced as NCCL `nccl` (--nccl, --nccl-symmetric)."""
     from ..fabric.catalog import load_catalog
-    return load_catalog(tuple(str(p) for p in paths or ()))
+    cat = load_catalog(tuple(str(p) for p in paths or ()))
+    if nccl or nccl_symmetric:
+        from ..comm.versions import at_nccl
+        cat = at_nccl(cat, nccl, symmetric=nccl_symmetric)
+    return cat
 
 
 def model_name(name: str, download: bool) -> str:

@@ -9,7 +9,8 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, GpusOpt,
+from .args import (NcclOpt, NcclSymmetricOpt, BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt,
+                   ForceOpt, GpuMemoryOpt, GpusOpt,
                    InputLenOpt, JsonOpt, KvDtypeOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
                    WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
@@ -44,6 +45,8 @@ def deploy(
     force: ForceOpt = False,
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
+    nccl: NcclOpt = None,
+    nccl_symmetric: NcclSymmetricOpt = False,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -68,7 +71,7 @@ def deploy(
     result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget),
                         ttft_budget_s=args.ttft_budget(ttft_budget), workload=work, engine=engine, dtype=dtype,
                         kv_dtype=kv_dtype, disaggregate=parse_split(disaggregate) if disaggregate else None,
-                        settings=settings, catalog=load_catalogs(catalog), batch=batch)
+                        settings=settings, catalog=load_catalogs(catalog, nccl, nccl_symmetric), batch=batch)
     _show(result, json_out=json_out, show_all=show_all, plot=plot, force=force)
     if result.best is None:  # a valid request that nothing meets: the table and the closest option, exit 1
         raise typer.Exit(1)

@@ -9,7 +9,7 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, ImplOpt,
+from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, ImplOpt,
                    InputLenOpt, OutputLenOpt,
                    JsonOpt, KvDtypeOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt,
                    TtftBudgetOpt, WeightDtypeOpt)
@@ -48,6 +48,8 @@ def plan_cmd(
     plot: PlotOpt = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
+    nccl: NcclOpt = None,
+    nccl_symmetric: NcclSymmetricOpt = False,
     download: DownloadOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -61,11 +63,9 @@ def plan_cmd(
     if require_tp is not None and budget_s is None:
         raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
     ttft_s = args.ttft_budget(ttft_budget)
-    eff = engine_efficiency(engine)
+    eff, cat, nodes, batches = engine_efficiency(engine), load_catalogs(catalog, nccl, nccl_symmetric), nodes or 1, batch or [1]
     settings = PlanSettings(sequence_parallel=sequence_parallel, overlap=overlap,
                             memory_utilization=gpu_memory_utilization)
-    cat = load_catalogs(catalog)
-    nodes, batches = nodes or 1, batch or [1]
     result = plan(model, system, nodes=nodes, batches=batches, context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                   comm_threshold=comm_threshold, knee_threshold=knee_threshold, pp_all=pp_all, eff=eff,

@@ -29,6 +29,7 @@ from .custom_kernels import IMPLS, custom_allreduce_allowed, custom_candidates
 from ..errors import PlanError, UnknownNameError
 from ..fabric.hardware import PROTOCOLS, Catalog, System
 from ..fabric.catalog import load_catalog
+from .nccl_symmetric import symmetric_candidates
 from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (re-exported)
 from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
                          nvls_small, protocols, ring, sendrecv, tree)
@@ -73,9 +74,15 @@ def intra_path(system: System, g: int) -> Path:
     return ring_path(system, g)
 
 
-@lru_cache(maxsize=65536)
 def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ...]:
     """Every (algorithm, protocol) the implementation could use for `op` on `group`."""
+    # a Group compares without its catalog; two catalogs may share systems yet differ in NCCL's
+    # constants (--nccl VERSION), so the catalog (hashed by identity) is part of the key
+    return _candidates(group, op, impl, group.catalog)
+
+
+@lru_cache(maxsize=65536)
+def _candidates(group: Group, op: str, impl: str, catalog: Catalog) -> tuple[Candidate, ...]:
     if group.ranks < 2:
         return (Candidate("none", "none", 0.0, math.inf),)
     out: list[Candidate | None] = []
@@ -86,6 +93,8 @@ def candidates(group: Group, op: str, impl: str = "nccl") -> tuple[Candidate, ..
             out += [tree(group, p) for p in protocols(group)]
         out += [nvls(group), nvls_small(group), hierarchical(group, op, candidates),
                 hierarchical(group, op, candidates, small=True)]
+        if group.catalog.nccl.symmetric:
+            out += symmetric_candidates(group)
         if impl != "nccl":
             out += custom_candidates(group, impl)
     elif op == "all-to-all":
@@ -162,7 +171,8 @@ class Cost:
         return d
 
 
-def _cost(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
+def cost_of(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
+    """One line's price for one size, as a `Cost` (the row of an nccl-tests-like table)."""
     bandwidth_s = msg_bytes / c.algbw_bytes_per_s if math.isfinite(c.algbw_bytes_per_s) else 0.0
     time_s = c.latency_s + bandwidth_s
     algbw = msg_bytes / time_s if time_s > 0 else math.inf
@@ -193,7 +203,7 @@ def sweep(op: str, sizes_bytes: Iterable[float], system: System | str, *, nodes:
     for n in sizes_bytes:
         if not (isinstance(n, (int, float)) and math.isfinite(n) and n > 0):
             raise PlanError(f"message size must be a positive number of bytes, got {n!r}")
-        out.append(_cost(group, op, float(n), pick(cands, float(n))))
+        out.append(cost_of(group, op, float(n), pick(cands, float(n))))
     return out
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from .op import busbw_factor
 from ..fabric.hardware import PROTOCOLS, Catalog, System
 from .lines import Candidate, Group
+from .net_path import node_nic_bytes_per_s, staged_hop_s
 from ..fabric.nccl_constants import NcclConstants
 from ..fabric.topology import Path, ring_path
 
@@ -56,7 +57,8 @@ def nic_bytes_per_s(group: Group, rate: str = "achievable") -> float:
 
     Rail-optimised nodes give each GPU its own NIC(s): using g of G GPUs uses g/G of the NICs
     (at least one). Shared NICs (no rails) are reachable from every GPU. `rate="nccl"`: the NICs'
-    line rate, as NCCL's topology counts them."""
+    line rate, as NCCL's topology counts them; else what they carry, host-staged where GDR is off
+    (comm/net_path.py)."""
     s = group.system
     if s.nic_fabric is None:
         return 0.0
@@ -66,8 +68,10 @@ def nic_bytes_per_s(group: Group, rate: str = "achievable") -> float:
     else:
         # a shared NIC is still reached through a GPU's own PCIe slot: g GPUs drive at most g NICs
         nics = min(nics, group.gpus_per_node)
-    per_nic = s.nic_fabric.bytes_per_s if rate == "nccl" else s.nic_fabric.achievable_bytes_per_s
-    return nics * per_nic
+    if rate == "nccl":
+        return nics * s.nic_fabric.bytes_per_s
+    # achievable: through GPUDirect RDMA, or staged through host memory where NCCL turns GDR off
+    return node_nic_bytes_per_s(s, nccl(group), nics)
 
 
 def net_overhead_s(group: Group) -> float:
@@ -128,7 +132,7 @@ def net_hop_s(group: Group, proto: str, algo: str, real: bool) -> float:
     tree = algo == "tree" or (algo == "ring" and group.gpus_per_node == 1)
     if not real:
         return net["tree" if tree else "ring"][proto] if algo != "p2p" else net["ring"][proto]
-    hop = nic.hop_latency_s[proto]
+    hop = nic.hop_latency_s[proto] + staged_hop_s(group.system, nccl(group), proto)
     if tree:
         # never below the ring figure: a user catalog may set the ring row above the tree row
         hop += max(0.0, net["tree"][proto] - net["ring"][proto])
@@ -378,7 +382,7 @@ def alltoall(group: Group) -> Candidate:
 
 def sendrecv(group: Group, proto: str) -> Candidate:
     if group.nodes > 1:
-        bw, hop = group.system.nic_fabric.achievable_bytes_per_s, net_hop_s(group, proto, "p2p", True)
+        bw, hop = node_nic_bytes_per_s(group.system, nccl(group), 1), net_hop_s(group, proto, "p2p", True)
     else:
         path = ring_path(group.system, max(2, group.gpus_per_node))
         bw, hop = path.busbw_bytes_per_s, intra_hop_s(group, path, "ring", proto, True)

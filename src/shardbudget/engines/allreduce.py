@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..comm.collectives import Candidate, Group, candidates, intra_path, times_and_latencies_s
+from ..comm.collectives import Candidate, Cost, Group, candidates, cost_of, intra_path, pick, times_and_latencies_s
 from ..comm.custom_kernels import custom_candidate, custom_candidates, symm_mem_candidate
 from ..units import format_bytes
 from .presets import EnginePreset, load_engine
@@ -55,10 +55,12 @@ class AllReduceRanges:
                 spans[-1][0] = hi
             else:
                 spans.append([hi, kind])
+        symmetric = any(c.algorithm.startswith("symmetric") for c in self.pools.get("nccl", ()))
+        words = dict(KIND_WORDS, nccl="NCCL (symmetric kernels)") if symmetric else KIND_WORDS
         if len(spans) == 1:
-            return f"{KIND_WORDS[spans[0][1]]} at every size"
-        parts = [f"< {format_bytes(hi)}: {KIND_WORDS[kind]}" for hi, kind in spans[:-1]]
-        return "; ".join(parts + [f"larger: {KIND_WORDS[spans[-1][1]]}"])
+            return f"{words[spans[0][1]]} at every size"
+        parts = [f"< {format_bytes(hi)}: {words[kind]}" for hi, kind in spans[:-1]]
+        return "; ".join(parts + [f"larger: {words[spans[-1][1]]}"])
 
 
 def _group_facts(group: Group) -> dict:
@@ -68,7 +70,8 @@ def _group_facts(group: Group) -> dict:
     # TensorRT-LLM's is_mnnvl: several hosts of one NVLink domain, aarch64 (Grace) hosts
     mnnvl = nvlink and group.hosts > 1 and cpu is not None and cpu.vendor == "arm"
     return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.sm, "nodes": group.nodes,
-            "multicast": bool(path and path.nvls), "hosts": group.hosts, "mnnvl": mnnvl}
+            "multicast": bool(path and path.nvls), "hosts": group.hosts, "mnnvl": mnnvl,
+            "nccl_symmetric": group.catalog.nccl.symmetric}
 
 
 def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
@@ -86,9 +89,14 @@ def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
     return (c,) if c is not None else candidates(group, "all-reduce", "nccl")
 
 
-@lru_cache(maxsize=4096)
 def allreduce_ranges_for(engine: str, group: Group, bytes_per_token: float) -> AllReduceRanges:
     """The engine's size ranges on `group` for a TP all-reduce of `bytes_per_token` per token."""
+    # a Group compares without its catalog; NCCL's version and symmetric switch live there
+    return _ranges_for(engine, group, bytes_per_token, group.catalog)
+
+
+@lru_cache(maxsize=4096)
+def _ranges_for(engine: str, group: Group, bytes_per_token: float, catalog) -> AllReduceRanges:
     preset = load_engine(engine)
     facts = _group_facts(group)
     if group.ranks < 2:
@@ -99,7 +107,7 @@ def allreduce_ranges_for(engine: str, group: Group, bytes_per_token: float) -> A
         tokens = max(1, int(n // bytes_per_token)) if bytes_per_token else None
         return allreduce_choice(preset, group.ranks, n, facts["nvlink"], facts["p2p"], arch=facts["arch"],
                                 nodes=facts["nodes"], tokens=tokens, multicast=facts["multicast"],
-                                hosts=facts["hosts"], mnnvl=facts["mnnvl"])
+                                hosts=facts["hosts"], mnnvl=facts["mnnvl"], nccl_symmetric=facts["nccl_symmetric"])
 
     bounds = [0.0] + edges + [math.inf]
     kinds = [choice((lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1) for lo, hi in zip(bounds, bounds[1:])]
@@ -123,6 +131,8 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         out |= {b for per in symm.max_bytes.values() for b in per.values()}
     if preset.allreduce.mnnvl is not None:
         out.add(preset.allreduce.mnnvl.max_bytes)
+    if preset.allreduce.nccl_symm is not None:
+        out |= {b for span in preset.allreduce.nccl_symm.custom_preferred.values() for b in span}
     return {e for e in out if e > 0}
 
 
@@ -169,9 +179,23 @@ def engine_allreduce_s(ranges: AllReduceRanges, msg_bytes: np.ndarray) -> tuple[
     return t, lat
 
 
+def engine_costs(ranges: AllReduceRanges, group: Group, sizes_bytes) -> list[Cost]:
+    """The engine's all-reduce at each size as `Cost` rows (`allreduce --impl ENGINE`): the kernel
+    its rule runs there (one-shot, two-shot, symmetric memory, MNNVL or NCCL's own choice), priced by
+    the same lines as `engine_allreduce_s`, so the table and a plan agree."""
+    sizes = np.asarray(list(sizes_bytes), dtype=float)
+    index = ranges.kind_index(sizes)
+    out = []
+    for n, i in zip(sizes, index):
+        kind = ranges.kinds[i] if i < len(ranges.kinds) else ranges.at_edge[i - len(ranges.kinds)]
+        pool = ranges.pools[kind] if kind in ("mnnvl", "none") else _unlimited(ranges.pools[kind])
+        out.append(cost_of(group, "all-reduce", float(n), pick(pool, float(n))))
+    return out
+
+
 def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     """The engine's rule already chose the kernel by size: its buffer limit no longer filters."""
     return tuple(c if c.impl == "nccl" else dataclasses.replace(c, max_bytes=math.inf, min_bytes=0.0) for c in pool)
 
 
-__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges", "allreduce_ranges_for", "engine_allreduce_s"]
+__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges", "allreduce_ranges_for", "engine_allreduce_s", "engine_costs"]

@@ -126,6 +126,29 @@ class SymmMem:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NcclSymm:
+    """When the engine sends an all-reduce to NCCL's symmetric kernels once its switch is on (vLLM
+    should_nccl_symm_mem_allreduce): groups of `min_world_size`+, outside the custom kernel's
+    preferred (lower, upper) range for that world size, always above `always_above` GPUs."""
+
+    switch: str
+    """The engine's flag or environment variable that turns it on (off by default)."""
+    min_world_size: int
+    custom_preferred: Mapping[int, tuple[float, float]]
+    """[world size] -> (lower, upper) bytes: NCCL symmetric only at <= lower or >= upper."""
+    always_above: int
+    source: str
+
+    def takes(self, world_size: int, msg_bytes: float) -> bool:
+        if world_size < self.min_world_size:
+            return False
+        span = self.custom_preferred.get(world_size)
+        if span is not None:
+            return msg_bytes <= span[0] or msg_bytes >= span[1]
+        return world_size > self.always_above
+
+
+@dataclass(frozen=True, kw_only=True)
 class Mnnvl:
     """The engine's multi-node NVLink all-reduce (TensorRT-LLM MNNVLAllReduce): taken first when the
     group spans hosts of one NVLink domain with aarch64 (Grace) hosts, at any world size."""
@@ -143,6 +166,8 @@ class AllReducePolicy:
     symm_mem: SymmMem | None
     mnnvl: Mnnvl | None
     source: str
+    nccl_symm: NcclSymm | None = None
+    """The engine's gate for NCCL's symmetric kernels (first in its order when switched on)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,6 +335,16 @@ def _symm_mem(t: _Table) -> SymmMem:
         across_hosts=t.flag("across_hosts", False), source=t.text("source"))
 
 
+def _nccl_symm(t: _Table) -> NcclSymm:
+    spans = t.table("custom_preferred")
+    return NcclSymm(switch=t.text("switch"), min_world_size=t.count("min_world_size"),
+                    custom_preferred=MappingProxyType({
+                        int(w): (units.parse_bytes(lo, what=f"{spans.where}.{w}"),
+                                 units.parse_bytes(hi, what=f"{spans.where}.{w}"))
+                        for w, (lo, hi) in spans.data.items()}),
+                    always_above=t.count("always_above_world_size"), source=t.text("source"))
+
+
 def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
     """Validate one parsed preset file into an `EnginePreset` (errors name `where` and the key)."""
     top = _Table(dict(raw), where)
@@ -351,7 +386,8 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
                                   mnnvl=(Mnnvl(max_bytes=ar.table("mnnvl").size("max_bytes"),
                                                source=ar.table("mnnvl").text("source"))
                                          if "mnnvl" in ar.data else None),
-                                  source=ar.text("source")),
+                                  source=ar.text("source"),
+                                  nccl_symm=_nccl_symm(ar.table("nccl_symm")) if "nccl_symm" in ar.data else None),
         memory=MemoryPolicy(
             fraction=mem.fraction(fraction_key), fraction_of=fraction_of,
             cuda_context_bytes=mem.size("cuda_context", "0 B"),

@@ -12,7 +12,7 @@ from .presets import CustomAllReduce, EnginePreset, capability
 def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nvlink: bool, p2p: bool, *,
                      arch: str | None = None, nodes: int = 1, tokens: int | None = None,
                      multicast: bool | None = None, symm_mem: bool | None = None, hosts: int = 1,
-                     mnnvl: bool = False) -> str:
+                     mnnvl: bool = False, nccl_symmetric: bool = False) -> str:
     """Which all-reduce the engine runs for one message, as one of `ALLREDUCE_KINDS`.
 
     `msg_bytes` is the per-rank buffer (nccl-tests 'size'): tokens x hidden x 2 bytes for a bf16
@@ -25,6 +25,8 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
     `hosts`: the hosts the group spans inside its NVLink domain (an NVL72 tray holds 4 GPUs): a
     kernel that needs one host (`single_node`) does not run on more. `mnnvl`: the hosts are Grace
     hosts of one multi-node NVLink domain, where TensorRT-LLM's MNNVL kernel runs first.
+    `nccl_symmetric`: the engine's NCCL-symmetric switch is on (vLLM VLLM_USE_NCCL_SYMM_MEM=1):
+    where its gate takes the size, NCCL (whose symmetric kernels then run) comes first.
     """
     if world_size < 1 or msg_bytes < 0 or nodes < 1:
         raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and "
@@ -32,6 +34,8 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
     if world_size == 1:
         return "none"
     policy, arch = preset.allreduce, capability(arch)
+    if nccl_symmetric and policy.nccl_symm is not None and nodes == 1 and policy.nccl_symm.takes(world_size, msg_bytes):
+        return "nccl"  # first in the engine's order once switched on: NCCL's symmetric kernels
     if policy.mnnvl is not None and mnnvl and nodes == 1 and hosts > 1 and msg_bytes <= policy.mnnvl.max_bytes:
         return "mnnvl"
     custom = policy.custom if "custom" in policy.order else None

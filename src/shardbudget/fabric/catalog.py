@@ -20,7 +20,7 @@ from typing import Any
 from .. import units
 from ..errors import CatalogError
 from . import nccl_constants
-from .hardware import (ARCHS, CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, P2P_LEVELS, PROTOCOLS,
+from .hardware import (ARCHS, CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
                        TOPOLOGIES, Catalog, Fabric, PcieTree, System, lookup)
 from .nccl_constants import NcclConstants
 
@@ -269,6 +269,7 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         base_latency_scale=_positive_float(e, "base_latency_scale"),
         profile_source=e.text("profile_source", ""),
         cpu=cpu, pcie=pcie, gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
+        nic_path=e.choice("nic_path", NIC_PATHS, _default_nic_path(topology, cpu, pcie, e.flag("rail_optimized", True))),
     )
     e.check_unknown()
     if system.pcie is None:
@@ -276,6 +277,18 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
                                                    system.intra_fabric, system.fallback_fabric, system.socket_fabric))
     _validate_system(system)
     return system
+
+
+def _default_nic_path(topology: str, cpu: CPU | None, pcie: PcieTree | None, rails: bool) -> str:
+    """Where a system's NICs sit when its entry does not say: on a Grace host, behind the CPU that
+    the GPU reaches over NVLink-C2C (P2C); under the GPUs' own PCIe switches where the tree puts
+    them there or the node has one NIC per GPU on its own rail (HGX: GPU and NIC share a switch,
+    PXB at most); elsewhere on a CPU root port (PHB)."""
+    if cpu is not None and cpu.name == "grace":
+        return "p2c"
+    if (pcie is not None and pcie.nics_per_switch) or (rails and topology in ("switch", "mesh")):
+        return "pxb"
+    return "phb"
 
 
 def _fraction(e: _Entry, key: str) -> float | None:

@@ -25,6 +25,13 @@ ARCH_CAPABILITY = {"volta": "7.0", "ampere": "8.0", "ada": "8.9", "hopper": "9.0
 """A generation's (first) CUDA compute capability, for GPU entries that name none (AMD's: none)."""
 CPU_VENDORS = ("intel", "amd", "arm", "ibm")
 P2P_LEVELS = ("auto", "loc", "nvl", "pix", "pxb", "phb", "sys")
+NIC_PATHS = ("pix", "pxb", "p2c", "phb", "sys")
+"""NCCL's path types from a GPU to its nearest NIC, nearest first (src/include/graph.h PATH_PIX ..
+PATH_SYS): one PCIe switch, several switches, the CPU reached over C2C then PCIe (Grace), the CPU's
+root complex, across sockets. GPUDirect RDMA is on or off by this distance (comm/net_path.py)."""
+RDMA_NIC_KINDS = ("infiniband", "roce", "efa")
+"""NIC fabrics NCCL drives through its IB / libfabric plugins, which can DMA GPU memory; a socket
+(TCP) transport always stages through host memory, which its measured figures already hold."""
 """NCCL_P2P_LEVEL values (src/graph/paths.cc): P2P is used up to this PCIe distance. "auto" is NCCL's
 default: PXB (through PCIe switches, never through a CPU host bridge), or SYS on AMD CPUs when the
 communicator has at most 2 GPUs on the node."""
@@ -185,6 +192,9 @@ class System:
     nics_per_node: int
     rail_optimized: bool
     """Each GPU has its own NIC on its own rail: inter-node rings/trees use all NICs in parallel."""
+    nic_path: str = "pxb"
+    """One of NIC_PATHS: how far a GPU is from its NIC, as NCCL's topology types it; GPUDirect RDMA
+    is used only up to NCCL_NET_GDR_LEVEL (comm/net_path.py)."""
     domain_gpus: int
     """GPUs reachable over `intra_fabric` without the NICs: 8 for HGX, 72 for NVL72."""
     source: str

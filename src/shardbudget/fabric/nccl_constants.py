@@ -196,6 +196,10 @@ class NcclConstants:
     net_overhead_s: float
     """Per intra step of an inter-node ring (tuning.cc getNetOverhead), seconds (x3 for Simple)."""
     custom: CustomAllReduce
+    version: tuple[int, int] = (2, 30)
+    """The NCCL release (major, minor) whose rules apply where they changed between releases."""
+    symmetric: bool = False
+    """Buffers registered as symmetric windows: NCCL runs its symmetric kernels where they exist."""
 
     def arch_floor(self, arch: str) -> ArchFloor:
         return self.arch.get(arch, NEUTRAL_FLOOR)
@@ -239,6 +243,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
             nvls_small_latency_per_doubling_s=cal["nvls_small_latency_per_doubling_us"] * US,
             ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
             net_overhead_s=cal["net_overhead_us"] * US,
+            version=parse_version(str(raw.get("version", "2.30")), where),
             custom=CustomAllReduce(
                 launch_s=custom["launch_us"] * US, sync_s=custom["sync_us"] * US,
                 max_bytes=float(custom["max_bytes"]), one_shot_max_bytes=float(custom["one_shot_max_bytes"]),
@@ -246,6 +251,18 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
         )
     except KeyError as err:
         raise CatalogError(f"{where}: the [nccl] table is missing {err.args[0]!r}") from None
+
+
+def parse_version(text: str, where: str = "--nccl") -> tuple[int, int]:
+    """'2.27', '2.27.3' or '2.27.3-1' -> (2, 27): the rules this model follows change by minor release."""
+    parts = text.strip().lstrip("v").split("-")[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise CatalogError(f"{where}: NCCL version {text!r} is not like 2.27 or 2.27.3") from None
+    if major != 2 or not 0 <= minor < 100:
+        raise CatalogError(f"{where}: NCCL version {text!r}: only NCCL 2.x releases are modelled")
+    return major, minor
 
 
 def _floor(raw: Mapping[str, Any], where: str) -> ArchFloor:
@@ -303,4 +320,4 @@ def _shape(old: Any) -> str:
     return kind + ("> 0" if _positive(old) else ">= 0")
 
 
-__all__ = ["ArchFloor", "CustomAllReduce", "EngineKernels", "read_engines", "NcclConstants", "overlay", "read_nccl"]
+__all__ = ["ArchFloor", "parse_version", "CustomAllReduce", "EngineKernels", "read_engines", "NcclConstants", "overlay", "read_nccl"]

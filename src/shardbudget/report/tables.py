@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..comm.op import nccl_tests_count
+from ..comm.net_path import describe as describe_net_path
 from ..fabric.hardware import Catalog, to_dict
 from ..model.precision import FP8_TENSOR_CORE_ARCHS
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
@@ -198,9 +199,9 @@ def impl_words(requested: str, costs) -> str:
 
 
 def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
-                why_not_custom: str | None = None) -> None:
+                why_not_custom: str | None = None, rule: str | None = None) -> None:
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
-    latency share of each row."""
+    latency share of each row; `rule`: the engine's all-reduce rule the rows follow."""
     s = group.system
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
@@ -208,6 +209,10 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
           + f"), {impl_words(impl, costs)}  [predicted]")
     if impl == "custom" and why_not_custom:
         print(f"# note: {why_not_custom}")
+    if rule:
+        print(f"# {impl} rule: {rule}")
+    if group.nodes > 1 and s.nic_fabric is not None:
+        print(f"# network: {describe_net_path(s, group.catalog.nccl)}")
     print(f"# crossover (bandwidth term > latency term): "
           f"{format_bytes(crossover) if crossover != float('inf') else 'never'}")
     print(f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"

@@ -1,0 +1,50 @@
+"""NCCL releases where what this model prices changed, and a catalog priced at one of them.
+
+`--nccl VERSION` (allreduce, plan, deploy) prices the rules of that release; the built-in catalog's
+tables are master after v2.30.7 (`catalog/nccl.toml` [nccl] version). What changes by release, each
+read from the tagged source (../shared/data/nccl_constants.md quotes the tables):
+
+* symmetric-memory kernels exist from 2.27 (src/device/symmetric at v2.27.3; comm/nccl_symmetric.py);
+* GPUDirect RDMA through a Grace CPU's C2C link is on by default from 2.27 (paths.cc NET_GDR_C2C
+  0 at v2.26.2, 1 at v2.27.3; comm/net_path.py);
+* tuning.cc's network latency of an NVLSTree step is 14 us up to 2.28 and 20.9 us from v2.29.2.
+
+`--nccl-symmetric` says the caller registers its buffers as symmetric windows, so NCCL runs its
+symmetric kernels where they exist (vLLM VLLM_USE_NCCL_SYMM_MEM=1, SGLang --enable-symm-mem).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from ..errors import CatalogError
+from ..fabric.hardware import Catalog
+from ..fabric.nccl_constants import parse_version
+
+NVLS_TREE_NET_US = ((2, 29), 20.9, 14.0)
+"""(first release, from then, before): tuning.cc hwLat[NET][NVLS_TREE][Simple] in us."""
+OLDEST = (2, 18)
+"""The oldest release whose tables ../shared/data/nccl_constants.md quotes."""
+
+
+def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = False) -> Catalog:
+    """`catalog` priced as NCCL `version` (None: the catalog's own), with or without registered
+    symmetric buffers. The same catalog object back when nothing changes (caches stay warm)."""
+    nccl = catalog.nccl
+    ver = parse_version(version) if version else nccl.version
+    if version and ver < OLDEST:
+        raise CatalogError(f"--nccl: {version!r} is older than {OLDEST[0]}.{OLDEST[1]}, the oldest release modelled")
+    if ver == nccl.version and symmetric == nccl.symmetric:
+        return catalog
+    first, new, old = NVLS_TREE_NET_US
+    hw = {link: dict(rows) for link, rows in nccl.hw_latency_s.items()}
+    net = dict(hw["net"])
+    net["nvls_tree"] = MappingProxyType({**net["nvls_tree"], "simple": (new if ver >= first else old) * 1e-6})
+    hw["net"] = MappingProxyType(net)
+    nccl = replace(nccl, version=ver, symmetric=symmetric,
+                   hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}))
+    return replace(catalog, nccl=nccl)
+
+
+__all__ = ["at_nccl"]
