@@ -141,7 +141,8 @@ def test_priced_precision_and_graphs_reach_the_lines(catalog):
     launches, _ = build_launches(r, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     vl, sg, tr = (launches[e].text() for e in ("vllm", "sglang", "trtllm"))
     assert "--quantization fp8" in vl and "--kv-cache-dtype fp8" in vl and "--enforce-eager" in vl
-    assert "--quantization fp8" in sg and "--kv-cache-dtype fp8_e4m3" in sg and "--disable-cuda-graph" in sg
+    assert "--quantization fp8" in sg and "--kv-cache-dtype fp8_e4m3" in sg
+    assert "--disable-decode-cuda-graph" in sg and "--disable-prefill-cuda-graph" in sg  # 0.5.14: per phase
     assert "cuda_graph_config: null" in tr and "dtype: \"fp8\"" in tr and "quantize at load" in tr
     for launch in launches.values():
         check_launch(launch)
@@ -164,6 +165,15 @@ def test_trtllm_only_on_nvidia(catalog):
 
 # --- the CLI: exit codes and refusals ---------------------------------------------------------
 
+def test_vllm_runs_a_draft_model_at_its_pinned_release(catalog):
+    """vLLM 0.19.0 runs a separate draft model (method draft_model; 0.11.0 refused it): the line names it."""
+    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, catalog=catalog, workload=Workload(
+        speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b")))
+    launch = _launches(r, "llama-3.1-70b", "hgx-h100", catalog)[0]["vllm"]
+    assert check_launch(launch) == 1
+    assert '"method":"draft_model"' in launch.text() and '"model":"meta-llama/Llama-3.2-1B-Instruct"' in launch.text()
+
+
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
     rc = cli_module.main(list(argv))
     out, err = capsys.readouterr()
@@ -173,7 +183,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize("args,expected", [
     (["--system", "mi300x", "--engine", "trtllm"], "TensorRT-LLM does not run on mi300x"),
     (["--speculative", "mtp"], "llama-3.1-70b has no multi-token-prediction layers"),
-    (["--speculative", "draft", "--draft-model", "llama-3.2-1b"], "vLLM cannot run --speculative draft"),
+    (["--rate", "5"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
     (["--input-len", "0"], "--input-len 0: must be 1.."),
     (["--output-len", "0"], "--output-len 0: must be 1.."),
     (["--emit", "yaml", "x"], "unknown --emit kind 'yaml'"),

@@ -139,7 +139,7 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config},
                      "data": dict(launch.files)})
     # a router in front of several servers is the Service's job in Kubernetes
-    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program in ("serve", "ray"))})
+    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program == "serve")})
     serve = [s for s in launch.steps if s.program == "serve"]
     heads = [s for s in serve if "--headless" not in s.argv and "rank" not in s.what]
     replica_nodes = _replica_nodes(launch)
