@@ -21,6 +21,7 @@ from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.decide.launch import LaunchError, build_launches, check_launch
 from shardbudget.decide.launch.emit import k8s_files, slurm_files
 from shardbudget.decide.launch.flags import check_argv, programs
+from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.step.speculative import Speculation
@@ -264,6 +265,52 @@ def test_k8s_manifests_validate_against_the_openapi_schema(cases, name, engine):
             kv.validate(d, "1.33", strict=True)
     shm = [v for d in docs if d["kind"] == "Deployment" for v in d["spec"]["template"]["spec"]["volumes"]]
     assert all(v["emptyDir"]["medium"] == "Memory" for v in shm if v["name"] == "shm")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_k8s_disaggregated_is_a_statefulset_per_side_and_its_front_end(cases, engine):
+    """Each side's servers at stable pod names (StatefulSet + headless Service), the front end given
+    every one of them; every document valid under the Kubernetes 1.33 schema."""
+    kv = pytest.importorskip("kubernetes_validate")
+    yaml = pytest.importorskip("yaml")
+    (launches, _), result = cases["disaggregated"]
+    docs = list(yaml.safe_load_all(k8s_files(launches[engine], result)["manifests.yaml"]))
+    for d in docs:
+        kv.validate(d, "1.33", strict=True)
+    sets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "StatefulSet"}
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    steps = [s for s in launches[engine].steps if s.program == "serve"]
+    assert sum(d["spec"]["replicas"] for d in sets.values()) == len(steps)  # one pod per printed server
+    pods = []
+    for name, d in sets.items():
+        assert services[name]["spec"]["clusterIP"] == "None" and d["spec"]["serviceName"] == name
+        pods += [f"{name}-{i}.{name}:8000" for i in range(d["spec"]["replicas"])]
+        gpus = d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        side = "prefill" if name.endswith("prefill") or name.endswith("context") else "decode"
+        want = result.prefill["tp"] * result.prefill["pp"] if side == "prefill" else result.best.gpus_per_replica
+        assert gpus == want
+    front = next(d for d in docs if d["kind"] == "Deployment")
+    container = front["spec"]["template"]["spec"]["containers"][0]
+    assert "resources" not in container  # no GPU for the front end
+    said = container["command"][2] + "".join(d["data"].get("trtllm-disagg.yaml", "") for d in docs
+                                             if d["kind"] == "ConfigMap")
+    hosts = [p.split(":")[0] for p in pods]
+    assert all(h in said for h in hosts), (hosts, said)
+    if engine == "vllm":  # the NIXL side channel at the pod's own address
+        env = sets[next(iter(sets))]["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in env
+        assert "v0.19.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py" in said
+
+
+def test_k8s_refuses_a_trtllm_replica_over_nodes_and_writes_one_on_a_node(cases):
+    yaml = pytest.importorskip("yaml")
+    (launches, _), result = cases["moe-multi-node-ep-dp"]
+    with pytest.raises(PlanError, match="one MPI job .* use --emit slurm"):
+        k8s_files(launches["trtllm"], result)
+    (launches, _), result = cases["dense-single-node"]
+    docs = list(yaml.safe_load_all(k8s_files(launches["trtllm"], result)["manifests.yaml"]))
+    assert [d["kind"] for d in docs] == ["ConfigMap", "Deployment", "Service"]
+    assert docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20"
 
 
 def test_k8s_schema_check_can_fail():
