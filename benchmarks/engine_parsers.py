@@ -9,11 +9,13 @@ argparse parser (sglang/srt/server_args.py), and the router lines by sglang-rout
 sglang_router.launch_router`); vLLM 0.19.0: `make_arg_parser` of `vllm serve`
 (vllm/entrypoints/openai/cli_args.py), the model passed as --model. Parsing only: no server starts
 and no GPU is needed. An engine that does not install is reported as such (not a failure of the
-lines). vLLM's disaggregated proxy (a file in its repository's tests, not a package) and
-TensorRT-LLM 1.3.0rc20 (not on PyPI) do not install here: their lines are checked by the flag
+lines). TensorRT-LLM's multi-node wrappers (mpirun ... trtllm-llmapi-launch trtllm-serve ...) are
+run by the system's Open MPI mpirun with --do-not-launch (it parses and maps the ranks, starting
+nothing). vLLM's disaggregated proxy (a file in its repository's tests, not a package) and
+TensorRT-LLM 1.3.0rc20 itself (not on PyPI) do not install here: their lines are checked by the flag
 tables alone.
 
-    python benchmarks/engine_parsers.py [--engines sglang,vllm] [--out FILE]
+    python benchmarks/engine_parsers.py [--engines sglang,vllm,mpirun] [--out FILE]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -89,13 +92,19 @@ print(json.dumps(out))
 '''
 
 
-PARSED = {"sglang": ("serve", "router"), "vllm": ("serve",)}
+PARSED = {"sglang": ("serve", "router"), "vllm": ("serve",), "mpirun": ("mpirun",)}
 """The programs whose own parser installs here, per engine."""
+
+
+def _ip(word: str) -> str:
+    """A word with each node's placeholder as an example address of its own (10.0.0.<i + 1>)."""
+    return re.sub(r"\$NODE(\d+)_IP", lambda m: f"10.0.0.{int(m.group(1)) + 1}", word)
 
 
 def server_lines(engine: str) -> list[tuple[str, list[str]]]:
     """(program, words after the command) of every step deploy prints for a spread of requests
-    whose program's parser installs (PARSED)."""
+    whose program's parser installs (PARSED); for "mpirun", TensorRT-LLM's multi-node wrappers
+    with the command they start."""
     import dataclasses
 
     from shardbudget.decide.deploy import Workload, deploy
@@ -123,9 +132,31 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
         results = [r] + [dataclasses.replace(r, best=o) for o in r.options if o.meets_budget and o is not r.best][:6]
         for one in results:
             launches, _ = build_launches(one, load_model(model), cat.system(system), cat)
-            if engine in launches:
+            if engine == "mpirun" and "trtllm" in launches:
+                la = launches["trtllm"]
+                out += [("mpirun", [*s.wrapper[1:], la.commands[s.program], *s.argv])
+                        for s in la.steps if s.wrapper]
+            elif engine in launches:
                 out += [(s.program, list(s.argv)) for s in launches[engine].steps if s.program in PARSED[engine]]
-    return [(program, [re.sub(r"\$NODE\d+_IP", "10.0.0.1", w) for w in argv]) for program, argv in out]
+    return [(program, [_ip(w) for w in argv]) for program, argv in out]
+
+
+def check_mpirun(lines: list[tuple[str, list[str]]]) -> tuple[str, list]:
+    """Open MPI's own mpirun (the system's, e.g. Debian's openmpi-bin) on each wrapper with
+    --do-not-launch: it parses the options and maps the ranks onto the hosts without starting them
+    (--allow-run-as-root for this machine's root user only). A line passes when mpirun exits 0 and
+    maps -np ranks."""
+    errors = []
+    for program, argv in lines:
+        np_ = int(argv[argv.index("-np") + 1]) if "-np" in argv else 0
+        r = subprocess.run(["mpirun", "--allow-run-as-root", "--do-not-launch", *argv], capture_output=True,
+                           text=True, timeout=60)
+        ranks = (r.stdout + r.stderr).count("Process rank:")
+        if r.returncode or ranks != np_:
+            errors.append(f"mpirun exit {r.returncode}, {ranks} of {np_} ranks mapped")
+        else:
+            errors.append(None)
+    return "system " + subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0], errors
 
 
 def install(engine: str) -> tuple[Path | None, str]:
@@ -145,22 +176,30 @@ def install(engine: str) -> tuple[Path | None, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engines", default="sglang,vllm")
+    ap.add_argument("--engines", default="sglang,vllm,mpirun")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     targets, failed = [], 0
     for engine in args.engines.split(","):
-        py, how = install(engine)
         lines = server_lines(engine)
-        if py is None:
-            print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
-            continue
-        r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True, text=True,
-                           timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-        if r.returncode:
-            print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
-            continue
-        errors = [(argv, e) for argv, e in zip(lines, json.loads(r.stdout.strip().splitlines()[-1])) if e]
+        if engine == "mpirun":
+            if shutil.which("mpirun") is None:
+                print(f"mpirun: not installed here (apt-get install openmpi-bin); {len(lines)} lines checked only "
+                      f"by the flag tables")
+                continue
+            how, results = check_mpirun(lines)
+        else:
+            py, how = install(engine)
+            if py is None:
+                print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
+                continue
+            r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True,
+                               text=True, timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+            if r.returncode:
+                print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
+                continue
+            results = json.loads(r.stdout.strip().splitlines()[-1])
+        errors = [(argv, e) for argv, e in zip(lines, results) if e]
         failed += len(errors)
         kinds = ", ".join(f"{sum(1 for p, _ in lines if p == k)} {k}" for k in PARSED[engine])
         print(f"{engine}: {how}; {len(lines) - len(errors)} of {len(lines)} printed lines parse ({kinds})")
