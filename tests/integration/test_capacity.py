@@ -150,6 +150,7 @@ def test_cli_nothing_serves_exit_1_names_the_closest(capsys):
     (["--rate", "1", "--gpus", "8"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
     (["--users", "4", "--nodes", "2"], "--users finds the GPUs itself: give --users or --nodes, not both"),
     (["--rate", "1", "--disaggregate", "2:6"], "give --rate or --disaggregate, not both"),
+    (["--users", "4", "--batch", "8"], "give --users or --batch, not both"),
     ([], "deploy needs --gpus (the GPUs to spend), or --rate / --users"),
 ])
 def test_cli_bad_load_one_line_exit_2(capsys, args, words):

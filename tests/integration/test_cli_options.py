@@ -17,8 +17,9 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Flags whose meaning differs by command in one declared way, each variant defined in args.py:
 # --system one or several; --dtype the weights' or the message's elements; --nodes one count or one per system;
+# --batch: plan's several batches or deploy's one batch for every option;
 # --rate lab's emulated link rate (bits/s) or deploy's request rate (requests/s, issue 23's `deploy --rate`).
-VARIANTS = {"--system": 2, "--dtype": 2, "--nodes": 2, "--rate": 2}
+VARIANTS = {"--system": 2, "--dtype": 2, "--nodes": 2, "--batch": 2, "--rate": 2}
 
 
 def _commands():
@@ -60,6 +61,7 @@ def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
 
 
 def test_defaults_repeated_in_args_are_the_librarys():
+    from shardbudget.decide.deploy import MAX_BATCH
     from shardbudget.engines.presets import ENGINE_NAMES
     from shardbudget.measure.check import DEFAULT_TOLERANCE
     from shardbudget.report.grid import DEFAULT_BUDGET_STEPS
@@ -67,6 +69,7 @@ def test_defaults_repeated_in_args_are_the_librarys():
     from shardbudget.step.settings import DEFAULT_ENGINE
     assert (args.DEFAULT_ENGINE, args.ENGINES, args.DEFAULT_TOLERANCE, args.DEFAULT_BUDGET_STEPS, args.DEPLOY_ROWS) == \
         (DEFAULT_ENGINE, ENGINE_NAMES, DEFAULT_TOLERANCE, DEFAULT_BUDGET_STEPS, DEPLOY_ROWS)
+    assert args.DEPLOY_MAX_BATCH == MAX_BATCH
     for engine in ENGINE_NAMES:  # --engine's help lists every engine, in plan and deploy alike
         assert engine in args.EngineOpt.__metadata__[0].help
 

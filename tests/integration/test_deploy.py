@@ -517,3 +517,50 @@ def test_the_table_shows_the_best_options_and_all_with_all(capsys):
     assert len(rows(short)) == 20 and len(rows(full)) == len(every)
     assert rows(full)[:20] == rows(short) and all(r.startswith(x) for r, x in zip(rows(full), labels))
     assert f"{len(every) - 20} more options: --all shows every one" in short and "more options" not in full
+
+
+# --- --batch: every option at one decode batch (the report's batch control) ---------------------
+
+def test_a_given_batch_prices_every_option_at_that_batch(catalog, capsys):
+    """--batch 64: 1xTP8 is plan's TP8 row at batch 64 (ITL, memory), its tokens/s per GPU is
+    64 / ITL / 8 by hand; a PP replica holds PP x 64; 8xTP1 does not fit 70B bf16 (141 GB of weights
+    on one 80 GB GPU): no throughput. Under a budget TP8 misses, it still runs and says what it misses."""
+    from shardbudget.decide.planner import plan
+    work = Workload(context=4096)
+    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, workload=work, batch=64, catalog=catalog)
+    by = {o.label(): o for o in r.options}
+    tp8, pp4, tp1 = by["1xTP8"], by["1xTP2/PP4"], by["8xTP1"]
+    row = next(x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None,
+                               catalog=catalog).results[0].rows if x.key == (8, 1, 1, 1))
+    assert tp8.itl_s == pytest.approx(row.itl_s, rel=1e-12) and tp8.mem_bytes_per_gpu == pytest.approx(
+        row.mem_bytes_per_gpu, rel=1e-12)
+    assert (tp8.max_batch, tp8.binding, tp8.meets_budget) == (64, "batch", True)
+    assert tp8.tokens_per_s_per_gpu == pytest.approx(64 / tp8.itl_s / 8, rel=REL)
+    assert pp4.max_batch == 256 and pp4.tokens_per_s_per_gpu == pytest.approx(256 / pp4.itl_s / 8, rel=REL)
+    assert (tp1.max_batch, tp1.tokens_per_s, tp1.binding, tp1.meets_budget) == (0, 0.0, "memory", False)
+    assert r.best is not None and r.best.meets_budget and r.batch == 64
+    tight = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.015, workload=work, batch=64, catalog=catalog)
+    t8 = next(o for o in tight.options if o.label() == "1xTP8")
+    assert t8.itl_s == tp8.itl_s and (t8.binding, t8.meets_budget, t8.max_batch) == ("itl", False, 64)
+    assert t8.tokens_per_s == tp8.tokens_per_s > 0  # it runs, over the budget
+    # the CLI: the same numbers, the header names the batch, JSON carries it
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "50ms", "--batch", "64", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["batch"] == 64 and [o["itl_s"] for o in d["options"]] == [o.itl_s for o in r.options]
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "50ms", "--batch", "64")
+    assert rc == 0 and "every option at batch 64" in out and "in flight" in out
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--batch", "0"], "0 is outside 1..1,024"),
+    (["--batch", "1025"], "1025 is outside 1..1,024"),
+    (["--batch", "8", "--disaggregate", "8:8", "--gpus", "16"], "give --batch or --disaggregate, not both"),
+])
+def test_a_bad_batch_is_one_line(extra, words, capsys):
+    argv = ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", *extra]
+    if "--gpus" not in extra:
+        argv += ["--gpus", "8"]
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2 and words in err and "Traceback" not in err

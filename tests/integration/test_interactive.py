@@ -121,44 +121,75 @@ def test_bars_parts_add_up_to_the_itl(demo_data):
                 assert r["compute_s"] + r["comm_s"] + r["host_s"] == pytest.approx(r["itl_s"], rel=1e-12)
 
 
-def test_deployment_table_is_the_systems_deployment(demo_data):
-    """At the report's own budget and engine the table shows `deploy`'s options for the system, best
-    tokens/s per GPU first, with memory at each option's own batch; each option's tokens/s per GPU is
-    its batch / ITL over one replica's GPUs (checked by hand for the first)."""
+def _deploy_table(g: dict, s: int, e: int, b: int, k: int) -> list[dict]:
+    """The deployment table the grid gives for one selection: each shown row's entry, its
+    'largest batch in budget' and its label, best first."""
+    cell = g["deploy"][s][e]
+    step = cell["steps"][b][k]
+    return [{**g["deploy_rows"][cell["rows"][b][j]], "largest": cell["largest"][k][j],
+             "label": g["deploy_labels"][lab]} for j, lab in zip(step["order"], step["labels"])]
+
+
+def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
+    """At the report's own budget and engine, for each batch, the table is `deploy(..., batch=b)`'s
+    options best first (ITL, tokens/s per GPU, memory, meets), and its 'largest batch in budget'
+    column is the report's own deployment (each option at its largest batch within the budget).
+    Checked by hand for the first row at batch 64: tokens/s per GPU = pp x 64 / ITL / GPUs of a replica."""
+    from shardbudget.decide.deploy import Workload, deploy
     g = demo_data.grid
     init = g["initial"]
-    entries = [g["deploy_rows"][i] for i in g["deploy"][0][init["engine"]][init["budget"]]]
-    options = demo_data.deployments[0].options
-    assert [d["plan"] for d in entries][:3] == [f"{o.replicas} × {o.label()[len(str(o.replicas)) + 1:]}"
-                                                .replace("/", " ") for o in options[:3]]
-    first, o = entries[0], options[0]
-    assert first["tokens_per_s_per_gpu"] == pytest.approx(o.max_batch / o.itl_s / (o.tp * o.pp), rel=1e-9)
-    assert first["tokens"] == f"{o.tokens_per_s_per_gpu:,.0f}" and first["max_batch"] == o.max_batch
-    assert first["mem"] == f"{o.mem_bytes_per_gpu / 1e9:.1f} GB" and first["meets"] == o.meets_budget
+    own = {o.label(): o for o in demo_data.deployments[0].options}
+    for b, batch in enumerate(g["batches"]):
+        table = _deploy_table(g, 0, init["engine"], b, init["budget"])
+        at = deploy(demo.MODEL, demo.SYSTEMS[0], gpus=8, budget_s=demo.BUDGET_S, workload=Workload(context=demo.CONTEXT),
+                    batch=batch).options[:grid.SHOWN_OPTIONS]
+        assert [r["plan"].replace(" × ", "x").replace(" ", "/") for r in table] == [o.label() for o in at]
+        for r, o in zip(table, at):
+            assert (r["itl_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == (o.itl_s, o.mem_bytes_per_gpu, o.pp * batch)
+            assert (r["label"] == "meets the budget") == o.meets_budget
+            assert r["largest"] == (str(own[o.label()].max_batch) if own[o.label()].max_batch else "–")
+        first, o = table[0], at[0]
+        if batch == 64:
+            assert first["tokens_per_s_per_gpu"] == pytest.approx(o.pp * 64 / o.itl_s / (o.tp * o.pp), rel=1e-9)
+            assert first["tokens"] == f"{o.tokens_per_s_per_gpu:,.0f}"
+    # the batch changes what the table shows: at batch 1 TP8's ITL is the bars' TP8 row at batch 1
+    rows = {b: {r["plan"]: r for r in _deploy_table(g, 0, init["engine"], b, init["budget"])} for b in range(2)}
+    assert rows[0]["1 × TP8"]["itl_s"] < rows[1]["1 × TP8"]["itl_s"]
+    for b in range(len(g["batches"])):
+        bars = {r["plan"]: r for r in g["cells"][0][init["engine"]][b]["rows"]}
+        assert rows[b]["1 × TP8"]["itl_s"] == pytest.approx(bars["TP8"]["itl_s"], rel=1e-12)
 
 
 def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
-    """Below the fastest plan no option meets the budget and none shows throughput; the options
-    change with the engine (their ITLs are that engine's)."""
+    """Below the fastest plan no option meets the budget and no option has a largest batch within it;
+    with no budget every option that fits meets it, and those come first; at a fixed batch an option
+    that fits but misses the budget still shows its throughput, one that does not fit shows none. The
+    options change with the engine (their ITLs are that engine's)."""
     g = demo_data.grid
-    rows = g["deploy_rows"]
-    for per_engine in g["deploy"]:
-        for per_budget in per_engine:
-            assert all(not rows[i]["meets"] and rows[i]["tokens"] == "–" for i in per_budget[0])
-            assert [rows[i]["meets"] for i in per_budget[-1]][:1] in ([True], [])  # no budget: the best meets
-    itls = {e: tuple(rows[i]["itl_s"] for i in g["deploy"][0][e][g["initial"]["budget"]])
+    for s in range(len(g["systems"])):
+        for e in range(len(g["engines"])):
+            for b in range(len(g["batches"])):
+                lowest, unbounded = _deploy_table(g, s, e, b, 0), _deploy_table(g, s, e, b, len(g["budgets"]) - 1)
+                assert all(r["label"] != "meets the budget" and r["largest"] == "–" for r in lowest)
+                assert all(r["label"] in ("meets the budget", "does not fit in memory") for r in unbounded)
+                labels = [r["label"] for r in unbounded]
+                assert labels == sorted(labels, key=lambda x: x != "meets the budget")
+                for r in lowest + unbounded:
+                    assert (r["tokens"] == "–") == (r["label"] == "does not fit in memory")
+    itls = {e: tuple(r["itl_s"] for r in _deploy_table(g, 0, e, 1, g["initial"]["budget"]))
             for e in range(len(g["engines"]))}
     assert len(set(itls.values())) > 1
 
 
-def test_deployment_hook_takes_option_dicts(demo_data):
-    opts = [{"replicas": 2, "tp": 4, "pp": 1, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02,
-             "tokens_per_s_per_gpu": 800.0, "mem_bytes_per_gpu": 70.1e9, "meets_budget": True, "binding": "itl"}]
-    (entry,) = grid.deployment_entries(opts)
-    assert entry["gpus"] == 8 and entry["plan"] == "2 × TP4" and entry["tokens"] == "800"
-    assert entry["itl"] == "20 ms" and entry["mem"] == "70.1 GB" and entry["verdict"] == "meets the budget"
-    with pytest.raises(ShardbudgetError, match="deployment option 0 lacks max_batch"):
-        grid.deployment_entries([{k: v for k, v in opts[0].items() if k != "max_batch"}])
+def test_deployment_hook_takes_option_dicts():
+    opt = {"replicas": 2, "tp": 4, "pp": 2, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02,
+           "tokens_per_s_per_gpu": 800.0, "mem_bytes_per_gpu": 70.1e9, "meets_budget": True, "binding": "batch"}
+    entry = grid.deployment_entry(opt, 64)
+    assert entry["gpus"] == 16 and entry["plan"] == "2 × TP4 PP2" and entry["tokens"] == "800"
+    assert entry["itl"] == "20 ms" and entry["mem"] == "70.1 GB" and entry["in_flight"] == 128
+    assert grid.deployment_entry({**opt, "max_batch": 0}, 64)["tokens"] == "–"  # does not fit: no throughput
+    with pytest.raises(ShardbudgetError, match="deployment option lacks max_batch"):
+        grid.deployment_entry({k: v for k, v in opt.items() if k != "max_batch"}, 64)
 
 
 def test_grid_json_is_stable_and_cannot_close_its_script_block(demo_data):
@@ -273,12 +304,18 @@ def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
         scale = sum(p["w"] for p in bar["parts"]) / r["itl_s"]
         px_per_s = px_per_s or scale
         assert scale == pytest.approx(px_per_s, rel=1e-6)
-    entries = [g["deploy_rows"][i] for i in g["deploy"][s][e][k]]
+    entries = _deploy_table(g, s, e, b, k)
+    heading = drv.find_element(By.ID, "explore-deploy").text
+    assert f" at batch {g['batches'][b]}, " in heading and g["systems"][s] in heading
     table = drv.find_elements(By.CSS_SELECTOR, "#sb-deploy tbody tr")
     assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in table] == [d["plan"] for d in entries]
     for row, d in zip(table, entries):
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[3:7] == [d["itl"], d["tokens"], d["mem"], d["verdict"]]
+        assert cells[1:] == [str(d["gpus"]), str(d["in_flight"]), d["itl"], d["tokens"], d["mem"], d["largest"],
+                             d["label"]]
+    picks = [i for i, row in enumerate(table) if row.get_attribute("class") == "pick"]
+    first = next((i for i, d in enumerate(entries) if d["label"] == "meets the budget"), None)
+    assert picks == ([] if first is None else [first])
 
 
 def _requests(drv) -> list[str]:
@@ -307,6 +344,7 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
     sel = [init["system"], init["engine"], init["batch"], init["budget"]]
     _expect(driver, g, tuple(sel))
     before_text = driver.find_element(By.ID, "sb-verdict").text
+    before_table = driver.find_element(By.ID, "sb-deploy").text
     assert before_text.startswith("Within the 50 ms budget, run TP8")
     section.screenshot(str(tmp_path / "before.png"))
 
@@ -315,6 +353,7 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
         slider.send_keys(Keys.ARROW_LEFT)
         sel[3] -= 1
         _expect(driver, g, tuple(sel))
+    assert driver.find_element(By.ID, "sb-deploy").text != before_table  # the budget moves the table
     after_text = driver.find_element(By.ID, "sb-verdict").text
     assert after_text != before_text and re.match(r"No plan meets the [\d.]+ [mµ]?s budget", after_text)
     section.screenshot(str(tmp_path / "after.png"))
@@ -328,9 +367,11 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
     for control, value, where, index in (("sb-system", "l40s-pcie", 0, g["systems"].index("l40s-pcie")),
                                          ("sb-batch", "64", 2, g["batches"].index(64)),
                                          ("sb-engine", g["engines"][other_engine]["label"], 1, other_engine)):
+        before = driver.find_element(By.ID, "sb-deploy").text
         Select(driver.find_element(By.ID, control)).select_by_visible_text(value)
         sel[where] = index
         _expect(driver, g, tuple(sel))
+        assert driver.find_element(By.ID, "sb-deploy").text != before, control  # every control moves the table
     assert "l40s-pcie" in driver.find_element(By.ID, "sb-verdict").text
     slider.send_keys(Keys.HOME)
     sel[3] = 0

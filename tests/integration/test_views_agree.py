@@ -129,6 +129,72 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
             assert o.mem_bytes_per_gpu == pytest.approx(row.mem_bytes_per_gpu, rel=1e-12)
 
 
+SERVED = REQUESTS[1::6]  # as a served deployment: prompts of --input-len mixed into decode
+
+
+@pytest.mark.parametrize("req", SERVED, ids=lambda r: "-".join(str(x) for x in r))
+def test_plan_served_tpot_is_deploys(req, capsys):
+    """deploy --input-len I --output-len O: each one-replica pure-TP option at its batch b is the row
+    of `plan --input-len I --output-len O --batch b` (JSON and table): deploy's ITL is plan's TPOT,
+    its TTFT plan's, its memory plan's, and its communication share of that TPOT is plan's decode
+    communication (plan's own share is of the decode step)."""
+    model, system, nodes, engine, _, budget_ms, ttft_ms = req
+    gpus = nodes * CAT.system(system).gpus_per_node
+    served = ["--input-len", "1024", "--output-len", "256"]
+    argv = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
+            "--budget", f"{budget_ms}ms", *served, "--json"] + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
+    code = main(argv)
+    out = capsys.readouterr()
+    if code == 2:  # a request no split can serve (e.g. the model does not fit): nothing to compare
+        assert out.err.startswith("error:") and "\n" not in out.err.strip()
+        return
+    d = json.loads(out.out)
+    checked = 0
+    for o in d["options"]:
+        if o["replicas"] != 1 or (o["pp"], o["ep"], o["dp"]) != (1, 1, 1) or not o["max_batch"]:
+            continue
+        pargs = ["plan", "--model", model, "--system", system, "--engine", engine, "--batch", str(o["max_batch"]),
+                 "--nodes", str(max(1, o["tp"] // CAT.system(system).gpus_per_node)), "--budget", "none", *served]
+        p = json.loads(_run(capsys, *pargs, "--json"))
+        row = next(r for r in p["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == (o["tp"], 1, 1, 1))
+        assert o["itl_s"] == pytest.approx(row["tpot_s"], rel=1e-12)
+        assert o["ttft_s"] == pytest.approx(row["ttft_s"], rel=1e-12)
+        assert o["mem_bytes_per_gpu"] == pytest.approx(row["mem_bytes_per_gpu"], rel=1e-12)
+        assert o["comm_share"] * o["itl_s"] == pytest.approx(row["comm_s"], rel=1e-9)
+        cells = next(c for c in _table_rows(_run(capsys, *pargs)) if c[:4] == [str(o["tp"]), "1", "1", "1"])
+        assert cells[5] == f"{o['itl_s'] * 1e3:.2f}"  # the TPOT column prints deploy's ITL
+        checked += 1
+    if not checked:
+        pytest.skip("no one-replica pure-TP option runs a batch here")
+
+
+SPECULATIVE = [("llama-3.1-70b", "hgx-h100", "eagle", "vllm"), ("deepseek-v3", "hgx-h200", "mtp", "sglang"),
+               ("llama-3.1-8b", "l40s-pcie", "eagle", "vllm")]
+
+
+@pytest.mark.parametrize("model, system, method, engine", SPECULATIVE)
+def test_speculative_step_itl_and_ms_per_token(model, system, method, engine, capsys):
+    """deploy --speculative: 'step ITL' is one verify step (with the drafts) and 'ms/token' the
+    time per token it yields; step = ms/token x (1 + a + ... + a^k) by hand (k 3, a 0.7: 2.533);
+    table and JSON print the same numbers; the verdict quotes the per-token time."""
+    argv = ["deploy", "--model", model, "--system", system, "--gpus", "8", "--engine", engine, "--speculative",
+            method, "--draft-tokens", "3", "--acceptance", "0.7", "--all"]
+    code = main([*argv, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    yield_ = 1 + 0.7 + 0.7 ** 2 + 0.7 ** 3
+    assert yield_ == pytest.approx(2.533, abs=1e-9)
+    main(argv)
+    text = capsys.readouterr().out
+    assert "step ITL ms" in text and "ms/token" in text
+    for o, cells in zip(d["options"], _table_rows(text)):
+        assert o["step_itl_s"] == pytest.approx(o["itl_s"] * yield_, rel=1e-12)
+        assert o["tokens_per_step"] == pytest.approx(yield_, rel=1e-12)
+        assert cells[2:4] == [f"{o['step_itl_s'] * 1e3:.2f}", f"{o['itl_s'] * 1e3:.2f}"]
+    if d["best"]:
+        assert format_seconds(d["best"]["itl_s"]) in d["verdict"]
+
+
 EXPLAINS = REQUESTS[::10]
 
 
@@ -180,11 +246,16 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         fresh = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)
         br, fb = res.results[0], fresh.results[0]
         assert [r.itl_s for r in br.rows] == [r.itl_s for r in fb.rows] and br.verdict == fb.verdict
+        # the report's data is `plan --json` at the same request: every row's figures, the best plan, the verdict
+        cli = _plan_json(model, spec, batch, budget_s)["results"][0]
+        fields = ("itl_s", "comm_share", "ttft_s", "mem_bytes_per_gpu", "fits_memory", "verdict")
+        assert [tuple(getattr(r, f) for f in fields) for r in br.rows] == \
+            [tuple(r[f] for f in fields) for r in cli["rows"]]
+        assert (br.verdict, br.best_plan) == (cli["verdict"], cli["best_plan"])
         cell = g["cells"][s][e][0]
         assert [r["itl_s"] for r in cell["rows"]] == [r.itl_s for r in fb.rows]
         assert [g["strings"][i] for i in cell["steps"][k]["sentences"]] == list(fb.judgement.sentences)
-        entries = [g["deploy_rows"][i] for i in g["deploy"][s][e][k]]
-        assert [(x["itl_s"], x["max_batch"]) for x in entries] == [(o.itl_s, o.max_batch) for o in dep.options[:8]]
+        _interactive_table_is_deploy_json(g, s, e, spec, model, dep)
     for row in report_html.verdict_rows(data):
         spec = next(x for x in data.specs if x.label == row["system"])
         fb = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT).results[0]
@@ -198,6 +269,64 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
     again = explain(model, systems=list(dict.fromkeys(s.name for s in data.specs)), batch=batch, budget_s=budget_s,
                     catalog=CAT)
     assert [a.to_dict() for a in data.answers] == [a.to_dict() for a in again]
+
+
+def _plan_json(model: str, spec, batch: int, budget_s: float) -> dict:
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["plan", "--model", model, "--system", spec.name, "--nodes", str(spec.nodes), "--batch", str(batch),
+                     "--context", "4096", "--budget", f"{budget_s * 1e3:g}ms", "--json"])
+    assert code in (0, 1)
+    return json.loads(buf.getvalue())
+
+
+def _deploy_json(spec, model: str, engine: str, budget_s: float | None, batch: int | None = None) -> dict:
+    gpus = spec.nodes * CAT.system(spec.name).gpus_per_node
+    argv = ["deploy", "--model", model, "--system", spec.name, "--gpus", str(gpus), "--engine", engine, "--context",
+            "4096", "--budget", f"{budget_s * 1e3:g}ms" if budget_s is not None else "none", "--json"]
+    argv += ["--batch", str(batch)] if batch else []
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(argv)
+    assert code in (0, 1), argv  # 1: valid, nothing meets the budget (the options still listed)
+    return json.loads(buf.getvalue())
+
+
+def _interactive_table_is_deploy_json(g: dict, s: int, e: int, spec, model: str, dep) -> None:
+    """The interactive deployment table at each batch and at two budgets (the report's, and the
+    slider's lowest, where nothing meets) is `deploy --json --batch B` at that budget: the options
+    shown, best first, with its ITL, tokens/s per GPU, memory and whether each meets the budget; its
+    'largest batch in budget' column is `deploy --json` without --batch, as the report's own deployment."""
+    from shardbudget.report.grid import DEPLOY_LABELS
+    engine, cell = g["engines"][e]["key"], g["deploy"][s][e]
+    k_report = g["initial"]["budget"]
+    for k in (k_report, 0):
+        budget_s = g["budgets"][k]["s"]
+        own = _deploy_json(spec, model, engine, budget_s)
+        if k == k_report:
+            assert [o["max_batch"] for o in own["options"]] == [o.max_batch for o in dep.options]
+        largest = {(o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"]): o["max_batch"] for o in own["options"]}
+        for b, batch in enumerate(g["batches"]):
+            d = _deploy_json(spec, model, engine, budget_s, batch)
+            assert d["batch"] == batch
+            step = cell["steps"][b][k]
+            assert len(step["order"]) == min(8, len(d["options"]))
+            for j, label, o in zip(step["order"], step["labels"], d["options"]):
+                row = g["deploy_rows"][cell["rows"][b][j]]
+                assert row["plan"].replace(" × ", "x").replace(" ", "/") == \
+                    f"{o['replicas']}x" + Plan(o["tp"], o["pp"], o["ep"], o["dp"]).label().replace("DP-attention", "DP").replace(" ", "/")
+                assert (row["itl_s"], row["tokens_per_s_per_gpu"], row["mem_bytes_per_gpu"]) == \
+                    (o["itl_s"], o["tokens_per_s_per_gpu"], o["mem_bytes_per_gpu"])
+                assert row["in_flight"] == o["pp"] * batch and (o["max_batch"] in (0, o["pp"] * batch))
+                assert (DEPLOY_LABELS[label] == "meets the budget") == o["meets_budget"]
+                m = largest[(o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"])]
+                assert cell["largest"][k][j] == (str(m) if m else "–")
+            if k == 0:  # below the fastest plan: nothing meets
+                assert not any(o["meets_budget"] for o in d["options"])
 
 
 def test_demo_table_is_plan_and_explain(capsys):
@@ -226,3 +355,39 @@ def test_demo_table_is_plan_and_explain(capsys):
             call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), b, 4096)
             assert line[7] == call.words
     assert re.search(r"hgx-h100 .*TP8", text)
+
+
+def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
+    """`report --engine` and `demo --engine`: their plans, tables and interactive selection are that
+    engine's (plan --engine's numbers, not the default's); an unknown engine is one line, exit 2, no file."""
+    out = tmp_path / "r.html"
+    d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie", "-b", "1", "--engine", "sglang",
+                        "--budget-steps", "2", "-o", str(out), "--json"))
+    fresh = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT).results[0]
+    vllm = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, catalog=CAT).results[0]
+    rows = d["plans"][0]["results"][0]["rows"]
+    assert d["settings"]["engine"] == "sglang" and [r["itl_s"] for r in rows] == [r.itl_s for r in fresh.rows]
+    assert [r.itl_s for r in fresh.rows] != [r.itl_s for r in vllm.rows]  # the option is not a no-op
+    page = out.read_text(encoding="utf-8")
+    grid = json.loads(re.search(r'<script type="application/json" id="sb-grid">(.*?)</script>', page).group(1))
+    assert grid["engines"][grid["initial"]["engine"]]["key"] == "sglang" and "engine sglang" in page
+    # an older engine the controls do not list is added to them, and selected (tgi: NCCL at every
+    # size, whose all-reduce rule has no size edge; explain's per-call lookup crashed on it)
+    from shardbudget.report import html as report_html
+    old = report_html.collect("llama-3.1-8b", ["hgx-h100"], batches=[1], engine="tgi", budget_steps=2, catalog=CAT)
+    assert old.grid["engines"][old.grid["initial"]["engine"]]["key"] == "tgi"
+
+    demo_out = tmp_path / "demo.html"
+    text = _run(capsys, "demo", "--engine", "trtllm", "-o", str(demo_out))
+    assert "engine trtllm" in text and demo_out.exists()
+    best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm",
+                catalog=CAT).results[0].judgement.best
+    line = next(r for r in _table_rows(text) if r[0] == "hgx-h100" and r[1] == "1")
+    from shardbudget.report.fmt import fmt_seconds
+    assert line[4] == best.label() and line[5] == fmt_seconds(best.itl_s)
+    for argv in (["demo", "--engine", "vlm", "-o", str(tmp_path / "x.html")],
+                 ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vlm", "-o", str(tmp_path / "y.html")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "vlm" in err[0] and "vllm" in err[0]
+        assert not (tmp_path / argv[-1]).exists()

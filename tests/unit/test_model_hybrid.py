@@ -71,6 +71,18 @@ def test_every_new_model_ships_its_source():
         assert "_transcribed" in raw
 
 
+def test_shipped_configs_name_a_hugging_face_revision_where_one_was_found():
+    """`_commit`: a 40-hex revision of the model's repository that a public source pins, with what
+    that source shows (`_commit_evidence`); MiniMax-M2.5's was not found (issue 22, part 2)."""
+    import re
+    from shardbudget.model import list_models
+    found = {name for name in list_models() if "_commit" in _raw(name)}
+    assert set(NEW) - found == {"minimax-m2.5"}
+    for name in found:
+        raw = _raw(name)
+        assert re.fullmatch(r"[0-9a-f]{40}", raw["_commit"]) and raw["_commit_evidence"], name
+
+
 # Per-token KV bytes (bf16, whole model) and per-sequence state bytes, worked by hand.
 KV_BY_HAND = {
     # 16 full layers x (K + V) x 4 KV heads x 256 x 2 B; 48 GDN layers hold states instead

@@ -6,9 +6,17 @@ TP4, speculation off, one request decoding after a cached prefix of 0 or 128k to
 predictions run in the same weight format (embedding and LM head bf16). Within 25 % of each, and
 the measured context penalty (0 -> 128k costs 4-8 %) is matched within 10 points: 15 of the 60
 layers read a growing KV cache, the other 45 a fixed state.
-No public batch-1 decode measurement of a Mamba-2 (Nemotron-H) or DSA (DeepSeek-V3.2, GLM-5)
-model with its hardware, engine and TP named was found; those kinds are checked by hand in
-tests/unit/test_model_hybrid.py only.
+
+Mamba-2 (Nemotron-3 Nano 30B-A3B, FP8 checkpoint) on 2 of an HGX B200's GPUs, vLLM 0.16.0 TP2,
+concurrency 1, 2048 in / 512 out (Vultr's inference cookbook): 2.91 ms measured, 3.85 ms predicted
+(+32 %), outside 25 %, and pinned here as a known gap (+25..+40 %): the step prices each FP8 GEMM
+with its own activation-quantisation kernel, which on a 3B-active model at batch 1 makes FP8
+slower than bf16 (3.85 vs 3.28 ms); the measured FP8 run is not. DSA (GLM-5-FP8) on 8x B200,
+SGLang TP8, 1K in / 1K out, no speculation (a gist, concurrency inferred as 1): 20.22 ms measured,
+16.59 ms predicted (-18 %), within 25 %; at 1.5K tokens of context the top-k (2048) keeps every
+token, so this checks the indexer and MLA, not the sparse selection at long context.
+No public measurement was found for DeepSeek-V3.2 itself or the sliding-window hybrids (Gemma 4:
+DGX Spark only; MiMo-V2-Flash: with MTP on); see data/README.md.
 """
 
 import pytest
@@ -60,3 +68,44 @@ def test_long_context_costs_a_hybrid_little(dtype):
     measured = long.measured_s / short.measured_s - 1   # AWQ 104 -> 96 tok/s: 8 %; NVFP4 79 -> 75: 5 %
     predicted = predicted_s(long) / predicted_s(short) - 1
     assert 0 < predicted and abs(predicted - measured) <= 0.10
+
+
+# --- Mamba-2 and DSA (issue 22, part 2) ------------------------------------------------------------
+
+def _row(source: str) -> dict:
+    import csv
+
+    from decode_cases import MEASUREMENTS
+    (row,) = [r for r in csv.DictReader(MEASUREMENTS.open(newline="")) if source in r["source"]]
+    return row
+
+
+NANO = _row("docs.vultr.com/inference-cookbook/cuda/optimization/concurrency-tuning")
+GLM5 = _row("gist.github.com/BenHamm/dcd09f595fef141567a39582f502cef4")
+
+
+def _case(row: dict, model: str, plan: Plan) -> Case:
+    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == \
+        (model, "hgx-b200", str(plan.tp), "1", "tpot_ms")
+    i, o = int(row["input_len"]), int(row["output_len"])
+    return Case(f"{model} b200 TP{plan.tp} fp8", row["source"], model, "hgx-b200", plan, 1, i + o // 2,
+                row["engine"], float(row["value"]) * 1e-3, True, precision=Precision(weights="fp8"))
+
+
+def test_dsa_decode_within_25_percent():
+    """GLM-5-FP8, SGLang TP8 on 8x B200 at 1K + 1K tokens: 20.22 ms measured, -18 % predicted."""
+    case = _case(GLM5, "glm-5", Plan(8))
+    pred = predicted_s(case)
+    assert pred / case.measured_s - 1 == pytest.approx(0, abs=0.25), \
+        f"predicted {pred * 1e3:.2f} ms vs measured {case.measured_s * 1e3:.2f} ms"
+
+
+def test_mamba2_decode_known_gap_is_pinned():
+    """Nemotron-3 Nano FP8, vLLM TP2 on 2x B200: +25..+40 % (3.85 vs 2.91 ms), the FP8
+    activation-quantisation kernels of a small model at batch 1 (the module docstring); priced in
+    bf16 it would be 3.28 ms (+13 %). A fix to FP8 pricing moves this test on purpose."""
+    case = _case(NANO, "nemotron-3-nano-30b-a3b", Plan(2))
+    err = predicted_s(case) / case.measured_s - 1
+    assert 0.25 <= err <= 0.40, f"{100 * err:+.1f}%"
+    bf16 = predicted_s(Case(**{**case.__dict__, "precision": Precision(weights="bf16")}))
+    assert bf16 / case.measured_s - 1 == pytest.approx(0, abs=0.25)

@@ -22,6 +22,7 @@ ENGINES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi")  # engines.pre
 DEFAULT_TOLERANCE = 0.25                      # measure.check.DEFAULT_TOLERANCE
 DEFAULT_BUDGET_STEPS = 24                     # report.grid.DEFAULT_BUDGET_STEPS
 DEPLOY_ROWS = 20                              # report.tables.DEPLOY_ROWS
+DEPLOY_MAX_BATCH = 1024                       # decide.deploy.MAX_BATCH: where deploy's batch sweep ends
 
 # --- bounds: what the tool can mean ---------------------------------------------------------------
 MAX_GPUS = 131_072
@@ -66,6 +67,10 @@ GpusOpt = Annotated[Optional[int], typer.Option(
 BatchOpt = Annotated[Optional[list[int]], typer.Option(
     "--batch", "-b", callback=_bounded("--batch", 1, MAX_BATCH, "sequences any engine schedules at once"),
     help="Decode batch size, sequences per replica (repeat for several).")]
+DeployBatchOpt = Annotated[Optional[int], typer.Option(
+    "--batch", "-b", callback=_bounded("--batch", 1, DEPLOY_MAX_BATCH, "sequences of one decode step, as far as deploy sweeps"),
+    help="Every option at this decode batch (a PP replica keeps PP micro-batches of it in flight) instead of its "
+         "largest within the budgets.")]
 ContextOpt = Annotated[Optional[int], typer.Option(
     "--context", callback=_bounded("--context", 1, MAX_TOKENS, "tokens of one sequence"),
     help="Tokens in the KV cache per sequence, and the prompt for TTFT (default 4096; deploy: decode only at this context).")]

@@ -9,7 +9,7 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, GpusOpt,
+from .args import (BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, GpusOpt,
                    InputLenOpt, JsonOpt, KvDtypeOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
                    WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
@@ -29,6 +29,7 @@ def deploy(
     input_len: InputLenOpt = None,
     output_len: OutputLenOpt = None,
     context: ContextOpt = None,
+    batch: DeployBatchOpt = None,
     engine: EngineOpt = args.DEFAULT_ENGINE,
     dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -54,8 +55,7 @@ def deploy(
 
     Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
     the closest option named); 2: bad input."""
-    from ..decide.disagg import parse_split
-    load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate)
+    load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
     check_plot(plot, force=force)
     model = model_name(model, download)
     draft_model = model_name(draft_model, download) if draft_model else draft_model
@@ -66,13 +66,8 @@ def deploy(
                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog),
                    settings=_settings(gpu_memory_utilization, overlap, sequence_parallel))
     shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force)
-    if load is not None:
-        result = _for_load(model, system, load, request, shown)
-    else:
-        from ..decide.deploy import deploy as run_deploy
-        result = run_deploy(model, system, gpus=gpus, nodes=nodes,
-                            disaggregate=parse_split(disaggregate) if disaggregate else None, **request)
-        _show(result, **shown)
+    result = (_for_load(model, system, load, request, shown) if load is not None else
+              _for_gpus(model, system, request, shown, gpus=gpus, nodes=nodes, batch=batch, disaggregate=disaggregate))
     if result is None or result.best is None:  # a valid request that nothing meets: the closest option, exit 1
         raise typer.Exit(1)
     _emit(result, emit, engine=engine, force=force)
@@ -83,7 +78,7 @@ def _settings(memory_utilization, overlap, sequence_parallel):
     return PlanSettings(memory_utilization=memory_utilization, overlap=overlap, sequence_parallel=sequence_parallel)
 
 
-def _load(rate, users, *, gpus, nodes, disaggregate):
+def _load(rate, users, *, gpus, nodes, disaggregate, batch):
     """The load of --rate / --users (None: --gpus is the question), refusing what does not go with it."""
     from ..errors import PlanError
     if rate is None and users is None:
@@ -91,7 +86,7 @@ def _load(rate, users, *, gpus, nodes, disaggregate):
             raise PlanError("deploy needs --gpus (the GPUs to spend), or --rate / --users (the load to serve)")
         return None
     given = "--rate" if rate is not None else "--users"
-    for flag, value in (("--gpus", gpus), ("--nodes", nodes), ("--disaggregate", disaggregate)):
+    for flag, value in (("--gpus", gpus), ("--nodes", nodes), ("--disaggregate", disaggregate), ("--batch", batch)):
         if value is not None:
             raise PlanError(f"{given} finds the GPUs itself: give {given} or {flag}, not both")
     from ..decide.capacity import Load
@@ -118,6 +113,16 @@ def _show(result, *, json_out: bool, show_all: bool, plot, force: bool) -> None:
     if plot:
         from ..report import figures
         write_plot(lambda: figures.pareto_figure(result), plot, force=force)
+
+
+def _for_gpus(model, system, request: dict, shown: dict, *, gpus, nodes, batch, disaggregate):
+    """--gpus: deploy's options on those GPUs, shown; its result."""
+    from ..decide.deploy import deploy as run_deploy
+    from ..decide.disagg import parse_split
+    result = run_deploy(model, system, gpus=gpus, nodes=nodes, batch=batch,
+                        disaggregate=parse_split(disaggregate) if disaggregate else None, **request)
+    _show(result, **shown)
+    return result
 
 
 def _for_load(model, system, load, request: dict, shown: dict):

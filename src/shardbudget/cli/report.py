@@ -9,8 +9,8 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, ForceOpt, ImplOpt, JsonOpt, ModelOpt,
-                   NodesListOpt, OutOpt, SystemsOpt, WeightDtypeOpt)
+from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, ImplOpt, JsonOpt,
+                   ModelOpt, NodesListOpt, OutOpt, SystemsOpt, WeightDtypeOpt)
 from .common import load_catalogs, model_name, print_json, progress_bar
 
 
@@ -41,6 +41,7 @@ def report(
     batch: BatchOpt = None,
     context: ContextOpt = None,
     budget: BudgetOpt = "30ms",
+    engine: EngineOpt = args.DEFAULT_ENGINE,
     impl: ImplOpt = None,
     dtype: WeightDtypeOpt = None,
     measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log (text or -J JSON) or shardbudget measure JSON to lay over the model (repeat).")] = None,
@@ -54,16 +55,18 @@ def report(
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html)."""
     from ..decide.planner import check_impl
+    from ..engines.presets import load_engine
     from ..report import html as report_html
     out = out or Path("report.html")
     check_impl(impl)
+    load_engine(engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)  # before the sweep, not after it
     model = model_name(model, download)
     budget_s = args.budget(budget)
     systems, default_nodes = _systems(system, nodes)
     with progress_bar() as progress:
         data = report_html.collect(model, systems, nodes=default_nodes, batches=batch or [1, 64],
-                                   context=context or 4096, budget_s=budget_s, impl=impl, dtype=dtype,
+                                   context=context or 4096, budget_s=budget_s, impl=impl, dtype=dtype, engine=engine,
                                    measured=measured or (), measured_system=measured_system,
                                    catalog=load_catalogs(catalog), progress=progress, budget_steps=budget_steps)
         text = report_html.render(data, progress)
@@ -77,13 +80,15 @@ def report(
 
 
 @app.command()
-def demo(out: OutOpt = None, force: ForceOpt = False) -> None:
+def demo(out: OutOpt = None, force: ForceOpt = False, engine: EngineOpt = args.DEFAULT_ENGINE) -> None:
     """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand (default report.html)."""
+    from ..engines.presets import load_engine
     from ..report import demo as demo_mod, html as report_html, tables
     out = out or Path("report.html")
+    load_engine(engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)
     with progress_bar() as progress:
-        data, path = demo_mod.run_demo(out, progress=progress, force=force)
+        data, path = demo_mod.run_demo(out, progress=progress, force=force, engine=engine)
     tables.console.print(demo_mod.verdict_table(data))
     print(report_html.headline(data))
     print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")

@@ -46,6 +46,7 @@ from ..model.work import Precision
 from .planner import Budgets, check_nodes, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
+from .pareto import pareto_front
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
 from ..step.speculative import Speculation, comparison_text
 from ..step.compose import compile_step
@@ -92,7 +93,8 @@ class Option:
     ep: int
     dp: int
     max_batch: int
-    """Sequences in flight per replica (0: none meets the constraints: no throughput, batch 1's times)."""
+    """Sequences in flight per replica (0: none meets the constraints: no throughput, batch 1's times);
+    with a fixed batch, those of that batch (0 where it does not fit in memory)."""
     itl_s: float
     """The served TPOT: time between two tokens of one sequence (step.served); with speculation, a
     step over the tokens it yields."""
@@ -107,7 +109,8 @@ class Option:
     tokens_per_s_per_user: float
     mem_bytes_per_gpu: float
     binding: str
-    """What stops the batch from growing: memory, itl, ttft, or max-batch (the sweep's end)."""
+    """What stops the batch from growing: memory, itl, ttft, or max-batch (the sweep's end); with a
+    fixed batch, what it misses (memory, itl, ttft), or batch where it meets every budget."""
     meets_budget: bool
     comm_share: float
     gpus_per_replica: int
@@ -159,6 +162,8 @@ class DeployResult:
     """Prompt tokens per step under chunked prefill, as priced (CHUNK_TOKENS)."""
     launches: dict = field(default_factory=dict)
     """engine -> launch.Launch of the best option (the commands, steps, files); `launch` is their text."""
+    batch: int | None = None
+    """The decode batch every option runs at (--batch), or None: each at its largest within the budgets."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -167,7 +172,8 @@ class DeployResult:
                 "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
-                "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None}
+                "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
+                "batch": self.batch}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -230,22 +236,27 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
     return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_)
 
 
-def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets) -> Option:
+def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
+    """The split at its largest batch within the budgets, or (`batch`) at that decode batch."""
     fits = c.fits
     itl_ok = c.itl_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
     ttft_ok = ~(c.ttft_s > budgets.ttft_budget_s) if budgets.ttft_budget_s is not None else np.ones_like(fits)  # NaN: no TTFT
     ok = fits & itl_ok & ttft_ok
-    # the batch grows while every smaller batch also meets the constraints
-    n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
-    binding = "max-batch" if n == MAX_BATCH else ("memory" if not fits[n] else "itl" if not itl_ok[n] else "ttft")
-    i = max(n - 1, 0)  # the row of the largest good batch (or batch 1 for the closest miss)
-    per_replica = float(c.seqs[i]) / c.cycle_s[i] if n else 0.0  # no batch meets them: no throughput
-    return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if n else 0,
+    if batch is None:  # the batch grows while every smaller batch also meets the constraints
+        n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
+        i, runs, meets = max(n - 1, 0), n > 0, n > 0  # the largest good batch (or batch 1 for the closest miss)
+    else:  # the batch given: it runs where it fits in memory, and meets the budgets or not
+        n = i = batch - 1
+        runs, meets = bool(fits[i]), bool(ok[i])
+    binding = ("max-batch" if n == MAX_BATCH else "batch" if ok[n] else "memory" if not fits[n]
+               else "itl" if not itl_ok[n] else "ttft")
+    per_replica = float(c.seqs[i]) / c.cycle_s[i] if runs else 0.0  # no batch runs: no throughput
+    return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if runs else 0,
                   itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
                   ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
                   tokens_per_s_per_gpu=float(per_replica / p.gpus),
-                  tokens_per_s_per_user=float(1 / c.itl_s[i]) if n else 0.0,
-                  mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=n > 0,
+                  tokens_per_s_per_user=float(1 / c.itl_s[i]) if runs else 0.0,
+                  mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
                   comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step)
 
 
@@ -255,10 +266,11 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
            budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
            engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
            disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
-           catalog: Catalog | None = None) -> DeployResult:
+           catalog: Catalog | None = None, batch: int | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
-    budgets; the best is the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of
-    the GPUs prefill and the replicas are over the other D (disagg.py)."""
+    budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
+    the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
+    the replicas are over the other D (disagg.py)."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
@@ -267,7 +279,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     _check_request(cfg, sysm, engine, workload)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
-    decode_gpus = _decode_gpus(gpus, disaggregate, workload)
+    decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
         pre = None
@@ -276,7 +288,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                                candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus,
                                settings=settings)
         c = _curve(cfg, sysm, p, catalog, work=workload, common=common, settings=settings, prefill=pre)
-        opt = _option(replicas, p, c, budgets=budgets)
+        opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:
             opt = _fed_by(opt, c, pre, workload, gpus)
         options.append(opt)
@@ -293,10 +305,11 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=_prefill_dict(prefills.get(best.label()) if best else None),
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
+                          batch=batch,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
-                                                          settings=settings, catalog=catalog))
+                                                          settings=settings, catalog=catalog, batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
 
 
@@ -322,15 +335,19 @@ def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
 
 def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
                    workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
-                   settings: PlanSettings = PlanSettings(), catalog: Catalog) -> list[tuple[Option, ...]]:
-    """`deploy`'s options (best first) at each ITL budget of `budgets_s`, each split priced once (the report's slider)."""
+                   settings: PlanSettings = PlanSettings(), catalog: Catalog,
+                   batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
+    """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
+    (best first) at each ITL budget of `budgets_s`, each split priced once (the report's controls)."""
     _nodes(system, gpus, nodes)
+    for b in batches:
+        _check_batch(b)
     precision = precision_for(model, system, dtype)[0]
     common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
     curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
               for r, p in splits(model, system, gpus)]
-    return [tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=b)) for r, p, c in curves), key=_rank))
-            for b in budgets_s]
+    return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
+             for k in budgets_s] for b in batches]
 
 
 def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
@@ -351,9 +368,17 @@ def _prefill_dict(pre: Prefill | None) -> dict | None:
             "kv_transfer_share_of_ttft": pre.transfer_s / pre.ttft_s, "prompts_per_s": pre.prompts_per_s}
 
 
-def _decode_gpus(gpus: int, disaggregate: tuple[int, int] | None, work: Workload) -> int:
+def _check_batch(batch: int | None) -> None:
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH):
+        raise PlanError(f"batch must be a whole number from 1 to {MAX_BATCH} sequences, got {batch!r}")
+
+
+def _decode_gpus(gpus: int, disaggregate: tuple[int, int] | None, work: Workload, batch: int | None) -> int:
+    _check_batch(batch)
     if disaggregate is None:
         return gpus
+    if batch is not None:
+        raise PlanError("give --batch or --disaggregate, not both: a disaggregated batch is what the prefill side feeds")
     if work.context:
         raise PlanError("--disaggregate needs --input-len/--output-len (a prompt to hand over), not --context")
     if sum(disaggregate) != gpus:
@@ -403,27 +428,6 @@ def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
     return 1 / c.itl_s[fit], c.seqs[fit] / c.cycle_s[fit] / opt.gpus_per_replica
 
 
-def pareto_front(curves: dict, options: Sequence[Option]) -> list[dict]:
-    """The (tokens/s/user, tokens/s/GPU) points over every plan and batch that no other point beats
-    on both, best user speed first (ties in user speed: the higher tokens/s/GPU, then curve order)."""
-    by_label = {o.label(): o for o in options}
-    labels = list(curves)
-    user = np.concatenate([np.asarray(curves[k][0], dtype=float) for k in labels] or [np.zeros(0)])
-    per_gpu = np.concatenate([np.asarray(curves[k][1], dtype=float) for k in labels] or [np.zeros(0)])
-    which = np.concatenate([np.full(len(curves[k][0]), i) for i, k in enumerate(labels)] or [np.zeros(0, int)])
-    index = np.concatenate([np.arange(len(curves[k][0])) for k in labels] or [np.zeros(0, int)])
-    order = np.lexsort((-per_gpu, -user))  # stable, as sorting the points in curve order would be
-    g = per_gpu[order]
-    best_before = np.concatenate([[-math.inf], np.maximum.accumulate(g)[:-1]]) if len(g) else g
-    front = []
-    for j in order[g > best_before]:  # a point is on the front when it beats every faster one
-        o = by_label[labels[which[j]]]
-        front.append({"tp": o.tp, "pp": o.pp, "ep": o.ep, "dp": o.dp, "replicas": o.replicas,
-                      "batch": o.pp * (int(index[j]) + 1), "tokens_per_s_per_user": float(user[j]),
-                      "tokens_per_s_per_gpu": float(per_gpu[j])})
-    return front
-
-
 def _with_words(r: DeployResult, launches: dict, skipped: dict) -> DeployResult:
     """The result with its verdict and the commands of its best option: each engine's text, or why
     it cannot run it."""
@@ -450,7 +454,8 @@ def verdict_text(r: DeployResult) -> str:
     text = (f"{where}, {b.label()} at batch {b.max_batch} per replica gives the most "
             f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
             f"{b.tokens_per_s_per_user:.0f} tokens/s per user (ITL {format_seconds(b.itl_s)}; "
-            f"{b.binding} binds; {100 * b.comm_share:.0f}% of each step in communication).")
+            f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "
+            f"{100 * b.comm_share:.0f}% of each step in communication).")
     if r.workload.speculation is not None:
         text += comparison_text(r.workload.speculation, b, r.without_speculation)
     # Against the plan people reach for first: one replica, tensor-parallel as wide as the GPUs allow.

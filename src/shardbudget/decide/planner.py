@@ -318,7 +318,8 @@ def served_words(served: tuple[int, int] | None, context: int) -> str:
                 f"(give --input-len/--output-len for the served TPOT)")
     i, o = served
     return (f"TPOT served at input {i} / output {o} tokens: the decode step (ITL, at context {i + o // 2}) plus the "
-            f"prompts of the other requests mixed in (chunked prefill), as deploy prices it; verdicts judge the ITL")
+            f"prompts of the other requests mixed in (chunked prefill), and TTFT a new prompt's chunks in the batch's "
+            f"steps, as deploy prices them; verdicts judge the ITL")
 
 
 def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
@@ -332,17 +333,20 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
     at = served[0] + served[1] / 2 if served else float(context)  # the mean context a served request sees
     dec = decode.evaluate(batches, at)
     p99s = jitter.row_p99s(decode, batches, at, dec["total_s"]) if jitter else [None] * len(batches)
-    prompt = float(served[0] if served else context)
-    ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, prompt)["total_s"])
     need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches,
                        context=float(sum(served) if served else context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
     ok = memory_fits(need, sysm.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
-    tpots = served_curve(cfg, sysm, p, catalog, batch=batches, input_len=served[0], output_len=served[1],
-                         common=common).tpot_s if served else [None] * len(batches)
+    if served:  # TPOT and TTFT at each batch as deploy prices them (a prompt's chunks ride in the batch's steps)
+        curve = served_curve(cfg, sysm, p, catalog, batch=batches, input_len=served[0], output_len=served[1],
+                             common=common)
+        tpots, ttfts = curve.tpot_s, curve.ttft_s
+    else:  # one prompt of `context` tokens prefilled alone
+        ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
+        tpots, ttfts = [None] * len(batches), [ttft] * len(batches)
     rows = []
     for i in range(len(batches)):
-        itl, comm, fits = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(ok[i])
+        itl, comm, fits, ttft = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(ok[i]), float(ttfts[i])
         meets = fits and (budgets.budget_s is None or itl <= budgets.budget_s) and (
             budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
         rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]),

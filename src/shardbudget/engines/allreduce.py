@@ -40,8 +40,10 @@ class AllReduceRanges:
 
     def kind_index(self, msg_bytes: np.ndarray) -> np.ndarray:
         """For each size, its position in `kinds` (or len(kinds) + k for an exact edge k)."""
-        edges = np.asarray(self.edges)
+        edges = np.asarray(self.edges, dtype=float)
         k = np.searchsorted(edges, msg_bytes, side="left")
+        if not len(edges):  # one kind at every size (tgi: NCCL only): no edge to land on
+            return k
         exact = (k < len(edges)) & (edges[np.minimum(k, len(edges) - 1)] == msg_bytes)
         return np.where(exact, len(self.kinds) + k, k)
 

@@ -26,11 +26,11 @@ ENGINE = DEFAULT_ENGINE
 """The engine every other command defaults to: its all-reduce is the one it picks by size, not forced."""
 
 
-def run_demo(out: str | os.PathLike = "report.html", *, catalog=None,
-             progress: report_html.Progress | None = None, force: bool = True) -> tuple[report_html.ReportData, Path]:
-    """Compute the demo, write its report to `out` (atomically) and return the data and the path."""
+def run_demo(out: str | os.PathLike = "report.html", *, catalog=None, progress: report_html.Progress | None = None,
+             force: bool = True, engine: str = ENGINE) -> tuple[report_html.ReportData, Path]:
+    """Compute the demo under `engine`, write its report to `out` (atomically) and return the data and the path."""
     path = report_html.check_report_path(out, force=force)  # fail before the work, not after it
-    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=ENGINE,
+    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=engine,
                                dtype=DTYPE, catalog=catalog, progress=progress)
     text = report_html.render(data, progress)
     return data, report_html.write_html(path, text, force=force)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..decide.deploy import DeployResult, Workload, budget_options, deploy
+from ..decide.deploy import MAX_BATCH, DeployResult, Workload, budget_options, deploy
 from ..errors import ShardbudgetError
 from .fig_deploy import pareto_figure
+from .grid import SHOWN_OPTIONS, default_deploy
 from .markup import esc, fig_block, table
 from .tables import deploy_cells
-
-SHOWN_OPTIONS = 8
 
 
 def deployments(cfg, specs: Sequence, *, budget_s: float | None, context: int, engine: str, catalog,
@@ -61,18 +60,23 @@ def section_deploy(data) -> str:
 
 def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, catalog):
     """The interactive grid's deployment hook: each system's `deploy` options (decode at the report's
-    context, every GPU of its nodes) under the selected engine, at every budget of the slider."""
+    context, every GPU of its nodes) under the selected engine, at every budget of the slider, each
+    at its largest batch within it and (`deploy --batch`) at each of the report's batches."""
     by_label = {s.label: s for s in specs}
 
-    def source(system: str, engine: str, budgets: Sequence) -> list:
+    def source(system: str, engine: str, budgets: Sequence, batches: Sequence) -> dict:
         spec = by_label[system]
         sysm = catalog.system(spec.name)
+        inside = [b for b in batches if b <= MAX_BATCH]  # deploy's sweep ends at MAX_BATCH: none beyond it
         try:
             per = budget_options(cfg, sysm, gpus=spec.nodes * sysm.gpus_per_node, nodes=spec.nodes, budgets_s=budgets,
-                                 workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog)
+                                 workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog,
+                                 batches=(None, *inside))
         except ShardbudgetError:
-            return [[] for _ in budgets]
-        return [[o.to_dict() for o in opts[:SHOWN_OPTIONS]] for opts in per]
+            return default_deploy(system, engine, budgets, batches)
+        dicts = [[[o.to_dict() for o in opts] for opts in per_batch] for per_batch in per]
+        at = dict(zip(inside, dicts[1:]))
+        return {"largest": dicts[0], "at": [at.get(b, [[] for _ in budgets]) for b in batches]}
 
     return source
 

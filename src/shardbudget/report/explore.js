@@ -86,24 +86,28 @@
     byId("sb-bars").replaceChildren(root);
   }
 
-  // deploy's options for the selected system and engine at the selected budget (it picks the batch).
+  // deploy --batch's options for the selected system, engine and batch, ranked under the selected
+  // budget, each with deploy's own largest batch within that budget.
+  var DEPLOY_CLASS = ["ok", "warn", "warn", "bad"];  // per grid.deploy_labels: meets, ITL, TTFT, memory
+
   function fillDeploy(sel) {
     var body = byId("sb-deploy").tBodies[0], rows = [], picked = false;
-    var entries = grid.deploy[sel.s][sel.e][sel.k].map(function (i) { return grid.deploy_rows[i]; });
+    var cell = grid.deploy[sel.s][sel.e], step = cell.steps[sel.b][sel.k];
     byId("explore-deploy").textContent = "Deployments of " + grid.systems[sel.s] + " with " +
-      grid.engines[sel.e].label + ", " + (sel.budget.s === null ? "no budget" : "budget " + sel.budget.label);
-    entries.forEach(function (d) {
-      var tr = node("tr");
-      [d.plan, String(d.gpus), String(d.max_batch), d.itl, d.tokens, d.mem].forEach(function (v, k) {
-        tr.appendChild(node("td", v, k === 0 ? "l" : ""));
-      });
-      tr.appendChild(node("td", d.verdict, "l " + (d.meets ? "ok" : "warn")));
-      if (d.meets && !picked) { tr.className = "pick"; picked = true; }
+      grid.engines[sel.e].label + " at batch " + grid.batches[sel.b] + ", " +
+      (sel.budget.s === null ? "no budget" : "budget " + sel.budget.label);
+    step.order.forEach(function (j, n) {
+      var d = grid.deploy_rows[cell.rows[sel.b][j]], tr = node("tr"), lab = step.labels[n];
+      [d.plan, String(d.gpus), String(d.in_flight), d.itl, d.tokens, d.mem, cell.largest[sel.k][j]]
+        .forEach(function (v, k) { tr.appendChild(node("td", v, k === 0 ? "l" : "")); });
+      tr.appendChild(node("td", grid.deploy_labels[lab], "l " + DEPLOY_CLASS[lab]));
+      if (lab === 0 && !picked) { tr.className = "pick"; picked = true; }
       rows.push(tr);
     });
     if (!rows.length) {
-      var none = node("td", "No way to split this system's GPUs into replicas of the model.", "l");
-      none.colSpan = 7;
+      var none = node("td", "No option: no split of this system's GPUs holds the model, or the batch is past " +
+                      "the end of deploy's sweep.", "l");
+      none.colSpan = 8;
       rows.push(node("tr"));
       rows[0].appendChild(none);
     }

@@ -17,8 +17,9 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
      "parts": [{"key": "compute_s", "label": "compute", "color": "#9AA8BA"}, ...],
      "strings": ["Batch 1: llama-3.1-70b on hgx-h100 fits on ...", ...],
      "cells": [[[cell, ...per batch], ...per engine], ...per system],
-     "deploy": [[[[entry index, ...best first], ...per budget], ...per engine], ...per system],
-     "deploy_rows": [entry, ...],                 # `deployment_entries`, each distinct one once
+     "deploy": [[deploy cell, ...per engine], ...per system],
+     "deploy_rows": [entry, ...],                 # `deployment_entry`, each distinct one once
+     "deploy_labels": ["meets the budget", "over the ITL budget", ...],
      "deploy_note": "..."}
 
     cell = {"rows": [{"plan": "TP8", "tp": 8, "pp": 1, "ep": 1, "dp": 1, "gpus": 8, "itl_s": ...,
@@ -28,6 +29,16 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
             "order": [row indices, fewest GPUs first],   # display order of the bars
             "steps": [{"lead": i, "sentences": [i, ...], "labels": [label index per row],
                        "pick": row index | null, "best": row index | null}, ...per budget]}
+
+    deploy cell = {"rows": [[deploy_rows index per split], ...per batch],   # `deploy --batch B` at each batch
+                   "largest": [["12" | "–" per split], ...per budget],     # `deploy`'s own max batch
+                   "steps": [[{"order": [split, ...best first], "labels": [deploy_labels index, ...]},
+                              ...per budget], ...per batch]}
+    entry = {"plan": "1 × TP8", "gpus": 8, "in_flight": 64, "itl_s": ..., "itl": "17.1 ms",
+             "tokens_per_s_per_gpu": ..., "tokens": "468", "mem_bytes_per_gpu": ..., "mem": "31.2 GB"}
+
+Every control drives the deployment table too: the batch selects each option at that decode batch
+(`deploy --batch`), the budget what meets it, its order and each option's largest batch within it.
 
 Seconds and bytes are SI floats; the strings ("11.5 ms", "70.1 GB") are what the page prints.
 """
@@ -76,14 +87,17 @@ class EngineChoice:
     plan_kwargs: dict = field(default_factory=dict)
 
 
-def engine_dimension(impl: str = "nccl") -> tuple[tuple[EngineChoice, ...], int]:
+def engine_dimension(impl: str = "nccl", engine: str | None = None) -> tuple[tuple[EngineChoice, ...], int]:
     """THE ENGINE HOOK: the engine control's values and the one selected first.
 
-    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value;
+    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value,
+    the report's own `engine` among them (an older one, vllm-v0 or tgi, is added after them);
     until then the dimension is the collective implementation (`impl`: NCCL, or the engines' custom
     one-/two-shot all-reduce), which is what an engine changes most in a decode step."""
     if "engine" in inspect.signature(plan).parameters:
-        return tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in CURRENT_ENGINES), 0
+        names = (*CURRENT_ENGINES, *([engine] if engine and engine not in CURRENT_ENGINES else []))
+        return (tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in names),
+                names.index(engine) if engine else 0)
     choices = (EngineChoice(key="nccl", label="NCCL collectives", plan_kwargs={"impl": "nccl"}),
                EngineChoice(key="custom", label="custom all-reduce",
                             plan_kwargs={"impl": "custom"}))
@@ -145,42 +159,63 @@ def check_budget_steps(count) -> int:
 
 # --- the deployment table ------------------------------------------------------------------
 
-DeploySource = Callable[[str, str, Sequence], list]
-"""deploy(system label, engine key, the slider's budgets) -> per budget, deploy's option dicts
-(DEPLOY_KEYS and the rest of `deploy.Option.to_dict`), best first."""
+DeploySource = Callable[[str, str, Sequence, Sequence], dict]
+"""deploy(system label, engine key, the slider's budgets, the report's batches) -> {"largest": per
+budget, deploy's option dicts (`deploy.Option.to_dict`, best first) each at its largest batch within
+that budget; "at": per batch, per budget, the option dicts of `deploy --batch` at that batch}."""
 
-
+SHOWN_OPTIONS = 8
+"""Options the table shows per selection: the best ones, as deploy ranks them."""
 DEFAULT_DEPLOY_NOTE = "No deployment options: the report was built without them."
+DEPLOY_LABELS = ("meets the budget", "over the ITL budget", "over the TTFT budget", "does not fit in memory")
+_BINDING_LABEL = {"batch": 0, "itl": 1, "ttft": 2, "memory": 3}  # deploy's binding at a given batch
 
 
-def default_deploy(system: str, engine: str, budgets: Sequence) -> list:
-    return [[] for _ in budgets]
+def default_deploy(system: str, engine: str, budgets: Sequence, batches: Sequence) -> dict:
+    return {"largest": [[] for _ in budgets], "at": [[[] for _ in budgets] for _ in batches]}
 
 
-def deployment_entries(options: Sequence[dict]) -> list[dict]:
-    """THE DEPLOYMENT-TABLE HOOK: the table's entries from `deploy`'s option dicts (keys DEPLOY_KEYS,
-    and `mem_bytes_per_gpu`, `meets_budget`, `binding` where deploy gives them), in the order given.
+def deployment_entry(opt: dict, batch: int) -> dict:
+    """THE DEPLOYMENT-TABLE HOOK: one row of the table, from `deploy --batch`'s option dict at
+    `batch` (keys DEPLOY_KEYS and mem_bytes_per_gpu): what does not depend on the budget, with the
+    text the page prints. A replica holds pp micro-batches of `batch`; one that does not fit has no
+    throughput ("–")."""
+    missing = [key for key in (*DEPLOY_KEYS, "mem_bytes_per_gpu") if key not in opt]
+    if missing:
+        raise ShardbudgetError(f"deployment option lacks {', '.join(missing)} (expected keys: "
+                               f"{', '.join(DEPLOY_KEYS)}, mem_bytes_per_gpu)")
+    tp, pp, ep, dp = (int(opt[key]) for key in ("tp", "pp", "ep", "dp"))
+    label = Plan(tp, pp, ep, dp).label().replace("DP-attention", "DP")  # as the plan table's rows
+    runs, mem = int(opt["max_batch"]) > 0, opt["mem_bytes_per_gpu"]
+    return {"plan": f"{int(opt['replicas'])} × {label}", "gpus": int(opt["replicas"]) * tp * pp, "in_flight": pp * batch,
+            "itl_s": _num(opt["itl_s"]), "itl": fmt_seconds(opt["itl_s"]),
+            "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
+            "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if runs else "–",
+            "mem_bytes_per_gpu": _num(mem), "mem": f"{mem / 1e9:.1f} GB"}
 
-    Each entry keeps those numbers and adds the text the page prints: memory per GPU at the option's
-    own batch, and whether it meets the selected budget (what binds its batch). An option no batch
-    of which meets the budget has no throughput ("–")."""
-    out = []
-    for k, opt in enumerate(options):
-        missing = [key for key in DEPLOY_KEYS if key not in opt]
-        if missing:
-            raise ShardbudgetError(f"deployment option {k} lacks {', '.join(missing)} (expected keys: "
-                                   f"{', '.join(DEPLOY_KEYS)})")
-        tp, pp, ep, dp = (int(opt[key]) for key in ("tp", "pp", "ep", "dp"))
-        label = Plan(tp, pp, ep, dp).label().replace("DP-attention", "DP")  # as the plan table's rows
-        meets, batch = bool(opt.get("meets_budget", True)), int(opt["max_batch"])
-        mem = opt.get("mem_bytes_per_gpu")
-        out.append({"max_batch": batch, "itl_s": _num(opt["itl_s"]), "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
-                    "gpus": int(opt["replicas"]) * tp * pp,
-                    "plan": f"{int(opt['replicas'])} × {label}", "itl": fmt_seconds(opt["itl_s"]),
-                    "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if batch else "–",
-                    "mem": f"{mem / 1e9:.1f} GB" if mem is not None else "–", "meets": meets,
-                    "verdict": "meets the budget" if meets else f"misses ({opt.get('binding', 'budget')} binds)"})
-    return out
+
+def _split(opt: dict) -> tuple:
+    return tuple(int(opt[k]) for k in ("replicas", "tp", "pp", "ep", "dp"))
+
+
+def deployment_cell(src: dict, batches: Sequence[int], rows: _Strings) -> dict:
+    """One system and engine's table at every batch and budget, from a DeploySource's answer:
+    `splits` shown anywhere (first seen first); `rows[b][j]`: split j at batch b (an index into the
+    grid's deploy_rows); `largest[k][j]`: deploy's largest batch for split j within budget k ("–":
+    none); `steps[b][k]`: the splits shown, best first, and each one's DEPLOY_LABELS index."""
+    index: dict[tuple, int] = {}
+    for per_batch in src["at"]:
+        for opts in per_batch:
+            for o in opts[:SHOWN_OPTIONS]:
+                index.setdefault(_split(o), len(index))
+    at = [{_split(o): o for o in per_batch[0]} if per_batch else {} for per_batch in src["at"]]
+    largest = [{_split(o): o["max_batch"] for o in opts} for opts in src["largest"]]
+    return {"rows": [[rows(json.dumps(deployment_entry(by[key], b), sort_keys=True)) for key in index]
+                     if by else [] for b, by in zip(batches, at)],
+            "largest": [[str(m[key]) if m.get(key) else "–" for key in index] for m in largest],
+            "steps": [[{"order": [index[_split(o)] for o in opts[:SHOWN_OPTIONS]],
+                        "labels": [_BINDING_LABEL[o["binding"]] for o in opts[:SHOWN_OPTIONS]]}
+                       for opts in per_batch] for per_batch in src["at"]]}
 
 
 def _rate_text(tokens_per_s: float) -> str:
@@ -246,22 +281,22 @@ def build_grid(*, model: str, systems: Sequence[str], engines: Sequence[EngineCh
                deploy_note: str = DEFAULT_DEPLOY_NOTE) -> dict:
     """The grid (see the module docstring); `plans[s][e]` is system s's PlanResult under engine e,
     each over the same batch sizes. `deploy` gives each system and engine's deployment options at
-    every budget step (see `deployment_entries`); `deploy_note` says under the table what they are."""
+    every batch and budget step (see `deployment_cell`); `deploy_note` says under the table what they are."""
     batches = [br.batch for br in plans[0][0].results]
     itls = [r.itl_s for per in plans for res in per for br in res.results for r in br.rows if r.fits_memory]
     budgets = budget_steps(itls, budget_s, steps)
     strings = _Strings()
     cells = [[[_cell(res, i, budgets, strings, catalog=catalog) for i, _ in enumerate(batches)]
               for res in per] for per in plans]
-    rows = _Strings()  # each distinct entry once (most repeat across budget steps), referred to by index
-    deploys = [[[[rows(json.dumps(d, sort_keys=True)) for d in deployment_entries(opts)]
-                 for opts in deploy(systems[s], e.key, budgets)] for e in engines] for s in range(len(plans))]
+    rows = _Strings()  # each distinct entry once, referred to by index
+    deploys = [[deployment_cell(deploy(systems[s], e.key, budgets, batches), batches, rows) for e in engines]
+               for s in range(len(plans))]
     return {"format": GRID_FORMAT, "model": model, "systems": list(systems),
             "engines": [{"key": c.key, "label": c.label} for c in engines], "batches": batches,
             "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
             "initial": {"system": 0, "engine": initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
             "labels": list(LABELS), "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
-            "strings": strings.table(), "cells": cells, "deploy": deploys,
+            "strings": strings.table(), "cells": cells, "deploy": deploys, "deploy_labels": list(DEPLOY_LABELS),
             "deploy_rows": [json.loads(t) for t in rows.table()], "deploy_note": deploy_note}
 
 
@@ -301,6 +336,6 @@ def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], *, plan_kwar
 
 
 __all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "EngineChoice", "GRID_FORMAT", "GridTooLargeError",
-           "MAX_GRID_BYTES", "budget_steps", "build_grid", "check_budget_steps", "default_deploy",
-           "deployment_entries", "engine_dimension", "grid_json", "lead_sentence",
+           "DEPLOY_LABELS", "MAX_GRID_BYTES", "SHOWN_OPTIONS", "budget_steps", "build_grid", "check_budget_steps",
+           "default_deploy", "deployment_cell", "deployment_entry", "engine_dimension", "grid_json", "lead_sentence",
            "plan_engines", "rejudge", "where_text"]

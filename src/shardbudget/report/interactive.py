@@ -76,7 +76,8 @@ def section_explore(data: ReportData) -> str:
     if data.grid is None or data.grid_json is None:
         return ""
     grid = data.grid
-    headers = ["deployment", "GPUs", "max batch", "ITL", "tokens/s per GPU", "memory per GPU", "budget"]
+    headers = ["deployment", "GPUs", "in flight per replica", "ITL", "tokens/s per GPU", "memory per GPU",
+               "largest batch in budget", "budget"]
     head = "".join(f'<th class="l">{esc(h)}</th>' if h in ("deployment", "budget") else f"<th>{esc(h)}</th>"
                    for h in headers)
     return "\n".join([
@@ -90,7 +91,7 @@ def section_explore(data: ReportData) -> str:
         '<figure id="sb-bars-figure"><div id="sb-bars"></div><figcaption>Inter-token latency of each plan at the '
         "selected batch, split into compute, communication and host time (per-step overhead). Faded: the plan "
         "does not fit in GPU memory. Dashed: the budget. Bold: the plan to run under it.</figcaption></figure>",
-        '<h3 id="explore-deploy">Deployments under the selected engine and budget</h3>',
+        '<h3 id="explore-deploy">Deployments under the selected engine, batch and budget</h3>',
         f'<table id="sb-deploy"><thead><tr>{head}</tr></thead><tbody></tbody></table>',
         f'<p class="note">{esc(grid["deploy_note"])}</p>',
         '<noscript><p class="note">The controls need JavaScript; every number is also in the sections '

@@ -202,17 +202,18 @@ def _measured_entries(sets, system: str, *, impl: str | None, catalog, step) -> 
 def _grid(cfg, specs: list[SystemSpec], plans: list, *, engine: str, budget_s: float | None, steps: int, catalog,
           plan_kwargs: dict, deploy) -> tuple[dict, str]:
     """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
-    engines, _ = engine_dimension()
-    first = next((i for i, c in enumerate(engines) if c.key == engine), 0)
+    engines, first = engine_dimension(engine=engine)
     per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
                                                           "nodes": s.nodes})
                   for s, res in zip(specs, plans)]
     grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
                       budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first, deploy=deploy,
-                      deploy_note="The system's deployment options under the selected engine and budget (shardbudget "
-                                  "deploy: every GPU of its nodes, decode at the report's context, each option at its "
-                                  "largest batch within the budget, so the batch control does not apply), best "
-                                  "tokens/s per GPU first.")
+                      deploy_note="Every way to split the system's GPUs into identical replicas (shardbudget deploy "
+                                  "--batch B: every GPU of its nodes, decode at the report's context), each at the "
+                                  "selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s "
+                                  "per GPU first among those that meet the budget; the last but one column is deploy's "
+                                  "own answer, the largest batch within the budget. No TTFT: decode at a fixed "
+                                  "context prefills no prompt.")
     return grid, grid_json(grid)
 
 

@@ -267,6 +267,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
                         if w) or "no budget"
     w = result.workload
     load = f"context {w.context}" if w.context else f"input {w.input_len}, output {w.output_len} tokens"
+    load += f", every option at batch {result.batch}" if getattr(result, "batch", None) else ""
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
     print(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
@@ -274,7 +275,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
     itl = [Col("step ITL ms", "step"), Col("ms/token", "ms/tok")] if w.speculation else [Col("ITL ms", "ITL")]
-    cols = [Col("option", justify="left"), Col("max batch", "batch"), *itl, Col("TTFT ms", "TTFT"),
+    batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("max batch", "batch")  # per replica
+    cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
             Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
     rows = [deploy_cells(o, speculative=w.speculation is not None) for o in shown]
