@@ -3,12 +3,19 @@
 `make test` checks the lines against the flag tables in engines/*.toml (read from the engines'
 sources); this script checks them against the real parsers, where an engine installs on this CPU
 machine: each engine in its own venv (benchmarks/.venvs/<engine>), `pip install --no-deps` of the
-pinned release plus what its parser module imports. SGLang: `ServerArgs.add_cli_args` on an
-argparse parser (sglang/srt/server_args.py); vLLM: `make_arg_parser` of `vllm serve`
+pinned release plus what its parser module imports. SGLang 0.5.14: `ServerArgs.add_cli_args` on an
+argparse parser (sglang/srt/server_args.py), and the router lines by sglang-router 0.3.2's
+`RouterArgs.add_cli_args` (sglang_router/router_args.py, the parser of `python3 -m
+sglang_router.launch_router`); vLLM 0.19.0: `make_arg_parser` of `vllm serve`
 (vllm/entrypoints/openai/cli_args.py), the model passed as --model. Parsing only: no server starts
-and no GPU is needed. An engine that does not install is reported as such (not a failure of the lines).
+and no GPU is needed. An engine that does not install is reported as such (not a failure of the
+lines). TensorRT-LLM's multi-node wrappers (mpirun ... trtllm-llmapi-launch trtllm-serve ...) are
+run by the system's Open MPI mpirun with --do-not-launch (it parses and maps the ranks, starting
+nothing). vLLM's disaggregated proxy (a file in its repository's tests, not a package) and
+TensorRT-LLM 1.3.0rc20 itself (not on PyPI) do not install here: their lines are checked by the flag
+tables alone.
 
-    python benchmarks/engine_parsers.py [--engines sglang,vllm] [--out FILE]
+    python benchmarks/engine_parsers.py [--engines sglang,vllm,mpirun] [--out FILE]
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -23,47 +32,58 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENVS = ROOT / ".venvs"
-PINS = {"sglang": ["sglang==0.5.4"], "vllm": ["vllm==0.11.0"]}
+PINS = {"sglang": ["sglang==0.5.14", "sglang-router==0.3.2"], "vllm": ["vllm==0.19.0"]}
 EXTRA = {  # what the parser modules import, beyond the engine itself (pure-Python wheels)
-    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==4.57.1", "orjson",
+    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==5.8.1", "orjson",
                "packaging", "aiohttp", "fastapi", "uvicorn", "uvloop", "pyzmq", "setproctitle", "msgspec", "pillow",
-               "tqdm", "pybase64", "IPython", "triton", "openai", "xgrammar", "partial_json_parser", "sentencepiece"],
-    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers", "msgspec", "cachetools",
+               "tqdm", "pybase64", "IPython", "triton", "openai", "xgrammar", "partial_json_parser", "sentencepiece",
+               "dill", "setproctitle"],
+    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers<5", "msgspec", "cachetools",
              "cloudpickle", "pyzmq", "fastapi", "uvicorn", "openai", "prometheus_client", "tqdm", "regex",
              "sentencepiece", "blake3", "cbor2", "gguf", "pybase64", "typing_extensions", "openai-harmony",
              "partial-json-parser", "diskcache", "einops", "py-cpuinfo", "tokenizers", "pillow", "watchfiles",
-             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp"],
+             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp",
+             "pyyaml", "ijson", "anthropic", "uvloop"],
 }
 WORKER = r'''
 import argparse, json, shlex, sys
 engine, lines = sys.argv[1], json.load(sys.stdin)
 if engine == "sglang":
-    # torchvision has no build for this CPU torch: transformers is imported without it, then the
-    # modules sglang's model configs import from it are stubbed (the parser never calls them)
-    import types
-    from transformers import AutoProcessor  # noqa: F401
+    # torchvision has no build for this CPU torch: the modules sglang's model configs import from it
+    # are stubbed before anything imports them (the parser never calls them; transformers 5 then
+    # takes torchvision as present, so its image-processor registry loads)
+    import importlib.machinery, types
     class _Any(types.ModuleType):
         def __getattr__(self, name):
             if name.startswith("__"):
                 raise AttributeError(name)
             return _Any(f"{self.__name__}.{name}")
-    for n in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchvision.io"):
-        sys.modules[n] = _Any(n)
+    for n in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional", "torchvision.io",
+              "torchvision.transforms.v2", "torchvision.transforms.v2.functional", "torchvision.ops",
+              "torchvision.models"):
+        m = _Any(n); m.__spec__ = importlib.machinery.ModuleSpec(n, None); m.__version__ = "0.28.0"; m.__path__ = []
+        sys.modules[n] = m
     from sglang.srt.server_args import ServerArgs
-    def parse(argv):
-        p = argparse.ArgumentParser(); ServerArgs.add_cli_args(p); return p.parse_args(argv)
+    from sglang_router.router_args import RouterArgs
+    def parse(argv, program):
+        p = argparse.ArgumentParser()
+        (RouterArgs if program == "router" else ServerArgs).add_cli_args(p)
+        return p.parse_args(argv)
 else:
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
     platforms._current_platform = CpuPlatform()  # no GPU here: the parser's defaults as on a CPU build
     from vllm.entrypoints.openai.cli_args import make_arg_parser
-    from vllm.utils import FlexibleArgumentParser
-    def parse(argv):
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:  # before 0.12
+        from vllm.utils import FlexibleArgumentParser
+    def parse(argv, program):
         return make_arg_parser(FlexibleArgumentParser()).parse_args(["--model", argv[0], *argv[1:]])
 out = []
-for argv in lines:
+for program, argv in lines:
     try:
-        parse(argv); out.append(None)
+        parse(argv, program); out.append(None)
     except SystemExit as e:
         out.append(f"argparse exit {e.code}")
     except Exception as e:
@@ -72,8 +92,19 @@ print(json.dumps(out))
 '''
 
 
-def server_lines(engine: str) -> list[list[str]]:
-    """The server words (after the command) of every step deploy prints for a spread of requests."""
+PARSED = {"sglang": ("serve", "router"), "vllm": ("serve",), "mpirun": ("mpirun",)}
+"""The programs whose own parser installs here, per engine."""
+
+
+def _ip(word: str) -> str:
+    """A word with each node's placeholder as an example address of its own (10.0.0.<i + 1>)."""
+    return re.sub(r"\$NODE(\d+)_IP", lambda m: f"10.0.0.{int(m.group(1)) + 1}", word)
+
+
+def server_lines(engine: str) -> list[tuple[str, list[str]]]:
+    """(program, words after the command) of every step deploy prints for a spread of requests
+    whose program's parser installs (PARSED); for "mpirun", TensorRT-LLM's multi-node wrappers
+    with the command they start."""
     import dataclasses
 
     from shardbudget.decide.deploy import Workload, deploy
@@ -90,16 +121,42 @@ def server_lines(engine: str) -> list[list[str]]:
                 ("deepseek-v3", "hgx-h200", 16, {"budget_s": 0.05, "workload": Workload(
                     speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))}),
                 ("llama-3.1-70b", "hgx-h100", 8, {"workload": Workload(
-                    speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7))})]
+                    speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7))}),
+                ("llama-3.1-405b", "hgx-h100", 16, {"budget_s": 0.1}),
+                ("deepseek-v3", "hgx-h200", 24, {"budget_s": 0.1, "disaggregate": (8, 16)}),
+                ("llama-3.1-70b", "hgx-h100", 8, {"workload": Workload(speculation=Speculation(
+                    method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.1-8b"))})]
     out = []
     for model, system, gpus, kw in requests:
         r = deploy(model, system, gpus=gpus, catalog=cat, **kw)
         results = [r] + [dataclasses.replace(r, best=o) for o in r.options if o.meets_budget and o is not r.best][:6]
         for one in results:
             launches, _ = build_launches(one, load_model(model), cat.system(system), cat)
-            if engine in launches:
-                out += [list(s.argv) for s in launches[engine].steps if s.program == "serve"]
-    return [[w.replace("$NODE0_IP", "10.0.0.1") for w in argv] for argv in out]
+            if engine == "mpirun" and "trtllm" in launches:
+                la = launches["trtllm"]
+                out += [("mpirun", [*s.wrapper[1:], la.commands[s.program], *s.argv])
+                        for s in la.steps if s.wrapper]
+            elif engine in launches:
+                out += [(s.program, list(s.argv)) for s in launches[engine].steps if s.program in PARSED[engine]]
+    return [(program, [_ip(w) for w in argv]) for program, argv in out]
+
+
+def check_mpirun(lines: list[tuple[str, list[str]]]) -> tuple[str, list]:
+    """Open MPI's own mpirun (the system's, e.g. Debian's openmpi-bin) on each wrapper with
+    --do-not-launch: it parses the options and maps the ranks onto the hosts without starting them
+    (--allow-run-as-root for this machine's root user only). A line passes when mpirun exits 0 and
+    maps -np ranks."""
+    errors = []
+    for program, argv in lines:
+        np_ = int(argv[argv.index("-np") + 1]) if "-np" in argv else 0
+        r = subprocess.run(["mpirun", "--allow-run-as-root", "--do-not-launch", *argv], capture_output=True,
+                           text=True, timeout=60)
+        ranks = (r.stdout + r.stderr).count("Process rank:")
+        if r.returncode or ranks != np_:
+            errors.append(f"mpirun exit {r.returncode}, {ranks} of {np_} ranks mapped")
+        else:
+            errors.append(None)
+    return "system " + subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0], errors
 
 
 def install(engine: str) -> tuple[Path | None, str]:
@@ -119,26 +176,35 @@ def install(engine: str) -> tuple[Path | None, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engines", default="sglang,vllm")
+    ap.add_argument("--engines", default="sglang,vllm,mpirun")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     targets, failed = [], 0
     for engine in args.engines.split(","):
-        py, how = install(engine)
         lines = server_lines(engine)
-        if py is None:
-            print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
-            continue
-        r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True, text=True,
-                           timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-        if r.returncode:
-            print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
-            continue
-        errors = [(argv, e) for argv, e in zip(lines, json.loads(r.stdout.strip().splitlines()[-1])) if e]
+        if engine == "mpirun":
+            if shutil.which("mpirun") is None:
+                print(f"mpirun: not installed here (apt-get install openmpi-bin); {len(lines)} lines checked only "
+                      f"by the flag tables")
+                continue
+            how, results = check_mpirun(lines)
+        else:
+            py, how = install(engine)
+            if py is None:
+                print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
+                continue
+            r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True,
+                               text=True, timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+            if r.returncode:
+                print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
+                continue
+            results = json.loads(r.stdout.strip().splitlines()[-1])
+        errors = [(argv, e) for argv, e in zip(lines, results) if e]
         failed += len(errors)
-        print(f"{engine}: {how}; {len(lines) - len(errors)} of {len(lines)} printed server lines parse")
-        for argv, e in errors[:5]:
-            print(f"  {e}: {' '.join(argv)[:200]}")
+        kinds = ", ".join(f"{sum(1 for p, _ in lines if p == k)} {k}" for k in PARSED[engine])
+        print(f"{engine}: {how}; {len(lines) - len(errors)} of {len(lines)} printed lines parse ({kinds})")
+        for (program, argv), e in errors[:5]:
+            print(f"  {e}: {program} {' '.join(argv)[:200]}")
         targets.append({"name": f"{engine} lines parse", "value": len(lines) - len(errors), "unit": "lines",
                         "target": len(lines), "passed": not errors})
     if args.out or os.environ.get("SHARDBUDGET_BENCH_RESULTS"):

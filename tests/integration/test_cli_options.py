@@ -17,8 +17,9 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Flags whose meaning differs by command in one declared way, each variant defined in args.py:
 # --system one or several; --dtype the weights' or the message's elements; --nodes one count or one per system;
-# --batch: plan's several batches or deploy's one batch for every option.
-VARIANTS = {"--system": 2, "--dtype": 2, "--nodes": 2, "--batch": 2}
+# --batch: plan's several batches or deploy's one batch for every option;
+# --rate lab's emulated link rate (bits/s) or deploy's request rate (requests/s, issue 23's `deploy --rate`).
+VARIANTS = {"--system": 2, "--dtype": 2, "--nodes": 2, "--batch": 2, "--rate": 2}
 
 
 def _commands():

@@ -21,6 +21,7 @@ from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.decide.launch import LaunchError, build_launches, check_launch
 from shardbudget.decide.launch.emit import k8s_files, slurm_files
 from shardbudget.decide.launch.flags import check_argv, programs
+from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.step.speculative import Speculation
@@ -141,7 +142,8 @@ def test_priced_precision_and_graphs_reach_the_lines(catalog):
     launches, _ = build_launches(r, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     vl, sg, tr = (launches[e].text() for e in ("vllm", "sglang", "trtllm"))
     assert "--quantization fp8" in vl and "--kv-cache-dtype fp8" in vl and "--enforce-eager" in vl
-    assert "--quantization fp8" in sg and "--kv-cache-dtype fp8_e4m3" in sg and "--disable-cuda-graph" in sg
+    assert "--quantization fp8" in sg and "--kv-cache-dtype fp8_e4m3" in sg
+    assert "--disable-decode-cuda-graph" in sg and "--disable-prefill-cuda-graph" in sg  # 0.5.14: per phase
     assert "cuda_graph_config: null" in tr and "dtype: \"fp8\"" in tr and "quantize at load" in tr
     for launch in launches.values():
         check_launch(launch)
@@ -164,6 +166,15 @@ def test_trtllm_only_on_nvidia(catalog):
 
 # --- the CLI: exit codes and refusals ---------------------------------------------------------
 
+def test_vllm_runs_a_draft_model_at_its_pinned_release(catalog):
+    """vLLM 0.19.0 runs a separate draft model (method draft_model; 0.11.0 refused it): the line names it."""
+    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, catalog=catalog, workload=Workload(
+        speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b")))
+    launch = _launches(r, "llama-3.1-70b", "hgx-h100", catalog)[0]["vllm"]
+    assert check_launch(launch) == 1
+    assert '"method":"draft_model"' in launch.text() and '"model":"meta-llama/Llama-3.2-1B-Instruct"' in launch.text()
+
+
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
     rc = cli_module.main(list(argv))
     out, err = capsys.readouterr()
@@ -173,7 +184,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize("args,expected", [
     (["--system", "mi300x", "--engine", "trtllm"], "TensorRT-LLM does not run on mi300x"),
     (["--speculative", "mtp"], "llama-3.1-70b has no multi-token-prediction layers"),
-    (["--speculative", "draft", "--draft-model", "llama-3.2-1b"], "vLLM cannot run --speculative draft"),
+    (["--rate", "5"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
     (["--input-len", "0"], "--input-len 0: must be 1.."),
     (["--output-len", "0"], "--output-len 0: must be 1.."),
     (["--emit", "yaml", "x"], "unknown --emit kind 'yaml'"),
@@ -254,6 +265,52 @@ def test_k8s_manifests_validate_against_the_openapi_schema(cases, name, engine):
             kv.validate(d, "1.33", strict=True)
     shm = [v for d in docs if d["kind"] == "Deployment" for v in d["spec"]["template"]["spec"]["volumes"]]
     assert all(v["emptyDir"]["medium"] == "Memory" for v in shm if v["name"] == "shm")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_k8s_disaggregated_is_a_statefulset_per_side_and_its_front_end(cases, engine):
+    """Each side's servers at stable pod names (StatefulSet + headless Service), the front end given
+    every one of them; every document valid under the Kubernetes 1.33 schema."""
+    kv = pytest.importorskip("kubernetes_validate")
+    yaml = pytest.importorskip("yaml")
+    (launches, _), result = cases["disaggregated"]
+    docs = list(yaml.safe_load_all(k8s_files(launches[engine], result)["manifests.yaml"]))
+    for d in docs:
+        kv.validate(d, "1.33", strict=True)
+    sets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "StatefulSet"}
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    steps = [s for s in launches[engine].steps if s.program == "serve"]
+    assert sum(d["spec"]["replicas"] for d in sets.values()) == len(steps)  # one pod per printed server
+    pods = []
+    for name, d in sets.items():
+        assert services[name]["spec"]["clusterIP"] == "None" and d["spec"]["serviceName"] == name
+        pods += [f"{name}-{i}.{name}:8000" for i in range(d["spec"]["replicas"])]
+        gpus = d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        side = "prefill" if name.endswith("prefill") or name.endswith("context") else "decode"
+        want = result.prefill["tp"] * result.prefill["pp"] if side == "prefill" else result.best.gpus_per_replica
+        assert gpus == want
+    front = next(d for d in docs if d["kind"] == "Deployment")
+    container = front["spec"]["template"]["spec"]["containers"][0]
+    assert "resources" not in container  # no GPU for the front end
+    said = container["command"][2] + "".join(d["data"].get("trtllm-disagg.yaml", "") for d in docs
+                                             if d["kind"] == "ConfigMap")
+    hosts = [p.split(":")[0] for p in pods]
+    assert all(h in said for h in hosts), (hosts, said)
+    if engine == "vllm":  # the NIXL side channel at the pod's own address
+        env = sets[next(iter(sets))]["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in env
+        assert "v0.19.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py" in said
+
+
+def test_k8s_refuses_a_trtllm_replica_over_nodes_and_writes_one_on_a_node(cases):
+    yaml = pytest.importorskip("yaml")
+    (launches, _), result = cases["moe-multi-node-ep-dp"]
+    with pytest.raises(PlanError, match="one MPI job .* use --emit slurm"):
+        k8s_files(launches["trtllm"], result)
+    (launches, _), result = cases["dense-single-node"]
+    docs = list(yaml.safe_load_all(k8s_files(launches["trtllm"], result)["manifests.yaml"]))
+    assert [d["kind"] for d in docs] == ["ConfigMap", "Deployment", "Service"]
+    assert docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20"
 
 
 def test_k8s_schema_check_can_fail():

@@ -22,6 +22,8 @@ def deploy(
     model: ModelOpt,
     system: SystemOpt,
     gpus: GpusOpt = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="Requests per second to serve: deploy finds the fewest GPUs (instead of --gpus).")] = None,
+    users: Annotated[Optional[int], typer.Option("--users", help="Concurrent users to serve, one request in flight each: deploy finds the fewest GPUs (instead of --gpus).")] = None,
     nodes: NodesOpt = None,
     budget: BudgetOpt = "30ms",
     ttft_budget: TtftBudgetOpt = None,
@@ -52,30 +54,46 @@ def deploy(
 ) -> None:
     """How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.
 
+    With --rate or --users instead of --gpus: the fewest GPUs that serve that load within the budgets.
+
     Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
     the closest option named); 2: bad input."""
-    from ..decide.deploy import deploy as run_deploy
-    from ..decide.disagg import parse_split
-    from ..errors import PlanError
-    from ..step.settings import PlanSettings
-    if gpus is None:
-        raise PlanError("deploy needs --gpus: the GPUs to spend")
+    load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
     check_plot(plot, force=force)
     model = model_name(model, download)
     draft_model = model_name(draft_model, download) if draft_model else draft_model
     spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
     work = _workload(context, input_len, output_len, spec)
     _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
-    settings = PlanSettings(memory_utilization=gpu_memory_utilization, overlap=overlap,
-                            sequence_parallel=sequence_parallel)
-    result = run_deploy(model, system, gpus=gpus, nodes=nodes, budget_s=args.budget(budget),
-                        ttft_budget_s=args.ttft_budget(ttft_budget), workload=work, engine=engine, dtype=dtype,
-                        kv_dtype=kv_dtype, disaggregate=parse_split(disaggregate) if disaggregate else None,
-                        settings=settings, catalog=load_catalogs(catalog, nccl, nccl_symmetric), batch=batch)
-    _show(result, json_out=json_out, show_all=show_all, plot=plot, force=force)
-    if result.best is None:  # a valid request that nothing meets: the table and the closest option, exit 1
+    request = dict(budget_s=args.budget(budget), ttft_budget_s=args.ttft_budget(ttft_budget), workload=work,
+                   engine=engine, dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
+                   settings=_settings(gpu_memory_utilization, overlap, sequence_parallel))
+    shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force)
+    result = (_for_load(model, system, load, request, shown) if load is not None else
+              _for_gpus(model, system, request, shown, gpus=gpus, nodes=nodes, batch=batch, disaggregate=disaggregate))
+    if result is None or result.best is None:  # a valid request that nothing meets: the closest option, exit 1
         raise typer.Exit(1)
     _emit(result, emit, engine=engine, force=force)
+
+
+def _settings(memory_utilization, overlap, sequence_parallel):
+    from ..step.settings import PlanSettings
+    return PlanSettings(memory_utilization=memory_utilization, overlap=overlap, sequence_parallel=sequence_parallel)
+
+
+def _load(rate, users, *, gpus, nodes, disaggregate, batch):
+    """The load of --rate / --users (None: --gpus is the question), refusing what does not go with it."""
+    from ..errors import PlanError
+    if rate is None and users is None:
+        if gpus is None:
+            raise PlanError("deploy needs --gpus (the GPUs to spend), or --rate / --users (the load to serve)")
+        return None
+    given = "--rate" if rate is not None else "--users"
+    for flag, value in (("--gpus", gpus), ("--nodes", nodes), ("--disaggregate", disaggregate), ("--batch", batch)):
+        if value is not None:
+            raise PlanError(f"{given} finds the GPUs itself: give {given} or {flag}, not both")
+    from ..decide.capacity import Load
+    return Load(rate_per_s=rate, users=users)
 
 
 def _workload(context, input_len, output_len, spec):
@@ -98,6 +116,30 @@ def _show(result, *, json_out: bool, show_all: bool, plot, force: bool) -> None:
     if plot:
         from ..report import figures
         write_plot(lambda: figures.pareto_figure(result), plot, force=force)
+
+
+def _for_gpus(model, system, request: dict, shown: dict, *, gpus, nodes, batch, disaggregate):
+    """--gpus: deploy's options on those GPUs, shown; its result."""
+    from ..decide.deploy import deploy as run_deploy
+    from ..decide.disagg import parse_split
+    result = run_deploy(model, system, gpus=gpus, nodes=nodes, batch=batch,
+                        disaggregate=parse_split(disaggregate) if disaggregate else None, **request)
+    _show(result, **shown)
+    return result
+
+
+def _for_load(model, system, load, request: dict, shown: dict):
+    """--rate / --users: the answer in words, then deploy's table on that many GPUs (or the JSON of
+    both); deploy's result on those GPUs (None: nothing serves the load)."""
+    from ..decide.capacity import deploy_for_load
+    answer = deploy_for_load(model, system, load, **request)
+    if shown["json_out"]:
+        print_json(answer.to_dict())
+        return answer.result
+    typer.echo(answer.text)
+    if answer.result is not None:
+        _show(answer.result, **shown)
+    return answer.result
 
 
 def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) -> None:

@@ -6,6 +6,7 @@
     common    what the builders share (flags by role, image, NCCL's environment)
     vllm, sglang, trtllm   each engine's servers, multi-node launchers, disaggregation and router
     emit      `deploy --emit slurm|k8s DIR`: a Slurm batch script or Kubernetes manifests
+    k8s       pods and names for `--emit k8s`; a disaggregated deployment's manifests (a StatefulSet per side)
 
 Every flag a line prints comes from its engine's `[cli]` table, which cites the engine's source at
 the pinned release; `check_launch` parses every step of a launch under those tables.

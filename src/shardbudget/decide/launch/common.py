@@ -45,7 +45,11 @@ def memory_fraction(p: Priced, engine: str) -> float:
 
 
 def image(engine: str, arch: str) -> str:
+    """The engine's published image for a GPU generation: `image_<arch>` where the engine builds one
+    per generation (SGLang's MI355X image), else its ROCm image on AMD, else its CUDA image."""
     support = cli_table(engine, "support")
+    if f"image_{arch}" in support:
+        return support[f"image_{arch}"]
     return support.get("image_rocm", support["image"]) if arch in AMD_ARCHS else support["image"]
 
 

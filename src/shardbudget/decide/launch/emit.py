@@ -8,7 +8,9 @@ the printed commands come from.
   LeaderWorkerSet (a server over several nodes: the leader runs node 0's command, each worker its
   own, its rank from LWS_WORKER_INDEX and the head's address from LWS_LEADER_ADDRESS), each pod
   requesting its GPUs, a memory-backed /dev/shm and the engine's published image; a Service per
-  server kind; a ConfigMap with the option files.
+  server kind; a ConfigMap with the option files. A disaggregated deployment is a StatefulSet per
+  side with its front end (k8s.py). A TensorRT-LLM replica over several nodes (an MPI
+  job) is refused: MPI_REFUSAL.
 
 Every file is written atomically; an existing DIR is refused without --force.
 """
@@ -20,14 +22,13 @@ from pathlib import Path
 
 from ...atomic import write_atomic
 from ...errors import OutputError, PlanError, UnknownNameError
+from .k8s import disaggregated_manifests, gpu_resource, manifest_name, pod_spec
 from .layout import Launch, Step, heredoc, to_yaml
 
 KINDS = ("slurm", "k8s")
-SHM_SIZE = "64Gi"
-"""/dev/shm for the engines' NCCL and IPC buffers: Docker's 64 MB default is what vLLM's and SGLang's
-docs tell users to raise (--shm-size / --ipc=host)."""
-
-
+MPI_REFUSAL = ("--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
+               "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
+               "pods (no SSH server, no MPI operator): use --emit slurm")
 def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
     """Before any work: a known kind, and a folder that may be written (new, or --force)."""
     if kind not in KINDS:
@@ -93,11 +94,6 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
 
 # --- Kubernetes -----------------------------------------------------------------------------
 
-def _name(result, what: str) -> str:
-    base = re.sub(r"[^a-z0-9-]+", "-", f"{result.model}-{what}".lower()).strip("-")
-    return base[:63].rstrip("-")
-
-
 def _k8s_command(launch: Launch, step: Step, first: int) -> str:
     """A step's command inside a pod: the device plugin picks its GPUs (no CUDA_VISIBLE_DEVICES);
     the head's address and the worker's rank come from LeaderWorkerSet's environment."""
@@ -111,44 +107,28 @@ def _k8s_command(launch: Launch, step: Step, first: int) -> str:
     return text
 
 
-def _pod(launch: Launch, command: str, gpus: int, resource: str, config: str | None) -> dict:
-    mounts = [{"name": "shm", "mountPath": "/dev/shm"}]
-    volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
-    if config:
-        mounts.append({"name": "options", "mountPath": "/options"})
-        volumes.append({"name": "options", "configMap": {"name": config}})
-        command = f"cp /options/* . && {command}"
-    container = {"name": "server", "image": launch.image, "command": ["/bin/sh", "-c", command],
-                 "env": [{"name": k, "value": v} for k, v in launch.env_all],
-                 "ports": [{"containerPort": 8000}],
-                 "resources": {"limits": {resource: gpus}, "requests": {resource: gpus}},
-                 "volumeMounts": mounts}
-    return {"containers": [container], "volumes": volumes}
-
-
 def k8s_files(launch: Launch, result) -> dict[str, str]:
-    if result.prefill is not None:
-        raise PlanError("--emit k8s writes aggregated deployments; a disaggregated one (its proxy or router "
-                        "addresses each server) is --emit slurm")
     if any(s.wrapper for s in launch.steps):
-        raise PlanError("--emit k8s: a TensorRT-LLM replica over several nodes is an MPI job; use --emit slurm")
-    resource = "amd.com/gpu" if launch.image.startswith("rocm/") or "rocm" in launch.image else "nvidia.com/gpu"
-    config = _name(result, "options") if launch.files else None
+        raise PlanError(MPI_REFUSAL)
+    if result.prefill is not None:
+        return disaggregated_manifests(launch, result)
+    resource = gpu_resource(launch)
+    config = manifest_name(result, "options") if launch.files else None
     docs = []
     if config:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config},
                      "data": dict(launch.files)})
     # a router in front of several servers is the Service's job in Kubernetes
-    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program in ("serve", "ray"))})
+    launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program == "serve")})
     serve = [s for s in launch.steps if s.program == "serve"]
     heads = [s for s in serve if "--headless" not in s.argv and "rank" not in s.what]
     replica_nodes = _replica_nodes(launch)
     span = replica_nodes[0][1]
     gpus = launch.gpus_per_node if span > 1 or heads[0].gpus is None else len(heads[0].gpus)
-    name = _name(result, "server")
+    name = manifest_name(result, "server")
     labels = {"app": name}
     if span == 1:
-        pod = _pod(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config)
+        pod = pod_spec(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config)
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
                      "spec": {"replicas": len(heads), "selector": {"matchLabels": labels},
                               "template": {"metadata": {"labels": labels}, "spec": pod}}})
@@ -161,8 +141,8 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
                      "spec": {"replicas": len(replica_nodes), "leaderWorkerTemplate": {
                          "size": span,
                          "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
-                                            "spec": _pod(launch, lead_cmd, gpus, resource, config)},
-                         "workerTemplate": {"spec": _pod(launch, worker, gpus, resource, config)}}}})
+                                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config)},
+                         "workerTemplate": {"spec": pod_spec(launch, worker, gpus, resource, config)}}}})
         labels = {**labels, "role": "leader"}
     docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                  "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]}})

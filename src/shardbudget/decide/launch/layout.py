@@ -23,8 +23,6 @@ ROUTER_PORT = 8080
 """The port of a router / proxy in front of several servers (on node 0)."""
 DIST_PORT = 5000
 """A multi-node server's rendezvous port on its first node (SGLang --dist-init-addr, vLLM's DP RPC)."""
-RAY_PORT = 6379
-"""Ray's GCS port on the head node (Ray's default)."""
 
 _PLAIN = re.compile(r"[\w@%+=:,./$-]+")
 
@@ -70,7 +68,7 @@ class Launch:
 
     engine: str
     label: str
-    """The engine's name and pinned release ("vLLM 0.11.0")."""
+    """The engine's name and pinned release ("vLLM 0.19.0")."""
     commands: dict
     """program name -> the words that start it."""
     steps: tuple[Step, ...]
@@ -197,5 +195,5 @@ def _scalar(v) -> str:
     return json.dumps(str(v))
 
 
-__all__ = ["DIST_PORT", "Launch", "heredoc", "Placer", "RAY_PORT", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
+__all__ = ["DIST_PORT", "Launch", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
            "shell_word", "to_yaml"]

@@ -1,4 +1,4 @@
-"""SGLang 0.5.4's commands for a deployment option.
+"""SGLang's commands for a deployment option (at its pinned release, 0.5.14).
 
 --tp-size is a replica's whole TP group (over nodes too); under DP attention --dp-size splits its
 attention into DP ranks (--enable-dp-attention), else --dp-size runs independent replicas, which
@@ -11,6 +11,7 @@ plain servers by its --worker-urls.
 
 from __future__ import annotations
 
+from ...engines.presets import load_engine
 from .common import Flags, assemble, draft_name, memory_fraction, spec_note
 from .flags import cli_table
 from .layout import DIST_PORT, ROUTER_PORT, SERVER_PORT, Launch, Placer, Step, node_ip
@@ -32,7 +33,7 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
     if p.kv_dtype:
         f.add("kv_cache_dtype", cli_table(ENGINE, "kv_cache_dtypes")[p.kv_dtype])
     f.add("quantization", cli_table(ENGINE, "quantization_methods").get(p.quantize_to) if p.quantize_to else None)
-    f.add("eager", p.eager)
+    f.add("eager", p.eager).add("eager_prefill", p.eager)  # no graphs in either phase
     if p.speculation is not None:
         k = p.speculation.draft_tokens
         f.raw("--speculative-algorithm", cli_table(ENGINE, "speculative_methods")[p.speculation.method])
@@ -83,13 +84,17 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
     return steps, ends
 
 
+def _version() -> str:
+    return load_engine(ENGINE).version
+
+
 def unsupported(p: Priced) -> str | None:
-    """Why SGLang 0.5.4 cannot run this option (None: it can)."""
+    """Why SGLang (0.5.14) cannot run this option (None: it can)."""
     spec = p.speculation
     if spec is not None and any(s.pp > 1 for s in p.sides):
-        return "SGLang 0.5.4 runs no speculative decoding with pipeline parallelism (check_server_args)"
+        return f"SGLang {_version()} runs no speculative decoding with pipeline parallelism (check_server_args)"
     if spec is not None and spec.method == "draft" and any(s.dp > 1 for s in p.sides):
-        return "SGLang 0.5.4's STANDALONE draft decoding refuses DP attention (_handle_speculative_decoding)"
+        return f"SGLang {_version()}'s STANDALONE draft decoding refuses DP attention (_handle_eagle_family)"
     return None
 
 

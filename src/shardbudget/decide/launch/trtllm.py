@@ -1,4 +1,4 @@
-"""TensorRT-LLM 1.0's commands for a deployment option.
+"""TensorRT-LLM's commands for a deployment option (at its pinned release, 1.3.0rc20).
 
 Every replica is one trtllm-serve (--tp_size is its whole TP group, --ep_size its experts); what has
 no option (attention DP, the KV-cache dtype, CUDA graphs, the all-reduce strategy, speculation, the

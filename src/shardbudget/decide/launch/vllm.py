@@ -1,13 +1,14 @@
-"""vLLM 0.11.0's commands for a deployment option.
+"""vLLM's commands for a deployment option (at its pinned release, 0.19.0).
 
 One vLLM server runs DP x TP x PP GPUs, each DP rank its own engine core and scheduler (so
 --max-num-seqs is per rank). A MoE model's DP ranks are not independent: its expert layers form one
-DP x TP group (docs.vllm.ai/en/v0.11.0/serving/data_parallel_deployment.html). So attention DP is DP
+DP x TP group (docs.vllm.ai/en/v0.19.0/serving/data_parallel_deployment.html). So attention DP is DP
 ranks of TP tp / dp, and a MoE model's replicas are separate servers; a dense model's replicas fold
 into --data-parallel-size. DP ranks over several nodes take the data-parallel flags (the head
 node's address and RPC port; --headless and the first rank elsewhere); a rank larger than a node
-(TP / PP across nodes) runs on a Ray cluster. Disaggregated sides exchange the KV cache through the
-NixlConnector, joined by vLLM's proxy.
+(TP / PP across nodes) is one multiprocessing executor over its nodes (--nnodes, --node-rank and the
+first node's --master-addr; --headless beyond it), which 0.19.0 runs without Ray. Disaggregated
+sides exchange the KV cache through the NixlConnector, joined by vLLM's proxy.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import math
 
 from .common import Flags, assemble, draft_name, memory_fraction, spec_note
 from .flags import cli_table
-from .layout import DIST_PORT, RAY_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
+from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 
 ENGINE = "vllm"
+MASTER_PORT = 29501
+"""The head's torch.distributed port of a multi-node server (ParallelConfig.master_port's default)."""
 
 
 def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
@@ -52,8 +55,8 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
 
 
 def _env(side: Side) -> tuple[tuple[str, str], ...]:
-    # the preset assumes torch symmetric memory for the sizes its rule gives it: pin it (its default
-    # flipped after v0.11.0, vllm PR #26925)
+    # the preset assumes torch symmetric memory for the sizes its rule gives it: pinned on (0.19.0's
+    # default too, vllm/envs.py), so that the line runs what was priced whatever the image sets
     return (("VLLM_ALLREDUCE_USE_SYMM_MEM", "1"),) if side.symm_mem[ENGINE] else ()
 
 
@@ -77,13 +80,12 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
         port = placer.port(first) if multi else None
         what = f"{side.role} server {k + 1} of {servers}" if servers > 1 else f"{side.role} server"
         argv = _server_flags(p, side, dp=dp, port=port)
-        if rank_gpus > gpn:  # TP / PP across nodes: a Ray cluster, the server on its head
-            steps.append(Step(node=first, what="ray head", program="ray", argv=("--head", "--port", str(RAY_PORT)),
-                              background=True))
-            steps += [Step(node=first + n, what="ray worker", program="ray",
-                           argv=("--address", f"{node_ip(first)}:{RAY_PORT}", "--block")) for n in range(1, span)]
-            argv += ["--distributed-executor-backend", "ray"]
-            steps.append(Step(node=first, what=what, program="serve", argv=tuple(argv), env=_env(side)))
+        if rank_gpus > gpn:  # TP / PP across nodes: one multiprocessing executor over the nodes
+            for n in range(span):
+                extra = ["--nnodes", str(span), "--node-rank", str(n), "--master-addr", node_ip(first),
+                         "--master-port", str(MASTER_PORT)] + (["--headless"] if n else [])
+                steps.append(Step(node=first + n, what=what if not n else f"{what}, node rank {n}", program="serve",
+                                  argv=tuple(argv + extra), env=_env(side), background=multi and not n))
         elif span > 1:  # DP ranks over nodes: the data-parallel flags, headless beyond the head
             local = gpn // rank_gpus
             for n in range(span):
@@ -115,7 +117,7 @@ def build(p: Priced) -> Launch:
             "--host", "0.0.0.0", "--port", str(ROUTER_PORT), "--prefiller-hosts", *hosts("prefill"),
             "--prefiller-ports", *ports("prefill"), "--decoder-hosts", *hosts("decode"),
             "--decoder-ports", *ports("decode"))))
-        notes.append("toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at v0.11.0")
+        notes.append("toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at v0.19.0")
     elif multi:
         notes.append(f"put a load balancer in front of the {len(ends['serve'])} servers")
     if p.quantize_to and p.quantize_to not in cli_table(ENGINE, "quantization_methods"):
