@@ -12,6 +12,10 @@ def test_every_arch_has_every_op_kind_with_a_source():
     data = kernels.load_kernels()
     for arch in data["archs"]:
         for op in data["op_kinds"]:
+            if op in data["partial_op_kinds"] and (arch, op) not in data["floors"]:
+                with pytest.raises(UnknownNameError):
+                    kernels.kernel(arch, op)
+                continue
             entry = kernels.kernel(arch, op)
             assert entry.source and entry.basis and entry.floor_s >= 0
 

@@ -218,9 +218,28 @@ class EnginePreset:
     """Role -> flag, e.g. 'tensor_parallel' -> '--tensor-parallel-size' (with its 'source')."""
     kernels: Mapping[str, str]
     """Role -> kernel names (documentation only)."""
+    fused_allreduce_norm_auto: tuple[str, ...] = ()
+    """model_type@arch where the engine turns all-reduce + residual + RMSNorm fusion on by itself
+    (one node, no DP attention): [allreduce] fused_residual_rmsnorm_auto."""
+    fused_moe_routing_auto: tuple[str, ...] = ()
+    """model_type@arch[:quantized] whose MoE the engine runs as one fused routed-experts call
+    (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel)."""
+
+    def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool) -> tuple[bool, bool]:
+        """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
+        generation: the preset's defaults and its model_type@arch rules (the first needs one node
+        without DP attention)."""
+        ar = self.allreduce.fused_residual_rmsnorm or (
+            one_node and self.runs(self.fused_allreduce_norm_auto, model_type, arch, quantized=quantized))
+        return ar, self.runs(self.fused_moe_routing_auto, model_type, arch, quantized=quantized)
+
+    def runs(self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool) -> bool:
+        """Whether one of `rules` (model_type@arch, ':quantized' for quantized GEMMs only) matches."""
+        parts = (rule.partition(":") for rule in rules)
+        return any(target == f"{model_type}@{arch}" and (need != "quantized" or quantized) for target, _, need in parts)
     raw: Mapping[str, Any]
-    fusions: Fusions = Fusions()
     """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
+    fusions: Fusions = Fusions()
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -415,9 +434,19 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         cli=MappingProxyType({k: v for k, v in cli.data.items() if isinstance(v, str)}),
         kernels=MappingProxyType({k: v for k, v in (kernels.data if kernels else {}).items()
                                   if isinstance(v, str)}),
+        fused_allreduce_norm_auto=_rules(ar.data, "fused_residual_rmsnorm_auto", ar.where),
+        fused_moe_routing_auto=_rules(kernels.data if kernels else {}, "fused_moe_routing_auto", "[kernels]"),
         raw=MappingProxyType(dict(raw)),
         fusions=(Fusions(norm_quant=fused.flag("norm_quant"), source=fused.text("source"))
                  if fused is not None else Fusions()))
+
+
+def _rules(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    """A list of model_type@arch rules (empty when absent), each checked for its '@'."""
+    rules = table.get(key, [])
+    if not isinstance(rules, list) or not all(isinstance(r, str) and "@" in r for r in rules):
+        raise CatalogError(f"{where}.{key}: expected a list of 'model_type@arch' strings, got {rules!r}")
+    return tuple(rules)
 
 
 @lru_cache(maxsize=None)

@@ -30,7 +30,7 @@ Sharding follows Megatron-LM / vLLM:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -74,15 +74,16 @@ class Op:
     residual + RMSNorm (TensorRT-LLM by default) run it inside the all-reduce kernel."""
     active_experts: float | np.ndarray = 0.0
     """Grouped MoE GEMMs: the experts that receive tokens (their floor grows with them)."""
+    in_fused_moe: bool = False
+    """Routing, align, expert activation, combine: inside the experts' call where the engine fuses them."""
     shape_nk: tuple[float, float] = (0.0, 0.0)
     """GEMMs: the weight shard's (N, K), for tile quantisation."""
     quantized: bool = True
     """GEMMs: runs in the step's GEMM precision. False: kept in the activation dtype whatever the
     checkpoint (the MoE router: vLLM's gate is a ReplicatedLinear built with quant_config=None)."""
     norm_input: bool = False
-    """Dense GEMMs: the input is written by a norm or an elementwise activation of the same compiled
-    graph (not by attention or a fused-MoE call), so an engine that fuses FP8 activation quantisation
-    into its producer (vLLM's norm + quant and activation + quant fusions) runs no quant kernel."""
+    """Dense GEMMs whose input a norm or activation of the same compiled graph writes (not attention or a
+    fused-MoE call): an engine that fuses FP8 quantisation into that producer runs no quant kernel."""
 
 
 class _Bytes(NamedTuple):
@@ -362,8 +363,9 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     # The gate stays unquantized (bf16 weights and GEMM) in FP8 / FP4 checkpoints as engines run them.
     ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.a + tokens * (h + e) * b.a, "gemm",
               kernel="dense_gemm", shape_nk=(e, h), quantized=False),
-           Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk"),
-           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align")]
+           Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk",
+              in_fused_moe=True),
+           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align", in_fused_moe=True)]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
@@ -375,8 +377,9 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     pairs, hit = pairs * load, np.minimum(hit * spread, e / ep)
     up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
     up = cfg.family.mlp_matrices - 1  # gate and up, or up alone (relu2 experts)
-    act = (_gated_act("expert_act", pairs * width, b, cfg.family.activation) if up == 2 else
-           _elementwise("expert_act", elems=pairs * width, flops_per_elem=2, b=b, kernel="activation"))
+    act = replace(_gated_act("expert_act", pairs * width, b, cfg.family.activation) if up == 2 else
+                  _elementwise("expert_act", elems=pairs * width, flops_per_elem=2, b=b, kernel="activation"),
+                  in_fused_moe=True)
     # the fused-experts call's floor grows with the experts hit; its two grouped GEMMs share it
     ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=up * width, b=b,
                          weight_elems=hit * (h * up * width + up_bias), active_experts=hit / 2),
@@ -384,7 +387,7 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
             _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias),
                          active_experts=hit / 2),
             # scale each expert's output by its gate weight and sum the k of them per token
-            Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise")]
+            Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise", in_fused_moe=True)]
     if cfg.num_shared_experts:
         width = cfg.num_shared_experts * cfg.shared_expert_intermediate_size / tp
         ops += _mlp_ops("shared_expert", cfg, tokens, width, b)

@@ -33,7 +33,7 @@ from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
 from ..model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, load_model, pipeline_calls, step_work
 from .price_comm import CommPricer, merged
-from .price_ops import OpPricer
+from .price_ops import OpPricer, engine_op_pricer
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 
 
@@ -83,9 +83,8 @@ class StepModel:
 
     @cached_property
     def ops(self) -> OpPricer:
-        e = load_engine(self.engine)
-        return OpPricer(system=self.system, precision=self.precision, eff=self.eff, fused_norm_quant=e.fusions.norm_quant,
-                        fused_allreduce_norm=self.plan.tp > 1 and self.impl is None and e.allreduce.fused_residual_rmsnorm)
+        return engine_op_pricer(self.model, self.system, self.plan, precision=self.precision, eff=self.eff,
+                                engine=self.engine, impl=self.impl)
 
     @cached_property
     def comms(self) -> CommPricer:

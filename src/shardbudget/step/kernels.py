@@ -98,7 +98,7 @@ def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
         ops, tiles_raw, launch_raw = raw["ops"], raw["tiles"], raw["launch"]
     except KeyError as err:
         raise CatalogError(f"{where} is missing {err.args[0]!r}") from None
-    floors = _read_floors(ops, archs, op_kinds, where)
+    floors = _read_floors(ops, archs, op_kinds, where, tuple(raw["meta"].get("partial_op_kinds", ())))
     tiles = {arch: _read_tiles(entry, f"{where} [tiles.{arch}]") for arch, entry in tiles_raw.items()}
     launch = {arch: Launch(graph_s=_seconds(e, "graph", f"{where} [launch.{arch}]"),
                            eager_s=_seconds(e, "eager", f"{where} [launch.{arch}]"),
@@ -111,12 +111,15 @@ def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
             raise CatalogError(f"{where}: [{name}] has no entry for {', '.join(absent)}")
     measurements = tuple(MappingProxyType({**m, "time_s": _seconds(m, "time", f"{where} [[measurements]]")})
                          for m in raw.get("measurements", []))
-    return {"archs": archs, "op_kinds": op_kinds, "floors": MappingProxyType(floors),
+    return {"archs": archs, "op_kinds": op_kinds, "partial_op_kinds": tuple(raw["meta"].get("partial_op_kinds", ())),
+            "floors": MappingProxyType(floors),
             "tiles": MappingProxyType(tiles), "launch": MappingProxyType(launch), "measurements": measurements}
 
 
-def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str) -> dict[tuple[str, str], KernelFloor]:
-    """[ops.<kind>.<arch>] tables: one floor per (arch, op kind), none missing."""
+def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str,
+                 partial: tuple = ()) -> dict[tuple[str, str], KernelFloor]:
+    """[ops.<kind>.<arch>] tables: one floor per (arch, op kind), none missing but for the op kinds
+    only some archs run (`partial_op_kinds`)."""
     floors: dict[tuple[str, str], KernelFloor] = {}
     for op_kind, per_arch in ops.items():
         if op_kind not in op_kinds:
@@ -136,7 +139,7 @@ def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str) -> dict[t
                                        if "quantized_compute" in entry else None),
                 estimate=bool(entry.get("estimate", False)), basis=_text(entry, "basis", here),
                 source=_text(entry, "source", here))
-    missing = [f"{a}/{o}" for a in archs for o in op_kinds if (a, o) not in floors]
+    missing = [f"{a}/{o}" for a in archs for o in op_kinds if (a, o) not in floors and o not in partial]
     if missing:
         raise CatalogError(f"{where}: no floor for {', '.join(missing)}")
     return floors
@@ -167,6 +170,8 @@ def kernel(arch: str, op_kind: str) -> KernelFloor:
         raise UnknownNameError("GPU generation", arch, data["archs"])
     if op_kind not in data["op_kinds"]:
         raise UnknownNameError("op kind", op_kind, data["op_kinds"])
+    if (arch, op_kind) not in data["floors"]:
+        raise UnknownNameError(f"op kind on {arch}", op_kind, sorted(o for a, o in data["floors"] if a == arch))
     return data["floors"][(arch, op_kind)]
 
 

@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from ..engines.presets import load_engine
 from ..fabric.hardware import System
 from ..model import Precision, StepWork
 from .kernels import load_kernels, tile_quantization_factor
@@ -41,6 +42,10 @@ class OpPricer:
     fused_norm_quant: bool = False
     """The engine quantises a GEMM's FP8 input inside the norm or activation that writes it
     (`Fusions.norm_quant`): such GEMMs (`Op.norm_input`) run no quant kernel of their own."""
+    fused_moe_routing: bool = False
+    """The engine's MoE kernel routes, runs both grouped GEMMs and sums in one call (TRT-LLM-gen,
+    kernels.toml fused_moe_routed): the routing / align / activation / combine ops cost nothing of
+    their own and the grouped GEMMs are priced as that call."""
 
     @cached_property
     def rates(self) -> tuple[float, float]:
@@ -80,7 +85,8 @@ class OpPricer:
     def _terms(self, op) -> tuple:
         """(roofline, max(roofline, floor), FP8 quantisation floor, launches) of one op."""
         arch = self.system.gpu.arch
-        entry = kernel_entry(arch, op.kernel)
+        fused_call = self.fused_moe_routing and op.kernel == "grouped_moe_gemm"
+        entry = kernel_entry(arch, "fused_moe_routed" if fused_call else op.kernel)
         fp8 = self.precision.uses_fp8_gemms and op.kind == "gemm" and op.quantized
         flops_per_s, bytes_per_s = self._kernel_rates(entry, fp8)
         flops = op.flops
@@ -111,11 +117,11 @@ class OpPricer:
 
     def compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
         """Σ count · op time (`op_s`), each shape summed apart and broadcast once; and the GEMMs'
-        part of it. Residual adds and norms fused into the all-reduce (engines that fuse them) cost
-        nothing of their own."""
+        part of it. Residual adds and norms fused into the all-reduce, and routing ops inside a
+        fused MoE call (engines that fuse them), cost nothing of their own."""
         by_shape: dict[tuple[str, tuple], np.ndarray] = {}
         for count, op in work.ops:
-            if op.after_allreduce and self.fused_allreduce_norm:
+            if (op.after_allreduce and self.fused_allreduce_norm) or (op.in_fused_moe and self.fused_moe_routing):
                 continue
             t = count * self.op_s(op)
             key = (op.kind == "gemm", np.shape(t))
@@ -125,6 +131,19 @@ class OpPricer:
             total = total + part
             gemm = gemm + part if is_gemm else gemm
         return total, gemm
+
+
+def engine_op_pricer(model, system: System, plan, *, precision: Precision, eff: Efficiency, engine: str,
+                     impl: str | None) -> OpPricer:
+    """The op prices of a step, with what the engine fuses on this GPU for this model (its preset's
+    rules): all-reduce + residual + RMSNorm (with a TP all-reduce the engine chooses), the MoE's routing,
+    FP8 input quantisation inside the norm that writes it."""
+    one_node = plan.dp == 1 and plan.gpus <= system.gpus_per_node
+    preset = load_engine(engine)
+    ar, moe = preset.fused_for(model.model_type, system.gpu.arch, one_node=one_node,
+                               quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms)
+    return OpPricer(system=system, precision=precision, eff=eff, fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
+                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant)
 
 
 def _floor_s(entry, op):

@@ -1,0 +1,76 @@
+"""What an engine fuses on a GPU for a model (issue 21): SGLang runs DeepSeek-V3's MoE on Blackwell as
+one TRT-LLM-gen call (routing, both grouped GEMMs, finalize) and fuses all-reduce + residual + RMSNorm
+there; elsewhere the routing ops stay separate kernels."""
+
+import numpy as np
+import pytest
+
+from shardbudget.decide.planner import precision_for
+from shardbudget.engines.presets import load_engine
+from shardbudget.fabric.catalog import load_catalog
+from shardbudget.model import Plan, load_model
+from shardbudget.step.compose import compile_step
+from shardbudget.step.price_ops import kernel_entry
+from shardbudget.step.served import served_curve
+from shardbudget.step.settings import PlanSettings, engine_efficiency
+
+CAT = load_catalog()
+MB = 1e6
+
+
+def _step(model, system, engine, tp=8, ep=1, dtype=None):
+    cfg, sysm = load_model(model), CAT.system(system)
+    prec = precision_for(cfg, sysm, dtype)[0] if dtype else precision_for(cfg, sysm)[0]
+    return compile_step(cfg, sysm, Plan(tp, 1, ep), CAT, engine=engine, precision=prec,
+                        eff=engine_efficiency(engine))
+
+
+def test_fused_moe_call_reproduces_flashinfer_trtllm_gen_calls():
+    # flashinfer PR #5301 (B300, TRTLLM MXFP8, routing + experts + finalize): 1 / 4 / 8 tokens with
+    # 2 / 7 / 10 active local experts of 3 x 7168 x 2048 B = 44 MB -> 38.2 / 79.2 / 99.2 us
+    entry = kernel_entry("blackwell", "fused_moe_routed")
+    bw = 8e12 * entry.memory_efficiency
+    for experts, measured_us in ((2, 38.2), (7, 79.2), (10, 99.2)):
+        priced = 2 * entry.floor_s + experts * 3 * 7168 * 2048 / bw
+        assert priced == pytest.approx(measured_us * 1e-6, rel=0.10)
+    assert kernel_entry("hopper", "fused_moe_routed") is None  # an SM100 kernel only
+
+
+def test_sglang_rules_from_server_args():
+    sglang = load_engine("sglang")
+    assert sglang.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (True, True)
+    assert sglang.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=False) == (True, False)
+    assert sglang.fused_for("deepseek_v3", "blackwell", one_node=False, quantized=True) == (False, True)
+    assert sglang.fused_for("deepseek_v3", "hopper", one_node=True, quantized=True) == (False, False)
+    assert sglang.fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False) == (False, True)
+    assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (False, False)
+    assert load_engine("trtllm").fused_for("llama", "hopper", one_node=True, quantized=False) == (True, False)
+
+
+def test_fused_call_drops_the_routing_kernels_on_b200_only():
+    fused = _step("deepseek-v3", "hgx-b200", "sglang")
+    assert fused.ops.fused_moe_routing and fused.ops.fused_allreduce_norm
+    assert not _step("deepseek-v3", "hgx-b200", "vllm").ops.fused_moe_routing
+    assert not _step("deepseek-v3", "hgx-h200", "sglang").ops.fused_moe_routing
+    work = fused.work(np.asarray(4.0), np.asarray(1100.0))
+    moe_layers = sum(c for c, op in work.ops if op.name == "topk")
+    assert moe_layers == 58
+    unfused = _step("deepseek-v3", "hgx-b200", "vllm")
+    # per MoE layer the fused step saves top-k, align, activation, combine and most of the
+    # per-expert floors: more than 40 us per layer at batch 4 (the vLLM step keeps them)
+    saved = float(unfused.ops.compute_s(work, ())[0] - fused.ops.compute_s(work, ())[0])
+    assert saved / moe_layers > 40e-6
+
+
+@pytest.mark.parametrize("isl,osl,conc,measured_ms,tol", [
+    (1024, 1024, 4, 8.760, 0.12),    # InferenceX run 23552373331, SGLang v0.5.9, B200, FP8 TP8
+    (1024, 8192, 8, 10.323, 0.12),
+    (1024, 1024, 64, 22.529, 0.15),
+])
+def test_sglang_b200_served_tpot_against_inferencex(isl, osl, conc, measured_ms, tol):
+    cfg, sysm = load_model("deepseek-v3"), CAT.system("hgx-b200")
+    common = dict(impl=None, engine="sglang", precision=precision_for(cfg, sysm)[0],
+                  eff=engine_efficiency("sglang"), settings=PlanSettings())
+    tpot = float(served_curve(cfg, sysm, Plan(8), CAT, batch=float(conc), input_len=isl, output_len=osl,
+                              common=common).tpot_s)
+    assert tpot == pytest.approx(measured_ms * 1e-3, rel=tol)
