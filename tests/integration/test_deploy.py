@@ -564,3 +564,32 @@ def test_a_bad_batch_is_one_line(extra, words, capsys):
         argv += ["--gpus", "8"]
     rc, out, err = _run(capsys, *argv)
     assert rc == 2 and words in err and "Traceback" not in err
+
+
+# --- --impl: deploy forces the all-reduce as plan does (issue 24) ---------------------------------
+
+@pytest.mark.parametrize("impl", ["nccl", "custom"])
+def test_impl_prices_what_plan_prices(impl, catalog, capsys):
+    """deploy --impl X at --batch 64 (decode at 4096) prices 1xTP8, 2xTP4 and 4xTP2 at plan --impl X's
+    per-step ITL of the same TP at batch 64 (one computation: rel 1e-12). On HGX H100 vLLM's rule
+    takes its one-/two-shot kernels for a 1 MiB batch-64 all-reduce (64 x 8192 x 2 B), so forcing
+    NCCL must change the TP8 step, and the launch lines then switch the custom kernels off."""
+    from shardbudget.decide.planner import plan
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "none", "--batch", "64", "--impl", impl, "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["impl"] == impl
+    rows = {x.key: x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl,
+                                   catalog=catalog).results[0].rows}
+    by = {(o["replicas"], o["tp"], o["pp"]): o for o in d["options"]}
+    for label, tp in (((1, 8, 1), 8), ((2, 4, 1), 4), ((4, 2, 1), 2)):
+        assert by[label]["itl_s"] == pytest.approx(rows[(tp, 1, 1, 1)].itl_s, rel=1e-12), label
+    default = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=None, workload=Workload(context=4096), batch=64,
+                     catalog=catalog)
+    tp8 = next(o for o in default.options if o.label() == "1xTP8")
+    if impl == "nccl":
+        assert by[(1, 8, 1)]["itl_s"] != pytest.approx(tp8.itl_s, rel=1e-6)
+        assert "--disable-custom-all-reduce" in d["launch"]["vllm"]
+        assert "--disable-custom-all-reduce" not in default.launch["vllm"]
+    rc, _, err = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--impl", "nvls")
+    assert rc == 2 and "unknown implementation 'nvls'" in err and len(err.strip().splitlines()) == 1

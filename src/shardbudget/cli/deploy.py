@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt,
-                   ForceOpt, GpuMemoryOpt, GpusOpt,
+                   ForceOpt, GpuMemoryOpt, GpusOpt, ImplOpt,
                    InputLenOpt, JsonOpt, KvDtypeOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
                    WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
@@ -32,6 +32,7 @@ def deploy(
     context: ContextOpt = None,
     batch: DeployBatchOpt = None,
     engine: EngineOpt = args.DEFAULT_ENGINE,
+    impl: ImplOpt = None,
     dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
     sequence_parallel: SequenceParallelOpt = False,
@@ -66,7 +67,7 @@ def deploy(
     work = _workload(context, input_len, output_len, spec)
     _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     request = dict(budget_s=args.budget(budget), ttft_budget_s=args.ttft_budget(ttft_budget), workload=work,
-                   engine=engine, dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
+                   engine=engine, impl=_impl(impl), dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
                    settings=_settings(gpu_memory_utilization, overlap, sequence_parallel))
     shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force)
     result = (_for_load(model, system, load, request, shown) if load is not None else
@@ -74,6 +75,11 @@ def deploy(
     if result is None or result.best is None:  # a valid request that nothing meets: the closest option, exit 1
         raise typer.Exit(1)
     _emit(result, emit, engine=engine, force=force)
+
+
+def _impl(impl):
+    from ..decide.planner import check_impl
+    return check_impl(impl)
 
 
 def _settings(memory_utilization, overlap, sequence_parallel):

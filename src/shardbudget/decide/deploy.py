@@ -43,7 +43,7 @@ from ..step.memory import fits as memory_fits
 from ..step.memory import memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
-from .planner import Budgets, check_nodes, precision_for, valid_plans
+from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
@@ -164,6 +164,8 @@ class DeployResult:
     """engine -> launch.Launch of the best option (the commands, steps, files); `launch` is their text."""
     batch: int | None = None
     """The decode batch every option runs at (--batch), or None: each at its largest within the budgets."""
+    impl: str | None = None
+    """Every all-reduce forced to this implementation (--impl), or None: the engine's rule."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -173,7 +175,7 @@ class DeployResult:
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch}
+                "batch": self.batch, "impl": self.impl}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -270,11 +272,12 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
            budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
            engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
            disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
-           catalog: Catalog | None = None, batch: int | None = None) -> DeployResult:
+           catalog: Catalog | None = None, batch: int | None = None, impl: str | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
-    the replicas are over the other D (disagg.py)."""
+    the replicas are over the other D (disagg.py). `impl` forces every all-reduce as plan's --impl
+    does (None: the engine's rule)."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
@@ -282,7 +285,8 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
     _check_request(cfg, sysm, engine, workload)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
-    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                  settings=settings)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
@@ -309,11 +313,11 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch,
+                          batch=batch, impl=impl,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
-                                                          settings=settings, catalog=catalog, batch=batch))
+                                                          settings=settings, catalog=catalog, batch=batch, impl=impl))
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
 
 
@@ -340,14 +344,15 @@ def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
 def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
                    workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
                    settings: PlanSettings = PlanSettings(), catalog: Catalog,
-                   batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
+                   batches: Sequence[int | None] = (None,), impl: str | None = None) -> list[list[tuple[Option, ...]]]:
     """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
     (best first) at each ITL budget of `budgets_s`, each split priced once (the report's controls)."""
     _nodes(system, gpus, nodes)
     for b in batches:
         _check_batch(b)
     precision = precision_for(model, system, dtype)[0]
-    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                  settings=settings)
     curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
               for r, p in splits(model, system, gpus)]
     return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
