@@ -39,8 +39,7 @@ from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .launch import build_launches, check_request
-from ..step.memory import fits as memory_fits
-from ..step.memory import memory_need, raised_fraction
+from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
 from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
@@ -115,6 +114,7 @@ class Option:
     gpus_per_replica: int
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
     memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
+    memory: dict | None = field(default=None, compare=False)  # mem_bytes_per_gpu's parts, as plan's rows give them
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -216,6 +216,10 @@ class _Curve:
     """Whether each entry fits as the engine counts memory (memory.fits)."""
     tokens_per_step: float = 1.0
     fraction: np.ndarray | None = None  # memory.raised_fraction per entry
+    need: MemoryNeed | None = None  # what mem_bytes is made of (kv_cache per entry)
+
+    def memory_at(self, i: int) -> dict | None:  # entry i's parts, as plan's rows give them
+        return None if self.need is None else {**self.need.to_dict(), "kv_cache": float(self.need.kv_cache[i]), "total": float(self.mem_bytes[i])}
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
@@ -234,10 +238,10 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                                          spec=work.speculation)
         # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac, need)
     s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
                      common=common, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac, need)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
@@ -263,7 +267,7 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
                   comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
                   memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i])
-                  else float(c.fraction[i]))
+                  else float(c.fraction[i]), memory=c.memory_at(i))
 
 
 # --- the sweep ------------------------------------------------------------------------------
@@ -364,9 +368,8 @@ def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets
     """The best option of the same request without speculation (None also when there is none)."""
     if workload.speculation is None:
         return None
-    plain = dataclasses.replace(workload, speculation=None)
     return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
-                  workload=plain, **request).best
+                  workload=dataclasses.replace(workload, speculation=None), **request).best
 
 
 def _check_batch(batch: int | None) -> None:
@@ -401,7 +404,7 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
     i = int(np.argmax(takes)) if takes.any() else n - 1
     itl = float(c.itl_s[i])
     return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
-                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]),
+                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]), "memory": c.memory_at(i),
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
 

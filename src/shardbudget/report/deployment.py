@@ -75,11 +75,18 @@ def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, cata
                                  batches=(None, *inside), impl=impl)
         except ShardbudgetError:
             return default_deploy(system, engine, budgets, batches)
-        dicts = [[[o.to_dict() for o in opts] for opts in per_batch] for per_batch in per]
+        dicts = [[[_cell(o) for o in opts] for opts in per_batch] for per_batch in per]
         at = dict(zip(inside, dicts[1:]))
         return {"largest": dicts[0], "at": [at.get(b, [[] for _ in budgets]) for b in batches]}
 
     return source
+
+
+def _cell(o) -> dict:
+    """An option as the grid holds it: without its memory parts (the page shows the total alone)."""
+    d = o.to_dict()
+    d.pop("memory", None)
+    return d
 
 
 __all__ = ["deploy_source", "deployments", "section_deploy"]
