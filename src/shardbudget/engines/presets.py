@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
+from ..datacache import cached
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY
 
@@ -408,6 +409,10 @@ def load_engine(name: str) -> EnginePreset:
         raise UnknownNameError("engine", name, ENGINE_NAMES)
     where = f"engines/{name}.toml"
     text = (resources.files("shardbudget.engines") / f"{name}.toml").read_text(encoding="utf-8")
+    return cached(f"engine-{name}", [text], lambda: _read_text(text, where))
+
+
+def _read_text(text: str, where: str) -> EnginePreset:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
