@@ -46,7 +46,7 @@ def text_width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
-console = Console(soft_wrap=True, width=terminal_width())
+console = Console(soft_wrap=True, width=terminal_width(), markup=False, emoji=False)  # cells are plain text: no markup or :emoji: parsing (start-up)
 
 
 @dataclass(frozen=True)
