@@ -187,7 +187,9 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
     assert doc["settings"]["ttft_budget_s"] == 0.001 and doc["plans"][0]["ttft_budget_s"] == 0.001
     assert json.dumps(doc["plans"][0]["results"], sort_keys=True) == json.dumps(
         args.jsonable(expected["results"]), sort_keys=True)
+    assert '<td class="l">TTFT budget</td><td class="l">1 ms</td>' in out.read_text(encoding="utf-8")
     assert cli.main(argv + ["--out", str(tmp_path / "s.html")]) == 0
+    assert "TTFT budget" not in (tmp_path / "s.html").read_text(encoding="utf-8")
     free = json.loads(capsys.readouterr().out)
     assert free["plans"][0]["results"] != doc["plans"][0]["results"]
     assert cli.main(argv + ["--ttft-budget", "7200s", "--out", str(tmp_path / "x.html")]) == 2
