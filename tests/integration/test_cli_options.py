@@ -170,3 +170,27 @@ def test_demo_engine_reaches_its_plans(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(demo.report_html, "collect", spy)
     assert cli.main(["demo", "--engine", "trtllm", "--out", str(tmp_path / "d.html")]) == 0
     assert seen["engine"] == "trtllm" and "engine trtllm" in capsys.readouterr().out
+
+
+def test_report_takes_the_ttft_budget(tmp_path, capsys):
+    """report --ttft-budget (issue 24): the report's plans are plan's under the same TTFT budget
+    (Llama-3.1-8B on HGX H100, batch 1, 4096-token prompts: TTFT tens of ms, so a 1 ms budget fails
+    every row's TTFT and changes the best plan's verdict against the report without it)."""
+    import json
+
+    from shardbudget.decide.planner import plan
+    out = tmp_path / "r.html"
+    argv = ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "--budget-steps", "0", "--json"]
+    assert cli.main(argv + ["--ttft-budget", "1ms", "--out", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    expected = plan("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, ttft_budget_s=0.001).to_dict()
+    assert doc["settings"]["ttft_budget_s"] == 0.001 and doc["plans"][0]["ttft_budget_s"] == 0.001
+    assert json.dumps(doc["plans"][0]["results"], sort_keys=True) == json.dumps(
+        args.jsonable(expected["results"]), sort_keys=True)
+    assert '<td class="l">TTFT budget</td><td class="l">1 ms</td>' in out.read_text(encoding="utf-8")
+    assert cli.main(argv + ["--out", str(tmp_path / "s.html")]) == 0
+    assert "TTFT budget" not in (tmp_path / "s.html").read_text(encoding="utf-8")
+    free = json.loads(capsys.readouterr().out)
+    assert free["plans"][0]["results"] != doc["plans"][0]["results"]
+    assert cli.main(argv + ["--ttft-budget", "7200s", "--out", str(tmp_path / "x.html")]) == 2
+    assert "at most 3600 s" in capsys.readouterr().err

@@ -566,3 +566,60 @@ def test_a_bad_batch_is_one_line(extra, words, capsys):
         argv += ["--gpus", "8"]
     rc, out, err = _run(capsys, *argv)
     assert rc == 2 and words in err and "Traceback" not in err
+
+
+# --- --impl: deploy forces the all-reduce as plan does (issue 24) ---------------------------------
+
+@pytest.mark.parametrize("impl", ["nccl", "custom"])
+def test_impl_prices_what_plan_prices(impl, catalog, capsys):
+    """deploy --impl X at --batch 64 (decode at 4096) prices 1xTP8, 2xTP4 and 4xTP2 at plan --impl X's
+    per-step ITL of the same TP at batch 64 (one computation: rel 1e-12). On HGX H100 vLLM's rule
+    takes its one-/two-shot kernels for a 1 MiB batch-64 all-reduce (64 x 8192 x 2 B), so forcing
+    NCCL must change the TP8 step, and the launch lines then switch the custom kernels off."""
+    from shardbudget.decide.planner import plan
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "none", "--batch", "64", "--impl", impl, "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["impl"] == impl
+    rows = {x.key: x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl,
+                                   catalog=catalog).results[0].rows}
+    by = {(o["replicas"], o["tp"], o["pp"]): o for o in d["options"]}
+    for label, tp in (((1, 8, 1), 8), ((2, 4, 1), 4), ((4, 2, 1), 2)):
+        assert by[label]["itl_s"] == pytest.approx(rows[(tp, 1, 1, 1)].itl_s, rel=1e-12), label
+    default = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=None, workload=Workload(context=4096), batch=64,
+                     catalog=catalog)
+    tp8 = next(o for o in default.options if o.label() == "1xTP8")
+    if impl == "nccl":
+        assert by[(1, 8, 1)]["itl_s"] != pytest.approx(tp8.itl_s, rel=1e-6)
+        assert "--disable-custom-all-reduce" in d["launch"]["vllm"]
+        assert "--disable-custom-all-reduce" not in default.launch["vllm"]
+    rc, _, err = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--impl", "nvls")
+    assert rc == 2 and "unknown implementation 'nvls'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_memory_parts_are_plans(catalog, capsys):
+    """deploy --memory: each option's bytes per GPU with their parts, from the same memory_need that
+    gave its total; at --batch 64, context 4096, 1xTP8's parts are plan's TP8 row at batch 64 (rel
+    1e-12). By hand: 70B bf16 over 8 GPUs is ~17.6 GB of weights per GPU (141.1 GB / 8)."""
+    from shardbudget.decide.planner import plan
+    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, workload=Workload(context=4096), batch=64,
+               catalog=catalog)
+    row = next(x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None,
+                               catalog=catalog).results[0].rows if x.key == (8, 1, 1, 1))
+    tp8 = next(o for o in r.options if o.label() == "1xTP8")
+    assert tp8.memory.keys() == row.memory.keys()
+    for part, value in row.memory.items():
+        assert tp8.memory[part] == pytest.approx(value, rel=1e-12), part
+    assert tp8.memory["weights"] == pytest.approx(141.1e9 / 8, rel=0.01)
+    for o in r.options:
+        assert o.memory["total"] == pytest.approx(o.mem_bytes_per_gpu, rel=1e-12)
+        assert o.memory["total"] == pytest.approx(sum(v for k, v in o.memory.items() if k != "total"), rel=1e-12)
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "50ms", "--batch", "64", "--json")
+    d = json.loads(out)
+    assert rc == 0 and [o["memory"] for o in d["options"]] == [o.memory for o in r.options]
+    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
+                      "--budget", "50ms", "--batch", "64", "--memory")
+    table = out[out.index("memory per GPU, GB"):]
+    line = next(x for x in table.splitlines() if "1xTP8" in x)
+    assert rc == 0 and f"{tp8.memory['weights'] / 1e9:.2f}" in line and f"{tp8.memory['total'] / 1e9:.2f}" in line

@@ -112,6 +112,7 @@ NcclOpt = Annotated[Optional[str], typer.Option(
 NcclSymmetricOpt = Annotated[bool, typer.Option(
     "--nccl-symmetric", help="Buffers registered as NCCL symmetric windows (NCCL 2.27+; vLLM VLLM_USE_NCCL_SYMM_MEM=1, "
                              "SGLang --enable-symm-mem): NCCL runs its symmetric kernels where they exist.")]
+MemoryOpt = Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of (deploy: each option's, at its batch).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging Face id's config.json (that file alone) when it is not in the local Hugging Face cache; needs huggingface_hub.")]
 PlotOpt = Annotated[Optional[Path], typer.Option("--plot", help="Also write this command's figure (PNG or SVG; an existing file needs --force).")]

@@ -10,8 +10,8 @@ import typer
 from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt,
-                   ForceOpt, GpuMemoryOpt, GpusOpt,
-                   InputLenOpt, JsonOpt, KvDtypeOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
+                   ForceOpt, GpuMemoryOpt, GpusOpt, ImplOpt,
+                   InputLenOpt, JsonOpt, KvDtypeOpt, MemoryOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
                    WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
@@ -32,6 +32,7 @@ def deploy(
     context: ContextOpt = None,
     batch: DeployBatchOpt = None,
     engine: EngineOpt = args.DEFAULT_ENGINE,
+    impl: ImplOpt = None,
     dtype: WeightDtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
     sequence_parallel: SequenceParallelOpt = False,
@@ -45,6 +46,7 @@ def deploy(
     plot: PlotOpt = None,
     emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR (an existing DIR needs --force).")] = None,
     force: ForceOpt = False,
+    memory_table: MemoryOpt = False,
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     nccl: NcclOpt = None,
@@ -66,14 +68,19 @@ def deploy(
     work = _workload(context, input_len, output_len, spec)
     _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     request = dict(budget_s=args.budget(budget), ttft_budget_s=args.ttft_budget(ttft_budget), workload=work,
-                   engine=engine, dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
+                   engine=engine, impl=_impl(impl), dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
                    settings=_settings(gpu_memory_utilization, overlap, sequence_parallel))
-    shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force)
+    shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force, memory_table=memory_table)
     result = (_for_load(model, system, load, request, shown) if load is not None else
               _for_gpus(model, system, request, shown, gpus=gpus, nodes=nodes, batch=batch, disaggregate=disaggregate))
     if result is None or result.best is None:  # a valid request that nothing meets: the closest option, exit 1
         raise typer.Exit(1)
     _emit(result, emit, engine=engine, force=force)
+
+
+def _impl(impl):
+    from ..decide.planner import check_impl
+    return check_impl(impl)
 
 
 def _settings(memory_utilization, overlap, sequence_parallel):
@@ -106,13 +113,16 @@ def _workload(context, input_len, output_len, spec):
                     output_len=args.tokens("--output-len", output_len) or 256, context=context, speculation=spec)
 
 
-def _show(result, *, json_out: bool, show_all: bool, plot, force: bool) -> None:
-    """The options table (or JSON) and the Pareto figure on request."""
+def _show(result, *, json_out: bool, show_all: bool, plot, force: bool, memory_table: bool = False) -> None:
+    """The options table (or JSON: every option's memory parts), --memory's table, the Pareto figure on request."""
     if json_out:
         print_json(result.to_dict())
     else:
         from ..report import tables
-        tables.print_deploy(result, rows=None if show_all else tables.DEPLOY_ROWS)
+        rows = None if show_all else tables.DEPLOY_ROWS
+        tables.print_deploy(result, rows=rows)
+        if memory_table:
+            tables.print_deploy_memory(result, rows=rows)
     if plot:
         from ..report import figures
         write_plot(lambda: figures.pareto_figure(result), plot, force=force)

@@ -11,11 +11,10 @@ from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, ImplOpt,
                    InputLenOpt, OutputLenOpt,
-                   JsonOpt, KvDtypeOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt,
+                   JsonOpt, KvDtypeOpt, MemoryOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt,
                    TtftBudgetOpt, WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
-MemoryOpt = Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of.")]
 PpAllOpt = Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")]
 JitterOpt = Annotated[Optional[list[Path]], typer.Option("--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the ITL's p99 beside its mean (repeat).")]
 

@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, ImplOpt, JsonOpt,
-                   ModelOpt, NodesListOpt, OutOpt, SystemsOpt, WeightDtypeOpt)
+                   ModelOpt, NodesListOpt, OutOpt, SystemsOpt, TtftBudgetOpt, WeightDtypeOpt)
 from .common import load_catalogs, model_name, print_json, progress_bar
 
 
@@ -41,6 +41,7 @@ def report(
     batch: BatchOpt = None,
     context: ContextOpt = None,
     budget: BudgetOpt = "30ms",
+    ttft_budget: TtftBudgetOpt = None,
     engine: EngineOpt = args.DEFAULT_ENGINE,
     impl: ImplOpt = None,
     dtype: WeightDtypeOpt = None,
@@ -62,11 +63,11 @@ def report(
     load_engine(engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)  # before the sweep, not after it
     model = model_name(model, download)
-    budget_s = args.budget(budget)
+    budget_s, ttft_budget_s = args.budget(budget), args.ttft_budget(ttft_budget)
     systems, default_nodes = _systems(system, nodes)
     with progress_bar() as progress:
         data = report_html.collect(model, systems, nodes=default_nodes, batches=batch or [1, 64],
-                                   context=context or 4096, budget_s=budget_s, impl=impl, dtype=dtype, engine=engine,
+                                   context=context or 4096, budget_s=budget_s, ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, engine=engine,
                                    measured=measured or (), measured_system=measured_system,
                                    catalog=load_catalogs(catalog), progress=progress, budget_steps=budget_steps)
         text = report_html.render(data, progress)

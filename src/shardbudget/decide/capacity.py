@@ -37,7 +37,7 @@ from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from ..units import format_seconds
 from . import deploy as deploying
 from .deploy import DeployResult, Option, Workload, deploy
-from .planner import Budgets, precision_for, valid_plans
+from .planner import Budgets, check_impl, precision_for, valid_plans
 from .whatif import fabric_cases
 
 MAX_REPLICA_NODES = 8
@@ -176,22 +176,25 @@ def better_fabric(system: System, catalog: Catalog) -> tuple[str, System] | None
 def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, *, budget_s: float | None = 0.030,
                     ttft_budget_s: float | None = None, workload: Workload = Workload(),
                     engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
-                    settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None) -> LoadAnswer:
-    """The fewest GPUs of `system` that serve `load` within the budgets (module doc)."""
+                    settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
+                    impl: str | None = None) -> LoadAnswer:
+    """The fewest GPUs of `system` that serve `load` within the budgets (module doc); `impl` forces
+    every all-reduce as deploy's does."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
     deploying._check_request(cfg, sysm, engine, workload)
     precision = precision_for(cfg, sysm, dtype, kv_dtype)[0]
-    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                  settings=settings)
     search = dict(budgets=budgets, work=workload, common=common, settings=settings)
     caps = capacities(cfg, sysm, catalog, load, **search)
     best = fewest(caps)
     if best is None:
         return _none_serves(cfg, sysm, load, caps, budgets)
     result = deploy(cfg, sysm, gpus=best.gpus, budget_s=budget_s, ttft_budget_s=ttft_budget_s, workload=workload,
-                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog)
+                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl)
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
     batch, itl, ttft = _batch_for(cfg, sysm, catalog, o, load, **search)

@@ -39,11 +39,10 @@ from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .launch import build_launches, check_request
-from ..step.memory import fits as memory_fits
-from ..step.memory import memory_need, raised_fraction
+from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
-from .planner import Budgets, check_nodes, precision_for, valid_plans
+from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
@@ -115,6 +114,7 @@ class Option:
     gpus_per_replica: int
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
     memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
+    memory: dict | None = field(default=None, compare=False)  # mem_bytes_per_gpu's parts, as plan's rows give them
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -164,6 +164,8 @@ class DeployResult:
     """engine -> launch.Launch of the best option (the commands, steps, files); `launch` is their text."""
     batch: int | None = None
     """The decode batch every option runs at (--batch), or None: each at its largest within the budgets."""
+    impl: str | None = None
+    """Every all-reduce forced to this implementation (--impl), or None: the engine's rule."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -173,7 +175,7 @@ class DeployResult:
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch}
+                "batch": self.batch, "impl": self.impl}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -214,6 +216,10 @@ class _Curve:
     """Whether each entry fits as the engine counts memory (memory.fits)."""
     tokens_per_step: float = 1.0
     fraction: np.ndarray | None = None  # memory.raised_fraction per entry
+    need: MemoryNeed | None = None  # what mem_bytes is made of (kv_cache per entry)
+
+    def memory_at(self, i: int) -> dict | None:  # entry i's parts, as plan's rows give them
+        return None if self.need is None else {**self.need.to_dict(), "kv_cache": float(self.need.kv_cache[i]), "total": float(self.mem_bytes[i])}
 
 
 def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
@@ -232,10 +238,10 @@ def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work:
                                          spec=work.speculation)
         # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac)
+        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac, need)
     s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
                      common=common, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac)
+    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac, need)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
@@ -261,7 +267,7 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
                   comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
                   memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i])
-                  else float(c.fraction[i]))
+                  else float(c.fraction[i]), memory=c.memory_at(i))
 
 
 # --- the sweep ------------------------------------------------------------------------------
@@ -270,11 +276,12 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
            budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
            engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
            disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
-           catalog: Catalog | None = None, batch: int | None = None) -> DeployResult:
+           catalog: Catalog | None = None, batch: int | None = None, impl: str | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
-    the replicas are over the other D (disagg.py)."""
+    the replicas are over the other D (disagg.py). `impl` forces every all-reduce as plan's --impl
+    does (None: the engine's rule)."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
@@ -282,7 +289,8 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
     _check_request(cfg, sysm, engine, workload)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
-    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                  settings=settings)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
@@ -309,11 +317,11 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch,
+                          batch=batch, impl=impl,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
-                                                          settings=settings, catalog=catalog, batch=batch))
+                                                          settings=settings, catalog=catalog, batch=batch, impl=impl))
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
 
 
@@ -340,14 +348,15 @@ def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
 def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
                    workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
                    settings: PlanSettings = PlanSettings(), catalog: Catalog,
-                   batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
+                   batches: Sequence[int | None] = (None,), impl: str | None = None) -> list[list[tuple[Option, ...]]]:
     """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
     (best first) at each ITL budget of `budgets_s`, each split priced once (the report's controls)."""
     _nodes(system, gpus, nodes)
     for b in batches:
         _check_batch(b)
     precision = precision_for(model, system, dtype)[0]
-    common = dict(impl=None, engine=engine, precision=precision, eff=engine_efficiency(engine), settings=settings)
+    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                  settings=settings)
     curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
               for r, p in splits(model, system, gpus)]
     return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
@@ -359,9 +368,8 @@ def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets
     """The best option of the same request without speculation (None also when there is none)."""
     if workload.speculation is None:
         return None
-    plain = dataclasses.replace(workload, speculation=None)
     return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
-                  workload=plain, **request).best
+                  workload=dataclasses.replace(workload, speculation=None), **request).best
 
 
 def _check_batch(batch: int | None) -> None:
@@ -396,7 +404,7 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
     i = int(np.argmax(takes)) if takes.any() else n - 1
     itl = float(c.itl_s[i])
     return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
-                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]),
+                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]), "memory": c.memory_at(i),
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
 

@@ -6,7 +6,8 @@ selection rules, and
 """
 
 from .allreduce import allreduce_ranges
-from .presets import ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, default_memory_fraction, load_engine
+from .memory_default import default_memory_fraction
+from .presets import ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, load_engine
 from .rules import allreduce_choice
 
 __all__ = ["ALLREDUCE_KINDS", "ENGINE_NAMES", "EnginePreset", "allreduce_choice", "allreduce_ranges",

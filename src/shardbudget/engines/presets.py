@@ -35,6 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
+from ..datacache import cached
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY
 
@@ -456,43 +457,12 @@ def load_engine(name: str) -> EnginePreset:
         raise UnknownNameError("engine", name, ENGINE_NAMES)
     where = f"engines/{name}.toml"
     text = (resources.files("shardbudget.engines") / f"{name}.toml").read_text(encoding="utf-8")
+    return cached(f"engine-{name}", [text], lambda: _read_text(text, where))
+
+
+def _read_text(text: str, where: str) -> EnginePreset:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{where}: not valid TOML ({err})") from None
     return read_engine(raw, where)
-
-
-# --- memory defaults ------------------------------------------------------------------------
-
-def default_memory_fraction(preset: EnginePreset, gpu_memory_bytes: float, *, tp: int = 1, pp: int = 1) -> float:
-    """The engine's default memory fraction for a GPU of `gpu_memory_bytes` (as nvidia-smi reports).
-
-    vLLM / TensorRT-LLM: the file's constant (0.9). SGLang: mem_fraction_static computed as
-    server_args.py does, (gpu_mem - reserved) / gpu_mem, rounded to 3 decimals, with reserved from
-    chunked prefill size, CUDA-graph batch limit and TP x PP (without DP attention).
-    """
-    rules = preset.memory.rules
-    if not preset.memory.computed_default:
-        return preset.memory.fraction
-    where = f"engines/{preset.name}.toml [memory]"
-    t = _Table(dict(rules), where)
-    mib = 2.0 ** 20
-    gpu_mib = gpu_memory_bytes / mib
-    chunked = _by_memory(rules["chunked_prefill_by_memory"], gpu_memory_bytes, "tokens", where)
-    graphs = _Table(dict(preset.raw["cuda_graphs"]), f"engines/{preset.name}.toml [cuda_graphs]")
-    bs = _by_memory(graphs.get("max_batch_by_memory")["rows"], gpu_memory_bytes,
-                    "tp_lt_4" if tp < 4 else "tp_ge_4", graphs.where)
-    reserved = (t.size("reserved_base") + t.size("reserved_per_chunked_prefill_token") * max(chunked, 2048)
-                + t.size("reserved_per_cuda_graph_bs") * bs + t.size("reserved_per_tp_pp_over_8") * tp * pp / 8)
-    if gpu_memory_bytes > t.size("reserved_min_large_gpu_above"):
-        reserved = max(reserved, t.size("reserved_min_large_gpu"))
-    return round((gpu_mib - reserved / mib) / gpu_mib, 3)
-
-
-def _by_memory(rows: list[dict[str, Any]], gpu_memory_bytes: float, key: str, where: str) -> int:
-    for row in rows:
-        r = _Table(row, where)
-        if gpu_memory_bytes < r.size("below"):
-            return r.count(key)
-    raise CatalogError(f"{where}: no row covers {units.format_bytes(gpu_memory_bytes)} of GPU memory")

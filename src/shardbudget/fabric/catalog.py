@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import units
+from ..datacache import cached
 from ..errors import CatalogError
 from . import nccl_constants
 from .hardware import (ARCHS, CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
@@ -412,7 +413,14 @@ def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
 
 @lru_cache(maxsize=16)
 def _load_cached(extra: tuple[str, ...]) -> Catalog:
-    docs = [(where, _read_toml(where, text)) for where, text in _builtin_texts()]
+    builtin = _builtin_texts()
+    if not extra:  # the built-in catalog alone: built once per content (datacache)
+        return cached("catalog", (text for _, text in builtin), lambda: _build(builtin, ()))
+    return _build(builtin, extra)
+
+
+def _build(builtin: list[tuple[str, str]], extra: tuple[str, ...]) -> Catalog:
+    docs = [(where, _read_toml(where, text)) for where, text in builtin]
     docs += [(p, _read_toml(p)) for p in extra]
     merged = _merge(docs)
     nccl = nccl_constants.read_nccl(merged["nccl"])

@@ -18,14 +18,15 @@ from .tables import deploy_cells
 
 
 def deployments(cfg, specs: Sequence, *, budget_s: float | None, context: int, engine: str, catalog,
-                dtype: str | None = None) -> list:
+                dtype: str | None = None, impl: str | None = None) -> list:
     """One DeployResult per system (all its nodes' GPUs), or the one-line reason there is none."""
     out = []
     for s in specs:
         gpus = s.nodes * catalog.system(s.name).gpus_per_node
         try:
             out.append(deploy(cfg, s.name, gpus=gpus, nodes=s.nodes, budget_s=budget_s,
-                              workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog))
+                              workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog,
+                              impl=impl))
         except ShardbudgetError as err:
             out.append(str(err))
     return out
@@ -58,7 +59,7 @@ def section_deploy(data) -> str:
     return "\n".join(out)
 
 
-def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, catalog):
+def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, catalog, impl: str | None = None):
     """The interactive grid's deployment hook: each system's `deploy` options (decode at the report's
     context, every GPU of its nodes) under the selected engine, at every budget of the slider, each
     at its largest batch within it and (`deploy --batch`) at each of the report's batches."""
@@ -71,14 +72,21 @@ def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, cata
         try:
             per = budget_options(cfg, sysm, gpus=spec.nodes * sysm.gpus_per_node, nodes=spec.nodes, budgets_s=budgets,
                                  workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog,
-                                 batches=(None, *inside))
+                                 batches=(None, *inside), impl=impl)
         except ShardbudgetError:
             return default_deploy(system, engine, budgets, batches)
-        dicts = [[[o.to_dict() for o in opts] for opts in per_batch] for per_batch in per]
+        dicts = [[[_cell(o) for o in opts] for opts in per_batch] for per_batch in per]
         at = dict(zip(inside, dicts[1:]))
         return {"largest": dicts[0], "at": [at.get(b, [[] for _ in budgets]) for b in batches]}
 
     return source
+
+
+def _cell(o) -> dict:
+    """An option as the grid holds it: without its memory parts (the page shows the total alone)."""
+    d = o.to_dict()
+    d.pop("memory", None)
+    return d
 
 
 __all__ = ["deploy_source", "deployments", "section_deploy"]

@@ -128,7 +128,8 @@ class _Steps:
 
 
 def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
-            context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
+            context: int = 4096, budget_s: float | None = 0.05, ttft_budget_s: float | None = None,
+            impl: str | None = None, dtype: str | None = None,
             engine: str = DEFAULT_ENGINE, measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
             catalog=None, progress: Progress | None = None,
             budget_steps: int = DEFAULT_BUDGET_STEPS) -> ReportData:
@@ -150,22 +151,22 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     catalog.system(measured_system)
     # Read the measurement files first: a typo'd path should not cost a whole sweep.
     sets = [(str(p), read_log(p)) for p in measured]
-
     step = _Steps(progress, 2 * len(specs) + 3 + len(sets) + bool(budget_steps))
     plans = []
     for s in specs:
         step(f"planning {cfg.name} on {s.label}")
         plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
-                          impl=impl, engine=engine, dtype=dtype, catalog=catalog))
+                          ttft_budget_s=ttft_budget_s, impl=impl, engine=engine, dtype=dtype, catalog=catalog))
     step("spending each system's GPUs")
-    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=engine, dtype=dtype, catalog=catalog)
+    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=engine, dtype=dtype, catalog=catalog,
+                        impl=impl)
     grid = None
     if budget_steps:  # before the sweeps and figures: a grid too large to embed fails here
         step("judging every budget step")
         grid = _grid(cfg, specs, plans, engine=engine, budget_s=budget_s, steps=budget_steps, catalog=catalog,
-                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, impl=impl, engine=engine,
-                                      dtype=dtype, catalog=catalog),
-                     deploy=deploy_source(cfg, specs, context=context, dtype=dtype, catalog=catalog))
+                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, ttft_budget_s=ttft_budget_s,
+                                      impl=impl, engine=engine, dtype=dtype, catalog=catalog),
+                     deploy=deploy_source(cfg, specs, context=context, dtype=dtype, catalog=catalog, impl=impl))
     fabric = []
     for s in specs:
         step(f"pricing {FABRIC_OP} on {s.label}")
@@ -181,7 +182,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
     progress("done", step.total, step.total)
 
     settings = {"model": model, "systems": [s.label for s in specs], "batches": batches, "context": context,
-                "budget_s": budget_s, "impl": impl, "engine": engine, "dtype": dtype, "op": FABRIC_OP}
+                "budget_s": budget_s, "ttft_budget_s": ttft_budget_s, "impl": impl, "engine": engine, "dtype": dtype, "op": FABRIC_OP}
     return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
                       answers=answers, answers_error=answers_error, measured=entries, settings=settings,
                       catalog=catalog, colors=system_colors([s.label for s in specs]),

@@ -214,6 +214,7 @@ def section_assumptions(data: ReportData) -> str:
             ["KV-cache dtype", a.get("kv_dtype", "")], ["activations dtype", a.get("act_dtype", "")],
             ["context (tokens in the KV cache)", st["context"]],
             ["ITL budget", fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"],
+            *([["TTFT budget", fmt_seconds(st["ttft_budget_s"])]] if st.get("ttft_budget_s") else []),
             ["engine and all-reduce", engine_words(data) + (" (custom kernels fall back to NCCL where the hardware "
                                                            "cannot run them)" if st.get("impl") == "custom" else "")],
             ["fabric sweep", f"{FABRIC_OP}, {fmt_bytes(SWEEP_MIN_BYTES)} to {fmt_bytes(SWEEP_MAX_BYTES)}, all GPUs "

@@ -46,7 +46,7 @@ def text_width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
-console = Console(soft_wrap=True, width=terminal_width())
+console = Console(soft_wrap=True, width=terminal_width(), markup=False, emoji=False)  # cells are plain text: no markup or :emoji: parsing (start-up)
 
 
 @dataclass(frozen=True)
@@ -282,16 +282,36 @@ def print_plan(result) -> None:
         print()
 
 
+_MEMORY_PARTS = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
+_MEMORY_SHORT = {"weights": "wts", "kv_cache": "KV", "activations": "act", "cuda_graphs": "graphs",
+                 "comm_buffers": "comm", "cuda_context": "ctx", "total": "total"}
+
+
+def _memory_cols(first: str, extra: tuple[str, ...] = ()) -> list[Col]:
+    return ([Col(first, justify="left"), *(Col(e) for e in extra)]
+            + [Col(p.replace("_", " "), _MEMORY_SHORT[p]) for p in _MEMORY_PARTS] + [Col("fits")])
+
+
+def _memory_cells(memory: dict | None) -> list[str]:
+    return [f"{(memory or {}).get(p, 0.0) / 1e9:.2f}" for p in _MEMORY_PARTS]
+
+
 def print_memory(result) -> None:
     """Per batch and plan: what the engine allocates on the most loaded GPU, GB."""
-    parts = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
-    short = {"weights": "wts", "kv_cache": "KV", "activations": "act", "cuda_graphs": "graphs",
-             "comm_buffers": "comm", "cuda_context": "ctx", "total": "total"}
     for br in result.results:
-        cols = [Col("plan", justify="left")] + [Col(p.replace("_", " "), short[p]) for p in parts] + [Col("fits")]
-        rows = [[r.label(), *(f"{(r.memory or {}).get(p, 0.0) / 1e9:.2f}" for p in parts), "yes" if r.fits_memory else "no"]
-                for r in br.rows]
-        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})", cols, rows)
+        rows = [[r.label(), *_memory_cells(r.memory), "yes" if r.fits_memory else "no"] for r in br.rows]
+        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})",
+                    _memory_cols("plan"), rows)
+
+
+def print_deploy_memory(result, *, rows: int | None = None) -> None:
+    """deploy --memory: per option, at the batch it runs (its largest within the budgets, or --batch;
+    batch 1 where none fits), what the engine allocates on the most loaded GPU, GB."""
+    shown = result.options if rows is None else result.options[:rows]
+    cells = [[o.label(), str(o.max_batch or o.pp * (result.batch or 1)), *_memory_cells(o.memory),
+              "no" if o.binding == "memory" and not o.max_batch else "yes"] for o in shown]
+    print_table(f"memory per GPU, GB (per option at its batch; engine {result.engine})",
+                _memory_cols("option", ("batch",)), cells)
 
 
 DEPLOY_ROWS = 20

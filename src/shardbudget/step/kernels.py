@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
+from ..datacache import cached
 from ..errors import CatalogError, UnknownNameError
 
 WHERE = "catalog/kernels.toml"
@@ -157,6 +158,10 @@ def _read_tiles(entry: dict, here: str) -> Tiles:
 def load_kernels() -> dict[str, Any]:
     """The built-in kernel catalog (read once)."""
     text = (resources.files("shardbudget") / "catalog" / "kernels.toml").read_text(encoding="utf-8")
+    return cached("kernels", [text], lambda: _read_text(text))
+
+
+def _read_text(text: str) -> dict[str, Any]:
     try:
         return read_kernels(tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..dtypes import dtype_bytes
-from ..engines.presets import default_memory_fraction, load_engine
+from ..engines.memory_default import default_memory_fraction
+from ..engines.presets import load_engine
 from ..fabric.hardware import GPU
 from ..model import ModelConfig, Plan, Precision, kv_cache_bytes_per_gpu, weight_bytes_per_gpu
 

@@ -55,9 +55,11 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
     sides = []
     if pre is not None:
         sides.append(make_side("prefill", replicas=pre["replicas"], tp=pre["tp"], pp=pre["pp"], ep=pre["ep"],
-                               dp=pre["dp"], max_batch=None, system=system, catalog=catalog))
+                               dp=pre["dp"], max_batch=None, system=system, catalog=catalog,
+                               impl=getattr(result, "impl", None)))
     sides.append(make_side("decode" if pre is not None else "serve", replicas=o.replicas, tp=o.tp, pp=o.pp, ep=o.ep,
-                           dp=o.dp, max_batch=o.max_batch, system=system, catalog=catalog))
+                           dp=o.dp, max_batch=o.max_batch, system=system, catalog=catalog,
+                           impl=getattr(result, "impl", None)))
     precision = result.precision
     kv = precision.kv if precision is not None and precision.kv not in (None, precision.activations) else None
     return Priced(model_id=hf_id(cfg), cfg=cfg, system=system, engine=result.engine, sides=tuple(sides),

@@ -91,11 +91,15 @@ def _allreduce_kinds(engine: str, system: System, side_plan: Plan, catalog: Cata
 
 
 def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, max_batch: int | None,
-              system: System, catalog: Catalog) -> Side:
+              system: System, catalog: Catalog, impl: str | None = None) -> Side:
+    """One side's layout and all-reduce kernels; with `impl` 'nccl' (deploy --impl nccl) every TP
+    all-reduce was priced as NCCL, so the engines' own kernels are switched off."""
     plan = Plan(tp, pp, ep, dp)
     custom, symm = {}, {}
     for engine in ENGINE_LABELS:
         kinds = _allreduce_kinds(engine, system, plan, catalog)
+        if impl == "nccl" and kinds != {"none"}:
+            kinds = {"nccl"}
         custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
         symm[engine] = any(k.startswith("symm-mem") for k in kinds)
     return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
