@@ -404,6 +404,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
         by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         two_by_arch: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+        one_by_arch: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -417,10 +418,12 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
                 base_latency = c.latency_s - (k.two_shot_extra_for(s.gpu.arch) if c.algorithm == "two-shot" else 0.0)
-                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus)
+                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus, s.gpu.arch)
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
                 by_gpus[(c.algorithm, x.gpus)].append(point)
+                if c.algorithm == "one-shot" and _rule_kind(engine, group, x.size_bytes) == "one-shot":
+                    one_by_arch[(s.gpu.arch, x.gpus)].append(point)
                 if c.algorithm == "two-shot":
                     two_by_arch[s.gpu.arch].append((x.gpus, *point))
         slopes = []
@@ -446,6 +449,8 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     if slope > 0:
                         table[str(g)] = min(1.0, 1 / slope)
             fit[key] = MappingProxyType(table)
+            if algo == "one-shot":
+                fit["one_shot_efficiency_by_arch"] = _one_shot_by_arch(one_by_arch)
             if algo == "two-shot":
                 # the second barrier per GPU generation: its rows' time beyond the pooled
                 # efficiency's transfer, median (one constant for all priced H100 TP4 at 17.7 us
@@ -456,6 +461,28 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     for a, pts in two_by_arch.items() if len(pts) >= 3})
         out[engine] = fit
     return out
+
+
+def _rule_kind(engine: str, group, msg_bytes: float) -> str:
+    """What the engine's whole rule (engines/*.toml, by release) runs at this size: a row the kernel
+    limits of custom_allreduce.toml call one-shot may be the symmetric-memory path in the release
+    measured (vLLM 0.19 on 2 B200s: one-shot below 2 MiB only). Token rules read at hidden 8192."""
+    from shardbudget.engines.allreduce import allreduce_ranges_for
+    r = allreduce_ranges_for(engine, group, 16384.0)
+    return (r.kinds + r.at_edge)[int(r.kind_index(np.array([msg_bytes]))[0])]
+
+
+def _one_shot_by_arch(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> MappingProxyType:
+    """One-shot's share of the ring busbw per GPU generation and count: the slope through the origin
+    of (transfer at efficiency 1, time beyond the latency) over that generation's rows (two or more
+    sizes): each generation's kernel reads its peers over its own NVLink at its own rate."""
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (arch, g), pts in points.items():
+        if len({x for x, _ in pts}) >= 2:
+            slope = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
+            if slope > 0:
+                out[arch][str(g)] = min(1.0, 1 / slope)
+    return MappingProxyType({a: MappingProxyType(t) for a, t in sorted(out.items())})
 
 
 def _hops(s: System, g: int):
@@ -521,6 +548,7 @@ def neutral(catalog: Catalog) -> Catalog:
     ones = MappingProxyType({"default": 1.0})
     engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
                           two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
+                          one_shot_efficiency_by_arch=MappingProxyType({}),
                           two_shot_efficiency=ones)
                for n, e in catalog.engines.items()}
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
@@ -569,6 +597,8 @@ def describe(cal: Calibration) -> list[str]:
         lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
                      f"one_shot_efficiency {_table(fit.get('one_shot_efficiency'))} "
                      f"two_shot_efficiency {_table(fit.get('two_shot_efficiency'))} "
+                     "one_shot_efficiency_by_arch { " + ", ".join(
+                         f"{a} = {_table(t)}" for a, t in fit.get("one_shot_efficiency_by_arch", {}).items()) + " } "
                      "two_shot_extra_us { " + ", ".join(f"{a} = {v / US:.2f}" for a, v in
                                                          sorted(fit.get("two_shot_extra_s", {}).items())) + " }")
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
