@@ -23,7 +23,8 @@ benchmarks/loso.py can refit them without one system and predict that system wit
 A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
 generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
-CPU's host path to no limit and its socket stream to its socket link; a fabric to its catalog
+CPU's host path to no limit and its socket stream to its socket link; a host-staged (SHM) fabric to
+what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
 estimate.
 """
 
@@ -116,6 +117,7 @@ class Calibration:
     fabric_achievable: dict[str, float] = field(default_factory=dict)
     cpu_host: dict[str, float] = field(default_factory=dict)
     cpu_stream: dict[str, float] = field(default_factory=dict)
+    shm_hop: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -365,6 +367,23 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None =
     return med(fab), med(host), med(stream)
 
 
+def fit_shm_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
+    """Per system, the bus bandwidth of its host-staged (SHM) rings inside one socket at >= 64 MiB,
+    median: what one SHM hop carries on that box, whichever of its links binds (RTX 4090 3.7 GB/s,
+    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes the others' (held_out)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for x in _single(xs):
+        s = catalog.system(x.system)
+        if s.topology != "pcie" or x.size_bytes < 64 * 2**20 or x.gpus < 2:
+            continue
+        hops = _hops(s, x.gpus)
+        if any(h.transport != "shm" or any(link.startswith("sock") for link, _ in h.uses) for h in hops):
+            continue
+        group, c = _chosen(catalog, x)
+        out[x.system].append(x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus))
+    return {k: float(statistics.median(v)) for k, v in out.items()}
+
+
 def fit_shm_ll(xs: Sequence[Sample], catalog: Catalog) -> float | None:
     """LL's share of an SHM ring's Simple bandwidth: LL rows whose bandwidth term is at least twice
     their latency, median of measured LL busbw over the ring's busbw."""
@@ -501,6 +520,7 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
     for _ in range(rounds):
         fab, host, stream = fit_pcie(xs, cat, structure)
         cal.fabric_achievable, cal.cpu_host, cal.cpu_stream = fab, host, stream
+        cal.shm_hop = fit_shm_hop(xs, cat)
         cat = apply(base, cal)
         cal.ring_efficiency = fit_ring_efficiency(xs, cat) or cal.ring_efficiency
         cat = apply(base, cal)
@@ -564,8 +584,16 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
     generation's floors, when neither its sweeps nor its generation's published tables are left,
     become the other generations' mean."""
-    arch = base.system(system).gpu.arch
-    if arch not in cal.arch and base.system(system).topology != "mesh":
+    s = base.system(system)
+    shm = s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
+    others = [v for k, v in cal.shm_hop.items() if k != system]
+    if shm is not None and shm.name not in cal.fabric_achievable and others:
+        # an SHM hop is NCCL's one transport through host memory (shm.cc) on a PCIe Gen4/5 host:
+        # what the other boxes' SHM rings carry, not the 1/5-of-the-link estimate
+        cal.fabric_achievable[shm.name] = float(statistics.median(others))
+        cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
+    arch = s.gpu.arch
+    if arch not in cal.arch and s.topology != "mesh":
         pooled = pooled_floor(cal.arch)
         if pooled is not None:
             cal.arch[arch] = pooled
