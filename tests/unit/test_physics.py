@@ -10,7 +10,9 @@ engines' one-shot -> two-shot switch prices two-shot as a constant, symmetric me
 without its copies, NCCL's `auto` picks lines by its own estimate, so the real time saws). Those
 properties are `xfail(strict=True)` with the counter-example in the reason and pinned as an
 `@example`, so that they fail deterministically today and flip (XPASS fails the run) when issue 20
-lands. The parts that hold today are tested as they stand: the step without its communication does
+lands. A fall the measurements show too is no defect: MEASURED_ENGINE_STEPS lists the engine edges
+where the measured curve falls (vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s and B300s),
+each checked against measured_comm.csv. The parts that hold today are tested as they stand: the step without its communication does
 not fall with batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder
 (NVSwitch, PCIe with P2P, PCIe without) orders every plan.
 """
