@@ -23,7 +23,8 @@ benchmarks/loso.py can refit them without one system and predict that system wit
 A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
 generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
-CPU's host path to no limit and its socket stream to its socket link; a fabric to its catalog
+CPU's host path to no limit and its socket stream to its socket link; a host-staged (SHM) fabric to
+what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
 estimate.
 """
 
@@ -116,6 +117,7 @@ class Calibration:
     fabric_achievable: dict[str, float] = field(default_factory=dict)
     cpu_host: dict[str, float] = field(default_factory=dict)
     cpu_stream: dict[str, float] = field(default_factory=dict)
+    shm_hop: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -365,6 +367,23 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None =
     return med(fab), med(host), med(stream)
 
 
+def fit_shm_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
+    """Per system, the bus bandwidth of its host-staged (SHM) rings inside one socket at >= 64 MiB,
+    median: what one SHM hop carries on that box, whichever of its links binds (RTX 4090 3.7 GB/s,
+    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes the others' (held_out)."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for x in _single(xs):
+        s = catalog.system(x.system)
+        if s.topology != "pcie" or x.size_bytes < 64 * 2**20 or x.gpus < 2:
+            continue
+        hops = _hops(s, x.gpus)
+        if any(h.transport != "shm" or any(link.startswith("sock") for link, _ in h.uses) for h in hops):
+            continue
+        group, c = _chosen(catalog, x)
+        out[x.system].append(x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus))
+    return {k: float(statistics.median(v)) for k, v in out.items()}
+
+
 def fit_shm_ll(xs: Sequence[Sample], catalog: Catalog) -> float | None:
     """LL's share of an SHM ring's Simple bandwidth: LL rows whose bandwidth term is at least twice
     their latency, median of measured LL busbw over the ring's busbw."""
@@ -404,6 +423,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         shots: dict[str, list[tuple[float, float]]] = defaultdict(list)
         by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         two_by_arch: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+        one_by_arch: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -417,10 +437,12 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
                 base_latency = c.latency_s - (k.two_shot_extra_for(s.gpu.arch) if c.algorithm == "two-shot" else 0.0)
-                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus)
+                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus, s.gpu.arch)
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
                 by_gpus[(c.algorithm, x.gpus)].append(point)
+                if c.algorithm == "one-shot" and _rule_kind(engine, group, x.size_bytes) == "one-shot":
+                    one_by_arch[(s.gpu.arch, x.gpus)].append(point)
                 if c.algorithm == "two-shot":
                     two_by_arch[s.gpu.arch].append((x.gpus, *point))
         slopes = []
@@ -446,6 +468,8 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     if slope > 0:
                         table[str(g)] = min(1.0, 1 / slope)
             fit[key] = MappingProxyType(table)
+            if algo == "one-shot":
+                fit["one_shot_efficiency_by_arch"] = _one_shot_by_arch(one_by_arch)
             if algo == "two-shot":
                 # the second barrier per GPU generation: its rows' time beyond the pooled
                 # efficiency's transfer, median (one constant for all priced H100 TP4 at 17.7 us
@@ -456,6 +480,28 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     for a, pts in two_by_arch.items() if len(pts) >= 3})
         out[engine] = fit
     return out
+
+
+def _rule_kind(engine: str, group, msg_bytes: float) -> str:
+    """What the engine's whole rule (engines/*.toml, by release) runs at this size: a row the kernel
+    limits of custom_allreduce.toml call one-shot may be the symmetric-memory path in the release
+    measured (vLLM 0.19 on 2 B200s: one-shot below 2 MiB only). Token rules read at hidden 8192."""
+    from shardbudget.engines.allreduce import allreduce_ranges_for
+    r = allreduce_ranges_for(engine, group, 16384.0)
+    return (r.kinds + r.at_edge)[int(r.kind_index(np.array([msg_bytes]))[0])]
+
+
+def _one_shot_by_arch(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> MappingProxyType:
+    """One-shot's share of the ring busbw per GPU generation and count: the slope through the origin
+    of (transfer at efficiency 1, time beyond the latency) over that generation's rows (two or more
+    sizes): each generation's kernel reads its peers over its own NVLink at its own rate."""
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (arch, g), pts in points.items():
+        if len({x for x, _ in pts}) >= 2:
+            slope = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
+            if slope > 0:
+                out[arch][str(g)] = min(1.0, 1 / slope)
+    return MappingProxyType({a: MappingProxyType(t) for a, t in sorted(out.items())})
 
 
 def _hops(s: System, g: int):
@@ -474,6 +520,7 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
     for _ in range(rounds):
         fab, host, stream = fit_pcie(xs, cat, structure)
         cal.fabric_achievable, cal.cpu_host, cal.cpu_stream = fab, host, stream
+        cal.shm_hop = fit_shm_hop(xs, cat)
         cat = apply(base, cal)
         cal.ring_efficiency = fit_ring_efficiency(xs, cat) or cal.ring_efficiency
         cat = apply(base, cal)
@@ -521,6 +568,7 @@ def neutral(catalog: Catalog) -> Catalog:
     ones = MappingProxyType({"default": 1.0})
     engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
                           two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
+                          one_shot_efficiency_by_arch=MappingProxyType({}),
                           two_shot_efficiency=ones)
                for n, e in catalog.engines.items()}
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
@@ -536,8 +584,16 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
     generation's floors, when neither its sweeps nor its generation's published tables are left,
     become the other generations' mean."""
-    arch = base.system(system).gpu.arch
-    if arch not in cal.arch and base.system(system).topology != "mesh":
+    s = base.system(system)
+    shm = s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
+    others = [v for k, v in cal.shm_hop.items() if k != system]
+    if shm is not None and shm.name not in cal.fabric_achievable and others:
+        # an SHM hop is NCCL's one transport through host memory (shm.cc) on a PCIe Gen4/5 host:
+        # what the other boxes' SHM rings carry, not the 1/5-of-the-link estimate
+        cal.fabric_achievable[shm.name] = float(statistics.median(others))
+        cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
+    arch = s.gpu.arch
+    if arch not in cal.arch and s.topology != "mesh":
         pooled = pooled_floor(cal.arch)
         if pooled is not None:
             cal.arch[arch] = pooled
@@ -569,6 +625,8 @@ def describe(cal: Calibration) -> list[str]:
         lines.append(f"engine {name}: launch_us {{ {launch} }} per_peer_us {fit['per_peer_s'] / US:.3f} "
                      f"one_shot_efficiency {_table(fit.get('one_shot_efficiency'))} "
                      f"two_shot_efficiency {_table(fit.get('two_shot_efficiency'))} "
+                     "one_shot_efficiency_by_arch { " + ", ".join(
+                         f"{a} = {_table(t)}" for a, t in fit.get("one_shot_efficiency_by_arch", {}).items()) + " } "
                      "two_shot_extra_us { " + ", ".join(f"{a} = {v / US:.2f}" for a, v in
                                                          sorted(fit.get("two_shot_extra_s", {}).items())) + " }")
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]

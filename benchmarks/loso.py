@@ -1,6 +1,6 @@
 """Leave-one-system-out validation of the collective model, run by `make bench`.
 
-    python benchmarks/loso.py [--data ../shared/data] [--system hgx-h100]
+    python benchmarks/loso.py [--data ../shared/data] [--system hgx-h100] [--rows]
 
 For every system with rows in measured_comm.csv or nccl_tests.csv: start from the catalog with every
 fitted constant put back to its no-data value (calibrate.neutral), fit them all on the other
@@ -18,7 +18,8 @@ predict the held-out system, and print per system the median and 90th percentile
 
 against the issue's targets (NCCL median <= 10%, p90 <= 25%; custom median <= 12%, p90 <= 30%;
 multi-node median <= 15%). The in-sample figures (constants fitted on every system) are printed
-beside them. Exits 1 when a held-out system misses a target, 2 when the data is missing. With
+beside them. `--rows` lists, per held-out system, every single-node NCCL row with its measured and
+held-out predicted time, the error and the line that ran (where the error comes from). Exits 1 when a held-out system misses a target, 2 when the data is missing. With
 $SHARDBUDGET_BENCH_RESULTS set, writes one target record per metric for run_all.py.
 """
 
@@ -105,6 +106,18 @@ def errors(cal: C.Calibration, rows: list[Case]) -> dict[str, list[float]]:
     return out
 
 
+def row_lines(cal: C.Calibration, rows: list[Case]) -> list[str]:
+    """Each single-node NCCL case held out: GPUs, size, measured, predicted, error, the line that ran."""
+    out = []
+    for c in sorted((c for c in rows if c.metric == "nccl"), key=lambda c: (c.gpus, c.algo, c.size_bytes)):
+        cost = sweep("all-reduce", [c.size_bytes], c.variant or c.system, nodes=c.nodes, gpus=c.gpus, algo=c.algo,
+                     impl=c.impl, catalog=fold_catalog(cal, c.variant))[0]
+        out.append(f"    {c.gpus:>3} GPUs {c.algo:5} {c.size_bytes:>12.0f} B  measured {c.time_s * 1e6:>10.1f} us  "
+                   f"predicted {cost.time_s * 1e6:>10.1f} us  {cost.time_s / c.time_s - 1:>+7.1%}  "
+                   f"{cost.algorithm}/{cost.protocol}")
+    return out
+
+
 def summary(errs: list[float]) -> tuple[float, float] | None:
     if not errs:
         return None
@@ -133,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="folder holding measured_comm.csv and nccl_tests.csv")
     parser.add_argument("--system", action="append", help="hold out only these systems")
+    parser.add_argument("--rows", action="store_true", help="list every held-out NCCL row with its error")
     args = parser.parse_args(argv)
     try:
         rows = cases(args.data)
@@ -151,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     met: dict[str, int] = {m: 0 for m in TARGETS}
     for system in systems:
         mine = [c for c in rows if c.system == system]
-        loo = errors(fit_without(system, args.data), mine)
+        fold = fit_without(system, args.data)
+        loo = errors(fold, mine)
         ins = errors(insample, mine)
         cells, cells_in = [], []
         for m in TARGETS:
@@ -163,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                 (met.__setitem__(m, met[m] + 1) if ok else missed[m].append(system))
         lines.append(f"  {system:18} " + " ".join(cells))
         lines.append(f"  {'  in-sample':18} " + " ".join(cells_in))
+        if args.rows:
+            lines += row_lines(fold, mine)
     lines.append("")
     lines.append("Targets per held-out system: NCCL median <= 10%, p90 <= 25%; custom median <= 12%, p90 <= 30%; "
                  "multi-node median <= 15%")

@@ -90,7 +90,7 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     g, arch = group.gpus_per_node, group.system.gpu.arch
     busbw = ring_path(group.system, g).busbw_bytes_per_s
     latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
-    return (latency, e.efficiency(1, g) * busbw / (g - 1),
+    return (latency, e.efficiency(1, g, arch) * busbw / (g - 1),
             e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -60,6 +60,10 @@ class EngineKernels:
     """[GPU generation or "default"] -> two-shot's second barrier and pass, seconds."""
     one_shot_efficiency: Mapping[str, float]
     """[GPU count or "default"] -> one-shot reads (p-1) n per GPU at this share of the ring's busbw."""
+    one_shot_efficiency_by_arch: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    """[GPU generation][GPU count] -> the same share measured on that generation (its kernel's reads
+    over its own NVLink: 0.94 of the ring busbw on 8 H100s, 0.67 on 8 B200s); counts not listed
+    there take `one_shot_efficiency`."""
     two_shot_efficiency: Mapping[str, float]
     """[GPU count or "default"] -> two-shot's share of the ring busbw for its 2(p-1)/p n per GPU."""
     mnnvl_one_shot_group_bytes: float
@@ -81,7 +85,9 @@ class EngineKernels:
     def one_shot_limit_bytes(self, gpus: int, arch: str) -> float:
         return self._by_gpus(self.one_shot_max_bytes_by_arch.get(arch, self.one_shot_max_bytes), gpus)
 
-    def efficiency(self, shots: int, gpus: int) -> float:
+    def efficiency(self, shots: int, gpus: int, arch: str | None = None) -> float:
+        if shots == 1 and str(gpus) in self.one_shot_efficiency_by_arch.get(arch, {}):
+            return float(self.one_shot_efficiency_by_arch[arch][str(gpus)])
         return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
 
     def two_shot_extra_for(self, arch: str) -> float:
@@ -124,6 +130,7 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 two_shot_extra_s=_by_arch(e["two_shot_extra_us"], US),
                 symm_mem_copy_s=float(e.get("symm_mem_copy_us", 0.0)) * US,
                 one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
+                one_shot_efficiency_by_arch=_frozen(e.get("one_shot_efficiency_by_arch", {})),
                 two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
                 mnnvl_one_shot_group_bytes=float(e.get("mnnvl_one_shot_group_bytes", 0.0)),
                 mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)), source=str(e["source"]))
