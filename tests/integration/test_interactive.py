@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from browser import chromium
 
 pytest.importorskip("matplotlib")
 
@@ -259,21 +260,7 @@ def test_the_page_loads_nothing(demo_page):
 
 @pytest.fixture(scope="module")
 def driver():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install -e .[dev])")
-    from selenium.webdriver.chrome.service import Service
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not browser or not chromedriver:
-        pytest.skip("chromium or chromedriver not on PATH: run scripts/install-chromium.sh (Debian's chromium and "
-                    "chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1400", "--hide-scrollbars",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                 "--disable-extensions", "--disable-sync", "--force-device-scale-factor=1"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    drv = webdriver.Chrome(service=Service(chromedriver), options=opts)  # an explicit driver: nothing fetched
+    drv = chromium(1280, 1400, browser_log=True)
     yield drv
     drv.quit()
 

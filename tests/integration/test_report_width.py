@@ -14,9 +14,9 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 
 import pytest
+from browser import chromium
 
 pytest.importorskip("matplotlib")
 
@@ -43,20 +43,7 @@ def pages(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (pip install -e .[dev])")
-    from selenium.webdriver.chrome.service import Service
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not browser or not chromedriver:
-        pytest.skip("chromium or chromedriver not on PATH: run scripts/install-chromium.sh (Debian's chromium and "
-                    "chromium-driver)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1000", "--hide-scrollbars",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                 "--disable-extensions", "--disable-sync", "--force-device-scale-factor=1"):
-        opts.add_argument(flag)
-    drv = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    drv = chromium(1280, 1000)
     yield drv
     drv.quit()
 
