@@ -154,7 +154,9 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
     servers (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). SGLang: --tp-size is the
     whole group, --dp-size splits attention in it or runs independent replicas; each DP scheduler
     takes --max-running-requests // dp-size under DP attention and the whole value otherwise
-    (tp_worker.py), so the flag is one replica's sequences in flight either way."""
+    (tp_worker.py), so the flag is one replica's sequences in flight either way; it sets
+    --mem-fraction-static only where the option needs more than SGLang's own default
+    (o.memory_fraction, None for options priced under another engine), else SGLang computes it."""
     if engine == "vllm":
         dp = o.dp * (1 if moe else o.replicas)
         return {"tensor_parallel": o.tp // o.dp, "pipeline_parallel": o.pp if o.pp > 1 else None,
@@ -166,7 +168,7 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
                 "data_parallel": o.dp if o.dp > 1 else fold,
                 "dp_attention": True if o.dp > 1 else None, "expert_parallel": o.ep if o.ep > 1 else None,
                 "max_batch": o.max_batch, "max_model_len": max_len,
-                "memory_fraction": fraction}
+                "memory_fraction": o.memory_fraction}
     return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp, "expert_parallel": o.ep if o.ep > 1 else None,
             "max_batch": o.max_batch, "max_model_len": max_len, "memory_fraction": fraction}
 

@@ -24,6 +24,7 @@ from shardbudget.decide.launch.flags import check_argv, programs
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
+from shardbudget.step.settings import PlanSettings
 from shardbudget.step.speculative import Speculation
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
@@ -147,6 +148,27 @@ def test_priced_precision_and_graphs_reach_the_lines(catalog):
     assert "cuda_graph_config: null" in tr and "dtype: \"fp8\"" in tr and "quantize at load" in tr
     for launch in launches.values():
         check_launch(launch)
+
+
+def test_sglang_sets_the_static_fraction_only_where_the_plan_needs_it(catalog):
+    """Qwen3-32B on 2x H100 under SGLang at 200 ms: the best plan's weights + KV pool need a static
+    fraction of 0.99 (Option.memory_fraction), above SGLang's own default for TP2 on 80 GB
+    (1 - reserved / memory: 512 MiB + 1.5 MiB x 8192 chunk + graphs + 256 MiB, ~0.84); the line
+    sets it. Where the default suffices (Llama-3.1-70B TP8 at 30 ms) no flag is printed, so SGLang
+    computes at launch the fraction it was priced at; the user's --gpu-memory-utilization wins."""
+    r = deploy("qwen3-32b", "hgx-h100", gpus=2, budget_s=0.200, engine="sglang", catalog=catalog)
+    assert r.best.memory_fraction == pytest.approx(0.99)
+    launches, _ = build_launches(r, load_model("qwen3-32b"), catalog.system("hgx-h100"), catalog)
+    assert "--mem-fraction-static 0.99" in launches["sglang"].text()
+    assert re.search(r"--gpu-memory-utilization 0\.9\b", launches["vllm"].text())  # vLLM's constant default
+    plain = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, engine="sglang", catalog=catalog)
+    assert plain.best.memory_fraction is None
+    launches, _ = build_launches(plain, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
+    assert "--mem-fraction-static" not in launches["sglang"].text()
+    given = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, engine="sglang", catalog=catalog,
+                   settings=PlanSettings(memory_utilization=0.8))
+    launches, _ = build_launches(given, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
+    assert re.search(r"--mem-fraction-static 0\.8\b", launches["sglang"].text())
 
 
 def test_sglang_refuses_speculation_with_pp(catalog):

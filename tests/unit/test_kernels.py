@@ -102,3 +102,27 @@ def test_prefill_fused_moe_call_matches_vllm_benchmark_moe(tokens, measured_us):
     assert call == pytest.approx(measured_us * US, rel=0.15)
     assert kernels.kernel("hopper", "grouped_moe_gemm").quantized_flops_per_s == pytest.approx(
         2 * 4096 * 8 * (2048 * 1536 + 768 * 2048) / 1647.57e-6, rel=0.01)
+
+
+def test_fp8_input_quant_fused_into_norms_where_the_engine_compiles():
+    """Nemotron-3 Nano FP8 decode at TP2 on B200: with the engine's norm + quant fusion (vLLM -O2,
+    engines/vllm.toml [fusions]) the 99 dense GEMMs whose input a norm or activation writes (23 Mamba
+    in/out projections x 2, 23 shared experts' up/down x 2, 6 qkv, the LM head; all FP8 here) lose
+    their act_quant_fp8 kernel: 99 x (2.5 us floor + 1.5 us launch) = 396 us. o_proj (6) and the
+    fused-MoE calls (46) keep it."""
+    import numpy as np
+    from shardbudget.engines.presets import load_engine
+    from shardbudget.fabric.catalog import load_catalog
+    from shardbudget.model import Plan, Precision, load_model, step_work
+    from shardbudget.step.price_ops import OpPricer
+    from shardbudget.step.settings import engine_efficiency
+    fp8 = Precision(weights="fp8")
+    work = step_work(load_model("nemotron-3-nano-30b-a3b"), Plan(2), batch=1.0, context=2304.0, phase="decode",
+                     precision=fp8)
+    system, eff = load_catalog().system("hgx-b200"), engine_efficiency("vllm")
+    fused, plain = (OpPricer(system=system, precision=fp8, eff=eff, fused_allreduce_norm=False, fused_norm_quant=f)
+                    for f in (True, False))
+    saved = sum(count * float(np.asarray(plain.op_s(op)) - np.asarray(fused.op_s(op))) for count, op in work.ops)
+    assert saved == pytest.approx(99 * (2.5 + 1.5) * US, rel=1e-6)
+    assert load_engine("vllm").fusions.norm_quant and not load_engine("sglang").fusions.norm_quant
+    assert not load_engine("eager").fusions.norm_quant

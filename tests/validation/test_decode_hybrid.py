@@ -8,15 +8,20 @@ the measured context penalty (0 -> 128k costs 4-8 %) is matched within 10 points
 layers read a growing KV cache, the other 45 a fixed state.
 
 Mamba-2 (Nemotron-3 Nano 30B-A3B, FP8 checkpoint) on 2 of an HGX B200's GPUs, vLLM 0.16.0 TP2,
-concurrency 1, 2048 in / 512 out (Vultr's inference cookbook): 2.91 ms measured, 3.85 ms predicted
-(+32 %), outside 25 %, and pinned here as a known gap (+25..+40 %): the step prices each FP8 GEMM
-with its own activation-quantisation kernel, which on a 3B-active model at batch 1 makes FP8
-slower than bf16 (3.85 vs 3.28 ms); the measured FP8 run is not. DSA (GLM-5-FP8) on 8x B200,
-SGLang TP8, 1K in / 1K out, no speculation (a gist, concurrency inferred as 1): 20.22 ms measured,
-16.59 ms predicted (-18 %), within 25 %; at 1.5K tokens of context the top-k (2048) keeps every
-token, so this checks the indexer and MLA, not the sparse selection at long context.
-No public measurement was found for DeepSeek-V3.2 itself or the sliding-window hybrids (Gemma 4:
-DGX Spark only; MiMo-V2-Flash: with MTP on); see data/README.md.
+concurrency 1, 2048 in / 512 out (Vultr's inference cookbook): 2.91 ms measured, 3.46 ms predicted
+(+19 %), within 25 %. It was 3.85 ms (+32 %) while every FP8 GEMM was priced with a quant kernel of
+its own; vLLM's default -O2 quantises a GEMM's input inside the norm or activation that writes it
+(engines/vllm.toml [fusions]), so only o_proj and the fused-MoE calls keep one. DSA (GLM-5-FP8) on
+8x B200, SGLang TP8, 1K in / 1K out, no speculation (a gist, concurrency inferred as 1): 20.22 ms
+measured, 16.59 ms predicted (-18 %), within 25 %; at 1.5K tokens of context the top-k (2048) keeps
+every token, so this checks the indexer and MLA, not the sparse selection at long context.
+Sliding window (gpt-oss-120b: 128-token windows on half its 36 layers) on 8x H100, vLLM TP8 at
+concurrency 4, 1K in / 8K out (InferenceX issue #828's sweep): 3.68 ms measured, 5.97 ms predicted
+(+62 %), outside 25 % and pinned as a known gap: attention is 0.27 ms of the step, the fused-MoE
+floors 2.9 ms (the per-expert floor measured on vLLM's Triton fused_moe, while gpt-oss's MXFP4
+experts run OpenAI's triton_kernels matmul_ogs on Hopper, not measured here).
+No public measurement was found for DeepSeek-V3.2 itself, Gemma 4 (DGX Spark only) or MiMo-V2-Flash
+(MTP on); see data/README.md.
 """
 
 import pytest
@@ -100,12 +105,32 @@ def test_dsa_decode_within_25_percent():
         f"predicted {pred * 1e3:.2f} ms vs measured {case.measured_s * 1e3:.2f} ms"
 
 
-def test_mamba2_decode_known_gap_is_pinned():
-    """Nemotron-3 Nano FP8, vLLM TP2 on 2x B200: +25..+40 % (3.85 vs 2.91 ms), the FP8
-    activation-quantisation kernels of a small model at batch 1 (the module docstring); priced in
-    bf16 it would be 3.28 ms (+13 %). A fix to FP8 pricing moves this test on purpose."""
+def test_mamba2_decode_within_25_percent():
+    """Nemotron-3 Nano FP8, vLLM TP2 on 2x B200: 3.46 vs 2.91 ms (+19 %). Priced in bf16 it is
+    3.28 ms (+13 %): FP8 halves the GEMMs' weight bytes, but at batch 1 the GEMMs sit on their
+    floors, and o_proj and the fused-MoE calls still quantise their inputs."""
     case = _case(NANO, "nemotron-3-nano-30b-a3b", Plan(2))
     err = predicted_s(case) / case.measured_s - 1
-    assert 0.25 <= err <= 0.40, f"{100 * err:+.1f}%"
+    assert err == pytest.approx(0, abs=0.25), f"{100 * err:+.1f}%"
     bf16 = predicted_s(Case(**{**case.__dict__, "precision": Precision(weights="bf16")}))
     assert bf16 / case.measured_s - 1 == pytest.approx(0, abs=0.25)
+
+
+GPTOSS = _row("github.com/SemiAnalysisAI/InferenceX/issues/828")
+
+
+def test_sliding_window_decode_known_gap_is_pinned():
+    """gpt-oss-120b (MXFP4 experts), vLLM TP8 on 8x H100 at concurrency 4, 1K + 8K: 3.68 ms
+    measured, +55..+70 % predicted (5.97 ms), a known gap pinned here: the step is the fused-MoE
+    floors' (module docstring), not the sliding windows', whose attention costs the same at 1.5K
+    and 5K tokens of context. A fix to the MoE floors of MXFP4 on Hopper moves this on purpose."""
+    row = GPTOSS
+    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == \
+        ("gpt-oss-120b", "hgx-h100", "8", "4", "tpot_ms")
+    i, o = int(row["input_len"]), int(row["output_len"])
+    case = Case("gpt-oss-120b h100 TP8 c4", row["source"], "gpt-oss-120b", "hgx-h100", Plan(8), 4, i + o // 2,
+                "vllm", float(row["value"]) * 1e-3, True)
+    err = predicted_s(case) / case.measured_s - 1
+    assert 0.55 <= err <= 0.70, f"{100 * err:+.1f}%"
+    short = predicted_s(Case(**{**case.__dict__, "context": 1536}))
+    assert predicted_s(case) == pytest.approx(short, rel=0.01)  # 18 of 36 layers read 128 tokens

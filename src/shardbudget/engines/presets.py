@@ -65,6 +65,16 @@ class CudaGraphs:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Fusions:
+    """Kernel fusions the engine's compiler applies by default (`[fusions]`; all off without it)."""
+
+    norm_quant: bool = False
+    """FP8 activation quantisation runs inside the norm or activation that writes a GEMM's input
+    (vLLM's -O2 norm + quant and activation + quant fusions): no quant kernel of its own there."""
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class HostOverhead:
     per_step_s: float
     """Host time per decode step the GPU waits for (scheduling, input preparation, sampling), s."""
@@ -186,6 +196,12 @@ class MemoryPolicy:
     """The file's remaining keys (formulas and their bases), for reports."""
     source: str
 
+    @property
+    def computed_default(self) -> bool:
+        """The engine computes its default fraction at launch from the GPU and the plan (SGLang's
+        reserve rule, `default_memory_fraction`); `fraction` is only its fallback."""
+        return "reserved_base" in self.rules
+
 
 @dataclass(frozen=True, kw_only=True)
 class EnginePreset:
@@ -203,6 +219,7 @@ class EnginePreset:
     kernels: Mapping[str, str]
     """Role -> kernel names (documentation only)."""
     raw: Mapping[str, Any]
+    fusions: Fusions = Fusions()
     """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
 
 
@@ -368,7 +385,7 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
     if fraction_of not in _FRACTION_OF:
         raise UnknownNameError(f"memory fraction basis in {mem.where}.utilization_of", fraction_of,
                                _FRACTION_OF)
-    kernels = top.opt_table("kernels")
+    kernels, fused = top.opt_table("kernels"), top.opt_table("fusions")
     return EnginePreset(
         name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
         source=eng.text("source"),
@@ -398,7 +415,9 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         cli=MappingProxyType({k: v for k, v in cli.data.items() if isinstance(v, str)}),
         kernels=MappingProxyType({k: v for k, v in (kernels.data if kernels else {}).items()
                                   if isinstance(v, str)}),
-        raw=MappingProxyType(dict(raw)))
+        raw=MappingProxyType(dict(raw)),
+        fusions=(Fusions(norm_quant=fused.flag("norm_quant"), source=fused.text("source"))
+                 if fused is not None else Fusions()))
 
 
 @lru_cache(maxsize=None)
@@ -425,7 +444,7 @@ def default_memory_fraction(preset: EnginePreset, gpu_memory_bytes: float, *, tp
     chunked prefill size, CUDA-graph batch limit and TP x PP (without DP attention).
     """
     rules = preset.memory.rules
-    if "reserved_base" not in rules:
+    if not preset.memory.computed_default:
         return preset.memory.fraction
     where = f"engines/{preset.name}.toml [memory]"
     t = _Table(dict(rules), where)

@@ -79,6 +79,10 @@ class Op:
     quantized: bool = True
     """GEMMs: runs in the step's GEMM precision. False: kept in the activation dtype whatever the
     checkpoint (the MoE router: vLLM's gate is a ReplicatedLinear built with quant_config=None)."""
+    norm_input: bool = False
+    """Dense GEMMs: the input is written by a norm or an elementwise activation of the same compiled
+    graph (not by attention or a fused-MoE call), so an engine that fuses FP8 activation quantisation
+    into its producer (vLLM's norm + quant and activation + quant fusions) runs no quant kernel."""
 
 
 class _Bytes(NamedTuple):
@@ -96,12 +100,13 @@ def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_e
 
 
 def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
-          weight_elems: float | None = None) -> Op:
+          weight_elems: float | None = None, norm_input: bool = True) -> Op:
     """[m, k] activations times a [k, n] weight shard. 2*m*n*k: one multiply and one add per weight
-    element per row. `weight_elems` overrides k*n when only part of a stacked weight is read."""
+    element per row. `weight_elems` overrides k*n when only part of a stacked weight is read;
+    `norm_input` False where attention writes the input (o_proj, MLA's absorbed products)."""
     weight = k * n if weight_elems is None else weight_elems
     return Op(name, 2.0 * m * n * k, weight * b.w + (m * k + m * n) * b.a, "gemm", kernel="dense_gemm",
-              shape_nk=(n, k))
+              shape_nk=(n, k), norm_input=norm_input)
 
 
 def _elementwise(name: str, *, elems: float, flops_per_elem: float, b: _Bytes,
@@ -161,7 +166,7 @@ def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
         ops.append(_elementwise("output_gate", elems=tokens * heads * g.v_head_dim, flops_per_elem=5, b=b,
                                 read_elems=2 * tokens * heads * g.v_head_dim))
     ops.append(_gemm("o_proj", m=tokens, k=heads * g.v_head_dim, n=h, b=b,
-                     weight_elems=heads * g.v_head_dim * h + (h if cfg.o_bias else 0)))
+                     weight_elems=heads * g.v_head_dim * h + (h if cfg.o_bias else 0), norm_input=False))
     return ops
 
 
@@ -200,7 +205,7 @@ def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
         ops += _mla_absorbed(cfg, tokens, keys, heads, b)
     else:
         ops += (_mla_absorbed if phase == "decode" else _mla_expanded)(cfg, tokens, context, heads, b)
-    ops.append(_gemm("o_proj", m=tokens, k=heads * cfg.v_head_dim, n=h, b=b))
+    ops.append(_gemm("o_proj", m=tokens, k=heads * cfg.v_head_dim, n=h, b=b, norm_input=False))
     return ops
 
 
@@ -213,13 +218,14 @@ def _mla_absorbed(cfg: ModelConfig, tokens: float, context: float, heads: float,
     lora, nope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.v_head_dim
     latent = lora + cfg.qk_rope_head_dim
     # Per-head batched matmuls: rows are (token, head) pairs.
-    ops = [_gemm("q_absorb", m=tokens * heads, k=nope, n=lora, b=b, weight_elems=heads * nope * lora)]
+    ops = [_gemm("q_absorb", m=tokens * heads, k=nope, n=lora, b=b, weight_elems=heads * nope * lora,
+                 norm_input=False)]
     scores = tokens * heads * context
     flops = 2 * scores * latent + 2 * scores * lora  # q.[c_kv, k_rope], then P.c_kv
     cache_read = tokens * context * latent * b.kv    # each sequence's latents, read once for all heads
     io = tokens * heads * (latent + lora) * b.a + tokens * latent * b.kv  # q in, out, new latent
     ops += [Op("attention", flops, cache_read + io, "attention", kernel="attention_decode_mla"), _softmax(scores)]
-    ops.append(_gemm("v_up", m=tokens * heads, k=lora, n=v, b=b, weight_elems=heads * lora * v))
+    ops.append(_gemm("v_up", m=tokens * heads, k=lora, n=v, b=b, weight_elems=heads * lora * v, norm_input=False))
     return ops
 
 

@@ -83,8 +83,9 @@ class StepModel:
 
     @cached_property
     def ops(self) -> OpPricer:
-        fused = self.plan.tp > 1 and self.impl is None and load_engine(self.engine).allreduce.fused_residual_rmsnorm
-        return OpPricer(system=self.system, precision=self.precision, eff=self.eff, fused_allreduce_norm=fused)
+        e = load_engine(self.engine)
+        return OpPricer(system=self.system, precision=self.precision, eff=self.eff, fused_norm_quant=e.fusions.norm_quant,
+                        fused_allreduce_norm=self.plan.tp > 1 and self.impl is None and e.allreduce.fused_residual_rmsnorm)
 
     @cached_property
     def comms(self) -> CommPricer:

@@ -38,6 +38,9 @@ class OpPricer:
     fused_allreduce_norm: bool
     """The engine runs all-reduce + residual + RMSNorm as one kernel (and there is a TP all-reduce):
     the norms and adds after an all-reduce cost nothing of their own."""
+    fused_norm_quant: bool = False
+    """The engine quantises a GEMM's FP8 input inside the norm or activation that writes it
+    (`Fusions.norm_quant`): such GEMMs (`Op.norm_input`) run no quant kernel of their own."""
 
     @cached_property
     def rates(self) -> tuple[float, float]:
@@ -62,7 +65,8 @@ class OpPricer:
     def op_s(self, op) -> np.ndarray | float:
         """max(roofline, the kernel's floor) + launch: the roofline at the kernel's own achievable
         fractions of peak (catalog/kernels.toml; the Efficiency defaults where it has none), GEMMs
-        padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel."""
+        padded to the arch's tiles; FP8 GEMMs add their activation-quantisation kernel unless the
+        engine fuses it into the norm or activation that writes their input."""
         _, bound, quant, launches = self._terms(op)
         return (bound + quant) + launches * self.eff.kernel_launch_s
 
@@ -85,7 +89,7 @@ class OpPricer:
         roof = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
         t = np.maximum(roof, _floor_s(entry, op)) if entry is not None else roof
         launches, quant = (1.0 if op.launches else 0.0), 0.0
-        if fp8 and op.kernel in TILED_KERNELS:
+        if fp8 and op.kernel in TILED_KERNELS and not (self.fused_norm_quant and op.norm_input):
             q = kernel_entry(arch, "act_quant_fp8")
             quant, launches = (q.floor_s if q else 0.0), launches + 1.0
         return roof, t, quant, launches

@@ -62,7 +62,7 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
     kv = precision.kv if precision is not None and precision.kv not in (None, precision.activations) else None
     return Priced(model_id=hf_id(cfg), cfg=cfg, system=system, engine=result.engine, sides=tuple(sides),
                   max_model_len=w.max_context, max_num_tokens=result.chunk_tokens,
-                  memory_fraction=result.memory_utilization,
+                  memory_fraction=result.memory_utilization, needed_fraction=o.memory_fraction,
                   quantize_to=quantize_to(cfg, precision.weights) if precision is not None else None,
                   kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation,
                   draft_id=_draft_id(w.speculation))

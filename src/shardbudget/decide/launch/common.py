@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...engines.presets import load_engine
 from .flags import cli_table, programs
 from .layout import Launch, Step
-from .priced import AMD_ARCHS, ENGINE_LABELS, Priced
+from .priced import AMD_ARCHS, ENGINE_LABELS, Priced, Side
 
 NCCL_ENV = {
     "infiniband": (("NCCL_IB_DISABLE", "0"),),
@@ -40,8 +40,17 @@ class Flags(list):
         return self
 
 
-def memory_fraction(p: Priced, engine: str) -> float:
-    return p.memory_fraction if p.memory_fraction is not None else load_engine(engine).memory.fraction
+def memory_fraction(p: Priced, engine: str, side: Side | None = None) -> float | None:
+    """The memory fraction a server's line sets: the user's; else, on the priced engine's serving or
+    decode servers, the fraction the plan needs above that engine's default (`Priced.needed_fraction`);
+    else the engine's default where it is a constant (vLLM, TensorRT-LLM), or None, no flag, where
+    the engine computes it at launch as it was priced (SGLang's --mem-fraction-static rule)."""
+    if p.memory_fraction is not None:
+        return p.memory_fraction
+    if engine == p.engine and p.needed_fraction is not None and (side is None or side.role != "prefill"):
+        return p.needed_fraction
+    memory = load_engine(engine).memory
+    return None if memory.computed_default else memory.fraction
 
 
 def image(engine: str, arch: str) -> str:

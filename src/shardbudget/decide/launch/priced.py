@@ -62,6 +62,9 @@ class Priced:
     max_num_tokens: int
     memory_fraction: float | None
     """The user's --gpu-memory-utilization (None: each engine's own default)."""
+    needed_fraction: float | None = None
+    """The priced engine's fraction the plan needs above that engine's default (the best option's
+    `Option.memory_fraction`, SGLang's static fraction for weights + KV pool); None: the default."""
     quantize_to: str | None
     """The dtype the weights are quantized to at load (--dtype narrower than the checkpoint)."""
     kv_dtype: str | None

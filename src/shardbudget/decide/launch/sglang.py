@@ -6,7 +6,9 @@ SGLang allows on one node only ("multi-node data parallel is not supported unles
 So plain replicas fold into --dp-size per node; a replica over several nodes runs the same command
 on each with --nnodes, its --node-rank and the first node's --dist-init-addr. Disaggregated sides
 take --disaggregation-mode with the Mooncake transfer, joined by sglang-router's PD mode; several
-plain servers by its --worker-urls.
+plain servers by its --worker-urls. --mem-fraction-static is set only where the plan needs more than
+SGLang's own default (computed at launch from the GPU and the plan, as it was priced) or the user
+gave --gpu-memory-utilization.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
     # one replica's sequences in flight either way (tp_worker.py: // dp under DP attention)
     f.add("max_batch", side.max_batch or None)
     f.add("max_model_len", p.max_model_len).add("max_num_batched_tokens", p.max_num_tokens)
-    f.add("memory_fraction", memory_fraction(p, ENGINE))
+    f.add("memory_fraction", memory_fraction(p, ENGINE, side))
     f.add("disable_custom_allreduce", not side.custom_ar[ENGINE])
     if p.kv_dtype:
         f.add("kv_cache_dtype", cli_table(ENGINE, "kv_cache_dtypes")[p.kv_dtype])
