@@ -37,6 +37,14 @@ TREE_LL128_ONE_NODE = 7 / 9
 # NCCL's NVLS bandwidth estimate runs nChannels - 1 of nChannels channels' worth (tuning.cc); NVLS
 # graphs have 16 channels or more on HGX, so (n-1)/n is taken at 16.
 NVLS_CHANNELS = 16
+# What one NVLSTree pipeline step holds (enqueue.cc v2.26.2 calls it concurrentOps x chunkSize):
+# nvlsChannels channels (transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100 32) x nHeads heads (one per
+# NVLS graph channel, at most NCCL_MAX_NVLS_ARITY = 32, device.h) x a chunk of NCCL_NVLS_CHUNKSIZE
+# 128 KiB, 64 KiB from 4 nodes (NVLSTREE_MAX_CHUNKSIZE's default)
+NVLS_TREE_CHANNELS = {"hopper": 16, "blackwell": 32}
+NVLS_MAX_HEADS = 32
+NVLS_TREE_CHUNK_BYTES = 128 * 1024
+NVLS_TREE_CHUNK_BYTES_4_NODES = 64 * 1024
 
 
 def nccl(group: Group) -> NcclConstants:
@@ -320,6 +328,23 @@ def best_line(cands: Sequence[Candidate]) -> Candidate:
     return max(cands, key=lambda c: c.algbw_bytes_per_s)
 
 
+def nvls_tree_step_bytes(group: Group) -> float:
+    """Bytes in one step of NVLSTree's pipeline across a node: nvlsChannels x nHeads x chunk. A step
+    goes up the tree between nodes and down again, one network level at a time (each chunk is one
+    step, sent whole: enqueue.cc nstepsPerLoop = 1), so a message of many steps first fills 2 log2i(N)
+    levels (the count tuning.cc gives NVLSTree's latency) at the pipeline's rate B: 2 log2i(N) x
+    step / B, 0.6 ms on 2 GB200 racks (134 MB at 445 GB/s) and 1.2 ms on 20 (67 MB x 8). CoreWeave's
+    runs (NCCL 2.26.2) hold 0.46 ms and 4.25 ms more than one rack's intercept (1 rack t = 0.58 ms
+    + n/438 GB/s, 2 racks 1.04 + n/419, 20 racks 4.83 + n/215): 0.23 and 0.53 ms per level, a step of
+    96 and 114 MB at their own rates. The small-message line (below one step) is left as it was:
+    no measured multi-node NVLSTree row lies there."""
+    s = group.system
+    heads = min(NVLS_MAX_HEADS, group.gpus_per_node,
+                s.nics_per_node * group.gpus_per_node // s.gpus_per_node if s.rail_optimized else s.nics_per_node)
+    chunk = NVLS_TREE_CHUNK_BYTES if group.nodes < 4 else NVLS_TREE_CHUNK_BYTES_4_NODES
+    return NVLS_TREE_CHANNELS.get(s.gpu.arch, NVLS_CHANNELS) * max(1, heads) * chunk
+
+
 def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]],
                  small: bool = False) -> Candidate | None:
     """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
@@ -351,8 +376,11 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
                    + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"])
         sel_bw = min(switch.select_algbw_bytes_per_s,
                      g * nic_bytes_per_s(group, "nccl") / g / (1 if n_nodes <= 2 else 2))
-        return Candidate("hierarchical", "simple", switch.latency_s + inter_ar.latency_s,
-                         min(switch.algbw_bytes_per_s, inter_algbw),
+        bw = min(switch.algbw_bytes_per_s, inter_algbw)
+        latency = switch.latency_s + inter_ar.latency_s
+        if not small:  # a message of many pipeline steps first fills the tree (nvls_tree_step_bytes)
+            latency += 2 * log2i(n_nodes) * nvls_tree_step_bytes(group) / bw
+        return Candidate("hierarchical", "simple", latency, bw,
                          select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw)
     rs = best_line(candidates(one_node, "reduce-scatter"))
     ag = best_line(candidates(one_node, "all-gather"))

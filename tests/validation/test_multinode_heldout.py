@@ -1,0 +1,144 @@
+"""Multi-node all-reduce on data the model never saw (issue 20, fault 7: target median <= 20%).
+
+Every multi-node nccl-tests row of nccl_tests.csv (2+ hosts; an NVL72 rack is 18 trays) predicted by
+constants fitted without its system (benchmarks/loso.py held_out: the same folds `make bench`
+prints). Figures at this commit, by `python benchmarks/loso.py` (row 'all rows, held out'):
+
+    system        rows  median    p90
+    gb200-nvl72     17   14.7%  59.6%   (the 20-rack rows, below)
+    hgx-a100        26    2.4%  20.1%
+    hgx-h100        11    7.2%   8.5%
+    hgx-h200         2    5.6%   5.6%
+    l40s-pcie       31    3.8%  13.6%
+    all             87    6.9%  21.6%
+
+Before NVLSTree's pipeline fill (comm/nccl_algos.py nvls_tree_step_bytes) gb200-nvl72 was 20.8% /
+68.2% (2 racks 17-22% low), hgx-h100 7.8% / 12.1%, all 6.1% / 22.7%.
+
+Tolerances: 1.5 points on a median, 3 on a p90 (a constant moved by another fold's fit moves
+these a little; a structural change moves them by more and should restate them here).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parent))
+import loso  # noqa: E402
+import measured  # noqa: E402
+
+# (median, p90) of |predicted / measured - 1| per held-out system, at this commit
+EXPECTED = {
+    "gb200-nvl72": (0.147, 0.596),
+    "hgx-a100": (0.024, 0.201),
+    "hgx-h100": (0.072, 0.085),
+    "hgx-h200": (0.056, 0.056),
+    "l40s-pcie": (0.038, 0.136),
+}
+POOLED = (0.069, 0.216)
+MEDIAN_TOL, P90_TOL = 0.015, 0.03
+TARGET_MEDIAN = 0.20
+
+
+@pytest.fixture(scope="module")
+def held_out(data_dir):
+    return loso.held_out("multi", data_dir)
+
+
+def test_the_multi_node_rows_are_the_expected_systems(held_out):
+    assert {s: len(e) for s, e in held_out.items()} == {
+        "gb200-nvl72": 17, "hgx-a100": 26, "hgx-h100": 11, "hgx-h200": 2, "l40s-pcie": 31}
+
+
+def test_pooled_held_out_multi_node_meets_the_issue_target(held_out):
+    errs = [e for v in held_out.values() for e in v]
+    median, p90 = loso.summary(errs)
+    assert median <= TARGET_MEDIAN
+    assert median == pytest.approx(POOLED[0], abs=MEDIAN_TOL)
+    assert p90 == pytest.approx(POOLED[1], abs=P90_TOL)
+
+
+@pytest.mark.parametrize("system", sorted(EXPECTED))
+def test_held_out_per_system(held_out, system):
+    median, p90 = loso.summary(held_out[system])
+    assert median == pytest.approx(EXPECTED[system][0], abs=MEDIAN_TOL)
+    assert p90 == pytest.approx(EXPECTED[system][1], abs=P90_TOL)
+    assert median <= TARGET_MEDIAN
+
+
+def test_gb200_twenty_racks_is_the_known_gap(data_dir):
+    """CoreWeave's 20-rack GB200 run (coreweave/nccl-tests README at cb865533, NCCL 2.26.2, 1440
+    GPUs, 512 MiB-16 GiB) is a straight line t = a + n / B (least squares) with a = 4.8 ms and B = 215 GB/s
+    algbw, where the 2-rack run (144 GPUs) has a = 1.04 ms and B = 419 GB/s (one rack: 0.58 ms, 438). The model prices both as
+    NVLSTree (NVLS in the rack, a tree of each GPU's slice between racks), whose pipeline fills over
+    2 log2i(N) network levels: 8 steps of 32 channels x 32 heads x 64 KiB = 67 MB at the 445 GB/s
+    it prices, 1.2 ms. The rows hold 4.25 ms more than one rack's intercept and run at 215 GB/s,
+    half the 2-rack rate; that halved slope (tuning.cc's NVLSTree interBw x2 for nNodes <= 2 would
+    give it if a rack's tree carried only ~430 GB/s, an eighth of its 72 NICs) is not modelled, so
+    the 20-rack rows stay 52-67% low (held out: 57-70%). The same 4.8 ms intercept is also what a 1440-rank ring would
+    pay (2 x 1439 steps x 1.7 us). Which algorithm NCCL 2.26.2 ran there is not
+    stated (the job's yaml says only 'can also try NCCL_ALGO=NVLSTREE'); until it is known the rows
+    stay in the score and this test pins the gap, so a change that closes it restates it here."""
+    rows = [r for r in measured.load_rows(data_dir)
+            if r.kept and r.source_id == "coreweave-gb200" and r.nodes in (2, 20)]
+    line = {}
+    for nodes in (2, 20):
+        xs = [r.size_bytes for r in rows if r.nodes == nodes]
+        ys = [r.time_s for r in rows if r.nodes == nodes]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        line[nodes] = (my - slope * mx, 1 / slope)  # intercept (s), algbw (B/s)
+    assert line[20][0] == pytest.approx(4.83e-3, rel=0.02)
+    assert line[20][1] == pytest.approx(215e9, rel=0.02)
+    assert line[2][0] == pytest.approx(1.04e-3, rel=0.02)
+    assert line[2][1] == pytest.approx(419e9, rel=0.02)
+    assert line[20][0] / (2 * (1440 - 1)) == pytest.approx(1.68e-6, rel=0.02)
+    compared = measured.predict([r for r in rows if r.nodes == 20])
+    assert all(-0.68 <= c.rel_error <= -0.51 for c in compared)  # shipped catalog: -52 to -67%
+    assert all(c.algorithm == "hierarchical" for c in compared)
+
+
+@pytest.mark.parametrize("system, nodes, gpus, step_bytes", [
+    ("gb200-nvl72", 2, 144, 32 * 32 * 128 * 1024),   # SM100: 32 NVLS channels, 32 heads (NCCL_MAX_NVLS_ARITY)
+    ("gb200-nvl72", 20, 1440, 32 * 32 * 64 * 1024),  # 64 KiB chunks from 4 nodes (NVLSTREE_MAX_CHUNKSIZE)
+    ("hgx-h100", 2, 16, 16 * 8 * 128 * 1024),        # SM90: 16 channels, one head per GPU (8 rail NICs)
+])
+def test_nvls_tree_fills_its_levels(system, nodes, gpus, step_bytes):
+    """The large-message NVLSTree line pays 2 log2i(N) pipeline steps of channels x heads x chunk
+    (enqueue.cc v2.26.2 concurrentOps x chunkSize) at its own rate, on top of NVLS + the network."""
+    from shardbudget.comm import nccl_algos as A
+    from shardbudget.comm.collectives import candidates, make_group
+    from shardbudget.comm.lines import Group
+    group = make_group(system, nodes=nodes, gpus=gpus)
+    assert A.nvls_tree_step_bytes(group) == step_bytes
+    full = [c for c in candidates(group, "all-reduce") if c.algorithm == "hierarchical"][0]
+    one_node = Group(group.system, 1, group.gpus_per_node, group.catalog)
+    inter = Group(group.system, nodes, 1, group.catalog)
+    inter_lat = min(c.latency_s for c in candidates(inter, "all-reduce") if c.protocol == "simple")
+    fill = 2 * A.log2i(nodes) * step_bytes / full.algbw_bytes_per_s
+    assert full.latency_s == pytest.approx(A.nvls(one_node).latency_s + inter_lat + fill, rel=1e-12)
+    # by hand: 2 racks 2 x 134.2 MB / 445.7 GB/s = 0.60 ms; 20 racks 8 x 67.1 MB / 445.7 GB/s = 1.20 ms
+    if system == "gb200-nvl72":
+        assert fill == pytest.approx(0.60e-3 if nodes == 2 else 1.20e-3, rel=0.02)
+
+
+def test_two_node_h100_at_64_mib_follows_the_measured_line(data_dir):
+    """The README's 2-node H100 example at 64 MiB, below the measured sizes: the 2-node rows
+    (h100-readme-2node, 256 MiB-8 GiB) are t = 220.5 us + n / 251.2 GB/s by least squares, 487.7 us
+    at 64 MiB. The NVLSTree line with its pipeline fill (2 steps of 16 x 8 x 128 KiB at 264 GB/s,
+    127 us) gives 486 us; without the fill it gave 363 (-26%). Within 5%."""
+    from shardbudget.comm.collectives import collective_cost
+    rows = [r for r in measured.load_rows(data_dir) if r.kept and r.source_id == "h100-readme-2node"]
+    xs, ys = [r.size_bytes for r in rows], [r.time_s for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    line_64 = my + slope * (64 * 2**20 - mx)
+    assert line_64 == pytest.approx(487.7e-6, rel=0.005)
+    cost = collective_cost("all-reduce", 64 * 2**20, "hgx-h100", nodes=2, gpus=16)
+    assert cost.algorithm == "hierarchical"
+    assert cost.time_s == pytest.approx(line_64, rel=0.05)
