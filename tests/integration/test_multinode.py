@@ -178,8 +178,10 @@ def test_killed_store_node_is_named_from_the_error_address(tmp_path):
     assert run["code"] != 0
     error = _error_line(run)
     assert error.startswith("error: rank 1 stopped at size ")
-    assert "the rendezvous store is unreachable" in error
-    assert f"the error names rank 0 (" in error and topo.addr(0) in error
+    # the store's address names rank 0's node; the collective's error may name it too, unless
+    # torchrun's SIGTERM ended the rank first (seen under load)
+    assert f"the rendezvous store is unreachable (it ran on the node of rank 0 (" in error
+    assert topo.addr(0) in error
 
 
 def test_namespaces_are_removed_even_when_the_test_fails():

@@ -34,6 +34,14 @@ def test_without_the_store_the_error_address_names_the_rank():
         "1 (b, 10.0.0.2), 2 (b, 10.0.0.2)")
     assert describe(report, rank=3, index=1, error="no address", hosts=HOSTS, addrs=ADDRS) == \
         "the rendezvous store is unreachable (its node may be down)"
+    # the store's own address names its node, whether or not the error carries one (a launcher's
+    # SIGTERM can end the rank before the collective reports the lost peer)
+    there = PeerReport(store_ok=False, store_error="Connection refused", store_host="10.0.0.2")
+    assert describe(there, rank=3, index=1, error="LauncherStopped: torchrun sent SIGTERM", hosts=HOSTS,
+                    addrs=ADDRS) == ("the rendezvous store is unreachable (it ran on the node of ranks "
+                                     "1 (b, 10.0.0.2), 2 (b, 10.0.0.2), which may be down)")
+    assert describe(there, rank=1, index=1, error="", hosts=HOSTS, addrs=ADDRS).endswith(
+        "of rank 2 (b, 10.0.0.2), which may be down)")
     # no heartbeats at all (a failure before they started): the address alone
     assert describe(None, rank=3, index=1, error=GLOO, hosts=HOSTS, addrs=ADDRS) == \
         "the error names ranks 1 (b, 10.0.0.2), 2 (b, 10.0.0.2)"

@@ -33,6 +33,8 @@ class PeerReport:
     at: dict[int, int] = field(default_factory=dict)
     """rank -> index of the last size it started."""
     store_error: str = ""
+    store_host: str = ""
+    """Where the store listened (MASTER_ADDR or the tcp:// host): an unreachable store names its node."""
     silence_s: float = 0.0
 
 
@@ -54,11 +56,24 @@ def describe(report: PeerReport | None, *, rank: int, index: int, error: str, ho
             return (f"rank{'s' * (len(behind) > 1)} {_who(behind, hosts, addrs)} never started this "
                     "size (hung?)")
         return ""
-    named = ranks_at_addresses(error, addrs, exclude=rank)
-    parts = [] if report is None else ["the rendezvous store is unreachable (its node may be down)"]
+    named, parts = ranks_at_addresses(error, addrs, exclude=rank), []
+    if report is not None:  # the store is down: its node, and any other rank the error names
+        holders = [r for r in range(len(hosts)) if r != rank and report.store_host and
+                   report.store_host in (hosts[r], addrs[r] if r < len(addrs) else None)]
+        parts.append(_store_down(holders, hosts, addrs))
+        named = [r for r in named if r not in holders]
     if named:
         parts.append(f"the error names rank{'s' * (len(named) > 1)} {_who(named, hosts, addrs)}")
     return "; ".join(parts)
+
+
+def _store_down(holders: Sequence[int], hosts: Sequence[str], addrs: Sequence[str | None]) -> str:
+    """The store is gone; `holders` are the ranks on the node whose address (or host name) it listened
+    on, known whether or not the collective's error (or the launcher's SIGTERM) names an address."""
+    if not holders:
+        return "the rendezvous store is unreachable (its node may be down)"
+    return (f"the rendezvous store is unreachable (it ran on the node of rank{'s' * (len(holders) > 1)} "
+            f"{_who(holders, hosts, addrs)}, which may be down)")
 
 
 def ranks_at_addresses(text: str, addrs: Sequence[str | None], *, exclude: int) -> list[int]:

@@ -76,7 +76,7 @@ class _PeerWatch:
 
     def __init__(self, cfg: RankConfig):
         host, port = _store_address(cfg)
-        self.rank, self.world = cfg.rank, cfg.world_size
+        self.rank, self.world, self.store_host = cfg.rank, cfg.world_size, host
         client = dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
                                timeout=timedelta(seconds=STORE_TIMEOUT_S))
         self.store = dist.PrefixStore("shardbudget/", client)
@@ -110,7 +110,7 @@ class _PeerWatch:
             at = {r: int(self.store.get(f"at/{r}")) for r in range(self.world)
                   if self.store.check([f"at/{r}"])}
         except Exception as exc:  # noqa: BLE001 - an unreachable store is itself the finding
-            return PeerReport(store_ok=False, store_error=short_error(str(exc)))
+            return PeerReport(store_ok=False, store_error=short_error(str(exc)), store_host=self.store_host)
         lost = tuple(r for r, a, b in zip(others, before, after) if a == b and r not in failed)
         return PeerReport(store_ok=True, lost=lost, failed=failed, at=at, silence_s=SILENCE_S)
 
