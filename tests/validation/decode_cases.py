@@ -8,7 +8,8 @@ its batch is known (1 here) and no speculative decoding ran; each case names the
 Rows left out: hardware not named (SGLang PR #2643), workload not stated (SGLang #3196, #3656),
 engine not named (tt-inference-server #356's 2025-07-08 table; its 2025-07-09 SGLang table is used),
 models not in the catalog (Qwen3-14B/1.7B/4B, Llama-3.2-90B-Vision), RTX 3090 Ti (no catalog
-system), request-rate loads with prefill mixed in (vLLM PR #2979: Mixtral at 1-2 requests/s).
+system), request-rate loads with prefill mixed in (vLLM PR #2979: Mixtral at 1-2 requests/s), and SGLang
+PR #6111's B200 rows (one fits, the other checks the sglang-0.4 preset: test_engine_eras.py).
 """
 
 from __future__ import annotations
