@@ -143,11 +143,9 @@ def fastest_plan_cases(table: list[dict]) -> list[tuple[str, bool]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", action="store_true", help="print every row")
-    args = ap.parse_args(argv)
-    cat = load_catalog()
+def priced_table(cat) -> tuple[list[dict], list[str]]:
+    """Every row priced: (table of rows with prediction, measurement, error and source; the
+    configurations at concurrency <= 16 called 'does not fit')."""
     table, refused = [], []
     for r in _rows():
         pred, ok = predict(r, cat)
@@ -155,11 +153,20 @@ def main(argv: list[str] | None = None) -> int:
         t = {"model": r["model"], "gpu": r["system"], "engine": r["engine"], "dtype": r["dtype"],
              "family": FAMILIES.get(r["model"], r["model"]), "plan": f"TP{r['tp']} EP{r['ep'] or 1}",
              "input_len": r["input_len"], "output_len": r["output_len"], "concurrency": int(r["concurrency"]),
-             "pred": pred, "meas": meas, "err": pred / meas - 1,
+             "pred": pred, "meas": meas, "err": pred / meas - 1, "source": r["source"],
              "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS}
         table.append(t)
         if not ok and t["concurrency"] <= 16:
             refused.append(f"{t['model']} {t['gpu']} {t['engine']} {t['plan']} c{t['concurrency']}")
+    return table, refused
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    args = ap.parse_args(argv)
+    cat = load_catalog()
+    table, refused = priced_table(cat)
     example_fits = predict(ISSUE_EXAMPLE, cat)[1]
     if not example_fits:
         refused.append(f"issue example: {ISSUE_EXAMPLE['source']}")
