@@ -51,6 +51,20 @@ def test_shared_options_have_one_name_type_and_help():
     assert {"--size", "--gpus", "--force", "--out", "--plot", "--json", "--catalog"} <= set(seen)
 
 
+def test_deploy_takes_plans_pricing_options():
+    """Issue 24: what changes how plan prices a step, deploy takes too, under the same flag, type and
+    help (the test above holds them equal wherever two commands share one); report takes the engine,
+    the TTFT budget and --json."""
+    flags = {name: {f for o in _options(cmd) if not o.hidden for f in o.opts} for name, cmd in _commands().items()}
+    pricing = {"--impl", "--overlap", "--sequence-parallel", "--memory", "--jitter", "--engine", "--dtype", "--kv-dtype",
+               "--gpu-memory-utilization", "--ttft-budget", "--nccl", "--nccl-symmetric", "--catalog"}
+    assert pricing <= flags["plan"] and pricing <= flags["deploy"], pricing - flags["deploy"]
+    assert {"--engine", "--ttft-budget", "--json"} <= flags["report"]
+    jitter = [o for name in ("plan", "deploy") for o in _options(_commands()[name]) if "--jitter" in o.opts]
+    assert len(jitter) == 2 and len({(type(o.type).__name__, o.multiple, o.help) for o in jitter}) == 1
+    assert jitter[0].multiple and "p99" in jitter[0].help
+
+
 def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
     for name, old in (("measure", "--nproc"), ("measure", "--sizes"), ("lab", "--ranks"), ("lab", "--sizes")):
         flags = {f for o in _options(_commands()[name]) if o.hidden for f in o.opts}

@@ -8,7 +8,7 @@
     launch      the commands that run a deployment option (per engine; multi-node; disaggregated; Slurm, Kubernetes)
     questions   explain: the three questions, answered from numbers
     compare     systems side by side at the message sizes models send
-    tail_plan   the p99 ITL of a plan's rows from measured jitter (`plan --jitter`)
+    tail_plan   the p99 ITL of a plan's rows and deploy's options from measured jitter (`--jitter`)
 
 May import: the root modules, `fabric`, `comm`, `model`, `engines`, `measure` and `step`.
 """

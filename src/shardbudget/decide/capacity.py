@@ -177,14 +177,14 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
                     ttft_budget_s: float | None = None, workload: Workload = Workload(),
                     engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
                     settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-                    impl: str | None = None) -> LoadAnswer:
+                    impl: str | None = None, jitter=None) -> LoadAnswer:
     """The fewest GPUs of `system` that serve `load` within the budgets (module doc); `impl` forces
-    every all-reduce as deploy's does."""
+    every all-reduce as deploy's does; `jitter` (tail_plan.Jitter) adds deploy's p99 ITLs to its table."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    deploying._check_request(cfg, sysm, engine, workload)
+    deploying._check_request(cfg, sysm, engine, workload, jitter)
     precision = precision_for(cfg, sysm, dtype, kv_dtype)[0]
     common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
                   settings=settings)
@@ -194,7 +194,8 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
     if best is None:
         return _none_serves(cfg, sysm, load, caps, budgets)
     result = deploy(cfg, sysm, gpus=best.gpus, budget_s=budget_s, ttft_budget_s=ttft_budget_s, workload=workload,
-                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl)
+                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl,
+                    jitter=jitter)
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
     batch, itl, ttft = _batch_for(cfg, sysm, catalog, o, load, **search)
