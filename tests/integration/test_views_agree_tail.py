@@ -153,3 +153,14 @@ def test_jitter_with_speculation_or_without_times_is_one_line(log, capsys):
     assert main(["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--jitter", str(raw)]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and "no per-iteration times" in out.err
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_p99_column_fits_the_terminal(columns, log, capsys, monkeypatch):
+    """The p99 column folds like the others (tests/integration/test_terminal_width.py): no number
+    elided, no table line past the terminal."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["deploy", "-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16", "--jitter", log]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and any(line.startswith("┃") and "p99" in line for line in out.splitlines())
+    assert all(len(line) <= columns for line in out.splitlines() if line[:1] in "┏┃┡│└")
