@@ -48,6 +48,7 @@ def deploy(
     force: ForceOpt = False,
     memory_table: MemoryOpt = False,
     jitter: JitterOpt = None,
+    pp_all: Annotated[bool, typer.Option("--pp-all", hidden=True, help="plan's flag, accepted: deploy sweeps every PP degree always (every split of the GPUs).")] = False,  # noqa: ARG001
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     nccl: NcclOpt = None,
