@@ -65,8 +65,7 @@ def deploy(
     load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
     check_plot(plot, force=force)
     model = model_name(model, download)
-    draft_model = model_name(draft_model, download) if draft_model else draft_model
-    spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
+    spec = args.speculation(speculative, draft_tokens, acceptance, model_name(draft_model, download) if draft_model else draft_model)
     work = _workload(context, input_len, output_len, spec)
     _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     request = dict(budget_s=args.budget(budget), ttft_budget_s=args.ttft_budget(ttft_budget), workload=work,
