@@ -142,6 +142,24 @@ def test_cli_nothing_serves_exit_1_names_the_closest(capsys):
     assert "the closest is one TP8 replica" in out
 
 
+def test_a_load_past_the_gpu_bound_is_refused_with_the_bound_not_called_unmeetable(capsys):
+    """Issue 24, item 11 re-checked: `--rate 1e9` said no replica meets 30 ms at batch 1 (false:
+    TP1 at batch 78 meets it, 29.9 ms) when the load needed more GPUs than an answer may take.
+    Each TP1 replica of llama-3.1-8b serves 78 / (256 x cycle) requests/s, so 1e9 needs ~1e8 GPUs."""
+    from shardbudget.decide.capacity import MAX_LOAD_GPUS
+    argv = ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100"]
+    for load, words in ((["--rate", "1e9"], "--rate: 1e+09 requests/s take "),
+                        (["--users", "100000000"], "--users: 100000000 concurrent users take ")):
+        rc = cli_module.main([*argv, *load])
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, out, err)
+        assert words in err and f"past the {MAX_LOAD_GPUS:,} an answer may take" in err and "No replica" not in err
+        gpus = int(err.split(" take ")[1].split(" GPUs")[0].replace(",", ""))
+        assert gpus > MAX_LOAD_GPUS
+    rc = cli_module.main([*argv, "--users", "1000"])  # within the bound: answered
+    assert rc == 0 and capsys.readouterr().out.startswith("1000 concurrent users take 13 GPUs of hgx-h100")
+
+
 @pytest.mark.parametrize("args,words", [
     (["--rate", "0"], "--rate must be a number of requests per second above 0"),
     (["--rate", "-3"], "--rate must be a number of requests per second above 0"),

@@ -5,6 +5,7 @@ for one release; one overwrite rule for every file a command writes; one rule fo
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,34 @@ def test_shared_options_have_one_name_type_and_help():
     assert not wrong, f"one flag, several meanings: {wrong}"
     # and each command spells a shared idea with the shared flag
     assert {"--size", "--gpus", "--force", "--out", "--plot", "--json", "--catalog"} <= set(seen)
+
+
+def test_deploy_takes_plans_pricing_options():
+    """Issue 24: what changes how plan prices a step, deploy takes too, under the same flag, type and
+    help (the test above holds them equal wherever two commands share one); report takes the engine,
+    the TTFT budget and --json."""
+    flags = {name: {f for o in _options(cmd) if not o.hidden for f in o.opts} for name, cmd in _commands().items()}
+    pricing = {"--impl", "--overlap", "--sequence-parallel", "--memory", "--jitter", "--engine", "--dtype", "--kv-dtype",
+               "--gpu-memory-utilization", "--ttft-budget", "--nccl", "--nccl-symmetric", "--catalog"}
+    assert pricing <= flags["plan"] and pricing <= flags["deploy"], pricing - flags["deploy"]
+    assert {"--engine", "--ttft-budget", "--json"} <= flags["report"]
+    jitter = [o for name in ("plan", "deploy") for o in _options(_commands()[name]) if "--jitter" in o.opts]
+    assert len(jitter) == 2 and len({(type(o.type).__name__, o.multiple, o.help) for o in jitter}) == 1
+    assert jitter[0].multiple and "p99" in jitter[0].help
+
+
+
+def test_deploy_accepts_plans_pp_all_and_sweeps_every_pp_degree_anyway(capsys):
+    """plan sweeps the PP degrees that fill the nodes unless --pp-all; deploy always sweeps every split
+    of the GPUs, so plan's habit `deploy --pp-all` is accepted (hidden) and changes nothing."""
+    argv = ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096", "--json"]
+    assert cli.main(argv) == 0
+    plain = capsys.readouterr().out
+    assert cli.main([*argv, "--pp-all"]) == 0
+    out = capsys.readouterr()
+    assert out.out == plain and out.err == ""
+    assert {"1xTP2/PP4", "1xTP1/PP8", "1xTP4/PP2"} <= {o["label"] if "label" in o else
+                                                       f"{o['replicas']}xTP{o['tp']}/PP{o['pp']}" for o in json.loads(plain)["options"]}
 
 
 def test_old_spellings_are_hidden_aliases(tmp_path, capsys):

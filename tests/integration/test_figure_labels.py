@@ -95,8 +95,27 @@ def test_pareto_figure_reads_tokens_per_user_as_numbers():
     labels = _tick_labels(fig.axes[0].xaxis)
     assert "20" in labels and "100" in labels and not any("10^" in s or "×" in s for s in labels), labels
     colors = [line.get_color() for line in fig.axes[0].get_lines()
-              if line.get_label() in {o.label() for o in result.options[:MAX_CURVES]}]
+              if line.get_label().split(" (")[0] in {o.label() for o in result.options[:MAX_CURVES]}]
     assert len(colors) == len(set(colors)) and "#000000" not in colors and "k" not in colors
+
+
+def test_pareto_legend_names_the_curve_that_hides_another():
+    """Issue 24 item 7 re-checked by looking: on 8x H100 the legend listed 2xTP4, 4xTP2, 2xTP2/PP2 and
+    8xTP1 with no curve to be seen: two replicas of TP4 give the tokens/s per GPU of one TP4/PP2
+    replica to 0.6% (drawn after, on top), and 8xTP1 fits no batch. The legend says so; a curve
+    that is not hidden keeps its plain label."""
+    result = deploy(load_model("llama-3.1-70b"), "hgx-h100", gpus=8)
+    fig = figures.pareto_figure(result)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert "2xTP4 (under 1xTP4/PP2)" in labels and "8xTP1 (no batch fits)" in labels
+    assert "4xTP2 (under 1xTP2/PP4)" in labels and "2xTP2/PP2 (under 1xTP2/PP4)" in labels
+    assert "1xTP8" in labels and "1xTP4/PP2" in labels and "1xTP2/PP4" in labels
+    # a curve moved by more than the tolerance is not hidden: 1xTP8 is nowhere near 1xTP4/PP2
+    from shardbudget.report.fig_deploy import legend_names
+    x, y = result.curves["1xTP4/PP2"]
+    moved = {"a": (x, y * 1.03), "b": (x, y)}
+    assert legend_names(["a", "b"], moved) == {"a": "a", "b": "b"}
+    assert legend_names(["a", "b"], {"a": (x, y * 1.01), "b": (x, y)})["a"] == "a (under b)"
 
 
 def test_compare_labels_are_clear_of_every_line():

@@ -10,7 +10,10 @@ import pytest
 
 from shardbudget import cli
 
+from shared_data import find_data_dir
+
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
+RAW = find_data_dir() / "raw"
 
 COMMANDS = [
     ["fabrics", "--systems"],
@@ -32,6 +35,9 @@ COMMANDS = [
      "--output-len", "1024", "--ttft-budget", "2s"],
     ["topo", str(DATA / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "w5090", "--gpu-spec",
      str(DATA / "topo" / "rtx5090_gpu_spec.toml")],
+    ["check", str(RAW / "nccl_15_coreweave_gb200.txt"), "--system", "gb200-nvl72", "--nodes", "1", "--gpus", "72"],
+    ["fit", str(RAW / "nccl_10_rtx4090_docker_2gpu.txt"), str(RAW / "nccl_11_rtx4090_docker_4gpu.txt"), "--name",
+     "w4090", "--base-system", "rtx4090-pcie"],
 ]
 
 

@@ -304,3 +304,20 @@ def test_a_log_whose_nodes_are_nvl72_trays_is_told_so_not_blamed_on_the_catalog(
     # a log of 2 GPUs on each of 2 L40S boxes really crossed the network: a note, no such cause
     l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie").tables[0]
     assert any("2 GPUs per node" in n for n in l40s.notes) and all(c.kind != "node-shape" for c in l40s.causes)
+
+
+def test_a_run_on_some_gpus_of_one_node_is_not_a_node_mismatch(data_dir, capsys):
+    """Issue 24, item 2 re-checked: a 2-GPU run on one 8-GPU RTX 4090 box crossed no network; it was
+    noted as '1 nodes of 2 GPUs, every ring crossing the network'. The GB200 cause's suggestion runs
+    as given on a log of three sizes (`--nodes 1 --gpus 72`), and `--nodes 1` alone names --gpus."""
+    from shardbudget.measure.check import check_logs
+    one = check_logs([data_dir / "raw" / "nccl_10_rtx4090_docker_2gpu.txt"], system="rtx4090-pcie").tables[0]
+    assert (one.ranks, one.nodes) == (2, 1) and not any("GPUs per node" in n or "1 nodes" in n for n in one.notes)
+    gb = data_dir / "raw" / "nccl_15_coreweave_gb200.txt"
+    cause = check_logs([gb], system="gb200-nvl72").tables[0].cause
+    assert "(`--nodes 1 --gpus 72`)" in cause.text
+    assert cli.main(["check", str(gb), "--system", "gb200-nvl72", "--nodes", "1", "--gpus", "72"]) == 0
+    capsys.readouterr()
+    assert cli.main(["check", str(gb), "--system", "gb200-nvl72", "--nodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give --gpus to check one run of the log, or --nodes 2" in err

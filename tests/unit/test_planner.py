@@ -66,6 +66,10 @@ def test_comm_threshold_warns_but_does_not_call_the_fastest_plan_too_far():
     far = [x for x in r.rows if x.verdict == "sharded too far"]
     assert far and all(x.pp > 1 for x in far)
     assert f"{len(far)} plans are sharded too far" in r.verdict
+    # one plan too far is one plan, not "each" of one (issue 24, item 12 re-checked)
+    one = plan("llama-3.1-70b", "l40s-pcie", batches=[64]).results[0]
+    assert sum(x.verdict == "sharded too far" for x in one.rows) == 1
+    assert "1 plan is sharded too far, using more GPUs" in one.verdict and "each" not in one.verdict
 
 
 def test_bad_plans():

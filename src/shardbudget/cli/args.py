@@ -113,6 +113,9 @@ NcclOpt = Annotated[Optional[str], typer.Option(
 NcclSymmetricOpt = Annotated[bool, typer.Option(
     "--nccl-symmetric", help="Buffers registered as NCCL symmetric windows (NCCL 2.27+; vLLM VLLM_USE_NCCL_SYMM_MEM=1, "
                              "SGLang --enable-symm-mem): NCCL runs its symmetric kernels where they exist.")]
+JitterOpt = Annotated[Optional[list[Path]], typer.Option(
+    "--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the "
+                     "ITL's p99 beside its mean (repeat).")]
 MemoryOpt = Annotated[bool, typer.Option("--memory", help="Also print what each plan's bytes per GPU are made of (deploy: each option's, at its batch).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 DownloadOpt = Annotated[bool, typer.Option("--download", help="Fetch a Hugging Face id's config.json (that file alone) when it is not in the local Hugging Face cache; needs huggingface_hub.")]
@@ -156,6 +159,15 @@ def cost_row(c) -> dict:
     return {"bytes": c.msg_bytes, "time_s": c.time_s, "latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s,
             "algorithm": c.algorithm, "protocol": c.protocol, "impl": c.impl, "algbw_bytes_per_s": c.algbw_bytes_per_s,
             "busbw_bytes_per_s": c.busbw_bytes_per_s}
+
+
+def jitter(paths: Optional[list[Path]]):
+    """The calls' measured spread from --jitter logs (decide.tail_plan.Jitter), or None; plan and
+    deploy read them alike (tail_plan reads logs: loaded only then)."""
+    if not paths:
+        return None
+    from ..decide.tail_plan import read_jitter
+    return read_jitter(paths)
 
 
 def sizes(size: Optional[list[str]], default: str = "8B:1GiB") -> list[float]:

@@ -11,7 +11,7 @@ from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BudgetOpt, CatalogOpt, ContextOpt, DeployBatchOpt, DownloadOpt, EngineOpt,
                    ForceOpt, GpuMemoryOpt, GpusOpt, ImplOpt,
-                   InputLenOpt, JsonOpt, KvDtypeOpt, MemoryOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
+                   InputLenOpt, JitterOpt, JsonOpt, KvDtypeOpt, MemoryOpt, OutputLenOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt, TtftBudgetOpt,
                    WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
@@ -47,6 +47,8 @@ def deploy(
     emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR (an existing DIR needs --force).")] = None,
     force: ForceOpt = False,
     memory_table: MemoryOpt = False,
+    jitter: JitterOpt = None,
+    pp_all: Annotated[bool, typer.Option("--pp-all", hidden=True, help="plan's flag, accepted: deploy sweeps every PP degree always (every split of the GPUs).")] = False,  # noqa: ARG001
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
     catalog: CatalogOpt = None,
     nccl: NcclOpt = None,
@@ -63,13 +65,12 @@ def deploy(
     load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
     check_plot(plot, force=force)
     model = model_name(model, download)
-    draft_model = model_name(draft_model, download) if draft_model else draft_model
-    spec = args.speculation(speculative, draft_tokens, acceptance, draft_model)
+    spec = args.speculation(speculative, draft_tokens, acceptance, model_name(draft_model, download) if draft_model else draft_model)
     work = _workload(context, input_len, output_len, spec)
     _emit(None, emit, engine=engine, force=force)  # a bad --emit is refused before any work
     request = dict(budget_s=args.budget(budget), ttft_budget_s=args.ttft_budget(ttft_budget), workload=work,
                    engine=engine, impl=_impl(impl), dtype=dtype, kv_dtype=kv_dtype, catalog=load_catalogs(catalog, nccl, nccl_symmetric),
-                   settings=_settings(gpu_memory_utilization, overlap, sequence_parallel))
+                   settings=_settings(gpu_memory_utilization, overlap, sequence_parallel), jitter=args.jitter(jitter))
     shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force, memory_table=memory_table)
     result = (_for_load(model, system, load, request, shown) if load is not None else
               _for_gpus(model, system, request, shown, gpus=gpus, nodes=nodes, batch=batch, disaggregate=disaggregate))

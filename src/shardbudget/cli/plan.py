@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -10,13 +9,12 @@ import typer
 from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, GpuMemoryOpt, ImplOpt,
-                   InputLenOpt, OutputLenOpt,
+                   InputLenOpt, JitterOpt, OutputLenOpt,
                    JsonOpt, KvDtypeOpt, MemoryOpt, ModelOpt, NodesOpt, OverlapOpt, PlotOpt, SequenceParallelOpt, SystemOpt,
                    TtftBudgetOpt, WeightDtypeOpt)
 from .common import check_plot, load_catalogs, model_name, print_json, write_plot
 
 PpAllOpt = Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")]
-JitterOpt = Annotated[Optional[list[Path]], typer.Option("--jitter", help="Log with per-iteration times (nccl-tests -I 1, text or -J JSON; shardbudget measure JSON): adds the ITL's p99 beside its mean (repeat).")]
 
 
 @app.command("plan")
@@ -68,7 +66,7 @@ def plan_cmd(
     result = plan(model, system, nodes=nodes, batches=batches, context=context, budget_s=budget_s,
                   ttft_budget_s=ttft_s, impl=impl, engine=engine, dtype=dtype, kv_dtype=kv_dtype,
                   comm_threshold=comm_threshold, knee_threshold=knee_threshold, pp_all=pp_all, eff=eff,
-                  settings=settings, jitter=_jitter(jitter), catalog=cat,
+                  settings=settings, jitter=args.jitter(jitter), catalog=cat,
                   input_len=args.tokens("--input-len", input_len), output_len=args.tokens("--output-len", output_len))
     req = None
     if require_tp is not None:  # --require-tp 0 is an error to report, not "unset"
@@ -79,14 +77,6 @@ def plan_cmd(
     if plot:
         from ..report import figures
         write_plot(lambda: figures.where_the_token_goes([result]), plot, force=force)
-
-
-def _jitter(paths: Optional[list[Path]]):
-    """The calls' measured spread from --jitter logs, or None (tail_plan reads logs: loaded only then)."""
-    if not paths:
-        return None
-    from ..decide.tail_plan import read_jitter
-    return read_jitter(paths)
 
 
 def _print_plan(result, req, *, json_out: bool, memory_table: bool) -> None:

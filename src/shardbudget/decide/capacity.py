@@ -177,14 +177,14 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
                     ttft_budget_s: float | None = None, workload: Workload = Workload(),
                     engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
                     settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-                    impl: str | None = None) -> LoadAnswer:
+                    impl: str | None = None, jitter=None) -> LoadAnswer:
     """The fewest GPUs of `system` that serve `load` within the budgets (module doc); `impl` forces
-    every all-reduce as deploy's does."""
+    every all-reduce as deploy's does; `jitter` (tail_plan.Jitter) adds deploy's p99 ITLs to its table."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    deploying._check_request(cfg, sysm, engine, workload)
+    deploying._check_request(cfg, sysm, engine, workload, jitter)
     precision = precision_for(cfg, sysm, dtype, kv_dtype)[0]
     common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
                   settings=settings)
@@ -192,9 +192,11 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
     caps = capacities(cfg, sysm, catalog, load, **search)
     best = fewest(caps)
     if best is None:
+        _check_within_bound(sysm, load, caps)
         return _none_serves(cfg, sysm, load, caps, budgets)
     result = deploy(cfg, sysm, gpus=best.gpus, budget_s=budget_s, ttft_budget_s=ttft_budget_s, workload=workload,
-                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl)
+                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl,
+                    jitter=jitter)
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
     batch, itl, ttft = _batch_for(cfg, sysm, catalog, o, load, **search)
@@ -241,6 +243,19 @@ def _fabric(cfg: ModelConfig, system: System, catalog: Catalog, load: Load, gpus
     return {"label": label, "system": fast.name, "gpus": fast_gpus,
             "saves": gpus - fast_gpus if fast_gpus is not None else 0,
             "split": f"{best.replicas}x{best.plan.label().replace(' ', '/')}" if best else None}
+
+
+def _check_within_bound(system: System, load: Load, caps: list[PlanCapacity]) -> None:
+    """A load that replicas meeting the budgets serve, but only on more than MAX_LOAD_GPUS: refused
+    with the bound (not 'nothing meets the budgets', which would be false)."""
+    serving = [c for c in caps if c.replicas > 0]
+    if not serving:
+        return
+    c = min(serving, key=lambda c: (c.gpus, -c.per_replica))
+    flag = "--rate" if load.rate_per_s is not None else "--users"
+    raise PlanError(f"{flag}: {load.words()} take {c.gpus:,} GPUs of {system.name} at the fewest "
+                    f"({c.replicas:,} x {c.plan.label().replace(' ', '/')} replicas at batch {c.option.max_batch}), past "
+                    f"the {MAX_LOAD_GPUS:,} an answer may take (about the largest clusters built)")
 
 
 def _none_serves(cfg: ModelConfig, system: System, load: Load, caps: list[PlanCapacity], budgets: Budgets) -> LoadAnswer:

@@ -32,6 +32,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,8 +48,12 @@ from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
-from ..step.speculative import Speculation, comparison_text
-from ..units import format_decimal_bytes, format_seconds
+from ..step.speculative import Speculation
+from .deploy_words import verdict_text
+from ..step.compose import compile_step
+
+if TYPE_CHECKING:  # tail_plan reads logs; only deploy --jitter needs it loaded
+    from .tail_plan import Jitter
 
 MAX_BATCH = 1024
 
@@ -115,6 +120,9 @@ class Option:
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
     memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
     memory: dict | None = field(default=None, compare=False)  # mem_bytes_per_gpu's parts, as plan's rows give them
+    itl_p99_s: float | None = None
+    """itl_s's p99 from measured collective jitter (--jitter: tail_plan, as plan's rows), at the
+    option's own decode batch; None without a log."""
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -166,6 +174,8 @@ class DeployResult:
     """The decode batch every option runs at (--batch), or None: each at its largest within the budgets."""
     impl: str | None = None
     """Every all-reduce forced to this implementation (--impl), or None: the engine's rule."""
+    tail: str | None = None
+    """What the options' itl_p99_s come from (Jitter.describe, as plan's header), or None without --jitter."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -175,7 +185,7 @@ class DeployResult:
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch, "impl": self.impl}
+                "batch": self.batch, "impl": self.impl, "tail": self.tail}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -276,18 +286,19 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
            budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
            engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
            disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
-           catalog: Catalog | None = None, batch: int | None = None, impl: str | None = None) -> DeployResult:
+           catalog: Catalog | None = None, batch: int | None = None, impl: str | None = None,
+           jitter: Jitter | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
     the replicas are over the other D (disagg.py). `impl` forces every all-reduce as plan's --impl
-    does (None: the engine's rule)."""
+    does (None: the engine's rule). `jitter` (plan's --jitter) adds each option's p99 ITL at its batch."""
     catalog = catalog or load_catalog()
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     nodes = _nodes(sysm, gpus, nodes)
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    _check_request(cfg, sysm, engine, workload)
+    _check_request(cfg, sysm, engine, workload, jitter)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
     common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
                   settings=settings)
@@ -303,6 +314,8 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
         opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:
             opt = _fed_by(opt, c, pre, workload, gpus)
+        if jitter is not None:
+            opt = _with_tail(opt, cfg, sysm, p, catalog, common=common, work=workload, jitter=jitter, batch=batch)
         options.append(opt)
         curves[opt.label()] = _frontier_curve(c, opt)
         prefills[opt.label()] = pre
@@ -317,7 +330,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch, impl=impl,
+                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None,
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
@@ -325,9 +338,14 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
 
 
-def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload) -> None:
+def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload,
+                   jitter: Jitter | None = None) -> None:
     """Refuse what no option could serve: a sequence longer than the model's, an engine that does
-    not run on the GPUs, a speculative method the model or engine lacks (launch.check_request)."""
+    not run on the GPUs, a speculative method the model or engine lacks (launch.check_request), a
+    tail under speculation (how many drafts a step accepts varies too, and is not modelled)."""
+    if jitter is not None and workload.speculation is not None:
+        raise PlanError("--jitter with --speculative: a speculative token's tail also depends on how many drafts "
+                        "each step accepts, which is not modelled; drop one of them")
     if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
         raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
                         f"{cfg.max_position_embeddings}")
@@ -408,6 +426,16 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
 
+def _with_tail(opt: Option, cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, common: dict,
+               work: Workload, jitter: Jitter, batch: int | None) -> Option:
+    """The option with its ITL's p99 at the decode batch it shows (a PP replica's micro-batch; batch
+    1, or --batch, where none runs), from the function plan's rows use (Jitter.row_p99s): its decode
+    step's collectives jitter, the rest of its ITL (the mixed-in prompts' share too) is fixed."""
+    b = opt.max_batch // opt.pp if opt.max_batch else (batch or 1)
+    step = compile_step(cfg, system, p, catalog, phase="decode", **common)
+    return dataclasses.replace(opt, itl_p99_s=jitter.row_p99s(step, [b], work.mean_context, [opt.itl_s])[0])
+
+
 def _nodes(system: System, gpus: int, nodes: int | None) -> int:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise PlanError(f"--gpus must be a whole number of at least 1, got {gpus!r}")
@@ -438,62 +466,6 @@ def _with_words(r: DeployResult, launches: dict, skipped: dict) -> DeployResult:
     text = {e: launches[e].text() if e in launches else f"# not run: {skipped[e]}" for e in (*launches, *skipped)}
     return DeployResult(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "launch": text,
                            "launches": launches, "verdict": verdict_text(r)})
-
-
-def verdict_text(r: DeployResult) -> str:
-    """One paragraph, with numbers: the choice, against one replica of the widest TP (or the runner-up)."""
-    budgets = " and ".join(w for w in (f"{format_seconds(r.budget_s)} ITL" if r.budget_s else "",
-                                       f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "") if w)
-    within = f"within {budgets}" if budgets else "with no budget"
-    if r.best is None:
-        spec = r.workload.speculation
-        return _no_option_text(r, budgets) + (comparison_text(spec, None, r.without_speculation) if spec else "")
-    b = r.best
-    pre = r.prefill
-    stages = f" PP{pre['pp']}" if pre and pre["pp"] > 1 else ""
-    where = (f"On {r.gpus} GPUs of {r.system} ({pre['gpus']} prefilling as {pre['replicas']}x TP{pre['tp']}"
-             f"{stages}, TTFT {format_seconds(pre['ttft_s'])} of which the KV "
-             f"hand-off is {format_seconds(pre['kv_transfer_s'])}, {100 * pre['kv_transfer_share_of_ttft']:.1f}%)"
-             if pre else f"On {r.gpus} GPUs of {r.system}")
-    text = (f"{where}, {b.label()} at batch {b.max_batch} per replica gives the most "
-            f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
-            f"{b.tokens_per_s_per_user:.0f} tokens/s per user (ITL {format_seconds(b.itl_s)}; "
-            f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "
-            f"{100 * b.comm_share:.0f}% of each step in communication).")
-    if r.workload.speculation is not None:
-        text += comparison_text(r.workload.speculation, b, r.without_speculation)
-    # Against the plan people reach for first: one replica, tensor-parallel as wide as the GPUs allow.
-    whole = max((o for o in r.options if o.replicas == 1), key=lambda o: (o.tp, -o.pp, -o.ep, -o.dp), default=None)
-    if whole is b:
-        second = next((o for o in r.options if o is not b and o.meets_budget), None)
-        if second is not None:
-            text += (f" The runner-up, {second.label()}, gives {second.tokens_per_s_per_gpu:,.0f}/GPU "
-                     f"({second.tokens_per_s_per_gpu / b.tokens_per_s_per_gpu:.2f}x) at batch {second.max_batch}.")
-        return text
-    if whole is not None:
-        if whole.meets_budget:
-            text += (f" That is {b.tokens_per_s_per_gpu / whole.tokens_per_s_per_gpu:.2f}x the tokens/s of one "
-                     f"{whole.label()[2:]} replica ({whole.tokens_per_s_per_gpu:,.0f}/GPU at batch {whole.max_batch}, "
-                     f"{100 * whole.comm_share:.0f}% of its step in communication).")
-        else:
-            text += f" One {whole.label()[2:]} replica of all {r.gpus} GPUs misses the budget ({whole.binding})."
-    return text
-
-
-def _no_option_text(r: DeployResult, budgets: str) -> str:
-    """Why no option qualifies, with the closest one: among the splits that hold batch 1 in memory
-    (the lowest ITL), or, where none does, the split that needs the least memory per GPU."""
-    fitting = [o for o in r.options if not (o.binding == "memory" and o.max_batch == 0)]
-    if not fitting:
-        c = min(r.options, key=lambda o: o.mem_bytes_per_gpu)
-        gpus = f"{r.gpus} GPU{'s' if r.gpus != 1 else ''}"
-        return (f"No split of {gpus} of {r.system} fits {r.model} in memory, even at batch 1: the closest is "
-                f"{c.label()} at {format_decimal_bytes(c.mem_bytes_per_gpu)} per GPU; give more --gpus or a smaller "
-                f"--dtype / --kv-dtype / context.")
-    c = min(fitting, key=lambda o: o.itl_s)
-    return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
-            f"{format_seconds(c.itl_s)} ITL" + ("" if math.isnan(c.ttft_s) else f", TTFT {format_seconds(c.ttft_s)}")
-            + f" (binding: {c.binding}).")
 
 
 __all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "budget_options", "deploy", "pareto_front", "splits",

@@ -1,4 +1,4 @@
-"""The p99 ITL of a plan's rows, from collective jitter someone measured (`plan --jitter LOG`).
+"""The p99 ITL of a plan's rows and deploy's options, from collective jitter someone measured (`--jitter LOG`).
 
 A plan row's ITL is a mean. Where a log has per-iteration times (nccl-tests ``-I 1``, text or
 ``-J`` JSON; shardbudget measure's JSON, which keeps every iteration), each collective of the step

@@ -274,7 +274,7 @@ def _too_far_sentence(v: Verdict, limits: Thresholds) -> str:
     widest = max(v.too_far, key=lambda r: (r.tp, r.gpus, r.itl_s))
     some = ", ".join(f"{r.label()} {_ms(r.itl_s)}" for r in v.too_far[:3]) + (", ..." if n > 3 else "")
     comm = (f"; at {widest.label()} communication is {_share(widest)} of the ITL" if widest.comm_share >= 0.01 else "")
-    return (f"{n} plan{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} sharded too far, each using more GPUs "
+    return (f"{n} plan{'s are' if n > 1 else ' is'} sharded too far, {'each ' if n > 1 else ''}using more GPUs "
             f"or a higher TP than another plan that is at most {100 * limits.knee_threshold:.0f}% slower "
             f"({some}){comm}.")
 

@@ -282,6 +282,10 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
     try:
         group = make_group(system, nodes=n_nodes, gpus=ranks, catalog=catalog)
     except PlanError as err:
+        if nodes is not None and ranks > nodes * system.gpus_per_node:  # --nodes for one run of a log of several
+            raise PlanError(f"{where} does not fit {nodes} x {system.name} (--nodes {nodes}, {system.gpus_per_node} "
+                            f"GPUs per node): give --gpus to check one run of the log, or --nodes "
+                            f"{math.ceil(ranks / system.gpus_per_node)} for this one") from None
         raise PlanError(f"{where} does not fit {system.name}: {err}") from None
     algos, protos, _ = forced_by(ms, run)
     if algos or protos:
@@ -308,11 +312,14 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
 
 
 def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) -> str | None:
-    """A note where the log's GPUs per node differ from the system's (None where they agree, or where
-    --nodes overrides the log): GB200 NVL72 logs count 4-GPU trays as nodes, while the catalog's node
-    is the 72-GPU NVLink domain."""
+    """A note where the log's GPUs per node differ from the system's (None where they agree, where
+    --nodes overrides the log, or where one node ran on some of its GPUs: a 2-GPU run of an 8-GPU box
+    crosses no network): GB200 NVL72 logs count 4-GPU trays as nodes, while the catalog's node is
+    the 72-GPU NVLink domain."""
     ranks, logged = samples[0].n_ranks, samples[0].n_nodes
     if nodes is not None or not logged or ranks % logged or ranks // logged == system.gpus_per_node:
+        return None
+    if logged == 1 and ranks < system.gpus_per_node:
         return None
     per_node = ranks // logged
     return (f"the log has {per_node} GPUs per node ({ranks} ranks on {logged} nodes); {system.name} has "
@@ -331,7 +338,7 @@ def _node_cause(samples: Sequence[Sample], system: System, catalog: Catalog, n_n
     ratios = [s.time_s / _size_check(s, system, catalog, alt).predicted_s for s in _dedupe(samples)]
     med = statistics.median(ratios)
     return Cause(kind="node-shape", region="", guess=False, expected_ratio=med,
-                 text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt}`) the "
+                 text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt} --gpus {ranks}`) the "
                       f"table is {med:.2f}x the predicted time ({verdict_of(med, tolerance)}); the log's nodes are "
                       f"{system.name}'s {system.host_gpus}-GPU hosts (trays), its node the whole NVLink domain")
 

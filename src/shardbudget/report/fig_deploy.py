@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .output import FigureError
 from .style import figure_style, finding_title, log_axis, new_figure
 
@@ -21,6 +23,10 @@ CURVE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00"
 """One colour per curve, MAX_CURVES of them (Okabe-Ito and Tol's muted, colour-blind safe): none is
 black, which the front, the budget and the choice use (issue 24: 4xTP2 and 1xTP4/PP2 were both blue,
 1xTP1/PP8 black like the front, from an 8-colour palette cycled over 10 curves)."""
+UNDER_REL = 0.015
+"""A curve within 1.5% of one drawn after it, over all its points, is hidden by it (a 1.6-point line
+on the ~5-inch axis): the legend says which covers it (2xTP4 under 1xTP4/PP2: two replicas and two
+pipeline stages give the same tokens/s per GPU to 0.6%)."""
 
 
 def pareto_figure(result: DeployResult) -> Figure:
@@ -33,9 +39,10 @@ def pareto_figure(result: DeployResult) -> Figure:
     with figure_style():
         fig = new_figure(10.5, 6.2)
         ax = fig.add_subplot()
+        names = legend_names(shown, result.curves)
         for label in shown:
             user, per_gpu = result.curves[label]
-            ax.plot(user, per_gpu, lw=1.6, color=colors[label], label=label)
+            ax.plot(user, per_gpu, lw=1.6, color=colors[label], label=names[label])
         front = result.pareto
         ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
                 lw=1.2, label="Pareto front")
@@ -54,6 +61,25 @@ def pareto_figure(result: DeployResult) -> Figure:
     return fig
 
 
+def legend_names(shown: list[str], curves: dict) -> dict[str, str]:
+    """Each option's legend entry: its label, '(no batch fits)' where it has no curve, or '(under X)'
+    where the last-drawn curve X that hides it (UNDER_REL) lies over every point of it."""
+    out = {}
+    for i, label in enumerate(shown):
+        x, y = (np.asarray(a, dtype=float) for a in curves[label])
+        out[label] = f"{label} (no batch fits)" if x.size == 0 else label
+        for top in reversed(shown[i + 1:]) if x.size else ():
+            xt, yt = (np.asarray(a, dtype=float) for a in curves[top])
+            if xt.size < 2 or x.min() < xt.min() * (1 - UNDER_REL) or x.max() > xt.max() * (1 + UNDER_REL):
+                continue  # some of it reaches past the other's ends (by more than a line width)
+            order = np.argsort(xt)
+            at = np.interp(np.log(x), np.log(xt[order]), yt[order])  # held at its ends just past them
+            if np.all(np.abs(at - y) <= UNDER_REL * np.abs(y)):
+                out[label] = f"{label} (under {top})"
+                break
+    return out
+
+
 def _title(r: DeployResult) -> str:
     if r.best is None:
         return f"{r.model} on {r.gpus} GPUs of {r.system}: no option meets the budget"
@@ -61,4 +87,4 @@ def _title(r: DeployResult) -> str:
             f"{r.best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {r.best.tokens_per_s_per_user:.0f} tokens/s per user")
 
 
-__all__ = ["pareto_figure"]
+__all__ = ["legend_names", "pareto_figure"]

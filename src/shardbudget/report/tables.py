@@ -333,12 +333,16 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
+    if getattr(result, "tail", None):
+        say(f"# {result.tail}")
+    tail = any(o.itl_p99_s is not None for o in shown)  # --jitter: the p99 beside the mean, as plan's table
     itl = [Col("step ITL ms", "step"), Col("ms/token", "ms/tok")] if w.speculation else [Col("ITL ms", "ITL")]
+    itl += [Col("p99 ITL ms", "p99")] if tail else []
     batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("max batch", "batch")  # per replica
     cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
             Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
-    rows = [deploy_cells(o, speculative=w.speculation is not None) for o in shown]
+    rows = [deploy_cells(o, speculative=w.speculation is not None, tail=tail) for o in shown]
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
@@ -351,12 +355,13 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
         print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
-def deploy_cells(o, *, speculative: bool = False) -> list[str]:
+def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[str]:
     """One deploy option as the table prints it: no throughput where no batch meets the budgets
     (max batch 0), no TTFT where nothing is prefilled (NaN), step and per-token times apart under
-    speculation."""
+    speculation, the ITL's p99 after it with --jitter (`tail`)."""
     none = o.max_batch == 0
     itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
+    itl += [f"{o.itl_p99_s * 1e3:.2f}" if o.itl_p99_s is not None else "-"] if tail else []
     return [o.label(), str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
             "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
             "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
