@@ -21,7 +21,8 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             host-staged socket crossing, a P2P fabric
 
 A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
-generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
+generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound;
+measured at one group size only, the other generations' mean line scaled to it: _scaled_floor),
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
 CPU's host path to no limit and its socket stream to its socket link; a host-staged (SHM) fabric to
 what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
@@ -46,7 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from shardbudget.comm.op import busbw_factor  # noqa: E402
-from shardbudget.comm.collectives import candidates, make_group  # noqa: E402
+from shardbudget.comm.collectives import candidates, make_group, sweep  # noqa: E402
 from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
@@ -118,6 +119,9 @@ class Calibration:
     cpu_host: dict[str, float] = field(default_factory=dict)
     cpu_stream: dict[str, float] = field(default_factory=dict)
     shm_hop: dict[str, float] = field(default_factory=dict)
+    nccl_floor: dict[str, float] = field(default_factory=dict)
+    """[GPU generation] -> its 2-GPU NCCL floor as modelled, median over the systems of its engine
+    rows (what the engines' fixed costs are scaled by where a generation has no engine rows)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -207,12 +211,16 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return float(c0), float(c1)
 
 
-def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm") -> dict[str, ArchFloor]:
+def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm",
+               shape: ArchFloor | None = None) -> dict[str, ArchFloor]:
     """Per GPU generation: LL (and LL128) and Simple offsets on baseLat and factors on the NVLink hop
     rows; NVLS's small-message fixed cost per rank. `rows`: "measured_comm" (the sweeps made for
     this, LL at <= 8 KiB), or "nccl_tests": the published single-node tables of switch and PCIe
     boxes, LL and Simple rows whose bandwidth term is at most their latency term (their sizes are
-    sparser, so a size cut would leave too few); what a generation without sweeps is fitted on."""
+    sparser, so a size cut would leave too few); what a generation without sweeps is fitted on.
+    A generation measured over NVLink at one group size only (H200's published table: 8 GPUs)
+    fixes one point of its floor line, not the line: with `shape` (the other generations' mean,
+    pooled_floor) it takes that line scaled to its own point (_scaled_floor), else NCCL's hop."""
     nccl = catalog.nccl
     by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     pcie_offsets: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -251,7 +259,11 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
             fit = _line_fit(pts)
             if fit is not None and fit[1] > 0:
                 offset[proto], scale[proto] = fit[0], fit[1]
-            elif pts:  # one group size: offset only, NCCL's hop
+            elif pts and shape is not None:  # one group size: the others' line, scaled to it
+                base = nccl.base_latency_s["ring"][proto]
+                offset[proto], scale[proto] = _scaled_floor(pts[0], base, shape.base_offset_s[proto],
+                                                            shape.nvlink_hop_scale[proto])
+            elif pts:  # one group size, nothing to shape it: offset only, NCCL's hop
                 offset[proto], scale[proto] = statistics.median(p[1] - p[0] for p in pts), 1.0
             elif pcie_offsets.get((arch, proto)):
                 offset[proto], scale[proto] = statistics.median(pcie_offsets[(arch, proto)]), 1.0
@@ -263,6 +275,22 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
         out[arch] = ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
                               source="benchmarks/calibrate.py fit_floors")
     return out
+
+
+def _scaled_floor(point: tuple[float, float], base_s: float, offset_s: float, scale: float) -> tuple[float, float]:
+    """(offset, hop scale) of the floor line base + offset + x scale (x = the ring's steps x NCCL's
+    NVLink hop) that is `k` times the shape's line, k set so that it passes through `point` (x, time
+    less base). A ring LL floor is one chain of latencies: the kernel's launch and first flag, then
+    one NVLink flag round trip per step, at the generation's clock and NVLink latency, so a faster
+    generation is faster in both parts (measured_comm.csv at 2-8 GPUs, NCCL 2.27-2.29: Ampere
+    8.3 us + 0.95 us/step, Blackwell 6.7 + 1.35, Hopper 4.9 + 0.77; NCCL's tuning.cc has one
+    baseLat and one NVLink hop for every generation, 6.6 + 0.6). One point and the others' mean
+    line scaled to it give the line: Hopper from H200's 8-GPU table alone is 0.71 x the Ampere /
+    Blackwell mean, 5.3 us + 0.81 us/step, and predicts H100's 2-GPU floor at 6.9 us (measured
+    6.4; an offset on NCCL's hop gives 9.5)."""
+    x, y = point
+    k = (base_s + y) / (base_s + offset_s + scale * x)
+    return k * (base_s + offset_s) - base_s, k * scale
 
 
 def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
@@ -526,7 +554,8 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         cat = apply(base, cal)
         # a generation without sweeps (or whose sweeps are held out) is fitted on its own
         # generation's published tables before it falls back to the other generations' mean
-        cal.arch = {**fit_floors(xs, cat, rows="nccl_tests"), **fit_floors(xs, cat)}
+        sweeps = fit_floors(xs, cat)
+        cal.arch = {**fit_floors(xs, cat, rows="nccl_tests", shape=pooled_floor(sweeps)), **sweeps}
         cat = apply(base, cal)
         small, cal.nvls_small_per_doubling_s = fit_nvls_small(list(xs) + list(xla), cat)
         cal.arch = {a: replace(f, nvls_small_latency_s=small.get(a, 0.0)) for a, f in cal.arch.items()}
@@ -539,7 +568,42 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
             for _ in range(2):  # the efficiencies depend on which kernel runs, which is fixed by size
                 cal.engines = fit_engines(engine_rows, cat)
                 cat = apply(base, cal)
+            by_arch: dict[str, list[float]] = defaultdict(list)
+            for system in sorted({x.system for _, x in engine_rows}):
+                by_arch[cat.system(system).gpu.arch].append(nccl_floor_s(cat, system))
+            cal.nccl_floor = {a: float(statistics.median(v)) for a, v in by_arch.items()}
     return cal
+
+
+def nccl_floor_s(catalog: Catalog, system: str) -> float:
+    """NCCL all-reduce of 512 B on 2 GPUs of `system` as `catalog` prices it: the generation's
+    kernel launch and one flag round trip each way over its link."""
+    return sweep("all-reduce", [512.0], system, gpus=2, catalog=catalog)[0].time_s
+
+
+def engine_fallback(cal: Calibration, catalog: Catalog, system: str) -> None:
+    """A GPU generation without engine rows (its one box held out): each engine's launch and
+    two-shot second barrier, the fixed costs of a custom kernel (start, flag writes to the peers
+    over NVLink and the wait for theirs), scaled from the generations with rows by the ratio of
+    the NCCL floors, which are the same chain of kernel start and NVLink flag round trips:
+    the mean over generations of cost / floor, times this system's floor as `catalog` (without
+    its rows) models it. Engine rows, at 2-8 GPUs under CUDA graphs: vLLM one-shot at 2 GPUs is
+    0.50 (A100), 0.67 (H100), 0.69 (B200) of the generation's NCCL floor."""
+    arch = catalog.system(system).gpu.arch
+    floors = {a: f for a, f in cal.nccl_floor.items() if a != arch}
+    mine = nccl_floor_s(catalog, system)
+    for name, fit in cal.engines.items():
+        launch = dict(fit["launch_s"])
+        ratios = [launch[a] / f for a, f in floors.items() if a in launch]
+        if arch not in launch and ratios:
+            launch[arch] = float(np.mean(ratios)) * mine
+            fit["launch_s"] = launch
+            cal.notes.append(f"{name} {arch}: launch {launch[arch] / US:.2f} us from the NCCL floor ratio")
+        extra = dict(fit.get("two_shot_extra_s", {}))
+        ratios = [extra[a] / f for a, f in floors.items() if a in extra]
+        if extra and arch not in extra and ratios:
+            extra[arch] = float(np.mean(ratios)) * mine
+            fit["two_shot_extra_s"] = MappingProxyType(extra)
 
 
 def neutral(catalog: Catalog) -> Catalog:
@@ -598,6 +662,8 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
         if pooled is not None:
             cal.arch[arch] = pooled
             cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
+    if cal.nccl_floor and s.topology != "mesh":
+        engine_fallback(cal, apply(base, cal), system)
     return cal
 
 
