@@ -24,7 +24,9 @@ A constant whose rows are all held out falls back: a GPU generation's floors to 
 generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound;
 measured at one group size only, the other generations' mean line scaled to it: _scaled_floor),
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
-CPU's host path to no limit and its socket stream to its socket link; a host-staged (SHM) fabric to
+CPU's host path to no limit and its socket stream to its socket link; an engine's launch and
+two-shot barrier on a generation without engine rows whose NCCL floor was measured, to the other
+NVLink generations' cost per NCCL floor times its floor (engine_fallback); a host-staged (SHM) fabric to
 what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
 estimate.
 """
@@ -122,6 +124,8 @@ class Calibration:
     nccl_floor: dict[str, float] = field(default_factory=dict)
     """[GPU generation] -> its 2-GPU NCCL floor as modelled, median over the systems of its engine
     rows (what the engines' fixed costs are scaled by where a generation has no engine rows)."""
+    nccl_floor_link: dict[str, str] = field(default_factory=dict)
+    """[GPU generation] -> the NCCL link class (nvlink, pci) that floor crosses."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -570,7 +574,9 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
                 cat = apply(base, cal)
             by_arch: dict[str, list[float]] = defaultdict(list)
             for system in sorted({x.system for _, x in engine_rows}):
-                by_arch[cat.system(system).gpu.arch].append(nccl_floor_s(cat, system))
+                arch = cat.system(system).gpu.arch
+                by_arch[arch].append(nccl_floor_s(cat, system))
+                cal.nccl_floor_link[arch] = ring_path(cat.system(system), 2).nccl_link
             cal.nccl_floor = {a: float(statistics.median(v)) for a, v in by_arch.items()}
     return cal
 
@@ -585,12 +591,15 @@ def engine_fallback(cal: Calibration, catalog: Catalog, system: str) -> None:
     """A GPU generation without engine rows (its one box held out): each engine's launch and
     two-shot second barrier, the fixed costs of a custom kernel (start, flag writes to the peers
     over NVLink and the wait for theirs), scaled from the generations with rows by the ratio of
-    the NCCL floors, which are the same chain of kernel start and NVLink flag round trips:
-    the mean over generations of cost / floor, times this system's floor as `catalog` (without
-    its rows) models it. Engine rows, at 2-8 GPUs under CUDA graphs: vLLM one-shot at 2 GPUs is
-    0.50 (A100), 0.67 (H100), 0.69 (B200) of the generation's NCCL floor."""
+    the NCCL floors, which are the same chain of kernel start and flag round trips over the same
+    link: the mean over the generations whose floors cross this system's link class (NVLink; a
+    PCIe box's NCCL floor goes through host memory where the kernel reads its peer over P2P) of
+    cost / floor, times this system's floor as `catalog` (without its rows) models it. In sample,
+    vLLM's 2-GPU launch is 0.48 (A100), 0.65 (H100), 0.70 (B200) of the NCCL floor, SGLang's
+    0.48, 0.38, 0.40, TensorRT-LLM's 0.39, 0.42, 0.48."""
     arch = catalog.system(system).gpu.arch
-    floors = {a: f for a, f in cal.nccl_floor.items() if a != arch}
+    link = ring_path(catalog.system(system), 2).nccl_link
+    floors = {a: f for a, f in cal.nccl_floor.items() if a != arch and cal.nccl_floor_link.get(a) == link}
     mine = nccl_floor_s(catalog, system)
     for name, fit in cal.engines.items():
         launch = dict(fit["launch_s"])
@@ -657,12 +666,15 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
         cal.fabric_achievable[shm.name] = float(statistics.median(others))
         cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
     arch = s.gpu.arch
-    if arch not in cal.arch and s.topology != "mesh":
+    measured = arch in cal.arch
+    if not measured and s.topology != "mesh":
         pooled = pooled_floor(cal.arch)
         if pooled is not None:
             cal.arch[arch] = pooled
             cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
-    if cal.nccl_floor and s.topology != "mesh":
+    if measured and cal.nccl_floor and s.topology != "mesh":
+        # the engines' costs follow the generation's NCCL floor only where that floor was measured
+        # (a pooled floor says nothing of the generation; its engines keep the others' mean)
         engine_fallback(cal, apply(base, cal), system)
     return cal
 
