@@ -54,6 +54,7 @@ from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
+from shardbudget.comm.custom_kernels import mnnvl  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
@@ -456,6 +457,8 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         two_by_arch: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
         one_by_arch: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        across: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        across_floor: dict[int, list[float]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -463,6 +466,13 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             group = make_group(s, gpus=x.gpus, catalog=catalog)
             c = pick(candidates(group, "all-reduce", engine), x.size_bytes)
             if c.algorithm not in ("one-shot", "two-shot"):
+                continue
+            if mnnvl(group, k):
+                # across an NVL72's trays: the engine's multi-node NVLink kernels, fitted apart
+                if c.algorithm == "one-shot" and x.size_bytes <= 4096:
+                    across_floor[x.gpus].append(x.time_s)
+                elif x.size_bytes >= 65536:
+                    across[(c.algorithm, x.gpus)].append(_transfer_point(k, c, x, s.gpu.arch, True))
                 continue
             if c.algorithm == "one-shot" and x.size_bytes <= 4096:
                 floors[s.gpu.arch][x.gpus].append(x.time_s)
@@ -510,8 +520,43 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     a: max(0.0, float(statistics.median(y - x / table.get(str(g), table["default"])
                                                         for g, x, y in pts)))
                     for a, pts in two_by_arch.items() if len(pts) >= 3})
+        floor = _line_fit([(g - 2, statistics.median(v)) for g, v in across_floor.items()])
+        if floor is not None and floor[1] >= 0:
+            fit["mnnvl_launch_s"], fit["mnnvl_per_peer_s"] = floor
+        if across:
+            fit.update(_fit_mnnvl(across))
         out[engine] = fit
     return out
+
+
+def _transfer_point(k, c, x: Sample, arch: str, mn: bool) -> tuple[float, float]:
+    """(seconds of transfer at efficiency 1, time beyond the kernel's latency less its second barrier)."""
+    shots = 1 if c.algorithm == "one-shot" else 2
+    base_latency = c.latency_s - (k.two_shot_extra_for(arch, mn) if shots == 2 else 0.0)
+    return x.size_bytes / c.algbw_bytes_per_s * k.efficiency(shots, x.gpus, arch, mnnvl=mn), x.time_s - base_latency
+
+
+def _fit_mnnvl(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> dict:
+    """The multi-node NVLink kernels' own costs (TensorRT-LLM's MNNVL one-shot and two-shot, which
+    measured_comm.csv times on GB300 across trays): two-shot's second barrier the intercept of its
+    rows' line, each kernel's share of the ring busbw by GPU count (slope through the intercept)."""
+    fit: dict = {}
+    two = [p for (a, _), v in points.items() if a == "two-shot" for p in v]
+    line = _line_fit(two)
+    extra = max(0.0, line[0]) if line is not None and line[1] > 0 else 0.0
+    if line is not None and line[1] > 0:
+        fit["mnnvl_two_shot_extra_s"] = extra
+    for algo, key, off in (("one-shot", "mnnvl_one_shot_efficiency", 0.0),
+                           ("two-shot", "mnnvl_two_shot_efficiency", extra)):
+        table = {}
+        for (a, g), pts in sorted(points.items()):
+            if a == algo and len({x for x, _ in pts}) >= 2:
+                slope = sum(x * (y - off) for x, y in pts) / sum(x * x for x, _ in pts)
+                if slope > 0:
+                    table[str(g)] = min(1.0, 1 / slope)
+        if table:
+            fit[key] = MappingProxyType({"default": 1.0} | table)
+    return fit
 
 
 def _rule_kind(engine: str, group, msg_bytes: float) -> str:
@@ -642,7 +687,8 @@ def neutral(catalog: Catalog) -> Catalog:
     engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
                           two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
                           one_shot_efficiency_by_arch=MappingProxyType({}),
-                          two_shot_efficiency=ones)
+                          two_shot_efficiency=ones, mnnvl_one_shot_efficiency=ones, mnnvl_two_shot_efficiency=ones,
+                          mnnvl_two_shot_extra_s=None, mnnvl_launch_s=None, mnnvl_per_peer_s=None)
                for n, e in catalog.engines.items()}
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
     return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
@@ -706,7 +752,13 @@ def describe(cal: Calibration) -> list[str]:
                      "one_shot_efficiency_by_arch { " + ", ".join(
                          f"{a} = {_table(t)}" for a, t in fit.get("one_shot_efficiency_by_arch", {}).items()) + " } "
                      "two_shot_extra_us { " + ", ".join(f"{a} = {v / US:.2f}" for a, v in
-                                                         sorted(fit.get("two_shot_extra_s", {}).items())) + " }")
+                                                         sorted(fit.get("two_shot_extra_s", {}).items())) + " }"
+                     + (f" mnnvl_one_shot_efficiency {_table(fit.get('mnnvl_one_shot_efficiency'))}"
+                        f" mnnvl_two_shot_efficiency {_table(fit.get('mnnvl_two_shot_efficiency'))}"
+                        f" mnnvl_two_shot_extra_us {fit['mnnvl_two_shot_extra_s'] / US:.2f}"
+                        f" mnnvl_launch_us {fit.get('mnnvl_launch_s', 0.0) / US:.2f}"
+                        f" mnnvl_per_peer_us {fit.get('mnnvl_per_peer_s', 0.0) / US:.3f}"
+                        if "mnnvl_two_shot_extra_s" in fit else ""))
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
     lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]
