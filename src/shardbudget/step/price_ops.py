@@ -46,6 +46,9 @@ class OpPricer:
     """The engine's MoE kernel routes, runs both grouped GEMMs and sums in one call (TRT-LLM-gen,
     kernels.toml fused_moe_routed): the routing / align / activation / combine ops cost nothing of
     their own and the grouped GEMMs are priced as that call."""
+    moe_call_floor_s: float | None = None
+    """The engine release's own floor of one fused-MoE call (`EnginePreset.moe_call_floor`), in place
+    of the catalog's grouped_moe_gemm floor; None: the catalog's."""
 
     @cached_property
     def rates(self) -> tuple[float, float]:
@@ -93,7 +96,8 @@ class OpPricer:
         if op.kernel in TILED_KERNELS:
             flops = flops * tile_factor(arch, *op.shape_nk)
         roof = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
-        t = np.maximum(roof, _floor_s(entry, op)) if entry is not None else roof
+        t = np.maximum(roof, _floor_s(entry, op, None if fused_call else self.moe_call_floor_s)) \
+            if entry is not None else roof
         launches, quant = (1.0 if op.launches else 0.0), 0.0
         if fp8 and op.kernel in TILED_KERNELS and not (self.fused_norm_quant and op.norm_input):
             q = kernel_entry(arch, "act_quant_fp8")
@@ -143,15 +147,17 @@ def engine_op_pricer(model, system: System, plan, *, precision: Precision, eff: 
     ar, moe = preset.fused_for(model.model_type, system.gpu.arch, one_node=one_node,
                                quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms)
     return OpPricer(system=system, precision=precision, eff=eff, fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
-                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant)
+                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant,
+                    moe_call_floor_s=preset.moe_call_floor.get(system.gpu.arch))
 
 
-def _floor_s(entry, op):
-    """The kernel's floor; a fused-MoE call's floor grows with its active experts, shared by its two GEMMs."""
+def _floor_s(entry, op, call_floor_s: float | None = None):
+    """The kernel's floor; a fused-MoE call's floor (the engine release's own where it has one) grows
+    with its active experts, shared by its two GEMMs."""
     if entry.floor_per_active_expert_s is None:
         return entry.floor_s
     experts = np.minimum(op.active_experts, MOE_FLOOR_EXPERTS / 2)
-    return np.maximum(entry.floor_s / 2, entry.floor_per_active_expert_s * experts)
+    return np.maximum((call_floor_s or entry.floor_s) / 2, entry.floor_per_active_expert_s * experts)
 
 
 @lru_cache(maxsize=256)
