@@ -21,9 +21,12 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             host-staged socket crossing, a P2P fabric
 
 A constant whose rows are all held out falls back: a GPU generation's floors to a fit on its own
-generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound),
+generation's nccl-tests tables (switch and PCIe boxes; LL and Simple rows that are latency-bound;
+measured at one group size only, the other generations' mean line scaled to it: _scaled_floor),
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
-CPU's host path to no limit and its socket stream to its socket link; a host-staged (SHM) fabric to
+CPU's host path to no limit and its socket stream to its socket link; an engine's launch and
+two-shot barrier on a generation without engine rows whose NCCL floor was measured, to the other
+NVLink generations' cost per NCCL floor times its floor (engine_fallback); a host-staged (SHM) fabric to
 what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
 estimate.
 """
@@ -46,11 +49,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from shardbudget.comm.op import busbw_factor  # noqa: E402
-from shardbudget.comm.collectives import candidates, make_group  # noqa: E402
+from shardbudget.comm.collectives import candidates, make_group, sweep  # noqa: E402
 from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
+from shardbudget.comm.custom_kernels import mnnvl  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
@@ -118,6 +122,11 @@ class Calibration:
     cpu_host: dict[str, float] = field(default_factory=dict)
     cpu_stream: dict[str, float] = field(default_factory=dict)
     shm_hop: dict[str, float] = field(default_factory=dict)
+    nccl_floor: dict[str, float] = field(default_factory=dict)
+    """[GPU generation] -> its 2-GPU NCCL floor as modelled, median over the systems of its engine
+    rows (what the engines' fixed costs are scaled by where a generation has no engine rows)."""
+    nccl_floor_link: dict[str, str] = field(default_factory=dict)
+    """[GPU generation] -> the NCCL link class (nvlink, pci) that floor crosses."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -207,12 +216,16 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return float(c0), float(c1)
 
 
-def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm") -> dict[str, ArchFloor]:
+def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm",
+               shape: ArchFloor | None = None) -> dict[str, ArchFloor]:
     """Per GPU generation: LL (and LL128) and Simple offsets on baseLat and factors on the NVLink hop
     rows; NVLS's small-message fixed cost per rank. `rows`: "measured_comm" (the sweeps made for
     this, LL at <= 8 KiB), or "nccl_tests": the published single-node tables of switch and PCIe
     boxes, LL and Simple rows whose bandwidth term is at most their latency term (their sizes are
-    sparser, so a size cut would leave too few); what a generation without sweeps is fitted on."""
+    sparser, so a size cut would leave too few); what a generation without sweeps is fitted on.
+    A generation measured over NVLink at one group size only (H200's published table: 8 GPUs)
+    fixes one point of its floor line, not the line: with `shape` (the other generations' mean,
+    pooled_floor) it takes that line scaled to its own point (_scaled_floor), else NCCL's hop."""
     nccl = catalog.nccl
     by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     pcie_offsets: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -251,7 +264,11 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
             fit = _line_fit(pts)
             if fit is not None and fit[1] > 0:
                 offset[proto], scale[proto] = fit[0], fit[1]
-            elif pts:  # one group size: offset only, NCCL's hop
+            elif pts and shape is not None:  # one group size: the others' line, scaled to it
+                base = nccl.base_latency_s["ring"][proto]
+                offset[proto], scale[proto] = _scaled_floor(pts[0], base, shape.base_offset_s[proto],
+                                                            shape.nvlink_hop_scale[proto])
+            elif pts:  # one group size, nothing to shape it: offset only, NCCL's hop
                 offset[proto], scale[proto] = statistics.median(p[1] - p[0] for p in pts), 1.0
             elif pcie_offsets.get((arch, proto)):
                 offset[proto], scale[proto] = statistics.median(pcie_offsets[(arch, proto)]), 1.0
@@ -263,6 +280,22 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
         out[arch] = ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
                               source="benchmarks/calibrate.py fit_floors")
     return out
+
+
+def _scaled_floor(point: tuple[float, float], base_s: float, offset_s: float, scale: float) -> tuple[float, float]:
+    """(offset, hop scale) of the floor line base + offset + x scale (x = the ring's steps x NCCL's
+    NVLink hop) that is `k` times the shape's line, k set so that it passes through `point` (x, time
+    less base). A ring LL floor is one chain of latencies: the kernel's launch and first flag, then
+    one NVLink flag round trip per step, at the generation's clock and NVLink latency, so a faster
+    generation is faster in both parts (measured_comm.csv at 2-8 GPUs, NCCL 2.27-2.29: Ampere
+    8.3 us + 0.95 us/step, Blackwell 6.7 + 1.35, Hopper 4.9 + 0.77; NCCL's tuning.cc has one
+    baseLat and one NVLink hop for every generation, 6.6 + 0.6). One point and the others' mean
+    line scaled to it give the line: Hopper from H200's 8-GPU table alone is 0.71 x the Ampere /
+    Blackwell mean, 5.3 us + 0.81 us/step, and predicts H100's 2-GPU floor at 6.9 us (measured
+    6.4; an offset on NCCL's hop gives 9.5)."""
+    x, y = point
+    k = (base_s + y) / (base_s + offset_s + scale * x)
+    return k * (base_s + offset_s) - base_s, k * scale
 
 
 def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
@@ -424,6 +457,8 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         by_gpus: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         two_by_arch: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
         one_by_arch: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        across: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
+        across_floor: dict[int, list[float]] = defaultdict(list)
         for e, x in rows:
             if e != engine:
                 continue
@@ -431,6 +466,13 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             group = make_group(s, gpus=x.gpus, catalog=catalog)
             c = pick(candidates(group, "all-reduce", engine), x.size_bytes)
             if c.algorithm not in ("one-shot", "two-shot"):
+                continue
+            if mnnvl(group, k):
+                # across an NVL72's trays: the engine's multi-node NVLink kernels, fitted apart
+                if c.algorithm == "one-shot" and x.size_bytes <= 4096:
+                    across_floor[x.gpus].append(x.time_s)
+                elif x.size_bytes >= 65536:
+                    across[(c.algorithm, x.gpus)].append(_transfer_point(k, c, x, s.gpu.arch, True))
                 continue
             if c.algorithm == "one-shot" and x.size_bytes <= 4096:
                 floors[s.gpu.arch][x.gpus].append(x.time_s)
@@ -478,8 +520,43 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                     a: max(0.0, float(statistics.median(y - x / table.get(str(g), table["default"])
                                                         for g, x, y in pts)))
                     for a, pts in two_by_arch.items() if len(pts) >= 3})
+        floor = _line_fit([(g - 2, statistics.median(v)) for g, v in across_floor.items()])
+        if floor is not None and floor[1] >= 0:
+            fit["mnnvl_launch_s"], fit["mnnvl_per_peer_s"] = floor
+        if across:
+            fit.update(_fit_mnnvl(across))
         out[engine] = fit
     return out
+
+
+def _transfer_point(k, c, x: Sample, arch: str, mn: bool) -> tuple[float, float]:
+    """(seconds of transfer at efficiency 1, time beyond the kernel's latency less its second barrier)."""
+    shots = 1 if c.algorithm == "one-shot" else 2
+    base_latency = c.latency_s - (k.two_shot_extra_for(arch, mn) if shots == 2 else 0.0)
+    return x.size_bytes / c.algbw_bytes_per_s * k.efficiency(shots, x.gpus, arch, mnnvl=mn), x.time_s - base_latency
+
+
+def _fit_mnnvl(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> dict:
+    """The multi-node NVLink kernels' own costs (TensorRT-LLM's MNNVL one-shot and two-shot, which
+    measured_comm.csv times on GB300 across trays): two-shot's second barrier the intercept of its
+    rows' line, each kernel's share of the ring busbw by GPU count (slope through the intercept)."""
+    fit: dict = {}
+    two = [p for (a, _), v in points.items() if a == "two-shot" for p in v]
+    line = _line_fit(two)
+    extra = max(0.0, line[0]) if line is not None and line[1] > 0 else 0.0
+    if line is not None and line[1] > 0:
+        fit["mnnvl_two_shot_extra_s"] = extra
+    for algo, key, off in (("one-shot", "mnnvl_one_shot_efficiency", 0.0),
+                           ("two-shot", "mnnvl_two_shot_efficiency", extra)):
+        table = {}
+        for (a, g), pts in sorted(points.items()):
+            if a == algo and len({x for x, _ in pts}) >= 2:
+                slope = sum(x * (y - off) for x, y in pts) / sum(x * x for x, _ in pts)
+                if slope > 0:
+                    table[str(g)] = min(1.0, 1 / slope)
+        if table:
+            fit[key] = MappingProxyType({"default": 1.0} | table)
+    return fit
 
 
 def _rule_kind(engine: str, group, msg_bytes: float) -> str:
@@ -526,7 +603,8 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         cat = apply(base, cal)
         # a generation without sweeps (or whose sweeps are held out) is fitted on its own
         # generation's published tables before it falls back to the other generations' mean
-        cal.arch = {**fit_floors(xs, cat, rows="nccl_tests"), **fit_floors(xs, cat)}
+        sweeps = fit_floors(xs, cat)
+        cal.arch = {**fit_floors(xs, cat, rows="nccl_tests", shape=pooled_floor(sweeps)), **sweeps}
         cat = apply(base, cal)
         small, cal.nvls_small_per_doubling_s = fit_nvls_small(list(xs) + list(xla), cat)
         cal.arch = {a: replace(f, nvls_small_latency_s=small.get(a, 0.0)) for a, f in cal.arch.items()}
@@ -539,7 +617,47 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
             for _ in range(2):  # the efficiencies depend on which kernel runs, which is fixed by size
                 cal.engines = fit_engines(engine_rows, cat)
                 cat = apply(base, cal)
+            by_arch: dict[str, list[float]] = defaultdict(list)
+            for system in sorted({x.system for _, x in engine_rows}):
+                arch = cat.system(system).gpu.arch
+                by_arch[arch].append(nccl_floor_s(cat, system))
+                cal.nccl_floor_link[arch] = ring_path(cat.system(system), 2).nccl_link
+            cal.nccl_floor = {a: float(statistics.median(v)) for a, v in by_arch.items()}
     return cal
+
+
+def nccl_floor_s(catalog: Catalog, system: str) -> float:
+    """NCCL all-reduce of 512 B on 2 GPUs of `system` as `catalog` prices it: the generation's
+    kernel launch and one flag round trip each way over its link."""
+    return sweep("all-reduce", [512.0], system, gpus=2, catalog=catalog)[0].time_s
+
+
+def engine_fallback(cal: Calibration, catalog: Catalog, system: str) -> None:
+    """A GPU generation without engine rows (its one box held out): each engine's launch and
+    two-shot second barrier, the fixed costs of a custom kernel (start, flag writes to the peers
+    over NVLink and the wait for theirs), scaled from the generations with rows by the ratio of
+    the NCCL floors, which are the same chain of kernel start and flag round trips over the same
+    link: the mean over the generations whose floors cross this system's link class (NVLink; a
+    PCIe box's NCCL floor goes through host memory where the kernel reads its peer over P2P) of
+    cost / floor, times this system's floor as `catalog` (without its rows) models it. In sample,
+    vLLM's 2-GPU launch is 0.48 (A100), 0.65 (H100), 0.70 (B200) of the NCCL floor, SGLang's
+    0.48, 0.38, 0.40, TensorRT-LLM's 0.39, 0.42, 0.48."""
+    arch = catalog.system(system).gpu.arch
+    link = ring_path(catalog.system(system), 2).nccl_link
+    floors = {a: f for a, f in cal.nccl_floor.items() if a != arch and cal.nccl_floor_link.get(a) == link}
+    mine = nccl_floor_s(catalog, system)
+    for name, fit in cal.engines.items():
+        launch = dict(fit["launch_s"])
+        ratios = [launch[a] / f for a, f in floors.items() if a in launch]
+        if arch not in launch and ratios:
+            launch[arch] = float(np.mean(ratios)) * mine
+            fit["launch_s"] = launch
+            cal.notes.append(f"{name} {arch}: launch {launch[arch] / US:.2f} us from the NCCL floor ratio")
+        extra = dict(fit.get("two_shot_extra_s", {}))
+        ratios = [extra[a] / f for a, f in floors.items() if a in extra]
+        if extra and arch not in extra and ratios:
+            extra[arch] = float(np.mean(ratios)) * mine
+            fit["two_shot_extra_s"] = MappingProxyType(extra)
 
 
 def neutral(catalog: Catalog) -> Catalog:
@@ -569,7 +687,8 @@ def neutral(catalog: Catalog) -> Catalog:
     engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
                           two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
                           one_shot_efficiency_by_arch=MappingProxyType({}),
-                          two_shot_efficiency=ones)
+                          two_shot_efficiency=ones, mnnvl_one_shot_efficiency=ones, mnnvl_two_shot_efficiency=ones,
+                          mnnvl_two_shot_extra_s=None, mnnvl_launch_s=None, mnnvl_per_peer_s=None)
                for n, e in catalog.engines.items()}
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
     return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
@@ -593,11 +712,16 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
         cal.fabric_achievable[shm.name] = float(statistics.median(others))
         cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
     arch = s.gpu.arch
-    if arch not in cal.arch and s.topology != "mesh":
+    measured = arch in cal.arch
+    if not measured and s.topology != "mesh":
         pooled = pooled_floor(cal.arch)
         if pooled is not None:
             cal.arch[arch] = pooled
             cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
+    if measured and cal.nccl_floor and s.topology != "mesh":
+        # the engines' costs follow the generation's NCCL floor only where that floor was measured
+        # (a pooled floor says nothing of the generation; its engines keep the others' mean)
+        engine_fallback(cal, apply(base, cal), system)
     return cal
 
 
@@ -628,7 +752,13 @@ def describe(cal: Calibration) -> list[str]:
                      "one_shot_efficiency_by_arch { " + ", ".join(
                          f"{a} = {_table(t)}" for a, t in fit.get("one_shot_efficiency_by_arch", {}).items()) + " } "
                      "two_shot_extra_us { " + ", ".join(f"{a} = {v / US:.2f}" for a, v in
-                                                         sorted(fit.get("two_shot_extra_s", {}).items())) + " }")
+                                                         sorted(fit.get("two_shot_extra_s", {}).items())) + " }"
+                     + (f" mnnvl_one_shot_efficiency {_table(fit.get('mnnvl_one_shot_efficiency'))}"
+                        f" mnnvl_two_shot_efficiency {_table(fit.get('mnnvl_two_shot_efficiency'))}"
+                        f" mnnvl_two_shot_extra_us {fit['mnnvl_two_shot_extra_s'] / US:.2f}"
+                        f" mnnvl_launch_us {fit.get('mnnvl_launch_s', 0.0) / US:.2f}"
+                        f" mnnvl_per_peer_us {fit.get('mnnvl_per_peer_s', 0.0) / US:.3f}"
+                        if "mnnvl_two_shot_extra_s" in fit else ""))
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
     lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]

@@ -87,11 +87,11 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     """(latency, one-shot algbw, two-shot algbw) of the engine's kernels on `group`: launch and a
     2-GPU barrier, then one more flag per further peer; one-shot reads the p-1 peers' whole
     buffers, two-shot moves 2(p-1)/p of n each way."""
-    g, arch = group.gpus_per_node, group.system.gpu.arch
+    g, arch, mn = group.gpus_per_node, group.system.gpu.arch, mnnvl(group, e)
     busbw = ring_path(group.system, g).busbw_bytes_per_s
-    latency = e.launch_for(arch) + e.per_peer_s * (g - 2)
-    return (latency, e.efficiency(1, g, arch) * busbw / (g - 1),
-            e.efficiency(2, g) * busbw / busbw_factor("all-reduce", g))
+    latency = e.latency_for(arch, g, mn)
+    return (latency, e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1),
+            e.efficiency(2, g, mnnvl=mn) * busbw / busbw_factor("all-reduce", g))
 
 
 def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
@@ -109,7 +109,7 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
     out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:
-        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch), two_bw,
+        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch, mnnvl(group, e)), two_bw,
                              min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
     return out
 
@@ -148,7 +148,7 @@ def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candi
     latency, one_bw, two_bw = _kernel_lines(group, e)
     if shots == 1:
         return Candidate("one-shot", "ll", latency, one_bw, priority=0, impl="custom")
-    return Candidate("two-shot", "ll", latency + e.two_shot_extra_for(group.system.gpu.arch), two_bw,
+    return Candidate("two-shot", "ll", latency + e.two_shot_extra_for(group.system.gpu.arch, mnnvl(group, e)), two_bw,
                      priority=0, impl="custom")
 
 

@@ -71,6 +71,17 @@ class EngineKernels:
     GPUs is below this, bytes."""
     mnnvl_max_bytes: float
     """Largest message of the multi-node NVLink kernels; 0: the engine has none."""
+    mnnvl_one_shot_efficiency: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"default": 1.0}))
+    mnnvl_two_shot_efficiency: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"default": 1.0}))
+    """[GPU count or "default"] -> the multi-node NVLink kernels' share of the ring busbw (their own
+    kernels, fitted on their own rows; 1.0 without rows)."""
+    mnnvl_two_shot_extra_s: float | None = None
+    """The multi-node NVLink two-shot's second barrier, seconds; None: the single-node kernel's."""
+    mnnvl_launch_s: float | None = None
+    mnnvl_per_peer_s: float | None = None
+    """The multi-node NVLink kernels' floor, launch_s + per_peer_s (g - 2) as the single-node
+    kernel's but their own (each rank writes its data and flag into every peer's buffer: no
+    separate barrier round); None: the single-node kernel's."""
     symm_mem_copy_s: float = 0.0
     """One copy kernel's fixed cost on the torch symmetric-memory path (input into the symmetric
     buffer, result out of it), seconds."""
@@ -85,14 +96,24 @@ class EngineKernels:
     def one_shot_limit_bytes(self, gpus: int, arch: str) -> float:
         return self._by_gpus(self.one_shot_max_bytes_by_arch.get(arch, self.one_shot_max_bytes), gpus)
 
-    def efficiency(self, shots: int, gpus: int, arch: str | None = None) -> float:
+    def efficiency(self, shots: int, gpus: int, arch: str | None = None, mnnvl: bool = False) -> float:
+        if mnnvl:
+            return self._by_gpus(self.mnnvl_one_shot_efficiency if shots == 1 else self.mnnvl_two_shot_efficiency, gpus)
         if shots == 1 and str(gpus) in self.one_shot_efficiency_by_arch.get(arch, {}):
             return float(self.one_shot_efficiency_by_arch[arch][str(gpus)])
         return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
 
-    def two_shot_extra_for(self, arch: str) -> float:
+    def two_shot_extra_for(self, arch: str, mnnvl: bool = False) -> float:
+        if mnnvl and self.mnnvl_two_shot_extra_s is not None:
+            return self.mnnvl_two_shot_extra_s
         t = self.two_shot_extra_s
         return t.get(arch, t.get("default", sum(t.values()) / len(t)))
+
+    def latency_for(self, arch: str, gpus: int, mnnvl: bool = False) -> float:
+        """Launch and barriers of the kernel on `gpus` GPUs of generation `arch`."""
+        if mnnvl and self.mnnvl_launch_s is not None:
+            return self.mnnvl_launch_s + (self.mnnvl_per_peer_s or 0.0) * (gpus - 2)
+        return self.launch_for(arch) + self.per_peer_s * (gpus - 2)
 
     def launch_for(self, arch: str) -> float:
         if arch in self.launch_s:
@@ -107,6 +128,10 @@ def _by_gpu_table(value: Any) -> Mapping[str, float]:
             raise ValueError("a table by GPU count needs a 'default'")
         return _frozen(value)
     return MappingProxyType({"default": float(value)})
+
+
+def _us_or_none(e: Mapping[str, Any], key: str) -> float | None:
+    return float(e[key]) * US if key in e else None
 
 
 def _by_arch(value: Any, scale: float) -> Mapping[str, float]:
@@ -133,7 +158,12 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 one_shot_efficiency_by_arch=_frozen(e.get("one_shot_efficiency_by_arch", {})),
                 two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
                 mnnvl_one_shot_group_bytes=float(e.get("mnnvl_one_shot_group_bytes", 0.0)),
-                mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)), source=str(e["source"]))
+                mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)),
+                mnnvl_one_shot_efficiency=_by_gpu_table(e.get("mnnvl_one_shot_efficiency", 1.0)),
+                mnnvl_two_shot_efficiency=_by_gpu_table(e.get("mnnvl_two_shot_efficiency", 1.0)),
+                mnnvl_two_shot_extra_s=_us_or_none(e, "mnnvl_two_shot_extra_us"),
+                mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"), mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
+                source=str(e["source"]))
         except KeyError as err:
             raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
         except (TypeError, ValueError) as err:
