@@ -136,6 +136,36 @@ def measured_at_edge(s: Switch) -> tuple[float, float, str] | None:
 def measured_fall(s: Switch) -> bool:
     m = measured_at_edge(s)
     return m is not None and m[0] > m[1] * (1 + NOISE)
+def model_switch(key: tuple) -> tuple[Switch, float, float]:
+    """The model's switch of a MEASURED / KNOWN key and its time (us) just below and at the edge:
+    NCCL's found on a 1/256-octave grid, an engine's at its edge for 4, 8 or 16 KiB per token (the
+    hidden sizes 2048-8192 of the properties' models)."""
+    import numpy as np
+    from shardbudget.comm.collectives import candidates, make_group
+    from shardbudget.comm.lines import times_and_latencies_s
+    from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
+    system, gpus, impl = key[:3]
+    group = make_group(system, nodes=1, gpus=gpus)
+    if impl == "nccl":
+        lines = candidates(group, "all-reduce", "nccl")
+        sizes = 2.0 ** np.arange(8, 31, 1 / 256)
+        t, _ = times_and_latencies_s(lines, sizes)
+        for i in range(len(sizes) - 1):
+            s = nccl_switch(system, gpus, lines, sizes[i], sizes[i + 1])
+            if s is not None and s.key == key:
+                return s, t[i] * 1e6, t[i + 1] * 1e6
+        raise LookupError(f"{key}: the model has no such switch")
+    edge = key[-1]
+    for bytes_per_token in (4096.0, 8192.0, 16384.0):
+        ranges = allreduce_ranges_for(impl, group, bytes_per_token)
+        for at in (float(edge), float(edge) + 1.0):  # the kernel at the edge itself, then above it
+            s = engine_switch(system, gpus, impl, ranges, float(edge) - 1.0, at)
+            if s is not None and s.key == key:
+                t, _ = engine_allreduce_s(ranges, np.array([float(edge) - 1.0, at]))
+                return s, t[0] * 1e6, t[1] * 1e6
+    raise LookupError(f"{key}: the model has no such switch")
+
+
 MEASURED = {
     ('gb300-nvl72', 2, 'eager', 'one-shot', 'nccl', 8388608):
         "measured_comm.csv gb300 vLLM_custom_eager 0.19.0, 2 GPUs: 40.91 us at 2097152 B, 64.91 us at 4194304 B, 64.16 us at 8388608 B, 63.77 us at 16777216 B",
