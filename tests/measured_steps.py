@@ -118,19 +118,38 @@ def series(system: str, gpus: int, impl: str) -> tuple[str, dict[int, float]]:
             {int(r.size_bytes): r.time_s * 1e6 for r in rows})
 
 
+@lru_cache(maxsize=None)
+def mnnvl_series(gpus: int, kernel: str) -> dict[int, float]:
+    """TensorRT-LLM's MNNVL one-shot or two-shot rows on GB300 trays (measured_comm.csv times each
+    kernel apart: TRTLLM_MNNVL_oneshot / _twoshot)."""
+    import csv
+    import measured_comm as mc
+    with mc.find_file(None).open(newline="") as f:
+        return {int(r["bytes"]): float(r["time_us"]) for r in csv.DictReader(f)
+                if r["library"] == f"TRTLLM_MNNVL_{kernel}" and int(r["num_gpus"]) == gpus
+                and r["lib_version"] == mc.pinned_version("trtllm")}
+
+
 def measured_at_edge(s: Switch) -> tuple[float, float, str] | None:
     """(lower kernel's rows at the edge, upper kernel's rows at the edge, the rows quoted), each side's
-    two nearest rows extended along their line; None where the table has no two rows each side."""
-    source, t = series(s.system, s.gpus, s.impl)
-    below = [n for n in sorted(t) if n < s.edge_bytes][-2:]
-    above = [n for n in sorted(t) if n >= s.edge_bytes][:2]
+    two nearest rows extended along their line; None where the table has no two rows each side.
+    Where the table times the two kernels apart (MNNVL), each side reads its own kernel's rows."""
+    if s.impl == "trtllm" and s.before.startswith("one-shot/") and s.system == "gb300-nvl72":
+        source = f"measured_comm.csv gb300 TRTLLM_MNNVL_oneshot / _twoshot {series(s.system, 2, 'trtllm')[0][-9:]}"
+        lo_t, hi_t = mnnvl_series(s.gpus, "oneshot"), mnnvl_series(s.gpus, "twoshot")
+        below = [n for n in sorted(lo_t) if n <= s.edge_bytes][-2:]
+    else:
+        source, lo_t = series(s.system, s.gpus, s.impl)
+        hi_t = lo_t
+        below = [n for n in sorted(lo_t) if n < s.edge_bytes][-2:]
+    above = [n for n in sorted(hi_t) if n >= s.edge_bytes][:2]
     if len(below) < 2 or len(above) < 2:
         return None
 
-    def at(a: int, b: int) -> float:
+    def at(t: dict[int, float], a: int, b: int) -> float:
         return t[a] + (t[b] - t[a]) * (s.edge_bytes - a) / (b - a)
-    quoted = ", ".join(f"{t[n]:.2f} us at {n} B" for n in below + above)
-    return at(*below), at(*above), f"{source}, {s.gpus} GPUs: {quoted}"
+    quoted = ", ".join([f"{lo_t[n]:.2f} us at {n} B" for n in below] + [f"{hi_t[n]:.2f} us at {n} B" for n in above])
+    return at(lo_t, *below), at(hi_t, *above), f"{source}, {s.gpus} GPUs: {quoted}"
 
 
 def measured_fall(s: Switch) -> bool:
@@ -213,12 +232,22 @@ MEASURED = {
 """Switch.key -> the measured rows that fall there too (test_the_measured_steps_are_in_the_data)."""
 
 KNOWN = {
+    ('gb200-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): "no rows measured at this release",
+    ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): "no rows measured at this release",
+    ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): "no rows measured at this release",
     ('gb200-nvl72', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): "no rows measured at this release",
+    ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): "no rows measured at this release",
+    ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): "no rows measured at this release",
     ('gb200-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): "no rows measured at this release",
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): "no rows measured at this release",
+    ('gb300-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): "measured 5.80 -> 6.11 us at the edge, no fall",
     ('gb300-nvl72', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 4194304): "measured 34.80 -> 36.85 us at the edge, no fall",
+    ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): "no rows measured at this release",
+    ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): "no rows measured at this release",
     ('gb300-nvl72', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): "measured 24.33 -> 26.39 us at the edge, no fall",
-    ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): "measured 4.72 -> 5.11 us at the edge, no fall",
+    ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): "no rows measured at this release",
+    ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): "no rows measured at this release",
+    ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): "measured 5.11 -> 5.85 us at the edge, no fall",
     ('h100-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): "no rows measured at this release",
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): "no rows measured at this release",
     ('h100-pcie', 2, 'trtllm', 'two-shot', 'one-shot', 262144): "no rows measured at this release",
