@@ -5,16 +5,17 @@
 * no plan is faster on a worse fabric (the same GPUs and engine, the fabric's bandwidth halved and
   its hop latency doubled).
 
-Today each fails somewhere, and always in the collectives' pricing, which issue 20 owns (the
-engines' one-shot -> two-shot switch prices two-shot as a constant, symmetric memory is priced
-without its copies, NCCL's `auto` picks lines by its own estimate, so the real time saws). Those
-properties are `xfail(strict=True)` with the counter-example in the reason and pinned as an
-`@example`, so that they fail deterministically today and flip (XPASS fails the run) when issue 20
-lands. A fall the measurements show too is no defect: MEASURED_ENGINE_STEPS lists the engine edges
-where the measured curve falls (vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s and B300s),
-each checked against measured_comm.csv. The parts that hold today are tested as they stand: the step without its communication does
-not fall with batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder
-(NVSwitch, PCIe with P2P, PCIe without) orders every plan.
+Each holds except at a kernel switch listed in tests/measured_steps.py. A library switches kernel at
+a size (an engine by its source's thresholds, NCCL by its own estimate), and where the kernel above
+is faster there, the time falls. MEASURED lists the switches whose measured rows fall too (each side's
+rows extended to the edge: vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s at 1 MiB, NCCL's ring
+LL -> Simple on 4 L40S, TensorRT-LLM one-shot -> NCCL on 8 H100s at 1 MiB, ...), each checked
+against the data here. KNOWN lists the model's other falls, defects of the pricing (issue 20) or of
+systems nothing measures, each held by its own strict xfail, so that a fixed one leaves the list;
+test_the_lists_are_what_the_scan_finds keeps both lists exactly what a full scan meets. The parts
+with no exception are tested as they stand: the step without its communication does not fall with
+batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder (NVSwitch, PCIe
+with P2P, PCIe without) orders every plan.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from shardbudget.step.compose import compile_step
 from shardbudget.step.settings import PlanSettings, engine_efficiency
 
 from measured_steps import (KNOWN, MEASURED, NOISE, Switch, engine_switch, measured_at_edge, measured_fall,
-                            model_switch, nccl_switch)
+                            model_switch, nccl_switch, scan)
 
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
@@ -301,3 +302,9 @@ def test_the_catalogs_fabric_ladder_orders_every_plan(system):
             for ru, rd in zip(bu.rows, bd.rows):  # from TP4: between two GPUs a mesh is one link, as PCIe
                 if ru.tp >= 4:
                     assert rd.itl_s >= ru.itl_s * (1 - REL), (system, up.system, down.system, bu.batch, ru.label())
+
+
+def test_the_lists_are_what_the_scan_finds():
+    """MEASURED and KNOWN hold exactly the switches at which the model's collectives fall (every
+    system at 2-72 GPUs, NCCL and the four engines, 256 B to 1 GiB): none missing, none stale."""
+    assert set(scan()) == set(MEASURED) | set(KNOWN)
