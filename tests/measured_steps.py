@@ -42,13 +42,16 @@ class Switch:
     before: str
     after: str
     edge_bytes: int
+    op: str = "all-reduce"
 
     @property
     def key(self) -> tuple:
-        """NCCL's crossover is where its estimate says, one per (group, pair of lines): keyed without
-        its bytes; an engine's edge is a size its rule names (TensorRT-LLM's moves with the hidden size)."""
+        """NCCL's crossover is where its estimate says, one per (group, op, pair of lines): keyed
+        without its bytes (and without the op for an all-reduce); an engine's edge is a size its rule
+        names (TensorRT-LLM's moves with the hidden size)."""
         if self.impl == "nccl":
-            return (self.system, self.gpus, "nccl", self.before, self.after)
+            return (self.system, self.gpus, "nccl", self.before, self.after) + (
+                () if self.op == "all-reduce" else (self.op,))
         return (self.system, self.gpus, self.impl, self.before, self.after, self.edge_bytes)
 
 
@@ -56,7 +59,8 @@ def _name(c) -> str:
     return f"{c.algorithm}/{c.protocol}"
 
 
-def nccl_switch(system: str, gpus: int, lines, lo: float, hi: float, impl: str = "nccl") -> Switch | None:
+def nccl_switch(system: str, gpus: int, lines, lo: float, hi: float, impl: str = "nccl",
+                op: str = "all-reduce") -> Switch | None:
     """The line the choice among `lines` leaves and the one it takes between lo and hi, and where (to a
     byte): NCCL's by its estimate, TensorRT-LLM's MNNVL kernels by their limits."""
     a, b = pick(lines, lo), pick(lines, hi)
@@ -68,7 +72,7 @@ def nccl_switch(system: str, gpus: int, lines, lo: float, hi: float, impl: str =
             lo = mid
         else:
             hi = mid
-    return Switch(system, gpus, impl, _name(a), _name(b), int(math.ceil(hi)))
+    return Switch(system, gpus, impl, _name(a), _name(b), int(math.ceil(hi)), op)
 
 
 def engine_switch(system: str, gpus: int, engine: str, ranges, lo: float, hi: float) -> Switch | None:
@@ -94,11 +98,11 @@ MEASURED_COMM = {"hgx-a100": "a100_sxm", "hgx-h100": "h100_sxm", "hgx-b200": "b2
 
 
 @lru_cache(maxsize=None)
-def series(system: str, gpus: int, impl: str) -> tuple[str, dict[int, float]]:
-    """(source, {bytes: us}) measured for this system, GPU count and library at the release the model
-    follows (an engine's preset version exactly; NCCL's newest table); empty where there is none."""
+def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[str, dict[int, float]]:
+    """(source, {bytes: us}) measured for this system, GPU count, library (at the release the model
+    follows: an engine's preset version exactly; NCCL's newest table) and op; empty where there is none."""
     import measured_comm as mc
-    if system == "rtx4090-pcie" and impl == "nccl":
+    if system == "rtx4090-pcie" and impl == "nccl" and op == "all-reduce":
         import measured
         rows = [r for r in measured.load_rows() if r.kept and r.source_id == "kalavai-4090" and r.op == "all-reduce"
                 and r.catalog_system == system and r.gpus == gpus and r.time_s]
@@ -109,12 +113,13 @@ def series(system: str, gpus: int, impl: str) -> tuple[str, dict[int, float]]:
     library, mode = ("vllm", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
     pin = mc.pinned_version("vllm" if impl == "eager" else impl)
     rows = [r for r in mc.load_rows() if r.key == MEASURED_COMM[system] and r.library == library and r.mode == mode
-            and r.op == "all-reduce" and r.gpus == gpus and (pin is None or r.version == pin)]
+            and r.op == op and r.gpus == gpus and (pin is None or r.version == pin)]
     if not rows:
         return ("", {})
     label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "sglang": "SGLang_CustomAllReduce_graph",
              "trtllm": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
-    return (f"measured_comm.csv {MEASURED_COMM[system]} {label} {rows[0].version}",
+    what = "" if op == "all-reduce" else f" {op}"
+    return (f"measured_comm.csv {MEASURED_COMM[system]} {label} {rows[0].version}{what}",
             {int(r.size_bytes): r.time_s * 1e6 for r in rows})
 
 
@@ -139,7 +144,7 @@ def measured_at_edge(s: Switch) -> tuple[float, float, str] | None:
         lo_t, hi_t = mnnvl_series(s.gpus, "oneshot"), mnnvl_series(s.gpus, "twoshot")
         below = [n for n in sorted(lo_t) if n <= s.edge_bytes][-2:]
     else:
-        source, lo_t = series(s.system, s.gpus, s.impl)
+        source, lo_t = series(s.system, s.gpus, s.impl, s.op)
         hi_t = lo_t
         below = [n for n in sorted(lo_t) if n < s.edge_bytes][-2:]
     above = [n for n in sorted(hi_t) if n >= s.edge_bytes][:2]
@@ -166,11 +171,12 @@ def model_switch(key: tuple) -> tuple[Switch, float, float]:
     system, gpus, impl = key[:3]
     group = make_group(system, nodes=1, gpus=gpus)
     if impl == "nccl":
-        lines = candidates(group, "all-reduce", "nccl")
+        op = key[5] if len(key) > 5 else "all-reduce"
+        lines = candidates(group, op, "nccl")
         sizes = 2.0 ** np.arange(8, 31, 1 / 256)
         t, _ = times_and_latencies_s(lines, sizes)
         for i in range(len(sizes) - 1):
-            s = nccl_switch(system, gpus, lines, sizes[i], sizes[i + 1])
+            s = nccl_switch(system, gpus, lines, sizes[i], sizes[i + 1], op=op)
             if s is not None and s.key == key:
                 return s, t[i] * 1e6, t[i + 1] * 1e6
         raise LookupError(f"{key}: the model has no such switch")
@@ -187,11 +193,13 @@ def model_switch(key: tuple) -> tuple[Switch, float, float]:
 
 SCAN_GPUS = (2, 4, 8, 16, 32, 36, 64, 72)
 SCAN_BYTES_PER_TOKEN = (4096.0, 8192.0, 16384.0)
+SCAN_NCCL_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 NVL72_XLA = ("gb200-nvl72", "gb300-nvl72")
 
 
 def scan() -> dict[tuple, tuple[Switch, float, float]]:
-    """Every switch at which the model's time falls: NCCL's choice and each engine's rule (vllm,
+    """Every switch at which the model's time falls: NCCL's choice (all-reduce, all-gather,
+    reduce-scatter) and each engine's all-reduce rule (vllm,
     sglang, trtllm, eager at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs, 256 B to 1 GiB
     on a 1/256-octave grid; key -> (switch, us before, us after). NCCL's ring LL -> NVLS at 16 NVL72
     GPUs is left to test_collective_monotonic.NVL72_STEPS (XLA's table, not measured_comm)."""
@@ -216,10 +224,11 @@ def scan() -> dict[tuple, tuple[Switch, float, float]]:
     for name in sorted(cat.systems):
         for g in (g for g in SCAN_GPUS if g <= cat.system(name).gpus_per_node):
             group = make_group(name, nodes=1, gpus=g, catalog=cat)
-            lines = candidates(group, "all-reduce", "nccl")
-            t, _ = times_and_latencies_s(lines, sizes)
-            for i in falls(t):
-                add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1]), t[i], t[i + 1])
+            for op in SCAN_NCCL_OPS:
+                lines = candidates(group, op, "nccl")
+                t, _ = times_and_latencies_s(lines, sizes)
+                for i in falls(t):
+                    add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1], op=op), t[i], t[i + 1])
             for engine in ("vllm", "sglang", "trtllm", "eager"):
                 for per_token in SCAN_BYTES_PER_TOKEN:
                     ranges = allreduce_ranges_for(engine, group, per_token)
@@ -248,6 +257,10 @@ MEASURED = {
         'measured_comm.csv gb300 vLLM_custom_eager 0.19.0, 2 GPUs: 40.91 us at 2097152 B, 64.91 us at 4194304 B, 64.16 us at 8388608 B, 63.77 us at 16777216 B',
     ('hgx-b200', 8, 'eager', 'symm-mem-multimem', 'nccl', 134217728):
         'measured_comm.csv b200_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 126.29 us at 33554432 B, 251.17 us at 67108864 B, 427.70 us at 134217728 B, 788.11 us at 268435456 B',
+    ('hgx-b200', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'):
+        'measured_comm.csv b200_sxm NCCL 2.29.2 all-gather, 8 GPUs: 102.07 us at 16777216 B, 114.62 us at 33554432 B, 137.22 us at 67108864 B, 209.10 us at 134217728 B',
+    ('hgx-b200', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'):
+        'measured_comm.csv b200_sxm NCCL 2.29.2 reduce-scatter, 8 GPUs: 96.53 us at 16777216 B, 108.92 us at 33554432 B, 136.84 us at 67108864 B, 208.85 us at 134217728 B',
     ('hgx-b200', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.78 us at 1048576 B, 30.38 us at 2097152 B, 39.42 us at 4194304 B, 55.36 us at 8388608 B',
     ('hgx-b200', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728):
@@ -256,6 +269,8 @@ MEASURED = {
         'measured_comm.csv b200_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 25.95 us at 262144 B, 26.05 us at 524288 B, 16.67 us at 1048576 B, 20.72 us at 2097152 B',
     ('hgx-b300', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv b300_sxm vLLM_custom_eager 0.19.0, 2 GPUs: 27.37 us at 2097152 B, 39.35 us at 4194304 B, 45.55 us at 8388608 B, 58.15 us at 16777216 B',
+    ('hgx-b300', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'):
+        'measured_comm.csv b300_sxm NCCL 2.29.2 all-gather, 8 GPUs: 100.51 us at 16777216 B, 114.00 us at 33554432 B, 137.94 us at 67108864 B, 207.12 us at 134217728 B',
     ('hgx-b300', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b300_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.41 us at 1048576 B, 29.84 us at 2097152 B, 39.34 us at 4194304 B, 55.52 us at 8388608 B',
     ('hgx-b300', 8, 'vllm', 'two-shot', 'symm-mem-multimem', 4194304):
@@ -282,8 +297,16 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 92.37 us at 16777216 B, 177.75 us at 33554432 B, 320.88 us at 67108864 B, 574.62 us at 134217728 B',
     ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'):
         'measured_comm.csv l40s NCCL 2.27.3, 4 GPUs: 57.72 us at 131072 B, 109.70 us at 262144 B, 163.00 us at 524288 B, 268.30 us at 1048576 B',
+    ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
+        'measured_comm.csv l40s NCCL 2.27.3 all-gather, 4 GPUs: 36.15 us at 131072 B, 66.63 us at 262144 B, 98.57 us at 524288 B, 154.60 us at 1048576 B',
+    ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
+        'measured_comm.csv l40s NCCL 2.27.3 reduce-scatter, 4 GPUs: 36.75 us at 131072 B, 67.37 us at 262144 B, 108.70 us at 524288 B, 152.40 us at 1048576 B',
     ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple'):
         'measured_comm.csv l40s NCCL 2.27.3, 8 GPUs: 426.00 us at 262144 B, 502.60 us at 524288 B, 863.20 us at 1048576 B, 2618.20 us at 2097152 B',
+    ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
+        'measured_comm.csv l40s NCCL 2.27.3 all-gather, 8 GPUs: 315.50 us at 262144 B, 619.80 us at 524288 B, 509.90 us at 1048576 B, 1489.60 us at 2097152 B',
+    ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
+        'measured_comm.csv l40s NCCL 2.27.3 reduce-scatter, 8 GPUs: 333.30 us at 262144 B, 629.60 us at 524288 B, 540.00 us at 1048576 B, 1232.80 us at 2097152 B',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'):
         'nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod), 2 GPUs: 64.38 us at 131072 B, 97.63 us at 262144 B, 161.80 us at 524288 B, 300.60 us at 1048576 B',
 }
@@ -291,21 +314,45 @@ MEASURED = {
 each side extended to the edge falls by more than NOISE, and the model falls there)."""
 
 KNOWN = {
+    ('gb200-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
     ('gb200-nvl72', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb200-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb200-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
+    ('gb300-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'measured 5.80 -> 6.11 us at the edge, no fall',
     ('gb300-nvl72', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 4194304): 'measured 34.80 -> 36.85 us at the edge, no fall',
+    ('gb300-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
     ('gb300-nvl72', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'measured 24.33 -> 26.39 us at the edge, no fall',
+    ('gb300-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'measured 5.11 -> 5.85 us at the edge, no fall',
     ('h100-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
@@ -327,6 +374,7 @@ KNOWN = {
     ('hgx-b200', 8, 'eager', 'two-shot', 'symm-mem-multimem', 1048576): 'measured 34.42 -> 38.04 us at the edge, no fall',
     ('hgx-b300', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 4194304): 'measured 32.77 -> 38.99 us at the edge, no fall',
     ('hgx-b300', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'measured 24.16 -> 26.22 us at the edge, no fall',
+    ('hgx-b300', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'measured 115.18 -> 116.71 us at the edge, no fall',
     ('hgx-h100', 2, 'trtllm', 'two-shot', 'one-shot', 262144): 'measured 3.76 -> 3.76 us at the edge, no fall',
     ('hgx-h100', 2, 'trtllm', 'two-shot', 'one-shot', 65536): 'measured 3.08 -> 3.06 us at the edge, no fall',
     ('hgx-h100', 8, 'eager', 'one-shot', 'symm-mem-multimem', 262144): 'measured 17.12 -> 42.42 us at the edge, no fall',
@@ -375,6 +423,8 @@ KNOWN = {
     ('hgx-h800', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
     ('l40s-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'): 'measured 31.27 -> 37.96 us at the edge, no fall',
+    ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'measured 20.54 -> 30.05 us at the edge, no fall',
+    ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'measured 20.33 -> 28.37 us at the edge, no fall',
     ('l40s-pcie', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'measured 458.88 -> 456.71 us at the edge, no fall',
     ('l40s-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
@@ -422,15 +472,20 @@ KNOWN = {
     ('rtx-pro-6000-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx-pro-6000-pcie', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx-pro-6000-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
+    ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',
+    ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',
+    ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
 }
 """Switch.key -> why the model's fall there is not a measured one: defects to fix (issue 20), each held by a
 strict xfail (test_physics.test_a_known_fall_is_still_there), so that a fixed one must leave the list."""
-
 
 if __name__ == "__main__":
     # After a pricing change: `python tests/measured_steps.py` prints both tables as the model and the

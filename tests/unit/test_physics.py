@@ -35,6 +35,8 @@ from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.model.comms import hidden_message_bytes
+from shardbudget.model.work import step_work
+from shardbudget.comm.op import CollectiveOp
 from shardbudget.step.compose import compile_step
 from shardbudget.step.settings import PlanSettings, engine_efficiency
 
@@ -243,31 +245,50 @@ def _worse(system: str, factor: float):
     return s, dataclasses.replace(s, name=f"{s.name} (fabric / {factor:g})", intra_fabric=worse)
 
 
-def _line_at(ranges, msg: float) -> str:
-    """The kernel an engine's rule runs for `msg`, NCCL's line named by algorithm and protocol."""
-    kind = (ranges.kinds + ranges.at_edge)[int(ranges.kind_index(np.array([msg]))[0])]
+def _line_at(lines, msg: float) -> str:
+    """The kernel an engine's rule (AllReduceRanges) or NCCL's choice (a tuple of lines) runs for
+    `msg`, NCCL's line named by algorithm and protocol."""
+    if isinstance(lines, tuple):
+        c = pick(lines, msg)
+        return f"{c.algorithm}/{c.protocol}"
+    kind = (lines.kinds + lines.at_edge)[int(lines.kind_index(np.array([msg]))[0])]
     if kind != "nccl":
         return kind
-    c = pick(ranges.pools["nccl"], msg)
+    c = pick(lines.pools["nccl"], msg)
     return f"{c.algorithm}/{c.protocol}"
 
 
-def _switch_a_worse_fabric_reaches(model: str, system, worse, tp: int, engine: str, batch: int) -> Switch | None:
-    """Where the worse fabric runs another kernel for the TP all-reduce than the system does, the
-    system's own switch to that kernel above this size (NCCL's estimate moves its crossover with the
-    link's bandwidth, so a slower link can reach a line sooner)."""
+def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str, batch: int) -> list:
+    """For each collective of the row's step that the worse fabric runs on another kernel than the
+    system does, the system's own switch to that kernel above this size (NCCL's estimate moves its
+    crossover with the link's bandwidth, so a slower link can reach a line sooner); None for a
+    collective whose change no switch explains."""
     cfg = load_model(model)
-    msg, per_token = float(hidden_message_bytes(cfg, batch)), float(hidden_message_bytes(cfg, 1))
-    ra, rb = (allreduce_ranges_for(engine, make_group(x, nodes=1, gpus=tp, catalog=CAT), per_token)
-              for x in (system, worse))
-    target = _line_at(rb, msg)
-    if _line_at(ra, msg) == target:
-        return None
-    for k in range(1, 64 * 10):
-        hi = msg * 2 ** (k / 64)
-        if _line_at(ra, hi) == target:
-            return engine_switch(system.name, tp, engine, ra, hi / 2 ** (1 / 64), hi)
-    return None
+    plan_ = Plan(row.tp, pp=row.pp, ep=row.ep, dp=row.dp)
+    sm, smw = (compile_step(cfg, x, plan_, CAT, impl=None, engine=engine, precision=precision_for(cfg, x)[0],
+                            eff=engine_efficiency(engine), settings=PlanSettings()) for x in (system, worse))
+    out = []
+    for call in step_work(cfg, plan_, batch=np.array([float(batch)]), context=np.array([4096.0]),
+                          precision=sm.precision).calls:
+        group, msg = sm.comms.groups[call.group], float(np.ravel(call.msg_bytes)[0])
+        if group is None or group.ranks < 2 or group.nodes > 1:
+            continue
+        tp_all_reduce = call.op == CollectiveOp.ALL_REDUCE and call.group == "tp"
+        here = sm.comms.allreduce_ranges if tp_all_reduce else candidates(group, call.op, "nccl")
+        there = smw.comms.allreduce_ranges if tp_all_reduce else candidates(smw.comms.groups[call.group], call.op, "nccl")
+        target = _line_at(there, msg)
+        if _line_at(here, msg) == target:
+            continue
+        found = None
+        for k in range(1, 64 * 10):
+            hi = msg * 2 ** (k / 64)
+            if _line_at(here, hi) == target:
+                lo = hi / 2 ** (1 / 64)
+                found = (engine_switch(system.name, group.gpus_per_node, engine, here, lo, hi) if tp_all_reduce
+                         else nccl_switch(system.name, group.gpus_per_node, here, lo, hi, op=str(call.op)))
+                break
+        out.append(found)
+    return out
 
 
 @settings(max_examples=15, deadline=None, derandomize=True, database=None)
@@ -283,8 +304,9 @@ def test_no_plan_is_faster_on_a_worse_fabric(model, system, engine, batch, facto
     a, b = (plan(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT).results[0] for x in (s, w))
     for ra, rb in zip(a.rows, b.rows):
         if rb.itl_s < ra.itl_s * (1 - REL):
-            switch = _switch_a_worse_fabric_reaches(model, s, w, ra.tp, engine, batch)
-            assert _allowed(switch), (model, system, engine, batch, factor, ra.label(), ra.itl_s, rb.itl_s, switch)
+            switches = _switches_a_worse_fabric_reaches(model, s, w, ra, engine, batch)
+            assert switches and all(map(_allowed, switches)), (
+                model, system, engine, batch, factor, ra.label(), ra.itl_s, rb.itl_s, switches)
 
 
 @pytest.mark.parametrize("system", ["hgx-h100", "hgx-b200", "h100-pcie", "mi300x"])

@@ -1,5 +1,5 @@
-"""A collective takes no less time for a larger message, for every system, GPU count and
-implementation, except at the kernel switches whose measured curve falls too (issue 20).
+"""A collective (all-reduce; NCCL's all-gather and reduce-scatter) takes no less time for a larger
+message, for every system, GPU count and implementation, except at the kernel switches whose measured curve falls too (issue 20).
 
 `auto` runs NCCL's own choice (README, Collectives): where NCCL's estimate switches line later
 than the real crossover, the time falls at the switch. An engine switches kernel at sizes its source
@@ -48,13 +48,14 @@ def _falls(t: np.ndarray) -> np.ndarray:
 def test_time_does_not_fall_with_size(system, gpus):
     cat = load_catalog()
     group = make_group(system, gpus=gpus, catalog=cat)
-    for impl in ("nccl", "custom"):
-        lines = candidates(group, "all-reduce", impl)
+    for impl, op in (("nccl", "all-reduce"), ("custom", "all-reduce"), ("nccl", "all-gather"),
+                     ("nccl", "reduce-scatter")):
+        lines = candidates(group, op, impl)
         t, _ = times_and_latencies_s(lines, SIZES)
         for i in _falls(t):
-            switch = nccl_switch(system, gpus, lines, SIZES[i], SIZES[i + 1])
+            switch = nccl_switch(system, gpus, lines, SIZES[i], SIZES[i + 1], op=op)
             assert switch is not None and switch.impl == "nccl" and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}, (
-                f"{impl} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
+                f"{impl} {op} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
                 f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})")
     for engine in ENGINES:
         ranges = allreduce_ranges_for(engine, group, 16384.0)
