@@ -196,13 +196,21 @@ SCAN_BYTES_PER_TOKEN = (4096.0, 8192.0, 16384.0)
 SCAN_NCCL_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 NVL72_XLA = ("gb200-nvl72", "gb300-nvl72")
 
+NVL72_STEPS = {
+    ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
+        "XLA GB200 table (xla_nvl72.load_rows), 16 GPUs: 49.0 us at 64 KiB, 40.7 us at 128 KiB (ring LL -> NVLS)",
+    ("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
+        "the same NVL72 fabric and NCCL choice as gb200-nvl72 (XLA sm_103 16 GPUs: 51.2 -> 41.6 us)",
+}
+"""NCCL switches beyond 8 GPUs and the measurement that has the same step (test_collective_monotonic.test_nvl72_steps_are_in_the_data)."""
+
 
 def scan() -> dict[tuple, tuple[Switch, float, float]]:
     """Every switch at which the model's time falls: NCCL's choice (all-reduce, all-gather,
     reduce-scatter) and each engine's all-reduce rule (vllm,
     sglang, trtllm, eager at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs, 256 B to 1 GiB
     on a 1/256-octave grid; key -> (switch, us before, us after). NCCL's ring LL -> NVLS at 16 NVL72
-    GPUs is left to test_collective_monotonic.NVL72_STEPS (XLA's table, not measured_comm)."""
+    GPUs is NVL72_STEPS's (XLA's table, not measured_comm)."""
     import numpy as np
     from shardbudget.comm.collectives import candidates, make_group
     from shardbudget.comm.lines import times_and_latencies_s

@@ -19,18 +19,11 @@ from shardbudget.comm.collectives import candidates, make_group, times_and_laten
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from shardbudget.fabric.catalog import load_catalog
 
-from measured_steps import KNOWN, MEASURED, engine_switch, nccl_switch
+from measured_steps import KNOWN, MEASURED, NVL72_STEPS, engine_switch, nccl_switch
 
 SIZES = 2.0 ** np.arange(8, 31, 0.25)  # 256 B .. 1 GiB, four per octave
 ENGINES = ("vllm", "sglang", "trtllm")
 
-NVL72_STEPS = {
-    ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
-        "XLA GB200 table (xla_nvl72.load_rows), 16 GPUs: 49.0 us at 64 KiB, 40.7 us at 128 KiB (ring LL -> NVLS)",
-    ("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
-        "the same NVL72 fabric and NCCL choice as gb200-nvl72 (XLA sm_103 16 GPUs: 51.2 -> 41.6 us)",
-}
-"""NCCL switches beyond 8 GPUs and the measurement that has the same step (test_nvl72_steps_are_in_the_data)."""
 
 
 def _cases():
@@ -78,6 +71,12 @@ def test_nvl72_steps_are_in_the_data():
     assert at[65536] > at[131072]
     assert f"{at[65536] * 1e6:.1f} us at 64 KiB, {at[131072] * 1e6:.1f} us at 128 KiB" in NVL72_STEPS[
         ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
+    import csv
+    with (xla_nvl72._path(None)).open(newline="") as f:
+        sm103 = {int(r["tensor_bytes"]): float(r["time_us_derived"]) for r in csv.DictReader(f)
+                 if (r["device_key"], r["opcode"], r["devices_per_group"]) == ("sm_103", "all-reduce", "16")}
+    assert sm103[65536] > sm103[131072]
+    assert f"{sm103[65536]:.1f} -> {sm103[131072]:.1f} us" in NVL72_STEPS[("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
     for system in ("gb200-nvl72", "gb300-nvl72"):
         lines = candidates(make_group(system, gpus=16), "all-reduce", "nccl")
         switch = nccl_switch(system, 16, lines, 65536.0, 131072.0)
