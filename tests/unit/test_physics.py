@@ -5,16 +5,17 @@
 * no plan is faster on a worse fabric (the same GPUs and engine, the fabric's bandwidth halved and
   its hop latency doubled).
 
-Today each fails somewhere, and always in the collectives' pricing, which issue 20 owns (the
-engines' one-shot -> two-shot switch prices two-shot as a constant, symmetric memory is priced
-without its copies, NCCL's `auto` picks lines by its own estimate, so the real time saws). Those
-properties are `xfail(strict=True)` with the counter-example in the reason and pinned as an
-`@example`, so that they fail deterministically today and flip (XPASS fails the run) when issue 20
-lands. A fall the measurements show too is no defect: MEASURED_ENGINE_STEPS lists the engine edges
-where the measured curve falls (vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s and B300s),
-each checked against measured_comm.csv. The parts that hold today are tested as they stand: the step without its communication does
-not fall with batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder
-(NVSwitch, PCIe with P2P, PCIe without) orders every plan.
+Each holds except at a kernel switch listed in tests/measured_steps.py. A library switches kernel at
+a size (an engine by its source's thresholds, NCCL by its own estimate), and where the kernel above
+is faster there, the time falls. MEASURED lists the switches whose measured rows fall too (each side's
+rows extended to the edge: vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s at 1 MiB, NCCL's ring
+LL -> Simple on 4 L40S, TensorRT-LLM one-shot -> NCCL on 8 H100s at 1 MiB, ...), each checked
+against the data here. KNOWN lists the model's other falls, defects of the pricing (issue 20) or of
+systems nothing measures, each held by its own strict xfail, so that a fixed one leaves the list;
+test_the_lists_are_what_the_scan_finds keeps both lists exactly what a full scan meets. The parts
+with no exception are tested as they stand: the step without its communication does not fall with
+batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder (NVSwitch, PCIe
+with P2P, PCIe without) orders every plan.
 """
 
 from __future__ import annotations
@@ -27,15 +28,20 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from shardbudget.comm.collectives import candidates, make_group
-from shardbudget.comm.lines import times_and_latencies_s
+from shardbudget.comm.lines import pick, times_and_latencies_s
 from shardbudget.decide.planner import plan, precision_for
 from shardbudget.decide.whatif import fabric_cases
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.model.comms import hidden_message_bytes
+from shardbudget.model.work import step_work
+from shardbudget.comm.op import CollectiveOp
 from shardbudget.step.compose import compile_step
 from shardbudget.step.settings import PlanSettings, engine_efficiency
+
+from measured_steps import (KNOWN, MEASURED, NOISE, NVL72_STEPS, Switch, engine_switch, measured_at_edge, measured_fall,
+                            model_switch, nccl_switch, scan)
 
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
@@ -77,61 +83,99 @@ def test_the_step_without_communication_does_not_fall_as_batch_grows(model, syst
     assert rest[1] >= rest[0] * (1 - REL), (model, system, sm.plan.tp, engine, batch, rest)
 
 
-MEASURED_ENGINE_STEPS = {
-    ("hgx-b200", 8, "vllm", 1048576.0): "measured_comm.csv b200_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 26.05 us "
-                                        "at 524288 B (two-shot), 16.67 us at 1048576 B (symmetric memory)",
-    ("hgx-b300", 8, "vllm", 4194304.0): "measured_comm.csv b300_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 29.22 us "
-                                        "at 2097152 B (two-shot), 25.39 us at 4194304 B (symmetric memory)",
-}
-"""(system, TP, engine, the engine's size edge) -> the measured rows where its all-reduce falls there too."""
+def _tp_switch(model: str, system: str, tp: int, engine: str, batch: int) -> Switch | None:
+    """The kernel switch the TP all-reduce crosses from `batch` to `batch + 1` tokens (None: none)."""
+    cfg, group = load_model(model), _group(system, tp)
+    lo, hi = (float(hidden_message_bytes(cfg, b)) for b in (batch, batch + 1))
+    ranges = allreduce_ranges_for(engine, group, float(hidden_message_bytes(cfg, 1)))
+    return engine_switch(system, group.gpus_per_node, engine, ranges, lo, hi)
 
 
-def _measured_step(model: str, system: str, tp: int, engine: str, batch: int) -> bool:
-    """The TP all-reduce's message crosses an engine edge whose measured curve falls as well."""
-    lo, hi = (hidden_message_bytes(load_model(model), b) for b in (batch, batch + 1))
-    return any((s, t, e) == (system, tp, engine) and lo < edge <= hi for s, t, e, edge in MEASURED_ENGINE_STEPS)
+def _allowed(switch: Switch | None) -> bool:
+    """A fall at a switch whose measured curve falls too (MEASURED), or at one listed as a known
+    defect (KNOWN, each held by its own strict xfail below)."""
+    return switch is not None and (switch.key in MEASURED or switch.key in KNOWN or switch.key in NVL72_STEPS)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20: the engines' kernel switches by size as priced, with no measured "
-                   "step: llama-3.1-70b TP8 on hgx-h800 (vllm) is 12.96 ms at batch 15 and 12.21 ms at 16 (one-shot "
-                   "-> symmetric memory at 256 KiB over H800's 400 GB/s NVLink); a scan of the 4 models x every "
-                   "system x TP 2-8 x 4 engines x batch 1-256 finds 204 such falls (NCCL LL -> Simple on the PCIe "
-                   "boxes, TensorRT-LLM's token table, one-shot -> two-shot), besides the measured ones allowed")
 @PROPERTY
 @example(model="llama-3.1-70b", system="hgx-h800", tp=8, engine="vllm", batch=15)
+@example(model="llama-3.1-70b", system="hgx-b200", tp=8, engine="vllm", batch=63)
 @given(**requests)
 def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
-    """Except where the TP all-reduce crosses an engine edge whose measured curve falls too
-    (MEASURED_ENGINE_STEPS: vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB, 8 B300s at 4 MiB)."""
+    """Except where the TP all-reduce crosses a kernel switch listed in tests/measured_steps.py: a
+    measured one (vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
+    16.67 us at 1 MiB), or a known defect held by test_a_known_fall_is_still_there."""
     sm = _step(model, system, tp, engine)
     itl = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0)["total_s"]
-    if _measured_step(model, system, sm.plan.tp, engine, batch):
-        return
-    assert itl[1] >= itl[0] * (1 - REL), (model, system, sm.plan.tp, engine, batch, itl)
+    if itl[1] < itl[0] * (1 - REL):
+        switch = _tp_switch(model, system, sm.plan.tp, engine, batch)
+        assert _allowed(switch), (model, system, sm.plan.tp, engine, batch, itl, switch)
 
 
-def test_the_measured_engine_steps_are_in_the_data(data_dir):
-    """The steps MEASURED_ENGINE_STEPS allows are in measured_comm.csv (the test cannot pass on a
-    stale list), and the model falls at the same edge (llama-3.1-70b on 8 B200s: 12.12 ms at batch
-    63, 10.75 ms at 64, its 1 MiB all-reduce)."""
-    import csv
-    at = {}
-    with (data_dir / "measured_comm.csv").open(newline="") as f:
-        for r in csv.DictReader(f):
-            if r["library"] == "vLLM_custom_graph" and r["lib_version"] == "0.19.0" and r["op"] == "all_reduce":
-                at[(r["system"], int(r["num_gpus"]), int(r["bytes"]))] = float(r["time_us"])
-    for (system, tp, _engine, edge), row in MEASURED_ENGINE_STEPS.items():
-        key = {"hgx-b200": "b200_sxm", "hgx-b300": "b300_sxm"}[system]
-        below, there = at[(key, tp, int(edge) // 2)], at[(key, tp, int(edge))]
-        assert below > there, row
-        assert f"{below:.2f}" in row and f"{there:.2f}" in row
-    assert _measured_step("llama-3.1-70b", "hgx-b200", 8, "vllm", 63)
+def test_every_fall_of_the_models_itl_is_listed():
+    """The property above on every request, not 40 samples: the 4 models x every system x TP 2-8 x
+    4 engines x batch 1-256. Each fall crosses a listed switch, among them the measured B200 TP8 vllm
+    step at 1 MiB and the known H800 TP8 vllm fall at 256 KiB."""
+    met = set()
+    b = np.arange(1, 257, dtype=float)
+    for model in MODELS:
+        for system in SYSTEMS:
+            for tp in (2, 4, 8):
+                for engine in ENGINES:
+                    sm = _step(model, system, tp, engine)
+                    if sm.plan.tp != tp:
+                        continue
+                    itl = sm.evaluate(b, 4096.0)["total_s"]
+                    for i in np.where(np.diff(itl) < -REL * itl[1:])[0]:
+                        switch = _tp_switch(model, system, tp, engine, int(b[i]))
+                        assert _allowed(switch), (model, system, tp, engine, int(b[i]), switch)
+                        met.add(switch.key)
+    assert ("hgx-b200", 8, "vllm", "two-shot", "symm-mem-multimem", 1048576) in met
+    assert ("hgx-h800", 8, "vllm", "one-shot", "symm-mem-multimem", 262144) in met
+
+
+def test_the_measured_steps_are_in_the_data(data_dir):
+    """Every step MEASURED allows falls in its measured rows (each side's two rows extended to the
+    edge, by more than NOISE), its citation quotes those rows (it cannot go stale), and the model
+    falls at the same switch (llama-3.1-70b on 8 B200s: 12.12 ms at batch 63, 10.75 ms at 64)."""
+    for key, quoted in MEASURED.items():
+        switch, before_us, after_us = model_switch(key)
+        measured = measured_at_edge(switch)
+        assert measured is not None and measured[2] == quoted, (key, measured)
+        assert measured[0] > measured[1] * (1 + NOISE), (key, measured)
+        assert after_us < before_us, (key, before_us, after_us)
+    assert _tp_switch("llama-3.1-70b", "hgx-b200", 8, "vllm", 63).key in MEASURED
+
+
+def test_the_known_falls_are_not_measured_ones(data_dir):
+    """No KNOWN fall is one the data show (it would belong in MEASURED), and none is allowed twice."""
+    assert not set(MEASURED) & set(KNOWN)
+    for key, why in KNOWN.items():
+        switch, _, _ = model_switch(key)
+        assert not measured_fall(switch), key
+        m = measured_at_edge(switch)
+        assert (m is None) == why.startswith("no rows"), (key, why, m)
+        if m is not None:
+            assert f"{m[0]:.2f} -> {m[1]:.2f} us" in why, (key, why, m)
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=f"issue 20: {KNOWN[k]}"),
+                                              id="-".join(map(str, k))) for k in KNOWN])
+def test_a_known_fall_is_still_there(key):
+    """Each known defect: the model's time falls at this switch, which no measurement shows. Fails
+    (xfail) while it does; once the pricing is fixed it passes, and strict xfail makes the entry go."""
+    _, before_us, after_us = model_switch(key)
+    assert after_us >= before_us * (1 - REL), (key, before_us, after_us)
 
 
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():
-    """The numbers the xfail above quotes, so that its reason stays true while it fails."""
+    """The numbers the examples above quote: B200 TP8 vllm falls at its measured 1 MiB step, and
+    H800 TP8 vllm at 256 KiB (12.96 -> 12.21 ms), a known fall (no H800 rows)."""
     itl = _step("llama-3.1-70b", "hgx-b200", 8, "vllm").evaluate(np.array([48.0, 63.0, 64.0]), 4096.0)["total_s"]
     assert itl * 1e3 == pytest.approx([11.26, 12.12, 10.75], abs=0.01)
+    itl = _step("llama-3.1-70b", "hgx-h800", 8, "vllm").evaluate(np.array([15.0, 16.0]), 4096.0)["total_s"]
+    assert itl * 1e3 == pytest.approx([12.96, 12.21], abs=0.01)
+    assert _tp_switch("llama-3.1-70b", "hgx-h800", 8, "vllm", 15).key in KNOWN
 
 
 # --- collective time against message size -----------------------------------------------------
@@ -155,28 +199,37 @@ def test_nccls_own_estimate_does_not_fall_with_size(system, gpus, msg, step):
     assert est[1] >= est[0] * (1 - REL)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20: NCCL auto sawtooth (the line chosen by NCCL's estimate, timed "
-                   "by the real one): l40s-pcie all-reduce on 8 GPUs is 1.068 ms at 615354 B and 835.4 us at "
-                   "618241 B")
 @PROPERTY
-@example(system="l40s-pcie", gpus=8, msg=615354.2939317843, step=618240.8479097595 / 615354.2939317843)
+@example(system="l40s-pcie", gpus=8, msg=615354.2939317843, step=618443.0 / 615354.2939317843)
+@example(system="rtx4090-pcie", gpus=4, msg=478000.0, step=1.01)
 @given(**groups)
 def test_nccl_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step):
-    t, _ = times_and_latencies_s(candidates(_group(system, gpus), "all-reduce", "nccl"), np.array([msg, msg * step]))
-    assert t[1] >= t[0] * (1 - REL), (system, gpus, msg, t)
+    """NCCL's choice (its estimate) timed by the real lines: it falls only where NCCL's estimate
+    switches line later than the real crossover and a listed switch says so (l40s-pcie on 8 GPUs:
+    ring LL -> Simple at 618443 B, 1070 -> 836 us; measured 8x L40S NCCL 2.27.3 falls there too)."""
+    group = _group(system, gpus)
+    lines = candidates(group, "all-reduce", "nccl")
+    t, _ = times_and_latencies_s(lines, np.array([msg, msg * step]))
+    if t[1] < t[0] * (1 - REL):
+        switch = nccl_switch(system, group.gpus_per_node, lines, msg, msg * step)
+        assert _allowed(switch), (system, gpus, msg, t, switch)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20: the engine's size rule switches kernels where the next one is "
-                   "faster: vllm on hgx-h100 TP8 is 10.46 us at 261327 B (one-shot) and 10.03 us at 262553 B "
-                   "(symmetric-memory multimem; measured_comm.csv h100_sxm vLLM graph rows rise, 7.8 us at 128 KiB "
-                   "to 10.7 at 256 KiB); TP4 184.5 us at 33.48 MB and 178.9 us at 33.64 MB (symmetric memory to NCCL)")
 @PROPERTY
 @example(system="hgx-h100", gpus=8, msg=261327.400380456, step=262553.2562078401 / 261327.400380456, engine="vllm")
+@example(system="hgx-h100", gpus=8, msg=1040000.0, step=1.01, engine="trtllm")
 @given(**groups, engine=st.sampled_from(("vllm", "sglang", "trtllm")))
 def test_engine_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step, engine):
-    ranges = allreduce_ranges_for(engine, _group(system, gpus), 16384.0)
+    """The engine's rule switches kernel by size; its time falls only at a listed switch (TensorRT-LLM
+    on 8 H100s at 1 MiB, one-shot -> NCCL: measured 17.60 us at 512 KiB, 25.96 at 1 MiB, one-shot's
+    rows reaching 32.47 us there; vLLM one-shot -> symmetric memory at 256 KiB is a known defect: its
+    rows rise, 10.63 -> 10.70 us)."""
+    group = _group(system, gpus)
+    ranges = allreduce_ranges_for(engine, group, 16384.0)
     t, _ = engine_allreduce_s(ranges, np.array([msg, msg * step]))
-    assert t[1] >= t[0] * (1 - REL), (system, gpus, engine, msg, t)
+    if t[1] < t[0] * (1 - REL):
+        switch = engine_switch(system, group.gpus_per_node, engine, ranges, msg, msg * step)
+        assert _allowed(switch), (system, gpus, engine, msg, t, switch)
 
 
 # --- a worse fabric ---------------------------------------------------------------------------
@@ -192,18 +245,68 @@ def _worse(system: str, factor: float):
     return s, dataclasses.replace(s, name=f"{s.name} (fabric / {factor:g})", intra_fabric=worse)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20: NCCL auto picks by its estimate, so a slower link can switch it "
-                   "to a line that really runs faster: llama-3.1-70b TP4 on l40s-pcie (vllm, batch 16) is 85.59 ms, "
-                   "85.39 ms with half the bandwidth and twice the hop latency")
+def _line_at(lines, msg: float) -> str:
+    """The kernel an engine's rule (AllReduceRanges) or NCCL's choice (a tuple of lines) runs for
+    `msg`, NCCL's line named by algorithm and protocol."""
+    if isinstance(lines, tuple):
+        c = pick(lines, msg)
+        return f"{c.algorithm}/{c.protocol}"
+    kind = (lines.kinds + lines.at_edge)[int(lines.kind_index(np.array([msg]))[0])]
+    if kind != "nccl":
+        return kind
+    c = pick(lines.pools["nccl"], msg)
+    return f"{c.algorithm}/{c.protocol}"
+
+
+def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str, batch: int) -> list:
+    """For each collective of the row's step that the worse fabric runs on another kernel than the
+    system does, the system's own switch to that kernel above this size (NCCL's estimate moves its
+    crossover with the link's bandwidth, so a slower link can reach a line sooner); None for a
+    collective whose change no switch explains."""
+    cfg = load_model(model)
+    plan_ = Plan(row.tp, pp=row.pp, ep=row.ep, dp=row.dp)
+    sm, smw = (compile_step(cfg, x, plan_, CAT, impl=None, engine=engine, precision=precision_for(cfg, x)[0],
+                            eff=engine_efficiency(engine), settings=PlanSettings()) for x in (system, worse))
+    out = []
+    for call in step_work(cfg, plan_, batch=np.array([float(batch)]), context=np.array([4096.0]),
+                          precision=sm.precision).calls:
+        group, msg = sm.comms.groups[call.group], float(np.ravel(call.msg_bytes)[0])
+        if group is None or group.ranks < 2 or group.nodes > 1:
+            continue
+        tp_all_reduce = call.op == CollectiveOp.ALL_REDUCE and call.group == "tp"
+        here = sm.comms.allreduce_ranges if tp_all_reduce else candidates(group, call.op, "nccl")
+        there = smw.comms.allreduce_ranges if tp_all_reduce else candidates(smw.comms.groups[call.group], call.op, "nccl")
+        target = _line_at(there, msg)
+        if _line_at(here, msg) == target:
+            continue
+        found = None
+        for k in range(1, 64 * 10):
+            hi = msg * 2 ** (k / 64)
+            if _line_at(here, hi) == target:
+                lo = hi / 2 ** (1 / 64)
+                found = (engine_switch(system.name, group.gpus_per_node, engine, here, lo, hi) if tp_all_reduce
+                         else nccl_switch(system.name, group.gpus_per_node, here, lo, hi, op=str(call.op)))
+                break
+        out.append(found)
+    return out
+
+
 @settings(max_examples=15, deadline=None, derandomize=True, database=None)
 @example(model="llama-3.1-70b", system="l40s-pcie", engine="vllm", batch=16, factor=2.0)
 @given(model=st.sampled_from(MODELS), system=st.sampled_from(SYSTEMS), engine=st.sampled_from(ENGINES[:3]),
        batch=st.sampled_from((1, 16, 64, 256)), factor=st.floats(min_value=1.1, max_value=4.0))
 def test_no_plan_is_faster_on_a_worse_fabric(model, system, engine, batch, factor):
+    """Except where the slower link moves NCCL's choice onto a line the system itself reaches only past
+    a listed switch (llama-3.1-70b TP4 on l40s-pcie, vllm, batch 16: 85.59 ms, 85.39 ms with half the
+    bandwidth; its 256 KiB all-reduce runs ring Simple there, ring LL on the system, whose LL -> Simple
+    switch at 480774 B the 4x L40S rows measure: 196.10 -> 154.11 us at the edge)."""
     s, w = _worse(system, factor)
     a, b = (plan(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT).results[0] for x in (s, w))
     for ra, rb in zip(a.rows, b.rows):
-        assert rb.itl_s >= ra.itl_s * (1 - REL), (model, system, engine, batch, factor, ra.label(), ra.itl_s, rb.itl_s)
+        if rb.itl_s < ra.itl_s * (1 - REL):
+            switches = _switches_a_worse_fabric_reaches(model, s, w, ra, engine, batch)
+            assert switches and all(map(_allowed, switches)), (
+                model, system, engine, batch, factor, ra.label(), ra.itl_s, rb.itl_s, switches)
 
 
 @pytest.mark.parametrize("system", ["hgx-h100", "hgx-b200", "h100-pcie", "mi300x"])
@@ -221,3 +324,9 @@ def test_the_catalogs_fabric_ladder_orders_every_plan(system):
             for ru, rd in zip(bu.rows, bd.rows):  # from TP4: between two GPUs a mesh is one link, as PCIe
                 if ru.tp >= 4:
                     assert rd.itl_s >= ru.itl_s * (1 - REL), (system, up.system, down.system, bu.batch, ru.label())
+
+
+def test_the_lists_are_what_the_scan_finds():
+    """MEASURED and KNOWN hold exactly the switches at which the model's collectives fall (every
+    system at 2-72 GPUs, NCCL and the four engines, 256 B to 1 GiB): none missing, none stale."""
+    assert set(scan()) == set(MEASURED) | set(KNOWN)
