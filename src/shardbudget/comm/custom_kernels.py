@@ -91,7 +91,7 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     busbw = ring_path(group.system, g).busbw_bytes_per_s
     latency = e.latency_for(arch, g, mn)
     one_bw = e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1)
-    if g == 2 and e.two_shot_pair_barriers and not mn:
+    if g == 2 and e.two_shot_pair_extra_s is not None and not mn:
         # two ranks: the two-shot's reduce-scatter reads n/2 from the one peer and its all-gather
         # writes n/2 back, the one-shot's n over the same link: the one-shot's rate
         return latency, one_bw, one_bw
