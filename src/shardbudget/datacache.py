@@ -19,6 +19,8 @@ user's `--catalog` file is read every time.
 
 from __future__ import annotations
 
+import copyreg
+import io
 import os
 import pickle
 import sys
@@ -72,8 +74,6 @@ def _reduce_proxy(proxy: MappingProxyType):
 
 
 def _dumps(made_of: tuple, obj) -> bytes:
-    import copyreg
-    import io
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = {**copyreg.dispatch_table, MappingProxyType: _reduce_proxy}  # frozen tables
