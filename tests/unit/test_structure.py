@@ -26,8 +26,10 @@ LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "
            "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo", "..measure",
            "..report.html", "..report.demo", "..report",
            # what the cached built-in data makes unneeded (datacache: `plan` start-up, benchmarks/startup.py):
-           # the TOML reader builds it, atomic writes it (json, tempfile)
-           "tomllib", ".atomic")
+           # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
+           # forms itself (quantiphy for the rest: tests/unit/test_units_quick.py)
+           "tomllib", ".atomic", "quantiphy",
+           "..step.served")  # plan --input-len/--output-len alone
 
 
 def _modules() -> dict[str, ast.Module]:
