@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -52,14 +53,32 @@ ISSUE_EXAMPLE = dict(model="deepseek-v3", system="hgx-b200", tp=4, ep=1, engine=
                             "measured at concurrency <= 16 (output length not stated; 1024 assumed)")
 
 
+SGLANG_0_5 = "2025-08"
+"""SGLang 0.5.0rc0, the first 0.5 release, was out by 2025-08-13 (zai-org/GLM-V#120: 'sglang max version is
+0.5.0rc0'); an SGLang row of an earlier date ran a 0.4.x release: the sglang-0.4 preset prices it."""
+
+
+def release_engine(r: dict) -> str:
+    """The preset of the row's engine release: sglang-0.4 for SGLang rows of 0.4.x (stated, or dated
+    before 0.5.0: the row's date, else the first date in its source), else the row's engine."""
+    if r["engine"] != "sglang":
+        return r["engine"]
+    version = re.search(r"\b0\.(\d+)\.", r["engine_version"])
+    if version:
+        return "sglang-0.4" if version.group(1) == "4" else "sglang"
+    when = r.get("date") or (re.search(r"20\d\d-\d\d-\d\d", r["source"]) or [""])[0]
+    return "sglang-0.4" if when and when < SGLANG_0_5 else "sglang"
+
+
 def _rows() -> list[dict]:
-    """Serving rows, then decode_measurements' concurrency-1 TPOT rows with a known workload."""
+    """Serving rows, then decode_measurements' concurrency-1 TPOT rows with a known workload; each
+    priced under its engine release's preset (`release_engine`)."""
     out = [dict(r) for r in csv.DictReader((DATA / "serving_measurements.csv").open(newline=""))]
     for r in csv.DictReader((DATA / "decode_measurements.csv").open(newline="")):
         if r["metric"] == "tpot_ms" and r["engine"] != "unknown" and r["system"] and r["batch"] == "1" \
                 and r["model"] in FAMILIES and r["input_len"] and r["output_len"]:
             out.append({**r, "concurrency": r["batch"], "value": r["value"], "ep": r["ep"] or "1"})
-    return out
+    return [{**r, "engine": release_engine(r)} for r in out]
 
 
 def _precision(cfg, system, dtype: str):
@@ -124,11 +143,9 @@ def fastest_plan_cases(table: list[dict]) -> list[tuple[str, bool]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", action="store_true", help="print every row")
-    args = ap.parse_args(argv)
-    cat = load_catalog()
+def priced_table(cat) -> tuple[list[dict], list[str]]:
+    """Every row priced: (table of rows with prediction, measurement, error and source; the
+    configurations at concurrency <= 16 called 'does not fit')."""
     table, refused = [], []
     for r in _rows():
         pred, ok = predict(r, cat)
@@ -136,11 +153,20 @@ def main(argv: list[str] | None = None) -> int:
         t = {"model": r["model"], "gpu": r["system"], "engine": r["engine"], "dtype": r["dtype"],
              "family": FAMILIES.get(r["model"], r["model"]), "plan": f"TP{r['tp']} EP{r['ep'] or 1}",
              "input_len": r["input_len"], "output_len": r["output_len"], "concurrency": int(r["concurrency"]),
-             "pred": pred, "meas": meas, "err": pred / meas - 1,
+             "pred": pred, "meas": meas, "err": pred / meas - 1, "source": r["source"],
              "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS}
         table.append(t)
         if not ok and t["concurrency"] <= 16:
             refused.append(f"{t['model']} {t['gpu']} {t['engine']} {t['plan']} c{t['concurrency']}")
+    return table, refused
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", action="store_true", help="print every row")
+    args = ap.parse_args(argv)
+    cat = load_catalog()
+    table, refused = priced_table(cat)
     example_fits = predict(ISSUE_EXAMPLE, cat)[1]
     if not example_fits:
         refused.append(f"issue example: {ISSUE_EXAMPLE['source']}")

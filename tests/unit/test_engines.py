@@ -223,3 +223,12 @@ def test_sglang_static_fraction_holds_weights_and_kv_alone():
     assert float(raised_fraction(need, gpu, engine="sglang", plan=Plan(4))) == pytest.approx(0.94)
     # vLLM's 0.9 counts everything and is judged as it is: nothing raised
     assert np.isnan(raised_fraction(need, gpu, engine="vllm", plan=Plan(4)))
+
+
+def test_release_floor_table_names_known_generations():
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in load_engine("sglang-0.4").raw.items()}
+    raw["kernels"] = {**raw["kernels"], "moe_call_floor": {"hoper": "230 us", "source": "x"}}
+    with pytest.raises(UnknownNameError, match=r"'hoper'; did you mean 'hopper'"):
+        read_engine(raw, "x.toml")
+    raw["kernels"]["moe_call_floor"] = {"hopper": "230 us", "source": "x"}
+    assert dict(read_engine(raw, "x.toml").moe_call_floor) == pytest.approx({"hopper": 230e-6})

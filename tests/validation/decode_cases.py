@@ -8,7 +8,8 @@ its batch is known (1 here) and no speculative decoding ran; each case names the
 Rows left out: hardware not named (SGLang PR #2643), workload not stated (SGLang #3196, #3656),
 engine not named (tt-inference-server #356's 2025-07-08 table; its 2025-07-09 SGLang table is used),
 models not in the catalog (Qwen3-14B/1.7B/4B, Llama-3.2-90B-Vision), RTX 3090 Ti (no catalog
-system), request-rate loads with prefill mixed in (vLLM PR #2979: Mixtral at 1-2 requests/s).
+system), request-rate loads with prefill mixed in (vLLM PR #2979: Mixtral at 1-2 requests/s), and SGLang
+PR #6111's B200 rows (one fits, the other checks the sglang-0.4 preset: test_engine_eras.py).
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def measurement_cases() -> list[Case]:
     out.append(Case("deepseek-v3 b200 TRT-LLM EP8 TP8 nvfp4", "TensorRT-LLM blog1", "deepseek-v3", "hgx-b200",
                     Plan(8, 1, 8), 1, 2048, "trtllm", _measurement("blog1", "Baseline: CUDA Graph"), True,
                     precision=Precision(weights="bf16", expert_weights="nvfp4")))
-    # the 2025-07-09 table of #356 names its engine (SGLang over InfiniBand); the 2025-07-08 one does not
-    out.append(Case("deepseek-v3 2x h100 TP16 sglang", "tt-inference-server#356", "deepseek-v3", "hgx-h100",
-                    Plan(16), 1, 192, "sglang",
+    # the 2025-07-09 table of #356 names its engine (SGLang over InfiniBand); the 2025-07-08 one does not.
+    # July 2025 is before SGLang 0.5.0 (August 2025): the release line of the sglang-0.4 preset
+    out.append(Case("deepseek-v3 2x h100 TP16 sglang-0.4", "tt-inference-server#356", "deepseek-v3", "hgx-h100",
+                    Plan(16), 1, 192, "sglang-0.4",
                     _measurement("issues/356", "names SGLang", input_len="128", output_len="128"), True, nodes=2))
     return out
 

@@ -16,10 +16,10 @@ its own; vLLM's default -O2 quantises a GEMM's input inside the norm or activati
 measured, 16.59 ms predicted (-18 %), within 25 %; at 1.5K tokens of context the top-k (2048) keeps
 every token, so this checks the indexer and MLA, not the sparse selection at long context.
 Sliding window (gpt-oss-120b: 128-token windows on half its 36 layers) on 8x H100, vLLM TP8 at
-concurrency 4, 1K in / 8K out (InferenceX issue #828's sweep): 3.68 ms measured, 5.97 ms predicted
-(+62 %), outside 25 % and pinned as a known gap: attention is 0.27 ms of the step, the fused-MoE
-floors 2.9 ms (the per-expert floor measured on vLLM's Triton fused_moe, while gpt-oss's MXFP4
-experts run OpenAI's triton_kernels matmul_ogs on Hopper, not measured here).
+concurrency 4, 1K in / 8K out (InferenceX issue #828's sweep): 3.68 ms measured, 3.50 ms predicted
+(-5 %; it was 5.97 ms, +62 %, while the fused-MoE call was priced as a floor per active expert beside
+its own top-k / sort / sum ops); attention is 0.27 ms of the step. gpt-oss's MXFP4 experts run OpenAI's
+triton_kernels matmul_ogs on Hopper, priced as the Triton fused_moe call measured on Hopper.
 No public measurement was found for DeepSeek-V3.2 itself, Gemma 4 (DGX Spark only) or MiMo-V2-Flash
 (MTP on); see data/README.md.
 """
@@ -119,11 +119,12 @@ def test_mamba2_decode_within_25_percent():
 GPTOSS = _row("github.com/SemiAnalysisAI/InferenceX/issues/828")
 
 
-def test_sliding_window_decode_known_gap_is_pinned():
+def test_sliding_window_decode_within_10_percent():
     """gpt-oss-120b (MXFP4 experts), vLLM TP8 on 8x H100 at concurrency 4, 1K + 8K: 3.68 ms
-    measured, +55..+70 % predicted (5.97 ms), a known gap pinned here: the step is the fused-MoE
-    floors' (module docstring), not the sliding windows', whose attention costs the same at 1.5K
-    and 5K tokens of context. A fix to the MoE floors of MXFP4 on Hopper moves this on purpose."""
+    measured. It was +55..+70 % (5.97 ms) while the fused-MoE call was a floor per active expert
+    beside its own top-k / sort / sum ops; priced as the measured call (call_fixed + the TP8 slices'
+    bytes at Hopper's 3.0 TB/s, kernels.toml) it is within 10%. The sliding windows' attention costs
+    the same at 1.5K and 5K tokens of context."""
     row = GPTOSS
     assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == \
         ("gpt-oss-120b", "hgx-h100", "8", "4", "tpot_ms")
@@ -131,6 +132,6 @@ def test_sliding_window_decode_known_gap_is_pinned():
     case = Case("gpt-oss-120b h100 TP8 c4", row["source"], "gpt-oss-120b", "hgx-h100", Plan(8), 4, i + o // 2,
                 "vllm", float(row["value"]) * 1e-3, True)
     err = predicted_s(case) / case.measured_s - 1
-    assert 0.55 <= err <= 0.70, f"{100 * err:+.1f}%"
+    assert -0.10 <= err <= 0.10, f"{100 * err:+.1f}%"
     short = predicted_s(Case(**{**case.__dict__, "context": 1536}))
     assert predicted_s(case) == pytest.approx(short, rel=0.01)  # 18 of 36 layers read 128 tokens

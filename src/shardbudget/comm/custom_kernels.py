@@ -133,8 +133,8 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 
 
 # Presets whose custom kernel is another engine's (engines/*.toml): vLLM's kernel in its older and
-# eager configurations.
-KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm"}
+# eager configurations, SGLang's in its 0.4 release line (the same REDUCE_CASE kernel).
+KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang"}
 
 
 def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candidate | None:

@@ -27,7 +27,7 @@ TensorRT-LLM 1.3 (AllReduceStrategy AUTO)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
@@ -35,12 +35,13 @@ from typing import Any
 from .. import units
 from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
-from ..fabric.hardware import ARCH_CAPABILITY
+from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi")
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4")
 """Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
 engine) and tgi (text-generation-inference without CUDA graphs) are the older engines behind
-published measurements in ../shared/data/decode_tp.csv."""
+published measurements in ../shared/data/decode_tp.csv; sglang-0.4 (SGLang 0.4.x, 2025) is the
+release behind the 2025 SGLang rows of tests/validation/data."""
 
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
@@ -223,6 +224,9 @@ class EnginePreset:
     fused_moe_routing_auto: tuple[str, ...] = ()
     """model_type@arch[:quantized] whose MoE the engine runs as one fused routed-experts call
     (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel)."""
+    moe_call_floor: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
+    differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
 
     def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool) -> tuple[bool, bool]:
         """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
@@ -435,9 +439,20 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
                                   if isinstance(v, str)}),
         fused_allreduce_norm_auto=_rules(ar.data, "fused_residual_rmsnorm_auto", ar.where),
         fused_moe_routing_auto=_rules(kernels.data if kernels else {}, "fused_moe_routing_auto", "[kernels]"),
+        moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
         raw=MappingProxyType(dict(raw)),
         fusions=(Fusions(norm_quant=fused.flag("norm_quant"), source=fused.text("source"))
                  if fused is not None else Fusions()))
+
+
+def _per_arch_seconds(table: _Table | None, key: str) -> Mapping[str, float]:
+    """An optional [arch] -> time sub-table, in seconds (empty when absent)."""
+    t = table.opt_table(key) if table is not None else None
+    archs = [k for k in (t.data if t else {}) if k not in ("source", "basis")]
+    for arch in archs:
+        if arch not in ARCHS:
+            raise UnknownNameError(f"GPU generation in {t.where}", arch, ARCHS)
+    return MappingProxyType({arch: t.seconds(arch) for arch in archs})
 
 
 def _rules(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -34,7 +34,16 @@ class KernelFloor:
     floor_s: float
     """Shortest time of one such kernel at decode, however little work, seconds."""
     floor_per_active_expert_s: float | None
-    """Grouped MoE only: floor per expert that receives tokens, seconds."""
+    """Grouped MoE only: floor per expert that receives tokens, seconds (archs without `call_fixed`)."""
+    call_fixed_s: float | None = None
+    """Grouped MoE only: the fused call's time beyond streaming its experts' weights, added to that
+    traffic and split over the call's two GEMM ops: t = call_fixed + weight bytes / rate, as measured
+    calls over 1 to 126 active experts lie (the call's top-k, sort, activation and sum are ops of
+    their own). None: max(roofline, floor) as for other kernels."""
+    memory_rate_bytes_per_s: float | None = None
+    """Grouped MoE only: the most weight bytes/s the call's small-M GEMMs stream on this generation,
+    measured (a rate, not a fraction: H100 and H200 stream alike, their SMs and not their HBM set it);
+    a GPU whose own peak x memory_efficiency is lower keeps its own. None: memory_efficiency of the peak."""
     memory_efficiency: float | None
     """Achieved / peak HBM bandwidth when memory-bound (None: not a bandwidth-priced op)."""
     compute_efficiency: float | None
@@ -132,6 +141,9 @@ def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str,
                 op_kind=op_kind, arch=arch, floor_s=_seconds(entry, "floor", here),
                 floor_per_active_expert_s=(_seconds(entry, "floor_per_active_expert", here)
                                            if per_expert is not None else None),
+                call_fixed_s=_seconds(entry, "call_fixed", here) if "call_fixed" in entry else None,
+                memory_rate_bytes_per_s=(units.parse_rate(entry["memory_rate"], what=f"{here}.memory_rate")
+                                         if "memory_rate" in entry else None),
                 memory_efficiency=_fraction(entry.get("memory_efficiency"), f"{here}.memory_efficiency"),
                 compute_efficiency=_fraction(entry.get("compute_efficiency"), f"{here}.compute_efficiency"),
                 quantized_flops_per_s=(units.parse_flops(entry["quantized_compute"], what=f"{here}.quantized_compute")
@@ -184,7 +196,8 @@ def floor_s(arch: str, op_kind: str, **shape: int) -> float:
 
     Shape keywords (m, n, k, tokens, context, heads, active_experts) are accepted for every op kind;
     only grouped MoE uses one: the floor grows with the experts that receive tokens,
-    max(floor, floor_per_active_expert x active_experts).
+    max(floor, floor_per_active_expert x active_experts), where the arch has a per-expert floor (a
+    `call_fixed` arch prices the call as its fixed part plus its weight traffic instead: price_ops).
     """
     unknown = set(shape) - _SHAPE_KEYS
     if unknown:

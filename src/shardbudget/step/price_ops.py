@@ -46,6 +46,17 @@ class OpPricer:
     """The engine's MoE kernel routes, runs both grouped GEMMs and sums in one call (TRT-LLM-gen,
     kernels.toml fused_moe_routed): the routing / align / activation / combine ops cost nothing of
     their own and the grouped GEMMs are priced as that call."""
+    moe_call_floor_s: float | None = None
+    """The engine release's own floor of one fused-MoE call (`EnginePreset.moe_call_floor`), in place
+    of the catalog's grouped_moe_gemm floor; None: the catalog's."""
+
+    @cached_property
+    def moe_call_whole(self) -> bool:
+        """The MoE's routing, sort, activation, sum and FP8 input quantisation run inside one call whose
+        time its two grouped GEMM ops carry: the TRT-LLM-gen fused call, or a generation whose
+        grouped_moe_gemm entry prices the measured call as call_fixed + weight bytes / rate."""
+        entry = kernel_entry(self.system.gpu.arch, "grouped_moe_gemm")
+        return self.fused_moe_routing or (entry is not None and entry.call_fixed_s is not None)
 
     @cached_property
     def rates(self) -> tuple[float, float]:
@@ -93,9 +104,16 @@ class OpPricer:
         if op.kernel in TILED_KERNELS:
             flops = flops * tile_factor(arch, *op.shape_nk)
         roof = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
-        t = np.maximum(roof, _floor_s(entry, op)) if entry is not None else roof
+        if entry is not None and entry.call_fixed_s is not None and not fused_call:
+            t = np.maximum(flops / flops_per_s, entry.call_fixed_s / 2 + op.bytes / bytes_per_s)
+            if self.moe_call_floor_s is not None:  # the engine release's own call floor, shared by its GEMMs
+                t = np.maximum(t, self.moe_call_floor_s / 2)
+        else:
+            t = np.maximum(roof, _floor_s(entry, op, None if fused_call else self.moe_call_floor_s)) \
+                if entry is not None else roof
         launches, quant = (1.0 if op.launches else 0.0), 0.0
-        if fp8 and op.kernel in TILED_KERNELS and not (self.fused_norm_quant and op.norm_input):
+        in_call = op.kernel == "grouped_moe_gemm" and self.moe_call_whole
+        if fp8 and op.kernel in TILED_KERNELS and not (self.fused_norm_quant and op.norm_input) and not in_call:
             q = kernel_entry(arch, "act_quant_fp8")
             quant, launches = (q.floor_s if q else 0.0), launches + 1.0
         return roof, t, quant, launches
@@ -106,6 +124,9 @@ class OpPricer:
         FP8 one; every other op (attention, norms, the unquantized router) at the 16-bit peak."""
         gpu, eff = self.system.gpu, self.eff
         mem = entry.memory_efficiency if entry is not None and entry.memory_efficiency else eff.memory
+        bytes_per_s = gpu.mem_bytes_per_s * mem
+        if entry is not None and entry.memory_rate_bytes_per_s:
+            bytes_per_s = min(bytes_per_s, entry.memory_rate_bytes_per_s)
         if quantized:
             flops_per_s = self.rates[0]
             if entry is not None and entry.quantized_flops_per_s:
@@ -113,15 +134,15 @@ class OpPricer:
         else:
             ce = entry.compute_efficiency if entry is not None and entry.compute_efficiency else eff.flops
             flops_per_s = gpu.bf16_flops_per_s * ce
-        return flops_per_s, gpu.mem_bytes_per_s * mem
+        return flops_per_s, bytes_per_s
 
     def compute_s(self, work: StepWork, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
         """Σ count · op time (`op_s`), each shape summed apart and broadcast once; and the GEMMs'
         part of it. Residual adds and norms fused into the all-reduce, and routing ops inside a
-        fused MoE call (engines that fuse them), cost nothing of their own."""
+        fused MoE call (`moe_call_whole`), cost nothing of their own."""
         by_shape: dict[tuple[str, tuple], np.ndarray] = {}
         for count, op in work.ops:
-            if (op.after_allreduce and self.fused_allreduce_norm) or (op.in_fused_moe and self.fused_moe_routing):
+            if (op.after_allreduce and self.fused_allreduce_norm) or (op.in_fused_moe and self.moe_call_whole):
                 continue
             t = count * self.op_s(op)
             key = (op.kind == "gemm", np.shape(t))
@@ -143,15 +164,17 @@ def engine_op_pricer(model, system: System, plan, *, precision: Precision, eff: 
     ar, moe = preset.fused_for(model.model_type, system.gpu.arch, one_node=one_node,
                                quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms)
     return OpPricer(system=system, precision=precision, eff=eff, fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
-                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant)
+                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant,
+                    moe_call_floor_s=preset.moe_call_floor.get(system.gpu.arch))
 
 
-def _floor_s(entry, op):
-    """The kernel's floor; a fused-MoE call's floor grows with its active experts, shared by its two GEMMs."""
+def _floor_s(entry, op, call_floor_s: float | None = None):
+    """The kernel's floor; a fused-MoE call's floor (the engine release's own where it has one) grows
+    with its active experts, shared by its two GEMMs."""
     if entry.floor_per_active_expert_s is None:
         return entry.floor_s
     experts = np.minimum(op.active_experts, MOE_FLOOR_EXPERTS / 2)
-    return np.maximum(entry.floor_s / 2, entry.floor_per_active_expert_s * experts)
+    return np.maximum((call_floor_s or entry.floor_s) / 2, entry.floor_per_active_expert_s * experts)
 
 
 @lru_cache(maxsize=256)
