@@ -352,20 +352,19 @@ def _parse_builtins_once() -> None:
     texts = {(resources.files("shardbudget") / "catalog" / n).read_text(encoding="utf-8")
              for n in BUILTIN}
     cache: dict[str, dict] = {}
+    real = hardware_catalog._read_toml
+    if getattr(real, "caches_builtins", False):
+        return
 
-    class CachedToml:
-        TOMLDecodeError = tomllib.TOMLDecodeError
+    def read_toml(path, text=None):
+        if text is not None and text in texts:
+            if text not in cache:
+                cache[text] = real(path, text)
+            return _copy_tree(cache[text])
+        return real(path, text)
 
-        @staticmethod
-        def loads(text, **kw):
-            if text in texts:
-                if text not in cache:
-                    cache[text] = tomllib.loads(text, **kw)
-                return _copy_tree(cache[text])
-            return tomllib.loads(text, **kw)
-
-    if getattr(hardware_catalog, "tomllib", None) is tomllib:
-        hardware_catalog.tomllib = CachedToml
+    read_toml.caches_builtins = True
+    hardware_catalog._read_toml = read_toml
 
 
 def _copy_tree(tree):
@@ -383,7 +382,8 @@ class _CachedQuantities:
     Same results, a fraction of the time; the units target runs without it."""
 
     def __enter__(self):
-        real = units.Quantity
+        import quantiphy  # units imports it when a text needs it (the common forms it reads itself)
+        real = quantiphy.Quantity
 
         @functools.lru_cache(maxsize=65536)
         def cached(text, binary=False):
@@ -394,11 +394,12 @@ class _CachedQuantities:
                 return cached(value, **kw)
             return real(value, *args, **kw)
 
-        self.real, units.Quantity = real, quantity
+        self.real, quantiphy.Quantity = real, quantity
         return self
 
     def __exit__(self, *exc):
-        units.Quantity = self.real
+        import quantiphy
+        quantiphy.Quantity = self.real
 
 
 def _nccl_override(rng: random.Random) -> dict:

@@ -3,7 +3,13 @@
 Inside shardbudget every quantity is an SI float: bytes, seconds, bytes per second, FLOP per second.
 This module is the only place where text becomes a number or a number becomes text. Parsing of
 SI and binary prefixes is done by `quantiphy`; this module only decides which units are allowed for
-which kind of quantity and converts bits to bytes.
+which kind of quantity and converts bits to bytes. quantiphy is imported only when it is needed
+(issue 24: its import and first quantity cost a `plan` run ~30 ms): the common forms ('30ms',
+'16 KiB', '450 GB/s') are read, and finite numbers printed, by `_quick` and `_render` below, which
+follow quantiphy's own steps for those forms alone (its scale-factor table, `float(mantissa +
+'e-3')`, its rounding and trimming at default preferences) and give the same float and the same
+text; everything else goes to quantiphy. tests/unit/test_units_quick.py holds them equal over
+every unit string in the shipped data and a grid of forms and values.
 
 Glossary (words with two meanings)
 ----------------------------------
@@ -35,8 +41,6 @@ import math
 import re
 from collections.abc import Callable
 
-from quantiphy import InvalidNumber, Quantity
-
 from .errors import UnitError
 
 # Units accepted per kind, and the factor that turns one of them into the SI base we use inside.
@@ -54,6 +58,84 @@ _FLOPS_UNITS: dict[str, float] = {"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0, "f
 DIRECTIONS = ("per-direction", "bidirectional")
 
 
+# --- quantiphy's forms that need no quantiphy ----------------------------------------------------
+
+_SI = {"T": "e12", "G": "e9", "M": "e6", "K": "e3", "k": "e3", "m": "e-3", "u": "e-6", "n": "e-9", "p": "e-12",
+       "f": "e-15", "a": "e-18", "P": "e15", "E": "e18"}
+"""quantiphy's MAPPINGS for the prefixes read here (a number + 'e-3' is what it gives float())."""
+_BINARY = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "Pi": 1024 ** 5, "Ei": 1024 ** 6}
+_KNOWN_UNITS = frozenset(_BYTE_UNITS) | frozenset(_TIME_UNITS) | frozenset(_RATE_UNITS) | frozenset(_FLOPS_UNITS)
+_SCALE_LETTERS = frozenset("QRYZEPTGMKk_c%muµμnpfazyrq")
+"""Every letter quantiphy reads as a scale factor: a unit starting with one is left to quantiphy."""
+_QUICK = re.compile(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*(Ki|Mi|Gi|Ti|Pi|Ei|[TGMKkmunpfaPE]?)([A-Za-z/]*)\s*")
+
+
+def _quick(raw: str) -> tuple[float, str] | None:
+    """(value, unit) of '30ms', '16 KiB', '450 GB/s', '8' as quantiphy reads them (binary=True), or None
+    for any other form (a sign, an exponent, a comma, another unit: quantiphy reads those)."""
+    m = _QUICK.fullmatch(raw)
+    if m is None:
+        return None
+    mant, sf, unit = m.groups()
+    if unit and unit not in _KNOWN_UNITS:
+        return None
+    if sf in _BINARY:  # quantiphy tries binary prefixes first: float(mantissa) * 1024**k
+        return float(mant) * _BINARY[sf], unit
+    if sf:  # then a scale factor and units: float(mantissa + 'e3')
+        return float(mant + _SI[sf]), unit
+    if unit[:1] in _SCALE_LETTERS:  # 'flops' is femto-'lops' to quantiphy: its answer, not ours
+        return None
+    return float(mant), unit
+
+
+def _render(value: float, unit: str, prec: int) -> str:
+    """quantiphy's Quantity(value, unit).render(prec=prec, strip_zeros=True) at default preferences,
+    for a finite value and a plain unit: SI prefixes T..a, else e-notation in steps of three."""
+    mantissa, exp_text = f"{value:.{prec}e}".split("e")
+    sign = "-" if mantissa[0] == "-" else ""
+    mantissa, exp = mantissa.lstrip("-"), int(exp_text)
+    if mantissa.strip("0") == ".":
+        sign = ""
+    index, shift = exp // 3, exp % 3
+    eexp = f"e{exp - shift}"
+    sf = eexp
+    if index == 0:
+        sf = ""
+    elif 0 < index <= 4:
+        sf = "kMGT"[index - 1]
+    elif -6 <= index < 0:
+        sf = "munpfa"[-index - 1]
+    digits = mantissa.replace(".", "").rstrip("0")
+    digits += (shift + 1 - len(digits)) * "0"
+    mantissa = (sign + digits[:shift + 1] + "." + digits[shift + 1:]).rstrip(".")
+    return f"{mantissa}{sf} {unit}" if sf == eexp else f"{mantissa} {sf}{unit}"
+
+
+def _render_binary(number: float, unit: str, prec: int) -> str:
+    """quantiphy's Quantity(number, unit).binary(prec=prec, strip_zeros=True), finite number."""
+    sf, sf_is_exp, base = "", False, 0.0
+    try:
+        base = math.log(abs(number), 2) // 10
+        if base < 0:
+            raise IndexError
+        sf = ("_KMGTPEZYRQ"[int(base)] + "i").replace("_i", "")
+        mantissa, exp_text = f"{number / (2 ** (10 * base)):0.{prec}e}".split("e")
+        exp = int(exp_text)
+        whole, frac = (mantissa + ".").split(".")[0:2]
+        frac += (exp - prec) * "0"
+        mantissa = whole + frac[0:exp] + "." + frac[exp:]
+    except (IndexError, ValueError):
+        if number and base > 0:  # past 1024 YiB: e-notation
+            mantissa, exp_text = f"{number:0.{prec}e}".split("e")
+            sf, sf_is_exp = "e" + exp_text, True
+        else:  # below 1 (and zero): fixed point
+            mantissa, sf = f"{number:0.{prec}f}", ""
+    if "." not in mantissa:
+        mantissa += "."
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}{sf} {unit}" if sf_is_exp else f"{mantissa} {sf}{unit}"
+
+
 def _parse(text: str | float | int, what: str, units: dict[str, float], *, example: str,
            bare_unit: str | None) -> float:
     """Parse `text` as a quantity whose unit is one of `units`; return it in the SI base."""
@@ -62,12 +144,16 @@ def _parse(text: str | float | int, what: str, units: dict[str, float], *, examp
     if isinstance(text, (int, float)):
         value, unit = float(text), bare_unit
     else:
-        raw = str(text).strip()
-        try:
-            q = Quantity(raw.replace("μ", "u").replace("µ", "u"), binary=True)
-        except (InvalidNumber, ValueError, TypeError):
-            raise UnitError(f"{what} {raw!r} is not a quantity; expected e.g. {example}") from None
-        value, unit = float(q), (q.units or bare_unit)
+        raw = str(text).strip().replace("μ", "u").replace("µ", "u")
+        quick = _quick(raw)
+        if quick is None:
+            from quantiphy import InvalidNumber, Quantity
+            try:
+                q = Quantity(raw, binary=True)
+            except (InvalidNumber, ValueError, TypeError):
+                raise UnitError(f"{what} {str(text).strip()!r} is not a quantity; expected e.g. {example}") from None
+            quick = float(q), q.units
+        value, unit = quick[0], (quick[1] or bare_unit)
     if not math.isfinite(value):
         raise UnitError(f"{what} {text!r} must be a finite number")
     if unit is None:
@@ -150,7 +236,11 @@ def vendor_rate_to_bytes_per_s(rate: str | float, direction: str) -> float:
 # --- printing -------------------------------------------------------------------------------
 
 def _fmt(value: float, unit: str, binary: bool = False, prec: int = 3) -> str:
-    q = Quantity(value, unit)
+    number = float(value)
+    if math.isfinite(number) and unit:
+        return _render_binary(number, unit, prec) if binary else _render(number, unit, prec)
+    from quantiphy import Quantity  # inf and NaN
+    q = Quantity(number, unit)
     return q.binary(prec=prec, strip_zeros=True) if binary else q.render(prec=prec, strip_zeros=True)
 
 

@@ -5,7 +5,8 @@ where Python writes no bytecode."""
 from __future__ import annotations
 
 import dataclasses
-import pickle
+import os
+import shutil
 import subprocess
 import sys
 
@@ -55,10 +56,78 @@ def test_a_changed_text_is_built_again_and_the_old_file_goes(cache_dir):
     assert calls == [1, 3] and len(list(cache_dir.glob("data-x.*.pickle"))) == 1
 
 
-def test_a_changed_package_file_is_another_key(cache_dir, monkeypatch):
-    before = datacache.key("x", ["t"])
-    monkeypatch.setattr(datacache, "_code_stamp", lambda: b"another package")
-    assert datacache.key("x", ["t"]) != before
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A package folder of two files the stamp is taken over, in place of shardbudget's."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "mod.py").write_text("X = 1\n")
+    (pkg / "sub" / "data.toml").write_text("a = 1\n")
+    monkeypatch.setattr(datacache, "PACKAGE", pkg)
+    datacache._code_stamp.cache_clear()
+    yield pkg
+    datacache._code_stamp.cache_clear()
+
+
+def _cached_again(name, build):
+    datacache._code_stamp.cache_clear()  # a new process: the stamp is taken again
+    return datacache.cached(name, [], build)
+
+
+@pytest.mark.parametrize("change", ["append to a module", "same size, newer mtime", "edit a data file", "add a file",
+                                    "remove a file"])
+def test_an_edited_package_file_builds_again(cache_dir, package, change):
+    assert _cached_again("x", lambda: "first") == "first"
+    assert _cached_again("x", lambda: pytest.fail("built again although nothing changed")) == "first"
+    mod, data = package / "mod.py", package / "sub" / "data.toml"
+    if change == "append to a module":
+        with open(mod, "a") as f:
+            f.write("Y = 2\n")
+    elif change == "same size, newer mtime":  # written in place, one second later, same length
+        st = mod.stat()
+        mod.write_text("X = 2\n")
+        os.utime(mod, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    elif change == "edit a data file":
+        data.write_text("a = 22\n")
+    elif change == "add a file":
+        (package / "sub" / "new.py").write_text("")
+    else:
+        data.unlink()
+    assert _cached_again("x", lambda: "second") == "second"
+    assert _cached_again("x", lambda: pytest.fail("built again although nothing changed")) == "second"
+    assert len(list(cache_dir.glob("data-x.*.pickle"))) == 1
+
+
+def test_an_edit_in_an_installed_copy_reaches_the_next_run(tmp_path):
+    """End to end, in a copy of the package run by two fresh processes: an H100 memory bandwidth edited
+    in gpus.toml in place (same length) is what the next run reads, and an edited module rebuilds
+    the cached catalog too (its file is rewritten)."""
+    src = tmp_path / "src"
+    shutil.copytree(datacache.PACKAGE, src / "shardbudget", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(src)
+    code = ("import shardbudget.fabric.catalog as c; from shardbudget import datacache as d; "
+            "print(d.PACKAGE, c.load_catalog().gpus['h100-sxm'].mem_bytes_per_s)")
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        return out.stdout.split()
+
+    where, bw = run()
+    assert where == str(src / "shardbudget") and float(bw) == pytest.approx(3.35e12, rel=1e-12)
+    (pickled,) = (src / "shardbudget" / "__pycache__").glob("data-catalog.*.pickle")
+    assert run()[1] == bw  # read back
+    gpus = src / "shardbudget" / "catalog" / "gpus.toml"
+    text = gpus.read_text(encoding="utf-8")
+    edited = text.replace('memory_bandwidth = "3.35 TB/s"', 'memory_bandwidth = "3.36 TB/s"', 1)
+    assert len(edited) == len(text) and edited != text
+    gpus.write_text(edited, encoding="utf-8")
+    assert float(run()[1]) == pytest.approx(3.36e12, rel=1e-12)
+    before = pickled.stat().st_mtime_ns, pickled.read_bytes()
+    with open(src / "shardbudget" / "fabric" / "hardware.py", "a", encoding="utf-8") as f:
+        f.write("# edited\n")
+    assert float(run()[1]) == pytest.approx(3.36e12, rel=1e-12)
+    assert (pickled.stat().st_mtime_ns, pickled.read_bytes()) != before  # built again: its stamp differs
 
 
 def test_a_damaged_file_is_built_again(cache_dir):
@@ -66,7 +135,7 @@ def test_a_damaged_file_is_built_again(cache_dir):
     (path,) = cache_dir.glob("data-y.*.pickle")
     path.write_bytes(b"\x80\x05half a pick")
     assert datacache.cached("y", ["t"], lambda: [3]) == [3]
-    assert pickle.loads(path.read_bytes()) == [3]
+    assert datacache.cached("y", ["t"], lambda: pytest.fail("built again")) == [3]
 
 
 def test_nothing_is_written_without_bytecode(cache_dir, monkeypatch):
@@ -83,12 +152,12 @@ def test_errors_are_not_kept(cache_dir):
 
 
 def test_kernels_and_engines_through_the_cache_equal_a_fresh_read(cache_dir):
-    text = (kernels.resources.files("shardbudget") / "catalog" / "kernels.toml").read_text(encoding="utf-8")
+    text = datacache.read_builtin(kernels.WHERE)
     fresh = kernels._read_text(text)
     assert datacache.cached("kernels", [text], lambda: kernels._read_text(text)) == fresh
     assert datacache.cached("kernels", [text], lambda: pytest.fail("built again")) == fresh
     where = "engines/vllm.toml"
-    text = (presets.resources.files("shardbudget.engines") / "vllm.toml").read_text(encoding="utf-8")
+    text = datacache.read_builtin(where)
     fresh = presets._read_text(text, where)
     assert datacache.cached("engine-vllm", [text], lambda: presets._read_text(text, where)) == fresh
     assert datacache.cached("engine-vllm", [text], lambda: pytest.fail("built again")) == fresh

@@ -141,8 +141,3 @@ def _click_exit():
 
 def _click_abort():
     return typer.Abort
-
-
-def console_main() -> None:
-    code = main()
-    sys.exit(code)

@@ -33,7 +33,6 @@ from ..model.plan import check_tp
 from ..step.settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 from ..step.compose import compile_step
 from ..step.price_comm import tp_group
-from ..step.served import served_curve
 from ..units import format_rate, format_seconds
 from .verdicts import Row, Thresholds, Verdict, judge
 
@@ -338,6 +337,7 @@ def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, bat
     mem = need.total
     ok = memory_fits(need, sysm.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
     if served:  # TPOT and TTFT at each batch as deploy prices them (a prompt's chunks ride in the batch's steps)
+        from ..step.served import served_curve  # only here: plan's start-up loads neither it nor speculative
         curve = served_curve(cfg, sysm, p, catalog, batch=batches, input_len=served[0], output_len=served[1],
                              common=common)
         tpots, ttfts = curve.tpot_s, curve.ttft_s

@@ -26,16 +26,14 @@ TensorRT-LLM 1.3 (AllReduceStrategy AUTO)
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
 from .. import units
-from ..datacache import cached
+from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
 
@@ -471,11 +469,12 @@ def load_engine(name: str) -> EnginePreset:
     if name not in ENGINE_NAMES:
         raise UnknownNameError("engine", name, ENGINE_NAMES)
     where = f"engines/{name}.toml"
-    text = (resources.files("shardbudget.engines") / f"{name}.toml").read_text(encoding="utf-8")
+    text = read_builtin(where)
     return cached(f"engine-{name}", [text], lambda: _read_text(text, where))
 
 
 def _read_text(text: str, where: str) -> EnginePreset:
+    import tomllib  # only when the preset is built, not when the cache has it
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

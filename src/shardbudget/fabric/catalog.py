@@ -9,16 +9,14 @@ dataclasses of `fabric.hardware`. Users add their own entries with a TOML file o
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import units
-from ..datacache import cached
+from ..datacache import cached, read_builtin
 from ..errors import CatalogError
 from . import nccl_constants
 from .hardware import (ARCHS, CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
@@ -355,6 +353,7 @@ def _read_toml(path: Path | str, text: str | None = None) -> dict:
         raise CatalogError(f"{path}: no such catalog file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise CatalogError(f"{path}: cannot read catalog file ({err.__class__.__name__})") from None
+    import tomllib  # only when a catalog is built, not when the cache has it
     try:
         return tomllib.loads(raw)
     except tomllib.TOMLDecodeError as err:
@@ -362,8 +361,7 @@ def _read_toml(path: Path | str, text: str | None = None) -> dict:
 
 
 def _builtin_texts() -> list[tuple[str, str]]:
-    root = resources.files("shardbudget") / "catalog"
-    return [(f"catalog/{n}", (root / n).read_text(encoding="utf-8"))
+    return [(f"catalog/{n}", read_builtin(f"catalog/{n}"))
             for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml", "custom_allreduce.toml")]
 
 

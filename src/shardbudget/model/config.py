@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from ..datacache import PACKAGE
 from ..errors import CatalogError, UnknownNameError
 from . import hub
 from .families import BY_MODEL_TYPE, Family
@@ -279,7 +279,7 @@ def _parse_bytes(data: bytes, *, name: str, where: str) -> ModelConfig:
 
 
 def _catalog_dir():
-    return resources.files("shardbudget") / "catalog" / "models"
+    return PACKAGE / "catalog" / "models"
 
 
 @lru_cache(maxsize=1)

@@ -20,9 +20,9 @@ import json
 import os
 import re
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
+from ..datacache import PACKAGE
 from ..errors import CatalogError
 
 CONFIG_NAME = "config.json"
@@ -113,7 +113,7 @@ def not_found_message(repo_id: str, shipped_hint: str = "") -> str:
 def _shipped_sources() -> dict[str, tuple[str, str]]:
     """Lower-cased HF id of each shipped config's `_source` -> (shipped name, the id as written)."""
     out = {}
-    for p in (resources.files("shardbudget") / "catalog" / "models").iterdir():
+    for p in (PACKAGE / "catalog" / "models").iterdir():
         if p.name.endswith(".json"):
             src = str(json.loads(p.read_text(encoding="utf-8")).get("_source", ""))
             m = re.match(r"https://huggingface\.co/([^/]+/[^/]+)/", src)

@@ -13,15 +13,13 @@ at high TP each shard's GEMM is small and a ragged N or K does the padded tile's
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
 from .. import units
-from ..datacache import cached
+from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
 
 WHERE = "catalog/kernels.toml"
@@ -174,11 +172,12 @@ def _read_tiles(entry: dict, here: str) -> Tiles:
 @lru_cache(maxsize=1)
 def load_kernels() -> dict[str, Any]:
     """The built-in kernel catalog (read once)."""
-    text = (resources.files("shardbudget") / "catalog" / "kernels.toml").read_text(encoding="utf-8")
+    text = read_builtin(WHERE)
     return cached("kernels", [text], lambda: _read_text(text))
 
 
 def _read_text(text: str) -> dict[str, Any]:
+    import tomllib  # only when the table is built, not when the cache has it
     try:
         return read_kernels(tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:
