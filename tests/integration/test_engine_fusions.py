@@ -56,10 +56,11 @@ def test_fused_call_drops_the_routing_kernels_on_b200_only():
     moe_layers = sum(c for c, op in work.ops if op.name == "topk")
     assert moe_layers == 58
     unfused = _step("deepseek-v3", "hgx-b200", "vllm")
-    # per MoE layer the fused step saves top-k, align, activation, combine and most of the
-    # per-expert floors: more than 40 us per layer at batch 4 (the vLLM step keeps them)
+    # per MoE layer the TRT-LLM-gen call's fixed part (22 us, flashinfer#5301) against the Triton
+    # call's that vLLM runs (43 us with FP8 experts, sglang#11816): more than 20 us per layer at
+    # batch 4 (35 us with the fused norms and the two calls' streaming rates)
     saved = float(unfused.ops.compute_s(work, ())[0] - fused.ops.compute_s(work, ())[0])
-    assert saved / moe_layers > 40e-6
+    assert saved / moe_layers > 20e-6
 
 
 @pytest.mark.parametrize("isl,osl,conc,measured_ms,tol", [

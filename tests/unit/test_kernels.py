@@ -104,6 +104,10 @@ MOE_CALLS = [
     # vLLM PR #19049, Qwen3-30B-A3B BF16 on A100-PCIE-40GB (1.555 TB/s), default config
     ("qwen3-30b-a3b", "hgx-a100", "bf16", 1, 1.555e12, (1, 2, 4, 8, 16, 24, 32, 48, 64),
      (109.21, 159.81, 268.89, 403.13, 611.19, 730.19, 808.53, 885.97, 917.45)),
+    # vLLM PR #31448, Qwen3-Omni-30B-A3B's MoE (Qwen3-30B-A3B's shape) BF16 tp=1 on B200, default config
+    ("qwen3-30b-a3b", "hgx-b200", "bf16", 1, None, (1, 2, 4), (39.61, 51.87, 73.18)),
+    # SGLang PR #11816, DeepSeek-R1 block FP8 --tp 8 on B200, Triton 'Before' table: TP8 slices of 5.5 MB
+    ("deepseek-v3", "hgx-b200", "fp8", 8, None, (1, 2, 4, 8, 16, 24), (52.65, 60.35, 79.09, 95.47, 138.68, 175.80)),
 ]
 
 
@@ -117,10 +121,13 @@ def test_fused_moe_call_matches_benchmark_moe_tables(model, system, dtype, tp, h
         assert _moe_call_s(model, system, dtype, tp, 1, batch, hbm) == pytest.approx(t_us * US, rel=0.10), batch
 
 
-def test_blackwell_keeps_the_measured_floor_per_active_expert():
-    # vLLM PR #31448 (B200): an E=128, N=768, top-8 MoE at batch 1 with the default fused_moe config
-    assert kernels.floor_s("blackwell", "grouped_moe_gemm", active_experts=8) == pytest.approx(39.61 * US, rel=0.01)
-    assert kernels.kernel("blackwell", "grouped_moe_gemm").call_fixed_s is None
+def test_blackwell_prices_the_call_whole_at_its_measured_fixed_parts():
+    # BF16 call: vLLM #31448 (24 us); FP8 call: SGLang #11816 (43 us, both GEMMs' inputs quantised in it)
+    entry = kernels.kernel("blackwell", "grouped_moe_gemm")
+    assert entry.call_fixed_s == pytest.approx(24 * US) and entry.call_fixed_quantized_s == pytest.approx(43 * US)
+    assert entry.floor_per_active_expert_s is None
+    # hopper and ampere were fitted on FP8 and BF16 calls together: one fixed part
+    assert kernels.kernel("hopper", "grouped_moe_gemm").call_fixed_quantized_s is None
 
 
 def test_tp_sharded_experts_cost_each_rank_its_slice():

@@ -40,6 +40,9 @@ class KernelFloor:
     traffic and split over the call's two GEMM ops: t = call_fixed + weight bytes / rate, as measured
     calls over 1 to 126 active experts lie (the call's top-k, sort, activation and sum are ops of
     their own). None: max(roofline, floor) as for other kernels."""
+    call_fixed_quantized_s: float | None = None
+    """Grouped MoE only: `call_fixed` of the call whose experts run FP8 / FP4 GEMMs, where it was measured
+    apart (the call quantises both GEMMs' inputs and reads the weights' scales); None: `call_fixed`."""
     memory_rate_bytes_per_s: float | None = None
     """Grouped MoE only: the most weight bytes/s the call's small-M GEMMs stream on this generation,
     measured (a rate, not a fraction: H100 and H200 stream alike, their SMs and not their HBM set it);
@@ -142,6 +145,8 @@ def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str,
                 floor_per_active_expert_s=(_seconds(entry, "floor_per_active_expert", here)
                                            if per_expert is not None else None),
                 call_fixed_s=_seconds(entry, "call_fixed", here) if "call_fixed" in entry else None,
+                call_fixed_quantized_s=(_seconds(entry, "call_fixed_quantized", here)
+                                        if "call_fixed_quantized" in entry else None),
                 memory_rate_bytes_per_s=(units.parse_rate(entry["memory_rate"], what=f"{here}.memory_rate")
                                          if "memory_rate" in entry else None),
                 memory_efficiency=_fraction(entry.get("memory_efficiency"), f"{here}.memory_efficiency"),

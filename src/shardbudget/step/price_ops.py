@@ -105,7 +105,7 @@ class OpPricer:
             flops = flops * tile_factor(arch, *op.shape_nk)
         roof = np.maximum(flops / flops_per_s, op.bytes / bytes_per_s)
         if entry is not None and entry.call_fixed_s is not None and not fused_call:
-            t = np.maximum(flops / flops_per_s, entry.call_fixed_s / 2 + op.bytes / bytes_per_s)
+            t = np.maximum(flops / flops_per_s, self._call_fixed_s(entry, op) / 2 + op.bytes / bytes_per_s)
             if self.moe_call_floor_s is not None:  # the engine release's own call floor, shared by its GEMMs
                 t = np.maximum(t, self.moe_call_floor_s / 2)
         else:
@@ -117,6 +117,15 @@ class OpPricer:
             q = kernel_entry(arch, "act_quant_fp8")
             quant, launches = (q.floor_s if q else 0.0), launches + 1.0
         return roof, t, quant, launches
+
+    def _call_fixed_s(self, entry, op) -> float:
+        """The fused-MoE call's fixed part: the quantized call's where the experts' weights are not 16-bit
+        (scales read, inputs quantised or weights dequantised in the call) and the generation measured
+        it apart, else `call_fixed`."""
+        quantized = op.quantized and self.precision.expert_dtype not in ("bf16", "fp16", "fp32")
+        if quantized and entry.call_fixed_quantized_s is not None:
+            return entry.call_fixed_quantized_s
+        return entry.call_fixed_s
 
     def _kernel_rates(self, entry, quantized: bool) -> tuple[float, float]:
         """(FLOP/s, bytes/s) for one kernel: its catalogued fractions of peak, else the defaults.
