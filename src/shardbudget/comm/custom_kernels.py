@@ -90,8 +90,12 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     g, arch, mn = group.gpus_per_node, group.system.gpu.arch, mnnvl(group, e)
     busbw = ring_path(group.system, g).busbw_bytes_per_s
     latency = e.latency_for(arch, g, mn)
-    return (latency, e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1),
-            e.efficiency(2, g, mnnvl=mn) * busbw / busbw_factor("all-reduce", g))
+    one_bw = e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1)
+    if g == 2 and e.two_shot_pair_extra_s is not None and not mn:
+        # two ranks: the two-shot's reduce-scatter reads n/2 from the one peer and its all-gather
+        # writes n/2 back, the one-shot's n over the same link: the one-shot's rate
+        return latency, one_bw, one_bw
+    return latency, one_bw, e.efficiency(2, g, mnnvl=mn) * busbw / busbw_factor("all-reduce", g)
 
 
 def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
@@ -109,7 +113,7 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
     out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:
-        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch, mnnvl(group, e)), two_bw,
+        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch, mnnvl(group, e), g), two_bw,
                              min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
     return out
 
@@ -148,8 +152,8 @@ def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candi
     latency, one_bw, two_bw = _kernel_lines(group, e)
     if shots == 1:
         return Candidate("one-shot", "ll", latency, one_bw, priority=0, impl="custom")
-    return Candidate("two-shot", "ll", latency + e.two_shot_extra_for(group.system.gpu.arch, mnnvl(group, e)), two_bw,
-                     priority=0, impl="custom")
+    extra = e.two_shot_extra_for(group.system.gpu.arch, mnnvl(group, e), group.gpus_per_node)
+    return Candidate("two-shot", "ll", latency + extra, two_bw, priority=0, impl="custom")
 
 
 def symm_mem_candidate(group: Group, *, engine: str = "vllm", multimem: bool = True) -> Candidate | None:

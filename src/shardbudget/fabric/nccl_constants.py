@@ -82,6 +82,9 @@ class EngineKernels:
     """The multi-node NVLink kernels' floor, launch_s + per_peer_s (g - 2) as the single-node
     kernel's but their own (each rank writes its data and flag into every peer's buffer: no
     separate barrier round); None: the single-node kernel's."""
+    two_shot_pair_extra_s: float | None = None
+    """At 2 GPUs the two-shot's extra over the one-shot, seconds, its rate then the one-shot's (one
+    exchange each way with the one peer); None: `two_shot_extra_s` and the two-shot's own rate."""
     symm_mem_copy_s: float = 0.0
     """One copy kernel's fixed cost on the torch symmetric-memory path (input into the symmetric
     buffer, result out of it), seconds."""
@@ -103,9 +106,11 @@ class EngineKernels:
             return float(self.one_shot_efficiency_by_arch[arch][str(gpus)])
         return self._by_gpus(self.one_shot_efficiency if shots == 1 else self.two_shot_efficiency, gpus)
 
-    def two_shot_extra_for(self, arch: str, mnnvl: bool = False) -> float:
+    def two_shot_extra_for(self, arch: str, mnnvl: bool = False, gpus: int = 0) -> float:
         if mnnvl and self.mnnvl_two_shot_extra_s is not None:
             return self.mnnvl_two_shot_extra_s
+        if gpus == 2 and self.two_shot_pair_extra_s is not None:
+            return self.two_shot_pair_extra_s
         t = self.two_shot_extra_s
         return t.get(arch, t.get("default", sum(t.values()) / len(t)))
 
@@ -154,6 +159,7 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
                 two_shot_extra_s=_by_arch(e["two_shot_extra_us"], US),
                 symm_mem_copy_s=float(e.get("symm_mem_copy_us", 0.0)) * US,
+                two_shot_pair_extra_s=_us_or_none(e, "two_shot_pair_extra_us"),
                 one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
                 one_shot_efficiency_by_arch=_frozen(e.get("one_shot_efficiency_by_arch", {})),
                 two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
