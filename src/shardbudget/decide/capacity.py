@@ -33,11 +33,11 @@ from ..errors import PlanError
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan, load_model
-from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from ..step.settings import DEFAULT_ENGINE, PlanSettings
 from ..units import format_seconds
 from . import deploy as deploying
 from .deploy import DeployResult, Option, Workload, deploy
-from .planner import Budgets, check_impl, precision_for, valid_plans
+from .planner import Budgets, precision_for, valid_plans
 from .whatif import fabric_cases
 
 MAX_REPLICA_NODES = 8
@@ -186,8 +186,7 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
     deploying._check_request(cfg, sysm, engine, workload, jitter)
     precision = precision_for(cfg, sysm, dtype, kv_dtype)[0]
-    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
-                  settings=settings)
+    common = deploying.step_keywords(engine, precision, settings, impl)
     search = dict(budgets=budgets, work=workload, common=common, settings=settings)
     caps = capacities(cfg, sysm, catalog, load, **search)
     best = fewest(caps)

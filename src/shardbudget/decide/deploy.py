@@ -300,8 +300,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
     _check_request(cfg, sysm, engine, workload, jitter)
     precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
-    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
-                  settings=settings)
+    common = step_keywords(engine, precision, settings, impl)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
@@ -336,6 +335,13 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,
                                                           settings=settings, catalog=catalog, batch=batch, impl=impl))
     return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
+
+
+def step_keywords(engine: str, precision: Precision, settings: PlanSettings, impl: str | None) -> dict:
+    """How every option's step is priced (compile_step's keywords): the engine, its efficiencies, the
+    precision, the settings and a forced all-reduce (--impl, checked)."""
+    return dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
+                settings=settings)
 
 
 def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload,
@@ -373,8 +379,7 @@ def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int 
     for b in batches:
         _check_batch(b)
     precision = precision_for(model, system, dtype)[0]
-    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
-                  settings=settings)
+    common = step_keywords(engine, precision, settings, impl)
     curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
               for r, p in splits(model, system, gpus)]
     return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))

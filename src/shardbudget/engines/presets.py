@@ -227,6 +227,9 @@ class EnginePreset:
     moe_call_floor: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
+    raw: Mapping[str, Any]
+    """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
+    fusions: Fusions = Fusions()
 
     def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool) -> tuple[bool, bool]:
         """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
@@ -240,9 +243,6 @@ class EnginePreset:
         """Whether one of `rules` (model_type@arch, ':quantized' for quantized GEMMs only) matches."""
         parts = (rule.partition(":") for rule in rules)
         return any(target == f"{model_type}@{arch}" and (need != "quantized" or quantized) for target, _, need in parts)
-    raw: Mapping[str, Any]
-    """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
-    fusions: Fusions = Fusions()
 
 
 # --- loading --------------------------------------------------------------------------------

@@ -38,8 +38,9 @@ class KernelFloor:
     call_fixed_s: float | None = None
     """Grouped MoE only: the fused call's time beyond streaming its experts' weights, added to that
     traffic and split over the call's two GEMM ops: t = call_fixed + weight bytes / rate, as measured
-    calls over 1 to 126 active experts lie (the call's top-k, sort, activation and sum are ops of
-    their own). None: max(roofline, floor) as for other kernels."""
+    calls over 1 to 126 active experts lie (the call's top-k, sort, activation and sum are inside it
+    and cost nothing of their own: OpPricer.moe_call_whole). None: max(roofline, floor) as for other
+    kernels."""
     call_fixed_quantized_s: float | None = None
     """Grouped MoE only: `call_fixed` of the call whose experts run FP8 / FP4 GEMMs, where it was measured
     apart (the call quantises both GEMMs' inputs and reads the weights' scales); None: `call_fixed`."""
@@ -109,7 +110,8 @@ def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
         ops, tiles_raw, launch_raw = raw["ops"], raw["tiles"], raw["launch"]
     except KeyError as err:
         raise CatalogError(f"{where} is missing {err.args[0]!r}") from None
-    floors = _read_floors(ops, archs, op_kinds, where, tuple(raw["meta"].get("partial_op_kinds", ())))
+    partial = tuple(raw["meta"].get("partial_op_kinds", ()))
+    floors = _read_floors(ops, archs, op_kinds, where, partial)
     tiles = {arch: _read_tiles(entry, f"{where} [tiles.{arch}]") for arch, entry in tiles_raw.items()}
     launch = {arch: Launch(graph_s=_seconds(e, "graph", f"{where} [launch.{arch}]"),
                            eager_s=_seconds(e, "eager", f"{where} [launch.{arch}]"),
@@ -122,8 +124,7 @@ def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
             raise CatalogError(f"{where}: [{name}] has no entry for {', '.join(absent)}")
     measurements = tuple(MappingProxyType({**m, "time_s": _seconds(m, "time", f"{where} [[measurements]]")})
                          for m in raw.get("measurements", []))
-    return {"archs": archs, "op_kinds": op_kinds, "partial_op_kinds": tuple(raw["meta"].get("partial_op_kinds", ())),
-            "floors": MappingProxyType(floors),
+    return {"archs": archs, "op_kinds": op_kinds, "partial_op_kinds": partial, "floors": MappingProxyType(floors),
             "tiles": MappingProxyType(tiles), "launch": MappingProxyType(launch), "measurements": measurements}
 
 
