@@ -120,7 +120,8 @@ def test_nccl_2_26_runs_nvls_tree_across_gb200_racks(nodes, ring_us, tree_us, nv
     """What NCCL 2.26.2 runs on 2 and 20 GB200 racks. With MNNVL a rack's 72 GPUs are one NCCL node
     (topo.cc fuses the clique's topology; init.cc counts nodes by ring graph), so 144 GPUs are 2 nodes
     and 1440 are 20. NVLS proper is off across nodes without CollNet (tuning.cc: 'Disable ... NVLS
-    if collnet is not supported', and the runs load no SHARP plugin), LL128 is off through Grace's
+    if collnet is not supported'; 2.26.2 turns CollNet on only with NCCL_COLLNET_ENABLE=1, init.cc,
+    which CoreWeave's GB200 job files do not set), LL128 is off through Grace's
     NICs (test_ll128_across_gb200_racks_by_release), which leaves ring, tree (LL, Simple) and
     NVLSTree. NCCL's own estimates: ring 1.40 ms / 14.3 ms of latency (2 x 1439 steps at 3.4 us on
     NVLink: the 1440-rank ring the 20-rack intercept recalls is never chosen), tree 604 / 688 us,
