@@ -180,6 +180,22 @@ def test_ll128_only_over_nvlink():
     assert ll128_enabled(make_group("h100-pcie", gpus=2))      # one NVLink bridge
 
 
+def test_ll128_across_gb200_racks_by_release():
+    """A GB200 tray's NICs hang off its Grace CPUs. tuning.cc v2.26.2 enables LL128 across nodes only
+    for typeInter <= PXN (that path is PHB there: no P2C type yet); v2.27.3 admits P2C through
+    NCCL_LL128_C2C (default 1). Inside one rack every hop is NVLink either way."""
+    from shardbudget.comm.versions import at_nccl
+    from shardbudget.fabric.catalog import load_catalog
+    for version, across in (("2.26", False), ("2.27", True), ("2.30", True)):
+        catalog = at_nccl(load_catalog(), version)
+        assert ll128_enabled(make_group("gb200-nvl72", nodes=2, catalog=catalog)) is across
+        assert ll128_enabled(make_group("gb200-nvl72", catalog=catalog))
+        protos = {c.protocol for c in candidates(make_group("gb200-nvl72", nodes=2, catalog=catalog), "all-reduce")}
+        assert ("ll128" in protos) is across
+    # rail NICs under the GPU's own PCIe switch (PXB) run LL128 in every release
+    assert ll128_enabled(make_group("hgx-h100", nodes=2, catalog=at_nccl(load_catalog(), "2.26")))
+
+
 def test_multi_node_latency_terms_follow_tuning_cc():
     # NCCL's estimate, 2 nodes x 1 A100, ring LL: 6.6 + 2 steps x NET tree LL 5.0 (ppn == 1) = 16.6 us;
     # the time adds Ampere's measured launch offset (+1.71 us): 18.31 us (nccl-tests#150: 19-20 us)

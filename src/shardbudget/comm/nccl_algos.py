@@ -45,6 +45,9 @@ NVLS_TREE_CHANNELS = {"hopper": 16, "blackwell": 32}
 NVLS_MAX_HEADS = 32
 NVLS_TREE_CHUNK_BYTES = 128 * 1024
 NVLS_TREE_CHUNK_BYTES_4_NODES = 64 * 1024
+# First release that runs LL128 through a GPU-NIC path over NVLink-C2C (tuning.cc v2.27.3
+# NCCL_LL128_C2C = 1; v2.26.2 admits typeInter <= PXN only)
+LL128_C2C_FROM = (2, 27)
 
 
 def nccl(group: Group) -> NcclConstants:
@@ -70,16 +73,30 @@ def nic_bytes_per_s(group: Group, rate: str = "achievable") -> float:
     s = group.system
     if s.nic_fabric is None:
         return 0.0
-    nics = s.nics_per_node
-    if s.rail_optimized:
-        nics = max(1.0, nics * group.gpus_per_node / s.gpus_per_node)
-    else:
-        # a shared NIC is still reached through a GPU's own PCIe slot: g GPUs drive at most g NICs
-        nics = min(nics, group.gpus_per_node)
+    nics = group_nics(group)
     if rate == "nccl":
         return nics * s.nic_fabric.bytes_per_s
     # achievable: through GPUDirect RDMA, or staged through host memory where NCCL turns GDR off
     return node_nic_bytes_per_s(s, nccl(group), nics)
+
+
+def group_nics(group: Group) -> float:
+    """NICs per node the group's GPUs reach: g/G of a rail-optimised node's (at least one); a shared
+    NIC is still reached through a GPU's own PCIe slot, so g GPUs drive at most g NICs."""
+    s = group.system
+    if s.rail_optimized:
+        return max(1.0, s.nics_per_node * group.gpus_per_node / s.gpus_per_node)
+    return min(s.nics_per_node, group.gpus_per_node)
+
+
+def nvls_heads(group: Group) -> int:
+    """NVLS heads per node: the GPUs that carry NVLSTree's network stage, each through its own NIC.
+
+    NCCL's NVLS graph (search.cc v2.26.2 ncclTopoCompute / ncclTopoSearchRecNet) makes one head per
+    NIC on a GPU close to it, never two on one GPU, at most min(NCCL_MAX_NVLS_ARITY = 32, GPUs);
+    on a GB200 rack (72 GPUs, 72 NICs) it searches down its speed list until 32 heads fit the GPUs'
+    NVLink (32 x 20 GB/s of 18 x 40), so 32 of the rack's 72 NICs carry the tree."""
+    return max(1, min(NVLS_MAX_HEADS, group.gpus_per_node, int(group_nics(group))))
 
 
 def net_overhead_s(group: Group) -> float:
@@ -338,11 +355,8 @@ def nvls_tree_step_bytes(group: Group) -> float:
     + n/438 GB/s, 2 racks 1.04 + n/419, 20 racks 4.83 + n/215): 0.23 and 0.53 ms per level, a step of
     96 and 114 MB at their own rates. The small-message line (below one step) is left as it was:
     no measured multi-node NVLSTree row lies there."""
-    s = group.system
-    heads = min(NVLS_MAX_HEADS, group.gpus_per_node,
-                s.nics_per_node * group.gpus_per_node // s.gpus_per_node if s.rail_optimized else s.nics_per_node)
     chunk = NVLS_TREE_CHUNK_BYTES if group.nodes < 4 else NVLS_TREE_CHUNK_BYTES_4_NODES
-    return NVLS_TREE_CHANNELS.get(s.gpu.arch, NVLS_CHANNELS) * max(1, heads) * chunk
+    return NVLS_TREE_CHANNELS.get(group.system.gpu.arch, NVLS_CHANNELS) * nvls_heads(group) * chunk
 
 
 def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]],
@@ -357,25 +371,24 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
         return None
     one_node = Group(group.system, 1, g, group.catalog)
     inter = Group(group.system, n_nodes, 1, group.catalog)
-    # each GPU's slice is 1/g of the message and its NIC share is 1/g of the node's NICs
-    per_gpu_nic = nic_bytes_per_s(group) / g
     switch = nvls_small(one_node) if small else nvls(one_node)
     if small and switch is None:
         return None
     if switch is not None:
-        # NCCL's NVLSTree: NVLS reduce inside the node, each GPU's 1/g slice all-reduced between the
-        # nodes on its own rail, NVLS multicast back. The stages work on successive chunks at the
-        # same time, so the slowest stage sets the bandwidth and the latencies add. Between two nodes
-        # a slice crosses the network once each way; a tree over more nodes sends and receives it
-        # twice (tuning.cc: NVLSTree interBw x2 for nNodes <= 2).
+        # NCCL's NVLSTree: NVLS reduce inside the node, each head's 1/heads slice all-reduced between
+        # the nodes through the head's own NIC, NVLS multicast back. The stages work on successive
+        # chunks at the same time, so the slowest stage sets the bandwidth and the latencies add.
+        # Between two nodes a slice crosses the network once each way; in the double binary tree of
+        # more nodes (connect.cc ncclGetDtree) a node with two children receives and sends it twice
+        # (tuning.cc: NVLSTree interBw / 2 for nNodes > 2).
         inter_ar = min((c for c in candidates(inter, "all-reduce") if c.protocol == "simple"),
                        key=lambda c: c.latency_s)
-        inter_algbw = g * per_gpu_nic / (1 if n_nodes <= 2 else 2)
+        tree = (1 if n_nodes <= 2 else 2) * group_nics(group) / nvls_heads(group)
+        inter_algbw = nic_bytes_per_s(group) / tree
         # NCCL's estimate: NVLS intra latency + 2 log2i(N) network steps (tuning.cc NVLSTree)
         sel_lat = (nccl(group).hw_latency_s["nvlink"]["nvls_tree"]["simple"]
                    + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"])
-        sel_bw = min(switch.select_algbw_bytes_per_s,
-                     g * nic_bytes_per_s(group, "nccl") / g / (1 if n_nodes <= 2 else 2))
+        sel_bw = min(switch.select_algbw_bytes_per_s, nic_bytes_per_s(group, "nccl") / tree)
         bw = min(switch.algbw_bytes_per_s, inter_algbw)
         latency = switch.latency_s + inter_ar.latency_s
         if not small:  # a message of many pipeline steps first fills the tree (nvls_tree_step_bytes)
@@ -385,6 +398,8 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
     rs = best_line(candidates(one_node, "reduce-scatter"))
     ag = best_line(candidates(one_node, "all-gather"))
     ar = min((c for c in candidates(inter, "all-reduce")), key=lambda c: c.latency_s)
+    # each GPU's slice is 1/g of the message and its NIC share is 1/g of the node's NICs
+    per_gpu_nic = nic_bytes_per_s(group) / g
     inter_algbw = protocol_busbw(inter, per_gpu_nic, ar.protocol) / busbw_factor("all-reduce", n_nodes)
     latency = rs.latency_s + ar.latency_s + ag.latency_s
     seconds_per_byte = 1 / rs.algbw_bytes_per_s + 1 / (g * inter_algbw) + 1 / ag.algbw_bytes_per_s
@@ -435,6 +450,10 @@ def ll128_enabled(group: Group) -> bool:
     s = group.system
     if group.gpus_per_node > 1 and ring_path(s, group.gpus_per_node).nccl_link != "nvlink":
         return False
+    if group.nodes > 1 and s.nic_path == "p2c":
+        # a NIC behind the Grace CPU: PATH_PHB up to 2.26 (no P2C type; LL128 needs <= PXN), PATH_P2C
+        # from 2.27, which NCCL_LL128_C2C (default 1) admits (tuning.cc v2.26.2 / v2.27.3)
+        return nccl(group).version >= LL128_C2C_FROM
     return group.nodes == 1 or s.rail_optimized
 
 
