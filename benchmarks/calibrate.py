@@ -27,7 +27,8 @@ else to the mean of the other generations'; a fabric's NVLS efficiency to its ge
 CPU's host path to no limit and its socket stream to its socket link; an engine's launch and
 two-shot barrier on a generation without engine rows whose NCCL floor was measured, to the other
 NVLink generations' cost per NCCL floor times its floor (engine_fallback); a host-staged (SHM) fabric to
-what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
+the median of what one-socket SHM rings carry on the other hosts of its PCIe generation, public
+(tests/validation/data/shm_public.csv) and fitted (fit_shm_hop): shm_prior; a fabric to its catalog
 estimate.
 """
 
@@ -403,7 +404,7 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None =
 def fit_shm_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
     """Per system, the bus bandwidth of its host-staged (SHM) rings inside one socket at >= 64 MiB,
     median: what one SHM hop carries on that box, whichever of its links binds (RTX 4090 3.7 GB/s,
-    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes the others' (held_out)."""
+    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes shm_prior (held_out)."""
     out: dict[str, list[float]] = defaultdict(list)
     for x in _single(xs):
         s = catalog.system(x.system)
@@ -699,18 +700,46 @@ FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
 """The fabrics whose achievable figure fit_pcie measures (the rest cite their own sources)."""
 
 
+def _shm_fabric(s: System) -> Fabric | None:
+    return s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
+
+
+def pcie_generation(catalog: Catalog, fabric: Fabric) -> int | None:
+    """The PCIe generation whose link (the catalog's pcie3..pcie6) runs at this fabric's peak."""
+    return next((g for g in range(3, 7) if f"pcie{g}" in catalog.fabrics
+                 and catalog.fabrics[f"pcie{g}"].bytes_per_s == fabric.bytes_per_s), None)
+
+
+def shm_prior(cal: Calibration, base: Catalog, system: str) -> float | None:
+    """What one SHM hop of `system` carries before any of its rows is seen: the median, over the
+    hosts of its PCIe generation, of their one-socket host-staged ring busbw: the public hosts of
+    tests/validation/data/shm_public.csv (less any row of `system`) and the boxes fitted in this
+    fold (fit_shm_hop). Gen4: A10G on AWS g5 (EPYC Rome, NPS1) 3.10 GB/s beside the fitted RTX 4090
+    3.74 / L40S 5.15; Gen5: RTX PRO 6000 on EPYC Turin 37.6, RTX 5090 on Xeon 8480+ 35. None when
+    no host of that generation is known (the neutral 1/5-of-the-link estimate stays)."""
+    gen = pcie_generation(base, _shm_fabric(base.system(system)))
+    if gen is None:
+        return None
+    public = load_module("shm_public").one_socket_hops(gen, without=system)
+    fitted = [v for k, v in cal.shm_hop.items()
+              if k != system and pcie_generation(base, _shm_fabric(base.system(k))) == gen]
+    pool = public + fitted
+    return float(statistics.median(pool)) if pool else None
+
+
 def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
     generation's floors, when neither its sweeps nor its generation's published tables are left,
     become the other generations' mean."""
     s = base.system(system)
-    shm = s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
-    others = [v for k, v in cal.shm_hop.items() if k != system]
-    if shm is not None and shm.name not in cal.fabric_achievable and others:
-        # an SHM hop is NCCL's one transport through host memory (shm.cc) on a PCIe Gen4/5 host:
-        # what the other boxes' SHM rings carry, not the 1/5-of-the-link estimate
-        cal.fabric_achievable[shm.name] = float(statistics.median(others))
-        cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
+    shm = _shm_fabric(s)
+    if shm is not None and shm.name not in cal.fabric_achievable:
+        # an SHM hop is NCCL's one transport through host memory (shm.cc): what the SHM rings of
+        # one socket carry on the other hosts of its PCIe generation, public (shm_prior) and fitted
+        prior = shm_prior(cal, base, system)
+        if prior is not None:
+            cal.fabric_achievable[shm.name] = prior
+            cal.notes.append(f"{shm.name}: SHM hop {prior / 1e9:.2f} GB/s from the other hosts of its PCIe generation")
     arch = s.gpu.arch
     measured = arch in cal.arch
     if not measured and s.topology != "mesh":

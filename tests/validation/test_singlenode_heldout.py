@@ -13,9 +13,12 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     hgx-b300        63    4.5%  11.0%
     hgx-h100        72    4.3%  12.1%   [7.6 / 32.3: Hopper's floor line from H200 alone, _scaled_floor]
     hgx-h200        33    2.4%  10.0%
-    l40s-pcie       63   25.5%  60.1%   (the degraded box, measured nowhere else)
+    l40s-pcie       63   25.5%  57.7%   [25.5 / 60.1: SHM hop now the Gen4 prior, calibrate.shm_prior;
+                                         the degraded box, measured nowhere else: its 8-GPU rows
+                                         (cross-socket stream 1.45 GB/s) are 60% fast held out]
     mi300x          31    9.9%  22.2%
-    rtx4090-pcie    31   22.5%  28.9%
+    rtx4090-pcie    31   11.8%  20.3%   [22.5 / 28.9: the L40S box's 5.15 GB/s SHM hop alone; now the
+                                         median of the public Gen4 host (A10G, 3.10) and the L40S]
     custom (graph)
     gb300-nvl72    135    9.6%  40.2%   [10.3 / 118.0: MNNVL kernels fitted apart; held out at the ring's
                                          busbw, the 16-GPU rows (0.72 of it) are 40% slow]
@@ -46,8 +49,8 @@ import measured_comm  # noqa: E402
 
 NCCL = {"gb300-nvl72": (0.074, 0.158), "h100-pcie": (0.003, 0.003), "hgx-a100": (0.105, 0.272),
         "hgx-b200": (0.049, 0.101), "hgx-b300": (0.045, 0.110), "hgx-h100": (0.043, 0.121),
-        "hgx-h200": (0.024, 0.100), "l40s-pcie": (0.255, 0.601), "mi300x": (0.099, 0.222),
-        "rtx4090-pcie": (0.225, 0.289)}
+        "hgx-h200": (0.024, 0.100), "l40s-pcie": (0.255, 0.577), "mi300x": (0.099, 0.222),
+        "rtx4090-pcie": (0.118, 0.203)}
 CUSTOM = {"gb300-nvl72": (0.096, 0.402), "hgx-a100": (0.139, 0.312), "hgx-b200": (0.064, 0.179),
           "hgx-b300": (0.045, 0.163), "hgx-h100": (0.094, 0.260), "l40s-pcie": (0.194, 0.667)}
 TARGETS = {"nccl": (0.10, 0.25), "custom": (0.12, 0.30)}
