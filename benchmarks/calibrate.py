@@ -27,8 +27,10 @@ else to the mean of the other generations'; a fabric's NVLS efficiency to its ge
 CPU's host path to no limit and its socket stream to its socket link; an engine's launch and
 two-shot barrier on a generation without engine rows whose NCCL floor was measured, to the other
 NVLink generations' cost per NCCL floor times its floor (engine_fallback); a host-staged (SHM) fabric to
-what the other boxes' SHM rings inside one socket carry (fit_shm_hop); a fabric to its catalog
-estimate.
+the median of what one-socket SHM rings carry on the other hosts of its PCIe generation, public
+(tests/validation/data/shm_public.csv) and fitted (fit_shm_hop): shm_prior; a PCIe box's one-shot
+kernels to the link's rate where each engine's slowest NVLink throughput is above it
+(pcie_kernel_efficiency); a fabric to its catalog estimate.
 """
 
 from __future__ import annotations
@@ -127,6 +129,8 @@ class Calibration:
     rows (what the engines' fixed costs are scaled by where a generation has no engine rows)."""
     nccl_floor_link: dict[str, str] = field(default_factory=dict)
     """[GPU generation] -> the NCCL link class (nvlink, pci) that floor crosses."""
+    kernel_cap: dict[str, float] = field(default_factory=dict)
+    """[engine] -> its slowest one-shot kernel throughput on NVLink, bytes/s (kernel_caps)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -403,7 +407,7 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None =
 def fit_shm_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
     """Per system, the bus bandwidth of its host-staged (SHM) rings inside one socket at >= 64 MiB,
     median: what one SHM hop carries on that box, whichever of its links binds (RTX 4090 3.7 GB/s,
-    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes the others' (held_out)."""
+    L40S 4 GPUs 5.2). A box whose SHM rows are all held out takes shm_prior (held_out)."""
     out: dict[str, list[float]] = defaultdict(list)
     for x in _single(xs):
         s = catalog.system(x.system)
@@ -623,7 +627,44 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
                 by_arch[arch].append(nccl_floor_s(cat, system))
                 cal.nccl_floor_link[arch] = ring_path(cat.system(system), 2).nccl_link
             cal.nccl_floor = {a: float(statistics.median(v)) for a, v in by_arch.items()}
+            cal.kernel_cap = kernel_caps(cal, cat, sorted({x.system for _, x in engine_rows}))
     return cal
+
+
+def kernel_caps(cal: Calibration, catalog: Catalog, systems: Sequence[str]) -> dict[str, float]:
+    """Per engine, the slowest one-shot kernel measured anywhere, bytes/s: its fitted share of the
+    ring busbw (one_shot_efficiency_by_arch) times that ring's busbw, over the systems with engine
+    rows and their GPU counts. On NVLink the share is the kernel's own limit (its blocks' loads
+    and stores: vLLM at 2 GPUs 0.24 of B200's ring, 0.72 of H100's, 0.88 of A100's); in bytes/s it
+    is a throughput the kernel reaches on any link at least as fast."""
+    caps: dict[str, float] = {}
+    for name, fit in cal.engines.items():
+        by_arch = fit.get("one_shot_efficiency_by_arch", {})
+        rates = [eff * ring_path(catalog.system(system), int(g)).busbw_bytes_per_s
+                 for system in systems if catalog.system(system).topology != "pcie"
+                 for g, eff in by_arch.get(catalog.system(system).gpu.arch, {}).items()
+                 if int(g) <= catalog.system(system).gpus_per_node]
+        if rates:
+            caps[name] = float(min(rates))
+    return caps
+
+
+def pcie_kernel_efficiency(cal: Calibration, catalog: Catalog, system: str) -> None:
+    """A held-out PCIe box's one-shot kernels (P2P through the host bridge, ~20 GB/s on Gen4): each
+    engine's share of the ring busbw is min(1, its slowest NVLink throughput (kernel_caps) / this
+    ring's busbw): a kernel that moves 100+ GB/s over NVLink is bound by the PCIe link, not by
+    itself, so it runs at the link's rate (in sample: vLLM and SGLang at 0.93 of the L40S's NCCL
+    ring). Without this the fold took the NVLink generations' pooled share at 2 GPUs (vLLM 0.52)."""
+    s = catalog.system(system)
+    arch = s.gpu.arch
+    for name, cap in cal.kernel_cap.items():
+        fit = cal.engines.get(name)
+        if fit is None or arch in fit.get("one_shot_efficiency_by_arch", {}):
+            continue
+        table = {str(g): min(1.0, cap / ring_path(s, g).busbw_bytes_per_s) for g in (2, 4, 8) if g <= s.gpus_per_node}
+        fit["one_shot_efficiency_by_arch"] = MappingProxyType(dict(fit["one_shot_efficiency_by_arch"]) | {
+            arch: MappingProxyType(table)})
+        cal.notes.append(f"{name} {arch}: one-shot at the PCIe link's rate (kernel cap {cap / 1e9:.0f} GB/s)")
 
 
 def nccl_floor_s(catalog: Catalog, system: str) -> float:
@@ -699,18 +740,46 @@ FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
 """The fabrics whose achievable figure fit_pcie measures (the rest cite their own sources)."""
 
 
+def _shm_fabric(s: System) -> Fabric | None:
+    return s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
+
+
+def pcie_generation(catalog: Catalog, fabric: Fabric) -> int | None:
+    """The PCIe generation whose link (the catalog's pcie3..pcie6) runs at this fabric's peak."""
+    return next((g for g in range(3, 7) if f"pcie{g}" in catalog.fabrics
+                 and catalog.fabrics[f"pcie{g}"].bytes_per_s == fabric.bytes_per_s), None)
+
+
+def shm_prior(cal: Calibration, base: Catalog, system: str) -> float | None:
+    """What one SHM hop of `system` carries before any of its rows is seen: the median, over the
+    hosts of its PCIe generation, of their one-socket host-staged ring busbw: the public hosts of
+    tests/validation/data/shm_public.csv (less any row of `system`) and the boxes fitted in this
+    fold (fit_shm_hop). Gen4: A10G on AWS g5 (EPYC Rome, NPS1) 3.10 GB/s beside the fitted RTX 4090
+    3.74 / L40S 5.15; Gen5: RTX PRO 6000 on EPYC Turin 37.6, RTX 5090 on Xeon 8480+ 35. None when
+    no host of that generation is known (the neutral 1/5-of-the-link estimate stays)."""
+    gen = pcie_generation(base, _shm_fabric(base.system(system)))
+    if gen is None:
+        return None
+    public = load_module("shm_public").one_socket_hops(gen, without=system)
+    fitted = [v for k, v in cal.shm_hop.items()
+              if k != system and pcie_generation(base, _shm_fabric(base.system(k))) == gen]
+    pool = public + fitted
+    return float(statistics.median(pool)) if pool else None
+
+
 def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
     """Fallbacks for what the held-out system's rows alone determined (see the module doc): its GPU
     generation's floors, when neither its sweeps nor its generation's published tables are left,
     become the other generations' mean."""
     s = base.system(system)
-    shm = s.pcie.shm if s.topology == "pcie" and s.pcie is not None else None
-    others = [v for k, v in cal.shm_hop.items() if k != system]
-    if shm is not None and shm.name not in cal.fabric_achievable and others:
-        # an SHM hop is NCCL's one transport through host memory (shm.cc) on a PCIe Gen4/5 host:
-        # what the other boxes' SHM rings carry, not the 1/5-of-the-link estimate
-        cal.fabric_achievable[shm.name] = float(statistics.median(others))
-        cal.notes.append(f"{shm.name}: SHM hop from {', '.join(sorted(k for k in cal.shm_hop if k != system))}")
+    shm = _shm_fabric(s)
+    if shm is not None and shm.name not in cal.fabric_achievable:
+        # an SHM hop is NCCL's one transport through host memory (shm.cc): what the SHM rings of
+        # one socket carry on the other hosts of its PCIe generation, public (shm_prior) and fitted
+        prior = shm_prior(cal, base, system)
+        if prior is not None:
+            cal.fabric_achievable[shm.name] = prior
+            cal.notes.append(f"{shm.name}: SHM hop {prior / 1e9:.2f} GB/s from the other hosts of its PCIe generation")
     arch = s.gpu.arch
     measured = arch in cal.arch
     if not measured and s.topology != "mesh":
@@ -718,6 +787,8 @@ def held_out(cal: Calibration, base: Catalog, system: str) -> Calibration:
         if pooled is not None:
             cal.arch[arch] = pooled
             cal.notes.append(f"{arch}: floors pooled from {', '.join(sorted(cal.arch))}")
+    if s.topology == "pcie" and cal.kernel_cap:
+        pcie_kernel_efficiency(cal, apply(base, cal), system)
     if measured and cal.nccl_floor and s.topology != "mesh":
         # the engines' costs follow the generation's NCCL floor only where that floor was measured
         # (a pooled floor says nothing of the generation; its engines keep the others' mean)
