@@ -26,7 +26,9 @@ measured at one group size only, the other generations' mean line scaled to it: 
 else to the mean of the other generations'; a fabric's NVLS efficiency to its generation's; a
 CPU's host path to no limit and its socket stream to its socket link; an engine's launch and
 two-shot barrier on a generation without engine rows whose NCCL floor was measured, to the other
-NVLink generations' cost per NCCL floor times its floor (engine_fallback); a host-staged (SHM) fabric to
+NVLink generations' cost per NCCL floor times its floor (engine_fallback); TensorRT-LLM's multi-node
+NVLink kernels (GB300 only) to the single-node one-shot's floor, the ring's busbw and, for the
+two-shot's second Lamport stage, one NVLink LL step (custom_kernels.two_shot_extra_s); a host-staged (SHM) fabric to
 the median of what one-socket SHM rings carry on the other hosts of its PCIe generation, public
 (tests/validation/data/shm_public.csv) and fitted (fit_shm_hop): shm_prior; a PCIe box's one-shot
 kernels to the link's rate where each engine's slowest NVLink throughput is above it
@@ -56,7 +58,7 @@ from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
-from shardbudget.comm.custom_kernels import mnnvl  # noqa: E402
+from shardbudget.comm.custom_kernels import mnnvl, two_shot_extra_s  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
@@ -476,7 +478,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                 if c.algorithm == "one-shot" and x.size_bytes <= 4096:
                     across_floor[x.gpus].append(x.time_s)
                 elif x.size_bytes >= 65536:
-                    across[(c.algorithm, x.gpus)].append(_transfer_point(k, c, x, s.gpu.arch, True))
+                    across[(c.algorithm, x.gpus)].append(_transfer_point(k, c, x, group))
                 continue
             if c.algorithm == "one-shot" and x.size_bytes <= 4096:
                 floors[s.gpu.arch][x.gpus].append(x.time_s)
@@ -533,29 +535,29 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
     return out
 
 
-def _transfer_point(k, c, x: Sample, arch: str, mn: bool) -> tuple[float, float]:
-    """(seconds of transfer at efficiency 1, time beyond the kernel's latency less its second barrier)."""
+def _transfer_point(k, c, x: Sample, group) -> tuple[float, float]:
+    """(seconds of transfer at efficiency 1, time beyond the kernel's latency) for the engine's
+    multi-node NVLink kernels on `group`; a two-shot's latency holds its second Lamport stage
+    (custom_kernels.two_shot_extra_s)."""
     shots = 1 if c.algorithm == "one-shot" else 2
-    base_latency = c.latency_s - (k.two_shot_extra_for(arch, mn) if shots == 2 else 0.0)
-    return x.size_bytes / c.algbw_bytes_per_s * k.efficiency(shots, x.gpus, arch, mnnvl=mn), x.time_s - base_latency
+    eff = k.efficiency(shots, x.gpus, group.system.gpu.arch, mnnvl=True)
+    return x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - c.latency_s
 
 
 def _fit_mnnvl(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> dict:
-    """The multi-node NVLink kernels' own costs (TensorRT-LLM's MNNVL one-shot and two-shot, which
-    measured_comm.csv times on GB300 across trays): two-shot's second barrier the intercept of its
-    rows' line, each kernel's share of the ring busbw by GPU count (slope through the intercept)."""
+    """The multi-node NVLink kernels' own rates (TensorRT-LLM's MNNVL one-shot and two-shot, which
+    measured_comm.csv times on GB300 across trays): each kernel's share of the ring busbw by GPU
+    count, the slope through the origin of the time beyond the kernel's latency. The two-shot's
+    second stage is not fitted: a line's intercept over 256 KiB-512 MiB rows came out 0 (the 1 us
+    stage is lost in ms-long rows), which priced the two-shot below the one-shot at their switch
+    where the rows rise (5.11 us at 128 KiB one-shot, 6.08 at 256 KiB two-shot on 8 GPUs); the
+    stage is one NVLink LL step (custom_kernels.two_shot_extra_s)."""
     fit: dict = {}
-    two = [p for (a, _), v in points.items() if a == "two-shot" for p in v]
-    line = _line_fit(two)
-    extra = max(0.0, line[0]) if line is not None and line[1] > 0 else 0.0
-    if line is not None and line[1] > 0:
-        fit["mnnvl_two_shot_extra_s"] = extra
-    for algo, key, off in (("one-shot", "mnnvl_one_shot_efficiency", 0.0),
-                           ("two-shot", "mnnvl_two_shot_efficiency", extra)):
+    for algo, key in (("one-shot", "mnnvl_one_shot_efficiency"), ("two-shot", "mnnvl_two_shot_efficiency")):
         table = {}
         for (a, g), pts in sorted(points.items()):
             if a == algo and len({x for x, _ in pts}) >= 2:
-                slope = sum(x * (y - off) for x, y in pts) / sum(x * x for x, _ in pts)
+                slope = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
                 if slope > 0:
                     table[str(g)] = min(1.0, 1 / slope)
         if table:
@@ -826,10 +828,9 @@ def describe(cal: Calibration) -> list[str]:
                                                          sorted(fit.get("two_shot_extra_s", {}).items())) + " }"
                      + (f" mnnvl_one_shot_efficiency {_table(fit.get('mnnvl_one_shot_efficiency'))}"
                         f" mnnvl_two_shot_efficiency {_table(fit.get('mnnvl_two_shot_efficiency'))}"
-                        f" mnnvl_two_shot_extra_us {fit['mnnvl_two_shot_extra_s'] / US:.2f}"
                         f" mnnvl_launch_us {fit.get('mnnvl_launch_s', 0.0) / US:.2f}"
                         f" mnnvl_per_peer_us {fit.get('mnnvl_per_peer_s', 0.0) / US:.3f}"
-                        if "mnnvl_two_shot_extra_s" in fit else ""))
+                        if "mnnvl_two_shot_efficiency" in fit else ""))
     lines += [f"fabric {k} achievable {v / 1e9:.2f} GB/s" for k, v in sorted(cal.fabric_achievable.items())]
     lines += [f"cpu {k} host_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_host.items())]
     lines += [f"cpu {k} socket_stream_bandwidth {v / 1e9:.2f} GB/s" for k, v in sorted(cal.cpu_stream.items())]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .op import busbw_factor
 from .lines import Candidate, Group
 from ..fabric.nccl_constants import EngineKernels
-from .nccl_algos import nvls
+from .nccl_algos import intra_hop_s, nvls
 from ..fabric.topology import ring_path
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -107,15 +107,32 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     latency, one_bw, two_bw = _kernel_lines(group, e)
     limit, one_limit = e.limit_bytes(g), min(e.one_shot_limit_bytes(g, arch), e.limit_bytes(g))
     if mnnvl(group, e):
-        # across hosts the engine's multi-node NVLink kernels, with their own limits
+        # across hosts the engine's multi-node NVLink kernels, with their own limits: one-shot while
+        # message x GPUs is at most the threshold (`<=`, flashinfer trtllm_mnnvl_ar.py select_strategy;
+        # GB300's TRTLLM_MNNVL_oneshot rows end at 128 KiB on 8 GPUs and 64 KiB on 16, 1 MiB each)
         limit = e.mnnvl_max_bytes
-        one_limit = min(e.mnnvl_one_shot_group_bytes / g, limit)
+        one_limit = min(e.mnnvl_one_shot_group_bytes / g + 1, limit)
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
     out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:
-        out.append(Candidate("two-shot", "ll", latency + e.two_shot_extra_for(arch, mnnvl(group, e), g), two_bw,
+        out.append(Candidate("two-shot", "ll", latency + two_shot_extra_s(group, e), two_bw,
                              min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
     return out
+
+
+def two_shot_extra_s(group: Group, e: EngineKernels) -> float:
+    """What the engine's two-shot adds to its one-shot's fixed cost on `group`. Across an NVL72's
+    trays (TensorRT-LLM's MNNVL kernels) without a fitted figure, one more Lamport stage: the
+    two-shot (mnnvlAllreduceKernels.cu twoshotAllreduceKernel) scatters each token to its owner,
+    which polls its local buffer for the peers' copies (-0.0 sentinels, no barrier), reduces and
+    multicasts the sum, which every rank polls again; the one-shot is the first store and poll
+    alone. A stage is one store over NVLink and a poll of the receiver's memory, what an NCCL LL
+    ring step is (data and flag in one store): the generation's measured NVLink LL step
+    (nccl_algos.intra_hop_s), not the single-node two-shot's two barriers (10.4 us on Blackwell)."""
+    arch, g = group.system.gpu.arch, group.gpus_per_node
+    if mnnvl(group, e) and e.mnnvl_two_shot_extra_s is None:
+        return intra_hop_s(group, ring_path(group.system, g), "ring", "ll", True)
+    return e.two_shot_extra_for(arch, mnnvl(group, e), g)
 
 
 def _custom(group: Group, shots: int) -> Candidate | None:
@@ -152,8 +169,7 @@ def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candi
     latency, one_bw, two_bw = _kernel_lines(group, e)
     if shots == 1:
         return Candidate("one-shot", "ll", latency, one_bw, priority=0, impl="custom")
-    extra = e.two_shot_extra_for(group.system.gpu.arch, mnnvl(group, e), group.gpus_per_node)
-    return Candidate("two-shot", "ll", latency + extra, two_bw, priority=0, impl="custom")
+    return Candidate("two-shot", "ll", latency + two_shot_extra_s(group, e), two_bw, priority=0, impl="custom")
 
 
 def symm_mem_candidate(group: Group, *, engine: str = "vllm", multimem: bool = True) -> Candidate | None:
