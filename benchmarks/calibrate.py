@@ -11,6 +11,9 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             least squares over g = 2, 4, 8 (offset only on PCIe-only generations)
   arch[gen] Simple floor    the same line through the ring Simple rows below 32 MiB; LL128 takes
                             the LL parameters
+  arch[gen] LL128 step      where XLA's NVL72 all-gather rings (33-72 GPUs) run LL128: the median
+                            of (t - n / bw - LL128's base) / (g - 1) over tuning.cc's 1.9 us
+                            (fit_ll128_hop; Blackwell only, the others keep LL's factor)
   NVLS small fixed cost     a[gen] + b log2(g): NVLS small-message rows' (t - n / bw), HGX 4-8 GPUs
                             (measured_comm) and XLA's GB200 NVL72 table at 8-72 GPUs less its launch
                             (tests/validation/xla_nvl72.py): b by least squares over every row,
@@ -296,10 +299,10 @@ def fit_ll128_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
     all-gather rows `xs` (xla_all_gather_samples) give where NCCL's estimate runs ring LL128: the
     median of (t - n / algbw - LL128's base) / (g - 1), over 1.9 us. An all-gather's ring has g - 1
     steps, so a 72-GPU one holds 71 of them: the step, not the launch, sets its intercept. XLA's
-    GB200 rows at 36-72 GPUs give 1.1-1.4 us a step, what an LL step costs on Blackwell (0.6 x 2.25
-    = 1.35 us), not NCCL's 1.9 us times LL's factor (4.3 us, which priced LL128 above Simple and made
-    the time fall at NCCL's LL128 -> Simple switch). A generation without such rows keeps LL's
-    factor (fit_floors)."""
+    GB200 rows at 36-72 GPUs give 0.8-1.4 us a step (median 1.20), near an LL step on Blackwell
+    (0.6 x 2.25 = 1.35 us), not NCCL's 1.9 us times LL's factor (4.3 us, which priced LL128 above
+    Simple and made the time fall at NCCL's LL128 -> Simple switch). A generation without such rows
+    keeps LL's factor (fit_floors)."""
     from shardbudget.comm.nccl_algos import base_latency_s
     hops: dict[str, list[float]] = defaultdict(list)
     for x in xs:
@@ -307,7 +310,8 @@ def fit_ll128_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
         c = pick(candidates(group, "all-gather"), x.size_bytes)
         if c.algorithm != "ring" or c.protocol != "ll128":
             continue
-        step = (x.time_s - x.size_bytes / c.algbw_bytes_per_s - base_latency_s(group, "ring", "ll128", True)) / (x.gpus - 1)
+        base = base_latency_s(group, "ring", "ll128", True)
+        step = (x.time_s - x.size_bytes / c.algbw_bytes_per_s - base) / (x.gpus - 1)
         hops[group.system.gpu.arch].append(step / ring_path(group.system, x.gpus).hop_latency_s["ll128"])
     return {arch: float(statistics.median(v)) for arch, v in hops.items() if v}
 
@@ -336,8 +340,10 @@ def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
     def mean(get):
         return {p: float(np.mean([get(f)[p] for f in floors.values()])) for p in ("ll", "ll128", "simple")}
     bases = [f.nvls_small_latency_s for f in floors.values() if f.nvls_small_latency_s]
-    return ArchFloor(base_offset_s=MappingProxyType(mean(lambda f: f.base_offset_s)),
-                     nvlink_hop_scale=MappingProxyType(mean(lambda f: f.nvlink_hop_scale)),
+    # a pooled generation has no LL128 rows of its own: its LL128 takes its LL parameters (fit_floors)
+    offset, scale = mean(lambda f: f.base_offset_s), mean(lambda f: f.nvlink_hop_scale)
+    offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
+    return ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
                      nvls_small_latency_s=float(np.mean(bases)) if bases else 0.0,
                      source="mean of the other generations' fits")
 
