@@ -3,7 +3,8 @@
 A library switches kernel at a size: an engine by a fixed rule (vLLM below 256 KiB one-shot, TensorRT-LLM
 by its token table), NCCL by its own estimate (tuning.cc). Where the kernel above the switch is faster
 there, the real time falls at the switch. The model has such a fall only where the measured curve of
-the same system, GPU count and library release has it too (MEASURED below); every other fall is a
+the same system, GPU count and library release has it too (MEASURED below: measured_comm.csv; on an
+NVL72 beyond its 4 measured GB300 GPUs, XLA's all-gather table, xla_series); every other fall is a
 defect, listed in KNOWN with what the data say, each held by its own strict xfail so that the list
 cannot go stale, and the properties (tests/unit/test_physics.py, tests/validation/test_collective_
 monotonic.py) fail on any fall listed in neither.

@@ -102,3 +102,20 @@ def test_ll128_step_costs_what_an_ll_step_costs_on_nvl72():
     assert step_s == pytest.approx(1.35e-6, rel=0.15)
     simple = collective_cost("all-gather", 150994944, "gb200-nvl72", gpus=72, protocol="simple")
     assert c.time_s < simple.time_s
+
+
+def test_blackwell_ll128_factor_is_its_stated_fit():
+    """nccl.toml's Blackwell LL128 factor (0.632) is what benchmarks/calibrate.py fit_ll128_hop gives
+    on XLA's GB200 all-gather rings of 36-72 GPUs (75 rows), to 0.005."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import calibrate
+    from shardbudget.fabric.catalog import load_catalog
+    try:
+        xs = calibrate.xla_all_gather_samples()
+    except FileNotFoundError:
+        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+    assert {x.gpus for x in xs} == {36, 64, 72}
+    cat = load_catalog()
+    fitted = calibrate.fit_ll128_hop(xs, cat)["blackwell"]
+    assert fitted == pytest.approx(cat.nccl.arch_floor("blackwell").nvlink_hop_scale["ll128"], abs=0.005)
+    assert fitted == pytest.approx(0.632, abs=0.005)
