@@ -11,6 +11,9 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             least squares over g = 2, 4, 8 (offset only on PCIe-only generations)
   arch[gen] Simple floor    the same line through the ring Simple rows below 32 MiB; LL128 takes
                             the LL parameters
+  arch[gen] LL128 step      where XLA's NVL72 all-gather rings (33-72 GPUs) run LL128: the median
+                            of (t - n / bw - LL128's base) / (g - 1) over tuning.cc's 1.9 us
+                            (fit_ll128_hop; Blackwell only, the others keep LL's factor)
   NVLS small fixed cost     a[gen] + b log2(g): NVLS small-message rows' (t - n / bw), HGX 4-8 GPUs
                             (measured_comm) and XLA's GB200 NVL72 table at 8-72 GPUs less its launch
                             (tests/validation/xla_nvl72.py): b by least squares over every row,
@@ -109,6 +112,15 @@ def xla_samples(data_dir: Path | None = None) -> list[Sample]:
     them (their large sizes are whole-executable times of replica groups side by side)."""
     xla = load_module("xla_nvl72")
     return [Sample(xla.SYSTEM, r.gpus, 1, r.size_bytes, r.time_s, source="xla") for r in xla.load_rows(data_dir)]
+
+
+def xla_all_gather_samples(data_dir: Path | None = None) -> list[Sample]:
+    """XLA's GB200 NVL72 all-gather rows of 33-72 GPUs, less XLA's launch: rings only (NCCL offers
+    NVLS for an all-gather of at most 32 local ranks, xla_nvl72.NVLS_ALL_GATHER_MAX_GPUS); only
+    fit_ll128_hop reads them."""
+    xla = load_module("xla_nvl72")
+    return [Sample(xla.SYSTEM, r.gpus, 1, r.size_bytes, r.time_s, source="xla-all-gather")
+            for r in xla.load_rows(data_dir, min_gpus=xla.NVLS_ALL_GATHER_MAX_GPUS + 1, op="all-gather")]
 
 
 # --- constants and how they enter a catalog ---------------------------------------------------
@@ -288,6 +300,28 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
     return out
 
 
+def fit_ll128_hop(xs: Sequence[Sample], catalog: Catalog) -> dict[str, float]:
+    """[GPU generation] -> the factor on NCCL's NVLink LL128 ring step (hwLat 1.9 us) that the
+    all-gather rows `xs` (xla_all_gather_samples) give where NCCL's estimate runs ring LL128: the
+    median of (t - n / algbw - LL128's base) / (g - 1), over 1.9 us. An all-gather's ring has g - 1
+    steps, so a 72-GPU one holds 71 of them: the step, not the launch, sets its intercept. XLA's
+    GB200 rows at 36-72 GPUs give 0.8-1.4 us a step (median 1.20), near an LL step on Blackwell
+    (0.6 x 2.25 = 1.35 us), not NCCL's 1.9 us times LL's factor (4.3 us, which priced LL128 above
+    Simple and made the time fall at NCCL's LL128 -> Simple switch). A generation without such rows
+    keeps LL's factor (fit_floors)."""
+    from shardbudget.comm.nccl_algos import base_latency_s
+    hops: dict[str, list[float]] = defaultdict(list)
+    for x in xs:
+        group = make_group(catalog.system(x.system), nodes=1, gpus=x.gpus, catalog=catalog)
+        c = pick(candidates(group, "all-gather"), x.size_bytes)
+        if c.algorithm != "ring" or c.protocol != "ll128":
+            continue
+        base = base_latency_s(group, "ring", "ll128", True)
+        step = (x.time_s - x.size_bytes / c.algbw_bytes_per_s - base) / (x.gpus - 1)
+        hops[group.system.gpu.arch].append(step / ring_path(group.system, x.gpus).hop_latency_s["ll128"])
+    return {arch: float(statistics.median(v)) for arch, v in hops.items() if v}
+
+
 def _scaled_floor(point: tuple[float, float], base_s: float, offset_s: float, scale: float) -> tuple[float, float]:
     """(offset, hop scale) of the floor line base + offset + x scale (x = the ring's steps x NCCL's
     NVLink hop) that is `k` times the shape's line, k set so that it passes through `point` (x, time
@@ -312,8 +346,10 @@ def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
     def mean(get):
         return {p: float(np.mean([get(f)[p] for f in floors.values()])) for p in ("ll", "ll128", "simple")}
     bases = [f.nvls_small_latency_s for f in floors.values() if f.nvls_small_latency_s]
-    return ArchFloor(base_offset_s=MappingProxyType(mean(lambda f: f.base_offset_s)),
-                     nvlink_hop_scale=MappingProxyType(mean(lambda f: f.nvlink_hop_scale)),
+    # a pooled generation has no LL128 rows of its own: its LL128 takes its LL parameters (fit_floors)
+    offset, scale = mean(lambda f: f.base_offset_s), mean(lambda f: f.nvlink_hop_scale)
+    offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
+    return ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
                      nvls_small_latency_s=float(np.mean(bases)) if bases else 0.0,
                      source="mean of the other generations' fits")
 
@@ -593,9 +629,10 @@ def _hops(s: System, g: int):
 
 
 def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2,
-              engine_rows: Sequence[tuple[str, Sample]] = (), xla: Sequence[Sample] = ()) -> Calibration:
+              engine_rows: Sequence[tuple[str, Sample]] = (), xla: Sequence[Sample] = (),
+              xla_all_gather: Sequence[Sample] = ()) -> Calibration:
     """Fit every constant on `xs` (and the engines' on `engine_rows`, NVLS's small-message cost
-    also on `xla`), starting from `base`."""
+    also on `xla`, LL128's NVLink step on `xla_all_gather`), starting from `base`."""
     base = base or load_catalog()
     cal = Calibration()
     cat = base
@@ -611,6 +648,11 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
         # generation's published tables before it falls back to the other generations' mean
         sweeps = fit_floors(xs, cat)
         cal.arch = {**fit_floors(xs, cat, rows="nccl_tests", shape=pooled_floor(sweeps)), **sweeps}
+        cat = apply(base, cal)
+        for arch, scale in fit_ll128_hop(xla_all_gather, cat).items():
+            if arch in cal.arch:
+                f = cal.arch[arch]
+                cal.arch[arch] = replace(f, nvlink_hop_scale=MappingProxyType({**f.nvlink_hop_scale, "ll128": scale}))
         cat = apply(base, cal)
         small, cal.nvls_small_per_doubling_s = fit_nvls_small(list(xs) + list(xla), cat)
         cal.arch = {a: replace(f, nvls_small_latency_s=small.get(a, 0.0)) for a, f in cal.arch.items()}
@@ -838,5 +880,5 @@ def describe(cal: Calibration) -> list[str]:
 
 
 if __name__ == "__main__":
-    cal = calibrate(samples(), engine_rows=engine_samples(), xla=xla_samples())
+    cal = calibrate(samples(), engine_rows=engine_samples(), xla=xla_samples(), xla_all_gather=xla_all_gather_samples())
     print("\n".join(describe(cal)))

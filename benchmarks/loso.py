@@ -139,7 +139,8 @@ def fit_without(system: str | None, data_dir: Path | None) -> C.Calibration:
     base = C.neutral(load_catalog())
     # XLA's GB200 NVL72 table (not a system's nccl-tests or measured_comm rows: whole XLA executables,
     # used only for shapes, NVLS's growth with the group) enters every fold as it enters calibrate.py
-    cal = C.calibrate(xs, base=base, engine_rows=eng, xla=C.xla_samples(data_dir))
+    cal = C.calibrate(xs, base=base, engine_rows=eng, xla=C.xla_samples(data_dir),
+                      xla_all_gather=C.xla_all_gather_samples(data_dir))
     return C.held_out(cal, base, system) if system else cal
 
 

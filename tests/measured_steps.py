@@ -3,7 +3,8 @@
 A library switches kernel at a size: an engine by a fixed rule (vLLM below 256 KiB one-shot, TensorRT-LLM
 by its token table), NCCL by its own estimate (tuning.cc). Where the kernel above the switch is faster
 there, the real time falls at the switch. The model has such a fall only where the measured curve of
-the same system, GPU count and library release has it too (MEASURED below); every other fall is a
+the same system, GPU count and library release has it too (MEASURED below: measured_comm.csv; on an
+NVL72 beyond its 4 measured GB300 GPUs, XLA's all-gather table, xla_series); every other fall is a
 defect, listed in KNOWN with what the data say, each held by its own strict xfail so that the list
 cannot go stale, and the properties (tests/unit/test_physics.py, tests/validation/test_collective_
 monotonic.py) fail on any fall listed in neither.
@@ -109,18 +110,33 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
         return ("nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod)",
                 {int(r.size_bytes): r.time_s * 1e6 for r in rows})
     if system not in MEASURED_COMM:
-        return ("", {})
+        return xla_series(system, gpus, impl, op)
     library, mode = ("vllm", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
     pin = mc.pinned_version("vllm" if impl == "eager" else impl)
     rows = [r for r in mc.load_rows() if r.key == MEASURED_COMM[system] and r.library == library and r.mode == mode
             and r.op == op and r.gpus == gpus and (pin is None or r.version == pin)]
     if not rows:
-        return ("", {})
+        return xla_series(system, gpus, impl, op)
     label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "sglang": "SGLang_CustomAllReduce_graph",
              "trtllm": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
     what = "" if op == "all-reduce" else f" {op}"
     return (f"measured_comm.csv {MEASURED_COMM[system]} {label} {rows[0].version}{what}",
             {int(r.size_bytes): r.time_s * 1e6 for r in rows})
+
+
+def xla_series(system: str, gpus: int, impl: str, op: str) -> tuple[str, dict[int, float]]:
+    """An NVL72's NCCL all-gather in XLA's table (xla_nvl72: GB200 sm_100_GB200, GB300 sm_103), where
+    measured_comm.csv has no rows (it stops at 4 GB300 GPUs): whole executables, the collective plus
+    XLA's launch, the same few us on either side of a switch. Its reduce-scatter rows are no NCCL
+    time (1.3-2 us at 72 GPUs) and are not read."""
+    if system not in NVL72_XLA or impl != "nccl" or op != "all-gather":
+        return ("", {})
+    import xla_nvl72
+    rows = [r for r in xla_nvl72.load_rows(min_gpus=gpus, op=op, system=system) if r.gpus == gpus]
+    if not rows:
+        return ("", {})
+    return (f"xla_collective_perf_table.csv {xla_nvl72.DEVICES[system]} all-gather (NCCL + XLA launch)",
+            {int(r.size_bytes): r.xla_time_s * 1e6 for r in rows})
 
 
 @lru_cache(maxsize=None)
@@ -261,14 +277,34 @@ def tables() -> str:
 
 
 MEASURED = {
+    ('gb200-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 16 GPUs: 37.10 us at 4194304 B, 57.72 us at 8388608 B, 80.42 us at 16777216 B, 116.16 us at 33554432 B',
+    ('gb200-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 32 GPUs: 59.12 us at 8388608 B, 93.46 us at 16777216 B, 143.91 us at 33554432 B, 230.19 us at 67108864 B',
+    ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 36 GPUs: 72.38 us at 9437184 B, 104.02 us at 18874368 B, 113.90 us at 37748736 B, 176.66 us at 75497472 B',
+    ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 64 GPUs: 122.26 us at 16777216 B, 184.00 us at 33554432 B, 193.73 us at 67108864 B, 309.10 us at 134217728 B',
+    ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 72 GPUs: 136.51 us at 18874368 B, 206.23 us at 37748736 B, 225.46 us at 75497472 B, 348.60 us at 150994944 B',
+    ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 8 GPUs: 31.95 us at 4718592 B, 45.58 us at 8388608 B, 37.36 us at 9437184 B, 49.59 us at 16777216 B',
+    ('gb300-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 16 GPUs: 36.62 us at 4194304 B, 57.39 us at 8388608 B, 79.82 us at 16777216 B, 114.87 us at 33554432 B',
     ('gb300-nvl72', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv gb300 vLLM_custom_eager 0.19.0, 2 GPUs: 40.91 us at 2097152 B, 64.91 us at 4194304 B, 64.16 us at 8388608 B, 63.77 us at 16777216 B',
+    ('gb300-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 32 GPUs: 58.36 us at 8388608 B, 92.29 us at 16777216 B, 142.50 us at 33554432 B, 223.97 us at 67108864 B',
+    ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 36 GPUs: 71.41 us at 9437184 B, 102.57 us at 18874368 B, 112.55 us at 37748736 B, 173.55 us at 75497472 B',
+    ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 64 GPUs: 119.85 us at 16777216 B, 175.94 us at 33554432 B, 187.19 us at 67108864 B, 296.25 us at 134217728 B',
+    ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 72 GPUs: 133.85 us at 18874368 B, 197.07 us at 37748736 B, 215.38 us at 75497472 B, 331.92 us at 150994944 B',
+    ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 8 GPUs: 31.68 us at 4718592 B, 43.62 us at 8388608 B, 36.75 us at 9437184 B, 47.11 us at 16777216 B',
     ('hgx-b200', 8, 'eager', 'symm-mem-multimem', 'nccl', 134217728):
         'measured_comm.csv b200_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 126.29 us at 33554432 B, 251.17 us at 67108864 B, 427.70 us at 134217728 B, 788.11 us at 268435456 B',
-    ('hgx-b200', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'):
-        'measured_comm.csv b200_sxm NCCL 2.29.2 all-gather, 8 GPUs: 102.07 us at 16777216 B, 114.62 us at 33554432 B, 137.22 us at 67108864 B, 209.10 us at 134217728 B',
-    ('hgx-b200', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'):
-        'measured_comm.csv b200_sxm NCCL 2.29.2 reduce-scatter, 8 GPUs: 96.53 us at 16777216 B, 108.92 us at 33554432 B, 136.84 us at 67108864 B, 208.85 us at 134217728 B',
     ('hgx-b200', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.78 us at 1048576 B, 30.38 us at 2097152 B, 39.42 us at 4194304 B, 55.36 us at 8388608 B',
     ('hgx-b200', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728):
@@ -277,8 +313,6 @@ MEASURED = {
         'measured_comm.csv b200_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 25.95 us at 262144 B, 26.05 us at 524288 B, 16.67 us at 1048576 B, 20.72 us at 2097152 B',
     ('hgx-b300', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv b300_sxm vLLM_custom_eager 0.19.0, 2 GPUs: 27.37 us at 2097152 B, 39.35 us at 4194304 B, 45.55 us at 8388608 B, 58.15 us at 16777216 B',
-    ('hgx-b300', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'):
-        'measured_comm.csv b300_sxm NCCL 2.29.2 all-gather, 8 GPUs: 100.51 us at 16777216 B, 114.00 us at 33554432 B, 137.94 us at 67108864 B, 207.12 us at 134217728 B',
     ('hgx-b300', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b300_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.41 us at 1048576 B, 29.84 us at 2097152 B, 39.34 us at 4194304 B, 55.52 us at 8388608 B',
     ('hgx-b300', 8, 'vllm', 'two-shot', 'symm-mem-multimem', 4194304):
@@ -324,39 +358,31 @@ MEASURED = {
 each side extended to the edge falls by more than NOISE, and the model falls there)."""
 
 KNOWN = {
-    ('gb200-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
-    ('gb200-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
-    ('gb200-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
-    ('gb200-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
-    ('gb200-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb200-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
-    ('gb300-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 16, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
-    ('gb300-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 36, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
-    ('gb300-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 64, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
-    ('gb300-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 72, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
-    ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
-    ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'measured 5.80 -> 6.11 us at the edge, no fall',
+    ('gb300-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
+    ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'measured 5.11 -> 5.85 us at the edge, no fall',
     ('h100-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('h100-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
@@ -371,7 +397,10 @@ KNOWN = {
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
     ('hgx-b200', 8, 'eager', 'two-shot', 'symm-mem-multimem', 1048576): 'measured 34.42 -> 38.04 us at the edge, no fall',
-    ('hgx-b300', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'measured 115.18 -> 116.71 us at the edge, no fall',
+    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 96.43 us at the edge, no fall',
+    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.12 -> 90.96 us at the edge, no fall',
+    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 94.45 us at the edge, no fall',
+    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.02 -> 90.56 us at the edge, no fall',
     ('hgx-h20', 2, 'eager', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
     ('hgx-h20', 2, 'vllm', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
     ('hgx-h20', 4, 'eager', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
@@ -464,7 +493,6 @@ KNOWN = {
     ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
 }
-
 """Switch.key -> why the model's fall there is not a measured one: defects to fix (issue 20), each held by a
 strict xfail (test_physics.test_a_known_fall_is_still_there), so that a fixed one must leave the list."""
 

@@ -28,6 +28,12 @@ from pathlib import Path
 XLA_LAUNCH_S = 3e-6
 SYSTEM = "gb200-nvl72"
 DEVICE_KEY = "sm_100_GB200"
+DEVICES = {"gb200-nvl72": "sm_100_GB200", "gb300-nvl72": "sm_103"}
+"""Catalog system -> the table's device key (sm_103: "Blackwell Ultra, GB300-class NVL72")."""
+NVLS_ALL_GATHER_MAX_GPUS = 32
+"""NCCL offers NVLS for all-gather / reduce-scatter only up to NCCL_MAX_NVLS_ARITY local ranks
+(src/include/device.h: 32; enqueue.cc updateCollCostTable skips NVLS for a non-all-reduce above it):
+an all-gather of 33 to 72 NVL72 GPUs is a ring, whichever its protocol."""
 SOURCE = ("xla_collective_perf_table.csv (ROCm/xla collective_interpolator_data.h at d02afb4f, "
           "device sm_100_GB200, all-reduce)")
 
@@ -52,13 +58,16 @@ def _path(data_dir: Path | None) -> Path:
     raise FileNotFoundError("xla_collective_perf_table.csv not found (looked in ../shared/data)")
 
 
-@lru_cache(maxsize=4)
-def load_rows(data_dir: Path | None = None, min_gpus: int = 8) -> tuple[XlaRow, ...]:
-    """The GB200 all-reduce rows of `min_gpus` GPUs or more, glitches dropped, sorted."""
+@lru_cache(maxsize=16)
+def load_rows(data_dir: Path | None = None, min_gpus: int = 8, op: str = "all-reduce",
+              system: str = SYSTEM) -> tuple[XlaRow, ...]:
+    """`system`'s rows of `op` (all-reduce, all-gather: `tensor_bytes` is nccl-tests' size, the
+    gathered output; XLA's reduce-scatter rows, 1.3-2 us at 72 GPUs, are no NCCL time and are not
+    read) at `min_gpus` GPUs or more, glitches dropped, sorted."""
     by_g: dict[int, list[XlaRow]] = {}
     with _path(data_dir).open(newline="") as f:
         for r in csv.DictReader(f):
-            if r["device_key"] != DEVICE_KEY or r["opcode"] != "all-reduce" or not r["time_us_derived"]:
+            if r["device_key"] != DEVICES[system] or r["opcode"] != op or not r["time_us_derived"]:
                 continue
             g = int(r["devices_per_group"])
             if g >= min_gpus:
