@@ -83,6 +83,16 @@ def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
     return None
 
 
+def read_class(system, gpus: int) -> str:
+    """Whose rate a one-shot's reads of its peers run at (the key of one_shot_efficiency_by_arch):
+    over NVLink (or xGMI) the GPU generation's kernel, over PCIe P2P the PCIe link's, whatever the
+    generation (one peer's buffer read across the root complex or a PCIe switch at 24-48 GB/s, a
+    tenth of what any generation's kernel reads over NVLink: L40S's rows, 0.93 of the ring's busbw,
+    stand for every PCIe box; B200's 2-GPU NVLink share, 0.24, had priced 2 RTX PRO 6000s at 12
+    GB/s on a 48 GB/s link)."""
+    return "pcie" if ring_path(system, gpus).nccl_link == "pci" else system.gpu.arch
+
+
 def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     """(latency, one-shot algbw, two-shot algbw) of the engine's kernels on `group`: launch and a
     2-GPU barrier, then one more flag per further peer; one-shot reads the p-1 peers' whole
@@ -90,7 +100,7 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     g, arch, mn = group.gpus_per_node, group.system.gpu.arch, mnnvl(group, e)
     busbw = ring_path(group.system, g).busbw_bytes_per_s
     latency = e.latency_for(arch, g, mn)
-    one_bw = e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1)
+    one_bw = e.efficiency(1, g, read_class(group.system, g), mnnvl=mn) * busbw / (g - 1)
     if g == 2 and e.two_shot_pair_extra_s is not None and not mn:
         # two ranks: the two-shot's reduce-scatter reads n/2 from the one peer and its all-gather
         # writes n/2 back, the one-shot's n over the same link: the one-shot's rate
