@@ -419,9 +419,7 @@ KNOWN = {
     ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll128', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'measured 5.11 -> 5.85 us at the edge, no fall',
-    ('h100-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
-    ('h100-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('hgx-a100', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
@@ -485,6 +483,7 @@ KNOWN = {
     ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('rtx4090-pcie-p2p', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
 }
+
 
 """Switch.key -> why the model's fall there is not a measured one: defects to fix (issue 20), each held by a
 strict xfail (test_physics.test_a_known_fall_is_still_there), so that a fixed one must leave the list."""

@@ -61,14 +61,21 @@ def test_vllm_0_14_rows_stand_for_0_19(data_dir, gpus):
         assert not any(k.startswith("symm-mem") for k in r.kinds + r.at_edge), (system, r.describe())
 
 
-def test_a_pcie_one_shot_reads_at_the_links_rate(data_dir):
-    """Over PCIe a one-shot reads its peer's buffer at the link's rate, whatever the generation: the
-    PCIe class's share (0.934 of the ring's busbw, fitted on L40S's rows) prices 2 RTX PRO 6000s on
-    PCIe 5 at 0.934 x 48 GB/s = 44.8 GB/s (it was B200's NVLink share, 0.244: 11.7 GB/s, and the
-    one-shot at 8 MiB - 1 cost 723 us against NCCL's 207 us just above vLLM's limit). Checked on the
-    rows it is fitted on: 2 L40S, vLLM 0.14.0, 4 MiB one-shot 229.41 us, within 3%."""
+def test_a_one_shot_over_one_link_reads_at_the_links_rate(data_dir):
+    """Two GPUs over one point-to-point link (PCIe P2P, an NVLink bridge): the one-shot reads its peer
+    at the link's rate, whatever the generation, since every generation's kernel reads faster (2
+    H100 SXMs through NVSwitch, vLLM 0.19.0: 2 MiB more from 2 to 4 MiB in 7.8 us, 269 GB/s, against
+    the H100 PCIe bridge's 116). The link class's share (0.934 of the ring's busbw, fitted on L40S's
+    rows) prices 2 RTX PRO 6000s on PCIe 5 at 0.934 x 48 = 44.8 GB/s (it was B200's NVSwitch share,
+    0.244: 11.7 GB/s, and the one-shot at 8 MiB - 1 cost 723 us against NCCL's 207 us just above
+    vLLM's limit) and the H100 PCIe bridge at 0.934 x 116 = 108 GB/s (was H100's 0.717: 83). Checked
+    on the rows it is fitted on: 2 L40S, vLLM 0.14.0, 4 MiB one-shot 229.41 us, within 3%."""
+    sxm = _rows(data_dir, "h100_sxm", "vLLM_custom_graph", "0.19.0", 2)
+    assert 2 * 2**20 / ((sxm[4194304] - sxm[2097152]) * 1e-6) == pytest.approx(269e9, rel=0.01)
+    bridge = custom_candidate(make_group("h100-pcie", gpus=2), 1, engine="vllm")
+    assert bridge.algbw_bytes_per_s == pytest.approx(0.934 * 116e9, rel=0.01)
     pro = make_group("rtx-pro-6000-pcie", gpus=2)
-    assert read_class(pro.system, 2) == "pcie" and read_class(make_group("hgx-b200", gpus=2).system, 2) == "blackwell"
+    assert read_class(pro.system, 2) == "link" and read_class(make_group("hgx-b200", gpus=2).system, 2) == "blackwell"
     one = custom_candidate(pro, 1, engine="vllm")
     assert one.algbw_bytes_per_s == pytest.approx(0.934 * 48e9, rel=0.01)
     measured = _rows(data_dir, "l40s", "vLLM_custom_graph", "0.14.0", 2)[4194304]
@@ -76,7 +83,7 @@ def test_a_pcie_one_shot_reads_at_the_links_rate(data_dir):
     l40s = custom_candidate(make_group("l40s-pcie", gpus=2), 1, engine="vllm")
     t, _ = engine_allreduce_s(allreduce_ranges_for("vllm", make_group("l40s-pcie", gpus=2), 8192.0), np.array([4194304.0]))
     assert l40s is not None and t[0] * 1e6 == pytest.approx(measured, rel=0.03)
-    for system in ("rtx-pro-6000-pcie", "rtx-pro-6000-2s-epyc"):
+    for system in ("rtx-pro-6000-pcie", "rtx-pro-6000-2s-epyc", "h100-pcie"):
         ranges = allreduce_ranges_for("vllm", make_group(system, gpus=2), 8192.0)
         below, at = engine_allreduce_s(ranges, np.array([8388607.0, 8388608.0]))[0]
         assert at >= below, (system, below, at)
