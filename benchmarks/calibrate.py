@@ -61,7 +61,7 @@ from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
-from shardbudget.comm.custom_kernels import mnnvl, two_shot_extra_s  # noqa: E402
+from shardbudget.comm.custom_kernels import mnnvl, read_class, two_shot_extra_s  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
@@ -521,12 +521,12 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
                 base_latency = c.latency_s - (k.two_shot_extra_for(s.gpu.arch) if c.algorithm == "two-shot" else 0.0)
-                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus, s.gpu.arch)
+                eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus, read_class(s, x.gpus))
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
                 by_gpus[(c.algorithm, x.gpus)].append(point)
                 if c.algorithm == "one-shot" and _rule_kind(engine, group, x.size_bytes) == "one-shot":
-                    one_by_arch[(s.gpu.arch, x.gpus)].append(point)
+                    one_by_arch[(read_class(s, x.gpus), x.gpus)].append(point)
                 if c.algorithm == "two-shot":
                     two_by_arch[s.gpu.arch].append((x.gpus, *point))
         slopes = []

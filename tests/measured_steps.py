@@ -98,6 +98,22 @@ MEASURED_COMM = {"hgx-a100": "a100_sxm", "hgx-h100": "h100_sxm", "hgx-b200": "b2
                  "gb300-nvl72": "gb300", "l40s-pcie": "l40s"}
 
 
+SAME_ENGINE_KERNELS = {"hgx-h200": "hgx-h100", "hgx-h20": "hgx-h100"}
+"""Systems whose engine all-reduce (vLLM, SGLang, TensorRT-LLM kernels, and the NCCL they fall back
+to) is measured on another: H200 and H20 are GH100 GPUs on the same NVLink 4 (18 links, 900 GB/s)
+and third-generation NVSwitch as H100 (catalog/systems.toml), so the same kernels cross the same
+rule edges at the same cost there (the model prices them alike: custom_allreduce.toml is keyed by
+generation and the ring's busbw is the fabric's). Their steps are H100's rows (engines only; NCCL's
+own choice is left to its own tables)."""
+
+SAME_RELEASE = {("vllm", "a100_sxm"): "0.14.0", ("vllm", "l40s"): "0.14.0"}
+"""Where vLLM's pinned release (0.19.0) runs the same kernels by the same rule as the release
+measured: on SM 8.0 and 8.9 there is no symmetric-memory path (vllm.toml symm_mem archs 9.0, 10.0,
+10.3), and custom_all_reduce's kernels and thresholds did not change from 0.14.0 to 0.19.0 (the
+H100 rows of the two releases agree within 5% at every size the custom kernel runs in both:
+tests/unit/test_physics.py test_vllm_0_14_rows_stand_for_0_19)."""
+
+
 @lru_cache(maxsize=None)
 def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[str, dict[int, float]]:
     """(source, {bytes: us}) measured for this system, GPU count, library (at the release the model
@@ -109,18 +125,22 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
                 and r.catalog_system == system and r.gpus == gpus and r.time_s]
         return ("nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod)",
                 {int(r.size_bytes): r.time_s * 1e6 for r in rows})
-    if system not in MEASURED_COMM:
+    stand_in = SAME_ENGINE_KERNELS.get(system) if impl != "nccl" else None
+    if (stand_in or system) not in MEASURED_COMM:
         return xla_series(system, gpus, impl, op)
+    key = MEASURED_COMM[stand_in or system]
     library, mode = ("vllm", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
     pin = mc.pinned_version("vllm" if impl == "eager" else impl)
-    rows = [r for r in mc.load_rows() if r.key == MEASURED_COMM[system] and r.library == library and r.mode == mode
+    pin = SAME_RELEASE.get((library, key), pin)
+    rows = [r for r in mc.load_rows() if r.key == key and r.library == library and r.mode == mode
             and r.op == op and r.gpus == gpus and (pin is None or r.version == pin)]
     if not rows:
         return xla_series(system, gpus, impl, op)
     label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "sglang": "SGLang_CustomAllReduce_graph",
              "trtllm": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
     what = "" if op == "all-reduce" else f" {op}"
-    return (f"measured_comm.csv {MEASURED_COMM[system]} {label} {rows[0].version}{what}",
+    whose = f" (for {system}: SAME_ENGINE_KERNELS)" if stand_in else ""
+    return (f"measured_comm.csv {key} {label} {rows[0].version}{what}{whose}",
             {int(r.size_bytes): r.time_s * 1e6 for r in rows})
 
 
@@ -303,6 +323,8 @@ MEASURED = {
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 72 GPUs: 133.85 us at 18874368 B, 197.07 us at 37748736 B, 215.38 us at 75497472 B, 331.92 us at 150994944 B',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 8 GPUs: 31.68 us at 4718592 B, 43.62 us at 8388608 B, 36.75 us at 9437184 B, 47.11 us at 16777216 B',
+    ('hgx-a100', 8, 'eager', 'one-shot', 'two-shot', 262144):
+        'measured_comm.csv a100_sxm vLLM_custom_eager 0.14.0, 8 GPUs: 44.74 us at 65536 B, 45.26 us at 131072 B, 44.63 us at 262144 B, 44.76 us at 524288 B',
     ('hgx-b200', 8, 'eager', 'symm-mem-multimem', 'nccl', 134217728):
         'measured_comm.csv b200_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 126.29 us at 33554432 B, 251.17 us at 67108864 B, 427.70 us at 134217728 B, 788.11 us at 268435456 B',
     ('hgx-b200', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
@@ -339,6 +361,46 @@ MEASURED = {
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 8 GPUs: 35.49 us at 2097152 B, 51.90 us at 4194304 B, 79.43 us at 8388608 B, 122.32 us at 16777216 B',
     ('hgx-h100', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864):
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 92.37 us at 16777216 B, 177.75 us at 33554432 B, 320.88 us at 67108864 B, 574.62 us at 134217728 B',
+    ('hgx-h20', 2, 'eager', 'symm-mem-two-shot', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 2 GPUs: 97.60 us at 16777216 B, 188.68 us at 33554432 B, 293.73 us at 67108864 B, 556.56 us at 134217728 B',
+    ('hgx-h20', 2, 'vllm', 'symm-mem-two-shot', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 2 GPUs: 82.30 us at 16777216 B, 158.44 us at 33554432 B, 246.87 us at 67108864 B, 465.34 us at 134217728 B',
+    ('hgx-h20', 4, 'eager', 'symm-mem-multimem', 'nccl', 33554432):
+        'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 62.57 us at 8388608 B, 113.93 us at 16777216 B, 201.41 us at 33554432 B, 376.57 us at 67108864 B',
+    ('hgx-h20', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
+    ('hgx-h20', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432):
+        'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
+    ('hgx-h20', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 107.55 us at 16777216 B, 207.98 us at 33554432 B, 362.41 us at 67108864 B, 663.03 us at 134217728 B',
+    ('hgx-h20', 8, 'sglang', 'one-shot', 'two-shot', 262144):
+        'measured_comm.csv h100_sxm SGLang_CustomAllReduce_graph 0.5.14 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 4.81 us at 65536 B, 6.40 us at 131072 B, 9.36 us at 262144 B, 10.59 us at 524288 B',
+    ('hgx-h20', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
+    ('hgx-h20', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 10.17 us at 262144 B, 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B',
+    ('hgx-h20', 8, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 35.49 us at 2097152 B, 51.90 us at 4194304 B, 79.43 us at 8388608 B, 122.32 us at 16777216 B',
+    ('hgx-h20', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 92.37 us at 16777216 B, 177.75 us at 33554432 B, 320.88 us at 67108864 B, 574.62 us at 134217728 B',
+    ('hgx-h200', 2, 'eager', 'symm-mem-two-shot', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h200: SAME_ENGINE_KERNELS), 2 GPUs: 97.60 us at 16777216 B, 188.68 us at 33554432 B, 293.73 us at 67108864 B, 556.56 us at 134217728 B',
+    ('hgx-h200', 2, 'vllm', 'symm-mem-two-shot', 'nccl', 67108864):
+        'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h200: SAME_ENGINE_KERNELS), 2 GPUs: 82.30 us at 16777216 B, 158.44 us at 33554432 B, 246.87 us at 67108864 B, 465.34 us at 134217728 B',
+    ('hgx-h200', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
+    ('hgx-h200', 8, 'sglang', 'one-shot', 'two-shot', 262144):
+        'measured_comm.csv h100_sxm SGLang_CustomAllReduce_graph 0.5.14 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 4.81 us at 65536 B, 6.40 us at 131072 B, 9.36 us at 262144 B, 10.59 us at 524288 B',
+    ('hgx-h200', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
+    ('hgx-h200', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 10.17 us at 262144 B, 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B',
+    ('hgx-h200', 8, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 35.49 us at 2097152 B, 51.90 us at 4194304 B, 79.43 us at 8388608 B, 122.32 us at 16777216 B',
+    ('l40s-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608):
+        'measured_comm.csv l40s vLLM_custom_eager 0.14.0, 2 GPUs: 123.66 us at 2097152 B, 238.16 us at 4194304 B, 454.82 us at 8388608 B, 902.24 us at 16777216 B',
+    ('l40s-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608):
+        'measured_comm.csv l40s vLLM_custom_graph 0.14.0, 2 GPUs: 116.82 us at 2097152 B, 229.41 us at 4194304 B, 449.95 us at 8388608 B, 891.88 us at 16777216 B',
     ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'):
         'measured_comm.csv l40s NCCL 2.27.3, 4 GPUs: 57.72 us at 131072 B, 109.70 us at 262144 B, 163.00 us at 524288 B, 268.30 us at 1048576 B',
     ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
@@ -359,66 +421,41 @@ each side extended to the edge falls by more than NOISE, and the model falls the
 
 KNOWN = {
     ('gb200-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'no rows measured at this release',
     ('gb200-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
     ('gb300-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 16, 'trtllm', 'one-shot/ll', 'two-shot/ll', 65536): 'measured 5.80 -> 6.11 us at the edge, no fall',
     ('gb300-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32768): 'no rows measured at this release',
+    ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29127): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
     ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16384): 'no rows measured at this release',
+    ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14563): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 8, 'trtllm', 'one-shot/ll', 'two-shot/ll', 131072): 'measured 5.11 -> 5.85 us at the edge, no fall',
-    ('h100-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
-    ('h100-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('hgx-a100', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
-    ('hgx-a100', 8, 'eager', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
     ('hgx-a100', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
-    ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
+    ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'measured 17.19 -> 17.13 us at the edge, no fall',
     ('hgx-b200', 8, 'eager', 'two-shot', 'symm-mem-multimem', 1048576): 'measured 34.42 -> 38.04 us at the edge, no fall',
     ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 96.43 us at the edge, no fall',
     ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.12 -> 90.96 us at the edge, no fall',
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 94.45 us at the edge, no fall',
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.02 -> 90.56 us at the edge, no fall',
-    ('hgx-h20', 2, 'eager', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h20', 2, 'vllm', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h20', 4, 'eager', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
-    ('hgx-h20', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('hgx-h20', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
-    ('hgx-h20', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h20', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
-    ('hgx-h20', 8, 'trtllm', 'nccl', 'two-shot', 2097152): 'no rows measured at this release',
-    ('hgx-h20', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
-    ('hgx-h20', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
-    ('hgx-h20', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h200', 2, 'eager', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h200', 2, 'vllm', 'symm-mem-two-shot', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h200', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('hgx-h200', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
-    ('hgx-h200', 8, 'trtllm', 'nccl', 'two-shot', 2097152): 'no rows measured at this release',
-    ('hgx-h200', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
-    ('hgx-h200', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-h800', 2, 'eager', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-h800', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
@@ -437,50 +474,28 @@ KNOWN = {
     ('hgx-h800', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'one-shot', 'symm-mem-multimem', 262144): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
-    ('l40s-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'): 'measured 31.27 -> 37.96 us at the edge, no fall',
     ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'measured 20.54 -> 30.05 us at the edge, no fall',
     ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'measured 20.33 -> 28.37 us at the edge, no fall',
     ('l40s-pcie', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'measured 458.88 -> 456.71 us at the edge, no fall',
-    ('l40s-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi300x', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi300x', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('mi300x', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('mi300x', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi300x', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
-    ('mi300x', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('mi300x', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('mi300x', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
-    ('mi300x', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
-    ('mi300x', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('mi325x', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi325x', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('mi325x', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('mi325x', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi325x', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
-    ('mi325x', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('mi325x', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('mi325x', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
-    ('mi325x', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
-    ('mi325x', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('mi355x', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('mi355x', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('mi355x', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
-    ('mi355x', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('mi355x', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('mi355x', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
-    ('mi355x', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
-    ('rtx-pro-6000-2s-epyc', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('rtx-pro-6000-2s-epyc', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('rtx-pro-6000-2s-epyc', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('rtx-pro-6000-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('rtx-pro-6000-pcie', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
-    ('rtx-pro-6000-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',

@@ -83,6 +83,19 @@ def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
     return None
 
 
+def read_class(system, gpus: int) -> str:
+    """Whose rate a one-shot's reads of its peers run at (the key of one_shot_efficiency_by_arch):
+    through an NVSwitch the GPU generation's kernel (0.72 of the ring's busbw on 2 H100s: 269 GB/s,
+    measured_comm.csv vLLM 0.19.0, 12.4 us at 2 MiB, 20.2 us at 4 MiB), over one point-to-point link
+    ("link": PCIe P2P, or the one NVLink bridge or xGMI link between two GPUs) the link's rate,
+    whatever the generation, since every generation's kernel reads faster than such a link carries:
+    L40S's rows, 0.93 of the ring's busbw, stand for every such pair. The generation's NVSwitch
+    share had priced 2 RTX PRO 6000s on PCIe 5 at B200's 0.24 (12 GB/s of 48) and two bridged
+    H100 PCIe at 83 GB/s of the bridge's 116."""
+    path = ring_path(system, gpus)
+    return "link" if path.nccl_link == "pci" or (gpus == 2 and system.topology != "switch") else system.gpu.arch
+
+
 def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     """(latency, one-shot algbw, two-shot algbw) of the engine's kernels on `group`: launch and a
     2-GPU barrier, then one more flag per further peer; one-shot reads the p-1 peers' whole
@@ -90,7 +103,10 @@ def _kernel_lines(group: Group, e: EngineKernels) -> tuple[float, float, float]:
     g, arch, mn = group.gpus_per_node, group.system.gpu.arch, mnnvl(group, e)
     busbw = ring_path(group.system, g).busbw_bytes_per_s
     latency = e.latency_for(arch, g, mn)
-    one_bw = e.efficiency(1, g, arch, mnnvl=mn) * busbw / (g - 1)
+    cls = read_class(group.system, g)
+    # an engine that never measured a link-bound pair (TensorRT-LLM: no PCIe) keeps its generation's
+    cls = cls if str(g) in e.one_shot_efficiency_by_arch.get(cls, {}) else arch
+    one_bw = e.efficiency(1, g, cls, mnnvl=mn) * busbw / (g - 1)
     if g == 2 and e.two_shot_pair_extra_s is not None and not mn:
         # two ranks: the two-shot's reduce-scatter reads n/2 from the one peer and its all-gather
         # writes n/2 back, the one-shot's n over the same link: the one-shot's rate

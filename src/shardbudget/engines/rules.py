@@ -85,7 +85,9 @@ def _table_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, 
                 nvlink: bool, p2p: bool, nodes: int, tokens: int | None, arch: str | None) -> str:
     """TensorRT-LLM AUTO (allreduceOp.cpp selectImplementation, customAllReduceUtils.h
     selectStrategyLookUpTable) for a bf16 all-reduce fused with residual + RMSNorm."""
-    if not _custom_eligible(custom, world_size, nvlink, p2p, nodes):
+    if not _custom_eligible(custom, world_size, nvlink, p2p, nodes) or arch == "":
+        # "": a GPU without a CUDA compute capability (AMD's): TensorRT-LLM's kernels are CUDA and
+        # its table is keyed by SM; the release supports NVIDIA GPUs only (trtllm.toml [cli.support])
         return "nccl"
     limit = custom.max_bytes_two_gpus if world_size <= 2 and custom.max_bytes_two_gpus else custom.max_bytes
     if msg_bytes > limit:
