@@ -111,7 +111,7 @@ SAME_RELEASE = {("vllm", "a100_sxm"): "0.14.0", ("vllm", "l40s"): "0.14.0"}
 measured: on SM 8.0 and 8.9 there is no symmetric-memory path (vllm.toml symm_mem archs 9.0, 10.0,
 10.3), and custom_all_reduce's kernels and thresholds did not change from 0.14.0 to 0.19.0 (the
 H100 rows of the two releases agree within 5% at every size the custom kernel runs in both:
-tests/unit/test_physics.py test_vllm_0_14_rows_stand_for_0_19)."""
+tests/validation/test_engine_edges.py test_vllm_0_14_rows_stand_for_0_19)."""
 
 
 @lru_cache(maxsize=None)
