@@ -479,7 +479,15 @@ def engine_samples(data_dir: Path | None = None) -> list[tuple[str, Sample]]:
     """(engine, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs."""
     mc = load_module("measured_comm")
     return [(r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
-            for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph"]
+            for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph" and not _older_kernel_nccl(mc, r)]
+
+
+def _older_kernel_nccl(mc, r) -> bool:
+    """A row NCCL ran in a release older than the preset's rule: SGLang before 0.5.12 (A100's newest
+    rows are 0.5.10) ran sgl-kernel's kernel to 8 MiB and NCCL above, where 0.5.14's CustomAllReduceV2
+    (sgl-project/sglang#24363, default from 0.5.12) runs its two-shot to 16 MiB: such rows are
+    not the kernel's, and its 0.5.14 limits would fit them as two-shot rows."""
+    return r.library == "sglang" and mc._version_key(r.version) < (0, 5, 12) and r.size_bytes > 8 * 2 ** 20
 
 
 _EFF = {"one-shot": "one_shot_efficiency", "two-shot": "two_shot_efficiency"}

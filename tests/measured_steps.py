@@ -327,6 +327,8 @@ MEASURED = {
         'measured_comm.csv a100_sxm vLLM_custom_eager 0.14.0, 8 GPUs: 44.74 us at 65536 B, 45.26 us at 131072 B, 44.63 us at 262144 B, 44.76 us at 524288 B',
     ('hgx-b200', 8, 'eager', 'symm-mem-multimem', 'nccl', 134217728):
         'measured_comm.csv b200_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 126.29 us at 33554432 B, 251.17 us at 67108864 B, 427.70 us at 134217728 B, 788.11 us at 268435456 B',
+    ('hgx-b200', 8, 'sglang', 'one-shot', 'two-shot', 737280):
+        'measured_comm.csv b200_sxm SGLang_CustomAllReduce_graph 0.5.14, 8 GPUs: 8.48 us at 262144 B, 11.56 us at 524288 B, 14.97 us at 1048576 B, 18.91 us at 2097152 B',
     ('hgx-b200', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.78 us at 1048576 B, 30.38 us at 2097152 B, 39.42 us at 4194304 B, 55.36 us at 8388608 B',
     ('hgx-b200', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728):
@@ -351,8 +353,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0, 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h100', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 107.55 us at 16777216 B, 207.98 us at 33554432 B, 362.41 us at 67108864 B, 663.03 us at 134217728 B',
-    ('hgx-h100', 8, 'sglang', 'one-shot', 'two-shot', 262144):
-        'measured_comm.csv h100_sxm SGLang_CustomAllReduce_graph 0.5.14, 8 GPUs: 4.81 us at 65536 B, 6.40 us at 131072 B, 9.36 us at 262144 B, 10.59 us at 524288 B',
     ('hgx-h100', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
     ('hgx-h100', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
@@ -373,8 +373,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h20', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 107.55 us at 16777216 B, 207.98 us at 33554432 B, 362.41 us at 67108864 B, 663.03 us at 134217728 B',
-    ('hgx-h20', 8, 'sglang', 'one-shot', 'two-shot', 262144):
-        'measured_comm.csv h100_sxm SGLang_CustomAllReduce_graph 0.5.14 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 4.81 us at 65536 B, 6.40 us at 131072 B, 9.36 us at 262144 B, 10.59 us at 524288 B',
     ('hgx-h20', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
     ('hgx-h20', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
@@ -389,8 +387,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h200: SAME_ENGINE_KERNELS), 2 GPUs: 82.30 us at 16777216 B, 158.44 us at 33554432 B, 246.87 us at 67108864 B, 465.34 us at 134217728 B',
     ('hgx-h200', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
-    ('hgx-h200', 8, 'sglang', 'one-shot', 'two-shot', 262144):
-        'measured_comm.csv h100_sxm SGLang_CustomAllReduce_graph 0.5.14 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 4.81 us at 65536 B, 6.40 us at 131072 B, 9.36 us at 262144 B, 10.59 us at 524288 B',
     ('hgx-h200', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
     ('hgx-h200', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
@@ -443,11 +439,9 @@ KNOWN = {
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
-    ('hgx-a100', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
-    ('hgx-a100', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'measured 17.19 -> 17.13 us at the edge, no fall',
@@ -456,12 +450,13 @@ KNOWN = {
     ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.12 -> 90.96 us at the edge, no fall',
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 94.45 us at the edge, no fall',
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.02 -> 90.56 us at the edge, no fall',
+    ('hgx-b300', 8, 'sglang', 'one-shot', 'two-shot', 737280): 'measured 14.15 -> 14.30 us at the edge, no fall',
     ('hgx-h800', 2, 'eager', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-h800', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 4, 'eager', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
     ('hgx-h800', 4, 'eager', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
-    ('hgx-h800', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
+    ('hgx-h800', 4, 'sglang', 'one-shot', 'two-shot', 393216): 'no rows measured at this release',
     ('hgx-h800', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-h800', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
     ('hgx-h800', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
@@ -469,7 +464,8 @@ KNOWN = {
     ('hgx-h800', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
     ('hgx-h800', 8, 'eager', 'one-shot', 'symm-mem-multimem', 262144): 'no rows measured at this release',
     ('hgx-h800', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
-    ('hgx-h800', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
+    ('hgx-h800', 8, 'sglang', 'one-shot', 'two-shot', 163840): 'no rows measured at this release',
+    ('hgx-h800', 8, 'sglang', 'two-shot', 'nccl', 16777216): 'no rows measured at this release',
     ('hgx-h800', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-h800', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'one-shot', 'symm-mem-multimem', 262144): 'no rows measured at this release',
@@ -495,7 +491,6 @@ KNOWN = {
     ('mi355x', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
-    ('mi355x', 8, 'sglang', 'one-shot', 'two-shot', 262144): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',

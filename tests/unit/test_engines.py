@@ -104,13 +104,34 @@ def test_vllm_ranges_for_the_plan_header(vllm):
     assert allreduce_ranges(vllm, 4, nvlink=False, p2p=True) == ((inf, "nccl"),)
 
 
-# --- SGLang: same kernel (sgl-kernel custom_all_reduce.cuh), symmetric memory opt-in ---------------
+# --- SGLang 0.5.14: JIT CustomAllReduceV2 by default on NVLink, the sgl-kernel kernel on 2 PCIe GPUs -
 
 def test_sglang_custom_allreduce_and_defaults():
     sg = load_engine("sglang")
-    assert allreduce_choice(sg, 8, 128 * KiB, True, True, arch="hopper") == "one-shot"
-    assert allreduce_choice(sg, 8, 1 * MiB, True, True, arch="hopper") == "two-shot"   # no symm-mem by default
-    assert allreduce_choice(sg, 8, 9 * MiB, True, True, arch="hopper") == "nccl"       # _MAX_CAR_SIZE = 8 MiB
+    # custom_all_reduce_v2.py _maybe_init_config, H200 table (every capability but 10.x), 8 GPUs:
+    # ModeConfig(160 * KB, 160 * KB): one-shot while bytes <= 160 KiB, two-shot to the 16 MiB buffer
+    assert allreduce_choice(sg, 8, 160 * KiB, True, True, arch="hopper") == "one-shot"
+    assert allreduce_choice(sg, 8, 160 * KiB + 16, True, True, arch="hopper") == "two-shot"
+    assert allreduce_choice(sg, 8, 9 * MiB, True, True, arch="hopper") == "two-shot"   # no symm-mem by default
+    assert allreduce_choice(sg, 8, 16 * MiB, True, True, arch="hopper") == "two-shot"  # should_custom_ar: <=
+    assert allreduce_choice(sg, 8, 16 * MiB + 16, True, True, arch="hopper") == "nccl"
+    # 4 GPUs: push 384 KiB, pull 256 KiB -> one-shot to 384 KiB on Hopper; B200 table 2 MiB, B300 (10.3) too
+    assert allreduce_choice(sg, 4, 384 * KiB, True, True, arch="9.0") == "one-shot"
+    assert allreduce_choice(sg, 4, 512 * KiB, True, True, arch="9.0") == "two-shot"
+    for arch in ("10.0", "10.3"):
+        assert allreduce_choice(sg, 4, 2 * MiB, True, True, arch=arch) == "one-shot"
+        assert allreduce_choice(sg, 4, 2 * MiB + 16, True, True, arch=arch) == "two-shot"
+        assert allreduce_choice(sg, 8, 720 * KiB, True, True, arch=arch) == "one-shot"
+        assert allreduce_choice(sg, 8, 720 * KiB + 16, True, True, arch=arch) == "two-shot"
+    # V2 needs full NVLink even at 2 GPUs: two PCIe GPUs keep CustomAllreduce (one-shot, <= 8 MiB)
+    assert allreduce_choice(sg, 2, 8 * MiB, False, True, arch="8.9") == "one-shot"
+    assert allreduce_choice(sg, 2, 8 * MiB + 16, False, True, arch="8.9") == "nccl"
+    assert allreduce_choice(sg, 2, 16 * MiB, True, True, arch="9.0") == "one-shot"     # pull INF, 16 MiB buffer
+    # sglang-0.4 keeps REDUCE_CASE: 4 GPUs one-shot below 512 KiB, 8 MiB strict
+    old = load_engine("sglang-0.4")
+    assert allreduce_choice(old, 4, 512 * KiB - 16, True, True, arch="10.0") == "one-shot"
+    assert allreduce_choice(old, 4, 512 * KiB, True, True, arch="10.0") == "two-shot"
+    assert allreduce_choice(old, 4, 9 * MiB, True, True, arch="10.0") == "nccl"
     assert sg.cli["dp_attention"] == "--enable-dp-attention"
     assert sg.cli["max_batch"] == "--max-running-requests"
 

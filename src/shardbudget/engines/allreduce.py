@@ -124,6 +124,7 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         out |= {custom.max_bytes} | {b for _, b in custom.one_shot_below}
         out |= {b for per in custom.max_bytes_with_symm_mem.values() for b in per.values()}
         out |= {custom.max_bytes_two_gpus} if custom.max_bytes_two_gpus else set()
+        out |= custom.tuned.edges() if custom.tuned is not None else set()
         if custom.strategy is not None and bytes_per_token:
             # TensorRT-LLM's table changes kernel only where floor(log2(tokens)) steps
             out |= {2 ** k * bytes_per_token for k in range(16)}

@@ -15,9 +15,10 @@ vLLM 0.11.0 (and `eager`)
     symmetric memory (Hopper/Blackwell with multicast, message <= a per-SM, per-world-size cap;
     multimem for some world sizes, two-shot otherwise) -> NCCL. Inside the custom kernel: 2 GPUs
     always one-shot; else one-shot below 512 KiB (<= 4 GPUs) / 256 KiB (<= 8 GPUs), two-shot above.
-SGLang 0.5.x
-    the same custom all-reduce kernel and 8 MiB limit; symmetric memory, MSCCL++ and NVLS are
-    opt-in, so NCCL above.
+SGLang 0.5.14
+    CustomAllReduceV2 (tuned.py) on CUDA with every pair on NVLink: one-shot to a per-SM,
+    per-world-size size, two-shot to 16 MiB; two PCIe GPUs run the older kernel (vLLM's, 8 MiB);
+    symmetric memory, MSCCL++ and NVLS are opt-in, so NCCL above.
 TensorRT-LLM 1.3 (AllReduceStrategy AUTO)
     NCCL off NVLink, across nodes, or above the workspace (8 MB, 16 MB for 2 GPUs); else its
     lookup table by SM (90 / 100), TP, hidden size and tokens: one-shot, two-shot or NCCL (SM 9.0,
@@ -33,6 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
+from .tuned import TunedCustom, load_tuned
 from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
@@ -117,6 +119,8 @@ class CustomAllReduce:
     """TensorRT-LLM's lookup table: [capability][world size] -> one string per hidden size (128 ...
     8192, by floor(log2)), one letter per token count (1 ... 16384, by floor(log2)): '1' one-shot,
     '2' two-shot, 'N' NCCL. None: the engine decides by bytes."""
+    tuned: TunedCustom | None = None
+    """A newer kernel the engine runs first where it is eligible (tuned.py), else None."""
     source: str
 
 
@@ -343,7 +347,8 @@ def _custom(t: _Table) -> CustomAllReduce:
         one_shot_below=tuple(sorted(rules)),
         max_bytes_with_symm_mem=(t.sizes_by_world("max_bytes_with_symm_mem")
                                  if "max_bytes_with_symm_mem" in t.data else MappingProxyType({})),
-        strategy=_strategy(t.table("strategy")) if "strategy" in t.data else None, source=t.text("source"))
+        strategy=_strategy(t.table("strategy")) if "strategy" in t.data else None, source=t.text("source"),
+        tuned=load_tuned(t.table("tuned")) if "tuned" in t.data else None)
 
 
 _STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))

@@ -48,6 +48,11 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
                and nodes == 1 and (hosts == 1 or symm.across_hosts) and arch in symm.archs
                and (multicast or not symm.needs_multicast)
                and world_size in symm.max_bytes.get(arch, {}))
+    if custom is not None and custom.tuned is not None and custom.tuned.eligible(world_size, nvlink, p2p, single, arch):
+        # the engine's tuned kernel (SGLang 0.5.14 CustomAllReduceV2) takes the group from the older one
+        if msg_bytes <= custom.tuned.max_bytes:
+            return custom.tuned.shot(world_size, msg_bytes, arch)
+        custom = None  # larger: the rest of the engine's order
     if custom is not None and _custom_eligible(custom, world_size, nvlink, p2p, single):
         limit = custom.max_bytes
         if symm_on and world_size in custom.max_bytes_with_symm_mem.get(arch, {}):
