@@ -700,15 +700,15 @@ def pcie_kernel_efficiency(cal: Calibration, catalog: Catalog, system: str) -> N
     itself, so it runs at the link's rate (in sample: vLLM and SGLang at 0.93 of the L40S's NCCL
     ring). Without this the fold took the NVLink generations' pooled share at 2 GPUs (vLLM 0.52)."""
     s = catalog.system(system)
-    arch = s.gpu.arch
+    key = read_class(s, 2)  # "link" on a PCIe box: the key its own rows fit in sample
     for name, cap in cal.kernel_cap.items():
         fit = cal.engines.get(name)
-        if fit is None or arch in fit.get("one_shot_efficiency_by_arch", {}):
+        if fit is None or key in fit.get("one_shot_efficiency_by_arch", {}):
             continue
         table = {str(g): min(1.0, cap / ring_path(s, g).busbw_bytes_per_s) for g in (2, 4, 8) if g <= s.gpus_per_node}
         fit["one_shot_efficiency_by_arch"] = MappingProxyType(dict(fit["one_shot_efficiency_by_arch"]) | {
-            arch: MappingProxyType(table)})
-        cal.notes.append(f"{name} {arch}: one-shot at the PCIe link's rate (kernel cap {cap / 1e9:.0f} GB/s)")
+            key: MappingProxyType(table)})
+        cal.notes.append(f"{name} {key}: one-shot at the PCIe link's rate (kernel cap {cap / 1e9:.0f} GB/s)")
 
 
 def nccl_floor_s(catalog: Catalog, system: str) -> float:

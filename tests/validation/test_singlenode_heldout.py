@@ -189,6 +189,6 @@ def test_pcie_fold_runs_the_kernels_at_the_link_rate(data_dir):
     assert cal.kernel_cap["sglang"] == pytest.approx(163e9, rel=0.03)
     assert cal.kernel_cap["trtllm"] == pytest.approx(98e9, rel=0.03)
     for engine in ("vllm", "sglang", "trtllm"):
-        assert cal.engines[engine]["one_shot_efficiency_by_arch"]["ada"]["2"] == 1.0
+        assert cal.engines[engine]["one_shot_efficiency_by_arch"]["link"]["2"] == 1.0
     full = loso.fit_without(None, data_dir)
-    assert full.engines["vllm"]["one_shot_efficiency_by_arch"]["ada"]["2"] == pytest.approx(0.93, abs=0.02)
+    assert full.engines["vllm"]["one_shot_efficiency_by_arch"]["link"]["2"] == pytest.approx(0.93, abs=0.02)
