@@ -8,7 +8,8 @@ Where NCCL runs it, from its source at the catalog's commit (NVIDIA/nccl 5067397
 * enqueue.cc updateCollCostTable offers NVLS to an op other than all-reduce only up to
   NCCL_MAX_NVLS_ARITY = 32 local ranks (device.h), and across nodes only through CollNet, which
   tuning.cc disables unless NCCL_COLLNET_ENABLE is set: one node (one NVLink domain) here;
-* NCCL picks it by its own estimate (tuning.cc ncclTopoTuneModel): latency hwLat NVLink NVLS
+* NCCL picks it by its own estimate (tuning.cc ncclTopoTuneModel, lines 307-323, 377 and 424-425
+  at 5067397c; enqueue.cc updateCollCostTable lines 2004-2006): latency hwLat NVLink NVLS
   Simple (25 us, no base latency), bandwidth the NVLS graph's rate x nvlsEfficiency[arch] x
   (nCh-1)/nCh x (ppn-1)/ppn, and, unlike the ring, that bus bandwidth is *not* converted to an
   algorithm bandwidth for all-gather / reduce-scatter ("a != NCCL_ALGO_RING" skips the ratio).
