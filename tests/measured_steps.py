@@ -297,10 +297,8 @@ def tables() -> str:
 
 
 MEASURED = {
-    ('gb200-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 16 GPUs: 37.10 us at 4194304 B, 57.72 us at 8388608 B, 80.42 us at 16777216 B, 116.16 us at 33554432 B',
-    ('gb200-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 32 GPUs: 59.12 us at 8388608 B, 93.46 us at 16777216 B, 143.91 us at 33554432 B, 230.19 us at 67108864 B',
+    ('gb200-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 16 GPUs: 57.72 us at 8388608 B, 80.42 us at 16777216 B, 116.16 us at 33554432 B, 182.86 us at 67108864 B',
     ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 36 GPUs: 72.38 us at 9437184 B, 104.02 us at 18874368 B, 113.90 us at 37748736 B, 176.66 us at 75497472 B',
     ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
@@ -309,12 +307,10 @@ MEASURED = {
         'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 72 GPUs: 136.51 us at 18874368 B, 206.23 us at 37748736 B, 225.46 us at 75497472 B, 348.60 us at 150994944 B',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 8 GPUs: 31.95 us at 4718592 B, 45.58 us at 8388608 B, 37.36 us at 9437184 B, 49.59 us at 16777216 B',
-    ('gb300-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 16 GPUs: 36.62 us at 4194304 B, 57.39 us at 8388608 B, 79.82 us at 16777216 B, 114.87 us at 33554432 B',
+    ('gb300-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'):
+        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 16 GPUs: 57.39 us at 8388608 B, 79.82 us at 16777216 B, 114.87 us at 33554432 B, 179.74 us at 67108864 B',
     ('gb300-nvl72', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv gb300 vLLM_custom_eager 0.19.0, 2 GPUs: 40.91 us at 2097152 B, 64.91 us at 4194304 B, 64.16 us at 8388608 B, 63.77 us at 16777216 B',
-    ('gb300-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 32 GPUs: 58.36 us at 8388608 B, 92.29 us at 16777216 B, 142.50 us at 33554432 B, 223.97 us at 67108864 B',
     ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 36 GPUs: 71.41 us at 9437184 B, 102.57 us at 18874368 B, 112.55 us at 37748736 B, 173.55 us at 75497472 B',
     ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
@@ -416,8 +412,9 @@ MEASURED = {
 each side extended to the edge falls by more than NOISE, and the model falls there)."""
 
 KNOWN = {
-    ('gb200-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 262.03 -> 270.56 us at the edge, no fall',
+    ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
@@ -427,8 +424,9 @@ KNOWN = {
     ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
-    ('gb300-nvl72', 16, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
+    ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 254.03 -> 267.09 us at the edge, no fall',
+    ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',

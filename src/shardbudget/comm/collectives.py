@@ -30,6 +30,7 @@ from ..errors import PlanError, UnknownNameError
 from ..fabric.hardware import PROTOCOLS, Catalog, System
 from ..fabric.catalog import load_catalog
 from .nccl_symmetric import symmetric_candidates
+from .nvls_gather import NVLS_MAX_ARITY, nvls_gather
 from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (re-exported)
 from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
                          nvls_small, protocols, ring, sendrecv, tree)
@@ -88,6 +89,8 @@ def _candidates(group: Group, op: str, impl: str, catalog: Catalog) -> tuple[Can
     out: list[Candidate | None] = []
     if op in ("all-reduce", "reduce-scatter", "all-gather"):
         out += [ring(group, op, p) for p in protocols(group)]
+    if op in ("reduce-scatter", "all-gather"):
+        out.append(nvls_gather(group, op))
     if op == "all-reduce":
         if group.nodes > 1:
             out += [tree(group, p) for p in protocols(group)]
@@ -127,6 +130,8 @@ def _why_not(group: Group, op: str, impl: str, algo: str, protocol: str) -> str:
     if algo == "nvls" and protocol not in ("auto", "simple") and any(
             c.algorithm == "nvls" for c in candidates(group, op)):
         return f"NVLS runs the Simple protocol only (NCCL has no LL or LL128 NVLS kernels); not {protocol} for {where}"
+    if algo == "nvls" and op != "all-reduce" and group.gpus_per_node > NVLS_MAX_ARITY:
+        return f"NCCL runs NVLS {op} on at most {NVLS_MAX_ARITY} ranks (NCCL_MAX_NVLS_ARITY); not {where}"
     if algo == "nvls":
         return f"NVLS needs NVSwitch with in-switch reduction inside one node; not available for {where}"
     if algo in ("one-shot", "two-shot"):

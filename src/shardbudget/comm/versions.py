@@ -7,7 +7,10 @@ read from the tagged source (../shared/data/nccl_constants.md quotes the tables)
 * symmetric-memory kernels exist from 2.27 (src/device/symmetric at v2.27.3; comm/nccl_symmetric.py);
 * GPUDirect RDMA through a Grace CPU's C2C link is on by default from 2.27 (paths.cc NET_GDR_C2C
   0 at v2.26.2, 1 at v2.27.3; comm/net_path.py);
-* tuning.cc's network latency of an NVLSTree step is 14 us up to 2.28 and 20.9 us from v2.29.2.
+* tuning.cc's network latency of an NVLSTree step is 14 us up to 2.28 and 20.9 us from v2.29.2;
+* NCCL's estimate of an NVLS all-gather / reduce-scatter takes nvlsEfficiency[arch] x (nCh-1)/nCh
+  from 2.28.3 (NVIDIA/nccl f1308997); v2.27.3 takes min(bwIntra x (ppn-1)/ppn, bwInter x 0.9)
+  (comm/nvls_gather.py).
 
 `--nccl-symmetric` says the caller registers its buffers as symmetric windows, so NCCL runs its
 symmetric kernels where they exist (vLLM VLLM_USE_NCCL_SYMM_MEM=1, SGLang --enable-symm-mem).
@@ -24,6 +27,8 @@ from ..fabric.nccl_constants import parse_version
 
 NVLS_TREE_NET_US = ((2, 29), 20.9, 14.0)
 """(first release, from then, before): tuning.cc hwLat[NET][NVLS_TREE][Simple] in us."""
+NVLS_GATHER_EFFICIENCY_FROM = (2, 28)
+"""First release whose NVLS all-gather / reduce-scatter estimate carries nvlsEfficiency (tuning.cc)."""
 OLDEST = (2, 18)
 """The oldest release whose tables ../shared/data/nccl_constants.md quotes."""
 
