@@ -20,19 +20,19 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     rtx4090-pcie    31   11.8%  20.3%   [22.5 / 28.9: the L40S box's 5.15 GB/s SHM hop alone; now the
                                          median of the public Gen4 host (A10G, 3.10) and the L40S]
     custom (graph)
-    gb300-nvl72    135    9.2%  25.6%   [10.3 / 118.0: MNNVL kernels fitted apart; 9.6 / 40.2 before the
+    gb300-nvl72    139    8.4%  24.7%   [10.3 / 118.0: MNNVL kernels fitted apart; 9.6 / 40.2 before the
                                          two-shot's second stage took one NVLink LL step held out, not
-                                         the single-node barriers (test_mnnvl_fallback.py); held out at
+                                         the single-node barriers (test_mnnvl_fallback.py; 9.2 / 25.6 before SGLang v2); held out at
                                          the ring's busbw, the 16-GPU rows (0.72 of it) are 24-28% fast]
-    hgx-a100       136   13.9%  31.2%   [14.0 / 34.1; no other Ampere: the others' mean floor and launch]
-    hgx-b200       136    6.4%  17.9%
-    hgx-b300       136    4.5%  16.3%
-    hgx-h100       136    9.4%  26.0%   [41.9 / 82.9: launch from the NCCL floor ratio, engine_fallback]
-    l40s-pcie       30   10.9%  31.1%   [19.4 / 66.7: vLLM's one-shot took the NVLink generations' 2-GPU
+    hgx-a100       142   14.3%  30.3%   [14.0 / 34.1; no other Ampere: the others' mean floor and launch]
+    hgx-b200       142    6.1%  18.0%
+    hgx-b300       142    4.1%  16.0%
+    hgx-h100       142    9.8%  26.0%   [41.9 / 82.9: launch from the NCCL floor ratio, engine_fallback]
+    l40s-pcie       32   10.9%  31.0%   [19.4 / 66.7: vLLM's one-shot took the NVLink generations' 2-GPU
                                          share of the ring (0.52) and was +70% slow above 128 KiB; now at
                                          the PCIe link's rate (calibrate.pcie_kernel_efficiency); SGLang's
                                          small rows stay -30% (the others' mean launch, 3.7 us vs 5.3)]
-    all            709    8.0%  25.1%   [11.3 / 58.6; 8.2 / 26.9 before the PCIe rate and the MNNVL fallback]
+    all            739    7.8%  24.4%   [11.3 / 58.6; 8.2 / 26.9 before the PCIe rate, the MNNVL fallback and SGLang 0.5.14 v2]
 
 Tolerances: 1.5 points on a median, 3 on a p90, as test_multinode_heldout.py.
 """
@@ -56,8 +56,8 @@ NCCL = {"gb300-nvl72": (0.074, 0.158), "h100-pcie": (0.003, 0.003), "hgx-a100": 
         "hgx-b200": (0.049, 0.101), "hgx-b300": (0.045, 0.110), "hgx-h100": (0.043, 0.121),
         "hgx-h200": (0.024, 0.100), "l40s-pcie": (0.255, 0.577), "mi300x": (0.099, 0.222),
         "rtx4090-pcie": (0.118, 0.203)}
-CUSTOM = {"gb300-nvl72": (0.092, 0.256), "hgx-a100": (0.139, 0.312), "hgx-b200": (0.064, 0.179),
-          "hgx-b300": (0.045, 0.163), "hgx-h100": (0.094, 0.260), "l40s-pcie": (0.109, 0.311)}
+CUSTOM = {"gb300-nvl72": (0.084, 0.247), "hgx-a100": (0.143, 0.303), "hgx-b200": (0.061, 0.180),
+          "hgx-b300": (0.041, 0.160), "hgx-h100": (0.098, 0.260), "l40s-pcie": (0.109, 0.310)}
 TARGETS = {"nccl": (0.10, 0.25), "custom": (0.12, 0.30)}
 MEDIAN_TOL, P90_TOL = 0.015, 0.03
 
