@@ -22,8 +22,9 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     custom (graph)
     gb300-nvl72    139    8.4%  24.7%   [10.3 / 118.0: MNNVL kernels fitted apart; 9.6 / 40.2 before the
                                          two-shot's second stage took one NVLink LL step held out, not
-                                         the single-node barriers (test_mnnvl_fallback.py; 9.2 / 25.6 before SGLang v2); held out at
-                                         the ring's busbw, the 16-GPU rows (0.72 of it) are 24-28% fast]
+                                         the single-node barriers (test_mnnvl_fallback.py; 9.2 / 25.6 before
+                                         SGLang v2); held out at the ring's busbw, the 16-GPU rows
+                                         (0.72 of it) are 24-28% fast]
     hgx-a100       142   14.3%  30.3%   [14.0 / 34.1; no other Ampere: the others' mean floor and launch]
     hgx-b200       142    6.1%  18.0%
     hgx-b300       142    4.1%  16.0%
@@ -32,7 +33,8 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
                                          share of the ring (0.52) and was +70% slow above 128 KiB; now at
                                          the PCIe link's rate (calibrate.pcie_kernel_efficiency); SGLang's
                                          small rows stay -30% (the others' mean launch, 3.7 us vs 5.3)]
-    all            739    7.8%  24.4%   [11.3 / 58.6; 8.2 / 26.9 before the PCIe rate, the MNNVL fallback and SGLang 0.5.14 v2]
+    all            739    7.8%  24.4%   [11.3 / 58.6; 8.2 / 26.9 before the PCIe rate, the MNNVL
+                                         fallback and SGLang 0.5.14 v2]
 
 Tolerances: 1.5 points on a median, 3 on a p90, as test_multinode_heldout.py.
 """
