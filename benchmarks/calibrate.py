@@ -528,7 +528,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                 floors[s.gpu.arch][x.gpus].append(x.time_s)
             elif x.size_bytes >= 65536:
                 # (seconds per byte at the model's efficiency, time beyond the one-shot latency)
-                base_latency = c.latency_s - (k.two_shot_extra_for(s.gpu.arch) if c.algorithm == "two-shot" else 0.0)
+                base_latency = c.latency_s - (two_shot_extra_s(group, k) if c.algorithm == "two-shot" else 0.0)
                 eff = k.efficiency(1 if c.algorithm == "one-shot" else 2, x.gpus, read_class(s, x.gpus))
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
