@@ -62,11 +62,13 @@ from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
 from shardbudget.comm.custom_kernels import mnnvl, read_class, two_shot_extra_s  # noqa: E402
+from shardbudget.comm.versions import at_stated  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
 
 US = 1e-6
 LARGE = 128 * 2**20
+HUGE = 2**30
 
 
 def load_module(name: str):
@@ -93,17 +95,35 @@ class Sample:
     time_s: float
     algo: str = "auto"
     source: str = ""
+    nccl: str | None = None
+    """The NCCL release the row was measured with, where its table says (measured_comm.csv, or the
+    release a nccl_tests.csv row states)."""
+
+
+_AT_NCCL: dict[tuple[int, str], tuple[Catalog, Catalog]] = {}
+
+
+def at_version(catalog: Catalog, nccl: str | None) -> Catalog:
+    """`catalog` priced as the NCCL release a row was measured with (comm/versions.at_stated), kept
+    while `catalog` lives so that its caches stay warm."""
+    if nccl is None:
+        return catalog
+    key = (id(catalog), nccl)
+    hit = _AT_NCCL.get(key)
+    if hit is None or hit[0] is not catalog:
+        hit = _AT_NCCL[key] = (catalog, at_stated(catalog, nccl))
+    return hit[1]
 
 
 def samples(data_dir: Path | None = None) -> list[Sample]:
     """Single- and multi-node NCCL all-reduce rows of measured_comm.csv and nccl_tests.csv."""
     mc = load_module("measured_comm")
     measured = load_module("measured")
-    out = [Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm")
+    out = [Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm", nccl=r.version)
            for r in mc.select(mc.load_rows(data_dir), library="nccl", op="all-reduce")]
     for r in measured.load_rows(data_dir):
         if r.kept and r.op == "all-reduce" and r.variant is None:
-            out.append(Sample(r.system, r.gpus, r.nodes, r.size_bytes, r.time_s, r.algo, r.source_id))
+            out.append(Sample(r.system, r.gpus, r.nodes, r.size_bytes, r.time_s, r.algo, r.source_id, nccl=r.nccl))
     return out
 
 
@@ -198,6 +218,7 @@ def _remap(s: System, fabrics: Mapping[str, Fabric], cpus: Mapping[str, CPU]) ->
 # --- estimators ------------------------------------------------------------------------------
 
 def _chosen(catalog: Catalog, x: Sample):
+    catalog = at_version(catalog, x.nccl)
     group = make_group(catalog.system(x.system), nodes=x.nodes, gpus=x.gpus, catalog=catalog)
     return group, pick(candidates(group, "all-reduce"), x.size_bytes)
 
@@ -392,12 +413,12 @@ def fit_nvls(xs: Sequence[Sample], catalog: Catalog, xla: Sequence[Sample] = ())
             continue
         algbw = x.size_bytes / max(x.time_s - c.latency_s, 0.5 * x.time_s)
         key = s.intra_fabric.name + (" (xla)" if x.source == "xla" else "")
-        effs[key][x.gpus].append(algbw / (s.intra_fabric.bytes_per_s * x.gpus / (x.gpus + 1)))
+        effs[key][x.gpus].append((algbw / (s.intra_fabric.bytes_per_s * x.gpus / (x.gpus + 1)), x.size_bytes))
     num = den = 0.0
     for by_g in effs.values():
         gs = sorted(by_g)
         if gs and gs[-1] - gs[0] >= 4:
-            pts = [(g - 1, 1 / statistics.median(by_g[g])) for g in gs]
+            pts = [(g - 1, 1 / statistics.median(e for e, _ in by_g[g])) for g in gs]
             fit = _line_fit(pts)
             if fit is not None and fit[0] > 0:
                 num += sum(dx * (y / fit[0] - 1) for dx, y in pts)
@@ -406,8 +427,28 @@ def fit_nvls(xs: Sequence[Sample], catalog: Catalog, xla: Sequence[Sample] = ())
     out = {}
     for fabric, by_g in effs.items():
         if not fabric.endswith("(xla)"):
-            out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, v in by_g.items() for e in v))
-    return out, k
+            # the rate a line's slope stands for is the largest messages': where a fabric was measured
+            # at >= 1 GiB, those rows (8x B200 NVLS at 512 MiB reaches 0.53 of the link, at 8 GiB 0.60)
+            rows = [(g, e) for g, v in by_g.items() for e, n in v if n >= HUGE] or \
+                   [(g, e) for g, v in by_g.items() for e, _ in v]
+            out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, e in rows))
+    return _same_generation(out, catalog), k
+
+
+def _same_generation(fitted: dict[str, float], catalog: Catalog) -> dict[str, float]:
+    """A switch fabric without NVLS rows of its own takes the mean of its GPU generation's fitted
+    fabrics (the same NVLink ports and NVSwitch chips), not NCCL's own estimate: held out, a GB200
+    rack's nvl72 takes HGX B200's and B300's nvswitch-gen4 (NCCL's 0.74 priced 72-GPU NVLS 25% fast)."""
+    gens: dict[str, set[str]] = defaultdict(set)
+    for s in catalog.systems.values():
+        if s.intra_fabric.name in catalog.nccl.nvls_link_efficiency:
+            gens[s.intra_fabric.name].add(s.gpu.arch)
+    out = dict(fitted)
+    for fabric, archs in gens.items():
+        same = [fitted[f] for f, a in gens.items() if f in fitted and a & archs]
+        if fabric not in fitted and same:
+            out[fabric] = float(np.mean(same))
+    return out
 
 
 def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None = None

@@ -61,6 +61,8 @@ class Case:
     impl: str = "nccl"
     algo: str = "auto"
     variant: str | None = None
+    nccl: str | None = None
+    """The NCCL release the row was measured with (or states), priced at its rules."""
 
 
 def cases(data_dir: Path | None) -> list[Case]:
@@ -72,14 +74,14 @@ def cases(data_dir: Path | None) -> list[Case]:
         if r.op != "all-reduce" or r.size_bytes > MAX_BYTES:
             continue
         if r.library == "nccl":
-            out.append(Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s))
+            out.append(Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s, nccl=r.version))
         elif r.mode == "graph" and runs_custom_kernel(make_group(r.system, gpus=r.gpus, catalog=catalog), r.library,
                                                       r.size_bytes):
             out.append(Case("custom", r.system, r.gpus, 1, r.size_bytes, r.time_s, impl=r.library))
     for r in measured.load_rows(data_dir):
         if r.kept and r.op == "all-reduce":
             out.append(Case("multi" if r.multi_node else "nccl", r.system, r.gpus, r.nodes, r.size_bytes, r.time_s,
-                            algo=r.algo, variant=r.variant))
+                            algo=r.algo, variant=r.variant, nccl=r.nccl))
     return out
 
 
@@ -101,7 +103,7 @@ def errors(cal: C.Calibration, rows: list[Case]) -> dict[str, list[float]]:
             catalogs[c.variant] = fold_catalog(cal, c.variant)
         system = c.variant or c.system
         cost = sweep("all-reduce", [c.size_bytes], system, nodes=c.nodes, gpus=c.gpus, algo=c.algo, impl=c.impl,
-                     catalog=catalogs[c.variant])[0]
+                     catalog=C.at_version(catalogs[c.variant], c.nccl))[0]
         out[c.metric].append(abs(cost.time_s / c.time_s - 1))
     return out
 
@@ -111,7 +113,7 @@ def row_lines(cal: C.Calibration, rows: list[Case]) -> list[str]:
     out = []
     for c in sorted((c for c in rows if c.metric == "nccl"), key=lambda c: (c.gpus, c.algo, c.size_bytes)):
         cost = sweep("all-reduce", [c.size_bytes], c.variant or c.system, nodes=c.nodes, gpus=c.gpus, algo=c.algo,
-                     impl=c.impl, catalog=fold_catalog(cal, c.variant))[0]
+                     impl=c.impl, catalog=C.at_version(fold_catalog(cal, c.variant), c.nccl))[0]
         out.append(f"    {c.gpus:>3} GPUs {c.algo:5} {c.size_bytes:>12.0f} B  measured {c.time_s * 1e6:>10.1f} us  "
                    f"predicted {cost.time_s * 1e6:>10.1f} us  {cost.time_s / c.time_s - 1:>+7.1%}  "
                    f"{cost.algorithm}/{cost.protocol}")

@@ -305,8 +305,6 @@ MEASURED = {
         'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 64 GPUs: 122.26 us at 16777216 B, 184.00 us at 33554432 B, 193.73 us at 67108864 B, 309.10 us at 134217728 B',
     ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 72 GPUs: 136.51 us at 18874368 B, 206.23 us at 37748736 B, 225.46 us at 75497472 B, 348.60 us at 150994944 B',
-    ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_100_GB200 all-gather (NCCL + XLA launch), 8 GPUs: 31.95 us at 4718592 B, 45.58 us at 8388608 B, 37.36 us at 9437184 B, 49.59 us at 16777216 B',
     ('gb300-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 16 GPUs: 57.39 us at 8388608 B, 79.82 us at 16777216 B, 114.87 us at 33554432 B, 179.74 us at 67108864 B',
     ('gb300-nvl72', 2, 'eager', 'one-shot', 'nccl', 8388608):
@@ -317,10 +315,12 @@ MEASURED = {
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 64 GPUs: 119.85 us at 16777216 B, 175.94 us at 33554432 B, 187.19 us at 67108864 B, 296.25 us at 134217728 B',
     ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 72 GPUs: 133.85 us at 18874368 B, 197.07 us at 37748736 B, 215.38 us at 75497472 B, 331.92 us at 150994944 B',
-    ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'):
-        'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 8 GPUs: 31.68 us at 4718592 B, 43.62 us at 8388608 B, 36.75 us at 9437184 B, 47.11 us at 16777216 B',
     ('hgx-a100', 8, 'eager', 'one-shot', 'two-shot', 262144):
         'measured_comm.csv a100_sxm vLLM_custom_eager 0.14.0, 8 GPUs: 44.74 us at 65536 B, 45.26 us at 131072 B, 44.63 us at 262144 B, 44.76 us at 524288 B',
+    ('hgx-b200', 4, 'trtllm', 'one-shot', 'nccl', 8000000):
+        'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 4 GPUs: 14.58 us at 2097152 B, 26.79 us at 4194304 B, 47.12 us at 8388608 B, 72.70 us at 16777216 B',
+    ('hgx-b200', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 4 GPUs: 14.58 us at 2097152 B, 26.79 us at 4194304 B, 47.12 us at 8388608 B, 72.70 us at 16777216 B',
     ('hgx-b200', 8, 'eager', 'symm-mem-multimem', 'nccl', 134217728):
         'measured_comm.csv b200_sxm vLLM_custom_eager 0.19.0, 8 GPUs: 126.29 us at 33554432 B, 251.17 us at 67108864 B, 427.70 us at 134217728 B, 788.11 us at 268435456 B',
     ('hgx-b200', 8, 'sglang', 'one-shot', 'two-shot', 737280):
@@ -333,6 +333,10 @@ MEASURED = {
         'measured_comm.csv b200_sxm vLLM_custom_graph 0.19.0, 8 GPUs: 25.95 us at 262144 B, 26.05 us at 524288 B, 16.67 us at 1048576 B, 20.72 us at 2097152 B',
     ('hgx-b300', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv b300_sxm vLLM_custom_eager 0.19.0, 2 GPUs: 27.37 us at 2097152 B, 39.35 us at 4194304 B, 45.55 us at 8388608 B, 58.15 us at 16777216 B',
+    ('hgx-b300', 4, 'trtllm', 'one-shot', 'nccl', 8000000):
+        'measured_comm.csv b300_sxm TRTLLM 1.3.0rc20, 4 GPUs: 14.39 us at 2097152 B, 26.22 us at 4194304 B, 47.16 us at 8388608 B, 72.31 us at 16777216 B',
+    ('hgx-b300', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv b300_sxm TRTLLM 1.3.0rc20, 4 GPUs: 14.39 us at 2097152 B, 26.22 us at 4194304 B, 47.16 us at 8388608 B, 72.31 us at 16777216 B',
     ('hgx-b300', 8, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv b300_sxm TRTLLM 1.3.0rc20, 8 GPUs: 17.41 us at 1048576 B, 29.84 us at 2097152 B, 39.34 us at 4194304 B, 55.52 us at 8388608 B',
     ('hgx-b300', 8, 'vllm', 'two-shot', 'symm-mem-multimem', 4194304):
@@ -345,6 +349,8 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0, 4 GPUs: 62.57 us at 8388608 B, 113.93 us at 16777216 B, 201.41 us at 33554432 B, 376.57 us at 67108864 B',
     ('hgx-h100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
+    ('hgx-h100', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h100', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432):
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0, 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h100', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
@@ -365,6 +371,8 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 62.57 us at 8388608 B, 113.93 us at 16777216 B, 201.41 us at 33554432 B, 376.57 us at 67108864 B',
     ('hgx-h20', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
+    ('hgx-h20', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h20', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432):
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h20', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
@@ -383,6 +391,8 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h200: SAME_ENGINE_KERNELS), 2 GPUs: 82.30 us at 16777216 B, 158.44 us at 33554432 B, 246.87 us at 67108864 B, 465.34 us at 134217728 B',
     ('hgx-h200', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
+    ('hgx-h200', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
+        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h200', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
     ('hgx-h200', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
@@ -413,47 +423,57 @@ each side extended to the edge falls by more than NOISE, and the model falls the
 
 KNOWN = {
     ('gb200-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 262.03 -> 270.56 us at the edge, no fall',
+    ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 282.49 -> 283.62 us at the edge, no fall',
     ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
+    ('gb200-nvl72', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'no rows measured at this release',
+    ('gb200-nvl72', 4, 'trtllm', 'one-shot', 'nccl', 8000000): 'no rows measured at this release',
+    ('gb200-nvl72', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
+    ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 36.82 -> 47.98 us at the edge, no fall',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
     ('gb300-nvl72', 16, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
-    ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 254.03 -> 267.09 us at the edge, no fall',
+    ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 273.36 -> 279.66 us at the edge, no fall',
     ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
+    ('gb300-nvl72', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'measured 39.93 -> 80.83 us at the edge, no fall',
+    ('gb300-nvl72', 4, 'trtllm', 'one-shot', 'nccl', 8000000): 'measured 48.18 -> 47.71 us at the edge, no fall',
+    ('gb300-nvl72', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'measured 48.18 -> 47.71 us at the edge, no fall',
     ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
+    ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 36.30 -> 39.90 us at the edge, no fall',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
-    ('hgx-a100', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'measured 17.19 -> 17.13 us at the edge, no fall',
+    ('hgx-b200', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'measured 40.88 -> 80.80 us at the edge, no fall',
     ('hgx-b200', 8, 'eager', 'two-shot', 'symm-mem-multimem', 1048576): 'measured 34.42 -> 38.04 us at the edge, no fall',
-    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 96.43 us at the edge, no fall',
-    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.12 -> 90.96 us at the edge, no fall',
-    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 47.28 -> 94.45 us at the edge, no fall',
-    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.02 -> 90.56 us at the edge, no fall',
+    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 48.23 -> 96.63 us at the edge, no fall',
+    ('hgx-b200', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 48.16 -> 91.16 us at the edge, no fall',
+    ('hgx-b300', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'measured 40.33 -> 79.75 us at the edge, no fall',
+    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 48.20 -> 94.66 us at the edge, no fall',
+    ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.98 -> 90.73 us at the edge, no fall',
     ('hgx-b300', 8, 'sglang', 'one-shot', 'two-shot', 737280): 'measured 14.15 -> 14.30 us at the edge, no fall',
     ('hgx-h800', 2, 'eager', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-h800', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 4, 'eager', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
     ('hgx-h800', 4, 'eager', 'symm-mem-multimem', 'nccl', 33554432): 'no rows measured at this release',
+    ('hgx-h800', 4, 'nccl', 'nvls/simple', 'ring/simple'): 'no rows measured at this release',
     ('hgx-h800', 4, 'sglang', 'one-shot', 'two-shot', 393216): 'no rows measured at this release',
     ('hgx-h800', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-h800', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
@@ -489,6 +509,9 @@ KNOWN = {
     ('mi355x', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('mi355x', 4, 'sglang', 'one-shot', 'two-shot', 524288): 'no rows measured at this release',
+    ('rtx-pro-6000-2s-epyc', 2, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',
+    ('rtx-pro-6000-2s-epyc', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
+    ('rtx-pro-6000-2s-epyc', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'no rows measured at this release',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'no rows measured at this release',
     ('rtx4090-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'): 'no rows measured at this release',

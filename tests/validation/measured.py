@@ -42,6 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from shardbudget.comm.collectives import busbw_factor, sweep
+from shardbudget.comm.versions import at_stated
 from shardbudget.fabric.hardware import Catalog
 from shardbudget.fabric.catalog import load_catalog
 
@@ -323,6 +324,8 @@ class Row:
     kept: bool
     reason: str
     """Why the row is dropped, or what a reader should know about a kept row's mapping."""
+    nccl: str | None = None
+    """The NCCL release the row states (hardware, fabric or note: "NCCL 2.27.7"), None if it does not."""
 
     @property
     def multi_node(self) -> bool:
@@ -389,7 +392,20 @@ def _row(line: int, r: dict, rule: Rule) -> Row:
         kept, reason = False, rule.drop_small_reason
     return Row(line=line, csv_nodes=csv_nodes, source_id=rule.source_id, source=r["source"], hardware=r["hardware"], op=op,
                n_gpus=n_gpus, size_bytes=size, time_s=time_s, derived=derived, system=rule.system,
-               nodes=nodes, gpus=n_gpus, algo=rule.algo, variant=rule.variant, kept=kept, reason=reason)
+               nodes=nodes, gpus=n_gpus, algo=rule.algo, variant=rule.variant, kept=kept, reason=reason,
+               nccl=stated_nccl(r))
+
+
+NCCL_STATED = re.compile(r"NCCL[ _]v?(\d+\.\d+(?:\.\d+)?)")
+
+
+def stated_nccl(r: dict) -> str | None:
+    """The NCCL release a row states in its hardware, fabric or note columns."""
+    for column in ("hardware", "fabric", "algo_or_note"):
+        m = NCCL_STATED.search(r.get(column) or "")
+        if m:
+            return m.group(1)
+    return None
 
 
 class UnclassifiedRow(ValueError):
@@ -433,14 +449,16 @@ class Compared:
 
 
 def predict(rows: Iterable[Row], extra_catalogs: Sequence[str] = ()) -> list[Compared]:
-    """Our time for each kept row, with the row's system, GPUs, nodes and forced algorithm.
+    """Our time for each kept row, with the row's system, GPUs, nodes and forced algorithm, under the
+    NCCL release the row states (comm/versions.at_stated).
     `extra_catalogs`: user catalog files layered on the built-in one (to try other constants)."""
     out = []
     for row in rows:
         if not row.kept:
             continue
+        catalog = at_stated(variant_catalog(row.variant, tuple(extra_catalogs)), row.nccl)
         cost = sweep(row.op, [row.size_bytes], row.catalog_system, nodes=row.nodes, gpus=row.gpus,
-                     algo=row.algo, catalog=variant_catalog(row.variant, tuple(extra_catalogs)))[0]
+                     algo=row.algo, catalog=catalog)[0]
         out.append(Compared(row, cost.time_s, cost.algorithm, cost.protocol))
     return out
 

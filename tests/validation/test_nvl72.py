@@ -82,9 +82,10 @@ def _ll128_errors(system: str, gpus: int) -> dict[float, float]:
 def test_ll128_all_gather_rings_within_10_percent(system, gpus):
     """Where NCCL's estimate runs ring LL128, each XLA all-gather row (less 3 us launch) within 10%.
     Not at 16-32 GPUs: NCCL may run NVLS all-gather there (up to NCCL_MAX_NVLS_ARITY = 32 ranks),
-    which the model does not price, and XLA's rows run 25-30% above the LL128 ring."""
+    which the model does not price, and XLA's rows run 25-30% above the LL128 ring. Two rows or more:
+    master's LL128 cap (40 GB/s x 16 channels, nccl_graph.ring_ll128_cap) hands the largest to Simple."""
     errors = _ll128_errors(system, gpus)
-    assert len(errors) >= 4
+    assert len(errors) >= 2
     worst = max(errors, key=lambda n: abs(errors[n]))
     assert abs(errors[worst]) <= LL128_TOLERANCE, f"{system} {gpus} GPUs at {worst:.0f} B: {errors[worst]:+.0%}"
 

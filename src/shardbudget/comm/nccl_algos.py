@@ -27,6 +27,7 @@ from .op import busbw_factor
 from ..fabric.hardware import PROTOCOLS, Catalog, System
 from .lines import Candidate, Group
 from .net_path import node_nic_bytes_per_s, staged_hop_s
+from .nccl_graph import NVLS_MAX_HEADS, nvls_graph, nvls_graph_busbw, ring_ll128_cap
 from ..fabric.nccl_constants import NcclConstants
 from ..fabric.topology import Path, ring_path
 
@@ -42,12 +43,14 @@ NVLS_CHANNELS = 16
 # NVLS graph channel, at most NCCL_MAX_NVLS_ARITY = 32, device.h) x a chunk of NCCL_NVLS_CHUNKSIZE
 # 128 KiB, 64 KiB from 4 nodes (NVLSTREE_MAX_CHUNKSIZE's default)
 NVLS_TREE_CHANNELS = {"hopper": 16, "blackwell": 32}
-NVLS_MAX_HEADS = 32
 NVLS_TREE_CHUNK_BYTES = 128 * 1024
 NVLS_TREE_CHUNK_BYTES_4_NODES = 64 * 1024
 # First release that runs LL128 through a GPU-NIC path over NVLink-C2C (tuning.cc v2.27.3
 # NCCL_LL128_C2C = 1; v2.26.2 admits typeInter <= PXN only)
 LL128_C2C_FROM = (2, 27)
+# First release whose NVLS estimate carries nvlsEfficiency and the ring's bus-to-algorithm ratio
+# (tuning.cc v2.28.3, NVIDIA/nccl f1308997; v2.27.7 takes 5/6 of the graph's rate as algbw)
+NVLS_EFFICIENCY_FROM = (2, 28)
 
 
 def nccl(group: Group) -> NcclConstants:
@@ -196,7 +199,10 @@ def _ring_line(group: Group, op: str, proto: str, real: bool) -> tuple[float, fl
         # before sm80) once a rank's share per channel passes 64 B, i.e. wherever Simple is chosen
         plateau = nccl(group).ring_plateau_factor
         latency *= plateau.get(group.system.gpu.arch, plateau["default"])
-    return latency, protocol_busbw(group, busbw, proto, real) / busbw_factor(op, p)
+    busbw = protocol_busbw(group, busbw, proto, real)
+    if not real and proto == "ll128" and n_nodes == 1:
+        busbw = min(busbw, ring_ll128_cap(group, path))
+    return latency, busbw / busbw_factor(op, p)
 
 
 def protocol_busbw(group: Group, busbw: float, proto: str, real: bool = False) -> float:
@@ -284,11 +290,15 @@ def nvls_efficiency(system: System, catalog: Catalog, gpus: int | None = None) -
 
 
 def _nvls_estimate(group: Group, g: int) -> tuple[float, float]:
-    """NCCL's NVLS estimate: latency hwLat NVLink NVLS (25 us); bus bandwidth = the NVLink rate x
-    nvlsEfficiency[arch] x (nCh-1)/nCh x 2 (all-reduce pipelines two operations)."""
+    """NCCL's NVLS all-reduce estimate: latency hwLat NVLink NVLS (25 us); from 2.28 the NVLS graph's
+    rate (nvls_graph_busbw) x 2 (all-reduce pipelines two operations) as a bus bandwidth, before
+    2.28 its channels x speed x 5/6 as the algorithm bandwidth (tuning.cc v2.27.7). Both agree with
+    what NCCL 2.27.7 chose on 4-8 B200s at 8 GiB (stas00: ring at 4-5 GPUs, NVLS at 6-8)."""
     c = nccl(group)
-    eff = c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)
-    busbw = group.system.intra_fabric.nccl_bytes_per_s * eff * (NVLS_CHANNELS - 1) / NVLS_CHANNELS * 2
+    if c.version < NVLS_EFFICIENCY_FROM:
+        channels, speed = nvls_graph(group, g)
+        return c.hw_latency_s["nvlink"]["nvls"]["simple"], channels * speed * 5 / 6
+    busbw = nvls_graph_busbw(group, g, c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)) * 2
     return c.hw_latency_s["nvlink"]["nvls"]["simple"], busbw / busbw_factor("all-reduce", g)
 
 
@@ -350,13 +360,23 @@ def nvls_tree_step_bytes(group: Group) -> float:
     goes up the tree between nodes and down again, one network level at a time (each chunk is one
     step, sent whole: enqueue.cc nstepsPerLoop = 1), so a message of many steps first fills 2 log2i(N)
     levels (the count tuning.cc gives NVLSTree's latency) at the pipeline's rate B: 2 log2i(N) x
-    step / B, 0.6 ms on 2 GB200 racks (134 MB at 445 GB/s) and 1.2 ms on 20 (67 MB x 8). CoreWeave's
+    step / B, 0.62 ms on 2 GB200 racks (134 MB at 433 GB/s) and 1.24 ms on 20 (67 MB x 8). CoreWeave's
     runs (NCCL 2.26.2) hold 0.46 ms and 4.25 ms more than one rack's intercept (1 rack t = 0.58 ms
     + n/438 GB/s, 2 racks 1.04 + n/419, 20 racks 4.83 + n/215): 0.23 and 0.53 ms per level, a step of
     96 and 114 MB at their own rates. The small-message line (below one step) is left as it was:
     no measured multi-node NVLSTree row lies there."""
     chunk = NVLS_TREE_CHUNK_BYTES if group.nodes < 4 else NVLS_TREE_CHUNK_BYTES_4_NODES
     return NVLS_TREE_CHANNELS.get(group.system.gpu.arch, NVLS_CHANNELS) * nvls_heads(group) * chunk
+
+
+def _nvls_tree_intra_estimate(group: Group) -> float:
+    """NCCL's estimate of NVLSTree's intra-node stage, algbw: its graph is searched with the network
+    (heads on NICs, the inter speed array), which is not modelled; taken at the NVLink rate x
+    nvlsEfficiency x 15/16 x 2 (16 channels), as NCCL's one-domain graph reaches at 8 GPUs."""
+    c, g = nccl(group), group.gpus_per_node
+    busbw = (group.system.intra_fabric.nccl_bytes_per_s * c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)
+             * (NVLS_CHANNELS - 1) / NVLS_CHANNELS * 2)
+    return busbw / busbw_factor("all-reduce", g)
 
 
 def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]],
@@ -388,7 +408,7 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
         # NCCL's estimate: NVLS intra latency + 2 log2i(N) network steps (tuning.cc NVLSTree)
         sel_lat = (nccl(group).hw_latency_s["nvlink"]["nvls_tree"]["simple"]
                    + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"])
-        sel_bw = min(switch.select_algbw_bytes_per_s, nic_bytes_per_s(group, "nccl") / tree)
+        sel_bw = min(_nvls_tree_intra_estimate(one_node), nic_bytes_per_s(group, "nccl") / tree)
         bw = min(switch.algbw_bytes_per_s, inter_algbw)
         latency = switch.latency_s + inter_ar.latency_s
         if not small:  # a message of many pipeline steps first fills the tree (nvls_tree_step_bytes)

@@ -14,6 +14,10 @@ Where NCCL runs it, from its source at the catalog's commit (NVIDIA/nccl 5067397
   (nCh-1)/nCh x (ppn-1)/ppn, and, unlike the ring, that bus bandwidth is *not* converted to an
   algorithm bandwidth for all-gather / reduce-scatter ("a != NCCL_ALGO_RING" skips the ratio).
 
+Its rate is taken as the NVLink rate x 15/16 (16 channels), not nccl_graph.nvls_graph's channels x
+speed as the all-reduce's estimate is: XLA's GB200 all-gather rows change slope where that rate puts
+NCCL's switch to the ring at 16 and 32 GPUs, and the graph's 16 x 40 GB/s would put it below 64 MiB.
+
 That estimate carries about half of the ring's rate (8 HGX B200s: 722 x 0.74 x 15/16 x 7/8 =
 438 GB/s against ring LL128's 722 x 0.92 x 8/7 = 759 GB/s) for a 25 us latency the ring's LL and
 LL128 beat up to 8 GPUs (14 + 7 x 1.9 = 27.3 us, LL 10.8 us): at 8 GPUs or fewer NCCL never picks

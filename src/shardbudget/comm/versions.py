@@ -8,6 +8,9 @@ read from the tagged source (../shared/data/nccl_constants.md quotes the tables)
 * GPUDirect RDMA through a Grace CPU's C2C link is on by default from 2.27 (paths.cc NET_GDR_C2C
   0 at v2.26.2, 1 at v2.27.3; comm/net_path.py);
 * tuning.cc's network latency of an NVLSTree step is 14 us up to 2.28 and 20.9 us from v2.29.2;
+* tuning.cc perChMaxRingLL128Bws for Blackwell is 2 x 36.7 GB/s up to 2.28, 34.5 in 2.29 (v2.29.2,
+  v2.29.3; v2.29.7 has 40.0, the catalog's) and 40.0 after; search.cc's sm100 speed array gained
+  45.0 GB/s at v2.29.2;
 * NCCL's estimate of an NVLS all-gather / reduce-scatter takes nvlsEfficiency[arch] x (nCh-1)/nCh
   from 2.28.3 (NVIDIA/nccl f1308997); v2.27.3 takes min(bwIntra x (ppn-1)/ppn, bwInter x 0.9)
   (comm/nvls_gather.py).
@@ -29,6 +32,10 @@ NVLS_TREE_NET_US = ((2, 29), 20.9, 14.0)
 """(first release, from then, before): tuning.cc hwLat[NET][NVLS_TREE][Simple] in us."""
 NVLS_GATHER_EFFICIENCY_FROM = (2, 28)
 """First release whose NVLS all-gather / reduce-scatter estimate carries nvlsEfficiency (tuning.cc)."""
+BLACKWELL_RING_LL128_GBPS = (((2, 28), 73.4), ((2, 29), 34.5))
+"""(last release, GB/s per channel): tuning.cc perChMaxRingLL128Bws Blackwell N1 up to that release."""
+SM100_SPEED_ADDED = ((2, 29), 45.0)
+"""(first release, GB/s): the speed search.cc's sm100SpeedArrayIntra gained."""
 OLDEST = (2, 18)
 """The oldest release whose tables ../shared/data/nccl_constants.md quotes."""
 
@@ -48,8 +55,34 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     net["nvls_tree"] = MappingProxyType({**net["nvls_tree"], "simple": (new if ver >= first else old) * 1e-6})
     hw["net"] = MappingProxyType(net)
     nccl = replace(nccl, version=ver, symmetric=symmetric,
-                   hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}))
+                   hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}),
+                   ring_ll128_per_channel_bytes_per_s=_ll128_per_channel(nccl.ring_ll128_per_channel_bytes_per_s, ver),
+                   search_speeds_bytes_per_s=_search_speeds(nccl.search_speeds_bytes_per_s, ver))
     return replace(catalog, nccl=nccl)
 
 
-__all__ = ["at_nccl"]
+def at_stated(catalog: Catalog, version: str | None) -> Catalog:
+    """`catalog` priced as the NCCL release a measurement states (None: the catalog's own); a release
+    older than the oldest modelled takes that one's rules (no rule modelled here changed before it)."""
+    if version is None:
+        return catalog
+    if parse_version(version) < OLDEST:
+        version = "{}.{}".format(*OLDEST)
+    return at_nccl(catalog, version)
+
+
+def _ll128_per_channel(table, ver: tuple[int, int]):
+    for last, gbps in BLACKWELL_RING_LL128_GBPS:
+        if ver <= last:
+            return MappingProxyType({**table, "blackwell": gbps * 1e9})
+    return table
+
+
+def _search_speeds(table, ver: tuple[int, int]):
+    first, gbps = SM100_SPEED_ADDED
+    if ver >= first or "blackwell" not in table:
+        return table
+    return MappingProxyType({**table, "blackwell": tuple(v for v in table["blackwell"] if v != gbps * 1e9)})
+
+
+__all__ = ["at_nccl", "at_stated"]

@@ -217,6 +217,10 @@ class NcclConstants:
     """[protocol] -> tuning.cc treeCorrectionFactor by floor(log2(bytes / 64)), 64 B to 256 MiB."""
     nvls_nccl_efficiency: Mapping[str, float]
     """[GPU generation] -> tuning.cc nvlsEfficiency (NCCL's own NVLS estimate, used to choose it)."""
+    search_speeds_bytes_per_s: Mapping[str, tuple[float, ...]]
+    ring_ll128_per_channel_bytes_per_s: Mapping[str, float]
+    """[GPU generation] -> tuning.cc perChMaxRingLL128Bws (one node), bytes/s per ring channel."""
+    """[GPU generation or 'default'] -> search.cc's intra-node per-channel speeds, bytes/s, fastest first."""
     arch: Mapping[str, ArchFloor]
     """[GPU generation] -> measured floors; generations not listed use NCCL's tables unchanged."""
     shm_ll_bandwidth_fraction: float
@@ -247,6 +251,10 @@ class NcclConstants:
     def arch_floor(self, arch: str) -> ArchFloor:
         return self.arch.get(arch, NEUTRAL_FLOOR)
 
+    def search_speeds(self, arch: str) -> tuple[float, ...]:
+        """search.cc's intra-node speed array of a GPU generation, bytes/s, fastest first."""
+        return self.search_speeds_bytes_per_s.get(arch, self.search_speeds_bytes_per_s["default"])
+
     def ring_hop_s(self, link: str) -> Mapping[str, float]:
         """[protocol] -> ring hop latency of an NCCL link class (nvlink, pci, net), seconds."""
         return self.hw_latency_s.get(link, {}).get("ring", {})
@@ -274,6 +282,8 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
             ll_max_bytes_per_s=_frozen(raw["ll_max_bw_gbps"], GB),
             tree_correction=_frozen(raw["tree_correction_factor"]),
             nvls_nccl_efficiency=_frozen(raw["nvls_efficiency"]),
+            search_speeds_bytes_per_s=_frozen(raw["search_speeds_gbps"], GB),
+            ring_ll128_per_channel_bytes_per_s=_frozen(raw["ring_ll128_per_channel_gbps"], GB),
             arch=MappingProxyType({a: _floor(f, f"{where}: nccl.arch.{a}") for a, f in cal["arch"].items()}),
             ring_efficiency=MappingProxyType({int(k): float(v) for k, v in cal["ring_efficiency"].items()}),
             shm_ll_bandwidth_fraction=float(cal["shm_ll_bandwidth_fraction"]),
