@@ -43,7 +43,7 @@ from .launch import build_launches, check_request
 from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
-from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
+from .planner import Budgets, check_impl, check_nodes, nccl_words, precision_for, valid_plans
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
@@ -176,10 +176,13 @@ class DeployResult:
     """Every all-reduce forced to this implementation (--impl), or None: the engine's rule."""
     tail: str | None = None
     """What the options' itl_p99_s come from (Jitter.describe, as plan's header), or None without --jitter."""
+    nccl: str = ""
+    """The NCCL release whose rules price it (planner.nccl_words; --nccl)."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
                 "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "engine": self.engine,
+                "nccl": self.nccl,
                 "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
                 "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
@@ -329,7 +332,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None,
+                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None, nccl=nccl_words(catalog),
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,

@@ -242,8 +242,9 @@ def print_plan(result) -> None:
     experts = a.get("expert_dtype")
     weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
     engine = " ".join(str(x) for x in (a.get("engine"), a.get("engine_version")) if x)
+    nccl = f", NCCL {a['nccl']}" if a.get("nccl") else ""
     say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
-          f"engine {engine}, weights {weights}")
+          f"engine {engine}{nccl}, weights {weights}")
     for tp, words in (a.get("allreduce") or {}).items():
         say(f"# all-reduce at {tp}: {words}")
     for note in result.assumptions.get("notes", []):
@@ -329,7 +330,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     load += f", every option at batch {result.batch}" if getattr(result, "batch", None) else ""
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
-    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}, "
+    nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
+    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}{nccl}, "
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
     left = len(result.options) - len(shown)
