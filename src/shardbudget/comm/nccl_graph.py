@@ -53,8 +53,8 @@ def ring_graph(group: Group, path: Path) -> tuple[int, float]:
     speed gives floor(link / speed) channels (at most MAXCHANNELS/2 = 32); lower speeds are tried
     while they are over 0.49 of the best so far, the first best total kept (ties keep fewer
     channels); ncclTopoDupChannels then doubles the channels at half the speed where the speed is
-    50 GB/s or more (or 25 or more with at most 4 channels, or on sm80 and older). HGX H100: 6 x 60 -> 12 x 30 GB/s;
-    HGX B200: 8 x 90 -> 16 x 45."""
+    50 GB/s or more (or 25 or more with at most 4 channels, or on sm80 and older).
+    HGX H100: 6 x 60 -> 12 x 30 GB/s; HGX B200: 8 x 90 -> 16 x 45."""
     link = path.nccl_busbw_bytes_per_s
     best_channels, best_speed = 0, 0.0
     for speed in group.catalog.nccl.search_speeds(group.system.gpu.arch):
@@ -82,7 +82,9 @@ def ring_ll128_cap(group: Group, path: Path | None) -> float:
     if per_channel is None:
         return math.inf
     channels, _ = ring_graph(group, path)
-    return channels * per_channel
+    # no speed of the array fits the link (a user fabric under 18 GB/s): NCCL falls back to one
+    # channel at 0.1 GB/s, and its estimate is not this model's to guess
+    return channels * per_channel if channels else math.inf
 
 
 __all__ = ["nvls_graph", "nvls_graph_busbw", "ring_graph", "ring_ll128_cap"]
