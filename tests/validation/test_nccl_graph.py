@@ -75,3 +75,17 @@ def test_the_2_29_ll128_cap_explains_the_8_gpu_all_gather_step(system, measured_
     assert cost.time_s * 1e6 == pytest.approx(measured_us, rel=0.10)
     master = sweep("all-gather", [16 * MiB], system, gpus=8)[0]
     assert master.protocol == "ll128"
+
+
+def test_releases_set_their_own_tables_both_ways():
+    """at_nccl to an older release and back gives the catalog's tables again (73.4 -> 40 GB/s a
+    channel; sm100's speed array without, then with, 45 GB/s)."""
+    from shardbudget.comm.versions import at_nccl
+    catalog = load_catalog()
+    old = at_nccl(catalog, "2.27")
+    assert old.nccl.ring_ll128_per_channel_bytes_per_s["blackwell"] == 73.4 * GB
+    assert 45 * GB not in old.nccl.search_speeds("blackwell")
+    back = at_nccl(old, "2.30")
+    assert back.nccl.ring_ll128_per_channel_bytes_per_s == catalog.nccl.ring_ll128_per_channel_bytes_per_s
+    assert back.nccl.search_speeds("blackwell") == catalog.nccl.search_speeds("blackwell")
+    assert at_nccl(catalog, "2.29").nccl.ring_ll128_per_channel_bytes_per_s["blackwell"] == 34.5 * GB

@@ -32,8 +32,9 @@ NVLS_TREE_NET_US = ((2, 29), 20.9, 14.0)
 """(first release, from then, before): tuning.cc hwLat[NET][NVLS_TREE][Simple] in us."""
 NVLS_GATHER_EFFICIENCY_FROM = (2, 28)
 """First release whose NVLS all-gather / reduce-scatter estimate carries nvlsEfficiency (tuning.cc)."""
-BLACKWELL_RING_LL128_GBPS = (((2, 28), 73.4), ((2, 29), 34.5))
-"""(last release, GB/s per channel): tuning.cc perChMaxRingLL128Bws Blackwell N1 up to that release."""
+BLACKWELL_RING_LL128_GBPS = (((2, 28), 73.4), ((2, 29), 34.5), ((99, 0), 40.0))
+"""(last release, GB/s per channel): tuning.cc perChMaxRingLL128Bws Blackwell N1 up to that release
+(the last, 40.0, is the catalog's: v2.29.7 and master at 5067397c)."""
 SM100_SPEED_ADDED = ((2, 29), 45.0)
 """(first release, GB/s): the speed search.cc's sm100SpeedArrayIntra gained."""
 OLDEST = (2, 18)
@@ -80,9 +81,10 @@ def _ll128_per_channel(table, ver: tuple[int, int]):
 
 def _search_speeds(table, ver: tuple[int, int]):
     first, gbps = SM100_SPEED_ADDED
-    if ver >= first or "blackwell" not in table:
+    if "blackwell" not in table:
         return table
-    return MappingProxyType({**table, "blackwell": tuple(v for v in table["blackwell"] if v != gbps * 1e9)})
+    speeds = {v for v in table["blackwell"] if v != gbps * 1e9} | ({gbps * 1e9} if ver >= first else set())
+    return MappingProxyType({**table, "blackwell": tuple(sorted(speeds, reverse=True))})
 
 
 __all__ = ["at_nccl", "at_stated"]
