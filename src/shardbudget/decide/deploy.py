@@ -43,7 +43,8 @@ from .launch import build_launches, check_request
 from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
 from ..model import ModelConfig, Plan, load_model
 from ..model.work import Precision
-from .planner import Budgets, check_impl, check_nodes, nccl_words, precision_for, valid_plans
+from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
+from .release_words import nccl_words
 from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
@@ -332,7 +333,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
                           notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
                           memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None, nccl=nccl_words(catalog),
+                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None, nccl=nccl_words(catalog, engine),
                           without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
                                                           workload=workload, engine=engine, dtype=dtype,
                                                           kv_dtype=kv_dtype, disaggregate=disaggregate,

@@ -34,6 +34,7 @@ from ..step.settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_eff
 from ..step.compose import compile_step
 from ..step.price_comm import tp_group
 from ..units import format_rate, format_seconds
+from .release_words import nccl_words
 from .verdicts import Row, Thresholds, Verdict, judge
 
 if TYPE_CHECKING:  # tail_plan reads logs; only plan --jitter needs it loaded
@@ -257,7 +258,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict(),
                                   "memory_utilization": usable / sysm.gpu.memory_bytes},
                    "impl": impl, "engine": engine, "engine_version": load_engine(engine).version if engine else None,
-                   "nccl": nccl_words(catalog),
+                   "nccl": nccl_words(catalog, engine),
                    "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
                    "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
                    "act_dtype": precision.activations, "comm_threshold": comm_threshold,
@@ -270,12 +271,6 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
                       ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype or precision.weights, results=tuple(results),
                       assumptions=assumptions)
-
-
-def nccl_words(catalog: Catalog) -> str:
-    """'NCCL 2.30' (or '2.27, symmetric buffers'): the release whose rules price NCCL here (--nccl)."""
-    nccl = catalog.nccl
-    return f"{nccl.version[0]}.{nccl.version[1]}" + (", symmetric buffers" if nccl.symmetric else "")
 
 
 def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catalog: Catalog, common: dict) -> dict:

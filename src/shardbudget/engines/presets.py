@@ -223,6 +223,8 @@ class EnginePreset:
     kernels: Mapping[str, str]
     """Role -> kernel names (documentation only)."""
     fused_allreduce_norm_auto: tuple[str, ...] = ()
+    nccl: str = ""
+    """The NCCL release the pinned version installs (its torch's nvidia-nccl pin), "" if not known."""
     """model_type@arch where the engine turns all-reduce + residual + RMSNorm fusion on by itself
     (one node, no DP attention): [allreduce] fused_residual_rmsnorm_auto."""
     fused_moe_routing_auto: tuple[str, ...] = ()
@@ -415,7 +417,7 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
     kernels, fused = top.opt_table("kernels"), top.opt_table("fusions")
     return EnginePreset(
         name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
-        source=eng.text("source"),
+        source=eng.text("source"), nccl=eng.text("nccl", ""),
         cuda_graphs=CudaGraphs(decode=graphs.flag("decode"), max_batch=graphs.count("max_batch"),
                                source=graphs.text("source")),
         host=HostOverhead(per_step_s=host.seconds("per_step"),
