@@ -45,11 +45,14 @@ def _allreduce(data: ReportData, spec, batch: int, best) -> str | None:
 
 
 def engine_words(data: ReportData) -> str:
-    """'engine vllm, all-reduce as it picks by size', or the implementation --impl forces."""
+    """'engine vllm, all-reduce as it picks by size, NCCL 2.30 (...)', or the implementation --impl
+    forces; the NCCL release as plan's header says it (the first plan's assumptions)."""
     st = data.settings
     engine = st.get("engine", DEFAULT_ENGINE)
+    a = (data.plans[0].assumptions or {}) if data.plans else {}
+    nccl = f", NCCL {a['nccl']}" if a.get("nccl") else ""
     return f"engine {engine}, " + (f"every all-reduce forced to {st['impl']}" if st.get("impl")
-                                   else "all-reduce as the engine picks it by size")
+                                   else "all-reduce as the engine picks it by size") + nccl
 
 
 def weights_words(data: ReportData) -> str:
