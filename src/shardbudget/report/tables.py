@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
+from ..decide.release_words import nccl_words
 from ..fabric.hardware import Catalog, to_dict
 from ..model.precision import FP8_TENSOR_CORE_ARCHS
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
@@ -198,6 +199,11 @@ def impl_words(requested: str, costs) -> str:
     return "impl custom where its kernels accept the size, NCCL elsewhere"
 
 
+def _engine_of(impl: str) -> str | None:
+    """The engine an --impl names (vllm, sglang, trtllm), None for nccl / custom."""
+    return None if impl in ("nccl", "custom") else impl
+
+
 def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
                 why_not_custom: str | None = None, rule: str | None = None) -> None:
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
@@ -206,7 +212,7 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
           + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
-          + f"), {impl_words(impl, costs)}  [predicted]")
+          + f"), {impl_words(impl, costs)}, NCCL {nccl_words(group.catalog, _engine_of(impl))}  [predicted]")
     if impl == "custom" and why_not_custom:
         print(f"# note: {why_not_custom}")
     if rule:
