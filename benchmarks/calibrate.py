@@ -111,6 +111,8 @@ def at_version(catalog: Catalog, nccl: str | None) -> Catalog:
     key = (id(catalog), nccl)
     hit = _AT_NCCL.get(key)
     if hit is None or hit[0] is not catalog:
+        if len(_AT_NCCL) > 512:  # a fit's catalogs of earlier rounds and folds are not asked again
+            _AT_NCCL.clear()
         hit = _AT_NCCL[key] = (catalog, at_stated(catalog, nccl))
     return hit[1]
 
