@@ -178,7 +178,7 @@ class DeployResult:
     tail: str | None = None
     """What the options' itl_p99_s come from (Jitter.describe, as plan's header), or None without --jitter."""
     nccl: str = ""
-    """The NCCL release whose rules price it (planner.nccl_words; --nccl)."""
+    """The NCCL release whose rules price it (release_words.nccl_words; --nccl)."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,

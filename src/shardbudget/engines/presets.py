@@ -223,10 +223,10 @@ class EnginePreset:
     kernels: Mapping[str, str]
     """Role -> kernel names (documentation only)."""
     fused_allreduce_norm_auto: tuple[str, ...] = ()
-    nccl: str = ""
-    """The NCCL release the pinned version installs (its torch's nvidia-nccl pin), "" if not known."""
     """model_type@arch where the engine turns all-reduce + residual + RMSNorm fusion on by itself
     (one node, no DP attention): [allreduce] fused_residual_rmsnorm_auto."""
+    nccl: str = ""
+    """The NCCL release the pinned version installs (its torch's nvidia-nccl pin), "" if not known."""
     fused_moe_routing_auto: tuple[str, ...] = ()
     """model_type@arch[:quantized] whose MoE the engine runs as one fused routed-experts call
     (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel)."""

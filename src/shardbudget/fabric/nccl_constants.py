@@ -218,9 +218,9 @@ class NcclConstants:
     nvls_nccl_efficiency: Mapping[str, float]
     """[GPU generation] -> tuning.cc nvlsEfficiency (NCCL's own NVLS estimate, used to choose it)."""
     search_speeds_bytes_per_s: Mapping[str, tuple[float, ...]]
+    """[GPU generation or 'default'] -> search.cc's intra-node per-channel speeds, bytes/s, fastest first."""
     ring_ll128_per_channel_bytes_per_s: Mapping[str, float]
     """[GPU generation] -> tuning.cc perChMaxRingLL128Bws (one node), bytes/s per ring channel."""
-    """[GPU generation or 'default'] -> search.cc's intra-node per-channel speeds, bytes/s, fastest first."""
     arch: Mapping[str, ArchFloor]
     """[GPU generation] -> measured floors; generations not listed use NCCL's tables unchanged."""
     shm_ll_bandwidth_fraction: float
