@@ -100,23 +100,6 @@ class Sample:
     release a nccl_tests.csv row states)."""
 
 
-_AT_NCCL: dict[tuple[int, str], tuple[Catalog, Catalog]] = {}
-
-
-def at_version(catalog: Catalog, nccl: str | None) -> Catalog:
-    """`catalog` priced as the NCCL release a row was measured with (comm/versions.at_stated), kept
-    while `catalog` lives so that its caches stay warm."""
-    if nccl is None:
-        return catalog
-    key = (id(catalog), nccl)
-    hit = _AT_NCCL.get(key)
-    if hit is None or hit[0] is not catalog:
-        if len(_AT_NCCL) > 512:  # a fit's catalogs of earlier rounds and folds are not asked again
-            _AT_NCCL.clear()
-        hit = _AT_NCCL[key] = (catalog, at_stated(catalog, nccl))
-    return hit[1]
-
-
 def samples(data_dir: Path | None = None) -> list[Sample]:
     """Single- and multi-node NCCL all-reduce rows of measured_comm.csv and nccl_tests.csv."""
     mc = load_module("measured_comm")
@@ -220,7 +203,7 @@ def _remap(s: System, fabrics: Mapping[str, Fabric], cpus: Mapping[str, CPU]) ->
 # --- estimators ------------------------------------------------------------------------------
 
 def _chosen(catalog: Catalog, x: Sample):
-    catalog = at_version(catalog, x.nccl)
+    catalog = at_stated(catalog, x.nccl)
     group = make_group(catalog.system(x.system), nodes=x.nodes, gpus=x.gpus, catalog=catalog)
     return group, pick(candidates(group, "all-reduce"), x.size_bytes)
 

@@ -41,6 +41,7 @@ import calibrate as C  # noqa: E402
 from shardbudget.comm.collectives import make_group, sweep  # noqa: E402
 from shardbudget.comm.custom_kernels import runs_custom_kernel  # noqa: E402
 from shardbudget.fabric.hardware import Catalog
+from shardbudget.comm.versions import at_stated  # noqa: E402
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 
 MAX_BYTES = 512 * 2**20
@@ -103,7 +104,7 @@ def errors(cal: C.Calibration, rows: list[Case]) -> dict[str, list[float]]:
             catalogs[c.variant] = fold_catalog(cal, c.variant)
         system = c.variant or c.system
         cost = sweep("all-reduce", [c.size_bytes], system, nodes=c.nodes, gpus=c.gpus, algo=c.algo, impl=c.impl,
-                     catalog=C.at_version(catalogs[c.variant], c.nccl))[0]
+                     catalog=at_stated(catalogs[c.variant], c.nccl))[0]
         out[c.metric].append(abs(cost.time_s / c.time_s - 1))
     return out
 
@@ -113,7 +114,7 @@ def row_lines(cal: C.Calibration, rows: list[Case]) -> list[str]:
     out = []
     for c in sorted((c for c in rows if c.metric == "nccl"), key=lambda c: (c.gpus, c.algo, c.size_bytes)):
         cost = sweep("all-reduce", [c.size_bytes], c.variant or c.system, nodes=c.nodes, gpus=c.gpus, algo=c.algo,
-                     impl=c.impl, catalog=C.at_version(fold_catalog(cal, c.variant), c.nccl))[0]
+                     impl=c.impl, catalog=at_stated(fold_catalog(cal, c.variant), c.nccl))[0]
         out.append(f"    {c.gpus:>3} GPUs {c.algo:5} {c.size_bytes:>12.0f} B  measured {c.time_s * 1e6:>10.1f} us  "
                    f"predicted {cost.time_s * 1e6:>10.1f} us  {cost.time_s / c.time_s - 1:>+7.1%}  "
                    f"{cost.algorithm}/{cost.protocol}")

@@ -62,14 +62,24 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     return replace(catalog, nccl=nccl)
 
 
+_STATED: dict[tuple[int, str], tuple[Catalog, Catalog]] = {}
+
+
 def at_stated(catalog: Catalog, version: str | None) -> Catalog:
     """`catalog` priced as the NCCL release a measurement states (None: the catalog's own); a release
-    older than the oldest modelled takes that one's rules (no rule modelled here changed before it)."""
+    older than the oldest modelled takes that one's rules (no rule modelled here changed before it).
+    The same object back for the same catalog and release while that catalog lives, so that the
+    rows of one release share their priced lines (a fit asks once per row)."""
     if version is None:
         return catalog
-    if parse_version(version) < OLDEST:
-        version = "{}.{}".format(*OLDEST)
-    return at_nccl(catalog, version)
+    key = (id(catalog), version)
+    hit = _STATED.get(key)
+    if hit is None or hit[0] is not catalog:
+        if len(_STATED) > 512:  # a fit's catalogs of earlier rounds and folds are not asked again
+            _STATED.clear()
+        stated = version if parse_version(version) >= OLDEST else "{}.{}".format(*OLDEST)
+        hit = _STATED[key] = (catalog, at_nccl(catalog, stated))
+    return hit[1]
 
 
 def _ll128_per_channel(table, ver: tuple[int, int]):

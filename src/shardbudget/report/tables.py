@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from ..comm.custom_kernels import ENGINES
 from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
 from ..decide.release_words import nccl_words
@@ -199,11 +200,6 @@ def impl_words(requested: str, costs) -> str:
     return "impl custom where its kernels accept the size, NCCL elsewhere"
 
 
-def _engine_of(impl: str) -> str | None:
-    """The engine an --impl names (vllm, sglang, trtllm), None for nccl / custom."""
-    return None if impl in ("nccl", "custom") else impl
-
-
 def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
                 why_not_custom: str | None = None, rule: str | None = None) -> None:
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
@@ -212,7 +208,7 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
           + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
-          + f"), {impl_words(impl, costs)}, NCCL {nccl_words(group.catalog, _engine_of(impl))}  [predicted]")
+          + f"), {impl_words(impl, costs)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
     if impl == "custom" and why_not_custom:
         print(f"# note: {why_not_custom}")
     if rule:
