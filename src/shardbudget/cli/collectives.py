@@ -38,9 +38,11 @@ def allreduce(
     from ..comm.net_path import gdr
     from ..dtypes import dtype_bytes
     check_plot(plot, force=force)
-    cat = load_catalogs(catalog, nccl, nccl_symmetric)
+    from ..engines.release import engine_catalog
     sizes = args.sizes(size, "8B:1GiB")
     op, impl, dtype, nodes = normalize_op(op), impl or "nccl", dtype or "bf16", nodes or 1
+    # an engine's kernels run beside the NCCL its release installs (plan prices the same)
+    cat = engine_catalog(load_catalogs(catalog, nccl, nccl_symmetric), impl if impl in ENGINES else None)
     elem_bytes = dtype_bytes(dtype)
     costs = sweep(op, sizes, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=cat)
     group = make_group(system, nodes=nodes, gpus=gpus, catalog=cat)
@@ -59,7 +61,7 @@ def allreduce(
                     "rows": [args.cost_row(c) for c in costs]})
     else:
         from ..report import tables
-        why = custom_allreduce_allowed(group) if op == "all-reduce" else "custom kernels are all-reduce only"
+        why = custom_allreduce_allowed(group, impl) if op == "all-reduce" else "custom kernels are all-reduce only"
         tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why,
                            rule=rule)
     if plot:

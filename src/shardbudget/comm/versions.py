@@ -15,6 +15,9 @@ read from the tagged source (../shared/data/nccl_constants.md quotes the tables)
   from 2.28.3 (NVIDIA/nccl f1308997); v2.27.3 takes min(bwIntra x (ppn-1)/ppn, bwInter x 0.9)
   (comm/nvls_gather.py).
 
+An engine's pinned release installs its own NCCL (engines/*.toml [engine] nccl: vLLM 0.19.0 ships
+2.27.5); its collectives are priced at that release unless `--nccl` names another (`at_shipped`).
+
 `--nccl-symmetric` says the caller registers its buffers as symmetric windows, so NCCL runs its
 symmetric kernels where they exist (vLLM VLLM_USE_NCCL_SYMM_MEM=1, SGLang --enable-symm-mem).
 """
@@ -41,45 +44,66 @@ OLDEST = (2, 18)
 """The oldest release whose tables ../shared/data/nccl_constants.md quotes."""
 
 
-def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = False) -> Catalog:
+def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = False,
+            stated: bool | None = None) -> Catalog:
     """`catalog` priced as NCCL `version` (None: the catalog's own), with or without registered
-    symmetric buffers. The same catalog object back when nothing changes (caches stay warm)."""
+    symmetric buffers. A named version is `stated` (an engine's shipped one does not replace it)
+    unless told otherwise. The same catalog object back when nothing changes (caches stay warm)."""
     nccl = catalog.nccl
     ver = parse_version(version) if version else nccl.version
     if version and ver < OLDEST:
         raise CatalogError(f"--nccl: {version!r} is older than {OLDEST[0]}.{OLDEST[1]}, the oldest release modelled")
-    if ver == nccl.version and symmetric == nccl.symmetric:
+    stated = (nccl.stated or version is not None) if stated is None else stated
+    if ver == nccl.version and symmetric == nccl.symmetric and stated == nccl.stated:
         return catalog
     first, new, old = NVLS_TREE_NET_US
     hw = {link: dict(rows) for link, rows in nccl.hw_latency_s.items()}
     net = dict(hw["net"])
     net["nvls_tree"] = MappingProxyType({**net["nvls_tree"], "simple": (new if ver >= first else old) * 1e-6})
     hw["net"] = MappingProxyType(net)
-    nccl = replace(nccl, version=ver, symmetric=symmetric,
+    nccl = replace(nccl, version=ver, symmetric=symmetric, stated=stated,
                    hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}),
                    ring_ll128_per_channel_bytes_per_s=_ll128_per_channel(nccl.ring_ll128_per_channel_bytes_per_s, ver),
                    search_speeds_bytes_per_s=_search_speeds(nccl.search_speeds_bytes_per_s, ver))
     return replace(catalog, nccl=nccl)
 
 
-_STATED: dict[tuple[int, str], tuple[Catalog, Catalog]] = {}
+_PRICED: dict[tuple[int, str, bool], tuple[Catalog, Catalog]] = {}
+
+
+def _priced(catalog: Catalog, version: str, stated: bool) -> Catalog:
+    """at_nccl(catalog, version), keeping the catalog's symmetric buffers; the same object back for
+    the same catalog and release while that catalog lives, so that what is priced at one release
+    shares its lines (a fit asks once per row; compile_step once per plan)."""
+    key = (id(catalog), version, stated)
+    hit = _PRICED.get(key)
+    if hit is None or hit[0] is not catalog:
+        if len(_PRICED) > 512:  # a fit's catalogs of earlier rounds and folds are not asked again
+            _PRICED.clear()
+        hit = _PRICED[key] = (catalog, at_nccl(catalog, version, symmetric=catalog.nccl.symmetric, stated=stated))
+    return hit[1]
 
 
 def at_stated(catalog: Catalog, version: str | None) -> Catalog:
     """`catalog` priced as the NCCL release a measurement states (None: the catalog's own); a release
-    older than the oldest modelled takes that one's rules (no rule modelled here changed before it).
-    The same object back for the same catalog and release while that catalog lives, so that the
-    rows of one release share their priced lines (a fit asks once per row)."""
+    older than the oldest modelled takes that one's rules (no rule modelled here changed before it)."""
     if version is None:
         return catalog
-    key = (id(catalog), version)
-    hit = _STATED.get(key)
-    if hit is None or hit[0] is not catalog:
-        if len(_STATED) > 512:  # a fit's catalogs of earlier rounds and folds are not asked again
-            _STATED.clear()
-        stated = version if parse_version(version) >= OLDEST else "{}.{}".format(*OLDEST)
-        hit = _STATED[key] = (catalog, at_nccl(catalog, stated))
-    return hit[1]
+    return _priced(catalog, version if parse_version(version) >= OLDEST else "{}.{}".format(*OLDEST), True)
+
+
+def at_shipped(catalog: Catalog, release: str | None) -> Catalog:
+    """`catalog` priced as the NCCL release an engine installs (engines/*.toml nccl; None: the one its
+    tables were read at), unless a release was stated (--nccl, a measurement's): the one named wins.
+    What comes back depends on the engine alone, not on an engine the catalog was priced for before."""
+    nccl = catalog.nccl
+    if nccl.stated:
+        return catalog
+    if not release:  # a preset's nccl = "" names none
+        if nccl.version == nccl.tables_version:
+            return catalog
+        release = "{}.{}".format(*nccl.tables_version)
+    return _priced(catalog, release, False)
 
 
 def _ll128_per_channel(table, ver: tuple[int, int]):
@@ -97,4 +121,4 @@ def _search_speeds(table, ver: tuple[int, int]):
     return MappingProxyType({**table, "blackwell": tuple(sorted(speeds, reverse=True))})
 
 
-__all__ = ["at_nccl", "at_stated"]
+__all__ = ["at_nccl", "at_shipped", "at_stated"]

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import PlanError
+from ..engines.release import engine_catalog
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan, load_model
@@ -180,7 +181,7 @@ def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, 
                     impl: str | None = None, jitter=None) -> LoadAnswer:
     """The fewest GPUs of `system` that serve `load` within the budgets (module doc); `impl` forces
     every all-reduce as deploy's does; `jitter` (tail_plan.Jitter) adds deploy's p99 ITLs to its table."""
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..comm.collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+from ..comm.custom_kernels import ENGINES
+from ..engines.release import engine_catalog
 from ..fabric.hardware import Catalog
 from ..fabric.catalog import load_catalog
 from ..model import hidden_message_bytes, load_model
@@ -60,7 +62,7 @@ def decode_message_sizes(model: str, batches: list[int], act_dtype: str = "bf16"
 def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = None, op: str = "all-reduce",
                     model: str = "llama-3.1-70b", batches: list[int] = (1, 64), impl: str = "nccl",
                     catalog: Catalog | None = None, extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30)) -> CompareResult:
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), impl if impl in ENGINES else None)
     op = normalize_op(op)
     entries = [catalog.system(s) for s in systems]
     if gpus is None:  # compare like with like: the GPU count every system can provide

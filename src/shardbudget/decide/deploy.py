@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
+from ..engines.release import engine_catalog
 from ..fabric.catalog import load_catalog
 from .launch import build_launches, check_request
 from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
@@ -297,7 +298,7 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
     the replicas are over the other D (disagg.py). `impl` forces every all-reduce as plan's --impl
     does (None: the engine's rule). `jitter` (plan's --jitter) adds each option's p99 ITL at its batch."""
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     nodes = _nodes(sysm, gpus, nodes)

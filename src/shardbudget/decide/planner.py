@@ -22,6 +22,7 @@ from ..comm.collectives import IMPLS
 from ..comm.custom_kernels import custom_allreduce_allowed
 from ..dtypes import canonical
 from ..engines.presets import load_engine
+from ..engines.release import engine_catalog
 from ..errors import PlanError, UnknownNameError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
@@ -232,7 +233,7 @@ def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batc
     input_len, output_len: a served workload instead: each row also has the served TPOT
     (step.served, as deploy prices it); the decode step (ITL, which the verdicts judge) is at the
     mean context input + output / 2, memory at input + output, TTFT a prompt of input_len."""
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     check_nodes(sysm, nodes)
@@ -419,7 +420,7 @@ def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, 
                     settings: PlanSettings = PlanSettings(),
                     catalog: Catalog | None = None) -> Requirement:
     """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)
     cfg = load_model(model) if isinstance(model, str) else model
     sysm = catalog.system(system) if isinstance(system, str) else system
     Budgets(budget_s=budget_s)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..engines.release import engine_catalog
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan, load_model
@@ -133,7 +134,7 @@ def explain(model: str | ModelConfig = "llama-3.1-70b", *, systems: Sequence[str
             dtype: str | None = None, budget_s: float | None = 0.030, catalog: Catalog | None = None) -> Explanation:
     """The three answers: fabric against fabric, when all-reduce limits sharding (on the first
     system, over `nodes` nodes), and why crossing nodes is slow (the first system with a network)."""
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)
     cfg = load_model(model) if isinstance(model, str) else model
     validate_request(cfg, [batch], context)
     Budgets(budget_s=budget_s)

@@ -247,6 +247,12 @@ class NcclConstants:
     """The NCCL release (major, minor) whose rules apply where they changed between releases."""
     symmetric: bool = False
     """Buffers registered as symmetric windows: NCCL runs its symmetric kernels where they exist."""
+    tables_version: tuple[int, int] = (2, 30)
+    """The release the tables were read at (nccl.toml version), which at_nccl leaves: what an
+    engine that names no release of its own is priced at."""
+    stated: bool = False
+    """The release was named (--nccl, or the measurement being priced states it): the one an engine
+    installs does not replace it (comm.versions.at_shipped)."""
 
     def arch_floor(self, arch: str) -> ArchFloor:
         return self.arch.get(arch, NEUTRAL_FLOOR)
@@ -297,6 +303,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
             ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
             net_overhead_s=cal["net_overhead_us"] * US,
             version=parse_version(str(raw.get("version", "2.30")), where),
+            tables_version=parse_version(str(raw.get("version", "2.30")), where),
             custom=CustomAllReduce(
                 launch_s=custom["launch_us"] * US, sync_s=custom["sync_us"] * US,
                 max_bytes=float(custom["max_bytes"]), one_shot_max_bytes=float(custom["one_shot_max_bytes"]),

@@ -18,6 +18,7 @@ from ..comm.collectives import Group, crossover_bytes, make_group, sweep
 from ..decide.compare import effective_impl
 from ..errors import PlanError, ShardbudgetError
 from ..decide.questions import explain
+from ..engines.release import engine_catalog
 from ..fabric.catalog import load_catalog
 from ..measure.logs import read_log
 from ..model import hidden_message_bytes, load_model
@@ -142,7 +143,7 @@ def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequ
         raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
     batches = list(batches) or [1]
     check_budget_steps(budget_steps)
-    catalog = catalog or load_catalog()
+    catalog = engine_catalog(catalog or load_catalog(), engine)  # other engines reprice at theirs
     specs = _system_specs(systems, nodes)
     cfg = load_model(model)
     for s in specs:

@@ -189,15 +189,17 @@ def _fp8_cell(gpu) -> str:
     return f"{gpu.fp8_flops_per_s / 1e12:.0f} TFLOP/s"
 
 
-def impl_words(requested: str, costs) -> str:
+def impl_words(requested: str, costs, why_not: str | None = None) -> str:
     """What ran, as the header says it: one library, or a mix (the engines' custom kernels where they
-    can run, NCCL elsewhere), with the reason custom kernels were not used where they were not."""
+    can run, NCCL elsewhere), with the reason custom kernels were not used where they were not:
+    `why_not` (custom_allreduce_allowed) where they cannot run on the group, else the sizes."""
     used = sorted({c.impl for c in costs})
     if requested == "nccl" or used == ["custom"]:
         return f"impl {used[0] if used else requested}"
     if used == ["nccl"]:
-        return "impl custom requested, NCCL used: custom all-reduce kernels cannot run here"
-    return "impl custom where its kernels accept the size, NCCL elsewhere"
+        return f"impl {requested} requested, NCCL used: " + (
+            why_not or "every size is past its kernels' range")
+    return f"impl {requested} where its kernels accept the size, NCCL elsewhere"
 
 
 def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
@@ -208,7 +210,7 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
     print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
           + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
-          + f"), {impl_words(impl, costs)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
+          + f"), {impl_words(impl, costs, why_not_custom)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
     if impl == "custom" and why_not_custom:
         print(f"# note: {why_not_custom}")
     if rule:

@@ -28,6 +28,7 @@ from . import overlap
 from ..comm.collectives import Group
 from ..engines.allreduce import AllReduceRanges
 from ..engines.presets import load_engine
+from ..engines.release import engine_catalog
 from ..errors import PlanError
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
@@ -225,8 +226,8 @@ def compile_step(model: ModelConfig, system: System, plan: Plan, catalog: Catalo
                  engine: str = DEFAULT_ENGINE, precision: Precision = Precision(), phase: str = "decode",
                  eff: Efficiency | None = None, settings: PlanSettings = PlanSettings()) -> StepModel:
     """A cached StepModel: its groups and collective candidates are built once per configuration.
-    `eff` defaults to the engine preset's (settings.engine_efficiency)."""
-    return StepModel(model=model, system=system, plan=plan, catalog=catalog, impl=impl, engine=engine,
+    `eff` defaults to the engine preset's (settings.engine_efficiency); NCCL is the engine's (engines.release)."""
+    return StepModel(model=model, system=system, plan=plan, catalog=engine_catalog(catalog, engine), impl=impl, engine=engine,
                      precision=precision, phase=phase, eff=eff or engine_efficiency(engine), settings=settings)
 
 
