@@ -22,6 +22,10 @@ def test_the_words_say_the_release_that_prices_and_why():
     assert nccl_words(catalog, "vllm") == "2.27 (vllm 0.19.0 ships 2.27.5)"
     assert nccl_words(catalog, "sglang") == "2.28 (sglang 0.5.14 ships 2.28.9)"
     assert nccl_words(catalog, "trtllm") == "2.30"  # its release's NCCL is not recorded: the catalog's
+    # the older releases' torch pins: 2.5.1 -> 2.21.5, 2.7.1 -> 2.26.2, 2.8.0 -> 2.27.3
+    assert nccl_words(catalog, "vllm-v0") == "2.21 (vllm-v0 0.7.2 ships 2.21.5)"
+    assert nccl_words(catalog, "sglang-0.4") == "2.26 (sglang-0.4 0.4.9 ships 2.26.2)"
+    assert nccl_words(catalog, "eager") == "2.27 (eager 0.11.0 ships 2.27.3)"
     assert nccl_words(catalog, None) == "2.30"
     assert nccl_words(at_nccl(catalog, "2.30"), "vllm") == "2.30 (--nccl; vllm 0.19.0 ships 2.27.5)"
     assert nccl_words(at_nccl(catalog, "2.27", symmetric=True), None) == "2.27, symmetric buffers (--nccl)"
