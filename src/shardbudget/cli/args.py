@@ -109,7 +109,8 @@ GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
 NcclOpt = Annotated[Optional[str], typer.Option(
     "--nccl", help="Price NCCL's rules of this release (2.18 or later, e.g. 2.26 or 2.27.3) where they changed: "
-                   "symmetric kernels from 2.27, GPUDirect RDMA over Grace C2C from 2.27, NVLSTree network latency.")]
+                   "symmetric kernels from 2.27, GPUDirect RDMA over Grace C2C from 2.27, NVLSTree network latency. "
+                   "Default: the release the engine's pinned version installs (vllm 2.27.5), else the catalog's.")]
 NcclSymmetricOpt = Annotated[bool, typer.Option(
     "--nccl-symmetric", help="Buffers registered as NCCL symmetric windows (NCCL 2.27+; vLLM VLLM_USE_NCCL_SYMM_MEM=1, "
                              "SGLang --enable-symm-mem): NCCL runs its symmetric kernels where they exist.")]
