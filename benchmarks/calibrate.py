@@ -61,7 +61,7 @@ from shardbudget.fabric.hardware import CPU, Catalog, Fabric, System
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.comm.lines import pick  # noqa: E402
 from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
-from shardbudget.comm.custom_kernels import mnnvl, read_class, two_shot_extra_s  # noqa: E402
+from shardbudget.comm.custom_kernels import KERNEL_OF, mnnvl, read_class, two_shot_extra_s  # noqa: E402
 from shardbudget.comm.versions import at_stated  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
 from shardbudget.fabric.topology import ring_path  # noqa: E402
@@ -502,7 +502,8 @@ def fit_shm_ll(xs: Sequence[Sample], catalog: Catalog) -> float | None:
 
 
 def engine_samples(data_dir: Path | None = None) -> list[tuple[str, Sample]]:
-    """(engine, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs."""
+    """(engine preset, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs; the preset
+    is the row's release's (measured_comm.release_preset: TensorRT-LLM 1.0.0 rows are trtllm-1.0's)."""
     mc = load_module("measured_comm")
     return [(r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
             for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph" and not _older_kernel_nccl(mc, r)]
@@ -522,9 +523,11 @@ _EFF = {"one-shot": "one_shot_efficiency", "two-shot": "two_shot_efficiency"}
 def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[str, dict]:
     """Per engine: launch per GPU generation (512 B-4 KiB one-shot rows, less per_peer x (g-2)),
     per_peer (median over generations of the floor's slope in g), one- and two-shot efficiencies
-    (rows whose bandwidth term is at least their latency: algbw over the model's)."""
+    (rows whose bandwidth term is at least their latency: algbw over the model's). A row of an older
+    release with a preset of its own (trtllm-1.0) fits its engine's kernels (KERNEL_OF), the kernel
+    that ran it told by its own release's rule."""
     out: dict[str, dict] = {}
-    for engine in sorted({e for e, _ in rows}):
+    for engine in sorted({KERNEL_OF.get(e, e) for e, _ in rows}):
         if engine not in catalog.engines:
             continue
         k = catalog.engines[engine]
@@ -536,11 +539,11 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         across: dict[tuple[str, int], list[tuple[float, float]]] = defaultdict(list)
         across_floor: dict[int, list[float]] = defaultdict(list)
         for e, x in rows:
-            if e != engine:
+            if KERNEL_OF.get(e, e) != engine:
                 continue
             s = catalog.system(x.system)
             group = make_group(s, gpus=x.gpus, catalog=catalog)
-            c = pick(candidates(group, "all-reduce", engine), x.size_bytes)
+            c = pick(candidates(group, "all-reduce", e), x.size_bytes)
             if c.algorithm not in ("one-shot", "two-shot"):
                 continue
             if mnnvl(group, k):
@@ -559,7 +562,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
                 point = (x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - base_latency)
                 shots[c.algorithm].append(point)
                 by_gpus[(c.algorithm, x.gpus)].append(point)
-                if c.algorithm == "one-shot" and _rule_kind(engine, group, x.size_bytes) == "one-shot":
+                if c.algorithm == "one-shot" and _rule_kind(e, group, x.size_bytes) == "one-shot":
                     one_by_arch[(read_class(s, x.gpus), x.gpus)].append(point)
                 if c.algorithm == "two-shot":
                     two_by_arch[s.gpu.arch].append((x.gpus, *point))

@@ -60,7 +60,11 @@ SGLANG_0_5 = "2025-08"
 
 def release_engine(r: dict) -> str:
     """The preset of the row's engine release: sglang-0.4 for SGLang rows of 0.4.x (stated, or dated
-    before 0.5.0: the row's date, else the first date in its source), else the row's engine."""
+    before 0.5.0: the row's date, else the first date in its source); trtllm-1.0 for TensorRT-LLM rows
+    stating a 1.0.x release (no row does yet: 1.1.0rc2 and 1.2.0rc6 are not 1.0's rule, the 2025-03..05
+    main builds are before it, PR #5432); else the row's engine."""
+    if r["engine"] == "trtllm":
+        return "trtllm-1.0" if re.match(r"1\.0(\.|rc|$)", r["engine_version"].strip()) else "trtllm"
     if r["engine"] != "sglang":
         return r["engine"]
     version = re.search(r"\b0\.(\d+)\.", r["engine_version"])

@@ -349,8 +349,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0, 4 GPUs: 62.57 us at 8388608 B, 113.93 us at 16777216 B, 201.41 us at 33554432 B, 376.57 us at 67108864 B',
     ('hgx-h100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
-    ('hgx-h100', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
-        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20, 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h100', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432):
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0, 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h100', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
@@ -371,8 +369,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_eager 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 62.57 us at 8388608 B, 113.93 us at 16777216 B, 201.41 us at 33554432 B, 376.57 us at 67108864 B',
     ('hgx-h20', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
-    ('hgx-h20', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
-        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h20', 4, 'vllm', 'symm-mem-multimem', 'nccl', 33554432):
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h20: SAME_ENGINE_KERNELS), 4 GPUs: 53.23 us at 8388608 B, 98.75 us at 16777216 B, 173.69 us at 33554432 B, 325.03 us at 67108864 B',
     ('hgx-h20', 8, 'eager', 'symm-mem-multimem', 'nccl', 67108864):
@@ -391,8 +387,6 @@ MEASURED = {
         'measured_comm.csv h100_sxm vLLM_custom_graph 0.19.0 (for hgx-h200: SAME_ENGINE_KERNELS), 2 GPUs: 82.30 us at 16777216 B, 158.44 us at 33554432 B, 246.87 us at 67108864 B, 465.34 us at 134217728 B',
     ('hgx-h200', 4, 'trtllm', 'one-shot', 'two-shot', 4194304):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 12.91 us at 1048576 B, 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B',
-    ('hgx-h200', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
-        'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 4 GPUs: 26.13 us at 2097152 B, 39.74 us at 4194304 B, 63.75 us at 8388608 B, 100.74 us at 16777216 B',
     ('hgx-h200', 8, 'trtllm', 'nccl', 'two-shot', 2097152):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B, 51.90 us at 4194304 B',
     ('hgx-h200', 8, 'trtllm', 'one-shot', 'nccl', 1048576):
@@ -457,6 +451,7 @@ KNOWN = {
     ('hgx-a100', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 4, 'trtllm', 'one-shot', 'two-shot', 4194304): 'no rows measured at this release',
+    ('hgx-a100', 8, 'trtllm', 'nccl', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'measured 17.19 -> 17.13 us at the edge, no fall',

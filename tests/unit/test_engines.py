@@ -178,6 +178,42 @@ def test_trtllm_auto_lookup_table():
         allreduce_choice(t, 8, h, True, True)
 
 
+def test_trtllm_1_0_rule_by_tokens():
+    """TensorRT-LLM 1.0 (engines/trtllm-1.0.toml): allreduceOp.cpp selectImplementation, PR #5432:
+    `seq_len > threshold` (128) -> NCCL, else MIN_LATENCY, one-shot at seq_len <= kOneShotMaxToken
+    (128); the workspace and NVLink fallbacks as 1.3's. measured_comm.csv a100_sxm TRTLLM 1.0.0
+    (hidden 4096, 8 KiB a token): 2 GPUs 1 MiB 11.56 us (128 tokens, the kernel), 2 MiB 47.65 us
+    (256 tokens, NCCL's 47.58): the threshold holds at 2 GPUs too."""
+    t, new = load_engine("trtllm-1.0"), load_engine("trtllm")
+    assert (t.name, t.version) == ("trtllm-1.0", "1.0.0") and t.allreduce.custom.strategy is None
+    h = 4096 * 2
+    for ws in (2, 4, 8):
+        assert allreduce_choice(t, ws, h, True, True, tokens=1, arch="8.0") == "one-shot"
+        assert allreduce_choice(t, ws, 128 * h, True, True, tokens=128, arch="8.0") == "one-shot"
+        assert allreduce_choice(t, ws, 129 * h, True, True, tokens=129, arch="8.0") == "nccl"
+        assert allreduce_choice(t, ws, 256 * h, True, True, tokens=256, arch="8.0") == "nccl"  # >= 2 MiB
+    # where 1.3's table runs its kernel: SM90 TP2 hidden 4096 RESIDUAL_RMS_NORM, 256 tokens ONESHOT
+    assert allreduce_choice(new, 2, 256 * h, True, True, tokens=256, arch="9.0") == "one-shot"
+    assert allreduce_choice(t, 2, 256 * h, True, True, tokens=256, arch="9.0") == "nccl"
+    # 8 GPUs at 1 MiB (128 tokens): 1.0 runs its one-shot (83.22 us, NCCL 38.85); 1.3 SM90 TP8 hidden
+    # 4096 ({4 x 7, 0, ...}) NCCL from 128 tokens
+    assert allreduce_choice(t, 8, 128 * h, True, True, tokens=128, arch="9.0") == "one-shot"
+    assert allreduce_choice(new, 8, 128 * h, True, True, tokens=128, arch="9.0") == "nccl"
+    # the fallbacks: off NVLink, no P2P, above the workspace, a GPU without a CUDA capability
+    assert allreduce_choice(t, 2, h, False, True, tokens=1, arch="8.9") == "nccl"
+    assert allreduce_choice(t, 4, 8 * MB + 2, True, True, tokens=100, arch="8.0") == "nccl"
+    assert allreduce_choice(t, 8, h, True, True, tokens=1, arch="") == "nccl"
+    with pytest.raises(ValueError, match="tokens"):
+        allreduce_choice(t, 8, h, True, True, arch="8.0")
+    # a plan's ranges on 8 A100s at hidden 4096: one-shot to 128 tokens (1 MiB, inclusive), NCCL above
+    from shardbudget.comm.collectives import make_group
+    from shardbudget.engines.allreduce import allreduce_ranges_for
+    r = allreduce_ranges_for("trtllm-1.0", make_group("hgx-a100", gpus=8), float(h))
+    assert r.describe() == "< 1 MiB: one-shot; larger: NCCL"
+    index = r.kind_index(np.array([1 * MiB, 1 * MiB + h]))
+    assert [(r.kinds + r.at_edge)[i] for i in index] == ["one-shot", "nccl"]
+
+
 def test_memory_fractions_and_what_they_count(vllm):
     assert vllm.memory.fraction == 0.9 and vllm.memory.fraction_of == "total"
     t = load_engine("trtllm")

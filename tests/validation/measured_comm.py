@@ -10,7 +10,9 @@ the engine's whole all-reduce path.
 Choices, each deliberate:
 - NCCL: the newest library version per system. An engine: the version its preset is pinned to
   (engines/<engine>.toml [engine] version), else the newest below it, else the oldest above it: the
-  kernels' costs are fitted to the release whose rule the preset reads. Repeats of a size (several
+  kernels' costs are fitted to the release whose rule the preset reads. A row of an older release
+  with a preset of its own (`RELEASE_PRESETS`: TensorRT-LLM 1.0.x -> trtllm-1.0) is that preset's
+  row (`library`), chosen among that preset's versions alike. Repeats of a size (several
   runs of one version) are reduced to their median.
 - `bytes` is nccl-tests' size: checked on l40s, where 2-GPU all_gather at 512 MiB gives busbw 19.6 GB/s
   with bytes taken as the gathered output, against all_reduce's 20.1 GB/s on the same link.
@@ -40,6 +42,16 @@ ENGINES = {"vLLM_custom_graph": ("vllm", "graph"), "vLLM_custom_eager": ("vllm",
            "TRTLLM_MNNVL_twoshot": ("trtllm", "graph")}
 """library column -> (engine, mode). TensorRT-LLM's benchmark captures its all-reduce in a CUDA graph
 (its 512 B times, 2.6-4.6 us on NVLink, have no host launch in them)."""
+RELEASE_PRESETS = {("trtllm", "1.0"): "trtllm-1.0"}
+"""(engine, release line) -> the preset of an older release whose rule differs from the engine's pinned
+one: a row stating TensorRT-LLM 1.0.x (A100, L40S) is priced by trtllm-1.0 (NCCL above 128 tokens),
+not by 1.3.0rc20's lookup table (engines/trtllm-1.0.toml)."""
+
+
+def release_preset(engine: str, version: str) -> str:
+    """The preset that prices a row of `engine` at `version`: an older release's own, else the engine's."""
+    line = ".".join(version.split(".")[:2])
+    return RELEASE_PRESETS.get((engine, line), engine)
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class CommRow:
     system: str
     """Catalog system."""
     library: str
-    """"nccl" or an engine: vllm, sglang, trtllm."""
+    """"nccl" or an engine preset: vllm, sglang, trtllm, or an older release's (trtllm-1.0)."""
     mode: str
     """"graph" or "eager" for engine rows, "" for NCCL."""
     version: str
@@ -113,6 +125,7 @@ def _load(path: str) -> tuple[CommRow, ...]:
                 lib, mode = "nccl", ""
             elif r["library"] in ENGINES and r["op"] == "all_reduce":
                 lib, mode = ENGINES[r["library"]]
+                lib = release_preset(lib, r["lib_version"])
             else:
                 continue
             k = (r["system"], lib, mode, r["lib_version"], OPS[r["op"]], int(r["num_gpus"]), int(r["bytes"]))

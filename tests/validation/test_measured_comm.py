@@ -130,3 +130,32 @@ def test_one_shot_at_each_generations_own_rate(rows, system, gpus, size, lo, hi)
     t = sweep("all-reduce", [size], system, gpus=gpus, impl="vllm")[0]
     assert t.algorithm == "one-shot"
     assert lo * 0.95 <= t.time_s <= hi * 1.05, (system, size, t.time_s)
+
+
+def test_a_1_0_0_row_is_priced_by_the_1_0_preset(rows, data_dir):
+    """measured_comm.csv a100_sxm TRTLLM lib_version 1.0.0 rows are TensorRT-LLM 1.0.0's: the loader
+    names them trtllm-1.0 (measured_comm.release_preset), and loso.py and calibrate.py price them by
+    that preset's rule (engines/trtllm-1.0.toml: NCCL above 128 tokens, 1 MiB at the rows' hidden
+    4096), not by 1.3.0rc20's table, whose byte limits (one-shot at 2 GPUs to the 16 MB workspace;
+    two-shot at 4 and 8 GPUs to 8 MB) would score the 2-16 MiB rows, NCCL's in 1.0 (2 GPUs 2 MiB
+    47.65 us, NCCL 2.27.3 47.58), as the kernel's and fit its A100 rates on them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import calibrate
+    import loso
+    a100 = [r for r in rows if r.system == "hgx-a100" and r.version == "1.0.0"]
+    assert a100 and {r.library for r in a100} == {"trtllm-1.0"}
+    assert not [r for r in rows if r.library == "trtllm" and r.version.startswith("1.0")]
+    assert mc.release_preset("trtllm", "1.0.0") == "trtllm-1.0" and mc.release_preset("trtllm", "1.3.0rc20") == "trtllm"
+    assert _t(rows, "hgx-a100", 2, 2 * 2**20, "trtllm-1.0", "graph") == pytest.approx(47.65e-6, abs=0.01e-6)
+    scored = {(c.gpus, c.size_bytes) for c in loso.cases(data_dir) if c.system == "hgx-a100" and c.impl == "trtllm-1.0"}
+    assert (2, 2**20) in scored and (8, 2**20) in scored            # 128 tokens: the 1.0 kernel's
+    assert (2, 2 * 2**20) not in scored and (4, 4 * 2**20) not in scored  # 256+ tokens: NCCL in 1.0
+    # the 1.0 row priced as the kernel runs it in 1.0: one-shot at 1 MiB, NCCL at 2 MiB
+    one, two = (sweep("all-reduce", [n], "hgx-a100", gpus=2, impl="trtllm-1.0")[0] for n in (2**20, 2 * 2**20))
+    assert (one.algorithm, two.impl) == ("one-shot", "nccl")
+    assert sweep("all-reduce", [2 * 2**20], "hgx-a100", gpus=2, impl="trtllm")[0].algorithm == "one-shot"  # 1.3's limits
+    # calibrate pools the 1.0 rows into trtllm's kernel costs (KERNEL_OF), none of them at 2+ MiB
+    engine_rows = [(e, x) for e, x in calibrate.engine_samples(data_dir) if x.system == "hgx-a100"]
+    assert {e for e, _ in engine_rows} >= {"trtllm-1.0"} and "trtllm" not in {e for e, _ in engine_rows}
+    fit = calibrate.fit_engines(engine_rows, calibrate.load_catalog())
+    assert "trtllm" in fit and "trtllm-1.0" not in fit

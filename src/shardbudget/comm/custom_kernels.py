@@ -16,16 +16,25 @@ from ..fabric.nccl_constants import EngineKernels
 from .nccl_algos import intra_hop_s, nvls
 from ..fabric.topology import ring_path
 
-ENGINES = ("vllm", "sglang", "trtllm")
+ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
 IMPLS = ("nccl", "custom") + ENGINES
 """nccl: NCCL alone; custom: the generic kernel ([nccl.custom]); an engine: its own kernels and rules
-(catalog/custom_allreduce.toml), NCCL above them."""
+(catalog/custom_allreduce.toml), NCCL above them; an older release (trtllm-1.0): its engine's kernels
+under its own limits (`engine_kernels`)."""
+
+
+def engine_kernels(catalog, impl: str) -> EngineKernels | None:
+    """The kernels `impl` runs, with its limits: an engine's own catalog entry, or for an older release
+    (`KERNEL_OF`) its engine's kernels and costs under the release's limits ([engines.X.releases])."""
+    e = catalog.engines.get(KERNEL_OF.get(impl, impl))
+    return e.for_release(impl) if e is not None and impl in e.releases else e
 
 
 def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
     """Why the engines' custom one-/two-shot kernels cannot run here, or None if they can."""
-    if impl in group.catalog.engines:
-        return _engine_allowed(group, group.catalog.engines[impl])
+    e = engine_kernels(group.catalog, impl)
+    if e is not None:
+        return _engine_allowed(group, e)
     custom = group.catalog.nccl.custom
     if group.nodes > 1:
         return "custom all-reduce kernels work inside one NVLink/P2P domain only, not across nodes"
@@ -58,8 +67,9 @@ def mnnvl(group: Group, e: EngineKernels) -> bool:
 
 def custom_candidates(group: Group, impl: str) -> list[Candidate]:
     """The kernels `impl` runs for an all-reduce on `group` (none where they cannot run)."""
-    if impl in group.catalog.engines:
-        return _engine_kernels(group, group.catalog.engines[impl])
+    e = engine_kernels(group.catalog, impl)
+    if e is not None:
+        return _engine_kernels(group, e)
     return [c for c in (_custom(group, 1), _custom(group, 2)) if c is not None]
 
 
@@ -170,8 +180,9 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 
 
 # Presets whose custom kernel is another engine's (engines/*.toml): vLLM's kernel in its older and
-# eager configurations, SGLang's in its 0.4 release line (the same REDUCE_CASE kernel).
-KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang"}
+# eager configurations, SGLang's in its 0.4 release line (the same REDUCE_CASE kernel), TensorRT-LLM's
+# in 1.0 (the same allReduceFusionKernels one-shot / two-shot, under 1.0's token rule).
+KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang", "trtllm-1.0": "trtllm"}
 
 
 def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candidate | None:

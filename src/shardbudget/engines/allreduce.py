@@ -128,6 +128,10 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         if custom.strategy is not None and bytes_per_token:
             # TensorRT-LLM's table changes kernel only where floor(log2(tokens)) steps
             out |= {2 ** k * bytes_per_token for k in range(16)}
+        if custom.nccl_above_tokens is not None and bytes_per_token:
+            # TensorRT-LLM 1.0: its token thresholds (the last token at the edge itself)
+            limits = (custom.nccl_above_tokens, custom.one_shot_max_tokens)
+            out |= {t * bytes_per_token for t in limits if t is not None}
     if symm is not None:
         out |= {b for per in symm.max_bytes.values() for b in per.values()}
     if preset.allreduce.mnnvl is not None:

@@ -22,7 +22,8 @@ SGLang 0.5.14
 TensorRT-LLM 1.3 (AllReduceStrategy AUTO)
     NCCL off NVLink, across nodes, or above the workspace (8 MB, 16 MB for 2 GPUs); else its
     lookup table by SM (90 / 100), TP, hidden size and tokens: one-shot, two-shot or NCCL (SM 9.0,
-    TP8, hidden 8192: one-shot to 32 tokens, NCCL from 64).
+    TP8, hidden 8192: one-shot to 32 tokens, NCCL from 64). TensorRT-LLM 1.0 (`trtllm-1.0`): the
+    same fallbacks, then NCCL above 128 tokens and one-shot to 128.
 """
 
 from __future__ import annotations
@@ -39,11 +40,12 @@ from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4")
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0")
 """Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
 engine) and tgi (text-generation-inference without CUDA graphs) are the older engines behind
 published measurements in ../shared/data/decode_tp.csv; sglang-0.4 (SGLang 0.4.x, 2025) is the
-release behind the 2025 SGLang rows of tests/validation/data."""
+release behind the 2025 SGLang rows of tests/validation/data; trtllm-1.0 (TensorRT-LLM 1.0.0) the
+release behind measured_comm.csv's A100 and L40S TensorRT-LLM rows."""
 
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
@@ -121,6 +123,10 @@ class CustomAllReduce:
     '2' two-shot, 'N' NCCL. None: the engine decides by bytes."""
     tuned: TunedCustom | None = None
     """A newer kernel the engine runs first where it is eligible (tuned.py), else None."""
+    nccl_above_tokens: int | None = None
+    one_shot_max_tokens: int | None = None
+    """TensorRT-LLM 1.0's rule by tokens: NCCL above `nccl_above_tokens`, one-shot to
+    `one_shot_max_tokens`, two-shot between. None: the engine decides by bytes or its table."""
     source: str
 
 
@@ -350,7 +356,9 @@ def _custom(t: _Table) -> CustomAllReduce:
         max_bytes_with_symm_mem=(t.sizes_by_world("max_bytes_with_symm_mem")
                                  if "max_bytes_with_symm_mem" in t.data else MappingProxyType({})),
         strategy=_strategy(t.table("strategy")) if "strategy" in t.data else None, source=t.text("source"),
-        tuned=load_tuned(t.table("tuned")) if "tuned" in t.data else None)
+        tuned=load_tuned(t.table("tuned")) if "tuned" in t.data else None,
+        nccl_above_tokens=t.count("nccl_above_tokens") if "nccl_above_tokens" in t.data else None,
+        one_shot_max_tokens=t.count("one_shot_max_tokens") if "one_shot_max_tokens" in t.data else None)
 
 
 _STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))
@@ -472,7 +480,7 @@ def _rules(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def load_engine(name: str) -> EnginePreset:
-    """The preset of one engine: 'vllm', 'sglang', 'trtllm' or 'eager' (vLLM without CUDA graphs)."""
+    """The preset of one engine (`ENGINE_NAMES`: 'vllm', 'sglang', 'trtllm', 'eager', older releases)."""
     if name not in ENGINE_NAMES:
         raise UnknownNameError("engine", name, ENGINE_NAMES)
     where = f"engines/{name}.toml"

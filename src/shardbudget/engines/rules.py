@@ -40,7 +40,7 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
         return "mnnvl"
     custom = policy.custom if "custom" in policy.order else None
     single = max(nodes, hosts)  # the custom kernels' "one node" is one host
-    if custom is not None and custom.strategy is not None:
+    if custom is not None and (custom.strategy is not None or custom.nccl_above_tokens is not None):
         return _table_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, single, tokens, arch)
     multicast = nvlink if multicast is None else multicast
     symm = policy.symm_mem if "symm-mem" in policy.order else None
@@ -89,7 +89,9 @@ def _shot_by_bytes(custom: CustomAllReduce, world_size: int, msg_bytes: float) -
 def _table_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, msg_bytes: float,
                 nvlink: bool, p2p: bool, nodes: int, tokens: int | None, arch: str | None) -> str:
     """TensorRT-LLM AUTO (allreduceOp.cpp selectImplementation, customAllReduceUtils.h
-    selectStrategyLookUpTable) for a bf16 all-reduce fused with residual + RMSNorm."""
+    selectStrategyLookUpTable) for a bf16 all-reduce fused with residual + RMSNorm; in 1.0
+    (`nccl_above_tokens`) no table: NCCL above the token threshold, else MIN_LATENCY's one-shot
+    to `one_shot_max_tokens` (kOneShotMaxToken) and two-shot above."""
     if not _custom_eligible(custom, world_size, nvlink, p2p, nodes) or arch == "":
         # "": a GPU without a CUDA compute capability (AMD's): TensorRT-LLM's kernels are CUDA and
         # its table is keyed by SM; the release supports NVIDIA GPUs only (trtllm.toml [cli.support])
@@ -99,6 +101,10 @@ def _table_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, 
         return "nccl"
     if tokens is None:
         raise ValueError(f"{preset.name}: the all-reduce choice depends on the token count; pass tokens=")
+    if custom.nccl_above_tokens is not None:
+        if tokens > custom.nccl_above_tokens:
+            return "nccl"
+        return "one-shot" if tokens <= (custom.one_shot_max_tokens or tokens) else "two-shot"
     # SM below 10.0 reads the SM 90 rows, from 10.0 (B300's 10.3 too) the SM 100 rows
     sm = "10.0" if arch and float(arch) >= 10 else "9.0"
     rows = custom.strategy.get(sm, {}).get(world_size)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -88,7 +88,16 @@ class EngineKernels:
     symm_mem_copy_s: float = 0.0
     """One copy kernel's fixed cost on the torch symmetric-memory path (input into the symmetric
     buffer, result out of it), seconds."""
+    releases: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=lambda: MappingProxyType({}))
+    """[older preset (trtllm-1.0)] -> its own `max_bytes` and `one_shot_max_bytes` (by GPU count):
+    an older release runs these kernels, at these costs, under another rule (`for_release`)."""
     source: str
+
+    def for_release(self, preset: str) -> EngineKernels:
+        """These kernels as the older release `preset` runs them: its limits, these costs."""
+        limits = self.releases[preset]
+        return replace(self, name=preset, max_bytes=limits["max_bytes"], one_shot_max_bytes=limits["one_shot_max_bytes"],
+                       one_shot_max_bytes_by_arch=MappingProxyType({}), releases=MappingProxyType({}))
 
     def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
         return float(table.get(str(gpus), table.get("default", 0.0)))
@@ -169,6 +178,8 @@ def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") ->
                 mnnvl_two_shot_efficiency=_by_gpu_table(e.get("mnnvl_two_shot_efficiency", 1.0)),
                 mnnvl_two_shot_extra_s=_us_or_none(e, "mnnvl_two_shot_extra_us"),
                 mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"), mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
+                releases=MappingProxyType({r: MappingProxyType({k: _frozen(v[k]) for k in ("max_bytes", "one_shot_max_bytes")})
+                                           for r, v in e.get("releases", {}).items()}),
                 source=str(e["source"]))
         except KeyError as err:
             raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
