@@ -58,7 +58,13 @@ Under a launcher (torchrun, srun; one node or many) there is no parent watching 
 each rank counts up a heartbeat in the rendezvous store and records the size it starts, and a rank
 whose collective fails reads them back before exiting, so its error names the rank that is gone
 ("lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s") or the one that never started the size
-(see `peers`). Rank 0 saves what it completed either way and exits non-zero.
+(see `peers`). Rank 0 saves what it completed either way and exits non-zero. A peer that goes
+*silent* (its node frozen or its network gone: no connection reset ever arrives) would leave the
+survivors' collective waiting for ``timeout_s``; so each rank's watchdog reads the heartbeats during
+the sweep, and a peer silent for `protocol.SILENCE_S` ends the run within a few seconds, reported
+the same way (`launched`: NCCL's collective is aborted; gloo's cannot be, so the rank reports without
+it and leaves the process with ``os._exit`` at exit). On NCCL a collective past ``timeout_s`` raises
+(``TORCH_NCCL_ASYNC_ERROR_HANDLING=2``) rather than killing the rank with nothing said.
 
 Output
 ------

@@ -58,10 +58,10 @@ def run_launched(base: dict[str, Any], launch: Launch, timeout_s: float, recorde
             sweep.start()
             _follow(events, recorder, seen, worker.give_up)
     except KeyboardInterrupt:
-        _exit_when_done(sweep, code=130)
+        _exit_when_done(sweep, cfg.backend, code=130)
         raise
     except Exception as exc:
-        _exit_when_done(sweep, code=LEFT_BEHIND_EXIT_CODE)
+        _exit_when_done(sweep, cfg.backend, code=LEFT_BEHIND_EXIT_CODE)
         raise RunFailed(_launched_failure(exc, cfg, launch, seen)) from exc
 
 
@@ -106,10 +106,11 @@ def _record(ev: dict[str, Any], recorder: Recorder, seen: dict[str, Any]) -> Non
         seen["peers"] = ev["report"]
 
 
-def _exit_when_done(sweep: threading.Thread, *, code: int) -> None:
+def _exit_when_done(sweep: threading.Thread, backend: str, *, code: int) -> None:
     """A sweep thread still blocked in a collective (gloo cannot abort one) would hold the exit until
     the collective's own timeout: once the failure is reported and Python exits, end at once."""
-    sweep.join(timeout=1.0)  # an aborted NCCL collective unwinds (and destroys its group) in this time
+    # an aborted NCCL collective unwinds (and destroys its group) in this time; a gloo one never does
+    sweep.join(timeout=1.0 if backend == "nccl" else 0.1)
     if sweep.is_alive():
         atexit.register(_hard_exit, code)
 
