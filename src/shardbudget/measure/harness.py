@@ -58,7 +58,13 @@ Under a launcher (torchrun, srun; one node or many) there is no parent watching 
 each rank counts up a heartbeat in the rendezvous store and records the size it starts, and a rank
 whose collective fails reads them back before exiting, so its error names the rank that is gone
 ("lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s") or the one that never started the size
-(see `peers`). Rank 0 saves what it completed either way and exits non-zero.
+(see `peers`). Rank 0 saves what it completed either way and exits non-zero. A peer that goes
+*silent* (its node frozen or its network gone: no connection reset ever arrives) would leave the
+survivors' collective waiting for ``timeout_s``; so each rank's watchdog reads the heartbeats during
+the sweep, and a peer silent for `protocol.SILENCE_S` ends the run within a few seconds, reported
+the same way (`launched`: NCCL's collective is aborted; gloo's cannot be, so the rank reports without
+it and leaves the process with ``os._exit`` at exit). On NCCL a collective past ``timeout_s`` raises
+(``TORCH_NCCL_ASYNC_ERROR_HANDLING=2``) rather than killing the rank with nothing said.
 
 Output
 ------
@@ -94,13 +100,12 @@ from typing import Any
 from ..atomic import check_output_path
 from ..errors import MeasureError
 from .checks import check_cuda, check_host, check_port_free, check_request, free_port
-from .launchers import Launch, detect_launcher, stops_reported, tcp_init
+from .launched import run_launched
+from .launchers import Launch, detect_launcher
 from .local import run_local
-from .peers import describe, short_error
-from .protocol import FAULT_ENV, Event, RankConfig, parse_faults
+from .protocol import FAULT_ENV, parse_faults
 from .recorder import Recorder
-from .results import (MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes,
-                      size_text, version)
+from .results import MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes, version
 
 TORCH_MISSING = ("torch is not installed; pip install 'shardbudget[measure]' "
                  "(CPU: pip install torch==2.13.0)")
@@ -172,7 +177,7 @@ def _execute(base: dict[str, Any], *, launch: Launch | None, world_size: int, ma
             run_local(base, world_size=world_size, master_addr=master_addr,
                       master_port=master_port, timeout_s=timeout_s, recorder=recorder)
         else:
-            _run_launched(base, launch, timeout_s, recorder)
+            run_launched(base, launch, timeout_s, recorder)
     except RunFailed as exc:
         message = f"{exc}; {recorder.kept()}"
         raise MeasureRunError(message, recorder.finish(message)) from None
@@ -186,52 +191,6 @@ def _execute(base: dict[str, Any], *, launch: Launch | None, world_size: int, ma
         message = "check failed: " + "; ".join(wrong)
         raise MeasureRunError(message, recorder.finish(message))
     return recorder.finish(None)
-
-
-# --- launcher mode: this process is one rank --------------------------------------------------
-
-def _run_launched(base: dict[str, Any], launch: Launch, timeout_s: float,
-                  recorder: Recorder) -> None:
-    from . import worker  # imports torch, which stays out of `import shardbudget`
-
-    init = "env://" if launch.name == "torchrun" else tcp_init(launch.master_addr,
-                                                              launch.master_port)
-    cfg = RankConfig(**base, rank=launch.rank, world_size=launch.world_size,
-                     local_rank=launch.local_rank, init_method=init, pg_timeout_s=timeout_s,
-                     report_all_ranks=True, watch_peers=True)
-    seen: dict[str, Any] = {"index": -1, "hosts": [], "addrs": [], "peers": None}
-
-    def emit(ev: dict[str, Any]) -> None:
-        if ev["ev"] == Event.READY:
-            seen.update(hosts=ev["hosts"], addrs=ev.get("addrs") or [])
-            recorder.hosts(ev["hosts"], ev.get("addrs"))
-        elif ev["ev"] == Event.START:
-            seen["index"] = ev["index"]
-            recorder.started(ev["index"])
-        elif ev["ev"] == Event.RESULT:
-            recorder.completed(ev["index"], ev["samples_s"], ev["wrong_by_rank"])
-        elif ev["ev"] == Event.PEERS:
-            seen["peers"] = ev["report"]
-
-    try:
-        with stops_reported(launch, worker.failing):
-            worker.run_rank(cfg, emit)
-    except Exception as exc:
-        raise RunFailed(_launched_failure(exc, cfg, launch, seen)) from exc
-
-
-def _launched_failure(exc: Exception, cfg: RankConfig, launch: Launch, seen: dict[str, Any]) -> str:
-    """'rank 0 stopped at size 64 B: lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s; ...'."""
-    index = seen["index"]
-    at = f"at size {size_text(cfg.sizes_bytes[index])}" if index >= 0 else "before the first size"
-    error = f"{type(exc).__name__}: {short_error(str(exc))}"
-    peers = describe(seen["peers"], rank=launch.rank, index=index, error=str(exc),
-                     hosts=seen["hosts"], addrs=seen["addrs"])
-    if peers:
-        return f"rank {launch.rank} stopped {at}: {peers}; {error}"
-    # Nothing more to go on: a peer's own log (or the launcher's) has the rest.
-    return (f"rank {launch.rank} stopped {at}: {error} (if a peer died or hung, {launch.name}'s "
-            "log names it)")
 
 
 # --- where and how it ran ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ Events, in the order a healthy rank sends them:
     result  after each size: per-iteration slowest-rank times and wrong counts per rank
     done    after the last size
     peers   under a launcher, after a failure: which peers stopped their heartbeat (see `peers`)
+    aborted under a launcher, after `peers`: the watchdog stopped waiting on a silent peer
     error   an exception, just before exiting non-zero
     exit    added by the parent when a rank's process ends, with its exit code
 """
@@ -52,6 +53,7 @@ class Event(StrEnum):
     RESULT = "result"
     DONE = "done"
     PEERS = "peers"
+    ABORTED = "aborted"
     ERROR = "error"
     EXIT = "exit"
 

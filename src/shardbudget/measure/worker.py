@@ -9,6 +9,7 @@ harness.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -30,6 +31,9 @@ from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, Ra
 
 Emit = Callable[[dict[str, Any]], None]
 _FAILING = threading.Event()
+_CLAIM = threading.Lock()  # taken once, by whoever reports this rank's failure; never released
+_WATCH: list[_PeerWatch] = []  # this process's one rank's watch, for `give_up` (launcher mode)
+WATCH_ALL = 16  # up to this many ranks, each one's watchdog reads every peer's heartbeat
 
 
 def failing() -> bool:
@@ -38,10 +42,19 @@ def failing() -> bool:
     return _FAILING.is_set()
 
 
+def _claim_failure() -> bool:
+    """True for the first caller only: the sweep (its collective raised), the watchdog (a peer went
+    silent) or the launcher's SIGTERM. That one reports the failure; the others stand back."""
+    first = _CLAIM.acquire(blocking=False)
+    _FAILING.set()
+    return first
+
+
 def run_rank(cfg: RankConfig, emit: Emit) -> None:
     faults = parse_faults(cfg.faults)
     device = _init(cfg)
-    watch = _PeerWatch(cfg) if cfg.watch_peers else None
+    watch = _PeerWatch(cfg, emit) if cfg.watch_peers else None
+    _WATCH[:] = [watch] if watch else []
 
     def report(ev: dict[str, Any]) -> None:
         if watch is not None and ev["ev"] == Event.START:
@@ -56,10 +69,12 @@ def run_rank(cfg: RankConfig, emit: Emit) -> None:
         for index, size_bytes in enumerate(cfg.sizes_bytes):
             _measure_size(cfg, index, size_bytes, device=device, faults=faults, emit=report)
         dist.barrier()
+        if watch is not None:
+            watch.disarm()  # peers stop beating as they finish: their silence is no longer a fault
         emit({"ev": Event.DONE})
     except Exception as exc:
-        _FAILING.set()
-        if watch is not None:
+        # The watchdog may have reported already (and aborted the collective that raised here)
+        if _claim_failure() and watch is not None:
             emit({"ev": Event.PEERS, "report": watch.post_mortem(short_error(str(exc)))})
         raise
     finally:
@@ -68,21 +83,58 @@ def run_rank(cfg: RankConfig, emit: Emit) -> None:
         dist.destroy_process_group()
 
 
-class _PeerWatch:
-    """Heartbeats and progress in the rendezvous store, read back after a failure (see `peers`).
+def give_up(message: str, silent: tuple[int, ...] | None = None) -> tuple[bool, PeerReport | None]:
+    """End this rank's run from outside the thread that runs the sweep (the watchdog, or the
+    launcher's SIGTERM): (False, None) when the sweep is already reporting its own failure, else
+    (True, the peers' report; `silent` = peers already seen silent, so no second wait)."""
+    if not _claim_failure():
+        return False, None
+    return True, (_WATCH[0].post_mortem(message, silent=silent) if _WATCH else None)
 
-    Its own client connection to the store, so the heartbeat thread never shares one with the
+
+def abort_collectives(backend: str) -> None:
+    """Make a collective stuck on a lost peer return, where the library can.
+
+    NCCL can: the process group's abort (ncclCommAbort on its communicators) ends the kernels and
+    the sweep thread's wait raises. gloo cannot: its `abort()` and `shutdown()` return at once but
+    leave a blocked send or receive waiting out its own timeout (tried on torch 2.13: 30 s either
+    way), so there the harness reports without the sweep thread and ends the process itself
+    (`launched`)."""
+    if backend != "nccl" or not dist.is_initialized():
+        return
+    try:
+        dist.distributed_c10d._get_default_group().abort()
+    except Exception:  # noqa: BLE001 - the harness reports and exits whether or not this worked
+        pass
+
+
+class _PeerWatch:
+    """Heartbeats and progress in the rendezvous store, read back after a failure (see `peers`), and
+    the watchdog that reads them during the sweep, so a peer gone silent ends it in seconds.
+
+    Its own client connections to the store, so the heartbeat thread never shares one with the
     process group. A count of a few bytes once a second: nothing a collective's timing notices."""
 
-    def __init__(self, cfg: RankConfig):
+    def __init__(self, cfg: RankConfig, emit: Emit):
         host, port = _store_address(cfg)
         self.rank, self.world, self.store_host = cfg.rank, cfg.world_size, host
-        client = dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
-                               timeout=timedelta(seconds=STORE_TIMEOUT_S))
-        self.store = dist.PrefixStore("shardbudget/", client)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
-        self._thread.start()
+        self.others = [r for r in range(self.world) if r != self.rank]
+        # Every rank reading every count is n^2 store reads: past WATCH_ALL ranks, each watches its
+        # two ring neighbours, and one that sees a neighbour go silent announces it to the rest.
+        ring = {(self.rank + 1) % self.world, (self.rank - 1) % self.world} - {self.rank}
+        self.watched = self.others if self.world <= WATCH_ALL else sorted(ring)
+        self.backend, self.emit = cfg.backend, emit
+        self.store, reader = (dist.PrefixStore("shardbudget/", self._client(host, port)) for _ in range(2))
+        self._stop, self._armed = threading.Event(), True
+        self._threads = [threading.Thread(target=self._beat, daemon=True),
+                         threading.Thread(target=self._watchdog, args=(reader,), daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _client(host: str, port: int) -> dist.TCPStore:
+        return dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
+                             timeout=timedelta(seconds=STORE_TIMEOUT_S))
 
     def _beat(self) -> None:
         while not self._stop.is_set():
@@ -92,31 +144,81 @@ class _PeerWatch:
                 return
             self._stop.wait(HEARTBEAT_S)
 
+    def _watchdog(self, reader: dist.Store) -> None:
+        """Twice a heartbeat, read the watched peers' counts (on a client of its own: a read stuck on a
+        lost store must not stop this rank's own heartbeat). A peer seen beating whose count then stood
+        still for SILENCE_S, one another rank announced lost, or a store unreachable for as long ends
+        the run (`_fire`): the sweep's collective would otherwise wait on the silent peer until its
+        own timeout (--timeout)."""
+        seen: dict[int, tuple[int, float]] = {}  # rank -> (count, when it last moved)
+        while not self._stop.wait(HEARTBEAT_S / 2):
+            t0 = time.monotonic()
+            try:
+                counts = {r: reader.add(f"beat/{r}", 0) for r in self.watched}
+                announced = reader.get("lost").decode() if reader.check(["lost"]) else ""
+            except Exception:  # noqa: BLE001 - the store's node went down, with its ranks
+                # a refused connection is quick: the collective's own error gets SILENCE_S to come first
+                left_s = SILENCE_S - (time.monotonic() - t0)
+                if left_s <= 0 or not self._stop.wait(left_s):
+                    self._fire(())
+                return
+            now = time.monotonic()
+            for r, count in counts.items():
+                if seen.get(r, (None,))[0] != count:
+                    seen[r] = (count, now)
+            silent = tuple(r for r, (count, moved) in seen.items() if count > 0 and now - moved >= SILENCE_S)
+            if silent or announced:
+                self._fire(silent or tuple(int(r) for r in announced.split(",")))
+                return
+
+    def _fire(self, silent: tuple[int, ...]) -> None:
+        """Report the silent peers (or the lost store) as the sweep would, then abort its collective;
+        the ranks that do not watch those peers read the `lost` key and follow."""
+        if not self._armed or failing():
+            return
+        first, report = give_up("stopped waiting on a silent peer", silent=silent or None)
+        if not first:
+            return
+        if silent:
+            with contextlib.suppress(Exception):
+                self.store.set("lost", ",".join(map(str, silent)))
+        self.emit({"ev": Event.PEERS, "report": report})
+        self.emit({"ev": Event.ABORTED, "silent": list(silent)})
+        abort_collectives(self.backend)
+
+    def disarm(self) -> None:
+        self._armed = False
+
     def started(self, index: int) -> None:
         try:
             self.store.set(f"at/{self.rank}", str(index))
         except Exception:  # noqa: BLE001 - progress is a hint; the collective reports the failure
             pass
 
-    def post_mortem(self, message: str) -> PeerReport:
-        """Say that this rank failed, then which peers' heartbeats stopped (about SILENCE_S)."""
-        others = [r for r in range(self.world) if r != self.rank]
+    def post_mortem(self, message: str, silent: tuple[int, ...] | None = None) -> PeerReport:
+        """Say that this rank failed, then which peers' heartbeats stopped (about SILENCE_S; none
+        when the watchdog has already seen `silent` stand still that long)."""
+        others = self.others
         try:
             self.store.set(f"failed/{self.rank}", message[:500])
-            before = [self.store.add(f"beat/{r}", 0) for r in others]
-            time.sleep(SILENCE_S)
-            after = [self.store.add(f"beat/{r}", 0) for r in others]
+            if silent is None:
+                before = [self.store.add(f"beat/{r}", 0) for r in others]
+                time.sleep(SILENCE_S)
+                after = [self.store.add(f"beat/{r}", 0) for r in others]
+                silent = tuple(r for r, a, b in zip(others, before, after) if a == b)
             failed = tuple(r for r in others if self.store.check([f"failed/{r}"]))
             at = {r: int(self.store.get(f"at/{r}")) for r in range(self.world)
                   if self.store.check([f"at/{r}"])}
         except Exception as exc:  # noqa: BLE001 - an unreachable store is itself the finding
             return PeerReport(store_ok=False, store_error=short_error(str(exc)), store_host=self.store_host)
-        lost = tuple(r for r, a, b in zip(others, before, after) if a == b and r not in failed)
+        lost = tuple(r for r in silent if r not in failed)
         return PeerReport(store_ok=True, lost=lost, failed=failed, at=at, silence_s=SILENCE_S)
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=HEARTBEAT_S + STORE_TIMEOUT_S)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=HEARTBEAT_S + STORE_TIMEOUT_S)
 
 
 def _store_address(cfg: RankConfig) -> tuple[str, int]:
@@ -145,6 +247,11 @@ def _init(cfg: RankConfig) -> torch.device:
         device = torch.device("cuda", cfg.local_rank)
         torch.cuda.set_device(device)
         kwargs["device_id"] = device  # binds the communicator to this GPU eagerly
+        # A collective past the timeout below: 2 ("CleanUpOnly") has torch's NCCL watchdog abort the
+        # communicator and raise in the waiting rank, which then reports and saves like any failure;
+        # torchrun's default 1 ("TearDown") would kill the process with nothing said. A user's 0 stays.
+        if os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") == "1":
+            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
     dist.init_process_group(cfg.backend, init_method=cfg.init_method, rank=cfg.rank,
                             world_size=cfg.world_size,
                             timeout=timedelta(seconds=cfg.pg_timeout_s), **kwargs)
