@@ -342,3 +342,24 @@ def test_k8s_schema_check_can_fail():
                     "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}}}
     with pytest.raises(kv.ValidationError):
         kv.validate(bad, "1.33", strict=True)
+
+
+def test_an_nvl72_launch_is_laid_out_on_its_hosts(catalog):
+    """An NVL72 rack is one NVLink node but 18 hosts of 4 GPUs (systems.toml gpus_per_host): each line
+    runs on one host and names only that host's GPUs; a TP8 replica is one server over two hosts (its
+    engine's multi-node flags), never CUDA_VISIBLE_DEVICES=8..15 on "node 0"."""
+    result = deploy("llama-3.1-405b", "gb200-nvl72", gpus=72, budget_s=0.030, dtype="fp8", catalog=catalog)
+    assert (result.best.tp, result.best.pp, result.best.replicas) == (8, 1, 9)
+    launches, skipped = _launches(result, "llama-3.1-405b", "gb200-nvl72", catalog)
+    assert set(launches) == {"vllm", "sglang", "trtllm"}, skipped
+    for engine, launch in launches.items():
+        assert (launch.nodes, launch.gpus_per_node) == (18, 4), engine
+        serves = [s for s in launch.steps if s.program == "serve"]
+        assert all(s.gpus is None or max(s.gpus) < 4 for s in serves), engine
+        # vLLM and SGLang start one process per host; TensorRT-LLM one mpirun per replica, on its first host
+        assert sorted({s.node for s in serves}) == list(range(0, 18, 2 if engine == "trtllm" else 1)), engine
+        check_launch(launch)
+    rank_lines = [s for s in launches["vllm"].steps if "--nnodes" in s.argv]
+    assert len(rank_lines) == 18 and all(s.argv[s.argv.index("--nnodes") + 1] == "2" for s in rank_lines)
+    mpi = [s.wrapper for s in launches["trtllm"].steps if s.program == "serve"]
+    assert len(mpi) == 9 and all(w[:2] == ("mpirun", "-H") and w[2].count(":4") == 2 for w in mpi)

@@ -63,18 +63,22 @@ def image(engine: str, arch: str) -> str:
 
 
 def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
+    # the scale-out network's settings where a deployment leaves the NVLink node (an NVL72's trays
+    # reach each other over NVLink, which NCCL finds by itself)
     if p.system.nic_fabric is None or p.gpus <= p.system.gpus_per_node:
         return ()
     return NCCL_ENV.get(p.system.nic_fabric.kind, ())
 
 
 def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], files: list | None = None) -> Launch:
+    """The launch over the system's hosts: a launcher's node is one host (an NVL72 rack's compute
+    tray of 4 GPUs, which is all that one OS and one CUDA_VISIBLE_DEVICES see), not the NVLink node."""
     preset = load_engine(engine)
-    gpn = p.system.gpus_per_node
+    gpn = p.system.host_gpus
     nodes = max([s.node + 1 for s in steps] + [-(-p.gpus // gpn)])  # the last server may span nodes
     return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
                   commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
-                  nodes=nodes, gpus_per_node=p.system.gpus_per_node, image=image(engine, p.system.gpu.arch),
+                  nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu.arch),
                   files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p))
 
 

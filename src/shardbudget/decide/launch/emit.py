@@ -66,6 +66,15 @@ def node_script(launch: Launch, node: int) -> str:
     return "\n".join(lines)
 
 
+def _where(launch: Launch, result) -> str:
+    """'2 x hgx-h100'; '18 hosts of 1 x gb200-nvl72' where a node holds several hosts (an NVL72's
+    compute trays, each a Slurm node of its own)."""
+    n = launch.nodes
+    if launch.gpus_per_node * result.nodes >= result.gpus and n == result.nodes:
+        return f"{n} x {result.system}"
+    return f"{n} host{'s' if n > 1 else ''} of {result.nodes} x {result.system}"
+
+
 def slurm_files(launch: Launch, result) -> dict[str, str]:
     n, gpn = launch.nodes, launch.gpus_per_node
     head = [
@@ -75,7 +84,7 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={gpn}",
         "#SBATCH --exclusive",
-        f"# {launch.label}: {result.model} on {n} x {result.system}, {result.best.label()}; written by shardbudget deploy.",
+        f"# {launch.label}: {result.model} on {_where(launch, result)}, {result.best.label()}; written by shardbudget deploy.",
         "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
         f"# (or start each node's step in its image: {launch.image}).",
         "set -euo pipefail",

@@ -55,7 +55,7 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
 
 def _servers(p: Priced, side: Side) -> list[int]:
     """DP replicas of each server: plain replicas smaller than a node fold into --dp-size per node."""
-    gpn, size = p.system.gpus_per_node, side.tp * side.pp
+    gpn, size = p.system.host_gpus, side.tp * side.pp
     if side.dp > 1 or side.replicas == 1 or size >= gpn or side.role != "serve":
         return [side.dp] * side.replicas
     per = gpn // size
@@ -101,7 +101,7 @@ def unsupported(p: Priced) -> str | None:
 
 
 def build(p: Priced) -> Launch:
-    placer = Placer(p.system.gpus_per_node)
+    placer = Placer(p.system.host_gpus)
     multi = p.disaggregated or sum(len(_servers(p, s)) for s in p.sides) > 1
     steps, ends = [], {}
     for side in p.sides:

@@ -58,7 +58,7 @@ def _server_flags(p: Priced, side: Side, *, port: int | None, yaml_name: str) ->
 
 
 def build(p: Priced) -> Launch:
-    gpn = p.system.gpus_per_node
+    gpn = p.system.host_gpus
     placer = Placer(gpn)
     multi = p.disaggregated or sum(s.replicas for s in p.sides) > 1
     steps, files, urls = [], [], {}

@@ -62,7 +62,7 @@ def _env(side: Side) -> tuple[tuple[str, str], ...]:
 
 def _servers(p: Priced, side: Side) -> tuple[int, int]:
     """(servers, DP ranks per server)."""
-    rank_gpus, gpn = side.tp // side.dp * side.pp, p.system.gpus_per_node
+    rank_gpus, gpn = side.tp // side.dp * side.pp, p.system.host_gpus
     total = rank_gpus * side.replicas * side.dp
     fold = (side.role == "serve" and not p.cfg.is_moe and rank_gpus <= gpn
             and (total <= gpn or total % gpn == 0))  # one node, or whole nodes
@@ -71,7 +71,7 @@ def _servers(p: Priced, side: Side) -> tuple[int, int]:
 
 def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[list[Step], list[tuple[int, int]]]:
     """The steps of one side and its servers' (node, port)."""
-    gpn = p.system.gpus_per_node
+    gpn = p.system.host_gpus
     rank_gpus = side.tp // side.dp * side.pp
     servers, dp = _servers(p, side)
     steps, ends = [], []
@@ -103,7 +103,7 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
 
 
 def build(p: Priced) -> Launch:
-    placer = Placer(p.system.gpus_per_node)
+    placer = Placer(p.system.host_gpus)
     multi = p.disaggregated or sum(_servers(p, s)[0] for s in p.sides) > 1
     steps, ends, notes = [], {}, spec_note(p)
     for side in p.sides:
