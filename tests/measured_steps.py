@@ -137,7 +137,7 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
     if not rows:
         return xla_series(system, gpus, impl, op)
     label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "sglang": "SGLang_CustomAllReduce_graph",
-             "trtllm": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
+             "trtllm": "TRTLLM", "trtllm-1.0": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
     what = "" if op == "all-reduce" else f" {op}"
     whose = f" (for {system}: SAME_ENGINE_KERNELS)" if stand_in else ""
     return (f"measured_comm.csv {key} {label} {rows[0].version}{what}{whose}",
@@ -244,7 +244,7 @@ NVL72_STEPS = {
 def scan() -> dict[tuple, tuple[Switch, float, float]]:
     """Every switch at which the model's time falls: NCCL's choice (all-reduce, all-gather,
     reduce-scatter) and each engine's all-reduce rule (vllm,
-    sglang, trtllm, eager at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs, 256 B to 1 GiB
+    sglang, trtllm, eager, trtllm-1.0 at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs, 256 B to 1 GiB
     on a 1/256-octave grid; key -> (switch, us before, us after). NCCL's ring LL -> NVLS at 16 NVL72
     GPUs is NVL72_STEPS's (XLA's table, not measured_comm)."""
     import numpy as np
@@ -273,7 +273,7 @@ def scan() -> dict[tuple, tuple[Switch, float, float]]:
                 t, _ = times_and_latencies_s(lines, sizes)
                 for i in falls(t):
                     add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1], op=op), t[i], t[i + 1])
-            for engine in ("vllm", "sglang", "trtllm", "eager"):
+            for engine in ("vllm", "sglang", "trtllm", "eager", "trtllm-1.0"):
                 for per_token in SCAN_BYTES_PER_TOKEN:
                     ranges = allreduce_ranges_for(engine, group, per_token)
                     t, _ = engine_allreduce_s(ranges, sizes)
@@ -317,6 +317,8 @@ MEASURED = {
         'xla_collective_perf_table.csv sm_103 all-gather (NCCL + XLA launch), 72 GPUs: 133.85 us at 18874368 B, 197.07 us at 37748736 B, 215.38 us at 75497472 B, 331.92 us at 150994944 B',
     ('hgx-a100', 8, 'eager', 'one-shot', 'two-shot', 262144):
         'measured_comm.csv a100_sxm vLLM_custom_eager 0.14.0, 8 GPUs: 44.74 us at 65536 B, 45.26 us at 131072 B, 44.63 us at 262144 B, 44.76 us at 524288 B',
+    ('hgx-a100', 8, 'trtllm-1.0', 'one-shot', 'nccl', 2097152):
+        'measured_comm.csv a100_sxm TRTLLM 1.0.0, 8 GPUs: 28.25 us at 524288 B, 83.22 us at 1048576 B, 53.59 us at 2097152 B, 75.86 us at 4194304 B',
     ('hgx-b200', 4, 'trtllm', 'one-shot', 'nccl', 8000000):
         'measured_comm.csv b200_sxm TRTLLM 1.3.0rc20, 4 GPUs: 14.58 us at 2097152 B, 26.79 us at 4194304 B, 47.12 us at 8388608 B, 72.70 us at 16777216 B',
     ('hgx-b200', 4, 'trtllm', 'two-shot', 'nccl', 8000000):
@@ -420,15 +422,19 @@ KNOWN = {
     ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 282.49 -> 283.62 us at the edge, no fall',
     ('gb200-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
+    ('gb200-nvl72', 32, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
+    ('gb200-nvl72', 36, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
     ('gb200-nvl72', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'no rows measured at this release',
     ('gb200-nvl72', 4, 'trtllm', 'one-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('gb200-nvl72', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
+    ('gb200-nvl72', 64, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
+    ('gb200-nvl72', 72, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 36.82 -> 47.98 us at the edge, no fall',
     ('gb200-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb200-nvl72', 8, 'vllm', 'symm-mem-multimem', 'nccl', 134217728): 'no rows measured at this release',
@@ -436,15 +442,19 @@ KNOWN = {
     ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'all-gather'): 'measured 273.36 -> 279.66 us at the edge, no fall',
     ('gb300-nvl72', 32, 'nccl', 'nvls/simple', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 32, 'trtllm', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
+    ('gb300-nvl72', 32, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 32769): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 36, 'trtllm', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
+    ('gb300-nvl72', 36, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 29128): 'no rows measured at this release',
     ('gb300-nvl72', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'measured 39.93 -> 80.83 us at the edge, no fall',
     ('gb300-nvl72', 4, 'trtllm', 'one-shot', 'nccl', 8000000): 'measured 48.18 -> 47.71 us at the edge, no fall',
     ('gb300-nvl72', 4, 'trtllm', 'two-shot', 'nccl', 8000000): 'measured 48.18 -> 47.71 us at the edge, no fall',
     ('gb300-nvl72', 64, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 64, 'trtllm', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
+    ('gb300-nvl72', 64, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 16385): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('gb300-nvl72', 72, 'trtllm', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
+    ('gb300-nvl72', 72, 'trtllm-1.0', 'one-shot/ll', 'two-shot/ll', 14564): 'no rows measured at this release',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 36.30 -> 39.90 us at the edge, no fall',
     ('gb300-nvl72', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'no rows measured at this release',
     ('h100-pcie', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
@@ -454,6 +464,8 @@ KNOWN = {
     ('hgx-a100', 8, 'trtllm', 'nccl', 'two-shot', 2097152): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-a100', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
+    ('hgx-a100', 8, 'trtllm-1.0', 'one-shot', 'nccl', 1048576): 'measured 52.19 -> 83.22 us at the edge, no fall',
+    ('hgx-a100', 8, 'trtllm-1.0', 'one-shot', 'nccl', 524288): 'measured 25.40 -> 28.25 us at the edge, no fall',
     ('hgx-a100', 8, 'vllm', 'one-shot', 'two-shot', 262144): 'measured 17.19 -> 17.13 us at the edge, no fall',
     ('hgx-b200', 4, 'nccl', 'ring/ll', 'ring/ll128'): 'measured 40.88 -> 80.80 us at the edge, no fall',
     ('hgx-b200', 8, 'eager', 'two-shot', 'symm-mem-multimem', 1048576): 'measured 34.42 -> 38.04 us at the edge, no fall',
@@ -463,6 +475,12 @@ KNOWN = {
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'all-gather'): 'measured 48.20 -> 94.66 us at the edge, no fall',
     ('hgx-b300', 8, 'nccl', 'ring/ll', 'ring/ll128', 'reduce-scatter'): 'measured 47.98 -> 90.73 us at the edge, no fall',
     ('hgx-b300', 8, 'sglang', 'one-shot', 'two-shot', 737280): 'measured 14.15 -> 14.30 us at the edge, no fall',
+    ('hgx-h100', 8, 'trtllm-1.0', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
+    ('hgx-h100', 8, 'trtllm-1.0', 'one-shot', 'nccl', 2097152): 'no rows measured at this release',
+    ('hgx-h20', 8, 'trtllm-1.0', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
+    ('hgx-h20', 8, 'trtllm-1.0', 'one-shot', 'nccl', 2097152): 'no rows measured at this release',
+    ('hgx-h200', 8, 'trtllm-1.0', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
+    ('hgx-h200', 8, 'trtllm-1.0', 'one-shot', 'nccl', 2097152): 'no rows measured at this release',
     ('hgx-h800', 2, 'eager', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
     ('hgx-h800', 2, 'trtllm', 'one-shot', 'nccl', 16000000): 'no rows measured at this release',
     ('hgx-h800', 2, 'vllm', 'one-shot', 'symm-mem-two-shot', 8388608): 'no rows measured at this release',
@@ -481,6 +499,9 @@ KNOWN = {
     ('hgx-h800', 8, 'sglang', 'two-shot', 'nccl', 16777216): 'no rows measured at this release',
     ('hgx-h800', 8, 'trtllm', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
     ('hgx-h800', 8, 'trtllm', 'two-shot', 'nccl', 8000000): 'no rows measured at this release',
+    ('hgx-h800', 8, 'trtllm-1.0', 'one-shot', 'nccl', 1048576): 'no rows measured at this release',
+    ('hgx-h800', 8, 'trtllm-1.0', 'one-shot', 'nccl', 2097152): 'no rows measured at this release',
+    ('hgx-h800', 8, 'trtllm-1.0', 'one-shot', 'nccl', 524288): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'one-shot', 'symm-mem-multimem', 262144): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
     ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'): 'measured 31.27 -> 37.96 us at the edge, no fall',

@@ -218,7 +218,7 @@ def test_nccl_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step):
 @PROPERTY
 @example(system="hgx-h100", gpus=8, msg=261327.400380456, step=262553.2562078401 / 261327.400380456, engine="vllm")
 @example(system="hgx-h100", gpus=8, msg=1040000.0, step=1.01, engine="trtllm")
-@given(**groups, engine=st.sampled_from(("vllm", "sglang", "trtllm")))
+@given(**groups, engine=st.sampled_from(("vllm", "sglang", "trtllm", "trtllm-1.0")))
 def test_engine_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step, engine):
     """The engine's rule switches kernel by size; its time falls only at a listed switch (TensorRT-LLM
     on 8 H100s at 1 MiB, one-shot -> NCCL: measured 17.60 us at 512 KiB, 25.96 at 1 MiB, one-shot's

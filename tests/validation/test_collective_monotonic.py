@@ -22,7 +22,7 @@ from shardbudget.fabric.catalog import load_catalog
 from measured_steps import KNOWN, MEASURED, NVL72_STEPS, engine_switch, nccl_switch
 
 SIZES = 2.0 ** np.arange(8, 31, 0.25)  # 256 B .. 1 GiB, four per octave
-ENGINES = ("vllm", "sglang", "trtllm")
+ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
 
 
 
