@@ -168,8 +168,8 @@ def _instrument(ph: _Phases) -> None:
     """Wrap the library functions `deploy` spends its time in (by the names the callers look up)."""
     from shardbudget import cli
     from shardbudget.cli import common
-    from shardbudget.decide import deploy, disagg
-    from shardbudget.step import compose as step, price_comm, price_ops, served
+    from shardbudget.decide import deploy
+    from shardbudget.step import compose as step, price_comm, price_ops, scenario
     from shardbudget.report import tables
 
     cli.main = ph.wrap("typer: parse options, dispatch", cli.main)
@@ -177,7 +177,7 @@ def _instrument(ph: _Phases) -> None:
     # cli imports deploy() inside the command, by module attribute: wrapping the attribute times it
     deploy.deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", deploy.deploy)
     deploy.splits = ph.wrap("splits (valid plans)", deploy.splits)
-    served.compile_step = disagg.compile_step = ph.wrap("StepModel set-up", served.compile_step)
+    scenario.compile_step = ph.wrap("StepModel set-up", scenario.compile_step)  # Scenario.step: every view's steps
     step.StepModel.evaluate = ph.wrap("evaluate: array arithmetic, overlap, host", step.StepModel.evaluate)
     step.StepModel.work = ph.wrap("evaluate: per-layer ops and collectives listed", step.StepModel.work)
     price_ops.OpPricer.compute_s = ph.wrap("evaluate: op times (roofline, floors)", price_ops.OpPricer.compute_s)

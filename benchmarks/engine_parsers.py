@@ -108,6 +108,7 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
     import dataclasses
 
     from shardbudget.decide.deploy import Workload, deploy
+    from shardbudget.decide.request import request
     from shardbudget.decide.launch import build_launches
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import load_model
@@ -128,7 +129,8 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
                     method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.1-8b"))})]
     out = []
     for model, system, gpus, kw in requests:
-        r = deploy(model, system, gpus=gpus, catalog=cat, **kw)
+        question = {k: kw.pop(k) for k in ("disaggregate",) if k in kw}
+        r = deploy(request(model, system, catalog=cat, work=kw.pop("workload", None), **kw), gpus=gpus, **question)
         results = [r] + [dataclasses.replace(r, best=o) for o in r.options if o.meets_budget and o is not r.best][:6]
         for one in results:
             launches, _ = build_launches(one, load_model(model), cat.system(system), cat)

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "validation"), str(ROOT / "tests")]
 
-from shardbudget.decide.planner import precision_for  # noqa: E402
+from shardbudget.step.scenario import precision_for, scenario  # noqa: E402
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.model import Plan, load_model  # noqa: E402
 from shardbudget.step.memory import fits, memory_need  # noqa: E402
@@ -97,11 +97,10 @@ def predict(r: dict, cat) -> tuple[float, bool]:
     cfg, system = load_model(r["model"]), cat.system(r["system"])
     plan = Plan(int(r["tp"]), 1, int(r["ep"] or 1))
     engine = r["engine"]
-    common = dict(impl=None, engine=engine, precision=_precision(cfg, system, r["dtype"]),
-                  eff=engine_efficiency(engine), settings=PlanSettings())
+    sc = scenario(cfg, system, engine=engine, catalog=cat, precision=_precision(cfg, system, r["dtype"]))
     i, o, b = int(r["input_len"]), int(r["output_len"]), float(r["concurrency"])
-    tpot = float(served_curve(cfg, system, plan, cat, batch=b, input_len=i, output_len=o, common=common).tpot_s)
-    need = memory_need(cfg, plan, precision=common["precision"], engine=engine, batch=b, context=float(i + o))
+    tpot = float(served_curve(sc, plan, batch=b, input_len=i, output_len=o).tpot_s)
+    need = memory_need(cfg, plan, precision=sc.precision, engine=engine, batch=b, context=float(i + o))
     return tpot, bool(fits(need, system.gpu, engine=engine, plan=plan))
 
 

@@ -55,10 +55,47 @@ TEXTS = {
     "allreduce_text": ["allreduce", "--system", "hgx-h100", "--gpus", "8"],
     "fabrics_text": ["fabrics"],
 }
+# Issue 32 (one request): every option the shared group carries, on every command that answers a
+# planning question, so that moving the options into one request shows any change of meaning.
+OPTIONS = {
+    "plan_served": ["plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "1", "-b", "32", "--input-len", "2048",
+                    "--output-len", "256", "--json"],
+    "plan_require": ["plan", "-m", "llama-3.1-70b", "-s", "l40s-pcie", "-b", "8", "--require-tp", "8", "--json"],
+    "plan_knobs": ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "8", "--kv-dtype", "fp8", "--overlap", "tbo",
+                   "--sequence-parallel", "--gpu-memory-utilization", "0.8", "--json"],
+    "plan_nccl": ["plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--nodes", "2", "-b", "16", "--nccl", "2.27",
+                  "--nccl-symmetric", "--json"],
+    "plan_impl_sglang": ["plan", "-m", "qwen3-235b-a22b", "-s", "hgx-h200", "-b", "4", "--impl", "custom",
+                         "--engine", "sglang", "--dtype", "fp8", "--json"],
+    "plan_eager_ttft": ["plan", "-m", "llama-3.1-8b", "-s", "l40s-pcie-p2p", "-b", "2", "--engine", "eager",
+                        "--ttft-budget", "1s", "--budget", "20ms", "--comm-threshold", "0.2", "--knee-threshold",
+                        "0.05", "--pp-all", "--json"],
+    "deploy_rate": ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--rate", "20", "--json"],
+    "deploy_users": ["deploy", "-m", "llama-3.1-8b", "-s", "l40s-pcie", "--users", "64", "--json"],
+    "deploy_knobs": ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--kv-dtype", "fp8",
+                     "--overlap", "tbo", "--gpu-memory-utilization", "0.8", "--impl", "custom", "--nccl", "2.28",
+                     "--context", "8192", "--json"],
+    "deploy_batch": ["deploy", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--gpus", "72", "--batch", "16",
+                     "--engine", "trtllm", "--json"],
+    "explain_nvl72": ["explain", "-m", "llama-3.1-405b", "-s", "gb200-nvl72", "--dtype", "fp8", "--json"],
+    "explain_pcie": ["explain", "-m", "llama-3.1-70b", "-s", "l40s-pcie", "-b", "64", "--engine", "sglang", "--json"],
+    "explain_nodes": ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--nodes", "2", "--budget", "10ms",
+                      "--context", "2048", "--json"],
+    "compare_two": ["compare", "-s", "hgx-h100", "-s", "l40s-pcie", "--json"],
+    "compare_custom": ["compare", "-s", "hgx-h200", "-s", "hgx-b200", "-m", "llama-3.1-8b", "-b", "1", "-b", "8",
+                       "--impl", "custom", "--json"],
+    "compare_nodes": ["compare", "-s", "hgx-h100", "-s", "hgx-b200", "--nodes", "2", "--json"],
+    "compare_text": ["compare", "-s", "hgx-h100", "-s", "l40s-pcie"],
+    "allreduce_engine": ["allreduce", "-s", "hgx-h100", "--gpus", "8", "--impl", "sglang", "--size", "8B:64MiB",
+                         "--json"],
+}
 REPORTS = {
     "report_two": ["report", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--system", "l40s-pcie"],
     "report_moe": ["report", "--model", "deepseek-v3", "--system", "hgx-h200", "--system", "hgx-h200:2"],
     "demo": ["demo"],
+    "report_options": ["report", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-s", "l40s-pcie-p2p", "--engine", "sglang",
+                       "--impl", "custom", "--dtype", "fp8", "-b", "8", "--context", "2048", "--budget", "40ms",
+                       "--budget-steps", "6"],
 }
 
 
@@ -110,6 +147,7 @@ def requests() -> dict[str, list[str]]:
     for name, args in DEPLOYS.items():
         out[f"deploy__{name}"] = ["deploy", *args, "--json"]
     out.update(TEXTS)
+    out.update(OPTIONS)
     out.update(REPORTS)
     return out
 
@@ -142,7 +180,16 @@ def differences(a, b, rtol: float, where: str = "") -> list[str]:
         if math.isclose(a, b, rel_tol=rtol, abs_tol=1e-300):
             return []
         return [f"{where}: {a!r} vs {b!r}"]
+    if isinstance(a, str) and isinstance(b, str) and a != b and ("\n" in a or len(a) > 200):
+        return [f"{where}: {_text_diff(a, b)}"]
     return [] if a == b else [f"{where}: {a!r} vs {b!r}"]
+
+
+def _text_diff(a: str, b: str, context: int = 80) -> str:
+    """Where two long texts (an HTML page, a table) first differ: a short window of each."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    lo = max(0, i - context)
+    return f"at character {i}: ...{a[lo:i + context]!r}... vs ...{b[lo:i + context]!r}..."
 
 
 def compare(old: Path, new: Path, rtol: float) -> int:

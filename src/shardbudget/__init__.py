@@ -23,7 +23,9 @@ _WHERE = {
     "ModelConfig": "model", "Plan": "model", "Precision": "model", "list_models": "model", "load_model": "model",
     "PlanResult": "decide.planner", "plan": "decide.planner", "required_fabric": "decide.planner",
     "Efficiency": "step.settings", "PlanSettings": "step.settings", "engine_efficiency": "step.settings",
-    "StepTime": "step.compose", "decode_step": "step.compose",
+    "StepTime": "step.compose", "decode_step": "step.scenario", "Scenario": "step.scenario", "scenario": "step.scenario",
+    "Request": "decide.request", "request": "decide.request", "Budgets": "decide.request", "Workload": "decide.request",
+    "deploy": "decide.deploy", "DeployResult": "decide.deploy",
 }
 
 
@@ -42,8 +44,9 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
-    "Catalog", "CatalogError", "CheckResult", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
-    "PlanError", "PlanResult", "PlanSettings", "Precision", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
-    "__version__", "check_logs", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
-    "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
+    "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ShardbudgetError",
+    "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs", "collective_cost",
+    "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",
+    "load_catalog", "load_model", "make_group", "plan", "request", "required_fabric", "scenario", "sweep",
 ]

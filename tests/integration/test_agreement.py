@@ -6,11 +6,11 @@ import pytest
 from shardbudget.decide.ask import Ask
 from shardbudget.decide.tp_limit import when_allreduce_limits
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.model import load_model
 from shardbudget.decide.planner import plan
 from shardbudget.report import figures
 from shardbudget.report import html as report_html
-from shardbudget.report.report_data import ReportData, SystemSpec
+from shardbudget.report.report_data import ReportData, ReportSettings, SystemSpec
+from shardbudget.decide.request import request
 
 REQUESTS = [  # (model, system, batch, budget_s)
     ("llama-3.1-70b", "hgx-h100", 1, 0.030), ("llama-3.1-70b", "hgx-h100", 64, 0.030),
@@ -33,8 +33,9 @@ def catalog():
 
 @pytest.mark.parametrize("model, system, batch, budget_s", REQUESTS)
 def test_every_reader_names_the_same_plan(model, system, batch, budget_s, catalog):
-    result = plan(model, system, batches=[batch], budget_s=budget_s, dtype="fp8" if "deepseek" in model else "bf16",
+    req = request(model, system, batches=[batch], budget_s=budget_s, dtype="fp8" if "deepseek" in model else "bf16",
                   catalog=catalog)
+    result = plan(req)
     br = result.results[0]
     v = br.judgement
     best = v.best.label() if v.best else None
@@ -43,9 +44,11 @@ def test_every_reader_names_the_same_plan(model, system, batch, budget_s, catalo
     if best:
         assert f"Latency-optimal: {best} at" in br.verdict
     # the report: its verdict table, and the headline's pick for this (single) system
-    data = ReportData(model=model, model_cfg=load_model(model), specs=[SystemSpec(system)], plans=[result], fabric=[],
-                      marks=[], answers=[], answers_error=None, measured=[], catalog=catalog,
-                      settings={"batches": [batch], "budget_s": budget_s})
+    settings = ReportSettings(model=model, systems=[system], batches=[batch], context=4096, budget_s=budget_s,
+                              ttft_budget_s=None, impl=None, engine="vllm", dtype=req.scenario.dtype)
+    data = ReportData(model=model, model_cfg=req.model, request=req, specs=[SystemSpec(system)], plans=[result],
+                      fabric=[], marks=[], answers=[], answers_error=None, measured=[], catalog=req.scenario.catalog,
+                      settings=settings)
     row = report_html.verdict_rows(data)[0]
     assert row["best_plan"] == best and row["best_tp"] == br.best_tp
     headline = report_html.headline(data)
@@ -55,10 +58,10 @@ def test_every_reader_names_the_same_plan(model, system, batch, budget_s, catalo
         assert f"no system makes it at batch {batch}" in headline
     # explain's sweep of the same system (no budget: the latency-optimal plan does not depend on it)
     if result.dtype == "bf16":
-        ask = Ask(cfg=load_model(model), catalog=catalog, batch=batch, budget_s=budget_s, dtype="bf16")
+        ask = Ask(request(model, system, batches=[batch], budget_s=budget_s, dtype="bf16", catalog=catalog))
         answer = when_allreduce_limits(ask, catalog.system(system))
-        swept = plan(model, system, nodes=answer.figures["nodes"], batches=[batch], budget_s=budget_s, dtype="bf16",
-                     catalog=catalog)
+        swept = plan(request(model, system, nodes=answer.figures["nodes"], batches=[batch], budget_s=budget_s,
+                             dtype="bf16", catalog=catalog))
         assert answer.figures["best_plan"] == swept.results[0].best_plan
     # the 'where the token goes' figure stars the same plan
     fig = figures.where_the_token_goes([result])

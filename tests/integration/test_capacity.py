@@ -15,6 +15,7 @@ from shardbudget.decide.capacity import Load, better_fabric, capacities, deploy_
 from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
+from shardbudget.decide.request import request
 
 OSL = Workload().output_len  # 256
 
@@ -26,7 +27,7 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def rate10(catalog):
-    return deploy_for_load("llama-3.1-70b", "hgx-h100", Load(rate_per_s=10.0), catalog=catalog)
+    return deploy_for_load(request("llama-3.1-70b", "hgx-h100", catalog=catalog), Load(rate_per_s=10.0))
 
 
 def _rate(o, out=OSL) -> float:
@@ -47,42 +48,41 @@ def test_rate_answer_meets_the_throughput_identity(rate10):
 
 
 def test_one_gpu_fewer_does_not_serve_the_rate(rate10, catalog):
-    fewer = deploy("llama-3.1-70b", "hgx-h100", gpus=rate10.gpus - 1, catalog=catalog)
+    fewer = deploy(request("llama-3.1-70b", "hgx-h100", catalog=catalog), gpus=rate10.gpus - 1)
     assert max(_rate(o) for o in fewer.options) < 10.0
 
 
 def test_more_load_than_the_answer_serves_takes_more_gpus(rate10, catalog):
     """Just past what the answer's GPUs serve, the count grows (and never shrinks with the load)."""
-    more = deploy_for_load("llama-3.1-70b", "hgx-h100", Load(rate_per_s=rate10.served * 1.01), catalog=catalog)
-    less = deploy_for_load("llama-3.1-70b", "hgx-h100", Load(rate_per_s=rate10.served * 0.5), catalog=catalog)
+    more = deploy_for_load(request("llama-3.1-70b", "hgx-h100", catalog=catalog), Load(rate_per_s=rate10.served * 1.01))
+    less = deploy_for_load(request("llama-3.1-70b", "hgx-h100", catalog=catalog), Load(rate_per_s=rate10.served * 0.5))
     assert more.gpus > rate10.gpus >= less.gpus
 
 
 def test_users_answer_seats_every_user_and_one_gpu_fewer_does_not(catalog):
-    a = deploy_for_load("llama-3.1-70b", "hgx-h100", Load(users=300), catalog=catalog)
+    a = deploy_for_load(request("llama-3.1-70b", "hgx-h100", catalog=catalog), Load(users=300))
     o = a.result.best
     assert o.replicas * o.max_batch >= 300 and o.replicas * a.batch >= 300
     assert o.replicas * (a.batch - 1) < 300 or a.batch == 1  # the smallest batch that seats them
-    fewer = deploy("llama-3.1-70b", "hgx-h100", gpus=a.gpus - 1, catalog=catalog)
+    fewer = deploy(request("llama-3.1-70b", "hgx-h100", catalog=catalog), gpus=a.gpus - 1)
     assert max((o.replicas * o.max_batch for o in fewer.options if o.meets_budget), default=0) < 300
 
 
 def test_the_binding_budget_is_named(catalog, rate10):
     assert rate10.binding == "itl" and "The ITL budget binds" in rate10.text
-    loose = deploy_for_load("llama-3.1-70b", "hgx-h100", Load(rate_per_s=10.0), budget_s=None, catalog=catalog)
+    loose = deploy_for_load(request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), Load(rate_per_s=10.0))
     assert loose.binding in ("memory", "max-batch") and loose.gpus <= rate10.gpus  # no ITL budget: fewer or equal
 
 
 def test_a_faster_fabric_saves_gpus_on_pcie_without_p2p(catalog):
     """L40S on PCIe without P2P: the same GPUs with P2P (explain's what-if) serve 2 requests/s on fewer;
     the what-if's count is the search's own on that system."""
-    a = deploy_for_load("llama-3.1-70b", "l40s-pcie", Load(rate_per_s=2.0), budget_s=0.100, catalog=catalog)
+    a = deploy_for_load(request("llama-3.1-70b", "l40s-pcie", budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0))
     f = a.fabric
     label, fast = better_fabric(catalog.system("l40s-pcie"), catalog)
     assert f["label"] == label and "P2P" in label and "what-if" in label
     assert fast.gpu is catalog.system("l40s-pcie").gpu and fast.pcie.gpu_p2p
-    assert f["gpus"] == deploy_for_load("llama-3.1-70b", fast, Load(rate_per_s=2.0), budget_s=0.100,
-                                        catalog=catalog).gpus
+    assert f["gpus"] == deploy_for_load(request("llama-3.1-70b", fast, budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0)).gpus
     assert f["gpus"] < a.gpus and f["saves"] == a.gpus - f["gpus"] and f"save {f['saves']} GPUs" in a.text
 
 
@@ -100,17 +100,11 @@ def test_load_is_checked():
 
 def test_capacities_are_deploys_options(catalog):
     """The search prices one replica of each plan exactly as deploy does on that plan's GPUs."""
-    from shardbudget.decide.planner import Budgets
-    from shardbudget.model import load_model
-    from shardbudget.step.settings import PlanSettings, engine_efficiency
-    from shardbudget.decide.planner import precision_for
-    cfg, sysm = load_model("llama-3.1-70b"), catalog.system("hgx-h100")
-    common = dict(impl=None, engine="vllm", precision=precision_for(cfg, sysm, None)[0],
-                  eff=engine_efficiency("vllm"), settings=PlanSettings())
-    caps = capacities(cfg, sysm, catalog, Load(rate_per_s=1.0), budgets=Budgets(budget_s=0.030), work=Workload(),
-                      common=common, settings=PlanSettings())
+    from shardbudget.decide.request import Budgets
+    sc = request("llama-3.1-70b", "hgx-h100", catalog=catalog).scenario
+    caps = capacities(sc, Load(rate_per_s=1.0), budgets=Budgets(budget_s=0.030), work=Workload())
     tp8 = next(c for c in caps if c.plan.tp == 8 and c.plan.pp == 1)
-    one = next(o for o in deploy("llama-3.1-70b", "hgx-h100", gpus=8, catalog=catalog).options
+    one = next(o for o in deploy(request("llama-3.1-70b", "hgx-h100", catalog=catalog), gpus=8).options
                if o.replicas == 1 and o.tp == 8)
     assert tp8.option.max_batch == one.max_batch and tp8.option.cycle_s == pytest.approx(one.cycle_s, rel=1e-12)
     # 1 request/s: one TP4 replica (batch 22 within 30 ms serves 2.8/s); TP1 holds no batch in 30 ms and

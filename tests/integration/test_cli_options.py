@@ -13,6 +13,7 @@ import typer
 
 from shardbudget import cli
 from shardbudget.cli import app as app_mod, args
+from shardbudget.decide.request import request
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -178,7 +179,7 @@ def test_report_and_demo_take_the_engine(tmp_path, capsys):
     assert doc["settings"]["engine"] == "sglang"
     assumptions = doc["plans"][0]["assumptions"]
     assert (assumptions["engine"], assumptions["engine_version"]) == ("sglang", "0.5.14")
-    expected = plan("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, engine="sglang").results[0]
+    expected = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, engine="sglang")).results[0]
     best = doc["plans"][0]["results"][0]
     assert best["best_plan"] == expected.best_plan
     assert "engine sglang" in out.read_text(encoding="utf-8")
@@ -193,9 +194,9 @@ def test_demo_engine_reaches_its_plans(tmp_path, capsys, monkeypatch):
     seen = {}
     real = demo.report_html.collect
 
-    def spy(*a, **kw):
-        seen["engine"] = kw.get("engine")
-        return real(*a, **{**kw, "budget_steps": 0, "batches": (1,)})
+    def spy(req, *a, **kw):
+        seen["engine"] = req.scenario.engine
+        return real(req.at((1,)), *a, **{**kw, "budget_steps": 0})
     monkeypatch.setattr(demo.report_html, "collect", spy)
     assert cli.main(["demo", "--engine", "trtllm", "--out", str(tmp_path / "d.html")]) == 0
     assert seen["engine"] == "trtllm" and "engine trtllm" in capsys.readouterr().out
@@ -212,7 +213,7 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
     argv = ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "--budget-steps", "0", "--json"]
     assert cli.main(argv + ["--ttft-budget", "1ms", "--out", str(out)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    expected = plan("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, ttft_budget_s=0.001).to_dict()
+    expected = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, ttft_budget_s=0.001)).to_dict()
     assert doc["settings"]["ttft_budget_s"] == 0.001 and doc["plans"][0]["ttft_budget_s"] == 0.001
     assert json.dumps(doc["plans"][0]["results"], sort_keys=True) == json.dumps(
         args.jsonable(expected["results"]), sort_keys=True)

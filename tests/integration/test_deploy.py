@@ -23,10 +23,11 @@ from shardbudget.decide.disagg import kv_handoff_s
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.decide.launch import LAUNCH_ENGINES, build_launches
 from shardbudget.model import Plan, load_model, total_params
-from shardbudget.decide.planner import precision_for
+from shardbudget.step.scenario import precision_for, scenario
 from shardbudget.step.served import prompt_token_s
 from shardbudget.step.settings import PlanSettings, engine_efficiency
 from shardbudget.step.speculative import Speculation
+from shardbudget.decide.request import request as sb_request
 
 BUDGET_S = 0.030
 REL = 1e-9  # identities computed from the same floats: only rounding may differ
@@ -53,13 +54,13 @@ def catalog():
 @pytest.fixture(scope="module")
 def dense8(catalog):
     """llama-3.1-70b on one hgx-h100 node: 1xTP8, 2xTP4, ... within 30 ms ITL."""
-    return deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=BUDGET_S, catalog=catalog)
+    return deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=BUDGET_S, catalog=catalog), gpus=8)
 
 
 @pytest.fixture(scope="module")
 def moe16(catalog):
     """deepseek-v3 on two hgx-h200 nodes: splits with PP, EP and DP-attention."""
-    return deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=BUDGET_S, ttft_budget_s=2.0, catalog=catalog)
+    return deploy(sb_request("deepseek-v3", "hgx-h200", budget_s=BUDGET_S, ttft_budget_s=2.0, catalog=catalog), gpus=16)
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -231,8 +232,8 @@ def _as_chosen(result, catalog, model: str, system: str, tp: int, replicas: int)
 def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
     """PCIe L40S: vLLM's / SGLang's custom all-reduce needs NVLink between every pair above two GPUs,
     so TP8 and TP4 launch with --disable-custom-all-reduce; on NVSwitch (hgx-h100) TP8 keeps it."""
-    l40s = deploy("llama-3.1-70b", "l40s-pcie", gpus=8, budget_s=None, catalog=catalog)
-    h100 = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=None, catalog=catalog)
+    l40s = deploy(sb_request("llama-3.1-70b", "l40s-pcie", budget_s=None, catalog=catalog), gpus=8)
+    h100 = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), gpus=8)
     for engine in ("vllm", "sglang"):
         flag = _preset(engine)["cli"]["disable_custom_allreduce"]
         assert flag == "--disable-custom-all-reduce"
@@ -343,7 +344,7 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
 def test_verdict_compares_with_one_replica_of_the_widest_tp(catalog):
     """On PCIe the paragraph sets the choice against 1xTP8, the plan people reach for first, with
     its numbers: the ratio of tokens/s per GPU and TP8's communication share."""
-    r = deploy("llama-3.1-8b", "l40s-pcie", gpus=8, budget_s=BUDGET_S, catalog=catalog)
+    r = deploy(sb_request("llama-3.1-8b", "l40s-pcie", budget_s=BUDGET_S, catalog=catalog), gpus=8)
     tp8 = next(o for o in r.options if o.replicas == 1 and o.tp == 8)
     assert r.best is not tp8 and r.best.replicas > 1
     ratio = r.best.tokens_per_s_per_gpu / tp8.tokens_per_s_per_gpu
@@ -360,7 +361,7 @@ def test_batch_one_itl_is_above_the_weight_read_roofline(catalog):
     """At batch 1 each token reads every weight (but the input embedding) once: ITL >= weight bytes /
     TP / HBM bandwidth (llama-3.1-70b bf16: 139 GB / 8 / 3.35 TB/s = 5.2 ms for TP8), and the step model's
     extra (kernel floors, all-reduce, host overhead) stays within 4x of it on NVSwitch."""
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=1e-3, catalog=catalog)
+    r = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=1e-3, catalog=catalog), gpus=8)
     assert r.best is None  # nothing meets 1 ms: every option is reported at batch 1
     hbm = catalog.system("hgx-h100").gpu.mem_bytes_per_s
     cfg = load_model("llama-3.1-70b")
@@ -373,12 +374,8 @@ def test_batch_one_itl_is_above_the_weight_read_roofline(catalog):
 
 def _prompt_share_s(r, p) -> float:
     """c_p x input_len / output_len for the plan of option / point `p` of deploy result `r`."""
-    cat = load_catalog()
-    cfg, system = load_model(r.model), cat.system(r.system)
-    plan = Plan(p.tp, p.pp, p.ep, p.dp)
-    common = dict(impl=None, engine=r.engine, precision=precision_for(cfg, system)[0],
-                  eff=engine_efficiency(r.engine), settings=PlanSettings())
-    c_p = prompt_token_s(cfg, system, plan, cat, input_len=r.workload.input_len, common=common)
+    sc = scenario(r.model, r.system, engine=r.engine)
+    c_p = prompt_token_s(sc, Plan(p.tp, p.pp, p.ep, p.dp), input_len=r.workload.input_len)
     return c_p * r.workload.input_len / r.workload.output_len
 
 
@@ -416,7 +413,7 @@ def test_tokens_per_verify_step_by_hand():
 
 def _spec(catalog, acceptance: float, method: str = "eagle"):
     w = Workload(speculation=Speculation(method=method, draft_tokens=3, acceptance=acceptance))
-    return deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=BUDGET_S, workload=w, catalog=catalog)
+    return deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=BUDGET_S, work=w, catalog=catalog), gpus=8)
 
 
 def test_speculation_that_is_never_accepted_only_costs(dense8, catalog):
@@ -529,11 +526,10 @@ def test_a_given_batch_prices_every_option_at_that_batch(catalog, capsys):
     on one 80 GB GPU): no throughput. Under a budget TP8 misses, it still runs and says what it misses."""
     from shardbudget.decide.planner import plan
     work = Workload(context=4096)
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, workload=work, batch=64, catalog=catalog)
+    r = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.050, work=work, catalog=catalog), gpus=8, batch=64)
     by = {o.label(): o for o in r.options}
     tp8, pp4, tp1 = by["1xTP8"], by["1xTP2/PP4"], by["8xTP1"]
-    row = next(x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None,
-                               catalog=catalog).results[0].rows if x.key == (8, 1, 1, 1))
+    row = next(x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)).results[0].rows if x.key == (8, 1, 1, 1))
     assert tp8.itl_s == pytest.approx(row.itl_s, rel=1e-12) and tp8.mem_bytes_per_gpu == pytest.approx(
         row.mem_bytes_per_gpu, rel=1e-12)
     assert (tp8.max_batch, tp8.binding, tp8.meets_budget) == (64, "batch", True)
@@ -541,7 +537,7 @@ def test_a_given_batch_prices_every_option_at_that_batch(catalog, capsys):
     assert pp4.max_batch == 256 and pp4.tokens_per_s_per_gpu == pytest.approx(256 / pp4.itl_s / 8, rel=REL)
     assert (tp1.max_batch, tp1.tokens_per_s, tp1.binding, tp1.meets_budget) == (0, 0.0, "memory", False)
     assert r.best is not None and r.best.meets_budget and r.batch == 64
-    tight = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.015, workload=work, batch=64, catalog=catalog)
+    tight = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.015, work=work, catalog=catalog), gpus=8, batch=64)
     t8 = next(o for o in tight.options if o.label() == "1xTP8")
     assert t8.itl_s == tp8.itl_s and (t8.binding, t8.meets_budget, t8.max_batch) == ("itl", False, 64)
     assert t8.tokens_per_s == tp8.tokens_per_s > 0  # it runs, over the budget
@@ -581,13 +577,11 @@ def test_impl_prices_what_plan_prices(impl, catalog, capsys):
                       "--budget", "none", "--batch", "64", "--impl", impl, "--json")
     d = json.loads(out)
     assert rc == 0 and d["impl"] == impl
-    rows = {x.key: x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl,
-                                   catalog=catalog).results[0].rows}
+    rows = {x.key: x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl, catalog=catalog)).results[0].rows}
     by = {(o["replicas"], o["tp"], o["pp"]): o for o in d["options"]}
     for label, tp in (((1, 8, 1), 8), ((2, 4, 1), 4), ((4, 2, 1), 2)):
         assert by[label]["itl_s"] == pytest.approx(rows[(tp, 1, 1, 1)].itl_s, rel=1e-12), label
-    default = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=None, workload=Workload(context=4096), batch=64,
-                     catalog=catalog)
+    default = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, work=Workload(context=4096), catalog=catalog), gpus=8, batch=64)
     tp8 = next(o for o in default.options if o.label() == "1xTP8")
     if impl == "nccl":
         assert by[(1, 8, 1)]["itl_s"] != pytest.approx(tp8.itl_s, rel=1e-6)
@@ -602,10 +596,8 @@ def test_memory_parts_are_plans(catalog, capsys):
     gave its total; at --batch 64, context 4096, 1xTP8's parts are plan's TP8 row at batch 64 (rel
     1e-12). By hand: 70B bf16 over 8 GPUs is ~17.6 GB of weights per GPU (141.1 GB / 8)."""
     from shardbudget.decide.planner import plan
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, workload=Workload(context=4096), batch=64,
-               catalog=catalog)
-    row = next(x for x in plan("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None,
-                               catalog=catalog).results[0].rows if x.key == (8, 1, 1, 1))
+    r = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.050, work=Workload(context=4096), catalog=catalog), gpus=8, batch=64)
+    row = next(x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)).results[0].rows if x.key == (8, 1, 1, 1))
     tp8 = next(o for o in r.options if o.label() == "1xTP8")
     assert tp8.memory.keys() == row.memory.keys()
     for part, value in row.memory.items():

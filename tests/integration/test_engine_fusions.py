@@ -5,7 +5,7 @@ there; elsewhere the routing ops stay separate kernels."""
 import numpy as np
 import pytest
 
-from shardbudget.decide.planner import precision_for
+from shardbudget.step.scenario import precision_for, scenario
 from shardbudget.engines.presets import load_engine
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
@@ -69,9 +69,6 @@ def test_fused_call_drops_the_routing_kernels_on_b200_only():
     (1024, 1024, 64, 22.529, 0.15),
 ])
 def test_sglang_b200_served_tpot_against_inferencex(isl, osl, conc, measured_ms, tol):
-    cfg, sysm = load_model("deepseek-v3"), CAT.system("hgx-b200")
-    common = dict(impl=None, engine="sglang", precision=precision_for(cfg, sysm)[0],
-                  eff=engine_efficiency("sglang"), settings=PlanSettings())
-    tpot = float(served_curve(cfg, sysm, Plan(8), CAT, batch=float(conc), input_len=isl, output_len=osl,
-                              common=common).tpot_s)
+    sc = scenario("deepseek-v3", "hgx-b200", engine="sglang", catalog=CAT)
+    tpot = float(served_curve(sc, Plan(8), batch=float(conc), input_len=isl, output_len=osl).tpot_s)
     assert tpot == pytest.approx(measured_ms * 1e-3, rel=tol)

@@ -23,6 +23,7 @@ from shardbudget.model import load_model  # noqa: E402
 from shardbudget.report import demo, figures  # noqa: E402
 from shardbudget.report.fig_deploy import MAX_CURVES  # noqa: E402
 from shardbudget.report.style import crossings, drawn_lines, new_figure  # noqa: E402
+from shardbudget.decide.request import request
 from shared_data import find_data_dir  # noqa: E402
 
 
@@ -89,7 +90,7 @@ def test_a_wide_sweep_is_labelled_every_fourth_power_of_two():
 
 
 def test_pareto_figure_reads_tokens_per_user_as_numbers():
-    result = deploy(load_model("llama-3.1-70b"), "hgx-h100", gpus=8, budget_s=0.050)
+    result = deploy(request(load_model("llama-3.1-70b"), "hgx-h100", budget_s=0.050), gpus=8)
     fig = figures.pareto_figure(result)
     _drawn(fig)
     labels = _tick_labels(fig.axes[0].xaxis)
@@ -104,7 +105,7 @@ def test_pareto_legend_names_the_curve_that_hides_another():
     8xTP1 with no curve to be seen: two replicas of TP4 give the tokens/s per GPU of one TP4/PP2
     replica to 0.6% (drawn after, on top), and 8xTP1 fits no batch. The legend says so; a curve
     that is not hidden keeps its plain label."""
-    result = deploy(load_model("llama-3.1-70b"), "hgx-h100", gpus=8)
+    result = deploy(request(load_model("llama-3.1-70b"), "hgx-h100"), gpus=8)
     fig = figures.pareto_figure(result)
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
     assert "2xTP4 (under 1xTP4/PP2)" in labels and "8xTP1 (no batch fits)" in labels
@@ -122,7 +123,8 @@ def test_compare_labels_are_clear_of_every_line():
     """The issue's case: 'crossover 12.4 KiB' (l40s-pcie) was crossed by its own dashed floor and the
     16 KiB marker; 'crossover 3.35 MiB' (now 3.51 MiB: NCCL's NVLS graph estimate) by the L40S floor. Now no line
     crosses either, with no box."""
-    fig = figures.compare_figure(compare_systems(["hgx-h100", "l40s-pcie"]))
+    fig = figures.compare_figure(compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64)),
+                                                 ["hgx-h100", "l40s-pcie"]))
     assert not _crossed_labels(fig)
     texts = {t.get_text(): t for t in fig.axes[0].texts}
     for name in ("crossover 12.4 KiB", "crossover 3.51 MiB"):
@@ -132,7 +134,7 @@ def test_compare_labels_are_clear_of_every_line():
 def test_plan_figures_keep_labels_off_the_budget_line():
     """plan llama-3.1-70b on hgx-h100 at 30 ms: TP2 at batch 1 takes 29.5 ms, its value sat across the
     budget line (29.5 + 1% of the axis reaches past 30 ms); the clipped bars' '↑ 54.8 ms (no fit)' too."""
-    res = plan(demo.MODEL, "hgx-h100", batches=[1, 64], budget_s=0.030)
+    res = plan(request(demo.MODEL, "hgx-h100", batches=[1, 64], budget_s=0.030))
     tp2 = next(r for r in res.results[0].rows if r.tp == 2 and r.pp == 1)
     assert 0.029 < tp2.itl_s < 0.030
     for fig in (figures.where_the_token_goes([res]), figures.comm_share([res])):
@@ -145,8 +147,8 @@ def test_plan_figures_keep_labels_off_the_budget_line():
 
 def test_report_fabric_figure_labels_are_clear(tmp_path):
     from shardbudget.report import html as report_html
-    data = report_html.collect(demo.MODEL, demo.SYSTEMS, batches=demo.BATCHES, context=demo.CONTEXT,
-                               budget_s=demo.BUDGET_S, budget_steps=0)
+    data = report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), demo.SYSTEMS, budget_steps=0)
     from shardbudget.report.report_data import FABRIC_OP
     fig = figures.fabric_comparison([(c.label, c.costs, c.crossover_bytes) for c in data.fabric], op=FABRIC_OP,
                                     marks=data.marks)

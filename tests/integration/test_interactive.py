@@ -27,6 +27,7 @@ from shardbudget.decide.planner import plan  # noqa: E402
 from shardbudget.report import demo, grid, interactive  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.decide.verdicts import LABELS  # noqa: E402
+from shardbudget.decide.request import request
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interactive-{before,after}.png
@@ -34,8 +35,8 @@ DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interac
 
 @pytest.fixture(scope="module")
 def demo_data():
-    return report_html.collect(demo.MODEL, demo.SYSTEMS, batches=demo.BATCHES, context=demo.CONTEXT,
-                               budget_s=demo.BUDGET_S)
+    return report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), demo.SYSTEMS)
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +50,6 @@ def _step_text(g: dict, cell: dict, k: int) -> list[str]:
     return [g["strings"][step["lead"]]] + [g["strings"][i] for i in step["sentences"]]
 
 
-def _kwargs(engine: dict) -> dict:
-    choices, _ = grid.engine_dimension()
-    return next(c.plan_kwargs for c in choices if c.key == engine["key"])
-
 
 # --- the grid, in Python ------------------------------------------------------------------
 
@@ -65,8 +62,8 @@ def test_every_budget_step_says_what_plan_says_at_that_budget(demo_data):
     for s, spec in enumerate(demo_data.specs):
         for e, engine in enumerate(g["engines"]):
             for budget_k, budget in enumerate(g["budgets"]):
-                res = plan(demo.MODEL, spec.name, nodes=spec.nodes, batches=demo.BATCHES, context=demo.CONTEXT,
-                           budget_s=budget["s"], **_kwargs(engine))
+                res = plan(request(demo.MODEL, spec.name, nodes=spec.nodes, batches=demo.BATCHES, context=demo.CONTEXT,
+                                   budget_s=budget["s"], dtype=demo.DTYPE, engine=engine["key"]))
                 for b, br in enumerate(res.results):
                     cell = g["cells"][s][e][b]
                     step = cell["steps"][budget_k]
@@ -142,8 +139,7 @@ def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
     own = {o.label(): o for o in demo_data.deployments[0].options}
     for b, batch in enumerate(g["batches"]):
         table = _deploy_table(g, 0, init["engine"], b, init["budget"])
-        at = deploy(demo.MODEL, demo.SYSTEMS[0], gpus=8, budget_s=demo.BUDGET_S, workload=Workload(context=demo.CONTEXT),
-                    batch=batch).options[:grid.SHOWN_OPTIONS]
+        at = deploy(request(demo.MODEL, demo.SYSTEMS[0], budget_s=demo.BUDGET_S, work=Workload(context=demo.CONTEXT)), gpus=8, batch=batch).options[:grid.SHOWN_OPTIONS]
         assert [r["plan"].replace(" × ", "x").replace(" ", "/") for r in table] == [o.label() for o in at]
         for r, o in zip(table, at):
             assert (r["itl_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == (o.itl_s, o.mem_bytes_per_gpu, o.pp * batch)
@@ -217,7 +213,7 @@ def test_a_grid_too_large_to_embed_is_one_line_saying_what_to_reduce(demo_data, 
 
 
 def test_budget_steps_zero_leaves_the_page_without_script():
-    text = report_html.build_report(demo.MODEL, ["hgx-h100"], batches=[1], budget_steps=0)
+    text = report_html.build_report(request(demo.MODEL, "hgx-h100", batches=[1]), budget_steps=0)
     assert "<script" not in text and "script-src" not in text and 'id="explore"' not in text
 
 

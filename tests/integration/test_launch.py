@@ -26,6 +26,7 @@ from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.step.settings import PlanSettings
 from shardbudget.step.speculative import Speculation
+from shardbudget.decide.request import request
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
 REGEN = os.environ.get("SHARDBUDGET_REGEN") == "1"
@@ -49,12 +50,11 @@ def _launches(result, model: str, system: str, catalog):
 @pytest.fixture(scope="module")
 def cases(catalog):
     """name -> (launches, skipped) for the four kinds of deployment the issue names."""
-    dense = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, catalog=catalog)
-    moe = deploy("deepseek-v3", "hgx-h200", gpus=32, budget_s=0.100, catalog=catalog)
+    dense = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, catalog=catalog), gpus=8)
+    moe = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.100, catalog=catalog), gpus=32)
     moe = _as_chosen(moe, lambda o: o.ep > 1 and o.dp > 1 and o.tp * o.pp > 8)  # a replica over nodes
-    disagg = deploy("llama-3.1-70b", "hgx-h100", gpus=16, budget_s=0.050, disaggregate=(4, 12), catalog=catalog)
-    spec = deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=0.050, catalog=catalog,
-                  workload=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)))
+    disagg = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, catalog=catalog), gpus=16, disaggregate=(4, 12))
+    spec = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.050, catalog=catalog, work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))), gpus=16)
     spec = _as_chosen(spec, lambda o: o.pp == 1)  # SGLang runs no speculation with PP (test below)
     return {"dense-single-node": (_launches(dense, "llama-3.1-70b", "hgx-h100", catalog), dense),
             "moe-multi-node-ep-dp": (_launches(moe, "deepseek-v3", "hgx-h200", catalog), moe),
@@ -138,8 +138,7 @@ def test_speculative_lines_name_the_method_and_steps(cases):
 
 
 def test_priced_precision_and_graphs_reach_the_lines(catalog):
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, dtype="fp8", kv_dtype="fp8", engine="eager",
-               catalog=catalog)
+    r = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, dtype="fp8", kv_dtype="fp8", engine="eager", catalog=catalog), gpus=8)
     launches, _ = build_launches(r, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     vl, sg, tr = (launches[e].text() for e in ("vllm", "sglang", "trtllm"))
     assert "--quantization fp8" in vl and "--kv-cache-dtype fp8" in vl and "--enforce-eager" in vl
@@ -156,24 +155,22 @@ def test_sglang_sets_the_static_fraction_only_where_the_plan_needs_it(catalog):
     (1 - reserved / memory: 512 MiB + 1.5 MiB x 8192 chunk + graphs + 256 MiB, ~0.84); the line
     sets it. Where the default suffices (Llama-3.1-70B TP8 at 30 ms) no flag is printed, so SGLang
     computes at launch the fraction it was priced at; the user's --gpu-memory-utilization wins."""
-    r = deploy("qwen3-32b", "hgx-h100", gpus=2, budget_s=0.200, engine="sglang", catalog=catalog)
+    r = deploy(request("qwen3-32b", "hgx-h100", budget_s=0.200, engine="sglang", catalog=catalog), gpus=2)
     assert r.best.memory_fraction == pytest.approx(0.99)
     launches, _ = build_launches(r, load_model("qwen3-32b"), catalog.system("hgx-h100"), catalog)
     assert "--mem-fraction-static 0.99" in launches["sglang"].text()
     assert re.search(r"--gpu-memory-utilization 0\.9\b", launches["vllm"].text())  # vLLM's constant default
-    plain = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, engine="sglang", catalog=catalog)
+    plain = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, engine="sglang", catalog=catalog), gpus=8)
     assert plain.best.memory_fraction is None
     launches, _ = build_launches(plain, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     assert "--mem-fraction-static" not in launches["sglang"].text()
-    given = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, engine="sglang", catalog=catalog,
-                   settings=PlanSettings(memory_utilization=0.8))
+    given = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, engine="sglang", catalog=catalog, settings=PlanSettings(memory_utilization=0.8)), gpus=8)
     launches, _ = build_launches(given, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     assert re.search(r"--mem-fraction-static 0\.8\b", launches["sglang"].text())
 
 
 def test_sglang_refuses_speculation_with_pp(catalog):
-    r = deploy("deepseek-v3", "hgx-h200", gpus=16, budget_s=0.050, catalog=catalog,
-               workload=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)))
+    r = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.050, catalog=catalog, work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))), gpus=16)
     r = _as_chosen(r, lambda o: o.pp > 1)
     launches, skipped = build_launches(r, load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog)
     assert "sglang" not in launches and "pipeline parallelism" in skipped["sglang"]
@@ -181,7 +178,7 @@ def test_sglang_refuses_speculation_with_pp(catalog):
 
 
 def test_trtllm_only_on_nvidia(catalog):
-    r = deploy("llama-3.1-70b", "mi300x", gpus=8, budget_s=0.050, catalog=catalog)
+    r = deploy(request("llama-3.1-70b", "mi300x", budget_s=0.050, catalog=catalog), gpus=8)
     assert r.launch["trtllm"].startswith("# not run: TensorRT-LLM does not run on")
     assert "vllm serve" in r.launch["vllm"]
 
@@ -190,8 +187,8 @@ def test_trtllm_only_on_nvidia(catalog):
 
 def test_vllm_runs_a_draft_model_at_its_pinned_release(catalog):
     """vLLM 0.19.0 runs a separate draft model (method draft_model; 0.11.0 refused it): the line names it."""
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.050, catalog=catalog, workload=Workload(
-        speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b")))
+    r = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, catalog=catalog, work=Workload(
+        speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b"))), gpus=8)
     launch = _launches(r, "llama-3.1-70b", "hgx-h100", catalog)[0]["vllm"]
     assert check_launch(launch) == 1
     assert '"method":"draft_model"' in launch.text() and '"model":"meta-llama/Llama-3.2-1B-Instruct"' in launch.text()
@@ -348,7 +345,7 @@ def test_an_nvl72_launch_is_laid_out_on_its_hosts(catalog):
     """An NVL72 rack is one NVLink node but 18 hosts of 4 GPUs (systems.toml gpus_per_host): each line
     runs on one host and names only that host's GPUs; a TP8 replica is one server over two hosts (its
     engine's multi-node flags), never CUDA_VISIBLE_DEVICES=8..15 on "node 0"."""
-    result = deploy("llama-3.1-405b", "gb200-nvl72", gpus=72, budget_s=0.030, dtype="fp8", catalog=catalog)
+    result = deploy(request("llama-3.1-405b", "gb200-nvl72", budget_s=0.030, dtype="fp8", catalog=catalog), gpus=72)
     assert (result.best.tp, result.best.pp, result.best.replicas) == (8, 1, 9)
     launches, skipped = _launches(result, "llama-3.1-405b", "gb200-nvl72", catalog)
     assert set(launches) == {"vllm", "sglang", "trtllm"}, skipped

@@ -36,6 +36,7 @@ from shardbudget.decide.planner import plan  # noqa: E402
 from shardbudget.report import demo, figures, interactive, plan_rows  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402
+from shardbudget.decide.request import request
 
 MODEL, SYSTEMS, BATCHES = demo.MODEL, demo.SYSTEMS, demo.BATCHES
 FIGURE_IDS = ("fig-fabric", "fig-token", "fig-share", "fig-memory", "fig-measured-0")
@@ -48,7 +49,7 @@ ERROR_FACTOR = 1.25  # the synthetic measurement is 25% slower than the model: e
 
 @pytest.fixture(scope="module")
 def plans():
-    return [plan(MODEL, s.name, nodes=s.nodes, batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S)
+    return [plan(request(MODEL, s.name, nodes=s.nodes, batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S))
             for s in (report_html.parse_system_spec(x) for x in SYSTEMS)]
 
 
@@ -67,8 +68,8 @@ def measured_json(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, measured_json):
     """The demo's report, plus one measurement file: (data, path, text)."""
-    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S,
-                               measured=[measured_json])
+    data = report_html.collect(request(MODEL, SYSTEMS[0], batches=BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), SYSTEMS, measured=[measured_json])
     text = report_html.render(data)
     path = report_html.write_html(tmp_path_factory.mktemp("report") / "report.html", text)
     return data, path, text
@@ -203,7 +204,8 @@ def test_the_same_figure_gives_the_same_svg_and_each_salt_its_own_ids(plans):
 
 
 def test_compare_figure_prices_with_the_results_impl():
-    result = compare_systems(["hgx-h100", "l40s-pcie"], impl="custom")
+    result = compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64), impl="custom"),
+                             ["hgx-h100", "l40s-pcie"])
     assert result.impl == "custom" and result.to_dict()["impl"] == "custom"
     # Without rows there is no algorithm name to guess the implementation from: the field decides.
     fig = figures.compare_figure(dataclasses.replace(result, rows=()))
@@ -277,7 +279,7 @@ gpus_per_socket = 4
 source = "https://example.com/<script>x</script>"
 """)
     catalog = load_catalog([str(cat_file)])
-    text = report_html.build_report(str(folder / "config.json"), [EVIL_SYSTEM], batches=[1], catalog=catalog)
+    text = report_html.build_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))
     # in the grid the page embeds, '<' and '>' are JSON escapes: no string can close its block
     assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in _own_scripts(text)[0]
     text = _without_own_scripts(text)
@@ -285,7 +287,7 @@ source = "https://example.com/<script>x</script>"
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
     out = report_html.write_html(tmp_path / "evil.html", report_html.build_report(
-        str(folder / "config.json"), [EVIL_SYSTEM], batches=[1], catalog=catalog))
+        request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog)))
     dom = _chromium_dump_dom(out, tmp_path)
     assert len(_own_scripts(dom)) == 2
     dom = _without_own_scripts(dom)
@@ -316,7 +318,7 @@ def test_report_paths_are_checked_before_any_work(tmp_path):
     for bad, why in ((tmp_path / "r.pdf", "expected a .html or .htm file name"),
                      (tmp_path / "no" / "r.html", "does not exist")):
         with pytest.raises(ShardbudgetError, match=why):
-            report_html.write_report(bad, MODEL, ["hgx-h100"])
+            report_html.write_report(bad, request(MODEL, "hgx-h100"))
     with pytest.raises(ShardbudgetError, match="node count"):
         report_html.parse_system_spec("hgx-h100:two")
     assert report_html.parse_system_spec("hgx-h100:2") == report_html.SystemSpec("hgx-h100", 2)

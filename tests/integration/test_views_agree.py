@@ -25,6 +25,7 @@ from shardbudget.engines.allreduce import KIND_WORDS
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.units import format_seconds
+from shardbudget.decide.request import request
 
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-32b", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3.2-1b")
@@ -70,8 +71,7 @@ def _table_rows(text: str) -> list[list[str]]:
 @pytest.mark.parametrize("req", REQUESTS, ids=lambda r: "-".join(str(x) for x in r))
 def test_plan_table_json_and_library_agree(req, capsys):
     model, system, nodes, engine, batch, budget_ms, ttft_ms = req
-    lib = plan(model, system, nodes=nodes, batches=[batch], budget_s=budget_ms / 1e3,
-               ttft_budget_s=ttft_ms / 1e3 if ttft_ms else None, engine=engine, catalog=CAT)
+    lib = plan(request(model, system, nodes=nodes, batches=[batch], budget_s=budget_ms / 1e3, ttft_budget_s=ttft_ms / 1e3 if ttft_ms else None, engine=engine, catalog=CAT))
     br = lib.results[0]
     d = json.loads(_run(capsys, "plan", *_plan_args(*req), "--json"))
     text = _run(capsys, "plan", *_plan_args(*req))
@@ -104,8 +104,7 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
     args = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
             "--budget", f"{budget_ms}ms", "--context", "4096", "--all"]
     try:
-        lib = deploy(model, system, gpus=gpus, budget_s=budget_ms / 1e3, workload=Workload(context=4096),
-                     engine=engine, catalog=CAT)
+        lib = deploy(request(model, system, budget_s=budget_ms / 1e3, work=Workload(context=4096), engine=engine, catalog=CAT), gpus=gpus)
     except Exception as err:  # a request no split can serve: both views say so (exit 2)
         pytest.skip(f"no deployment: {err}")
     if lib.best is None:  # valid, but nothing meets the budgets: the table still printed, exit 1 (issue 23)
@@ -121,9 +120,7 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
         assert (cells[4] == "–") == (o.max_batch == 0) and (o.tokens_per_s == 0) == (o.max_batch == 0)
     for o in lib.options:
         if o.replicas == 1 and (o.pp, o.ep, o.dp) == (1, 1, 1) and o.max_batch:
-            row = next(r for r in plan(model, system, nodes=max(1, o.tp // CAT.system(system).gpus_per_node),
-                                       batches=[o.max_batch], budget_s=None, engine=engine,
-                                       catalog=CAT).results[0].rows if r.key == (o.tp, 1, 1, 1))
+            row = next(r for r in plan(request(model, system, nodes=max(1, o.tp // CAT.system(system).gpus_per_node), batches=[o.max_batch], budget_s=None, engine=engine, catalog=CAT)).results[0].rows if r.key == (o.tp, 1, 1, 1))
             assert o.itl_s == pytest.approx(row.itl_s, rel=1e-12)
             assert o.comm_share == pytest.approx(row.comm_share, rel=1e-9)
             assert o.mem_bytes_per_gpu == pytest.approx(row.mem_bytes_per_gpu, rel=1e-12)
@@ -204,8 +201,7 @@ def test_explain_quotes_plans_rows(req, capsys):
     for that TP; its text prints them as it quotes them."""
     model, system, nodes, engine, batch, budget_ms, _ = req
     try:
-        ex = explain(model, systems=[system], batch=batch, engine=engine, nodes=nodes, budget_s=budget_ms / 1e3,
-                     catalog=CAT)
+        ex = explain(request(model, system, batches=(batch,), engine=engine, nodes=nodes, budget_s=budget_ms / 1e3, catalog=CAT), systems=[system])
     except Exception as err:  # e.g. a model that cannot be split over two GPUs of this system
         assert "explain cannot compare" in str(err) or "no other fabric" in str(err)
         return
@@ -214,15 +210,14 @@ def test_explain_quotes_plans_rows(req, capsys):
     q1, q2 = ex[0], ex[1]
     own = q1.figures["cases"][0]
     tp = q1.figures["tp"]
-    res = plan(model, system, batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT)
+    res = plan(request(model, system, batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT))
     row = next(r for r in res.results[0].rows if r.key == (tp, 1, 1, 1))
     assert (own["itl_s"], own["comm_s"], own["comm_share"]) == (row.itl_s, row.comm_s, row.comm_share)
     assert format_seconds(row.itl_s) in text and f"{100 * row.comm_share:.0f}%" in text
     words = res.assumptions["allreduce"][f"TP{tp}"]
     kind = own["call"]["kind"]
     assert (KIND_WORDS[kind] if kind != "nccl" else "NCCL") in words
-    swept = plan(model, system, nodes=q2.figures["nodes"], batches=[batch], budget_s=budget_ms / 1e3, engine=engine,
-                 catalog=CAT).results[0]
+    swept = plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT)).results[0]
     assert q2.figures["best_plan"] == swept.best_plan
     by_key = {r.key: r for r in swept.rows}
     for p in q2.figures["parts"]:
@@ -238,12 +233,14 @@ REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie"), 1, 0.05), ("qwen3-30b-a3
 @pytest.mark.parametrize("model, systems, batch, budget_s", REPORTS)
 def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems, batch, budget_s):
     from shardbudget.report import html as report_html
-    data = report_html.collect(model, list(systems), batches=[batch], budget_s=budget_s, budget_steps=4, catalog=CAT)
+    first = report_html.parse_system_spec(systems[0])
+    data = report_html.collect(request(model, first.name, batches=[batch], budget_s=budget_s, catalog=CAT),
+                               list(systems), budget_steps=4)
     g = data.grid
     k = g["budgets"].index({"s": budget_s, "label": format_seconds(budget_s)})
     e = g["initial"]["engine"]
     for s, (spec, res, dep) in enumerate(zip(data.specs, data.plans, data.deployments)):
-        fresh = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)
+        fresh = plan(request(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT))
         br, fb = res.results[0], fresh.results[0]
         assert [r.itl_s for r in br.rows] == [r.itl_s for r in fb.rows] and br.verdict == fb.verdict
         # the report's data is `plan --json` at the same request: every row's figures, the best plan, the verdict
@@ -258,16 +255,17 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         _interactive_table_is_deploy_json(g, s, e, spec, model, dep)
     for row in report_html.verdict_rows(data):
         spec = next(x for x in data.specs if x.label == row["system"])
-        fb = plan(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT).results[0]
+        fb = plan(request(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)).results[0]
         best = fb.judgement.best
         assert (row["itl_s"], row["comm_share"], row["best_plan"]) == (best.itl_s, best.comm_share, best.label())
         if best.tp > 1:
-            ask = Ask(cfg=load_model(model), catalog=CAT, batch=batch)
-            call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), batch, 4096)
+            sc = request(model, spec.name, batches=[batch], catalog=CAT).scenario
+            step = sc.step(Plan(best.tp, best.pp, best.ep, best.dp))
+            call = engine_call(step, batch, 4096)
             assert row["allreduce"] == call.words
     # the report's explain answers are explain's, for the report's systems
-    again = explain(model, systems=list(dict.fromkeys(s.name for s in data.specs)), batch=batch, budget_s=budget_s,
-                    catalog=CAT)
+    names = list(dict.fromkeys(s.name for s in data.specs))
+    again = explain(request(model, names[0], batches=(batch,), budget_s=budget_s, catalog=CAT), systems=names)
     assert [a.to_dict() for a in data.answers] == [a.to_dict() for a in again]
 
 
@@ -334,9 +332,9 @@ def test_demo_table_is_plan_and_explain(capsys):
     and all-reduce are plan's (default engine, no forced implementation) and explain's call."""
     from shardbudget.report import demo, html as report_html
     from shardbudget.report.fmt import fmt_seconds
-    data = report_html.collect(demo.MODEL, demo.SYSTEMS, batches=demo.BATCHES, context=demo.CONTEXT,
-                               budget_s=demo.BUDGET_S, engine=demo.ENGINE, dtype=demo.DTYPE, budget_steps=0,
-                               catalog=CAT)
+    data = report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S, engine=demo.ENGINE, dtype=demo.DTYPE, catalog=CAT),
+                               demo.SYSTEMS, budget_steps=0)
     from shardbudget.report.tables import console
     with console.capture() as cap:
         console.print(demo.verdict_table(data))
@@ -345,14 +343,14 @@ def test_demo_table_is_plan_and_explain(capsys):
     rows = _table_rows(text)
     for spec in data.specs:
         for b in demo.BATCHES:
-            fb = plan(demo.MODEL, spec.name, nodes=spec.nodes, batches=[b], budget_s=demo.BUDGET_S,
-                      dtype=demo.DTYPE, catalog=CAT).results[0]
+            fb = plan(request(demo.MODEL, spec.name, nodes=spec.nodes, batches=[b], budget_s=demo.BUDGET_S, dtype=demo.DTYPE, catalog=CAT)).results[0]
             best = fb.judgement.best
             line = next(r for r in rows if r[0] == spec.label and r[1] == str(b))
             assert line[4] == best.label() and line[6] == f"{100 * best.comm_share:.0f}%"
             assert line[5] == fmt_seconds(best.itl_s)
-            ask = Ask(cfg=load_model(demo.MODEL), catalog=CAT, batch=b, dtype=demo.DTYPE)
-            call = engine_call(ask.step(CAT.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), b, 4096)
+            step = request(demo.MODEL, spec.name, batches=[b], dtype=demo.DTYPE, catalog=CAT).scenario.step(
+                Plan(best.tp, best.pp, best.ep, best.dp))
+            call = engine_call(step, b, 4096)
             assert line[7] == call.words
     assert re.search(r"hgx-h100 .*TP8", text)
 
@@ -363,8 +361,8 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     out = tmp_path / "r.html"
     d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie", "-b", "1", "--engine", "sglang",
                         "--budget-steps", "2", "-o", str(out), "--json"))
-    fresh = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT).results[0]
-    vllm = plan("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, catalog=CAT).results[0]
+    fresh = plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT)).results[0]
+    vllm = plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, catalog=CAT)).results[0]
     rows = d["plans"][0]["results"][0]["rows"]
     assert d["settings"]["engine"] == "sglang" and [r["itl_s"] for r in rows] == [r.itl_s for r in fresh.rows]
     assert [r.itl_s for r in fresh.rows] != [r.itl_s for r in vllm.rows]  # the option is not a no-op
@@ -374,14 +372,14 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     # an older engine the controls do not list is added to them, and selected (tgi: NCCL at every
     # size, whose all-reduce rule has no size edge; explain's per-call lookup crashed on it)
     from shardbudget.report import html as report_html
-    old = report_html.collect("llama-3.1-8b", ["hgx-h100"], batches=[1], engine="tgi", budget_steps=2, catalog=CAT)
+    old = report_html.collect(request("llama-3.1-8b", "hgx-h100", batches=[1], engine="tgi", budget_s=0.05, catalog=CAT),
+                              budget_steps=2)
     assert old.grid["engines"][old.grid["initial"]["engine"]]["key"] == "tgi"
 
     demo_out = tmp_path / "demo.html"
     text = _run(capsys, "demo", "--engine", "trtllm", "-o", str(demo_out))
     assert "engine trtllm" in text and demo_out.exists()
-    best = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm",
-                catalog=CAT).results[0].judgement.best
+    best = plan(request("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm", catalog=CAT)).results[0].judgement.best
     line = next(r for r in _table_rows(text) if r[0] == "hgx-h100" and r[1] == "1")
     from shardbudget.report.fmt import fmt_seconds
     assert line[4] == best.label() and line[5] == fmt_seconds(best.itl_s)

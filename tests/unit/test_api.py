@@ -1,12 +1,26 @@
 """The public API is pinned: `import shardbudget` exports exactly these names."""
 
+import contextlib
+import io
+import json
+
 import shardbudget
+from shardbudget import cli
+from shardbudget.cli.args import jsonable
+
+
+def _cli_json(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main([*argv, "--json"]) == 0
+    return json.dumps(json.loads(out.getvalue()))
 
 EXPECTED = {
-    "Catalog", "CatalogError", "CheckResult", "Cost", "Efficiency", "Fabric", "GPU", "MeasureError", "ModelConfig", "Plan",
-    "PlanError", "PlanResult", "PlanSettings", "Precision", "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError",
-    "__version__", "check_logs", "collective_cost", "compare_systems", "crossover_bytes", "decode_step", "engine_efficiency",
-    "explain", "list_models", "load_catalog", "load_model", "make_group", "plan", "required_fabric", "sweep",
+    "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ShardbudgetError",
+    "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs", "collective_cost",
+    "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",
+    "load_catalog", "load_model", "make_group", "plan", "request", "required_fabric", "scenario", "sweep",
 }
 
 
@@ -17,8 +31,9 @@ def test_exported_members():
 
 
 def test_library_mirrors_cli():
-    r = shardbudget.plan("llama-3.1-8b", "hgx-h100", batches=[1, 8], budget_s=0.02)
+    r = shardbudget.plan(shardbudget.request("llama-3.1-8b", "hgx-h100", batches=[1, 8], budget_s=0.02))
     d = r.to_dict()
+    assert jsonable(d) == json.loads(_cli_json("plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "-b", "8", "--budget", "20ms"))
     assert [x["batch"] for x in d["results"]] == [1, 8]
     c = shardbudget.collective_cost("all-reduce", 16384, "hgx-h100")
     assert c.to_dict()["time_s"] == c.time_s

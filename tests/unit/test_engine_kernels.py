@@ -5,6 +5,7 @@ import pytest
 from shardbudget.comm.collectives import collective_cost, custom_allreduce_allowed, make_group
 from shardbudget.errors import UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
+from shardbudget.decide.request import request
 
 
 def algo(system, n, impl, gpus=None):
@@ -56,7 +57,7 @@ def test_unknown_engine():
 
 def _plan_kinds(engine, tp, system="gb200-nvl72"):
     from shardbudget.decide.planner import plan as run_plan
-    r = run_plan("llama-3.1-70b", system, batches=[1], engine=engine)
+    r = run_plan(request("llama-3.1-70b", system, batches=[1], engine=engine))
     return r.assumptions["allreduce"][f"TP{tp}"]
 
 
@@ -96,9 +97,9 @@ def test_per_host_rule_in_deploy():
     """deploy prices TP8 on an NVL72 with the plan's own rule: its ITL at its batch is the plan's."""
     from shardbudget.decide.deploy import Workload, deploy
     from shardbudget.decide.planner import plan as run_plan
-    r = deploy("llama-3.1-8b", "gb200-nvl72", gpus=8, engine="vllm", workload=Workload(context=4096))
+    r = deploy(request("llama-3.1-8b", "gb200-nvl72", engine="vllm", work=Workload(context=4096)), gpus=8)
     opt = next(o for o in r.options if (o.tp, o.pp, o.replicas) == (8, 1, 1))
-    result = run_plan("llama-3.1-8b", "gb200-nvl72", batches=[opt.max_batch], context=4096, engine="vllm")
+    result = run_plan(request("llama-3.1-8b", "gb200-nvl72", batches=[opt.max_batch], context=4096, engine="vllm"))
     row = next(x for x in result.results[0].rows if (x.tp, x.pp, x.ep, x.dp) == (8, 1, opt.ep, opt.dp))
     assert opt.itl_s == pytest.approx(row.itl_s, rel=1e-9)
 
@@ -106,7 +107,7 @@ def test_per_host_rule_in_deploy():
 def test_forced_custom_is_labelled_as_priced():
     """plan --impl custom on l40s-pcie: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
     from shardbudget.decide.planner import plan as run_plan
-    words = run_plan("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom").assumptions["allreduce"]
+    words = run_plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom")).assumptions["allreduce"]
     assert words["TP2"] == "custom (forced by --impl)"
     assert words["TP4"].startswith("NCCL: --impl custom cannot run here") and "peer-to-peer" in words["TP4"]
 
@@ -116,7 +117,7 @@ def test_deploy_refuses_gpus_spread_over_more_nodes():
     from shardbudget.decide.deploy import deploy
     from shardbudget.errors import PlanError
     with pytest.raises(PlanError, match="8 GPUs fill 1 x hgx-h100.*not 4"):
-        deploy("llama-3.1-8b", "hgx-h100", gpus=8, nodes=4)
+        deploy(request("llama-3.1-8b", "hgx-h100", nodes=4), gpus=8)
 
 
 def test_nvls_runs_simple_only():

@@ -263,7 +263,7 @@ def test_sglang_static_fraction_holds_weights_and_kv_alone():
     the device is what --mem-fraction-static must be (0.93-0.94 by hand: 157.4 + 9.7 GiB of 179.1);
     SGLang's default (0.855: 24 GiB reserved for a 16384-token chunk) cannot hold the weights, so at
     that fraction it does not fit, and without one it fits at the fraction it needs."""
-    from shardbudget.decide.planner import precision_for
+    from shardbudget.step.scenario import precision_for
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
     from shardbudget.step.memory import fits, memory_need, raised_fraction, required_fraction

@@ -13,6 +13,7 @@ from shardbudget.decide.questions import ExplainError, explain
 from shardbudget.errors import ShardbudgetError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.units import parse_seconds
+from shardbudget.decide.request import request as sb_request
 
 CAT = load_catalog()
 T = r"(\d+(?:\.\d+)?) (ns|µs|ms|s)"
@@ -28,7 +29,7 @@ REQUESTS = [  # (model, systems, batch, engine)
 @pytest.fixture(scope="module", params=REQUESTS, ids=lambda r: f"{r[0]}-{'+'.join(r[1])}-b{r[2]}-{r[3]}")
 def answers(request):
     model, systems, batch, engine = request.param
-    return explain(model, systems=list(systems), batch=batch, engine=engine, catalog=CAT)
+    return explain(sb_request(model, systems[0], batches=(batch,), engine=engine, catalog=CAT), systems=list(systems))
 
 
 def _t(m: re.Match, k: int) -> float:
@@ -99,7 +100,7 @@ def test_per_call_times_make_the_rows_communication(answers):
 
 
 def test_q1_is_the_same_gpu_engine_and_plan_on_other_fabrics():
-    q1 = explain("llama-3.1-70b", catalog=CAT)[0]
+    q1 = explain(sb_request("llama-3.1-70b", "hgx-h100", catalog=CAT))[0]
     cases = q1.figures["cases"]
     assert q1.figures["same_gpu"] and [c["whatif"] for c in cases] == [False, True, True, True]
     assert [c["call"]["words"] for c in cases][:3] == ["vllm one-shot", "NCCL ring/LL", "NCCL ring/LL"]
@@ -110,7 +111,7 @@ def test_q1_is_the_same_gpu_engine_and_plan_on_other_fabrics():
 
 
 def test_q2_splits_each_tp_into_work_fixed_and_communication():
-    q2 = explain("llama-3.1-70b", catalog=CAT)[1]
+    q2 = explain(sb_request("llama-3.1-70b", "hgx-h100", catalog=CAT))[1]
     parts = {p["tp"]: p for p in q2.figures["parts"]}
     assert parts[4]["work_s"] / parts[8]["work_s"] == pytest.approx(2.0, rel=0.01)  # the work halves with TP
     assert parts[8]["fixed_s"] >= parts[4]["fixed_s"] > 2e-3  # floors, launches, host: they do not shrink
@@ -119,7 +120,7 @@ def test_q2_splits_each_tp_into_work_fixed_and_communication():
 
 
 def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
-    q3 = explain("llama-3.1-70b", catalog=CAT)[2]
+    q3 = explain(sb_request("llama-3.1-70b", "hgx-h100", catalog=CAT))[2]
     f = q3.figures
     assert f["one_node_call"]["words"] == "vllm one-shot" and f["across_call"]["algorithm"] == "tree"
     assert f["network_hop_algorithm"] == "tree" and f["network_hop_s"] == pytest.approx(5e-6)  # tuning.cc NET tree LL
@@ -130,14 +131,14 @@ def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
 
 
 def test_no_nvlink_advice_on_a_box_without_nvlink():
-    q3 = explain("llama-3.1-70b", systems=["l40s-pcie"], catalog=CAT)[2]
+    q3 = explain(sb_request("llama-3.1-70b", "l40s-pcie", catalog=CAT))[2]
     assert "NVLink" not in q3.text + q3.takeaway and "NVLS" not in q3.text
 
 
 def test_explain_agrees_with_plan_on_the_first_systems_row():
-    ex = explain("llama-3.1-70b", systems=["hgx-h200"], batch=4, engine="sglang", dtype="fp8", catalog=CAT)
-    row = next(r for r in plan("llama-3.1-70b", "hgx-h200", batches=[4], engine="sglang", dtype="fp8",
-                               catalog=CAT).results[0].rows if r.key == (8, 1, 1, 1))
+    ex = explain(sb_request("llama-3.1-70b", "hgx-h200", batches=(4,), engine="sglang", dtype="fp8", catalog=CAT))
+    swept = plan(sb_request("llama-3.1-70b", "hgx-h200", batches=[4], engine="sglang", dtype="fp8", catalog=CAT))
+    row = next(r for r in swept.results[0].rows if r.key == (8, 1, 1, 1))
     assert ex[0].figures["cases"][0]["itl_s"] == row.itl_s and ex.dtype == "fp8" and ex.engine == "sglang"
 
 
@@ -148,7 +149,7 @@ def test_explain_agrees_with_plan_on_the_first_systems_row():
 ])
 def test_requests_explain_cannot_answer_are_one_clear_error(systems, message):
     with pytest.raises(ShardbudgetError, match=message):
-        explain("llama-3.1-70b", systems=systems, catalog=CAT)
+        explain(sb_request("llama-3.1-70b", "hgx-h100", catalog=CAT), systems=systems)
 
 
 def test_a_model_that_cannot_be_split_cannot_be_compared():
@@ -157,4 +158,4 @@ def test_a_model_that_cannot_be_split_cannot_be_compared():
     from shardbudget.model import load_model
     odd = replace(load_model("llama-3.1-8b"), name="odd-heads", num_heads=31, num_kv_heads=1)
     with pytest.raises(ExplainError, match="cannot compare fabrics"):
-        explain(odd, catalog=CAT)
+        explain(sb_request(odd, "hgx-h100", catalog=CAT))

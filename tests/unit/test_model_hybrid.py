@@ -29,6 +29,7 @@ from shardbudget.model import (Plan, active_params, collectives_for_layer, kv_by
                                kv_cache_bytes_per_gpu, layer_kinds, layer_work, total_params)
 from shardbudget.model.layers import LayerKind  # noqa: E402
 from shardbudget.model.params import state_bytes_per_sequence  # noqa: E402
+from shardbudget.decide.request import request
 
 NEW = ["deepseek-v3.2", "kimi-k2.5", "qwen3.5-27b", "qwen3.5-397b-a17b", "minimax-m2.5", "glm-5",
        "gemma-4-26b-a4b", "nemotron-3-nano-30b-a3b", "mimo-v2-flash"]
@@ -260,14 +261,14 @@ def test_fits_and_deploy_batch_show_the_hybrid_cache_at_128k():
     from shardbudget.decide.planner import plan
 
     def tp2_fits(model):
-        rows = plan(model, "hgx-h100", batches=(4,), context=131072).results[0].rows
+        rows = plan(request(model, "hgx-h100", batches=(4,), context=131072)).results[0].rows
         return next(r for r in rows if (r.tp, r.pp, r.ep) == (2, 1, 1)).fits_memory
 
     assert tp2_fits("qwen3.5-27b") and not tp2_fits(_all_full_twin())  # 4 x 128k: 47 GB vs 98 GB per GPU
     work = Workload(input_len=120_000, output_len=8_000)
     batch = {}
     for model in ("qwen3.5-27b", _all_full_twin()):
-        options = deploy(model, "hgx-h100", gpus=2, workload=work, budget_s=None).options
+        options = deploy(request(model, "hgx-h100", work=work, budget_s=None), gpus=2).options
         batch[getattr(model, "name", model)] = next(o.max_batch for o in options if o.label() == "1xTP2")
     # memory binds both: the KV of 16 layers (+ 48 fixed states) against 64 layers' KV
     assert batch["qwen3.5-27b"] >= 4 * batch["qwen3.5-27b-all-full"] > 0

@@ -15,7 +15,8 @@ from shardbudget.model import (LayerKind, Plan, Precision, config_from_dict, def
                                step_work, total_params, weight_bytes_per_gpu)
 from shardbudget.model.layers import attention_keys, cached_tokens
 from shardbudget.model.params import expert_params
-from shardbudget.step.compose import compile_step, decode_step
+from shardbudget.step.compose import compile_step
+from shardbudget.step.scenario import decode_step
 
 
 def raw(name: str) -> dict:

@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 from shardbudget.comm.collectives import candidates, make_group
 from shardbudget.comm.lines import pick, times_and_latencies_s
-from shardbudget.decide.planner import plan, precision_for
+from shardbudget.decide.planner import plan
+from shardbudget.step.scenario import precision_for
 from shardbudget.decide.whatif import fabric_cases
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from shardbudget.fabric.catalog import load_catalog
@@ -39,6 +40,7 @@ from shardbudget.model.work import step_work
 from shardbudget.comm.op import CollectiveOp
 from shardbudget.step.compose import compile_step
 from shardbudget.step.settings import PlanSettings, engine_efficiency
+from shardbudget.decide.request import request
 
 from measured_steps import (KNOWN, MEASURED, NOISE, NVL72_STEPS, Switch, engine_switch, measured_at_edge, measured_fall,
                             model_switch, nccl_switch, scan)
@@ -301,7 +303,7 @@ def test_no_plan_is_faster_on_a_worse_fabric(model, system, engine, batch, facto
     bandwidth; its 256 KiB all-reduce runs ring Simple there, ring LL on the system, whose LL -> Simple
     switch at 480774 B the 4x L40S rows measure: 196.10 -> 154.11 us at the edge)."""
     s, w = _worse(system, factor)
-    a, b = (plan(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT).results[0] for x in (s, w))
+    a, b = (plan(request(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT)).results[0] for x in (s, w))
     for ra, rb in zip(a.rows, b.rows):
         if rb.itl_s < ra.itl_s * (1 - REL):
             switches = _switches_a_worse_fabric_reaches(model, s, w, ra, engine, batch)
@@ -317,7 +319,7 @@ def test_the_catalogs_fabric_ladder_orders_every_plan(system):
     # the system itself where it is the top rung (NVSwitch, xGMI), the what-if NVSwitch, PCIe with P2P, without
     ladder = [c for c in fabric_cases(CAT.system(system), CAT, 8)
               if c.nodes == 1 and (c.whatif or c.system.topology in ("switch", "mesh"))]
-    results = [plan(cfg, c.system, batches=[1, 64], budget_s=None, catalog=CAT) for c in ladder]
+    results = [plan(request(cfg, c.system, batches=[1, 64], budget_s=None, catalog=CAT)) for c in ladder]
     assert len(results) >= 3
     for up, down in zip(results, results[1:]):
         for bu, bd in zip(up.results, down.results):

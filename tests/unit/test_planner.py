@@ -5,7 +5,8 @@ from shardbudget.decide.planner import plan, required_fabric
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, Precision, list_models, load_model
 from shardbudget.step.settings import PlanSettings
-from shardbudget.step.compose import decode_step
+from shardbudget.step.scenario import decode_step
+from shardbudget.decide.request import request
 
 
 def test_decode_batch1_is_weight_streaming():
@@ -28,7 +29,7 @@ def test_pcie_tp8_is_sharded_too_far_at_batch_64():
     """8x L40S (AMD EPYC, no P2P through the host bridges: 4 and 8 GPUs all-reduce through host
     memory, measured_comm.csv): TP8 spends 82% of its token in all-reduce and is slower than TP4 x PP2
     on the same eight GPUs, which is latency-optimal and still comm-bound."""
-    r = plan("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=0.05)
+    r = plan(request("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=0.05))
     b = r.results[0]
     assert b.min_tp_memory == 1  # TP1 PP8 fits
     tp8 = next(x for x in b.rows if x.key == (8, 1, 1, 1))
@@ -38,7 +39,7 @@ def test_pcie_tp8_is_sharded_too_far_at_batch_64():
 
 
 def test_nvswitch_plan_verdicts():
-    r = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030)
+    r = plan(request("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030))
     b = r.results[0]
     assert b.min_tp_memory == 1  # TP1 PP8 fits ...
     # ... and 2 GPUs are the fewest: 141.1 GB of bf16 weights + 0.67 GB KV + 2 GB workspace = 73.2 GB per
@@ -52,13 +53,13 @@ def test_nvswitch_plan_verdicts():
 
 
 def test_budget_nobody_meets_says_so():
-    r = plan("llama-3.1-405b", "hgx-h100", batches=[1], budget_s=0.001)
+    r = plan(request("llama-3.1-405b", "hgx-h100", batches=[1], budget_s=0.001))
     assert r.results[0].max_tp_budget is None
 
 
 def test_comm_threshold_warns_but_does_not_call_the_fastest_plan_too_far():
     # TP8 passes a 5% comm threshold; being the fastest by far, it stays latency-optimal and is flagged
-    r = plan("llama-3.1-70b", "hgx-h100", batches=[1], comm_threshold=0.05).results[0]
+    r = plan(request("llama-3.1-70b", "hgx-h100", batches=[1], comm_threshold=0.05)).results[0]
     tp8 = next(x for x in r.rows if x.key == (8, 1, 1, 1))
     assert tp8.verdict == "latency-optimal" and tp8.comm_bound
     assert "above the 5% threshold" in r.verdict
@@ -67,27 +68,27 @@ def test_comm_threshold_warns_but_does_not_call_the_fastest_plan_too_far():
     assert far and all(x.pp > 1 for x in far)
     assert f"{len(far)} plans are sharded too far" in r.verdict
     # one plan too far is one plan, not "each" of one (issue 24, item 12 re-checked)
-    one = plan("llama-3.1-70b", "l40s-pcie", batches=[64]).results[0]
+    one = plan(request("llama-3.1-70b", "l40s-pcie", batches=[64])).results[0]
     assert sum(x.verdict == "sharded too far" for x in one.rows) == 1
     assert "1 plan is sharded too far, using more GPUs" in one.verdict and "each" not in one.verdict
 
 
 def test_bad_plans():
     with pytest.raises(PlanError, match="batch"):
-        plan("llama-3.1-8b", "hgx-h100", batches=[0])
+        plan(request("llama-3.1-8b", "hgx-h100", batches=[0]))
     with pytest.raises(PlanError, match="exceeds"):
-        plan("llama-3.1-8b", "hgx-h100", context=10_000_000)
+        plan(request("llama-3.1-8b", "hgx-h100", context=10_000_000))
     with pytest.raises(UnknownNameError, match="did you mean"):
-        plan("llama-3.1-7b", "hgx-h100")
+        plan(request("llama-3.1-7b", "hgx-h100"))
     with pytest.raises(PlanError, match="must divide"):
         decode_step("llama-3.1-70b", "hgx-h100", Plan(6))
 
 
 def test_inverse_question():
-    req = required_fabric("llama-3.1-70b", "hgx-h100", tp=16, nodes=2, batch=1, budget_s=0.010)
+    req = required_fabric(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=(1,), budget_s=0.010), 16)
     assert req.calls_per_step == 162
     assert req.required_latency_per_call_s is None or req.required_latency_per_call_s < req.current_latency_per_call_s * 2
-    impossible = required_fabric("llama-3.1-70b", "hgx-h100", tp=2, batch=1, budget_s=0.005)
+    impossible = required_fabric(request("llama-3.1-70b", "hgx-h100", batches=(1,), budget_s=0.005), 2)
     assert "no fabric" in impossible.explanation
 
 
@@ -129,16 +130,16 @@ def test_fused_collectives_hide_transfer_not_latency():
 
 
 def test_skipped_tp_and_kv_replication_are_explained():
-    notes = plan("qwq-32b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
+    notes = plan(request("qwq-32b", "hgx-h100", nodes=2, batches=[1])).assumptions["notes"]
     assert "TP16 skipped: tp (16) must divide num_attention_heads (40)" in notes
-    notes = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1]).assumptions["notes"]
+    notes = plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1])).assumptions["notes"]
     assert any(n.startswith("TP16: 8 KV heads for 16 GPUs") for n in notes)
 
 
 def test_a_tp_the_heads_refuse_is_skipped_not_fatal():
     # llama-4-scout has 40 heads: TP16 on two HGX nodes is refused by the heads (engines refuse it),
     # offered with data-parallel attention (16 experts), and TP8 x PP2 still fills both nodes
-    result = plan("llama-4-scout", "hgx-h200", nodes=2, batches=[1])
+    result = plan(request("llama-4-scout", "hgx-h200", nodes=2, batches=[1]))
     notes = result.assumptions["notes"]
     assert any(n.startswith("TP16 skipped: tp (16) must divide num_attention_heads (40)") for n in notes)
     labels = {r.label() for r in result.results[0].rows}
@@ -153,7 +154,7 @@ def test_every_shipped_model_plans_on_one_and_two_nodes_of_every_system(model):
     cat = load_catalog()
     for name, system in cat.systems.items():
         for nodes in (1, 2) if system.nic_fabric is not None else (1,):
-            result = plan(model, name, nodes=nodes, batches=[1], catalog=cat)
+            result = plan(request(model, name, nodes=nodes, batches=[1], catalog=cat))
             rows = result.results[0].rows
             assert rows, (model, name, nodes)
             for r in rows:
@@ -186,7 +187,7 @@ def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():
 
 
 def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom():
-    req = required_fabric("llama-3.1-70b", "hgx-h100", tp=8, batch=1, budget_s=0.030)
+    req = required_fabric(request("llama-3.1-70b", "hgx-h100", batches=(1,), budget_s=0.030), 8)
     assert req.itl_s < 0.030
     assert "already meets the 30 ms budget" in req.explanation and "headroom" in req.explanation
     assert "must fall" not in req.explanation  # it used to ask for 863% of today's latency
@@ -194,14 +195,13 @@ def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom(
 
 def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
     from shardbudget.decide.questions import explain
-    fabric, limits, network = explain("llama-3.1-70b", batch=1)
+    fabric, limits, network = explain(request("llama-3.1-70b", "hgx-h100", batches=(1,)))
     cases = fabric.figures["cases"]
     assert cases[0]["system"] == "hgx-h100" and not cases[0]["whatif"] and all(c["whatif"] for c in cases[1:])
     assert fabric.figures["same_gpu"]  # H100 SXM on NVSwitch, PCIe with and without P2P, two nodes
-    one = plan("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030).results[0]
+    one = plan(request("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.030)).results[0]
     tp8 = next(r for r in one.rows if r.key == (8, 1, 1, 1))
     assert cases[0]["itl_s"] == tp8.itl_s and cases[0]["comm_s"] == tp8.comm_s  # the same row, not a recomputation
-    two = plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None)
+    two = plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None))
     assert limits.figures["best_plan"] == two.results[0].best_plan  # the sweep runs to two nodes
-    assert network.figures["best_plan_two_nodes"] == plan("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1],
-                                                          budget_s=None).results[0].best_plan
+    assert network.figures["best_plan_two_nodes"] == plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None)).results[0].best_plan

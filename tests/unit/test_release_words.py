@@ -14,6 +14,7 @@ from shardbudget.engines.release import engine_catalog
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.step.compose import compile_step
+from shardbudget.decide.request import request
 
 
 def test_the_words_say_the_release_that_prices_and_why():
@@ -59,11 +60,11 @@ def test_the_release_moves_the_price_where_its_rules_changed():
 
 def test_plan_deploy_and_allreduce_say_the_same_release(capsys):
     catalog = at_nccl(load_catalog(), "2.28")
-    p = plan("llama-3.1-8b", "hgx-h100", batches=[1], catalog=catalog)
-    d = deploy("llama-3.1-8b", "hgx-h100", gpus=8, catalog=catalog)
+    p = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], catalog=catalog))
+    d = deploy(request("llama-3.1-8b", "hgx-h100", catalog=catalog), gpus=8)
     assert p.assumptions["nccl"] == d.nccl == "2.28 (--nccl; vllm 0.19.0 ships 2.27.5)"
-    p = plan("llama-3.1-8b", "hgx-h100", batches=[1])
-    d = deploy("llama-3.1-8b", "hgx-h100", gpus=8)
+    p = plan(request("llama-3.1-8b", "hgx-h100", batches=[1]))
+    d = deploy(request("llama-3.1-8b", "hgx-h100"), gpus=8)
     assert p.assumptions["nccl"] == d.nccl == "2.27 (vllm 0.19.0 ships 2.27.5)"
     assert cli.main(["allreduce", "--system", "hgx-h100", "--gpus", "8", "--impl", "vllm", "--size", "1MiB"]) in (0, None)
     assert "NCCL 2.27 (vllm 0.19.0 ships 2.27.5)" in capsys.readouterr().out.splitlines()[0]

@@ -10,7 +10,7 @@ import pytest
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.model.routing import _pool, busiest_rank
-from shardbudget.step.compose import decode_step
+from shardbudget.step.scenario import decode_step
 
 
 def test_deepseek_tokens_land_on_at_most_four_of_eight_ranks():

@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 
 from shardbudget.decide.deploy import Workload, deploy
-from shardbudget.decide.planner import plan, precision_for
+from shardbudget.decide.planner import plan
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.step.compose import compile_step
 from shardbudget.step.served import prompt_token_s, served_curve
+from shardbudget.step.scenario import precision_for, scenario
 from shardbudget.step.settings import PlanSettings, engine_efficiency
+from shardbudget.decide.request import request
 
 REL = 1e-9
 
@@ -23,22 +25,21 @@ def setup():
     cfg, system = load_model("llama-3.1-70b"), cat.system("hgx-h100")
     common = dict(impl=None, engine="vllm", precision=precision_for(cfg, system)[0], eff=engine_efficiency("vllm"),
                   settings=PlanSettings())
-    return cat, cfg, system, common
+    return cat, cfg, system, common, scenario(cfg, system, catalog=cat)
 
 
 def test_tpot_by_hand(setup):
     """tpot(b) = decode(b) at context input + output / 2 + c_p (b - 1) input / output, with c_p one
     prompt's prefill less a one-token decode step over the prompt; the cycle adds the request's own."""
-    cat, cfg, system, common = setup
+    cat, cfg, system, common, sc = setup
     p, i, o = Plan(4), 2048, 256
     b = np.array([1.0, 2.0, 16.0, 64.0])
-    s = served_curve(cfg, system, p, cat, batch=b, input_len=i, output_len=o, common=common)
+    s = served_curve(sc, p, batch=b, input_len=i, output_len=o)
     dec = compile_step(cfg, system, p, cat, phase="decode", **common)
     pre = compile_step(cfg, system, p, cat, phase="prefill", **common)
     step = dec.evaluate(b, i + o / 2)["total_s"]
     c_p = (float(pre.evaluate(1.0, float(i))["total_s"]) - float(dec.evaluate(1.0, 1.0)["total_s"])) / i
-    assert s.prompt_token_s == pytest.approx(c_p, rel=REL) == prompt_token_s(cfg, system, p, cat, input_len=i,
-                                                                              common=common)
+    assert s.prompt_token_s == pytest.approx(c_p, rel=REL) == prompt_token_s(sc, p, input_len=i)
     assert c_p > 0
     np.testing.assert_allclose(s.tpot_s, step + c_p * (b - 1) * i / o, rtol=REL)
     assert s.tpot_s[0] == pytest.approx(step[0], rel=REL)  # concurrency 1: nobody else's prompt
@@ -53,13 +54,12 @@ def test_plan_and_deploy_agree_on_every_plan_and_batch(setup):
     per plan, batch and workload)."""
     cat = setup[0]
     work = Workload(input_len=2048, output_len=256)
-    r = deploy("llama-3.1-70b", "hgx-h100", gpus=8, budget_s=0.030, workload=work, catalog=cat)
+    r = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, work=work, catalog=cat), gpus=8)
     checked = 0
     for o in r.options:
         if not o.meets_budget or o.pp > 1:
             continue
-        pr = plan("llama-3.1-70b", "hgx-h100", batches=[o.max_batch], budget_s=0.030, input_len=2048,
-                  output_len=256, catalog=cat)
+        pr = plan(request("llama-3.1-70b", "hgx-h100", batches=[o.max_batch], budget_s=0.030, input_len=2048, output_len=256, catalog=cat))
         row = next(x for x in pr.results[0].rows if (x.tp, x.pp, x.ep, x.dp) == (o.tp, o.pp, o.ep, o.dp))
         assert row.tpot_s == pytest.approx(o.itl_s, rel=REL)
         assert row.ttft_s == pytest.approx(o.ttft_s, rel=REL)
@@ -69,21 +69,29 @@ def test_plan_and_deploy_agree_on_every_plan_and_batch(setup):
 
 def test_plan_without_a_workload_is_decode_only(setup):
     cat = setup[0]
-    pr = plan("llama-3.1-8b", "hgx-h100", batches=[8], catalog=cat)
+    pr = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], catalog=cat))
     assert all(r.tpot_s is None for r in pr.results[0].rows)
     assert pr.assumptions["tpot"].startswith("decode only")
-    served = plan("llama-3.1-8b", "hgx-h100", batches=[8], input_len=4096, output_len=128, catalog=cat)
+    served = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], input_len=4096, output_len=128, catalog=cat))
     assert served.context == 4096 + 64
     for r in served.results[0].rows:
         assert r.tpot_s > r.itl_s  # ISL 4096 / OSL 128: 7 x 32 prompt tokens ride in every step
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    (dict(input_len=1024), "go together"),
     (dict(input_len=0, output_len=8), "input-len must be a whole number"),
-    (dict(input_len=1024, output_len=128, context=2048), "--context is the decode-only question"),
+    (dict(input_len=1024, output_len=128, context=2048), "give --context .decode only. or --input-len/--output-len"),
     (dict(input_len=200_000, output_len=128), "exceeds"),
 ])
 def test_bad_served_requests_are_one_line_errors(setup, kwargs, words):
     with pytest.raises(PlanError, match=words):
-        plan("llama-3.1-8b", "hgx-h100", batches=[1], catalog=setup[0], **kwargs)
+        plan(request("llama-3.1-8b", "hgx-h100", batches=[1], catalog=setup[0], **kwargs))
+
+
+def test_one_length_alone_takes_the_others_default(setup):
+    """plan and deploy read a served workload alike: --input-len alone keeps the default output length
+    (plan refused it before the one request), and the served TPOT is the same as with both given."""
+    alone = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], input_len=1024, catalog=setup[0]))
+    both = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], input_len=1024, output_len=256, catalog=setup[0]))
+    assert alone.context == both.context == 1024 + 128
+    assert [r.tpot_s for r in alone.results[0].rows] == [r.tpot_s for r in both.results[0].rows]

@@ -14,9 +14,11 @@ import pytest
 from shardbudget import cli
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
-from shardbudget.decide.planner import plan, precision_for
+from shardbudget.decide.planner import plan
+from shardbudget.step.scenario import precision_for
 from shardbudget.step.compose import compile_step
 from shardbudget.decide.tail_plan import Jitter, read_jitter
+from shardbudget.decide.request import request
 
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
 from shared_data import find_data_dir
@@ -48,7 +50,7 @@ def _log(tmp_path, name="ar.json", *, ranks=8, cv=0.3, op="all-reduce", seed=1):
 
 
 def _plan(jitter, model="llama-3.1-70b", system="hgx-h100", batches=(1, 8, 64)):
-    return plan(model, system, batches=batches, jitter=jitter)
+    return plan(request(model, system, batches=batches, jitter=jitter))
 
 
 def test_p99_is_at_least_the_mean_and_equal_without_collectives(tmp_path):
@@ -127,7 +129,7 @@ def test_ops_the_log_did_not_time_keep_their_mean(tmp_path):
     jitter = read_jitter([_log(tmp_path)])
     fixed = jitter.call("all-to-all", 8, 1e6, 58, 2e-5)
     assert (fixed.family, fixed.variance_s2, fixed.count) == ("fixed", 0.0, 58)
-    res = plan("deepseek-v3", "hgx-h200", batches=(64,), jitter=jitter)
+    res = plan(request("deepseek-v3", "hgx-h200", batches=(64,), jitter=jitter))
     moe = [r for r in res.results[0].rows if r.ep > 1]
     assert moe and all(r.itl_p99_s >= r.itl_s for r in moe)
     assert "other collectives at their mean" in res.assumptions["tail"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import list_models, load_model
+from shardbudget.decide.request import request
 from shardbudget.decide.planner import plan
 from shardbudget.units import format_seconds
 from shardbudget.decide.verdicts import Row, Thresholds, judge
@@ -122,7 +123,7 @@ def requests(draw):
 def test_real_plans_say_what_their_tables_show(req):
     from shardbudget.errors import PlanError
     try:
-        result = plan(**req)
+        result = plan(request(**req))
     except PlanError:  # e.g. no TP degree divides this model's heads on these GPUs
         return
     br = result.results[0]

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, Precision, load_model
-from shardbudget.decide.planner import precision_for
-from shardbudget.step.compose import decode_step
+from shardbudget.step.scenario import precision_for
+from shardbudget.step.scenario import decode_step
 
 HERE = Path(__file__).resolve().parent
 MEASUREMENTS = HERE / "data" / "decode_measurements.csv"

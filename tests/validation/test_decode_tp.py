@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pytest
 
 from shardbudget.model import Plan, Precision
-from shardbudget.step.compose import decode_step
+from shardbudget.step.scenario import decode_step
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from shardbudget.decide.planner import precision_for
+from shardbudget.step.scenario import precision_for
 from shardbudget.engines import load_engine
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
-from shardbudget.step.compose import decode_step
+from shardbudget.step.scenario import decode_step
 
 H200_BATCH1_S = 1 / (77 / 1.76)  # sglang#3582: 77 tokens/s with MTP, 1.76x over batch-1 decode without it
 MEASUREMENTS = Path(__file__).resolve().parent / "data" / "decode_measurements.csv"

@@ -4,9 +4,10 @@ that every command spells, types and explains it the same way. The spellings rep
 (`--sizes`, `--nproc`, `--ranks`, `report --system NAME:N`) still work for one release, hidden from
 `--help`, with a warning (`renamed`).
 
-This module is imported by every command at start-up, so it imports typer alone: what reads the
-options' text (units, speculation) is imported when a command runs. The defaults the library owns
-are repeated here as literals (start-up), and a test holds them equal to the library's.
+This module is imported by every command at start-up, so it imports typer and the ground floor's
+`defaults` alone (no copies of the library's defaults: they are read from there); what reads the
+options' text (units, speculation) is imported when a command runs. The shared groups of the
+planning commands are built from these options in `options.py`.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ from typing import Annotated, Optional
 
 import typer
 
-# --- defaults the library owns (tests/integration/test_cli_options.py holds them equal) ----------
-DEFAULT_ENGINE = "vllm"                       # step.settings.DEFAULT_ENGINE
-ENGINES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0")  # engines.presets.ENGINE_NAMES
-DEFAULT_TOLERANCE = 0.25                      # measure.check.DEFAULT_TOLERANCE
-DEFAULT_BUDGET_STEPS = 24                     # report.grid.DEFAULT_BUDGET_STEPS
-DEPLOY_ROWS = 20                              # report.tables.DEPLOY_ROWS
-DEPLOY_MAX_BATCH = 1024                       # decide.deploy.MAX_BATCH: where deploy's batch sweep ends
+# --- the library's defaults, read from the one module that holds them ------------------------------
+from ..defaults import (BUDGET_STEPS as DEFAULT_BUDGET_STEPS, CHECK_TOLERANCE as DEFAULT_TOLERANCE,  # noqa: E402
+                        COMM_THRESHOLD, CONTEXT_TOKENS, DEFAULT_ENGINE, DEPLOY_MAX_BATCH, DEPLOY_ROWS, ENGINE_NAMES as ENGINES,
+                        ACCEPTANCE, DRAFT_TOKENS, EXPLAIN_MODEL, EXPLAIN_SYSTEM, INPUT_TOKENS, REPORT_BATCHES, KNEE_THRESHOLD, OUTPUT_TOKENS)
 
 # --- bounds: what the tool can mean ---------------------------------------------------------------
 MAX_GPUS = 131_072
@@ -73,11 +71,13 @@ DeployBatchOpt = Annotated[Optional[int], typer.Option(
          "largest within the budgets.")]
 ContextOpt = Annotated[Optional[int], typer.Option(
     "--context", callback=_bounded("--context", 1, MAX_TOKENS, "tokens of one sequence"),
-    help="Tokens in the KV cache per sequence, and the prompt for TTFT (default 4096; deploy: decode only at this context).")]
+    help=f"Tokens in the KV cache per sequence, and the prompt for TTFT (default {CONTEXT_TOKENS}; deploy: decode only at this context).")]
 InputLenOpt = Annotated[Optional[int], typer.Option(
-    "--input-len", help="Prompt tokens per request (plan: with --output-len, each row adds the served TPOT; deploy: default 2048).")]
+    "--input-len", help=f"Prompt tokens per request of a served workload (default {INPUT_TOKENS}; plan: given with or "
+                        f"without --output-len, each row adds the served TPOT; deploy serves one always).")]
 OutputLenOpt = Annotated[Optional[int], typer.Option(
-    "--output-len", help="Generated tokens per request (plan: with --input-len; deploy: default 256).")]
+    "--output-len", help=f"Generated tokens per request of a served workload (default {OUTPUT_TOKENS}; plan: with or "
+                         f"without --input-len).")]
 BudgetOpt = Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none': no budget).")]
 TtftBudgetOpt = Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")]
 IMPL_HELP = ("Force every all-reduce to nccl | custom (the engines' one-/two-shot kernels); default: the engine "
@@ -224,5 +224,5 @@ def speculation(method: str | None, draft_tokens: int | None, acceptance: float 
             raise PlanError(f"{' and '.join(given)} only {verb} with --speculative mtp | eagle | draft")
         return None
     from ..step.speculative import Speculation
-    return Speculation(method=method, draft_tokens=3 if draft_tokens is None else draft_tokens,
-                       acceptance=0.7 if acceptance is None else acceptance, draft_model=draft_model)
+    return Speculation(method=method, draft_tokens=DRAFT_TOKENS if draft_tokens is None else draft_tokens,
+                       acceptance=ACCEPTANCE if acceptance is None else acceptance, draft_model=draft_model)

@@ -8,9 +8,10 @@ import typer
 
 from . import args
 from .app import app
-from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, CatalogOpt, DownloadOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
+from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
                    NodesOpt, OpOpt, PlotOpt, SystemOpt, SystemsOpt, size_opt)
-from .common import check_plot, load_catalogs, model_name, print_json, write_plot
+from .common import check_plot, load_catalogs, print_json, write_plot
+from .options import FABRIC, FabricArgs, build_request, groups
 
 
 @app.command()
@@ -71,26 +72,25 @@ def allreduce(
 
 
 @app.command()
+@groups(FABRIC)
 def compare(
     *,
     system: SystemsOpt,
     nodes: NodesOpt = None,
     gpus: GpusOpt = None,
     op: OpOpt = "all-reduce",
-    model: ModelOpt = "llama-3.1-70b",
+    model: ModelOpt = args.EXPLAIN_MODEL,
     batch: BatchOpt = None,
-    impl: ImplOpt = None,
     plot: PlotOpt = None,
     force: ForceOpt = False,
-    catalog: CatalogOpt = None,
-    download: DownloadOpt = False,
     json_out: JsonOpt = False,
+    fabric: FabricArgs,
 ) -> None:
     """Systems side by side: crossover sizes and the time ratio at the sizes decode really uses."""
     from ..decide.compare import compare_systems
     check_plot(plot, force=force)
-    result = compare_systems(system, nodes=nodes or 1, gpus=gpus, op=op, model=model_name(model, download),
-                             batches=batch or [1, 64], impl=impl or "nccl", catalog=load_catalogs(catalog))
+    req = build_request(model, system[0], fabric=fabric, nodes=nodes, batches=batch or args.REPORT_BATCHES)
+    result = compare_systems(req, system, gpus=gpus, op=op)
     if json_out:
         print_json(result.to_dict())
     else:

@@ -9,41 +9,40 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, JsonOpt, ModelOpt, NodesOpt,
-                   WeightDtypeOpt)
-from .common import load_catalogs, model_name, print_json
+from .args import BatchOpt, ContextOpt, JsonOpt, ModelOpt, NodesOpt
+from .common import print_json
+from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 ExplainSystemsOpt = Annotated[Optional[list[str]], typer.Option(
     "--system", "-s", help="Systems to compare, e.g. -s hgx-h100 -s h100-pcie (repeat).")]
 
 
 @app.command()
+@groups(FABRIC, STEP, BUDGETS)
 def explain(
     *,
-    model: ModelOpt = "llama-3.1-70b",
+    model: ModelOpt = args.EXPLAIN_MODEL,
     system: ExplainSystemsOpt = None,
     nodes: NodesOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
-    budget: BudgetOpt = "30ms",
-    engine: EngineOpt = args.DEFAULT_ENGINE,
-    dtype: WeightDtypeOpt = None,
-    catalog: CatalogOpt = None,
-    download: DownloadOpt = False,
     json_out: JsonOpt = False,
+    fabric: FabricArgs,
+    step: StepArgs,
+    budgets: BudgetArgs,
 ) -> None:
     """Fabric against fabric, when all-reduce limits sharding, why the network is slow for decode: with numbers.
 
     One --system is compared with its own GPU on the catalog's other fabrics (NVSwitch, PCIe with and
     without P2P, two nodes); several are compared with each other. Default: hgx-h100."""
-    from ..decide.questions import DEFAULT_SYSTEMS, explain as explain_questions
+    from ..decide.questions import explain as explain_questions
     from ..errors import PlanError
     if batch and len(batch) > 1:
         raise PlanError("explain answers for one batch size: give --batch once")
-    result = explain_questions(model_name(model, download), systems=system or DEFAULT_SYSTEMS,
-                               batch=batch[0] if batch else 1, context=context or 4096, engine=engine,
-                               nodes=nodes or 1, dtype=dtype, budget_s=args.budget(budget),
-                               catalog=load_catalogs(catalog))
+    systems = system or [args.EXPLAIN_SYSTEM]
+    req = build_request(model, systems[0], fabric=fabric, step=step, budgets=budgets, nodes=nodes,
+                        batches=batch or [1], context=context or args.CONTEXT_TOKENS)
+    result = explain_questions(req, systems=systems)
     if json_out:
         print_json(result)
         return

@@ -9,9 +9,9 @@ import typer
 
 from . import args
 from .app import app
-from .args import (BatchOpt, BudgetOpt, CatalogOpt, ContextOpt, DownloadOpt, EngineOpt, ForceOpt, ImplOpt, JsonOpt,
-                   ModelOpt, NodesListOpt, OutOpt, SystemsOpt, TtftBudgetOpt, WeightDtypeOpt)
-from .common import load_catalogs, model_name, print_json, progress_bar
+from .args import BatchOpt, ContextOpt, EngineOpt, ForceOpt, JsonOpt, ModelOpt, NodesListOpt, OutOpt, SystemsOpt
+from .common import print_json, progress_bar
+from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 
 def _systems(system: list[str], nodes: Optional[list[int]]) -> tuple[list[str], int]:
@@ -33,6 +33,7 @@ def _systems(system: list[str], nodes: Optional[list[int]]) -> tuple[list[str], 
 
 
 @app.command()
+@groups(FABRIC, STEP, BUDGETS)
 def report(
     *,
     model: ModelOpt,
@@ -40,36 +41,31 @@ def report(
     nodes: NodesListOpt = None,
     batch: BatchOpt = None,
     context: ContextOpt = None,
-    budget: BudgetOpt = "30ms",
-    ttft_budget: TtftBudgetOpt = None,
-    engine: EngineOpt = args.DEFAULT_ENGINE,
-    impl: ImplOpt = None,
-    dtype: WeightDtypeOpt = None,
     measured: Annotated[Optional[list[Path]], typer.Option("--measured", help="nccl-tests log (text or -J JSON) or shardbudget measure JSON to lay over the model (repeat).")] = None,
     measured_system: Annotated[Optional[str], typer.Option("--measured-system", help="System the measurements are compared with (default: the first --system).")] = None,
-    catalog: CatalogOpt = None,
     out: OutOpt = None,
     force: ForceOpt = False,
     budget_steps: Annotated[int, typer.Option("--budget-steps", help="Budgets the interactive section's slider offers (0: no interactive section, no script).")] = args.DEFAULT_BUDGET_STEPS,
-    download: DownloadOpt = False,
     json_out: JsonOpt = False,
+    fabric: FabricArgs,
+    step: StepArgs,
+    budgets: BudgetArgs,
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html)."""
-    from ..decide.planner import check_impl
-    from ..engines.presets import load_engine
     from ..report import html as report_html
+    from ..step.scenario import check_impl
+    from ..engines.presets import load_engine
     out = out or Path("report.html")
-    check_impl(impl)
-    load_engine(engine)  # an unknown engine fails here, in one line, before any work
+    check_impl(fabric.impl)
+    load_engine(fabric.engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)  # before the sweep, not after it
-    model = model_name(model, download)
-    budget_s, ttft_budget_s = args.budget(budget), args.ttft_budget(ttft_budget)
     systems, default_nodes = _systems(system, nodes)
+    first = report_html.parse_system_spec(systems[0], default_nodes)
+    req = build_request(model, first.name, fabric=fabric, step=step, budgets=budgets, nodes=default_nodes,
+                        batches=batch or args.REPORT_BATCHES, context=context or args.CONTEXT_TOKENS)
     with progress_bar() as progress:
-        data = report_html.collect(model, systems, nodes=default_nodes, batches=batch or [1, 64],
-                                   context=context or 4096, budget_s=budget_s, ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype, engine=engine,
-                                   measured=measured or (), measured_system=measured_system,
-                                   catalog=load_catalogs(catalog), progress=progress, budget_steps=budget_steps)
+        data = report_html.collect(req, systems, measured=measured or (), measured_system=measured_system,
+                                   progress=progress, budget_steps=budget_steps)
         text = report_html.render(data, progress)
     path = report_html.write_html(out, text, force=force)
     if json_out:

@@ -1,5 +1,6 @@
-"""What `explain`'s answers share: the request (`Ask`, which prices exactly as `plan` does), the
-answer and the explanation as data, and the TP all-reduce as the engine runs it (`engine_call`).
+"""What `explain`'s answers share: the request with the planner's sweeps its answers share (`Ask`,
+which prices exactly as `plan` does), the answer and the explanation as data, and the TP
+all-reduce as the engine runs it (`engine_call`).
 Every ratio an answer quotes is computed from the numbers as printed (`shown`), so that a reader can
 check it by hand.
 """
@@ -18,10 +19,10 @@ from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan
 from ..model.plan import check_tp
-from ..step.compose import StepModel, compile_step
-from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from ..step.compose import StepModel
 from ..units import format_seconds, parse_seconds
-from .planner import PlanResult, plan, precision_for
+from .planner import PlanResult, plan
+from .request import Request
 from .verdicts import Row
 
 
@@ -93,33 +94,49 @@ def ratio(a_s: float, b_s: float) -> float:
     return shown(a_s) / shown(b_s)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Ask:
-    """One `explain` request: what every answer prices with, exactly as `plan` would."""
+    """One `explain` request and the planner's sweeps its answers share. It holds no option of its
+    own: every answer prices with `req` (the request `plan` and `deploy` take), on the request's
+    system or on another (a what-if, a second system), through `plan` and `Scenario.step`."""
 
-    cfg: ModelConfig
-    catalog: Catalog
-    engine: str = DEFAULT_ENGINE
-    batch: int = 1
-    context: int = 4096
-    dtype: str | None = None
-    budget_s: float | None = 0.030
-    comm_threshold: float = 0.30
-    knee_threshold: float = 0.10
-    impl: str | None = None
-    """nccl or custom forced for every all-reduce (the report's --impl); None: the engine decides."""
+    req: Request
     results: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.req.model
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.req.scenario.catalog
+
+    @property
+    def engine(self) -> str:
+        return self.req.scenario.engine
+
+    @property
+    def batch(self) -> int:
+        return self.req.batches[0]
+
+    @property
+    def context(self) -> int:
+        return self.req.decode_workload.context
+
+    @property
+    def budget_s(self) -> float | None:
+        return self.req.budgets.budget_s
+
+    @property
+    def comm_threshold(self) -> float:
+        return self.req.budgets.comm_threshold
+
     def plan(self, system: System, nodes: int = 1, batches: Sequence[int] | None = None) -> PlanResult:
-        """`planner.plan` of this request (remembered: the answers share their sweeps)."""
+        """`planner.plan` of this request on `system` (remembered: the answers share their sweeps)."""
         batches = tuple(batches or (self.batch,))
         key = (id(system), nodes, batches)
         if key not in self.results:
-            self.results[key] = (system, plan(self.cfg, system, nodes=nodes, batches=batches, context=self.context,
-                                              budget_s=self.budget_s, impl=self.impl, engine=self.engine,
-                                              dtype=self.dtype,
-                                              comm_threshold=self.comm_threshold,
-                                              knee_threshold=self.knee_threshold, catalog=self.catalog))
+            self.results[key] = (system, plan(self.req.on(system, nodes).at(batches)))
         return self.results[key][1]
 
     def row(self, system: System, key: tuple[int, int, int, int], nodes: int = 1, batch: int | None = None) -> Row | None:
@@ -129,9 +146,7 @@ class Ask:
 
     def step(self, system: System, p: Plan) -> StepModel:
         """The decode step `plan` priced that plan's row with (the same cached object)."""
-        return compile_step(self.cfg, system, p, self.catalog, phase="decode", impl=self.impl, engine=self.engine,
-                            precision=precision_for(self.cfg, system, self.dtype)[0],
-                            eff=engine_efficiency(self.engine), settings=PlanSettings())
+        return self.req.scenario.on(system).step(p, "decode")
 
 
 # --- the call the engine runs -------------------------------------------------------------

@@ -30,15 +30,14 @@ import math
 from dataclasses import dataclass
 
 from ..errors import PlanError
-from ..engines.release import engine_catalog
-from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
-from ..model import ModelConfig, Plan, load_model
-from ..step.settings import DEFAULT_ENGINE, PlanSettings
+from ..model import ModelConfig, Plan
+from ..step.scenario import Scenario
 from ..units import format_seconds
 from . import deploy as deploying
-from .deploy import DeployResult, Option, Workload, deploy
-from .planner import Budgets, precision_for, valid_plans
+from .deploy import DeployResult, Option, deploy
+from .planner import valid_plans
+from .request import Budgets, Request, Workload
 from .whatif import fabric_cases
 
 MAX_REPLICA_NODES = 8
@@ -127,9 +126,9 @@ def plan_sizes(system: System) -> list[int]:
     return list(range(1, gpn + 1)) + [n * gpn for n in wide]
 
 
-def capacities(cfg: ModelConfig, system: System, catalog: Catalog, load: Load, *, budgets: Budgets,
-               work: Workload, common: dict, settings: PlanSettings) -> list[PlanCapacity]:
+def capacities(sc: Scenario, load: Load, *, budgets: Budgets, work: Workload) -> list[PlanCapacity]:
     """Every plan that meets the budgets at some batch, with the replicas and GPUs the load needs."""
+    cfg, system = sc.model, sc.system
     out = []
     by_nodes: dict[int, list[Plan]] = {}
     for size in plan_sizes(system):
@@ -140,7 +139,7 @@ def capacities(cfg: ModelConfig, system: System, catalog: Catalog, load: Load, *
             except PlanError:
                 by_nodes[nodes] = []
         for p in (p for p in by_nodes[nodes] if p.gpus == size):
-            c = deploying._curve(cfg, system, p, catalog, work=work, common=common, settings=settings)
+            c = deploying._curve(sc, p, work=work)
             o = deploying._option(1, p, c, budgets=budgets)
             per = load.served(1, o.max_batch, o.cycle_s, work.output_len) if o.meets_budget else 0.0
             replicas = math.ceil(load.amount / per - 1e-9) if per > 0 else 0
@@ -174,33 +173,23 @@ def better_fabric(system: System, catalog: Catalog) -> tuple[str, System] | None
                                       description=f"what-if: {t.name} with {system.gpu.name} GPUs")
 
 
-def deploy_for_load(model: str | ModelConfig, system: str | System, load: Load, *, budget_s: float | None = 0.030,
-                    ttft_budget_s: float | None = None, workload: Workload = Workload(),
-                    engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
-                    settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-                    impl: str | None = None, jitter=None) -> LoadAnswer:
-    """The fewest GPUs of `system` that serve `load` within the budgets (module doc); `impl` forces
-    every all-reduce as deploy's does; `jitter` (tail_plan.Jitter) adds deploy's p99 ITLs to its table."""
-    catalog = engine_catalog(catalog or load_catalog(), engine)
-    cfg = load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    deploying._check_request(cfg, sysm, engine, workload, jitter)
-    precision = precision_for(cfg, sysm, dtype, kv_dtype)[0]
-    common = deploying.step_keywords(engine, precision, settings, impl)
-    search = dict(budgets=budgets, work=workload, common=common, settings=settings)
-    caps = capacities(cfg, sysm, catalog, load, **search)
+def deploy_for_load(req: Request, load: Load) -> LoadAnswer:
+    """The fewest GPUs of the request's system that serve `load` within its budgets (module doc);
+    its scenario's forced all-reduce and its jitter apply as deploy's do."""
+    sc, workload = req.scenario, req.served_workload
+    cfg, sysm, catalog = sc.model, sc.system, sc.catalog
+    deploying._check_request(req, workload)
+    search = dict(budgets=req.budgets, work=workload)
+    caps = capacities(sc, load, **search)
     best = fewest(caps)
     if best is None:
         _check_within_bound(sysm, load, caps)
-        return _none_serves(cfg, sysm, load, caps, budgets)
-    result = deploy(cfg, sysm, gpus=best.gpus, budget_s=budget_s, ttft_budget_s=ttft_budget_s, workload=workload,
-                    engine=engine, dtype=dtype, kv_dtype=kv_dtype, settings=settings, catalog=catalog, impl=impl,
-                    jitter=jitter)
+        return _none_serves(cfg, sysm, load, caps, req.budgets)
+    result = deploy(dataclasses.replace(req, scenario=dataclasses.replace(sc, nodes=None)), gpus=best.gpus)
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
-    batch, itl, ttft = _batch_for(cfg, sysm, catalog, o, load, **search)
-    fabric = _fabric(cfg, sysm, catalog, load, best.gpus, search)
+    batch, itl, ttft = _batch_for(sc, o, load, **search)
+    fabric = _fabric(sc, load, best.gpus, search)
     answer = LoadAnswer(load=load, gpus=best.gpus, result=result, batch=batch, itl_s=itl, ttft_s=ttft,
                         served=load.served(o.replicas, o.max_batch, o.cycle_s, workload.output_len),
                         binding=o.binding, fabric=fabric)
@@ -221,11 +210,10 @@ def _serving(result: DeployResult, load: Load, cfg: ModelConfig, system: System,
     return deploying._with_words(chosen, *deploying.build_launches(chosen, cfg, system, catalog))
 
 
-def _batch_for(cfg: ModelConfig, system: System, catalog: Catalog, o: Option, load: Load, *, budgets: Budgets,
-               work: Workload, common: dict, settings: PlanSettings) -> tuple[int, float, float]:
+def _batch_for(sc: Scenario, o: Option, load: Load, *, budgets: Budgets, work: Workload) -> tuple[int, float, float]:
     """The smallest batch per replica of option `o` that serves the load, with its ITL and TTFT."""
     p = Plan(o.tp, o.pp, o.ep, o.dp)
-    c = deploying._curve(cfg, system, p, catalog, work=work, common=common, settings=settings)
+    c = deploying._curve(sc, p, work=work)
     n = int(c.seqs.searchsorted(o.max_batch, side="right"))  # entries up to the largest good batch
     for i in range(n):
         if load.served(o.replicas, c.seqs[i], c.cycle_s[i], work.output_len) >= load.amount * (1 - 1e-9):
@@ -233,12 +221,12 @@ def _batch_for(cfg: ModelConfig, system: System, catalog: Catalog, o: Option, lo
     return o.max_batch, o.itl_s, o.ttft_s
 
 
-def _fabric(cfg: ModelConfig, system: System, catalog: Catalog, load: Load, gpus: int, search: dict) -> dict | None:
-    better = better_fabric(system, catalog)
+def _fabric(sc: Scenario, load: Load, gpus: int, search: dict) -> dict | None:
+    better = better_fabric(sc.system, sc.catalog)
     if better is None:
         return None
     label, fast = better
-    best = fewest(capacities(cfg, fast, catalog, load, **search))
+    best = fewest(capacities(sc.on(fast), load, **search))
     fast_gpus = best.gpus if best else None
     return {"label": label, "system": fast.name, "gpus": fast_gpus,
             "saves": gpus - fast_gpus if fast_gpus is not None else 0,

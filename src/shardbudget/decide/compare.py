@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collections.abc import Sequence
+
 from ..comm.collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
-from ..comm.custom_kernels import ENGINES
-from ..engines.release import engine_catalog
-from ..fabric.hardware import Catalog
-from ..fabric.catalog import load_catalog
-from ..model import hidden_message_bytes, load_model
+from ..fabric.hardware import System
+from ..model import ModelConfig, hidden_message_bytes
 from ..units import format_rate, format_seconds
+from .request import Request
 
 
 @dataclass(frozen=True)
@@ -50,25 +50,28 @@ class CompareResult:
                           "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)}} for r in self.rows]}
 
 
-def decode_message_sizes(model: str, batches: list[int], act_dtype: str = "bf16") -> list[tuple[float, str]]:
+def decode_message_sizes(cfg: ModelConfig, batches: Sequence[int], act_dtype: str = "bf16") -> list[tuple[float, str]]:
     """TP all-reduce message per decode step (model.hidden_message_bytes: batch x hidden x activation
     bytes, per rank), and a 4096-token prefill's."""
-    cfg = load_model(model)
     out = [(float(hidden_message_bytes(cfg, b, act_dtype)), f"decode {cfg.name} batch {b}") for b in batches]
     out.append((float(hidden_message_bytes(cfg, 4096, act_dtype)), f"prefill {cfg.name} 4096 tokens"))
     return out
 
 
-def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = None, op: str = "all-reduce",
-                    model: str = "llama-3.1-70b", batches: list[int] = (1, 64), impl: str = "nccl",
-                    catalog: Catalog | None = None, extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30)) -> CompareResult:
-    catalog = engine_catalog(catalog or load_catalog(), impl if impl in ENGINES else None)
+def compare_systems(req: Request, systems: Sequence[str | System] | None = None, *, gpus: int | None = None,
+                    op: str = "all-reduce",
+                    extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30)) -> CompareResult:
+    """`op` on each of `systems` (default: the request's) over the request's nodes, at the messages
+    its model sends per decode step at its batches, priced at the NCCL release its engine installs
+    with its implementation (NCCL unless it forces the engines' custom kernels)."""
+    sc = req.scenario
+    catalog, nodes, impl = sc.catalog, sc.node_count, sc.impl or "nccl"
     op = normalize_op(op)
-    entries = [catalog.system(s) for s in systems]
+    entries = [s if isinstance(s, System) else catalog.system(s) for s in (systems or [sc.system])]
     if gpus is None:  # compare like with like: the GPU count every system can provide
         gpus = min(nodes * s.gpus_per_node for s in entries)
     groups = [make_group(s, nodes=nodes, gpus=gpus, catalog=catalog) for s in entries]
-    sizes = decode_message_sizes(model, list(batches))
+    sizes = decode_message_sizes(sc.model, req.batches, sc.precision.activations)
     sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])
     per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus,

@@ -36,58 +36,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import defaults
 from ..errors import PlanError
-from ..fabric.hardware import Catalog, System
-from ..engines.release import engine_catalog
-from ..fabric.catalog import load_catalog
+from ..fabric.hardware import System
 from .launch import build_launches, check_request
 from ..step.memory import MemoryNeed, fits as memory_fits, memory_need, raised_fraction
-from ..model import ModelConfig, Plan, load_model
+from ..model import ModelConfig, Plan
 from ..model.work import Precision
-from .planner import Budgets, check_impl, check_nodes, precision_for, valid_plans
+from .planner import valid_plans
 from .release_words import nccl_words
-from ..step.settings import DEFAULT_ENGINE, PlanSettings, engine_efficiency
+from .request import Budgets, Request, Workload
 from .disagg import Prefill, best_prefill
 from .pareto import pareto_front
+from ..step.scenario import Scenario, check_nodes
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
-from ..step.speculative import Speculation
 from .deploy_words import verdict_text
-from ..step.compose import compile_step
 
 if TYPE_CHECKING:  # tail_plan reads logs; only deploy --jitter needs it loaded
     from .tail_plan import Jitter
 
-MAX_BATCH = 1024
-
-
-@dataclass(frozen=True, kw_only=True)
-class Workload:
-    """What each sequence does: a prompt of `input_len` tokens and `output_len` generated tokens
-    (`context`: a fixed KV context, decode only); optionally with speculative decoding."""
-
-    input_len: int = 2048
-    output_len: int = 256
-    context: int | None = None
-    speculation: Speculation | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("input_len", "output_len"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise PlanError(f"{name.replace('_', '-')} must be a whole number of tokens, at least 1, got {v!r}")
-        if self.context is not None and (isinstance(self.context, bool) or not isinstance(self.context, int)
-                                         or self.context < 1):
-            raise PlanError(f"context must be a whole number of tokens, at least 1, got {self.context!r}")
-
-    @property
-    def mean_context(self) -> float:
-        """Cached tokens a decode step attends over on average."""
-        return float(self.context) if self.context else self.input_len + self.output_len / 2
-
-    @property
-    def max_context(self) -> int:
-        """The longest a sequence gets: what the KV cache must hold for each."""
-        return self.context or self.input_len + self.output_len
+MAX_BATCH = defaults.DEPLOY_MAX_BATCH
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -237,25 +205,22 @@ class _Curve:
         return None if self.need is None else {**self.need.to_dict(), "kv_cache": float(self.need.kv_cache[i]), "total": float(self.mem_bytes[i])}
 
 
-def _curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, work: Workload, common: dict,
-           settings: PlanSettings, prefill: Prefill | None = None) -> _Curve:
+def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = None) -> _Curve:
     b = np.arange(1, MAX_BATCH + 1, dtype=float)
-    precision = common["precision"]
+    settings, gpu, engine = sc.settings, sc.system.gpu, sc.engine
     seqs = p.pp * b
-    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=seqs,
+    need = memory_need(sc.model, p, precision=sc.precision, engine=engine, batch=seqs,
                        context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
-    fit = memory_fits(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
-    frac = raised_fraction(need, system.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    fit = memory_fits(need, gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
+    frac = raised_fraction(need, gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
     yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
-        step, comm, _ = decode_per_token(cfg, system, p, catalog, b=b, context=work.mean_context, common=common,
-                                         spec=work.speculation)
+        step, comm, _ = decode_per_token(sc, p, b=b, context=work.mean_context, spec=work.speculation)
         # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
         return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac, need)
-    s = served_curve(cfg, system, p, catalog, batch=b, input_len=work.input_len, output_len=work.output_len,
-                     common=common, spec=work.speculation)
+    s = served_curve(sc, p, batch=b, input_len=work.input_len, output_len=work.output_len, spec=work.speculation)
     return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac, need)
 
 
@@ -287,39 +252,31 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
 
 # --- the sweep ------------------------------------------------------------------------------
 
-def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: int | None = None,
-           budget_s: float | None = 0.030, ttft_budget_s: float | None = None, workload: Workload = Workload(),
-           engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
-           disaggregate: tuple[int, int] | None = None, settings: PlanSettings = PlanSettings(),
-           catalog: Catalog | None = None, batch: int | None = None, impl: str | None = None,
-           jitter: Jitter | None = None) -> DeployResult:
+def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = None,
+           batch: int | None = None) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
-    the replicas are over the other D (disagg.py). `impl` forces every all-reduce as plan's --impl
-    does (None: the engine's rule). `jitter` (plan's --jitter) adds each option's p99 ITL at its batch."""
-    catalog = engine_catalog(catalog or load_catalog(), engine)
-    cfg = load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    nodes = _nodes(sysm, gpus, nodes)
-    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s)
-    _check_request(cfg, sysm, engine, workload, jitter)
-    precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
-    common = step_keywords(engine, precision, settings, impl)
+    the replicas are over the other D (disagg.py). The request's scenario forces every all-reduce
+    as plan's --impl does where it names one; its jitter (plan's --jitter) adds each option's p99
+    ITL at its batch. Its nodes: None for as few as the GPUs need."""
+    sc, workload, budgets = req.scenario, req.served_workload, req.budgets
+    cfg, sysm = sc.model, sc.system
+    nodes = _nodes(sysm, gpus, sc.nodes)
+    _check_request(req, workload)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     for replicas, p in splits(cfg, sysm, decode_gpus):
         pre = None
         if disaggregate:
-            pre = best_prefill(cfg, sysm, catalog, gpus=disaggregate[0], input_len=workload.input_len, common=common,
-                               candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus,
-                               settings=settings)
-        c = _curve(cfg, sysm, p, catalog, work=workload, common=common, settings=settings, prefill=pre)
+            pre = best_prefill(sc, gpus=disaggregate[0], input_len=workload.input_len,
+                               candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus)
+        c = _curve(sc, p, work=workload, prefill=pre)
         opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:
             opt = _fed_by(opt, c, pre, workload, gpus)
-        if jitter is not None:
-            opt = _with_tail(opt, cfg, sysm, p, catalog, common=common, work=workload, jitter=jitter, batch=batch)
+        if req.jitter is not None:
+            opt = _with_tail(opt, sc, p, work=workload, jitter=req.jitter, batch=batch)
         options.append(opt)
         curves[opt.label()] = _frontier_curve(c, opt)
         prefills[opt.label()] = pre
@@ -328,39 +285,33 @@ def deploy(model: str | ModelConfig, system: str | System, *, gpus: int, nodes: 
                         f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
     options.sort(key=_rank)
     best = next((o for o in options if o.meets_budget), None)
-    result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budget_s,
-                          ttft_budget_s=ttft_budget_s, engine=engine, workload=workload, options=tuple(options),
-                          best=best, pareto=tuple(pareto_front(curves, options)), curves=curves,
+    result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budgets.budget_s,
+                          ttft_budget_s=budgets.ttft_budget_s, engine=sc.engine, workload=workload,
+                          options=tuple(options), best=best, pareto=tuple(pareto_front(curves, options)),
+                          curves=curves,
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
-                          notes=tuple(precision_notes) + _unbound(workload, ttft_budget_s),
-                          memory_utilization=settings.memory_utilization, precision=precision, chunk_tokens=CHUNK_TOKENS,
-                          batch=batch, impl=impl, tail=jitter.describe() if jitter else None, nccl=nccl_words(catalog, engine),
-                          without_speculation=_plain_best(cfg, sysm, gpus=gpus, nodes=nodes, budgets=budgets,
-                                                          workload=workload, engine=engine, dtype=dtype,
-                                                          kv_dtype=kv_dtype, disaggregate=disaggregate,
-                                                          settings=settings, catalog=catalog, batch=batch, impl=impl))
-    return _with_words(result, *(build_launches(result, cfg, sysm, catalog) if best else ({}, {})))
+                          notes=tuple(sc.precision_notes) + _unbound(workload, budgets.ttft_budget_s),
+                          memory_utilization=sc.settings.memory_utilization, precision=sc.precision,
+                          chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
+                          tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
+                          without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
+                                                          batch=batch))
+    return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
 
 
-def step_keywords(engine: str, precision: Precision, settings: PlanSettings, impl: str | None) -> dict:
-    """How every option's step is priced (compile_step's keywords): the engine, its efficiencies, the
-    precision, the settings and a forced all-reduce (--impl, checked)."""
-    return dict(impl=check_impl(impl), engine=engine, precision=precision, eff=engine_efficiency(engine),
-                settings=settings)
-
-
-def _check_request(cfg: ModelConfig, system: System, engine: str, workload: Workload,
-                   jitter: Jitter | None = None) -> None:
+def _check_request(req: Request, workload: Workload) -> None:
     """Refuse what no option could serve: a sequence longer than the model's, an engine that does
     not run on the GPUs, a speculative method the model or engine lacks (launch.check_request), a
     tail under speculation (how many drafts a step accepts varies too, and is not modelled)."""
-    if jitter is not None and workload.speculation is not None:
+    sc = req.scenario
+    if req.jitter is not None and workload.speculation is not None:
         raise PlanError("--jitter with --speculative: a speculative token's tail also depends on how many drafts "
                         "each step accepts, which is not modelled; drop one of them")
+    cfg = sc.model
     if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
         raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
                         f"{cfg.max_position_embeddings}")
-    check_request(engine, system, cfg, workload.speculation)
+    check_request(sc.engine, sc.system, cfg, workload.speculation)
 
 
 def _rank(o: Option) -> tuple:
@@ -374,30 +325,25 @@ def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
             "is no TTFT); give --input-len/--output-len to price prefill",) if work.context and ttft_budget_s else ()
 
 
-def budget_options(model: ModelConfig, system: System, *, gpus: int, nodes: int | None, budgets_s: Sequence,
-                   workload: Workload, engine: str = DEFAULT_ENGINE, dtype: str | None = None,
-                   settings: PlanSettings = PlanSettings(), catalog: Catalog,
-                   batches: Sequence[int | None] = (None,), impl: str | None = None) -> list[list[tuple[Option, ...]]]:
+def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,
+                   batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
     """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
     (best first) at each ITL budget of `budgets_s`, each split priced once (the report's controls)."""
-    _nodes(system, gpus, nodes)
+    sc = req.scenario
+    _nodes(sc.system, gpus, sc.nodes)
     for b in batches:
         _check_batch(b)
-    precision = precision_for(model, system, dtype)[0]
-    common = step_keywords(engine, precision, settings, impl)
-    curves = [(r, p, _curve(model, system, p, catalog, work=workload, common=common, settings=settings))
-              for r, p in splits(model, system, gpus)]
+    curves = [(r, p, _curve(sc, p, work=req.served_workload)) for r, p in splits(sc.model, sc.system, gpus)]
     return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
              for k in budgets_s] for b in batches]
 
 
-def _plain_best(cfg: ModelConfig, system: System, *, gpus: int, budgets: Budgets, workload: Workload,
-                **request) -> Option | None:
+def _plain_best(req: Request, workload: Workload, **question) -> Option | None:
     """The best option of the same request without speculation (None also when there is none)."""
     if workload.speculation is None:
         return None
-    return deploy(cfg, system, gpus=gpus, budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
-                  workload=dataclasses.replace(workload, speculation=None), **request).best
+    plain = dataclasses.replace(req, workload=dataclasses.replace(workload, speculation=None))
+    return deploy(plain, **question).best
 
 
 def _check_batch(batch: int | None) -> None:
@@ -436,13 +382,12 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
 
-def _with_tail(opt: Option, cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, common: dict,
-               work: Workload, jitter: Jitter, batch: int | None) -> Option:
+def _with_tail(opt: Option, sc: Scenario, p: Plan, *, work: Workload, jitter: Jitter, batch: int | None) -> Option:
     """The option with its ITL's p99 at the decode batch it shows (a PP replica's micro-batch; batch
     1, or --batch, where none runs), from the function plan's rows use (Jitter.row_p99s): its decode
     step's collectives jitter, the rest of its ITL (the mixed-in prompts' share too) is fixed."""
     b = opt.max_batch // opt.pp if opt.max_batch else (batch or 1)
-    step = compile_step(cfg, system, p, catalog, phase="decode", **common)
+    step = sc.step(p, "decode")
     return dataclasses.replace(opt, itl_p99_s=jitter.row_p99s(step, [b], work.mean_context, [opt.itl_s])[0])
 
 

@@ -19,8 +19,7 @@ from ..fabric.hardware import Catalog, System
 from ..step.memory import fits as memory_fits
 from ..step.memory import memory_need
 from ..model import ModelConfig, Plan, kv_cache_bytes_per_gpu
-from ..step.settings import PlanSettings
-from ..step.compose import compile_step
+from ..step.scenario import Scenario
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,12 +56,11 @@ def parse_split(text: str) -> tuple[int, int]:
     return int(left), int(right)
 
 
-def best_prefill(cfg: ModelConfig, system: System, catalog: Catalog, *, gpus: int, input_len: int,
-                 common: dict, candidates: list[tuple[int, Plan]], decode_plan: Plan, decode_gpus: int,
-                 settings: PlanSettings) -> Prefill:
+def best_prefill(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tuple[int, Plan]], decode_plan: Plan,
+                 decode_gpus: int) -> Prefill:
     """The prefill split of `gpus` GPUs that fits one prompt in memory and feeds the most prompts
     per second."""
-    precision, engine = common["precision"], common["engine"]
+    cfg, system, settings, precision, engine = sc.model, sc.system, sc.settings, sc.precision, sc.engine
     fitting = [(r, p) for r, p in candidates if memory_fits(
         memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
                     workspace_bytes=settings.workspace_bytes),
@@ -72,14 +70,13 @@ def best_prefill(cfg: ModelConfig, system: System, catalog: Catalog, *, gpus: in
                         f"give prefill more GPUs (--disaggregate P:D)")
     best = None
     for replicas, p in fitting:
-        t = float(compile_step(cfg, system, p, catalog, phase="prefill", **common)
-                  .evaluate(1.0, float(input_len))["total_s"])
+        t = float(sc.step(p, "prefill").evaluate(1.0, float(input_len))["total_s"])
         if best is None or replicas / t > best[0] / best[2]:
             best = (replicas, p, t)
     replicas, p, t = best
     return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t,
-                   transfer_s=kv_handoff_s(cfg, system, catalog, input_len=input_len, decode_plan=decode_plan,
-                                           kv_dtype=common["precision"].kv_dtype,
+                   transfer_s=kv_handoff_s(cfg, system, sc.catalog, input_len=input_len, decode_plan=decode_plan,
+                                           kv_dtype=precision.kv_dtype,
                                            same_node=gpus + decode_gpus <= system.gpus_per_node))
 
 

@@ -18,24 +18,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..comm.op import busbw_factor
-from ..comm.collectives import IMPLS
 from ..comm.custom_kernels import custom_allreduce_allowed
-from ..dtypes import canonical
 from ..engines.presets import load_engine
-from ..engines.release import engine_catalog
-from ..errors import PlanError, UnknownNameError
-from ..fabric.hardware import Catalog, System
-from ..fabric.catalog import load_catalog
+from ..errors import PlanError
+from ..fabric.hardware import System
 from ..step.memory import fits as memory_fits
 from ..step.memory import memory_need, usable_bytes
-from ..model import ModelConfig, Plan, Precision, load_model
-from ..model import default_precision as model_default_precision
-from ..model.plan import check_tp
-from ..step.settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
-from ..step.compose import compile_step
+from ..model import ModelConfig, Plan
+from ..model.plan import check_degree, check_tp
 from ..step.price_comm import tp_group
+from ..step.scenario import Scenario
 from ..units import format_rate, format_seconds
 from .release_words import nccl_words
+from .request import Budgets, Request, Workload
 from .verdicts import Row, Thresholds, Verdict, judge
 
 if TYPE_CHECKING:  # tail_plan reads logs; only plan --jitter needs it loaded
@@ -164,128 +159,70 @@ def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = 
 
 # --- the sweep ------------------------------------------------------------------------------
 
-@dataclass(frozen=True, kw_only=True)
-class Budgets:
-    """What a plan must meet and the thresholds of the verdicts, validated once for every caller."""
+def plan(req: Request) -> PlanResult:
+    """Sweep the valid plans for each batch size of the request and give the verdicts (module docstring).
 
-    budget_s: float | None = 0.030
-    """Inter-token latency budget, seconds (None: no budget)."""
-    ttft_budget_s: float | None = None
-    comm_threshold: float = 0.30
-    """Communication share of the ITL above which a plan is flagged comm-bound (a warning)."""
-    knee_threshold: float = 0.10
-    """Gain below which the next TP is not worth it (the latency-optimal TP)."""
-
-    def __post_init__(self) -> None:
-        for name, v in (("budget (--budget)", self.budget_s), ("ttft budget (--ttft-budget)", self.ttft_budget_s)):
-            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise PlanError(f"{name} must be a positive time, got {v!r}")
-        for name, v in (("comm_threshold (--comm-threshold)", self.comm_threshold),
-                        ("knee_threshold (--knee-threshold)", self.knee_threshold)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-                raise PlanError(f"{name} must be between 0 and 1, got {v!r}")
-
-
-def validate_request(cfg: ModelConfig, batches: Sequence[int], context: int) -> None:
-    """Batch sizes and context a model can be asked about, or a one-line PlanError."""
-    for b in batches:
-        if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
-            raise PlanError(f"batch must be a whole number of at least 1, got {b!r}")
-    if not isinstance(context, (int, np.integer)) or isinstance(context, bool) or context < 1:
-        raise PlanError(f"context must be a whole number of tokens, at least 1, got {context!r}")
-    if cfg.max_position_embeddings and context > cfg.max_position_embeddings:
-        raise PlanError(f"context {context} exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings} tokens")
-
-
-def check_nodes(system: System, nodes: int) -> None:
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
-    if nodes > 1 and system.nic_fabric is None:
-        raise PlanError(f"system {system.name!r} has no scale-out network; it cannot span {nodes} nodes")
-
-
-def check_impl(impl: str | None) -> str | None:
-    """nccl or custom (forced for every all-reduce), or None: the engine decides."""
-    if impl is not None and impl not in IMPLS:
-        raise UnknownNameError("implementation", impl, IMPLS)
-    return impl
-
-
-def precision_for(cfg: ModelConfig, system: System, dtype: str | None = None,
-                  kv_dtype: str | None = None) -> tuple[Precision, tuple[str, ...]]:
-    """The checkpoint's own precision (its quantization_config and torch_dtype), or every weight in
-    `dtype`; the KV cache in `kv_dtype` or else the activation dtype (engines' 'auto'); formats the
-    GPU has no tensor cores for priced weight-only. With notes that say what was chosen and why."""
-    if dtype is not None:
-        dtype = canonical(dtype)
-    return model_default_precision(cfg, system.gpu, dtype_override=dtype, kv_override=kv_dtype)
-
-
-def plan(model: str | ModelConfig, system: str | System, *, nodes: int = 1, batches: Sequence[int] = (1,),
-         context: int | None = None, budget_s: float | None = 0.030, ttft_budget_s: float | None = None,
-         impl: str | None = None, engine: str = DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
-         eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), comm_threshold: float = 0.30, knee_threshold: float = 0.10,
-         pp_all: bool = False, jitter: Jitter | None = None, catalog: Catalog | None = None,
-         input_len: int | None = None, output_len: int | None = None) -> PlanResult:
-    """Sweep the valid plans for each batch size and give the verdicts (see module docstring).
-
-    context: tokens cached per sequence for the decode ITL and the TTFT prompt (default 4096).
-    input_len, output_len: a served workload instead: each row also has the served TPOT
-    (step.served, as deploy prices it); the decode step (ITL, which the verdicts judge) is at the
-    mean context input + output / 2, memory at input + output, TTFT a prompt of input_len."""
-    catalog = engine_catalog(catalog or load_catalog(), engine)
-    cfg = load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    check_nodes(sysm, nodes)
-    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold,
-                      knee_threshold=knee_threshold)
-    served = check_served(cfg, input_len, output_len)
-    if served and context is not None:
-        raise PlanError("--context is the decode-only question; --input-len/--output-len set the context themselves")
-    context = (served[0] + served[1] // 2) if served else (4096 if context is None else context)
-    validate_request(cfg, batches, context)
-    precision, precision_notes = precision_for(cfg, sysm, dtype, kv_dtype)
-    plans = valid_plans(cfg, sysm, nodes, pp_all=pp_all)
-    batch_arr = np.asarray(list(batches), dtype=float)
-    eff = eff or engine_efficiency(engine)
-    common = dict(impl=check_impl(impl), engine=engine, precision=precision, eff=eff, settings=settings)
-    rows_by_plan = {p: _plan_rows(cfg, sysm, p, catalog, batches=batch_arr, context=context, common=common,
-                                  budgets=budgets, jitter=jitter, served=served)
+    Without a workload, decode at the default context: each row's ITL is one decode step with that
+    many tokens cached, its TTFT the prefill of one prompt that long. With a served workload
+    (input_len / output_len), each row also has the served TPOT (step.served, as deploy prices it);
+    the decode step (ITL, which the verdicts judge) is at the mean context input + output / 2,
+    memory at input + output, TTFT a new prompt's chunks in the batch's steps."""
+    sc, work = req.scenario, req.decode_workload
+    if work.speculation is not None:
+        raise PlanError("plan prices plain decode: speculative decoding is deploy's (--speculative)")
+    req.check_length(work)
+    cfg, sysm, nodes = sc.model, sc.system, sc.node_count
+    served, context = work.served, shown_context(work)
+    plans = valid_plans(cfg, sysm, nodes, pp_all=req.pp_all)
+    batch_arr = np.asarray(req.batches, dtype=float)
+    rows_by_plan = {p: _plan_rows(sc, p, batches=batch_arr, context=context, budgets=req.budgets, jitter=req.jitter,
+                                  served=served)
                     for p in plans}
-    usable = usable_bytes(sysm.gpu, engine=engine, plan=Plan(1), utilization=settings.memory_utilization)
-    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), budgets,
+    usable = usable_bytes(sysm.gpu, engine=sc.engine, plan=Plan(1), utilization=sc.settings.memory_utilization)
+    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), req.budgets,
                              usable_bytes=usable)
-               for i, b in enumerate(batches)]
-    assumptions = {"efficiency": {**eff.to_dict(), **settings.to_dict(),
-                                  "memory_utilization": usable / sysm.gpu.memory_bytes},
-                   "impl": impl, "engine": engine, "engine_version": load_engine(engine).version if engine else None,
-                   "nccl": nccl_words(catalog, engine),
-                   "allreduce": allreduce_words(cfg, sysm, plans, catalog, common),
-                   "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
-                   "act_dtype": precision.activations, "comm_threshold": comm_threshold,
-                   "knee_threshold": knee_threshold, "ttft": f"prefill of one {served[0] if served else context}-token prompt",
-                   "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
-                   "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
-                   "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
-                   "notes": list(precision_notes) + plan_notes(cfg, sysm, nodes, plans),
-                   "tail": jitter.describe() if jitter else None, "tpot": served_words(served, context)}
-    return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=budget_s,
-                      ttft_budget_s=ttft_budget_s, impl=impl, dtype=dtype or precision.weights, results=tuple(results),
-                      assumptions=assumptions)
+               for i, b in enumerate(req.batches)]
+    return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=req.budgets.budget_s,
+                      ttft_budget_s=req.budgets.ttft_budget_s, impl=sc.impl, dtype=sc.dtype or sc.precision.weights,
+                      results=tuple(results), assumptions=_assumptions(req, plans, usable, served, context))
 
 
-def allreduce_words(cfg: ModelConfig, sysm: System, plans: Sequence[Plan], catalog: Catalog, common: dict) -> dict:
+def shown_context(work: Workload) -> int:
+    """The context a plan's header names: the decode-only context, or a served request's mean
+    (input + output // 2; its steps are priced at input + output / 2)."""
+    served = work.served
+    return served[0] + served[1] // 2 if served else work.context
+
+
+def _assumptions(req: Request, plans: Sequence[Plan], usable: float, served: tuple[int, int] | None,
+                 context: int) -> dict:
+    sc, b = req.scenario, req.budgets
+    sysm, precision, eff = sc.system, sc.precision, sc.eff
+    return {"efficiency": {**eff.to_dict(), **sc.settings.to_dict(), "memory_utilization": usable / sysm.gpu.memory_bytes},
+            "impl": sc.impl, "engine": sc.engine, "engine_version": load_engine(sc.engine).version,
+            "nccl": nccl_words(sc.catalog, sc.engine),
+            "allreduce": allreduce_words(sc, plans),
+            "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
+            "act_dtype": precision.activations, "comm_threshold": b.comm_threshold,
+            "knee_threshold": b.knee_threshold, "ttft": f"prefill of one {served[0] if served else context}-token prompt",
+            "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
+            "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
+            "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
+            "notes": list(sc.precision_notes) + plan_notes(sc.model, sysm, sc.node_count, plans),
+            "tail": req.jitter.describe() if req.jitter else None, "tpot": served_words(served, context)}
+
+
+def allreduce_words(sc: Scenario, plans: Sequence[Plan]) -> dict:
     """What runs each plan's TP all-reduce, per TP degree: the engine's size ranges ('< 256 KiB:
     one-shot; ...'), or the forced implementation."""
     out = {}
     # one plan per TP degree: pure TP where the heads allow it, else its data-parallel-attention plan
     by_tp = {q.tp: Plan(q.tp, 1, q.ep, q.dp) for q in sorted(plans, key=lambda q: -q.dp) if q.tp > 1}
     for p in sorted(by_tp.values(), key=lambda q: q.tp):
-        if common["impl"] is not None:
-            out[f"TP{p.tp}"] = _forced_words(common["impl"], tp_group(sysm, p, catalog))
+        if sc.impl is not None:
+            out[f"TP{p.tp}"] = _forced_words(sc.impl, tp_group(sc.system, p, sc.catalog))
             continue
-        ranges = compile_step(cfg, sysm, p, catalog, **common).allreduce_ranges
-        out[f"TP{p.tp}"] = f"{common['engine']}: {ranges.describe()}"
+        out[f"TP{p.tp}"] = f"{sc.engine}: {sc.step(p).allreduce_ranges.describe()}"
     return out
 
 
@@ -296,21 +233,6 @@ def _forced_words(impl: str, group) -> str:
     if why is None:
         return f"{impl} (forced by --impl)"
     return f"NCCL: --impl {impl} cannot run here ({why})"
-
-
-def check_served(cfg: ModelConfig, input_len: int | None, output_len: int | None) -> tuple[int, int] | None:
-    """(input_len, output_len) of a served-TPOT question, both or neither, or a one-line PlanError."""
-    if input_len is None and output_len is None:
-        return None
-    if input_len is None or output_len is None:
-        raise PlanError("--input-len and --output-len go together: the served TPOT needs both")
-    for name, v in (("input-len", input_len), ("output-len", output_len)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise PlanError(f"{name} must be a whole number of tokens, at least 1, got {v!r}")
-    if cfg.max_position_embeddings and input_len + output_len > cfg.max_position_embeddings:
-        raise PlanError(f"a sequence of {input_len + output_len} tokens exceeds {cfg.name}'s maximum of "
-                        f"{cfg.max_position_embeddings}")
-    return int(input_len), int(output_len)
 
 
 def served_words(served: tuple[int, int] | None, context: int) -> str:
@@ -324,28 +246,25 @@ def served_words(served: tuple[int, int] | None, context: int) -> str:
             f"steps, as deploy prices them; verdicts judge the ITL")
 
 
-def _plan_rows(cfg: ModelConfig, sysm: System, p: Plan, catalog: Catalog, *, batches: np.ndarray, context: int,
-               common: dict, budgets: Budgets, jitter: Jitter | None = None,
-               served: tuple[int, int] | None = None) -> list[Row]:
+def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budgets: Budgets,
+               jitter: Jitter | None = None, served: tuple[int, int] | None = None) -> list[Row]:
     """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets, and
-    the ITL's p99 where `jitter` gives measured per-iteration times.
-    `common`: the compile_step keywords shared by every plan (impl, engine, precision, eff, settings)."""
-    precision, settings = common["precision"], common["settings"]
-    decode = compile_step(cfg, sysm, p, catalog, phase="decode", **common)
+    the ITL's p99 where `jitter` gives measured per-iteration times."""
+    settings = sc.settings
+    decode = sc.step(p, "decode")
     at = served[0] + served[1] / 2 if served else float(context)  # the mean context a served request sees
     dec = decode.evaluate(batches, at)
     p99s = jitter.row_p99s(decode, batches, at, dec["total_s"]) if jitter else [None] * len(batches)
-    need = memory_need(cfg, p, precision=precision, engine=common["engine"], batch=batches,
+    need = memory_need(sc.model, p, precision=sc.precision, engine=sc.engine, batch=batches,
                        context=float(sum(served) if served else context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
-    ok = memory_fits(need, sysm.gpu, engine=common["engine"], plan=p, utilization=settings.memory_utilization)
+    ok = memory_fits(need, sc.system.gpu, engine=sc.engine, plan=p, utilization=settings.memory_utilization)
     if served:  # TPOT and TTFT at each batch as deploy prices them (a prompt's chunks ride in the batch's steps)
         from ..step.served import served_curve  # only here: plan's start-up loads neither it nor speculative
-        curve = served_curve(cfg, sysm, p, catalog, batch=batches, input_len=served[0], output_len=served[1],
-                             common=common)
+        curve = served_curve(sc, p, batch=batches, input_len=served[0], output_len=served[1])
         tpots, ttfts = curve.tpot_s, curve.ttft_s
     else:  # one prompt of `context` tokens prefilled alone
-        ttft = float(compile_step(cfg, sysm, p, catalog, phase="prefill", **common).evaluate(1.0, float(context))["total_s"])
+        ttft = float(sc.step(p, "prefill").evaluate(1.0, float(context))["total_s"])
         tpots, ttfts = [None] * len(batches), [ttft] * len(batches)
     rows = []
     for i in range(len(batches)):
@@ -414,20 +333,18 @@ class Requirement:
         return asdict(self)
 
 
-def required_fabric(model: str | ModelConfig, system: str | System, *, tp: int, nodes: int = 1, batch: int = 1,
-                    context: int = 4096, budget_s: float = 0.030, impl: str | None = None,
-                    engine: str = DEFAULT_ENGINE, dtype: str | None = None, eff: Efficiency | None = None,
-                    settings: PlanSettings = PlanSettings(),
-                    catalog: Catalog | None = None) -> Requirement:
-    """Solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
-    catalog = engine_catalog(catalog or load_catalog(), engine)
-    cfg = load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    Budgets(budget_s=budget_s)
+def required_fabric(req: Request, tp: int) -> Requirement:
+    """What the fabric would need for TP `tp` to meet the request's budget at its first batch:
+    solve ITL = compute + Σ_calls (latency + bytes/bandwidth) <= budget for the fabric terms."""
+    sc, budget_s, batch = req.scenario, req.budgets.budget_s, req.batches[0]
+    cfg, sysm, nodes = sc.model, sc.system, sc.node_count
+    if budget_s is None:
+        raise PlanError("--require-tp asks what the fabric needs to meet a budget: give --budget, not 'none'")
+    check_degree("tp", tp)
     if tp > nodes * sysm.gpus_per_node:
         raise PlanError(f"TP{tp} needs {tp} GPUs but {nodes} x {sysm.name} has {nodes * sysm.gpus_per_node}")
-    sm = compile_step(cfg, sysm, Plan(tp, 1, 1), catalog, impl=check_impl(impl), engine=engine,
-                      precision=precision_for(cfg, sysm, dtype)[0], eff=eff, settings=settings)
+    context = shown_context(req.decode_workload)
+    sm = sc.step(Plan(tp, 1, 1))
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)
     n_calls = sum(c["count"] for c in calls)
@@ -486,5 +403,4 @@ def _slower_factor(st, slack: float) -> str:
     return f"{(st.comm_latency_s + slack) / st.comm_latency_s:.1f}x"
 
 
-__all__ = ["BatchResult", "Budgets", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "valid_plans",
-           "validate_request"]
+__all__ = ["BatchResult", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "shown_context", "valid_plans"]

@@ -19,20 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engines.release import engine_catalog
-from ..fabric.catalog import load_catalog
-from ..fabric.hardware import Catalog, System
-from ..model import ModelConfig, Plan, load_model
-from ..step.settings import DEFAULT_ENGINE
+from ..fabric.hardware import System
+from ..model import Plan
 from ..units import format_bytes, format_seconds
 from .ask import Answer, Ask, Call, ExplainError, Explanation, Table, engine_call, largest_tp, ratio
-from .planner import Budgets, check_nodes, validate_request
+from .request import Request
 from .tp_limit import when_allreduce_limits, why_the_network_is_slow
 from .verdicts import Row
 from .whatif import FabricCase, fabric_cases
-
-DEFAULT_SYSTEMS = ("hgx-h100",)
-
 
 # --- question 1 ---------------------------------------------------------------------------
 
@@ -129,29 +123,33 @@ def _signed(t_s: float) -> str:
 
 # --- the request --------------------------------------------------------------------------
 
-def explain(model: str | ModelConfig = "llama-3.1-70b", *, systems: Sequence[str | System] = DEFAULT_SYSTEMS,
-            batch: int = 1, context: int = 4096, engine: str = DEFAULT_ENGINE, nodes: int = 1,
-            dtype: str | None = None, budget_s: float | None = 0.030, catalog: Catalog | None = None) -> Explanation:
-    """The three answers: fabric against fabric, when all-reduce limits sharding (on the first
-    system, over `nodes` nodes), and why crossing nodes is slow (the first system with a network)."""
-    catalog = engine_catalog(catalog or load_catalog(), engine)
-    cfg = load_model(model) if isinstance(model, str) else model
-    validate_request(cfg, [batch], context)
-    Budgets(budget_s=budget_s)
-    if not systems:
+def explain(req: Request, systems: Sequence[str | System] | None = None) -> Explanation:
+    """The three answers of the request: fabric against fabric (its system against its own what-ifs,
+    or the `systems` named against each other, the first of them in the request's place), when
+    all-reduce limits sharding (on the first system, over the request's nodes), and why crossing
+    nodes is slow (the first system with a network). Decode at the request's context and first batch."""
+    work = req.decode_workload
+    if work.served is not None or work.speculation is not None:
+        raise ExplainError("explain answers decode at one context: give --context, not --input-len/--output-len "
+                           "or --speculative")
+    req.check_length(work)
+    names = list(systems) if systems is not None else [req.system]
+    if not names:
         raise ExplainError("explain needs at least one system (--system NAME)")
-    found = [s if isinstance(s, System) else catalog.system(s) for s in systems]
+    catalog, nodes = req.scenario.catalog, req.scenario.node_count
+    found = [s if isinstance(s, System) else catalog.system(s) for s in names]
     if len({s.name for s in found}) != len(found):
         raise ExplainError(f"system listed twice: {', '.join(s.name for s in found)}")
-    check_nodes(found[0], nodes)
-    ask = Ask(cfg=cfg, catalog=catalog, engine=engine, batch=batch, context=context, dtype=dtype, budget_s=budget_s)
+    ask = Ask(req.on(found[0], nodes))
     answers = [fabric_vs_fabric(ask, found), when_allreduce_limits(ask, found[0], nodes=nodes)]
     networked = next((s for s in found if s.nic_fabric is not None), None)
     if networked is not None:
         answers.append(why_the_network_is_slow(ask, networked, nodes=max(2, nodes)))
-    return Explanation(model=cfg.name, systems=tuple(s.name for s in found), engine=engine, batch=batch,
-                       context=context, nodes=nodes, dtype=dtype, budget_s=budget_s, answers=tuple(answers))
+    sc = ask.req.scenario
+    return Explanation(model=sc.model.name, systems=tuple(s.name for s in found), engine=sc.engine,
+                       batch=ask.batch, context=ask.context, nodes=nodes, dtype=sc.dtype,
+                       budget_s=req.budgets.budget_s, answers=tuple(answers))
 
 
-__all__ = ["Answer", "DEFAULT_SYSTEMS", "ExplainError", "Explanation", "explain", "fabric_vs_fabric",
+__all__ = ["Answer", "ExplainError", "Explanation", "explain", "fabric_vs_fabric",
            "when_allreduce_limits", "why_the_network_is_slow"]

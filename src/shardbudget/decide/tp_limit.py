@@ -24,7 +24,7 @@ from ..comm.nccl_algos import net_hop_s
 from ..fabric.hardware import Fabric, System
 from ..model import Plan
 from ..units import format_bytes, format_seconds
-from .planner import check_nodes
+from ..step.scenario import check_nodes
 from .ask import Answer, Ask, Table, engine_call, largest_tp, ratio
 from .verdicts import Row
 

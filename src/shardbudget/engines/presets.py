@@ -37,18 +37,9 @@ from typing import Any
 from .. import units
 from .tuned import TunedCustom, load_tuned
 from ..datacache import cached, read_builtin
+from ..defaults import CURRENT_ENGINES, ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
-
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0")
-"""Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
-engine) and tgi (text-generation-inference without CUDA graphs) are the older engines behind
-published measurements in ../shared/data/decode_tp.csv; sglang-0.4 (SGLang 0.4.x, 2025) is the
-release behind the 2025 SGLang rows of tests/validation/data; trtllm-1.0 (TensorRT-LLM 1.0.0) the
-release behind measured_comm.csv's A100 and L40S TensorRT-LLM rows."""
-
-CURRENT_ENGINES = ENGINE_NAMES[:4]
-"""The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
 
 ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "mnnvl", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or

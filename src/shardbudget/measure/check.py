@@ -37,11 +37,10 @@ from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .fit import forced_by, nccl_line
 from .logs import MeasurementSet, Sample, parse_log_text, read_log
+from ..defaults import CHECK_TOLERANCE as DEFAULT_TOLERANCE
 from .nccl_info import NcclSettings, settings_for
 from ..units import format_bytes, format_rate, format_seconds
 
-DEFAULT_TOLERANCE = 0.25
-"""`check`'s default: each region's median time within x1.25 of the model, either way."""
 REGIONS = ("latency floor", "mid sizes", "bandwidth plateau")
 LATENCY_FLOOR_SHARE = 0.75
 """Predicted latency term / time at or above which a size belongs to the latency floor."""

@@ -13,7 +13,8 @@ from pathlib import Path
 from rich.table import Table
 
 from . import html as report_html
-from ..step.settings import DEFAULT_ENGINE
+from ..decide.request import request
+from ..defaults import DEFAULT_ENGINE
 from .fmt import fmt_seconds, fmt_tp
 from .tables import Col, print_table
 
@@ -31,8 +32,9 @@ def run_demo(out: str | os.PathLike = "report.html", *, catalog=None, progress: 
              force: bool = True, engine: str = ENGINE) -> tuple[report_html.ReportData, Path]:
     """Compute the demo under `engine`, write its report to `out` (atomically) and return the data and the path."""
     path = report_html.check_report_path(out, force=force)  # fail before the work, not after it
-    data = report_html.collect(MODEL, SYSTEMS, batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=engine,
-                               dtype=DTYPE, catalog=catalog, progress=progress)
+    req = request(MODEL, SYSTEMS[0], batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=engine, dtype=DTYPE,
+                  catalog=catalog)
+    data = report_html.collect(req, SYSTEMS, progress=progress)
     text = report_html.render(data, progress)
     return data, report_html.write_html(path, text, force=force)
 
@@ -44,8 +46,8 @@ VERDICT_COLS = (Col("system", justify="left"), Col("batch"), Col("fewest GPUs (m
 
 
 def verdict_title(data: report_html.ReportData) -> str:
-    budget = data.settings["budget_s"]
-    return (f"{data.model} ({report_html.weights_words(data)}), context {data.settings['context']}, "
+    budget = data.settings.budget_s
+    return (f"{data.model} ({report_html.weights_words(data)}), context {data.settings.context}, "
             f"budget {fmt_seconds(budget) if budget else 'none'}, {report_html.engine_words(data)}: "
             "how far can it be sharded?")
 

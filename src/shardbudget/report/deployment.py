@@ -8,8 +8,10 @@ decode-only question: every GPU of the system's nodes, split into identical repl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from ..decide.deploy import MAX_BATCH, DeployResult, Workload, budget_options, deploy
+from ..decide.deploy import MAX_BATCH, DeployResult, budget_options, deploy
+from ..decide.request import Request, Workload
 from ..errors import ShardbudgetError
 from .fig_deploy import pareto_figure
 from .grid import SHOWN_OPTIONS, default_deploy
@@ -17,16 +19,19 @@ from .markup import esc, fig_block, launch_block, table
 from .tables import deploy_cells
 
 
-def deployments(cfg, specs: Sequence, *, budget_s: float | None, context: int, engine: str, catalog,
-                dtype: str | None = None, impl: str | None = None) -> list:
+def decode_request(req: Request) -> Request:
+    """The report's deployment question: decode at the report's context (as its plan tables), with
+    the ITL budget alone (decode at a fixed context prefills no prompt)."""
+    return replace(req, workload=Workload(context=req.decode_workload.context), jitter=None,
+                   budgets=replace(req.budgets, ttft_budget_s=None))
+
+
+def deployments(reqs: Sequence[Request], specs: Sequence) -> list:
     """One DeployResult per system (all its nodes' GPUs), or the one-line reason there is none."""
     out = []
-    for s in specs:
-        gpus = s.nodes * catalog.system(s.name).gpus_per_node
+    for r, s in zip(reqs, specs):
         try:
-            out.append(deploy(cfg, s.name, gpus=gpus, nodes=s.nodes, budget_s=budget_s,
-                              workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog,
-                              impl=impl))
+            out.append(deploy(decode_request(r), gpus=s.nodes * r.system.gpus_per_node))
         except ShardbudgetError as err:
             out.append(str(err))
     return out
@@ -59,20 +64,18 @@ def section_deploy(data) -> str:
     return "\n".join(out)
 
 
-def deploy_source(cfg, specs: Sequence, *, context: int, dtype: str | None, catalog, impl: str | None = None):
+def deploy_source(reqs: Sequence[Request], specs: Sequence):
     """The interactive grid's deployment hook: each system's `deploy` options (decode at the report's
     context, every GPU of its nodes) under the selected engine, at every budget of the slider, each
     at its largest batch within it and (`deploy --batch`) at each of the report's batches."""
-    by_label = {s.label: s for s in specs}
+    by_label = {s.label: (s, r) for s, r in zip(specs, reqs)}
 
     def source(system: str, engine: str, budgets: Sequence, batches: Sequence) -> dict:
-        spec = by_label[system]
-        sysm = catalog.system(spec.name)
+        spec, req = by_label[system]
         inside = [b for b in batches if b <= MAX_BATCH]  # deploy's sweep ends at MAX_BATCH: none beyond it
         try:
-            per = budget_options(cfg, sysm, gpus=spec.nodes * sysm.gpus_per_node, nodes=spec.nodes, budgets_s=budgets,
-                                 workload=Workload(context=context), engine=engine, dtype=dtype, catalog=catalog,
-                                 batches=(None, *inside), impl=impl)
+            per = budget_options(decode_request(req).with_engine(engine), gpus=spec.nodes * req.system.gpus_per_node,
+                                 budgets_s=budgets, batches=(None, *inside))
         except ShardbudgetError:
             return default_deploy(system, engine, budgets, batches)
         dicts = [[[_cell(o) for o in opts] for opts in per_batch] for per_batch in per]

@@ -45,15 +45,15 @@ Seconds and bytes are SI floats; the strings ("11.5 ms", "70.1 GB") are what the
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
-from ..engines.presets import CURRENT_ENGINES
+from ..defaults import CURRENT_ENGINES, BUDGET_STEPS as DEFAULT_BUDGET_STEPS
 from ..errors import ShardbudgetError
 from ..decide.planner import PlanResult, plan
+from ..decide.request import Request
 from ..decide.verdicts import LABELS, Row, Thresholds, Verdict, judge
 from ..model import Plan
 from .fmt import fmt_pct, fmt_seconds
@@ -63,7 +63,6 @@ from .style import PART_COLORS
 GRID_FORMAT = "shardbudget.report-grid/1"
 MAX_GRID_BYTES = 4_000_000
 """The most a report embeds (4 MB, decimal): beyond it a browser parses the page for seconds."""
-DEFAULT_BUDGET_STEPS = 24
 MAX_BUDGET_STEPS = 400
 # Budget values people say: 10, 12, 15, 20, 25, 30, 40, 50 ... ms (12 per factor of ten).
 NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
@@ -80,28 +79,18 @@ class GridTooLargeError(FigureError):
 
 @dataclass(frozen=True, kw_only=True)
 class EngineChoice:
-    """One value of the engine control: its key, what the page shows, and what `plan` is given."""
+    """One value of the engine control: the engine (its key) and what the page shows."""
 
     key: str
     label: str
-    plan_kwargs: dict = field(default_factory=dict)
 
 
-def engine_dimension(impl: str = "nccl", engine: str | None = None) -> tuple[tuple[EngineChoice, ...], int]:
-    """THE ENGINE HOOK: the engine control's values and the one selected first.
-
-    Once `planner.plan` takes `engine=` (vllm / sglang / trtllm / eager), each engine is one value,
-    the report's own `engine` among them (an older one, vllm-v0 or tgi, is added after them);
-    until then the dimension is the collective implementation (`impl`: NCCL, or the engines' custom
-    one-/two-shot all-reduce), which is what an engine changes most in a decode step."""
-    if "engine" in inspect.signature(plan).parameters:
-        names = (*CURRENT_ENGINES, *([engine] if engine and engine not in CURRENT_ENGINES else []))
-        return (tuple(EngineChoice(key=e, label=e, plan_kwargs={"engine": e}) for e in names),
-                names.index(engine) if engine else 0)
-    choices = (EngineChoice(key="nccl", label="NCCL collectives", plan_kwargs={"impl": "nccl"}),
-               EngineChoice(key="custom", label="custom all-reduce",
-                            plan_kwargs={"impl": "custom"}))
-    return choices, next((i for i, c in enumerate(choices) if c.key == impl), 0)
+def engine_dimension(engine: str | None = None) -> tuple[tuple[EngineChoice, ...], int]:
+    """The engine control's values and the one selected first: the engines users choose between
+    (vllm, sglang, trtllm, eager), the report's own `engine` among them (an older one, vllm-v0 or
+    tgi, is added after them)."""
+    names = (*CURRENT_ENGINES, *([engine] if engine and engine not in CURRENT_ENGINES else []))
+    return tuple(EngineChoice(key=e, label=e) for e in names), names.index(engine) if engine else 0
 
 
 # --- re-judging the same rows under another budget -----------------------------------------
@@ -325,14 +314,10 @@ def grid_json(grid: dict, *, max_bytes: int | None = None) -> str:
     return text
 
 
-def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], *, plan_kwargs: dict) -> list[PlanResult]:
-    """`base` (the report's own plan) re-planned under each engine; `base` itself where the engine
-    asks for nothing `plan_kwargs` does not already say."""
-    out = []
-    for e in engines:
-        same = all(plan_kwargs.get(k) == v for k, v in e.plan_kwargs.items())
-        out.append(base if same else plan(**{**plan_kwargs, **e.plan_kwargs}))
-    return out
+def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], req: Request) -> list[PlanResult]:
+    """`base` (the report's own plan of `req`) re-planned under each engine; `base` itself under the
+    request's own engine."""
+    return [base if e.key == req.scenario.engine else plan(req.with_engine(e.key)) for e in engines]
 
 
 __all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "EngineChoice", "GRID_FORMAT", "GridTooLargeError",

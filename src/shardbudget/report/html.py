@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..decide.request import Request
 from .grid import DEFAULT_BUDGET_STEPS, GridTooLargeError
 from .markup import esc
 from .output import check_report_path, write_html
@@ -26,22 +27,20 @@ from .report_data import Progress, ReportData, SystemSpec, collect, parse_system
 from .verdict import engine_words, headline, recommendations, summary_sentences, verdict_rows, weights_words
 
 
-def build_report(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
-                 context: int = 4096, budget_s: float | None = 0.05, impl: str | None = None, dtype: str | None = None,
-                 measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
-                 catalog=None, progress: Progress | None = None, budget_steps: int = DEFAULT_BUDGET_STEPS) -> str:
-    """The report as an HTML string (see the module docstring); `budget_steps` 0 leaves out the
-    interactive section (and with it the page's only script)."""
-    data = collect(model, systems, nodes=nodes, batches=batches, context=context, budget_s=budget_s, impl=impl,
-                   dtype=dtype, measured=measured, measured_system=measured_system, catalog=catalog,
-                   progress=progress, budget_steps=budget_steps)
+def build_report(req: Request, systems: Sequence[str] = (), *, measured: Sequence[str | os.PathLike] = (),
+                 measured_system: str | None = None, progress: Progress | None = None,
+                 budget_steps: int = DEFAULT_BUDGET_STEPS) -> str:
+    """The report of `req` on `systems` as an HTML string (see the module docstring and `collect`);
+    `budget_steps` 0 leaves out the interactive section (and with it the page's only script)."""
+    data = collect(req, systems, measured=measured, measured_system=measured_system, progress=progress,
+                   budget_steps=budget_steps)
     return render(data, progress)
 
 
-def write_report(path: str | os.PathLike, model: str, systems: Sequence[str], **kwargs) -> Path:
-    """`build_report(model, systems, **kwargs)` written to `path` atomically (temp file + rename)."""
+def write_report(path: str | os.PathLike, req: Request, systems: Sequence[str] = (), **kwargs) -> Path:
+    """`build_report(req, systems, **kwargs)` written to `path` atomically (temp file + rename)."""
     check_report_path(path)  # fail before the work, not after it
-    return write_html(path, build_report(model, systems, **kwargs))
+    return write_html(path, build_report(req, systems, **kwargs))
 
 
 __all__ = ["DEFAULT_BUDGET_STEPS", "GridTooLargeError", "engine_words", "weights_words", "Progress", "ReportData", "SystemSpec", "build_report", "check_report_path", "collect", "esc",

@@ -89,18 +89,18 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
 
 def _subtitle(data: ReportData) -> str:
     st = data.settings
-    budget = fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"
-    return (f'<p class="sub">{esc(data.model)} ({esc(weights_words(data))} weights), context {st["context"]} tokens, '
-            f"decode batch {esc(', '.join(str(b) for b in st['batches']))}, inter-token latency budget "
+    budget = fmt_seconds(st.budget_s) if st.budget_s else "none"
+    return (f'<p class="sub">{esc(data.model)} ({esc(weights_words(data))} weights), context {st.context} tokens, '
+            f"decode batch {esc(', '.join(str(b) for b in st.batches))}, inter-token latency budget "
             f"{esc(budget)}, {esc(engine_words(data))}; systems: "
-            f"{esc(', '.join(st['systems']))}. All times are predictions of the model "
+            f"{esc(', '.join(st.systems))}. All times are predictions of the model "
             f"unless marked measured.</p>")
 
 
 def _verdict(data: ReportData) -> str:
     """The headline, one paragraph per batch size, one line per system."""
     sentences = summary_sentences(data)
-    n_batches = len(data.settings["batches"])
+    n_batches = len(data.settings.batches)
     parts = ['<section id="verdict" class="verdict">', f'<p class="lead">{esc(headline(data))}</p>']
     for s in sentences[:n_batches]:
         parts.append(f"<p>{esc(s)}</p>")

@@ -8,25 +8,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from .. import defaults
 from ..comm.op import CollectiveOp
 from ..comm.collectives import Group, crossover_bytes, make_group, sweep
 from ..decide.compare import effective_impl
+from ..decide.request import Request
 from ..errors import PlanError, ShardbudgetError
 from ..decide.questions import explain
-from ..engines.release import engine_catalog
-from ..fabric.catalog import load_catalog
+from ..fabric.hardware import Catalog
 from ..measure.logs import read_log
-from ..model import hidden_message_bytes, load_model
+from ..model import ModelConfig, hidden_message_bytes
 from ..decide.planner import plan
-from ..step.settings import DEFAULT_ENGINE
 from .deployment import deploy_source, deployments
 from .fig_measured import measured_groups, predict_samples
-from .grid import DEFAULT_BUDGET_STEPS, build_grid, check_budget_steps, engine_dimension, grid_json, plan_engines
+from .grid import build_grid, check_budget_steps, engine_dimension, grid_json, plan_engines
 from .style import system_colors
 
 Progress = Callable[[str, int, int], None]
@@ -87,13 +87,35 @@ class MeasuredEntry:
     error: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReportSettings:
+    """What the report was asked, as its pages and its JSON state it."""
+
+    model: str
+    systems: list[str]
+    """The systems' labels ('hgx-h100', '2× hgx-h100')."""
+    batches: list[int]
+    context: int
+    budget_s: float | None
+    ttft_budget_s: float | None
+    impl: str | None
+    engine: str
+    dtype: str | None
+    op: CollectiveOp = FABRIC_OP
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 @dataclass(kw_only=True)
 class ReportData:
     """Everything the report shows, computed once (the demo prints its table from the same data)."""
 
     model: str
     """The model's name as the config reader gives it (a folder name for a config.json path)."""
-    model_cfg: Any
+    model_cfg: ModelConfig
+    request: Request
+    """The request every section answers (each system's plan is this request on that system)."""
     specs: list[SystemSpec]
     plans: list  # PlanResult, one per spec
     fabric: list[FabricCurve]  # one per spec
@@ -101,8 +123,8 @@ class ReportData:
     answers: list  # explain.Answer
     answers_error: str | None
     measured: list[MeasuredEntry]
-    settings: dict
-    catalog: Any
+    settings: ReportSettings
+    catalog: Catalog
     colors: dict[str, str] = field(default_factory=dict)
     grid: dict | None = None
     """The interactive section's grid (`grid.build_grid`), None when it is left out (budget steps 0)."""
@@ -128,63 +150,56 @@ class _Steps:
         self.done += 1
 
 
-def collect(model: str, systems: Sequence[str], *, nodes: int = 1, batches: Sequence[int] = (1, 64),
-            context: int = 4096, budget_s: float | None = 0.05, ttft_budget_s: float | None = None,
-            impl: str | None = None, dtype: str | None = None,
-            engine: str = DEFAULT_ENGINE, measured: Sequence[str | os.PathLike] = (), measured_system: str | None = None,
-            catalog=None, progress: Progress | None = None,
-            budget_steps: int = DEFAULT_BUDGET_STEPS) -> ReportData:
-    """Run the planner, the collective sweeps, the explanations and read the measurements; with
-    `budget_steps` > 0, also the interactive section's grid (system x engine x batch x budget)."""
+def collect(req: Request, systems: Sequence[str] = (), *, measured: Sequence[str | os.PathLike] = (),
+            measured_system: str | None = None, progress: Progress | None = None,
+            budget_steps: int = defaults.BUDGET_STEPS) -> ReportData:
+    """Run the planner, the collective sweeps, the explanations and read the measurements for the
+    request on each of `systems` ('hgx-h100', or 'hgx-h100:2' for two nodes; a bare name spans the
+    request's nodes; default: the request's own system); with `budget_steps` > 0, also the interactive
+    section's grid (system x engine x batch x budget). The report prices decode at one context."""
     progress = progress or no_progress
-    if not systems:
-        raise PlanError("the report needs at least one system (e.g. --system hgx-h100)")
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        raise PlanError(f"nodes must be a whole number of at least 1, got {nodes!r}")
-    batches = list(batches) or [1]
+    work = req.decode_workload
+    if work.served is not None or work.speculation is not None:
+        raise PlanError("the report prices decode at one context: give --context, not --input-len/--output-len")
     check_budget_steps(budget_steps)
-    catalog = engine_catalog(catalog or load_catalog(), engine)  # other engines reprice at theirs
-    specs = _system_specs(systems, nodes)
-    cfg = load_model(model)
-    for s in specs:
-        catalog.system(s.name)  # unknown names fail here, before any long work, with a suggestion
+    specs = _system_specs(systems or [req.system.name], req.scenario.node_count)
+    catalog, cfg = req.scenario.catalog, req.model
+    found = [catalog.system(s.name) for s in specs]  # unknown names fail here, before any long work
     measured_system = measured_system or specs[0].name
     catalog.system(measured_system)
     # Read the measurement files first: a typo'd path should not cost a whole sweep.
     sets = [(str(p), read_log(p)) for p in measured]
     step = _Steps(progress, 2 * len(specs) + 3 + len(sets) + bool(budget_steps))
+    reqs = [req.on(sysm, s.nodes) for s, sysm in zip(specs, found)]
     plans = []
-    for s in specs:
+    for s, r in zip(specs, reqs):
         step(f"planning {cfg.name} on {s.label}")
-        plans.append(plan(cfg, s.name, nodes=s.nodes, batches=batches, context=context, budget_s=budget_s,
-                          ttft_budget_s=ttft_budget_s, impl=impl, engine=engine, dtype=dtype, catalog=catalog))
+        plans.append(plan(r))
     step("spending each system's GPUs")
-    spent = deployments(cfg, specs, budget_s=budget_s, context=context, engine=engine, dtype=dtype, catalog=catalog,
-                        impl=impl)
+    spent = deployments(reqs, specs)
     grid = None
     if budget_steps:  # before the sweeps and figures: a grid too large to embed fails here
         step("judging every budget step")
-        grid = _grid(cfg, specs, plans, engine=engine, budget_s=budget_s, steps=budget_steps, catalog=catalog,
-                     plan_kwargs=dict(batches=batches, context=context, budget_s=budget_s, ttft_budget_s=ttft_budget_s,
-                                      impl=impl, engine=engine, dtype=dtype, catalog=catalog),
-                     deploy=deploy_source(cfg, specs, context=context, dtype=dtype, catalog=catalog, impl=impl))
+        grid = _grid(reqs, specs, plans, steps=budget_steps)
+    impl = req.scenario.impl
     fabric = []
     for s in specs:
         step(f"pricing {FABRIC_OP} on {s.label}")
         fabric.append(_fabric_curve(s, impl, catalog))
     # What one decode step sends per all-reduce: batch x hidden x 2 bytes (bf16 activations), and
     # what prefill of one `context`-token prompt sends.
-    marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in batches]
+    context = work.context
+    marks = [(float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in req.batches]
     marks.append((float(hidden_message_bytes(cfg, context)), f"prefill {context} tokens"))
     step("answering the three questions")
-    answers, answers_error = _answers(model, specs, batch=batches[0], context=context, budget_s=budget_s,
-                                      engine=engine, dtype=dtype, catalog=catalog)
+    answers, answers_error = _answers(req, specs)
     entries = _measured_entries(sets, measured_system, impl=impl, catalog=catalog, step=step)
     progress("done", step.total, step.total)
-
-    settings = {"model": model, "systems": [s.label for s in specs], "batches": batches, "context": context,
-                "budget_s": budget_s, "ttft_budget_s": ttft_budget_s, "impl": impl, "engine": engine, "dtype": dtype, "op": FABRIC_OP}
-    return ReportData(model=cfg.name, model_cfg=cfg, specs=specs, plans=plans, fabric=fabric, marks=marks,
+    b = req.budgets
+    settings = ReportSettings(model=cfg.name, systems=[s.label for s in specs], batches=list(req.batches),
+                              context=context, budget_s=b.budget_s, ttft_budget_s=b.ttft_budget_s, impl=impl,
+                              engine=req.scenario.engine, dtype=req.scenario.dtype)
+    return ReportData(model=cfg.name, model_cfg=cfg, request=req, specs=specs, plans=plans, fabric=fabric, marks=marks,
                       answers=answers, answers_error=answers_error, measured=entries, settings=settings,
                       catalog=catalog, colors=system_colors([s.label for s in specs]),
                       grid=grid[0] if grid else None, grid_json=grid[1] if grid else None, deployments=spent)
@@ -201,15 +216,13 @@ def _measured_entries(sets, system: str, *, impl: str | None, catalog, step) -> 
     return entries
 
 
-def _grid(cfg, specs: list[SystemSpec], plans: list, *, engine: str, budget_s: float | None, steps: int, catalog,
-          plan_kwargs: dict, deploy) -> tuple[dict, str]:
+def _grid(reqs: list[Request], specs: list[SystemSpec], plans: list, *, steps: int) -> tuple[dict, str]:
     """The interactive grid and its JSON: each system's plan under every engine, every budget step."""
-    engines, first = engine_dimension(engine=engine)
-    per_system = [plan_engines(res, engines, plan_kwargs={**plan_kwargs, "model": cfg, "system": s.name,
-                                                          "nodes": s.nodes})
-                  for s, res in zip(specs, plans)]
-    grid = build_grid(model=cfg.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
-                      budget_s=budget_s, steps=steps, catalog=catalog, initial_engine=first, deploy=deploy,
+    engines, first = engine_dimension(engine=reqs[0].scenario.engine)
+    per_system = [plan_engines(res, engines, r) for r, res in zip(reqs, plans)]
+    grid = build_grid(model=reqs[0].model.name, systems=[s.label for s in specs], engines=engines, plans=per_system,
+                      budget_s=reqs[0].budgets.budget_s, steps=steps, catalog=reqs[0].scenario.catalog,
+                      initial_engine=first, deploy=deploy_source(reqs, specs),
                       deploy_note="Every way to split the system's GPUs into identical replicas (shardbudget deploy "
                                   "--batch B: every GPU of its nodes, decode at the report's context), each at the "
                                   "selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s "
@@ -236,17 +249,15 @@ def _fabric_curve(spec: SystemSpec, impl: str, catalog) -> FabricCurve:
                        crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use)
 
 
-def _answers(model: str, specs: Sequence[SystemSpec], *, batch: int, context: int, budget_s: float | None,
-             engine: str, dtype: str | None, catalog) -> tuple[list, str | None]:
-    """explain's answers for the report's own systems (each named once) and request, or the reason
-    there are none (the rest of the report still stands)."""
+def _answers(req: Request, specs: Sequence[SystemSpec]) -> tuple[list, str | None]:
+    """explain's answers for the report's own systems (each named once, one node each) and request,
+    or the reason there are none (the rest of the report still stands)."""
     names = list(dict.fromkeys(s.name for s in specs))
     try:
-        return list(explain(model, systems=names, batch=batch, context=context, budget_s=budget_s, engine=engine,
-                            dtype=dtype, catalog=catalog)), None
+        return list(explain(replace(req, scenario=replace(req.scenario, nodes=1)), systems=names)), None
     except ShardbudgetError as err:
         return [], str(err)
 
 
-__all__ = ["FABRIC_OP", "FabricCurve", "MeasuredEntry", "Progress", "ReportData", "SystemSpec", "collect",
+__all__ = ["FABRIC_OP", "FabricCurve", "MeasuredEntry", "Progress", "ReportData", "ReportSettings", "SystemSpec", "collect",
            "no_progress", "parse_system_spec"]

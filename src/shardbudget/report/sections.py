@@ -132,7 +132,7 @@ def section_measured(data: ReportData) -> str:
         out.append(f'<p class="note">{esc(summarize(entry.measurement))}; read from <code>{esc(entry.path)}</code>'
                    f" ({esc(entry.measurement.tool)}), compared with the model of {esc(entry.system)}.</p>")
         try:
-            fig = measured_vs_predicted(entry.measurement, entry.system, impl=data.settings["impl"] or "nccl",
+            fig = measured_vs_predicted(entry.measurement, entry.system, impl=data.settings.impl or "nccl",
                                         catalog=data.catalog)
             out.append(fig_block(f"fig-measured-{k}", fig, "Points: measured (nccl-tests out-of-place column, or "
                                  "the harness); lines: the model at the same sizes, ranks and nodes. Lower panel: "
@@ -212,11 +212,11 @@ def section_assumptions(data: ReportData) -> str:
     eff = a.pop("efficiency", {}) or {}
     rows = [["model", data.model], ["weights dtype", weights_words(data)],
             ["KV-cache dtype", a.get("kv_dtype", "")], ["activations dtype", a.get("act_dtype", "")],
-            ["context (tokens in the KV cache)", st["context"]],
-            ["ITL budget", fmt_seconds(st["budget_s"]) if st["budget_s"] else "none"],
-            *([["TTFT budget", fmt_seconds(st["ttft_budget_s"])]] if st.get("ttft_budget_s") else []),
+            ["context (tokens in the KV cache)", st.context],
+            ["ITL budget", fmt_seconds(st.budget_s) if st.budget_s else "none"],
+            *([["TTFT budget", fmt_seconds(st.ttft_budget_s)]] if st.ttft_budget_s else []),
             ["engine and all-reduce", engine_words(data) + (" (custom kernels fall back to NCCL where the hardware "
-                                                           "cannot run them)" if st.get("impl") == "custom" else "")],
+                                                           "cannot run them)" if st.impl == "custom" else "")],
             ["fabric sweep", f"{FABRIC_OP}, {fmt_bytes(SWEEP_MIN_BYTES)} to {fmt_bytes(SWEEP_MAX_BYTES)}, all GPUs "
                              "of each system"],
             ["comm-bound warning threshold", fmt_pct(a.get("comm_threshold"))],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from ..defaults import DEPLOY_ROWS
 from ..comm.custom_kernels import ENGINES
 from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
@@ -319,8 +320,6 @@ def print_deploy_memory(result, *, rows: int | None = None) -> None:
                 _memory_cols("option", ("batch",)), cells)
 
 
-DEPLOY_ROWS = 20
-"""Options the deploy table shows by default: the best ones (the JSON and --all have every one)."""
 
 
 def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:

@@ -6,9 +6,8 @@ can never disagree with `shardbudget plan`. Plain text; the page escapes it.
 
 from __future__ import annotations
 
-from ..decide.ask import Ask, engine_call
+from ..decide.ask import engine_call
 from ..model import Plan
-from ..step.settings import DEFAULT_ENGINE
 from .fmt import fmt_seconds
 from .plan_rows import batch_result, budget_words, result_label
 from .report_data import ReportData
@@ -34,13 +33,10 @@ def verdict_rows(data: ReportData) -> list[dict]:
 
 def _allreduce(data: ReportData, spec, batch: int, best) -> str | None:
     """The TP all-reduce the best plan runs at this batch ('vllm one-shot'), as `explain` names it."""
-    if best is None or best.tp < 2 or data.catalog is None:
+    if best is None or best.tp < 2:
         return None
-    st = data.settings
-    ask = Ask(cfg=data.model_cfg, catalog=data.catalog, engine=st.get("engine", DEFAULT_ENGINE), batch=batch,
-              context=st.get("context", 4096), dtype=st.get("dtype"), impl=st.get("impl"))
-    call = engine_call(ask.step(data.catalog.system(spec.name), Plan(best.tp, best.pp, best.ep, best.dp)), batch,
-                       ask.context)
+    sc = data.request.scenario.on(data.catalog.system(spec.name))
+    call = engine_call(sc.step(Plan(best.tp, best.pp, best.ep, best.dp)), batch, data.settings.context)
     return call.words if call else None
 
 
@@ -48,18 +44,17 @@ def engine_words(data: ReportData) -> str:
     """'engine vllm, all-reduce as it picks by size, NCCL 2.30 (...)', or the implementation --impl
     forces; the NCCL release as plan's header says it (the first plan's assumptions)."""
     st = data.settings
-    engine = st.get("engine", DEFAULT_ENGINE)
     a = (data.plans[0].assumptions or {}) if data.plans else {}
     nccl = f", NCCL {a['nccl']}" if a.get("nccl") else ""
-    return f"engine {engine}, " + (f"every all-reduce forced to {st['impl']}" if st.get("impl")
-                                   else "all-reduce as the engine picks it by size") + nccl
+    return f"engine {st.engine}, " + (f"every all-reduce forced to {st.impl}" if st.impl
+                                      else "all-reduce as the engine picks it by size") + nccl
 
 
 def weights_words(data: ReportData) -> str:
     """'bf16', or 'bf16, mxfp4 experts': the weights the plans priced (the checkpoint's own where no
     --dtype was given), from the first plan's assumptions."""
     a = (data.plans[0].assumptions or {}) if data.plans else {}
-    weights = a.get("weight_dtype") or data.settings.get("dtype") or "checkpoint dtype"
+    weights = a.get("weight_dtype") or data.settings.dtype or "checkpoint dtype"
     experts = a.get("expert_dtype")
     return weights + (f", {experts} experts" if experts and experts != weights else "")
 
@@ -83,7 +78,7 @@ def recommendations(data: ReportData) -> dict[int, tuple | None]:
     """Per batch: (row, system label) of the fastest of the systems' picks (each system's plan to run
     within the budgets, as `plan` names it); None where no system has one."""
     out = {}
-    for b in data.settings["batches"]:
+    for b in data.settings.batches:
         picks = []
         for spec, res in zip(data.specs, data.plans):
             br = batch_result(res, b)
@@ -95,7 +90,7 @@ def recommendations(data: ReportData) -> dict[int, tuple | None]:
 
 def headline(data: ReportData) -> str:
     """Two sentences: the plan to pick per batch, and which systems are comm-bound."""
-    budget = data.settings["budget_s"]
+    budget = data.settings.budget_s
     within = f"Within the {fmt_seconds(budget)} budget" if budget else "Among the plans that fit"
     picks: dict[tuple, list[int]] = {}
     for b, rec in recommendations(data).items():
@@ -126,7 +121,7 @@ def summary_sentences(data: ReportData) -> list[str]:
     """The verdict in plain words: the plan to pick per batch size, then each system's own verdict
     sentences as `plan` prints them. Plain text; the caller escapes it."""
     out = []
-    budget = data.settings["budget_s"]
+    budget = data.settings.budget_s
     within = f"the {fmt_seconds(budget)} budget" if budget else "memory"
     for b, rec in recommendations(data).items():
         if rec is None:

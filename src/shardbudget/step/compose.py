@@ -30,9 +30,8 @@ from ..engines.allreduce import AllReduceRanges
 from ..engines.presets import load_engine
 from ..engines.release import engine_catalog
 from ..errors import PlanError
-from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
-from ..model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, load_model, pipeline_calls, step_work
+from ..model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, pipeline_calls, step_work
 from .price_comm import CommPricer, merged
 from .price_ops import OpPricer, engine_op_pricer
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
@@ -231,20 +230,4 @@ def compile_step(model: ModelConfig, system: System, plan: Plan, catalog: Catalo
                      precision=precision, phase=phase, eff=eff or engine_efficiency(engine), settings=settings)
 
 
-def decode_step(model: str | ModelConfig, system: str | System, plan: Plan = Plan(), *, batch: int = 1,
-                context: float = 4096, nodes: int = 1, impl: str | None = None, engine: str = DEFAULT_ENGINE,
-                precision: Precision = Precision(), eff: Efficiency | None = None,
-                settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-                phase: str = "decode") -> StepTime:
-    """One decode (or prefill) step's time: the library entry point for a single configuration."""
-    catalog = catalog or load_catalog()
-    cfg = load_model(model) if isinstance(model, str) else model
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    if plan.gpus > nodes * sysm.gpus_per_node:
-        raise PlanError(f"{plan.label()} needs {plan.gpus} GPUs but {nodes} x {sysm.name} has "
-                        f"{nodes * sysm.gpus_per_node}")
-    return compile_step(cfg, sysm, plan, catalog, impl=impl, engine=engine, precision=precision, phase=phase,
-                        eff=eff, settings=settings).step(batch, context)
-
-
-__all__ = ["StepModel", "StepTime", "compile_step", "decode_step"]
+__all__ = ["StepModel", "StepTime", "compile_step"]

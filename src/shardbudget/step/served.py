@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan, load_model
-from .compose import compile_step
+from .scenario import Scenario
 from .speculative import Speculation
 
 CHUNK_TOKENS = 8192
@@ -54,12 +53,13 @@ class ServedCurve:
     """c_p: what one prompt token adds to a step it is mixed into."""
 
 
-def decode_per_token(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, b: np.ndarray, context: float,
-                     common: dict, spec: Speculation | None) -> tuple[np.ndarray, np.ndarray, float]:
+def decode_per_token(sc: Scenario, p: Plan, *, b: np.ndarray, context: float,
+                     spec: Speculation | None) -> tuple[np.ndarray, np.ndarray, float]:
     """(time per generated token of each sequence, communication in it, tokens per step per
     sequence) at each batch: one decode step, or with speculation the verify step plus the draft's
     k steps over the expected accepted tokens (speculative.py)."""
-    dec = compile_step(cfg, system, p, catalog, phase="decode", **common)
+    cfg = sc.model
+    dec = sc.step(p, "decode")
     if spec is None:
         r = dec.evaluate(b, context)
         return r["total_s"], r["comm_s"], 1.0
@@ -67,7 +67,7 @@ def decode_per_token(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog
     verify = dec.evaluate(b * (k + 1), context / (k + 1))  # each sequence's KV read once (speculative.py)
     if spec.method == "draft":
         small = load_model(spec.draft_model)
-        draft = compile_step(small, system, Plan(draft_tp(small, p.tp)), catalog, phase="decode", **common)
+        draft = sc.step_of(small, Plan(draft_tp(small, p.tp)), "decode")
         draft_s = k * draft.evaluate(b, context)["total_s"]
     else:  # mtp / eagle: one decoder layer of the target per draft token
         one = dec.evaluate(b, context)
@@ -83,25 +83,21 @@ def draft_tp(small: ModelConfig, tp: int) -> int:
     return tp
 
 
-def prompt_token_s(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, input_len: int,
-                   common: dict) -> float:
+def prompt_token_s(sc: Scenario, p: Plan, *, input_len: int) -> float:
     """c_p: one prompt's prefill less a one-token decode step, over its length (module doc)."""
-    pre = compile_step(cfg, system, p, catalog, phase="prefill", **common)
-    dec = compile_step(cfg, system, p, catalog, phase="decode", **common)
+    pre, dec = sc.step(p, "prefill"), sc.step(p, "decode")
     one = float(pre.evaluate(1.0, float(input_len))["total_s"])
     base = float(dec.evaluate(1.0, 1.0)["total_s"])
     return max(one - base, 0.0) / input_len
 
 
-def served_curve(cfg: ModelConfig, system: System, p: Plan, catalog: Catalog, *, batch, input_len: int,
-                 output_len: int, common: dict, spec: Speculation | None = None,
+def served_curve(sc: Scenario, p: Plan, *, batch, input_len: int, output_len: int, spec: Speculation | None = None,
                  chunk_tokens: int = CHUNK_TOKENS) -> ServedCurve:
     """TPOT, per-slot token cycle and TTFT at each batch of `batch` (module doc); the decode step
     at the mean context a request sees, input_len + output_len / 2."""
     b = np.asarray(batch, dtype=float)
-    step, comm, yield_ = decode_per_token(cfg, system, p, catalog, b=b, context=input_len + output_len / 2,
-                                          common=common, spec=spec)
-    c_p = prompt_token_s(cfg, system, p, catalog, input_len=input_len, common=common)
+    step, comm, yield_ = decode_per_token(sc, p, b=b, context=input_len + output_len / 2, spec=spec)
+    c_p = prompt_token_s(sc, p, input_len=input_len)
     per_request = c_p * input_len / output_len  # a prompt's cost spread over its request's tokens
     tpot = step + per_request * (b - 1.0)
     chunks = np.ceil(input_len / np.maximum(chunk_tokens - b, 1.0))

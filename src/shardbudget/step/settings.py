@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..defaults import DEFAULT_ENGINE
 from ..engines.presets import load_engine
 from ..errors import PlanError
 from .overlap import check_overlap
@@ -85,7 +86,6 @@ class PlanSettings:
         return asdict(self)
 
 
-DEFAULT_ENGINE = "vllm"
 EAGER_KERNEL_GAP_S = 3.0e-6
 """GPU idle time between host-launched kernels when the host keeps ahead (no CUDA graphs): the
 launch latency itself; the host's own launch cost is `host_per_kernel_s`."""
