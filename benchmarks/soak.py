@@ -114,7 +114,7 @@ def soak_planner(total_configs: int = 1_000_000) -> dict:
         for sm in models:
             context = np.linspace(128, 32768, 250)[None, :]  # 250 x 250 = 62,500 configs per call
             out = sm.evaluate(batch, context)
-            done += out["total_s"].size
+            done += out.total_s.size
         peaks.append(tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
     return {"configs": done, "peak_heap_bytes": max(peaks), "first_peak_bytes": peaks[0],

@@ -137,18 +137,18 @@ def throughput(quick: bool = False) -> dict:
                     pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
                     t1 = time.perf_counter()
                     r = dec.evaluate(batches[:, None], contexts[None, :])
-                    ttft = pre.evaluate(1.0, contexts)["total_s"]          # one prompt per context
+                    ttft = pre.evaluate(1.0, contexts).total_s          # one prompt per context
                     need = memory_need(cfg, p, precision=dec.precision, engine=dec.engine, batch=batches[:, None],
                                        context=contexts[None, :])
                     fits = memory_fits(need, sysm.gpu, engine=dec.engine, plan=p)
-                    meets = fits & (r["total_s"] <= budget_s)
-                    comm_share = r["comm_s"] / r["total_s"]
+                    meets = fits & (r.total_s <= budget_s)
+                    comm_share = r.comm_s / r.total_s
                     t2 = time.perf_counter()
                     sink += float(meets.sum()) + float(comm_share[-1, -1]) + float(ttft[-1])
                     compile_s += t1 - t0
                     eval_s += t2 - t1
                     n_plans += 1
-                    n_configs += r["total_s"].size
+                    n_configs += r.total_s.size
     total_s = time.perf_counter() - t_start
     rate = n_configs / total_s
     grid = f"{len(batches)} batches x up to {64 if not quick else 16} contexts"
@@ -322,8 +322,8 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
                 p = tf.Plan(tp, 1, 1)
                 dec = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="decode")
                 pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
-                d = dec.evaluate(b, L)["total_s"]
-                f = pre.evaluate(b, L)["total_s"]
+                d = dec.evaluate(b, L).total_s
+                f = pre.evaluate(b, L).total_s
                 mem = memory_need(cfg, p, precision=dec.precision, engine=dec.engine, batch=b, context=L).total
                 n += d.size
                 if (mspec["name"], ours, tp) == (pm, pg, ptp) and pb in batches and pc in contexts:

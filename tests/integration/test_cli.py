@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-ALLREDUCE_KEYS = {"bytes", "time_s", "latency_s", "bandwidth_s", "algorithm", "protocol", "algbw_bytes_per_s",
+ALLREDUCE_KEYS = {"msg_bytes", "time_s", "latency_s", "bandwidth_s", "algorithm", "protocol", "algbw_bytes_per_s",
                   "busbw_bytes_per_s"}
 PLAN_ROW_KEYS = {"tp", "pp", "ep", "itl_s", "compute_s", "comm_s", "comm_share", "ttft_s", "mem_bytes_per_gpu",
-                 "fits_memory", "meets_budget"}
+                 "fits_memory", "meets_budget", "allreduce"}
 
 
 def test_allreduce_json_keys_are_stable(cli):
@@ -16,7 +16,7 @@ def test_allreduce_json_keys_are_stable(cli):
     d = json.loads(r.stdout)
     assert {"system", "nodes", "gpus", "op", "impl", "rows"} <= set(d)
     assert d["gpus"] == 8 and d["system"] == "hgx-h100"
-    sizes = [row["bytes"] for row in d["rows"]]
+    sizes = [row["msg_bytes"] for row in d["rows"]]
     assert sizes[0] == 8 and sizes[-1] == 2**30 and len(sizes) == 28  # 8 B .. 1 GiB by powers of two
     assert all(ALLREDUCE_KEYS <= set(row) for row in d["rows"])
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from shardbudget.cli.app import main
-from shardbudget.decide.ask import Ask, engine_call
+from shardbudget.step.records import engine_call
 from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.decide.planner import plan
 from shardbudget.decide.questions import explain
@@ -214,7 +214,7 @@ def test_explain_quotes_plans_rows(req, capsys):
     row = next(r for r in res.results[0].rows if r.key == (tp, 1, 1, 1))
     assert (own["itl_s"], own["comm_s"], own["comm_share"]) == (row.itl_s, row.comm_s, row.comm_share)
     assert format_seconds(row.itl_s) in text and f"{100 * row.comm_share:.0f}%" in text
-    words = res.assumptions["allreduce"][f"TP{tp}"]
+    words = res.assumptions.allreduce[f"TP{tp}"]
     kind = own["call"]["kind"]
     assert (KIND_WORDS[kind] if kind != "nccl" else "NCCL") in words
     swept = plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT)).results[0]

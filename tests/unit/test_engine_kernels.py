@@ -58,7 +58,7 @@ def test_unknown_engine():
 def _plan_kinds(engine, tp, system="gb200-nvl72"):
     from shardbudget.decide.planner import plan as run_plan
     r = run_plan(request("llama-3.1-70b", system, batches=[1], engine=engine))
-    return r.assumptions["allreduce"][f"TP{tp}"]
+    return r.assumptions.allreduce[f"TP{tp}"]
 
 
 def test_nvl72_host_is_a_compute_tray():
@@ -107,7 +107,7 @@ def test_per_host_rule_in_deploy():
 def test_forced_custom_is_labelled_as_priced():
     """plan --impl custom on l40s-pcie: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
     from shardbudget.decide.planner import plan as run_plan
-    words = run_plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom")).assumptions["allreduce"]
+    words = run_plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom")).assumptions.allreduce
     assert words["TP2"] == "custom (forced by --impl)"
     assert words["TP4"].startswith("NCCL: --impl custom cannot run here") and "peer-to-peer" in words["TP4"]
 

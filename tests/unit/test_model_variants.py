@@ -80,7 +80,7 @@ def test_step_time_stops_growing_past_the_window_on_a_grid():
     # and every Mistral layer reads at most 4096 keys, so 8192 and 32768 cost what 4096 costs.
     catalog = load_catalog()
     model = compile_step(load_model("mistral-7b-v0.1"), catalog.system("hgx-h100"), Plan(2), catalog)
-    total = model.evaluate(np.array([[1.0], [8.0], [64.0]]), np.array([[1024.0, 4096.0, 8192.0, 32768.0]]))["total_s"]
+    total = model.evaluate(np.array([[1.0], [8.0], [64.0]]), np.array([[1024.0, 4096.0, 8192.0, 32768.0]])).total_s
     assert total.shape == (3, 4)
     assert np.all(total[:, 0] < total[:, 1]) and np.all(total[:, 1:] == total[:, 1:2])
     one = decode_step("mistral-7b-v0.1", "hgx-h100", Plan(2), batch=8, context=32768, catalog=catalog).total_s

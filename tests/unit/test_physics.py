@@ -81,7 +81,7 @@ requests = dict(model=st.sampled_from(MODELS), system=st.sampled_from(SYSTEMS), 
 def test_the_step_without_communication_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
     sm = _step(model, system, tp, engine)
     r = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0)
-    rest = r["total_s"] - r["comm_s"]
+    rest = r.total_s - r.comm_s
     assert rest[1] >= rest[0] * (1 - REL), (model, system, sm.plan.tp, engine, batch, rest)
 
 
@@ -108,7 +108,7 @@ def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
     measured one (vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
     16.67 us at 1 MiB), or a known defect held by test_a_known_fall_is_still_there."""
     sm = _step(model, system, tp, engine)
-    itl = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0)["total_s"]
+    itl = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0).total_s
     if itl[1] < itl[0] * (1 - REL):
         switch = _tp_switch(model, system, sm.plan.tp, engine, batch)
         assert _allowed(switch), (model, system, sm.plan.tp, engine, batch, itl, switch)
@@ -127,7 +127,7 @@ def test_every_fall_of_the_models_itl_is_listed():
                     sm = _step(model, system, tp, engine)
                     if sm.plan.tp != tp:
                         continue
-                    itl = sm.evaluate(b, 4096.0)["total_s"]
+                    itl = sm.evaluate(b, 4096.0).total_s
                     for i in np.where(np.diff(itl) < -REL * itl[1:])[0]:
                         switch = _tp_switch(model, system, tp, engine, int(b[i]))
                         assert _allowed(switch), (model, system, tp, engine, int(b[i]), switch)
@@ -173,9 +173,9 @@ def test_a_known_fall_is_still_there(key):
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():
     """The numbers the examples above quote: B200 TP8 vllm falls at its measured 1 MiB step, and
     H800 TP8 vllm at 256 KiB (12.96 -> 12.32 ms), a known fall (no H800 rows)."""
-    itl = _step("llama-3.1-70b", "hgx-b200", 8, "vllm").evaluate(np.array([48.0, 63.0, 64.0]), 4096.0)["total_s"]
+    itl = _step("llama-3.1-70b", "hgx-b200", 8, "vllm").evaluate(np.array([48.0, 63.0, 64.0]), 4096.0).total_s
     assert itl * 1e3 == pytest.approx([11.24, 12.10, 10.84], abs=0.01)
-    itl = _step("llama-3.1-70b", "hgx-h800", 8, "vllm").evaluate(np.array([15.0, 16.0]), 4096.0)["total_s"]
+    itl = _step("llama-3.1-70b", "hgx-h800", 8, "vllm").evaluate(np.array([15.0, 16.0]), 4096.0).total_s
     assert itl * 1e3 == pytest.approx([12.96, 12.32], abs=0.01)
     assert _tp_switch("llama-3.1-70b", "hgx-h800", 8, "vllm", 15).key in KNOWN
 

@@ -130,9 +130,9 @@ def test_fused_collectives_hide_transfer_not_latency():
 
 
 def test_skipped_tp_and_kv_replication_are_explained():
-    notes = plan(request("qwq-32b", "hgx-h100", nodes=2, batches=[1])).assumptions["notes"]
+    notes = plan(request("qwq-32b", "hgx-h100", nodes=2, batches=[1])).assumptions.notes
     assert "TP16 skipped: tp (16) must divide num_attention_heads (40)" in notes
-    notes = plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1])).assumptions["notes"]
+    notes = plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1])).assumptions.notes
     assert any(n.startswith("TP16: 8 KV heads for 16 GPUs") for n in notes)
 
 
@@ -140,7 +140,7 @@ def test_a_tp_the_heads_refuse_is_skipped_not_fatal():
     # llama-4-scout has 40 heads: TP16 on two HGX nodes is refused by the heads (engines refuse it),
     # offered with data-parallel attention (16 experts), and TP8 x PP2 still fills both nodes
     result = plan(request("llama-4-scout", "hgx-h200", nodes=2, batches=[1]))
-    notes = result.assumptions["notes"]
+    notes = result.assumptions.notes
     assert any(n.startswith("TP16 skipped: tp (16) must divide num_attention_heads (40)") for n in notes)
     labels = {r.label() for r in result.results[0].rows}
     assert "TP8 PP2" in labels and "TP16 EP16 DP16" in labels
@@ -162,7 +162,7 @@ def test_every_shipped_model_plans_on_one_and_two_nodes_of_every_system(model):
             heads = load_model(model).num_heads
             for tp in {r.tp for r in rows if r.dp == 1}:
                 assert heads % tp == 0, (model, name, nodes, tp)
-            skipped = [n for n in result.assumptions["notes"] if " skipped: " in n]
+            skipped = [n for n in result.assumptions.notes if " skipped: " in n]
             for n in skipped:
                 tp = int(n.split()[0][2:])
                 assert tp <= nodes * system.gpus_per_node and "must" in n, n

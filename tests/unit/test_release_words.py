@@ -62,10 +62,10 @@ def test_plan_deploy_and_allreduce_say_the_same_release(capsys):
     catalog = at_nccl(load_catalog(), "2.28")
     p = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], catalog=catalog))
     d = deploy(request("llama-3.1-8b", "hgx-h100", catalog=catalog), gpus=8)
-    assert p.assumptions["nccl"] == d.nccl == "2.28 (--nccl; vllm 0.19.0 ships 2.27.5)"
+    assert p.assumptions.nccl == d.nccl == "2.28 (--nccl; vllm 0.19.0 ships 2.27.5)"
     p = plan(request("llama-3.1-8b", "hgx-h100", batches=[1]))
     d = deploy(request("llama-3.1-8b", "hgx-h100"), gpus=8)
-    assert p.assumptions["nccl"] == d.nccl == "2.27 (vllm 0.19.0 ships 2.27.5)"
+    assert p.assumptions.nccl == d.nccl == "2.27 (vllm 0.19.0 ships 2.27.5)"
     assert cli.main(["allreduce", "--system", "hgx-h100", "--gpus", "8", "--impl", "vllm", "--size", "1MiB"]) in (0, None)
     assert "NCCL 2.27 (vllm 0.19.0 ships 2.27.5)" in capsys.readouterr().out.splitlines()[0]
 

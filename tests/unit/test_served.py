@@ -37,8 +37,8 @@ def test_tpot_by_hand(setup):
     s = served_curve(sc, p, batch=b, input_len=i, output_len=o)
     dec = compile_step(cfg, system, p, cat, phase="decode", **common)
     pre = compile_step(cfg, system, p, cat, phase="prefill", **common)
-    step = dec.evaluate(b, i + o / 2)["total_s"]
-    c_p = (float(pre.evaluate(1.0, float(i))["total_s"]) - float(dec.evaluate(1.0, 1.0)["total_s"])) / i
+    step = dec.evaluate(b, i + o / 2).total_s
+    c_p = (float(pre.evaluate(1.0, float(i)).total_s) - float(dec.evaluate(1.0, 1.0).total_s)) / i
     assert s.prompt_token_s == pytest.approx(c_p, rel=REL) == prompt_token_s(sc, p, input_len=i)
     assert c_p > 0
     np.testing.assert_allclose(s.tpot_s, step + c_p * (b - 1) * i / o, rtol=REL)
@@ -71,7 +71,7 @@ def test_plan_without_a_workload_is_decode_only(setup):
     cat = setup[0]
     pr = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], catalog=cat))
     assert all(r.tpot_s is None for r in pr.results[0].rows)
-    assert pr.assumptions["tpot"].startswith("decode only")
+    assert pr.assumptions.tpot.startswith("decode only")
     served = plan(request("llama-3.1-8b", "hgx-h100", batches=[8], input_len=4096, output_len=128, catalog=cat))
     assert served.context == 4096 + 64
     for r in served.results[0].rows:

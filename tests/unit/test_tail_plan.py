@@ -62,12 +62,12 @@ def test_p99_is_at_least_the_mean_and_equal_without_collectives(tmp_path):
                 assert r.itl_p99_s == pytest.approx(r.itl_s, rel=1e-9)
             else:
                 assert r.itl_p99_s > r.itl_s
-    assert "p99 from per-iteration times of all-reduce at 8 ranks (ar.json)" in res.assumptions["tail"]
+    assert "p99 from per-iteration times of all-reduce at 8 ranks (ar.json)" in res.assumptions.tail
 
 
 def test_without_a_log_there_is_no_p99():
     res = _plan(None, batches=(8,))
-    assert all(r.itl_p99_s is None for r in res.results[0].rows) and res.assumptions["tail"] is None
+    assert all(r.itl_p99_s is None for r in res.results[0].rows) and res.assumptions.tail is None
 
 
 def test_constant_times_give_p99_equal_to_the_mean(tmp_path):
@@ -90,8 +90,8 @@ def _simulated_p99(model, batch, context, itl_s, jitter, tokens=40_000, seed=7):
     total = np.zeros(tokens)
     rest = itl_s
     for c in model.collective_calls(batch, context):
-        group = model.groups[c["group"]]
-        call = jitter.call(c["op"], group.ranks, c["msg_bytes"], c["count"], c["time_s"])
+        group = model.groups[c.group]
+        call = jitter.call(c.op, group.ranks, c.msg_bytes, c.count, c.time_s)
         if call.family == "fixed":  # an op the log did not time (the LM head's all-gather)
             continue
         samples = np.asarray(call.params)
@@ -132,7 +132,7 @@ def test_ops_the_log_did_not_time_keep_their_mean(tmp_path):
     res = plan(request("deepseek-v3", "hgx-h200", batches=(64,), jitter=jitter))
     moe = [r for r in res.results[0].rows if r.ep > 1]
     assert moe and all(r.itl_p99_s >= r.itl_s for r in moe)
-    assert "other collectives at their mean" in res.assumptions["tail"]
+    assert "other collectives at their mean" in res.assumptions.tail
 
 
 # --- the command ------------------------------------------------------------------------------

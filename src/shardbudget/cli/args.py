@@ -156,12 +156,6 @@ def jsonable(o):
     return o
 
 
-def cost_row(c) -> dict:
-    return {"bytes": c.msg_bytes, "time_s": c.time_s, "latency_s": c.latency_s, "bandwidth_s": c.bandwidth_s,
-            "algorithm": c.algorithm, "protocol": c.protocol, "impl": c.impl, "algbw_bytes_per_s": c.algbw_bytes_per_s,
-            "busbw_bytes_per_s": c.busbw_bytes_per_s}
-
-
 def jitter(paths: Optional[list[Path]]):
     """The calls' measured spread from --jitter logs (decide.tail_plan.Jitter), or None; plan and
     deploy read them alike (tail_plan reads logs: loaded only then)."""

@@ -59,7 +59,7 @@ def allreduce(
         print_json({"system": group.system.name, "nodes": nodes, "gpus": group.ranks, "op": op,
                     "impl": impl, "algo": algo, "protocol": protocol, "dtype": dtype,
                     "crossover_bytes": cross, "engine_rule": rule, "gpudirect_rdma": gdr(group.system, cat.nccl) if nodes > 1 else None,
-                    "rows": [args.cost_row(c) for c in costs]})
+                    "rows": costs})
     else:
         from ..report import tables
         why = custom_allreduce_allowed(group, impl) if op == "all-reduce" else "custom kernels are all-reduce only"

@@ -1,6 +1,6 @@
 """What `explain`'s answers share: the request with the planner's sweeps its answers share (`Ask`,
-which prices exactly as `plan` does), the answer and the explanation as data, and the TP
-all-reduce as the engine runs it (`engine_call`).
+which prices exactly as `plan` does) and the answer and the explanation as data. The TP all-reduce
+an answer quotes is the one a plan row carries (step.records.AllReduceCall).
 Every ratio an answer quotes is computed from the numbers as printed (`shown`), so that a reader can
 check it by hand.
 """
@@ -10,11 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
-from ..comm.collectives import candidates
-from ..comm.lines import pick
-from ..engines.allreduce import KIND_WORDS
 from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..model import ModelConfig, Plan
@@ -149,52 +144,6 @@ class Ask:
         return self.req.scenario.on(system).step(p, "decode")
 
 
-# --- the call the engine runs -------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Call:
-    """The TP all-reduce of one step as the engine runs it: how many per token, which kernel, its time."""
-
-    msg_bytes: float
-    count: int
-    time_s: float
-    latency_s: float
-    kind: str
-    """The engine's choice at this size (engines.allreduce.KIND_WORDS' keys: one-shot, nccl, ...)."""
-    algorithm: str
-    protocol: str
-    engine: str
-
-    @property
-    def words(self) -> str:
-        """'vllm one-shot', 'NCCL ring/LL' (NCCL's own choice of algorithm and protocol)."""
-        if self.kind == "nccl":
-            return f"NCCL {self.algorithm}/{self.protocol.upper() if self.protocol != 'simple' else 'Simple'}"
-        return f"{self.engine} {KIND_WORDS.get(self.kind, self.kind)}"
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "words": self.words}
-
-
-def engine_call(sm: StepModel, batch: int, context: float) -> Call | None:
-    """The step's chief TP all-reduce (the most frequent), priced as the step prices it, with the
-    kernel the engine's rule picks at its size (None: the plan has no TP all-reduce)."""
-    calls = [c for c in sm.collective_calls(batch, context) if c["op"] == "all-reduce" and c["group"] == "tp"]
-    if not calls:
-        return None
-    c = max(calls, key=lambda c: (c["count"], c["msg_bytes"]))
-    msg, ranges = c["msg_bytes"], sm.allreduce_ranges
-    if sm.impl is not None:  # forced: that library's own choice
-        line = pick(candidates(sm.groups["tp"], "all-reduce", sm.impl), msg)
-        kind = "nccl" if line.impl == "nccl" else line.algorithm
-    else:
-        kind = (ranges.kinds + ranges.at_edge)[int(ranges.kind_index(np.array([msg]))[0])]
-        line = pick(ranges.pools[kind], msg)
-    return Call(msg_bytes=msg, count=int(c["count"]), time_s=float(c["time_s"]), latency_s=float(line.latency_s),
-                kind=kind if line.impl == "custom" or kind == "nccl" else "nccl", algorithm=line.algorithm,
-                protocol=line.protocol, engine=sm.engine)
-
-
 def largest_tp(cfg: ModelConfig, gpus: int) -> int:
     """The largest power-of-two TP up to `gpus` that the model's heads allow."""
     tp = 1
@@ -207,4 +156,4 @@ def largest_tp(cfg: ModelConfig, gpus: int) -> int:
     return tp
 
 
-__all__ = ["Answer", "Ask", "Call", "ExplainError", "Explanation", "Table", "engine_call", "largest_tp", "ratio", "shown"]
+__all__ = ["Answer", "Ask", "ExplainError", "Explanation", "Table", "largest_tp", "ratio", "shown"]

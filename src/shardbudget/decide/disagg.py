@@ -70,7 +70,7 @@ def best_prefill(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tu
                         f"give prefill more GPUs (--disaggregate P:D)")
     best = None
     for replicas, p in fitting:
-        t = float(sc.step(p, "prefill").evaluate(1.0, float(input_len))["total_s"])
+        t = float(sc.step(p, "prefill").evaluate(1.0, float(input_len)).total_s)
         if best is None or replicas / t > best[0] / best[2]:
             best = (replicas, p, t)
     replicas, p, t = best

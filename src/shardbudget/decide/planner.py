@@ -28,6 +28,7 @@ from ..model import ModelConfig, Plan
 from ..model.plan import check_degree, check_tp
 from ..step.price_comm import tp_group
 from ..step.scenario import Scenario
+from ..step.settings import Efficiency, PlanSettings
 from ..units import format_rate, format_seconds
 from .release_words import nccl_words
 from .request import Budgets, Request, Workload
@@ -65,6 +66,48 @@ class BatchResult:
                 "verdict": self.verdict}
 
 
+@dataclass(frozen=True, kw_only=True)
+class Assumptions:
+    """What a plan's numbers rest on, as its header, the report's assumptions and --json state them."""
+
+    efficiency: Efficiency
+    settings: PlanSettings
+    memory_utilization: float
+    """Share of the GPU's memory the engine may use, as priced."""
+    impl: str | None
+    engine: str
+    engine_version: str | None
+    nccl: str
+    """The NCCL release priced, in the header's words (release_words.nccl_words)."""
+    allreduce: dict[str, str]
+    """Per TP degree ('TP8'), what runs its all-reduce: the engine's size ranges, or the forced kernel."""
+    weight_dtype: str
+    kv_dtype: str
+    act_dtype: str
+    comm_threshold: float
+    knee_threshold: float
+    ttft: str
+    gpu: str
+    intra_fabric: str
+    nic: str | None
+    expert_dtype: str | None
+    compute_dtype: str | None
+    notes: tuple[str, ...]
+    tail: str | None
+    """What the rows' p99 ITLs come from (--jitter), or None."""
+    tpot: str
+    """What the latency columns answer: decode only, or the served TPOT too."""
+
+    def to_dict(self) -> dict:
+        eff = {**self.efficiency.to_dict(), **self.settings.to_dict(), "memory_utilization": self.memory_utilization}
+        return {"efficiency": eff, "impl": self.impl, "engine": self.engine, "engine_version": self.engine_version,
+                "nccl": self.nccl, "allreduce": dict(self.allreduce), "weight_dtype": self.weight_dtype,
+                "kv_dtype": self.kv_dtype, "act_dtype": self.act_dtype, "comm_threshold": self.comm_threshold,
+                "knee_threshold": self.knee_threshold, "ttft": self.ttft, "gpu": self.gpu,
+                "intra_fabric": self.intra_fabric, "nic": self.nic, "expert_dtype": self.expert_dtype,
+                "compute_dtype": self.compute_dtype, "notes": list(self.notes), "tail": self.tail, "tpot": self.tpot}
+
+
 @dataclass(frozen=True)
 class PlanResult:
     model: str
@@ -76,14 +119,14 @@ class PlanResult:
     impl: str
     dtype: str
     results: tuple[BatchResult, ...]
-    assumptions: dict = field(default_factory=dict)
+    assumptions: Assumptions
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "context": self.context,
                 "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "impl": self.impl,
-                "dtype": self.dtype, "expert_dtype": self.assumptions.get("expert_dtype") or self.dtype,
+                "dtype": self.dtype, "expert_dtype": self.assumptions.expert_dtype or self.dtype,
                 "results": [r.to_dict() for r in self.results],
-                "assumptions": self.assumptions}
+                "assumptions": self.assumptions.to_dict()}
 
 
 # --- which plans are valid ------------------------------------------------------------------
@@ -195,21 +238,20 @@ def shown_context(work: Workload) -> int:
 
 
 def _assumptions(req: Request, plans: Sequence[Plan], usable: float, served: tuple[int, int] | None,
-                 context: int) -> dict:
+                 context: int) -> Assumptions:
     sc, b = req.scenario, req.budgets
-    sysm, precision, eff = sc.system, sc.precision, sc.eff
-    return {"efficiency": {**eff.to_dict(), **sc.settings.to_dict(), "memory_utilization": usable / sysm.gpu.memory_bytes},
-            "impl": sc.impl, "engine": sc.engine, "engine_version": load_engine(sc.engine).version,
-            "nccl": nccl_words(sc.catalog, sc.engine),
-            "allreduce": allreduce_words(sc, plans),
-            "weight_dtype": precision.weights, "kv_dtype": precision.kv_dtype,
-            "act_dtype": precision.activations, "comm_threshold": b.comm_threshold,
-            "knee_threshold": b.knee_threshold, "ttft": f"prefill of one {served[0] if served else context}-token prompt",
-            "gpu": sysm.gpu.name, "intra_fabric": sysm.intra_fabric.name,
-            "nic": f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
-            "expert_dtype": precision.expert_dtype, "compute_dtype": precision.compute_dtype,
-            "notes": list(sc.precision_notes) + plan_notes(sc.model, sysm, sc.node_count, plans),
-            "tail": req.jitter.describe() if req.jitter else None, "tpot": served_words(served, context)}
+    sysm, precision = sc.system, sc.precision
+    return Assumptions(efficiency=sc.eff, settings=sc.settings, memory_utilization=usable / sysm.gpu.memory_bytes,
+                       impl=sc.impl, engine=sc.engine, engine_version=load_engine(sc.engine).version,
+                       nccl=nccl_words(sc.catalog, sc.engine), allreduce=allreduce_words(sc, plans),
+                       weight_dtype=precision.weights, kv_dtype=precision.kv_dtype, act_dtype=precision.activations,
+                       comm_threshold=b.comm_threshold, knee_threshold=b.knee_threshold,
+                       ttft=f"prefill of one {served[0] if served else context}-token prompt",
+                       gpu=sysm.gpu.name, intra_fabric=sysm.intra_fabric.name,
+                       nic=f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
+                       expert_dtype=precision.expert_dtype, compute_dtype=precision.compute_dtype,
+                       notes=tuple(sc.precision_notes) + tuple(plan_notes(sc.model, sysm, sc.node_count, plans)),
+                       tail=req.jitter.describe() if req.jitter else None, tpot=served_words(served, context))
 
 
 def allreduce_words(sc: Scenario, plans: Sequence[Plan]) -> dict:
@@ -254,7 +296,8 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
     decode = sc.step(p, "decode")
     at = served[0] + served[1] / 2 if served else float(context)  # the mean context a served request sees
     dec = decode.evaluate(batches, at)
-    p99s = jitter.row_p99s(decode, batches, at, dec["total_s"]) if jitter else [None] * len(batches)
+    calls = decode.tp_allreduces(batches, at)  # the TP all-reduce each row was priced with
+    p99s = jitter.row_p99s(decode, batches, at, dec.total_s) if jitter else [None] * len(batches)
     need = memory_need(sc.model, p, precision=sc.precision, engine=sc.engine, batch=batches,
                        context=float(sum(served) if served else context), workspace_bytes=settings.workspace_bytes)
     mem = need.total
@@ -264,19 +307,20 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
         curve = served_curve(sc, p, batch=batches, input_len=served[0], output_len=served[1])
         tpots, ttfts = curve.tpot_s, curve.ttft_s
     else:  # one prompt of `context` tokens prefilled alone
-        ttft = float(sc.step(p, "prefill").evaluate(1.0, float(context))["total_s"])
+        ttft = float(sc.step(p, "prefill").evaluate(1.0, float(context)).total_s)
         tpots, ttfts = [None] * len(batches), [ttft] * len(batches)
     rows = []
     for i in range(len(batches)):
-        itl, comm, fits, ttft = float(dec["total_s"][i]), float(dec["comm_s"][i]), bool(ok[i]), float(ttfts[i])
+        itl, comm, fits, ttft = float(dec.total_s[i]), float(dec.comm_s[i]), bool(ok[i]), float(ttfts[i])
         meets = fits and (budgets.budget_s is None or itl <= budgets.budget_s) and (
             budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
-        rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec["compute_s"][i]),
+        rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec.compute_s[i]),
                         comm_s=comm, comm_share=comm / itl if itl else 0.0,
-                        comm_latency_s=float(dec["comm_latency_s"][i]), other_s=float(dec["other_s"][i]),
+                        comm_latency_s=float(dec.comm_latency_s[i]), other_s=float(dec.other_s[i]),
                         ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
                         memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
-                        itl_p99_s=p99s[i], tpot_s=None if tpots[i] is None else float(tpots[i])))
+                        itl_p99_s=p99s[i], tpot_s=None if tpots[i] is None else float(tpots[i]),
+                        allreduce=calls[i]))
     return rows
 
 
@@ -347,11 +391,11 @@ def required_fabric(req: Request, tp: int) -> Requirement:
     sm = sc.step(Plan(tp, 1, 1))
     st = sm.step(batch, context)
     calls = sm.collective_calls(batch, context)
-    n_calls = sum(c["count"] for c in calls)
+    n_calls = sum(c.count for c in calls)
     comm_budget = budget_s - st.compute_s - st.other_s  # what is left for the collectives
     lat = st.comm_latency_s
     bw_time = st.comm_s - lat
-    bus_bytes = sum(c["count"] * c["msg_bytes"] * busbw_factor("all-reduce", tp) for c in calls)
+    bus_bytes = sum(c.count * c.msg_bytes * busbw_factor("all-reduce", tp) for c in calls)
     common = dict(model=cfg.name, system=sysm.name, tp=tp, nodes=nodes, batch=batch, budget_s=budget_s,
                   itl_s=st.total_s, compute_s=st.compute_s, comm_budget_s=comm_budget,
                   current_busbw_bytes_per_s=bus_bytes / bw_time if bw_time > 0 else math.inf)
@@ -403,4 +447,4 @@ def _slower_factor(st, slack: float) -> str:
     return f"{(st.comm_latency_s + slack) / st.comm_latency_s:.1f}x"
 
 
-__all__ = ["BatchResult", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "shown_context", "valid_plans"]
+__all__ = ["Assumptions", "BatchResult", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "shown_context", "valid_plans"]

@@ -10,7 +10,7 @@
 
 Every ITL, share and verdict is a Row of `planner.plan` with the request's engine, dtype, batch,
 context and budget, so `explain` never disagrees with `plan`; every per-call time is the call the
-engine runs at that size (`engine_call`), the one the step's communication was priced with. Each
+engine runs at that size (the row's `allreduce`), the one the step's communication was priced with. Each
 ratio is computed from the numbers as printed (`shown`), so it can be checked by hand.
 """
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from ..fabric.hardware import System
 from ..model import Plan
 from ..units import format_bytes, format_seconds
-from .ask import Answer, Ask, Call, ExplainError, Explanation, Table, engine_call, largest_tp, ratio
+from ..step.records import AllReduceCall, engine_call
+from .ask import Answer, Ask, ExplainError, Explanation, Table, largest_tp, ratio
 from .request import Request
 from .tp_limit import when_allreduce_limits, why_the_network_is_slow
 from .verdicts import Row
@@ -34,8 +35,9 @@ from .whatif import FabricCase, fabric_cases
 class FabricRow:
     case: FabricCase
     row: Row
-    call: Call
-    big: Call
+    call: AllReduceCall
+    """The TP all-reduce the row was priced with."""
+    big: AllReduceCall
     """The same plan's call at the large batch (`big_batch`)."""
 
 
@@ -44,7 +46,7 @@ def _fabric_rows(ask: Ask, cases: Sequence[FabricCase], tp: int, big_batch: int)
     for c in cases:
         row = ask.row(c.system, (tp, 1, 1, 1), nodes=c.nodes)
         sm = ask.step(c.system, Plan(tp))
-        out.append(FabricRow(c, row, engine_call(sm, ask.batch, ask.context), engine_call(sm, big_batch, ask.context)))
+        out.append(FabricRow(c, row, row.allreduce, engine_call(sm, big_batch, ask.context)))
     return out
 
 

@@ -77,9 +77,9 @@ def step_p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter:
     groups = step_model.groups
     calls = []
     for c in step_model.collective_calls(batch, context):
-        group = groups.get(c["group"])
+        group = groups.get(c.group)
         ranks = group.ranks if group is not None else 1
-        calls.append(jitter.call(c["op"], ranks, c["msg_bytes"], c["count"], c["time_s"]))
+        calls.append(jitter.call(c.op, ranks, c.msg_bytes, c.count, c.time_s))
     rest_s = max(itl_s - math.fsum(c.count * c.mean_s for c in calls), 0.0)
     return p99_itl_s(rest_s, calls, quantile)
 

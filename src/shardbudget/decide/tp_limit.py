@@ -25,7 +25,7 @@ from ..fabric.hardware import Fabric, System
 from ..model import Plan
 from ..units import format_bytes, format_seconds
 from ..step.scenario import check_nodes
-from .ask import Answer, Ask, Table, engine_call, largest_tp, ratio
+from .ask import Answer, Ask, Table, largest_tp, ratio
 from .verdicts import Row
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -231,8 +231,8 @@ def _network_facts(ask: Ask, system: System, tp_in: int, tp_out: int, one: Row |
                    two: Row | None) -> tuple[str, dict]:
     """The calls inside and across nodes, what the group loses, the network step, the rows."""
     g, nic = system.gpus_per_node, system.nic_fabric
-    inside = engine_call(ask.step(system, Plan(tp_in)), ask.batch, ask.context) if tp_in > 1 else None
-    across = engine_call(ask.step(system, Plan(tp_out)), ask.batch, ask.context) if two is not None else None
+    inside = one.allreduce if one is not None and tp_in > 1 else None  # the calls the rows were priced with
+    across = two.allreduce if two is not None else None
     figures = {"tp_one_node": tp_in, "tp_across": tp_out if two is not None else None,
                "one_node_call": inside.to_dict() if inside else None,
                "across_call": across.to_dict() if across else None,

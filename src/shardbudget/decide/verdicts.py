@@ -21,8 +21,9 @@ communication share passes the threshold also has `comm_bound`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from ..step.records import AllReduceCall
 from ..units import format_decimal_bytes, format_seconds
 
 LABELS = ("does not fit", "latency-optimal", "sharded too far", "over budget", "ok")
@@ -58,6 +59,9 @@ class Row:
     tpot_s: float | None = None
     """The served TPOT with prompts mixed in (step.served, as deploy prices it); None: plan was
     asked a decode-only question (no --input-len/--output-len)."""
+    allreduce: AllReduceCall | None = None
+    """The decode step's chief TP all-reduce as it was priced (kernel, algorithm, protocol, time per
+    call, calls per token): what every view names; None without TP."""
 
     @property
     def gpus(self) -> int:
@@ -73,7 +77,7 @@ class Row:
                 + (f" DP{self.dp}" if self.dp > 1 else ""))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "allreduce": self.allreduce.to_dict() if self.allreduce else None}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,7 +186,7 @@ def _labelled(r: Row, best: Row | None, far: set, comm_threshold: float) -> Row:
         label = "over budget"
     else:
         label = "ok"
-    return Row(**{**asdict(r), "verdict": label, "comm_bound": r.comm_share > comm_threshold})
+    return replace(r, verdict=label, comm_bound=r.comm_share > comm_threshold)
 
 
 def _closest(fitting: list[Row], limits: Thresholds) -> Row:

@@ -244,7 +244,7 @@ def memory_window(results: Sequence[PlanResult], *, catalog=None, colors: Mappin
         windows = []
         for j, res in enumerate(results):
             gpu = catalog.system(res.system).gpu
-            util = float(((res.assumptions or {}).get("efficiency") or {}).get("memory_utilization", 1.0))
+            util = res.assumptions.memory_utilization
             per_batch = []
             for i, batch in enumerate(batches):
                 ax = axes[i, j]

@@ -111,11 +111,11 @@ def rejudge(result: PlanResult, batch_index: int, budget_s: float | None, *, cat
     rows = [replace(r, verdict="", comm_bound=False,
                     meets_budget=r.fits_memory and (budget_s is None or r.itl_s <= budget_s)
                     and (ttft_budget is None or r.ttft_s <= ttft_budget)) for r in br.rows]
-    a = result.assumptions or {}
+    a = result.assumptions
     gpu = catalog.system(result.system).gpu
-    usable = gpu.memory_bytes * a["efficiency"]["memory_utilization"]
-    limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a["comm_threshold"],
-                        knee_threshold=a["knee_threshold"])
+    usable = gpu.memory_bytes * a.memory_utilization
+    limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a.comm_threshold,
+                        knee_threshold=a.knee_threshold)
     return judge(br.batch, rows, where=where_text(result), gpu_memory_bytes=gpu.memory_bytes,
                  usable_bytes=usable, limits=limits)
 

@@ -55,11 +55,10 @@ def result_label(result: PlanResult) -> str:
 
 def fabric_words(result: PlanResult) -> str:
     """The fabrics a plan's collectives cross: 'nvswitch-gen3', or 'nvswitch-gen3 + ib-ndr' across nodes."""
-    a = result.assumptions or {}
-    intra = a.get("intra_fabric") or ""
-    if result.nodes > 1 and a.get("nic"):
-        return f"{intra} + {a['nic']}"
-    return intra
+    a = result.assumptions
+    if result.nodes > 1 and a.nic:
+        return f"{a.intra_fabric} + {a.nic}"
+    return a.intra_fabric
 
 
 def budget_words(budget_s: float | None) -> str:
@@ -68,7 +67,7 @@ def budget_words(budget_s: float | None) -> str:
 
 def comm_threshold(result: PlanResult) -> float:
     """The share of the token in collectives above which the planner flags a plan comm-bound."""
-    return float((result.assumptions or {}).get("comm_threshold", 0.30))
+    return result.assumptions.comm_threshold
 
 
 def system_finding(result: PlanResult) -> str:

@@ -208,10 +208,10 @@ def section_catalog(data: ReportData) -> str:
 
 def section_assumptions(data: ReportData) -> str:
     st = data.settings
-    a = dict(data.plans[0].assumptions or {})
-    eff = a.pop("efficiency", {}) or {}
+    assumed = data.plans[0].assumptions
+    eff = assumed.to_dict()["efficiency"]
     rows = [["model", data.model], ["weights dtype", weights_words(data)],
-            ["KV-cache dtype", a.get("kv_dtype", "")], ["activations dtype", a.get("act_dtype", "")],
+            ["KV-cache dtype", assumed.kv_dtype], ["activations dtype", assumed.act_dtype],
             ["context (tokens in the KV cache)", st.context],
             ["ITL budget", fmt_seconds(st.budget_s) if st.budget_s else "none"],
             *([["TTFT budget", fmt_seconds(st.ttft_budget_s)]] if st.ttft_budget_s else []),
@@ -219,9 +219,9 @@ def section_assumptions(data: ReportData) -> str:
                                                            "cannot run them)" if st.impl == "custom" else "")],
             ["fabric sweep", f"{FABRIC_OP}, {fmt_bytes(SWEEP_MIN_BYTES)} to {fmt_bytes(SWEEP_MAX_BYTES)}, all GPUs "
                              "of each system"],
-            ["comm-bound warning threshold", fmt_pct(a.get("comm_threshold"))],
-            ["knee (latency-optimal TP)", f"the next TP lowers ITL by less than {fmt_pct(a.get('knee_threshold'))}"],
-            ["TTFT", a.get("ttft", "")]]
+            ["comm-bound warning threshold", fmt_pct(assumed.comm_threshold)],
+            ["knee (latency-optimal TP)", f"the next TP lowers ITL by less than {fmt_pct(assumed.knee_threshold)}"],
+            ["TTFT", assumed.ttft]]
     units = {"flops": "of dense tensor-core peak", "memory": "of HBM/GDDR peak bandwidth",
              "memory_utilization": "of GPU memory usable by the engine"}
     for k, v in eff.items():

@@ -244,20 +244,20 @@ def print_plan(result) -> None:
     budget = format_seconds(result.budget_s) if result.budget_s else "none"
     a = result.assumptions
     ttft = f", TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else ""
-    experts = a.get("expert_dtype")
+    experts = a.expert_dtype
     weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
-    engine = " ".join(str(x) for x in (a.get("engine"), a.get("engine_version")) if x)
-    nccl = f", NCCL {a['nccl']}" if a.get("nccl") else ""
+    engine = " ".join(str(x) for x in (a.engine, a.engine_version) if x)
+    nccl = f", NCCL {a.nccl}" if a.nccl else ""
     say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
           f"engine {engine}{nccl}, weights {weights}")
-    for tp, words in (a.get("allreduce") or {}).items():
+    for tp, words in a.allreduce.items():
         say(f"# all-reduce at {tp}: {words}")
-    for note in result.assumptions.get("notes", []):
+    for note in a.notes:
         say(f"# note: {note}")
-    if a.get("tail"):
-        say(f"# {a['tail']}")
-    if a.get("tpot"):
-        say(f"# {a['tpot']}")
+    if a.tail:
+        say(f"# {a.tail}")
+    if a.tpot:
+        say(f"# {a.tpot}")
     for br in result.results:
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
         served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
@@ -306,7 +306,7 @@ def print_memory(result) -> None:
     """Per batch and plan: what the engine allocates on the most loaded GPU, GB."""
     for br in result.results:
         rows = [[r.label(), *_memory_cells(r.memory), "yes" if r.fits_memory else "no"] for r in br.rows]
-        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.get('engine')})",
+        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.engine})",
                     _memory_cols("plan"), rows)
 
 

@@ -6,8 +6,6 @@ can never disagree with `shardbudget plan`. Plain text; the page escapes it.
 
 from __future__ import annotations
 
-from ..decide.ask import engine_call
-from ..model import Plan
 from .fmt import fmt_seconds
 from .plan_rows import batch_result, budget_words, result_label
 from .report_data import ReportData
@@ -25,27 +23,23 @@ def verdict_rows(data: ReportData) -> list[dict]:
                         "fewest_gpus": f"{small.gpus} ({small.label()})" if small else "none",
                         "max_tp": br.max_tp_budget, "best_tp": br.best_tp, "best_plan": best.label() if best else None,
                         "itl_s": best.itl_s if best else None, "comm_share": best.comm_share if best else None,
-                        "allreduce": _allreduce(data, spec, br.batch, best),
+                        "allreduce": _allreduce(best),
                         "verdict": _short_verdict(v, res.budget_s), "meets": br.max_tp_budget is not None,
                         "too_far": [r.label() for r in v.too_far] if v else []})
     return out
 
 
-def _allreduce(data: ReportData, spec, batch: int, best) -> str | None:
-    """The TP all-reduce the best plan runs at this batch ('vllm one-shot'), as `explain` names it."""
-    if best is None or best.tp < 2:
-        return None
-    sc = data.request.scenario.on(data.catalog.system(spec.name))
-    call = engine_call(sc.step(Plan(best.tp, best.pp, best.ep, best.dp)), batch, data.settings.context)
-    return call.words if call else None
+def _allreduce(best) -> str | None:
+    """The TP all-reduce the best plan runs at this batch ('vllm one-shot'), as its row was priced."""
+    return best.allreduce.words if best is not None and best.allreduce is not None else None
 
 
 def engine_words(data: ReportData) -> str:
     """'engine vllm, all-reduce as it picks by size, NCCL 2.30 (...)', or the implementation --impl
     forces; the NCCL release as plan's header says it (the first plan's assumptions)."""
     st = data.settings
-    a = (data.plans[0].assumptions or {}) if data.plans else {}
-    nccl = f", NCCL {a['nccl']}" if a.get("nccl") else ""
+    a = data.plans[0].assumptions
+    nccl = f", NCCL {a.nccl}" if a.nccl else ""
     return f"engine {st.engine}, " + (f"every all-reduce forced to {st.impl}" if st.impl
                                       else "all-reduce as the engine picks it by size") + nccl
 
@@ -53,9 +47,9 @@ def engine_words(data: ReportData) -> str:
 def weights_words(data: ReportData) -> str:
     """'bf16', or 'bf16, mxfp4 experts': the weights the plans priced (the checkpoint's own where no
     --dtype was given), from the first plan's assumptions."""
-    a = (data.plans[0].assumptions or {}) if data.plans else {}
-    weights = a.get("weight_dtype") or data.settings.dtype or "checkpoint dtype"
-    experts = a.get("expert_dtype")
+    a = data.plans[0].assumptions
+    weights = a.weight_dtype
+    experts = a.expert_dtype
     return weights + (f", {experts} experts" if experts and experts != weights else "")
 
 
@@ -114,7 +108,7 @@ def headline(data: ReportData) -> str:
 
 
 def _threshold(data: ReportData) -> float:
-    return float((data.plans[0].assumptions or {}).get("comm_threshold", 0.30)) if data.plans else 0.30
+    return data.plans[0].assumptions.comm_threshold
 
 
 def summary_sentences(data: ReportData) -> list[str]:

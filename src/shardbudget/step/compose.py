@@ -34,6 +34,7 @@ from ..fabric.hardware import Catalog, System
 from ..model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, pipeline_calls, step_work
 from .price_comm import CommPricer, merged
 from .price_ops import OpPricer, engine_op_pricer
+from .records import AllReduceCall, PricedCall, StepArrays, allreduce_calls
 from .settings import DEFAULT_ENGINE, Efficiency, PlanSettings, engine_efficiency
 
 
@@ -110,8 +111,8 @@ class StepModel:
         return step_work(self.model, self.plan, batch=batch, context=context, phase=self.phase,
                          precision=self.precision, sequence_parallel=self.settings.sequence_parallel)
 
-    def evaluate(self, batch, context) -> dict[str, np.ndarray]:
-        """Arrays of step time and its parts for broadcastable arrays of batch and context."""
+    def evaluate(self, batch, context) -> StepArrays:
+        """Step time and its parts for broadcastable arrays of batch and context."""
         b, L = np.asarray(batch, dtype=float), np.asarray(context, dtype=float)
         shape = np.broadcast(b, L).shape
         full, n_kernels, calls = self._gpu_parts(b, L, shape)
@@ -128,9 +129,9 @@ class StepModel:
         comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
         total = np.maximum(gpu, host) + skew + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
-        return {"total_s": total, "compute_s": compute, "comm_s": comm, "comm_latency_s": comm_lat,
-                "other_s": total - compute - comm, "launch_s": np.full(shape, n_kernels * self.eff.kernel_launch_s),
-                "calls": float(sum(c.count for c in calls))}
+        return StepArrays(total_s=total, compute_s=compute, comm_s=comm, comm_latency_s=comm_lat,
+                          other_s=total - compute - comm, launch_s=np.full(shape, n_kernels * self.eff.kernel_launch_s),
+                          calls=float(sum(c.count for c in calls)))
 
     def _rank_skew_s(self, calls: list[CollectiveCall]) -> float:
         """Σ over TP / EP collectives of sigma x E[max of p standard normals] (see Efficiency)."""
@@ -185,19 +186,25 @@ class StepModel:
 
     def step(self, batch: int, context: float) -> StepTime:
         r = self.evaluate(batch, context)
-        return StepTime(total_s=float(r["total_s"]), compute_s=float(r["compute_s"]), comm_s=float(r["comm_s"]),
-                        other_s=float(r["other_s"]), launch_s=float(r["launch_s"]), comm_calls=int(r["calls"]),
-                        comm_latency_s=float(r["comm_latency_s"]))
+        return StepTime(total_s=float(r.total_s), compute_s=float(r.compute_s), comm_s=float(r.comm_s),
+                        other_s=float(r.other_s), launch_s=float(r.launch_s), comm_calls=int(r.calls),
+                        comm_latency_s=float(r.comm_latency_s))
 
-    def collective_calls(self, batch: int, context: float) -> list[dict]:
-        """The collectives of one step with their message sizes and times (for reports)."""
+    def collective_calls(self, batch: int, context: float) -> list[PricedCall]:
+        """The collectives of one step with their message sizes and times."""
         rows = []
         for call in merged(self.work(np.asarray(float(batch)), np.asarray(float(context))).calls):
             msg = float(call.msg_bytes)
             t, _ = self.comms.call_s(call, np.array([msg]))
-            rows.append({"op": call.op.value, "group": call.group, "count": call.count, "msg_bytes": msg,
-                         "time_s": float(t[0])})
+            rows.append(PricedCall(op=call.op.value, group=call.group, count=call.count, msg_bytes=msg,
+                                   time_s=float(t[0])))
         return rows
+
+    def tp_allreduces(self, batch, context: float) -> list[AllReduceCall | None]:
+        """The chief TP all-reduce at each batch of `batch` at one context, as this step prices it:
+        from the calls `evaluate` listed for the same arrays (remembered), the kernel the engine runs."""
+        b, L = np.atleast_1d(np.asarray(batch, dtype=float)), np.asarray(float(context))
+        return allreduce_calls(self, self._stage._layer_parts(b, L, b.shape)[3], b)
 
 
 _LAYER_MEMO = 8

@@ -62,18 +62,18 @@ def decode_per_token(sc: Scenario, p: Plan, *, b: np.ndarray, context: float,
     dec = sc.step(p, "decode")
     if spec is None:
         r = dec.evaluate(b, context)
-        return r["total_s"], r["comm_s"], 1.0
+        return r.total_s, r.comm_s, 1.0
     k = spec.draft_tokens
     verify = dec.evaluate(b * (k + 1), context / (k + 1))  # each sequence's KV read once (speculative.py)
     if spec.method == "draft":
         small = load_model(spec.draft_model)
         draft = sc.step_of(small, Plan(draft_tp(small, p.tp)), "decode")
-        draft_s = k * draft.evaluate(b, context)["total_s"]
+        draft_s = k * draft.evaluate(b, context).total_s
     else:  # mtp / eagle: one decoder layer of the target per draft token
         one = dec.evaluate(b, context)
-        draft_s = k * (one["compute_s"] + one["comm_s"]) / cfg.num_layers
+        draft_s = k * (one.compute_s + one.comm_s) / cfg.num_layers
     y = spec.tokens_per_step
-    return (verify["total_s"] + draft_s) / y, verify["comm_s"] / y, y
+    return (verify.total_s + draft_s) / y, verify.comm_s / y, y
 
 
 def draft_tp(small: ModelConfig, tp: int) -> int:
@@ -86,8 +86,8 @@ def draft_tp(small: ModelConfig, tp: int) -> int:
 def prompt_token_s(sc: Scenario, p: Plan, *, input_len: int) -> float:
     """c_p: one prompt's prefill less a one-token decode step, over its length (module doc)."""
     pre, dec = sc.step(p, "prefill"), sc.step(p, "decode")
-    one = float(pre.evaluate(1.0, float(input_len))["total_s"])
-    base = float(dec.evaluate(1.0, 1.0)["total_s"])
+    one = float(pre.evaluate(1.0, float(input_len)).total_s)
+    base = float(dec.evaluate(1.0, 1.0).total_s)
     return max(one - base, 0.0) / input_len
 
 
