@@ -32,6 +32,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import read_user_file
 from ..errors import CatalogError
 
 PATHS = ("nvl", "pix", "pxb", "phb", "node", "sys")
@@ -173,16 +174,7 @@ def merge_inputs(parts: list[TopoInput]) -> TopoInput:
 
 def _read_one(path: Path) -> TopoInput:
     source = str(path)
-    try:
-        if path.is_dir():
-            raise CatalogError(f"{source}: is a directory, expected `nvidia-smi topo -m` output")
-        if path.stat().st_size > _MAX_BYTES:
-            raise CatalogError(f"{source}: larger than 16 MiB; expected `nvidia-smi topo -m` output")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CatalogError(f"{source}: no such file (expected `nvidia-smi topo -m` output)") from None
-    except OSError as err:
-        raise CatalogError(f"{source}: cannot be read ({err.strerror or err})") from None
+    data = read_user_file(path, what="`nvidia-smi topo -m` output", limit=_MAX_BYTES, error=CatalogError)
     if b"\x00" in data:
         raise CatalogError(f"{source}: looks like a binary file, expected `nvidia-smi topo -m` text")
     return parse_topology_text(data.decode("utf-8", errors="replace").lstrip("\ufeff"), source=source)

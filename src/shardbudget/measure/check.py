@@ -27,7 +27,6 @@ import os
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from .check_causes import Cause, TableFacts, diagnose, erratic
 from ..comm.collectives import OPS, make_group
@@ -36,7 +35,7 @@ from ..errors import MeasureError, PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .fit import forced_by, nccl_line
-from .logs import MeasurementSet, Sample, parse_log_text, read_log
+from .logs import MeasurementSet, Sample, parse_log_text, read_log_text
 from .nccl_info import NcclSettings, settings_for
 from ..units import format_bytes, format_rate, format_seconds
 
@@ -167,8 +166,8 @@ def check_logs(paths: Iterable[str | os.PathLike], *, system: str, catalog: Cata
     _check_request(nodes, gpus, tolerance)
     texts = []
     for p in paths:
-        ms = read_log(p)  # every unreadable or malformed file is a MeasureError here
-        texts.append((ms, _text_of(p)))
+        text = read_log_text(p)  # read once, within the readers' bound: a FIFO or /dev/zero is refused
+        texts.append((parse_log_text(text, source=str(p)), text))  # malformed: a MeasureError
     if not texts:
         raise MeasureError("check needs at least one log file")
     return _check(texts, sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance)
@@ -191,11 +190,6 @@ def _check_request(nodes: object, gpus: object, tolerance: object) -> None:
             raise PlanError(f"{name} must be a whole number of at least 1, got {value!r}")
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not (0 < tolerance < 10):
         raise PlanError(f"--tolerance must be a fraction above 0 (0.25: within 25 %), got {tolerance!r}")
-
-
-def _text_of(path: str | os.PathLike) -> str:
-    """The log's text again, for its NCCL INFO lines (read_log has already vetted the file)."""
-    return Path(path).read_bytes().decode("utf-8", errors="replace")
 
 
 def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: Catalog, *,

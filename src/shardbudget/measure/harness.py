@@ -150,7 +150,7 @@ def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "a
                            out_path=out if reporting else None,
                            env=_environment(backend, world_size, launch))
     # Every rank keeps the rows (they are all-reduced); only the reporting one prints and saves.
-    recorder = Recorder(result, plan, on_size if reporting else None, progress and reporting)
+    recorder = Recorder(result, plan, on_size if reporting else None, progress and reporting, force=force)
     base = dict(backend=backend, op=the_op, dtype=dtype_name, sizes_bytes=[p.size_bytes for p in plan],
                 iters=iters, warmup=warmup, check=check, faults=faults)
     return _execute(base, launch=launch, world_size=world_size, master_addr=master_addr,

@@ -298,12 +298,15 @@ def _load_catalog(name: str) -> ModelConfig:
     return _parse_bytes(data, name=name, where=f"catalog model {name!r}")
 
 
+CONFIG_MAX_BYTES = 16 * 2**20
+"""A config.json larger than this is not a config (the largest shipped one is a few KB)."""
+
+
 def _load_path(path: Path, name: str | None = None) -> ModelConfig:
+    from ..atomic import read_user_file  # a user's file only: shipped models start without it
     file = path / "config.json" if path.is_dir() else path
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read {file}: {exc.strerror or exc}") from None
+    data = read_user_file(file, what="a Hugging Face config.json", limit=CONFIG_MAX_BYTES, error=CatalogError,
+                          missing=f"cannot read {file}: no such file")
     name = name or (file.parent.name if file.name == "config.json" else file.stem) or file.stem
     return _parse_bytes(data, name=name, where=str(file))
 
