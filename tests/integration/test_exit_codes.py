@@ -151,3 +151,26 @@ def test_the_fault_hook_is_inert_without_the_test_suites_hook_module(monkeypatch
     (tmp_path / f"{protocol.FAULT_HOOK}.py").write_text("ARMED = True\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
     assert protocol.armed_faults() == ""
+
+
+@pytest.mark.parametrize("argv", [["compare", "--system", "hgx-h100", "--system", "l40s-pcie", "--gpus", "1"],
+                                  ["allreduce", "--system", "hgx-h100", "--gpus", "1"],
+                                  ["allreduce", "--system", "hgx-h100", "--gpus", "1", "--json"]])
+def test_a_collective_on_one_gpu_is_refused_alike(argv, capsys):
+    """Issue 33, item 11: compare --gpus 1 ended in ZeroDivisionError (a ratio of two zero times),
+    allreduce --gpus 1 printed algbw inf. Both now say what measure says: a collective needs 2 GPUs."""
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"error: {argv[0]}: a collective needs at least 2 GPUs, got 1 (--gpus 1): on one GPU it "
+                                 "moves no data, so it has no time or bandwidth to show\n")
+
+
+def test_a_closed_pipe_is_not_a_verdict(tmp_path):
+    """`shardbudget ... | head -1`: click answers EPIPE with exit(1), the code of a negative verdict; it is 130."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(cli.__file__).resolve().parents[2]),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    p = subprocess.Popen([sys.executable, "-m", "shardbudget", "allreduce", "--system", "hgx-h100", "--size", "8B:1TiB"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    p.stdout.close()  # the reader goes away (as head does) before the command, still starting, prints
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err

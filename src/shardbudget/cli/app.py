@@ -119,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except (KeyboardInterrupt, BrokenPipeError):
         return EXIT_INTERRUPTED
+    except SystemExit as err:  # click's and rich's answer to a closed pipe (`| head`): exit(1), a verdict's code
+        if err.code == EXIT_VERDICT and _stdout_closed():
+            return EXIT_INTERRUPTED
+        raise
     except Exception as err:  # a bug: say so in one line; SHARDBUDGET_DEBUG=1 shows the traceback
         if os.environ.get("SHARDBUDGET_DEBUG"):
             raise
@@ -126,6 +130,18 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"internal error: {text} ({REPORT_BUGS})", err=True)
         return EXIT_INTERNAL
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _stdout_closed() -> bool:
+    """The reader of stdout went away: click wraps stdout in its PacifyFlushWrapper on EPIPE before its
+    sys.exit(1); rich points stdout at /dev/null before its own (Console.on_broken_pipe)."""
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        return True
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
 
 
 def _command_name(info) -> str:

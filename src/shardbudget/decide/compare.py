@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..comm.collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+from ..comm.collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, require_peers, sweep
 from ..comm.custom_kernels import ENGINES
 from ..engines.release import engine_catalog
 from ..fabric.hardware import Catalog
@@ -67,7 +67,7 @@ def compare_systems(systems: list[str], *, nodes: int = 1, gpus: int | None = No
     entries = [catalog.system(s) for s in systems]
     if gpus is None:  # compare like with like: the GPU count every system can provide
         gpus = min(nodes * s.gpus_per_node for s in entries)
-    groups = [make_group(s, nodes=nodes, gpus=gpus, catalog=catalog) for s in entries]
+    groups = [require_peers(make_group(s, nodes=nodes, gpus=gpus, catalog=catalog), "compare") for s in entries]
     sizes = decode_message_sizes(model, list(batches))
     sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])
