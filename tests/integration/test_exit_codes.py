@@ -174,3 +174,34 @@ def test_a_closed_pipe_is_not_a_verdict(tmp_path):
     p.stdout.close()  # the reader goes away (as head does) before the command, still starting, prints
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
+
+
+DEEP = {
+    "deep-array.toml": "a = " + "[" * 5000 + "]" * 5000 + "\n",
+    "deep-inline.toml": "a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n",
+    "deep.json": "[" * 100_000 + "]" * 100_000,
+    "deep-object.json": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "deep-pci.xml": ('<system version="1"><cpu numaid="0">' + '<pci busid="0000:01:00.0">' * 5000
+                     + '<pci busid="0000:02:00.0"><gpu dev="0" sm="90"/></pci>' + "</pci>" * 5000 + "</cpu></system>"),
+}
+
+
+@pytest.mark.parametrize(("argv", "text"), [
+    (["fabrics", "--catalog", "deep-array.toml"], "deep-array.toml: not valid TOML: arrays or inline tables nested too deeply"),
+    (["fabrics", "--catalog", "deep-inline.toml"], "deep-inline.toml: not valid TOML: arrays or inline tables nested too deeply"),
+    (["plan", "--model", "deep.json", "--system", "hgx-h100"], "deep.json is not valid JSON: nested too deeply"),
+    (["plan", "--model", "deep-object.json", "--system", "hgx-h100"], "deep-object.json is not valid JSON: nested too deeply"),
+    (["check", "deep.json", "--system", "hgx-h100"], "deep.json: starts like JSON but is not valid JSON: nested too deeply"),
+    (["fit", "deep-object.json", "--name", "x", "--base-system", "hgx-h100"], "not valid JSON: nested too deeply"),
+    (["topo", "deep-pci.xml", "--name", "x", "--gpu", "h100-sxm"], "deep-pci.xml:1: NCCL topology XML nests <pci> more than 32 deep"),
+    (["topo", str(Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "x",
+      "--gpu-spec", "deep-inline.toml"], "--gpu-spec deep-inline.toml: not a TOML file (nested too deeply"),
+])
+def test_input_nested_thousands_deep_is_bad_input_not_a_recursion_error(argv, text, tmp_path, monkeypatch, capsys):
+    """Issue 33, item 13: TOML or topology XML nested 5,000 deep ended in 'internal error: RecursionError'."""
+    for name, body in DEEP.items():
+        (tmp_path / name).write_text(body)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and text in err and "RecursionError" not in err, err

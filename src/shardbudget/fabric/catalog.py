@@ -360,6 +360,9 @@ def _read_toml(path: Path | str, text: str | None = None) -> dict:
         return tomllib.loads(raw)
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{path}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise CatalogError(f"{path}: not valid TOML: arrays or inline tables nested too deeply to read (thousands "
+                           "of levels); a catalog nests a few") from None
 
 
 def _read_user_toml(path: Path | str) -> str:

@@ -157,7 +157,8 @@ def read_gpu_spec(path: str | os.PathLike, catalog: Catalog, gpu: str | None) ->
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as err:
-        raise CatalogError(f"--gpu-spec {path}: not a TOML file ({err}); `shardbudget topo --gpu-spec-template` "
+        why = "nested too deeply to read" if isinstance(err, RecursionError) else err
+        raise CatalogError(f"--gpu-spec {path}: not a TOML file ({why}); `shardbudget topo --gpu-spec-template` "
                            f"prints one") from None
     gpus = doc.get("gpus")
     if set(doc) - {"gpus", "meta"} or not isinstance(gpus, dict) or len(gpus) != 1:

@@ -340,6 +340,7 @@ def _hints(lines: list[str]) -> tuple[tuple[str, ...], str | None, str | None, s
 # --- NCCL topology XML ----------------------------------------------------------------------
 
 _NVSWITCH_CLASS = "0x068000"  # src/graph/topo.h PCI_NVSWITCH_CLASS
+_MAX_PCI_DEPTH = 32  # <pci> inside <pci>: a node has a few levels of PCIe switches, never dozens
 _HIDDEN_NVSWITCH = "fffffff:ffff:ff"  # xml.cc: NVML hides the NVSwitch on some platforms
 
 
@@ -367,6 +368,9 @@ def _xml(text: str, source: str) -> XmlTopology | None:
 def _walk(node, cpu: int, stack: list, gpus: list, nics: list, source: str, line: int) -> None:
     """Depth-first over the <pci> elements under `node`; `stack` holds node and the <pci> above it, so
     a device's PCIe switch is the <pci> enclosing its own <pci> (its own bus id on a CPU root port)."""
+    if len(stack) > _MAX_PCI_DEPTH:  # the walk recurses once per level: a bound, not a RecursionError
+        raise CatalogError(f"{source}:{line}: NCCL topology XML nests <pci> more than {_MAX_PCI_DEPTH} deep; a node's "
+                           "PCIe tree has a few levels of switches")
     for child in node:
         if child.tag == "pci":
             gpu = child.find("gpu")

@@ -273,7 +273,8 @@ def _parse_bytes(data: bytes, *, name: str, where: str) -> ModelConfig:
     except UnicodeDecodeError:
         raise CatalogError(f"{where} is not UTF-8 text, so not a config.json") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = ("nested too deeply to read (thousands of levels); a config.json nests a few"
+                  if isinstance(exc, RecursionError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise CatalogError(f"{where} is not valid JSON: {reason}") from None
     return config_from_dict(raw, name=name, where=where)
 
