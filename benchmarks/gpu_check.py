@@ -187,7 +187,7 @@ def main(argv=None) -> int:
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         from shardbudget.atomic import write_atomic
-        write_atomic(out, json.dumps({"env": env, **results}, indent=1))
+        write_atomic(out, json.dumps({"env": env, **results}, indent=1), force=True)
         print(f"wrote {out}")
     return 0
 

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'within bound' if within else 'OVER BOUND'}")
     out = Path(__file__).with_name("soak_results.json")
     from shardbudget.atomic import write_atomic
-    write_atomic(out, json.dumps(report, indent=1))
+    write_atomic(out, json.dumps(report, indent=1), force=True)
     print(f"soak: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

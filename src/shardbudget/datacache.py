@@ -107,6 +107,6 @@ def _store(path: Path, name: str, made_of: tuple, obj) -> None:
         for old in CACHE_DIR.glob(f"data-{name}.*.pickle"):  # older files of this name, another Python's too
             if old != path:
                 old.unlink(missing_ok=True)
-        write_atomic(path, data)
+        write_atomic(path, data, force=True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):  # read-only install, an unpicklable field
         pass

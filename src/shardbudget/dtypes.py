@@ -58,6 +58,9 @@ TABLE: tuple[DType, ...] = (
     DType(name="int64", elem_bytes=8.0, is_float=False, torch_name="int64", nccl_name="int64",
           max_exact=2**63 - 1),
     DType(name="int4", elem_bytes=0.5, is_float=False, max_exact=7),
+    # GPTQ's 2- and 3-bit weights, packed into int32 words (3-bit: 32 weights in three words, exactly)
+    DType(name="int3", elem_bytes=3 / 8, is_float=False, max_exact=3),
+    DType(name="int2", elem_bytes=2 / 8, is_float=False, max_exact=1),
     # E2M1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6: every integer up to 4 exactly.
     DType(name="fp4", aliases=("fp4_e2m1", "e2m1"), elem_bytes=0.5, is_float=True, max_exact=4),
     DType(name="mxfp4", elem_bytes=4.25 / 8, is_float=True, max_exact=4),
@@ -66,7 +69,7 @@ TABLE: tuple[DType, ...] = (
 
 _BY_NAME: dict[str, DType] = {n: d for d in TABLE for n in (d.name, *d.aliases)}
 
-WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "mxfp4", "nvfp4")
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "int3", "int2", "fp4", "mxfp4", "nvfp4")
 """What a model's weights, activations or KV cache can be stored in."""
 
 FP4_DTYPES = ("fp4", "mxfp4", "nvfp4")

@@ -139,7 +139,7 @@ CASES = [
     (["allreduce", "-s", "hgx-h100", "--protocol", "ll129"], ["'ll129'", "did you mean 'll128'"], None),
     (["allreduce", "-s", "hgx-h100", "--dtype", "bf61"], ["unknown dtype 'bf61'", "did you mean 'bf16'"], None),
     (["allreduce", "-s", "hgx-h100", "--impl", "cuda"], ["'cuda'", "did you mean 'custom'"], None),
-    (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--dtype", "int3"], ["unknown dtype 'int3'", "did you mean"], None),
+    (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--dtype", "int5"], ["unknown dtype 'int5'", "did you mean"], None),
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--kv-dtype", "fp9"], ["unknown dtype 'fp9'", "did you mean 'fp8'"], None),
     (["compare", "-s", "hgx-h100", "-s", "l40s-pcei"], ["unknown system 'l40s-pcei'", "did you mean 'l40s-pcie'"], SUB),
     (["compare", "-s", "hgx-h100", "--model", "qwen3-23b"], ["unknown model 'qwen3-23b'", "did you mean 'qwen3-32b'"], None),

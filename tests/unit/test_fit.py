@@ -161,6 +161,9 @@ FIT_MISSES = {"nccl_01_a3mega_2node.txt", "nccl_15_coreweave_gb200.txt", "nccl_1
               "nccl_20_h200_misc.txt"}
 
 
+UNPHYSICAL_FITS = {"nccl_15_coreweave_gb200.txt"}
+
+
 @pytest.mark.parametrize("log", sorted(FITTED_LOGS))
 def test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit(data_dir, tmp_path, log):
     """The profile written reproduces the fit's own table (issue 24: a 4090 profile said 0.09375 GB/s
@@ -168,7 +171,9 @@ def test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit(data_
     fit's table did, and passes wherever the fit itself is within tolerance."""
     from shardbudget.measure.check import check_logs
     path = data_dir / "raw" / log
-    r = fit_profile([read_log(path)], name="own", base_system=FITTED_LOGS[log], holdout=False)
+    # the GB200 log's trays-as-nodes fit a 184 GB/s "network" on 50 GB/s NICs: refused unless forced
+    r = fit_profile([read_log(path)], name="own", base_system=FITTED_LOGS[log], holdout=False,
+                    force=log in UNPHYSICAL_FITS)
     cat = load_catalog([str(write_profile(r, tmp_path / "own.toml"))])
     result = check_logs([path], system="own", catalog=cat)
     fitted = {(x.ranks, x.msg_bytes): x.predicted_s for x in r.residuals}
@@ -192,3 +197,44 @@ def test_a_pcie_box_fit_moves_the_links_its_rings_run_on(data_dir, tmp_path):
     t = collective_cost("all-reduce", 2 * 2**30, "my-4090f", gpus=2, catalog=cat).time_s
     assert t == pytest.approx(0.9577, rel=0.10)
     assert "at 2 GPUs (shm)" in r.headline() and "93.75 MB/s" not in r.headline()
+
+
+# --- physical bounds (issue 33, item 12) -----------------------------------------------------
+
+def _scaled(ms: MeasurementSet, factor: float) -> MeasurementSet:
+    return replace(ms, samples=tuple(replace(s, time_s=s.time_s * factor) for s in ms.samples))
+
+
+def test_a_profile_faster_than_the_datasheet_is_refused_with_the_bound(tmp_path):
+    """Times of 0.01-0.16 us (every time / 2000 of a healthy run) once fitted an NVLink of 12,329 GB/s
+    that loaded without a word; now the fit names the bound and writes nothing."""
+    from shardbudget import cli
+    fast = _scaled(_synthetic(scale_bw=1.0), 1 / 2000)
+    assert min(s.time_s for s in fast.samples) < 0.01e-6 and max(s.time_s for s in fast.samples) > 1e-6
+    with pytest.raises(MeasureError, match=r"not physical: the fitted intra-node bandwidth .* is above nvswitch-gen3's "
+                                           r"datasheet 450 GB/s per direction \(bound: x1.05 of it\).*pass --force"):
+        fit_profile([fast], name="fast", base_system="hgx-h100", holdout=False)
+    forced = fit_profile([fast], name="fast", base_system="hgx-h100", holdout=False, force=True)
+    assert forced.warnings[0].startswith("not physical: the fitted intra-node bandwidth")
+    assert any("below the physical floor of 1 µs" in w for w in forced.warnings)
+    log = tmp_path / "fast.log"
+    rows = "\n".join(f"{int(s.msg_bytes):12d} {max(1, int(s.msg_bytes) // 4):13d} float sum -1 {s.time_s * 1e6:.4f} 0 0 0 "
+                     f"{s.time_s * 1e6:.4f} 0 0 0" for s in fast.samples if s.n_ranks == 8)
+    log.write_text("@n_gpus: 8\n@n_nodes: 1\n@collective: all_reduce\n" + rows + "\n")
+    out = tmp_path / "fast.toml"
+    assert cli.main(["fit", str(log), "--name", "fast", "--base-system", "hgx-h100", "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+def test_a_profile_faster_than_the_latency_floor_is_refused():
+    """Latency alone: small sizes only (up to 4 KiB, no size sees the bandwidth), every time / 50: the
+    fit predicts an 8 B all-reduce in a fraction of a microsecond."""
+    quick = _scaled(replace(_synthetic(scale_bw=1.0), samples=tuple(
+        s for s in _synthetic(scale_bw=1.0).samples if s.msg_bytes <= 4096)), 1 / 50)
+    with pytest.raises(MeasureError, match=r"below the physical floor of 1 µs for one collective between GPUs"):
+        fit_profile([quick], name="quick", base_system="hgx-h100", holdout=False)
+
+
+def test_healthy_fits_stay_within_the_bounds():
+    r = fit_profile([_synthetic()], name="h100-slow", base_system="hgx-h100", holdout=False)
+    assert not any(w.startswith("not physical") for w in r.warnings)

@@ -259,6 +259,11 @@ QUANT_CASES = [
      "nvfp4", "nvfp4"),
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "int4", None),
     ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "int8", None),
+    # bits as vLLM's and transformers' GPTQConfig take it (`bits in [2, 3, 4, 8]`): 8.0 is 8 (issue 33, item 12)
+    ({"quant_method": "gptq", "bits": 8.0, "group_size": 128}, "int8", None),
+    ({"quant_method": "gptq_marlin", "bits": 3}, "int3", None),
+    ({"quant_method": "gptq", "bits": 2}, "int2", None),
+    ({"quant_method": "awq", "w_bit": 4.0}, "int4", None),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "int4", None),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", "nvfp4"),
     ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8", "fp8"),
@@ -275,7 +280,6 @@ def test_quantization_configs(qc, weights, activations):
     ({"quant_method": "hqq", "nbits": 4}, "'hqq'"),
     ({"bits": 4}, "None"),
     ("fp8", "a str"),
-    ({"quant_method": "gptq", "bits": 3}, "3-bit"),
     (_ct({"num_bits": 6, "type": "float"}), "6-bit"),
     ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "W4A8_AWQ"),
 ])
@@ -284,6 +288,22 @@ def test_unknown_quantization_warns_and_falls_back(qc, named):
     assert ck.weight_dtype == ck.torch_dtype == "fp16" and ck.scope == "none"
     (warning,) = ck.warnings
     assert named in warning and "fp16" in warning and "\n" not in warning
+
+
+@pytest.mark.parametrize("bits", ["8", "4", float("nan"), float("inf"), True, 5, 8.5, -4, [8], {"v": 8}])
+def test_gptq_awq_bits_no_engine_reads_are_refused_not_priced_as_int4(bits):
+    """Issue 33, item 12: "8", 8.0 and NaN were all priced as int4 (anything not an int fell back to 4).
+    8.0 is read as 8 (test_quantization_configs); a string, NaN, a boolean or another width is refused,
+    naming the file and the key, as vLLM's GPTQConfig refuses it ('only 2/3/4/8-bit ... is supported')."""
+    base = {k: v for k, v in raw("llama-3.1-8b").items()} | {"quantization_config": {"quant_method": "gptq", "bits": bits}}
+    with pytest.raises(CatalogError, match=r"^my/config.json: quantization_config.bits .*: expected the number of bits "
+                                           r"per weight, one of 2, 3, 4, 8 \(as vLLM and transformers read GPTQ / AWQ\)$"):
+        config_from_dict(base, name="q", where="my/config.json")
+
+
+def test_int2_and_int3_weights_are_a_quarter_and_three_eighths_of_a_byte():
+    from shardbudget.dtypes import dtype_bytes
+    assert (dtype_bytes("int2"), dtype_bytes("int3"), dtype_bytes("int4")) == (0.25, 0.375, 0.5)
 
 
 def test_torch_dtype_spellings():

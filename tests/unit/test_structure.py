@@ -29,6 +29,7 @@ LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "
            # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
            # forms itself (quantiphy for the rest: tests/unit/test_units_quick.py)
            "tomllib", ".atomic", "quantiphy",
+           "..atomic",  # read_user_file: a user's --catalog or config.json only, not the built-in data on `plan`'s path
            "..step.served")  # plan --input-len/--output-len alone
 
 

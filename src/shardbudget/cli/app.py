@@ -1,5 +1,13 @@
 """The `shardbudget` command: one typer app, each command in its own module (a thin shell over the
-library: parse, call, print), and the entry point that turns user errors into one line and exit 2.
+library: parse, call, print), and the entry point that holds every command to one exit-code contract:
+
+    0  answered (check: every region within tolerance; deploy: an option meets the budgets)
+    1  a negative verdict: check FAIL, deploy: nothing meets the budgets, a measurement that failed
+    2  bad input: a `ShardbudgetError` or a usage error (unknown option, bad value), one line, no traceback
+    3  internal error: anything else escaping a command is a bug, said in one line with where to report it
+    130  interrupted (Ctrl-C, a closed pipe)
+
+A script can thus tell a crash (3) from a verdict (1) and from its own mistake (2).
 
 A run imports only the module of the command it names; `--help` and a typo'd command import all of
 them, in the order `COMMANDS` lists, which is the order `--help` shows."""
@@ -15,6 +23,10 @@ import typer
 
 from ..errors import ShardbudgetError
 
+EXIT_OK, EXIT_VERDICT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+"""The exit-code contract of every command (module docstring; README "Exit codes")."""
+REPORT_BUGS = ("a bug in shardbudget: please report it to the project's issue tracker with the command line, "
+               "`shardbudget --version` and the traceback SHARDBUDGET_DEBUG=1 prints")
 HELP = "How far can a transformer be tensor-parallel sharded before the interconnect sets its per-token latency?"
 # Help is click's plain format: typer's rich panels import rich's markdown, traceback and layout
 # modules, ~1.9x the start-up of Python with numpy on their own, past the 0.30 s `--help` budget
@@ -38,7 +50,7 @@ SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --
     "models": "The model configs shipped with shardbudget.",
     "measure": "Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out.",
     "fit": "Fit the collective model's constants to measurements and write a profile usable as --catalog.",
-    "check": "Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input.",
+    "check": "Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug.",
     "topo": "A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report (printed without --out).",
     "lab": "Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted.",
     "report": "One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html).",
@@ -86,7 +98,8 @@ def listing_app() -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: user errors become one line on stderr and exit code 2, never a traceback."""
+    """Entry point: the exit code of the contract in the module docstring; user errors become one line
+    on stderr (exit 2), a bug one line "internal error: ..." (exit 3), never a traceback."""
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
@@ -99,19 +112,36 @@ def main(argv: list[str] | None = None) -> int:
                 typer.echo(err.format_message(), err=True)
         else:
             typer.echo(f"error: {err.format_message()}", err=True)
-        return 2
+        return EXIT_BAD_INPUT
     except _click_exit() as err:
         return err.exit_code
     except _click_abort():
-        return 130
+        return EXIT_INTERRUPTED
     except (KeyboardInterrupt, BrokenPipeError):
-        return 130
+        return EXIT_INTERRUPTED
+    except SystemExit as err:  # click's and rich's answer to a closed pipe (`| head`): exit(1), a verdict's code
+        if err.code == EXIT_VERDICT and _stdout_closed():
+            return EXIT_INTERRUPTED
+        raise
     except Exception as err:  # a bug: say so in one line; SHARDBUDGET_DEBUG=1 shows the traceback
         if os.environ.get("SHARDBUDGET_DEBUG"):
             raise
-        typer.echo(f"internal error: {type(err).__name__}: {err} (set SHARDBUDGET_DEBUG=1 for details)", err=True)
-        return 1
-    return code if isinstance(code, int) else 0
+        text = " ".join(f"{type(err).__name__}: {err}".split())[:300]  # one line, whatever the message
+        typer.echo(f"internal error: {text} ({REPORT_BUGS})", err=True)
+        return EXIT_INTERNAL
+    return code if isinstance(code, int) else EXIT_OK
+
+
+def _stdout_closed() -> bool:
+    """The reader of stdout went away: click wraps stdout in its PacifyFlushWrapper on EPIPE before its
+    sys.exit(1); rich points stdout at /dev/null before its own (Console.on_broken_pipe)."""
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        return True
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), os.stat(os.devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
 
 
 def _command_name(info) -> str:

@@ -34,7 +34,8 @@ def allreduce(
     json_out: JsonOpt = False,
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
-    from ..comm.collectives import crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+    from ..comm.collectives import (crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, require_peers,
+                                    sweep)
     from ..comm.custom_kernels import ENGINES
     from ..comm.net_path import gdr
     from ..dtypes import dtype_bytes
@@ -45,8 +46,8 @@ def allreduce(
     # an engine's kernels run beside the NCCL its release installs (plan prices the same)
     cat = engine_catalog(load_catalogs(catalog, nccl, nccl_symmetric), impl if impl in ENGINES else None)
     elem_bytes = dtype_bytes(dtype)
+    group = require_peers(make_group(system, nodes=nodes, gpus=gpus, catalog=cat), "allreduce")
     costs = sweep(op, sizes, system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=cat)
-    group = make_group(system, nodes=nodes, gpus=gpus, catalog=cat)
     cross = crossover_bytes(group, op, impl, algo, protocol)
     rule = None
     if impl in ENGINES and op == "all-reduce" and (algo, protocol) == ("auto", "auto"):

@@ -51,7 +51,7 @@ def deploy(
     With --rate or --users instead of --gpus: the fewest GPUs that serve that load within the budgets.
 
     Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
-    the closest option named); 2: bad input."""
+    the closest option named); 2: bad input; 3: an internal error (a bug)."""
     load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
     check_plot(plot, force=force)
     spec = args.speculation(speculative, draft_tokens, acceptance,

@@ -62,14 +62,18 @@ def fit(
     catalog: CatalogOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fit the collective model's constants to measurements and write a profile usable as --catalog."""
+    """Fit the collective model's constants to measurements and write a profile usable as --catalog.
+
+    A profile outside physical bounds (a link faster than its datasheet, a collective under 1 us) is
+    refused with the bound named; --force keeps it, with a warning (and overwrites --out)."""
     from ..measure.fit import check_profile_path, fit_profile, write_profile
     from ..measure.logs import read_logs, summarize
     check_plot(plot, force=force)
     if out:  # before the fit: a refused --out must not cost the user a run
         check_profile_path(out, force=force)
     sets = read_logs(files)
-    result = fit_profile(sets, name=name, base_system=base_system, catalog=load_catalogs(catalog), holdout=not no_holdout)
+    result = fit_profile(sets, name=name, base_system=base_system, catalog=load_catalogs(catalog), holdout=not no_holdout,
+                         force=force)
     if out:
         write_profile(result, out, force=force)
     for warning in result.warnings:  # a held-out error above 25%, a forced algorithm the model lacks

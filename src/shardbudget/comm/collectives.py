@@ -69,6 +69,18 @@ def make_group(system: System | str, *, nodes: int = 1, gpus: int | None = None,
     return Group(system=system, nodes=nodes, gpus_per_node=gpus // nodes, catalog=catalog)
 
 
+def require_peers(group: Group, what: str) -> Group:
+    """`group` where `what` (a command that prints a collective's time and bandwidth) needs one: a
+    collective on one GPU moves no data, so its algbw would print as infinite and a ratio of two such
+    times divide by zero. The same rule and words as `measure` (a collective needs at least 2 ranks)."""
+    if group.ranks < 2:
+        asked = f"--gpus {group.ranks}" if group.ranks < group.nodes * group.system.gpus_per_node else \
+            f"{group.system.name} has {group.system.gpus_per_node} GPU per node"
+        raise PlanError(f"{what}: a collective needs at least 2 GPUs, got {group.ranks} ({asked}): on one GPU it moves "
+                        "no data, so it has no time or bandwidth to show")
+    return group
+
+
 def intra_path(system: System, g: int) -> Path:
     """The ring over g GPUs of one node, derived from the node's topology (topology.ring_path:
     per-hop transport, shared links counted; computed once per (system, g))."""

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from collections.abc import Sequence
 
-from ..comm.collectives import Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, sweep
+from ..comm.collectives import (Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op,
+                                require_peers, sweep)
 from ..fabric.hardware import System
 from ..model import ModelConfig, hidden_message_bytes
 from ..units import format_rate, format_seconds
@@ -70,7 +71,7 @@ def compare_systems(req: Request, systems: Sequence[str | System] | None = None,
     entries = [s if isinstance(s, System) else catalog.system(s) for s in (systems or [sc.system])]
     if gpus is None:  # compare like with like: the GPU count every system can provide
         gpus = min(nodes * s.gpus_per_node for s in entries)
-    groups = [make_group(s, nodes=nodes, gpus=gpus, catalog=catalog) for s in entries]
+    groups = [require_peers(make_group(s, nodes=nodes, gpus=gpus, catalog=catalog), "compare") for s in entries]
     sizes = decode_message_sizes(sc.model, req.batches, sc.precision.activations)
     sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])

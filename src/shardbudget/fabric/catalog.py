@@ -346,18 +346,29 @@ def _validate_system(s: System) -> None:
                                f"{tree.sockets} sockets of {per_socket} GPUs")
 
 
+USER_TOML_MAX_BYTES = 16 * 2**20
+"""A user's catalog TOML larger than this is not a catalog (the built-in one is ~100 KB)."""
+
+
 def _read_toml(path: Path | str, text: str | None = None) -> dict:
     try:
-        raw = text if text is not None else Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: no such catalog file") from None
-    except (OSError, UnicodeDecodeError) as err:
+        raw = text if text is not None else _read_user_toml(path)
+    except UnicodeDecodeError as err:
         raise CatalogError(f"{path}: cannot read catalog file ({err.__class__.__name__})") from None
     import tomllib  # only when a catalog is built, not when the cache has it
     try:
         return tomllib.loads(raw)
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{path}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise CatalogError(f"{path}: not valid TOML: arrays or inline tables nested too deeply to read (thousands "
+                           "of levels); a catalog nests a few") from None
+
+
+def _read_user_toml(path: Path | str) -> str:
+    from ..atomic import read_user_file  # a user's file only: `plan` starts without it
+    return read_user_file(path, what="a catalog TOML file", limit=USER_TOML_MAX_BYTES, error=CatalogError,
+                          missing=f"{path}: no such catalog file").decode("utf-8")
 
 
 def _builtin_texts() -> list[tuple[str, str]]:

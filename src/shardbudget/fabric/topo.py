@@ -37,7 +37,7 @@ from pathlib import Path
 
 import tomli_w
 
-from ..atomic import check_output_path, write_atomic
+from ..atomic import check_output_path, read_user_file, write_atomic
 from ..errors import CatalogError, UnknownNameError
 from .hardware import GPU, Catalog, System
 from .catalog import load_catalog
@@ -145,15 +145,20 @@ def infer_profile(topo: TopoInput, *, name: str, gpu: str | None = None, cpu: st
     return profile
 
 
+GPU_SPEC_MAX_BYTES = 2**20
+"""A --gpu-spec file holds one [gpus.NAME] table: a few hundred bytes."""
+
+
 def read_gpu_spec(path: str | os.PathLike, catalog: Catalog, gpu: str | None) -> tuple[Catalog, str, dict]:
     """(the catalog with the spec's GPU, its name, its table as written) from a --gpu-spec file: one
     [gpus.NAME] table, read and checked as every catalog GPU is (units, source, a name of its own)."""
+    data = read_user_file(path, what="a --gpu-spec TOML file", limit=GPU_SPEC_MAX_BYTES, error=CatalogError,
+                          missing=f"--gpu-spec {path}: no such file (`shardbudget topo --gpu-spec-template` prints one)")
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"--gpu-spec {path}: no such file (`shardbudget topo --gpu-spec-template` prints one)") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise CatalogError(f"--gpu-spec {path}: not a TOML file ({err}); `shardbudget topo --gpu-spec-template` "
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as err:
+        why = "nested too deeply to read" if isinstance(err, RecursionError) else err
+        raise CatalogError(f"--gpu-spec {path}: not a TOML file ({why}); `shardbudget topo --gpu-spec-template` "
                            f"prints one") from None
     gpus = doc.get("gpus")
     if set(doc) - {"gpus", "meta"} or not isinstance(gpus, dict) or len(gpus) != 1:
@@ -429,7 +434,7 @@ def check_topo_path(path: str | os.PathLike, *, force: bool = False) -> Path:
 def write_topo_profile(profile: TopoProfile, path: str | os.PathLike, *, force: bool = False) -> Path:
     path = check_topo_path(path, force=force)
     try:
-        write_atomic(path, profile.toml())
+        write_atomic(path, profile.toml(), force=force)
     except OSError as err:
         raise CatalogError(f"cannot write {path}: {err.strerror or err}") from None
     return path

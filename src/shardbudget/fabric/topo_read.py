@@ -32,6 +32,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import read_user_file
 from ..errors import CatalogError
 
 PATHS = ("nvl", "pix", "pxb", "phb", "node", "sys")
@@ -173,16 +174,7 @@ def merge_inputs(parts: list[TopoInput]) -> TopoInput:
 
 def _read_one(path: Path) -> TopoInput:
     source = str(path)
-    try:
-        if path.is_dir():
-            raise CatalogError(f"{source}: is a directory, expected `nvidia-smi topo -m` output")
-        if path.stat().st_size > _MAX_BYTES:
-            raise CatalogError(f"{source}: larger than 16 MiB; expected `nvidia-smi topo -m` output")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CatalogError(f"{source}: no such file (expected `nvidia-smi topo -m` output)") from None
-    except OSError as err:
-        raise CatalogError(f"{source}: cannot be read ({err.strerror or err})") from None
+    data = read_user_file(path, what="`nvidia-smi topo -m` output", limit=_MAX_BYTES, error=CatalogError)
     if b"\x00" in data:
         raise CatalogError(f"{source}: looks like a binary file, expected `nvidia-smi topo -m` text")
     return parse_topology_text(data.decode("utf-8", errors="replace").lstrip("\ufeff"), source=source)
@@ -348,6 +340,7 @@ def _hints(lines: list[str]) -> tuple[tuple[str, ...], str | None, str | None, s
 # --- NCCL topology XML ----------------------------------------------------------------------
 
 _NVSWITCH_CLASS = "0x068000"  # src/graph/topo.h PCI_NVSWITCH_CLASS
+_MAX_PCI_DEPTH = 32  # <pci> inside <pci>: a node has a few levels of PCIe switches, never dozens
 _HIDDEN_NVSWITCH = "fffffff:ffff:ff"  # xml.cc: NVML hides the NVSwitch on some platforms
 
 
@@ -375,6 +368,9 @@ def _xml(text: str, source: str) -> XmlTopology | None:
 def _walk(node, cpu: int, stack: list, gpus: list, nics: list, source: str, line: int) -> None:
     """Depth-first over the <pci> elements under `node`; `stack` holds node and the <pci> above it, so
     a device's PCIe switch is the <pci> enclosing its own <pci> (its own bus id on a CPU root port)."""
+    if len(stack) > _MAX_PCI_DEPTH:  # the walk recurses once per level: a bound, not a RecursionError
+        raise CatalogError(f"{source}:{line}: NCCL topology XML nests <pci> more than {_MAX_PCI_DEPTH} deep; a node's "
+                           "PCIe tree has a few levels of switches")
     for child in node:
         if child.tag == "pci":
             gpu = child.find("gpu")

@@ -16,11 +16,13 @@ The harness (``shardbudget measure``, ``python -m shardbudget.measure``, torchru
 Reading what others measured, and using it:
 
     logs        read_log / parse_log_text: nccl-tests text and -J JSON, rccl-tests, shardbudget JSON
-    log_records Sample, MeasurementSet and the number readers the parsers share
+    log_records Sample, MeasurementSet, LogProblem (what check will not certify) and the number readers
+                the parsers share
     log_json    shardbudget's own JSON
     nccl_json   nccl-tests' own JSON (-J) with per-iteration timing (-I), format of commit a0b82b2
     nccl_scan   nccl-tests text: lines into tables and their run context
     nccl_tables nccl-tests tables into samples, with warnings
-    fit         measurements -> a calibrated profile in catalog format
+    fit         measurements -> a calibrated profile in catalog format (refused outside physical bounds)
+    check       measured vs predicted per region (check_causes: why; check_rows: what is never certified)
     lab         an emulated fabric in network namespaces, measured vs predicted
 """

@@ -15,9 +15,13 @@ run 25 % slow and one 25 % fast are off by the same amount), else **slow** or **
 cause of a region that is off comes from `check_causes`: first from the settings NCCL printed in the
 log (`measure.nccl_info`), else from the shape of the curve, said to be a guess.
 
-`CheckResult.exit_code` is 0 when every region of every table is within tolerance and 1 otherwise;
-bad input (unknown system, unreadable log, a log of another GPU count than asked) raises a
-`ShardbudgetError` (exit 2 in the CLI), so the command can gate a cluster bring-up in CI.
+Whatever the ratios, a table is not certified when its log shows corrupted, impossible, truncated or
+dropped rows, or when no size is left in any region (`check_rows`).
+
+`CheckResult.exit_code` is 0 when every table is certified and every region of every table is within
+tolerance, and 1 otherwise; bad input (unknown system, unreadable log, a log of another GPU count
+than asked) raises a `ShardbudgetError` (exit 2 in the CLI), so the command can gate a cluster
+bring-up in CI.
 """
 
 from __future__ import annotations
@@ -27,17 +31,18 @@ import os
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from .check_causes import Cause, TableFacts, diagnose, erratic
+from .check_rows import device_note, outcome, own_problems, plateau_note, plausible
 from ..comm.collectives import OPS, make_group
 from ..comm.op import busbw_factor
 from ..errors import MeasureError, PlanError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from .fit import forced_by, nccl_line
-from .logs import MeasurementSet, Sample, parse_log_text, read_log
 from ..defaults import CHECK_TOLERANCE as DEFAULT_TOLERANCE
+from .log_records import LogProblem, NoUsableRows
+from .logs import MeasurementSet, Sample, parse_log_text, read_log_text
 from .nccl_info import NcclSettings, settings_for
 from ..units import format_bytes, format_rate, format_seconds
 
@@ -90,6 +95,11 @@ class RegionCheck:
     def off(self) -> bool:
         return self.verdict in ("slow", "fast")
 
+    @property
+    def ok(self) -> bool:
+        """Within tolerance; a region with no sizes is not ok (nor off: it was not checked)."""
+        return self.verdict == "ok"
+
     def to_dict(self) -> dict:
         return {"region": self.region, "verdict": self.verdict, "median_ratio": self.median_ratio,
                 "sizes": [s.to_dict() for s in self.sizes]}
@@ -112,10 +122,14 @@ class TableCheck:
     """Likely causes, the most likely first; empty when every region is ok."""
     settings: NcclSettings
     notes: tuple[str, ...] = ()
+    problems: tuple[LogProblem, ...] = ()
+    """What forbids certifying the table whatever its ratios (check_rows): corrupted, impossible,
+    truncated or dropped rows of its run."""
 
     @property
     def ok(self) -> bool:
-        return not any(r.off for r in self.regions)
+        """No problem, some size checked, and every region with sizes within tolerance."""
+        return not self.problems and any(r.ok for r in self.regions) and not any(r.off for r in self.regions)
 
     @property
     def cause(self) -> Cause | None:
@@ -127,7 +141,7 @@ class TableCheck:
                 "regions": [r.to_dict() for r in self.regions],
                 "cause": self.cause.to_dict() if self.cause else None,
                 "causes": [c.to_dict() for c in self.causes], "settings": self.settings.to_dict(),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "problems": [p.to_dict() for p in self.problems]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,19 +149,29 @@ class CheckResult:
     system: str
     tolerance: float
     tables: tuple[TableCheck, ...]
+    problems: tuple[LogProblem, ...] = ()
+    """The logs' problems that belong to no checked table (a file whose every row was dropped, a
+    table of another GPU count than --gpus): they fail the check too."""
+    warnings: tuple[str, ...] = ()
+    """Every reader warning of every log, one line each (problems included)."""
 
     @property
     def ok(self) -> bool:
-        return all(t.ok for t in self.tables)
+        return bool(self.tables) and not self.problems and all(t.ok for t in self.tables)
 
     @property
     def exit_code(self) -> int:
-        """0: every region within tolerance; 1: not (bad input never gets this far: exit 2)."""
+        """0: certified, every region within tolerance; 1: not (bad input never gets this far: exit 2)."""
         return 0 if self.ok else 1
+
+    @property
+    def outcome(self) -> str:
+        return outcome(self.ok, self.tables, self.problems, tolerance=_pct(self.tolerance), system=self.system)
 
     def to_dict(self) -> dict:
         return {"system": self.system, "tolerance": self.tolerance, "ok": self.ok,
-                "exit_code": self.exit_code, "tables": [t.to_dict() for t in self.tables]}
+                "exit_code": self.exit_code, "outcome": self.outcome, "tables": [t.to_dict() for t in self.tables],
+                "problems": [p.to_dict() for p in self.problems], "warnings": list(self.warnings)}
 
 
 # --- entry points ----------------------------------------------------------------------------
@@ -164,13 +188,19 @@ def check_logs(paths: Iterable[str | os.PathLike], *, system: str, catalog: Cata
     catalog = catalog or load_catalog()
     sys_ = catalog.system(system)
     _check_request(nodes, gpus, tolerance)
-    texts = []
+    texts, unusable, n = [], [], 0
     for p in paths:
-        ms = read_log(p)  # every unreadable or malformed file is a MeasureError here
-        texts.append((ms, _text_of(p)))
-    if not texts:
+        n += 1
+        text = read_log_text(p)  # read once, within the readers' bound: a FIFO or /dev/zero is refused
+        try:
+            texts.append((parse_log_text(text, source=str(p)), text))  # malformed: a MeasureError
+        except NoUsableRows as err:  # every row dropped: corrupted or impossible data is a verdict
+            if not any(q.kind != "dropped" for q in err.problems):
+                raise
+            unusable += err.problems
+    if not n:
         raise MeasureError("check needs at least one log file")
-    return _check(texts, sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance)
+    return _check(texts, sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance, unusable=unusable)
 
 
 def check_text(text: str, *, system: str, source: str = "<text>", catalog: Catalog | None = None,
@@ -180,7 +210,12 @@ def check_text(text: str, *, system: str, source: str = "<text>", catalog: Catal
     catalog = catalog or load_catalog()
     sys_ = catalog.system(system)
     _check_request(nodes, gpus, tolerance)
-    ms = parse_log_text(text, source=source)
+    try:
+        ms = parse_log_text(text, source=source)
+    except NoUsableRows as err:
+        if not any(q.kind != "dropped" for q in err.problems):
+            raise
+        return _check([], sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance, unusable=list(err.problems))
     return _check([(ms, text)], sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance)
 
 
@@ -192,16 +227,12 @@ def _check_request(nodes: object, gpus: object, tolerance: object) -> None:
         raise PlanError(f"--tolerance must be a fraction above 0 (0.25: within 25 %), got {tolerance!r}")
 
 
-def _text_of(path: str | os.PathLike) -> str:
-    """The log's text again, for its NCCL INFO lines (read_log has already vetted the file)."""
-    return Path(path).read_bytes().decode("utf-8", errors="replace")
-
-
 def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: Catalog, *,
-           nodes: int | None, gpus: int | None, tolerance: float) -> CheckResult:
-    tables = []
+           nodes: int | None, gpus: int | None, tolerance: float, unusable: Sequence[LogProblem] = ()) -> CheckResult:
+    tables, loose, warnings = [], list(unusable), [p.text for p in unusable]
     for ms, text in sets:
         spans = _line_spans(ms)
+        checked = set()
         for run, samples, column in _runs(ms, gpus):
             settings = settings_for(text, *spans.get(run, (1, None)))
             if settings.version is None:
@@ -209,7 +240,11 @@ def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: 
                 settings = replace(settings, version=version or ms.env.get("nccl_version"))
             tables.append(_check_table(ms, run, samples, column, settings, system, catalog,
                                        nodes=nodes, tolerance=tolerance))
-    return CheckResult(system=system.name, tolerance=float(tolerance), tables=tuple(tables))
+            checked.add(run)
+        loose += [p for p in ms.problems if p.run not in checked]
+        warnings += ms.warnings
+    return CheckResult(system=system.name, tolerance=float(tolerance), tables=tuple(tables), problems=tuple(loose),
+                       warnings=tuple(warnings))
 
 
 def _line_spans(ms: MeasurementSet) -> dict[int, tuple[int, int | None]]:
@@ -290,7 +325,8 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
     if algos or protos:
         notes.append(f"the run forces {' '.join(f'{k}={v}' for k, v in (('NCCL_ALGO', ','.join(algos)), ('NCCL_PROTO', ','.join(protos))) if v)}: "
                      f"predicted with that choice")
-    sizes = tuple(_size_check(s, system, catalog, n_nodes, (algos, protos)) for s in _dedupe(samples))
+    kept, impossible = plausible(_dedupe(samples), catalog, run, ms.source)
+    sizes = tuple(_size_check(s, system, catalog, n_nodes, (algos, protos)) for s in kept)
     regions = tuple(_region(name, [c for c in sizes if c.region == name], tolerance) for name in REGIONS)
     facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings,
                        tolerance=tolerance)
@@ -304,10 +340,10 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
             causes = (_node_cause(samples, system, catalog, n_nodes, tolerance, shape),) + tuple(causes)
     if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
         notes.append(noisy.text)
-    notes += _device_note(ms, run, system)
+    notes += device_note(ms, run, system) + plateau_note(regions, sizes)
     return TableCheck(source=ms.source, run=run, op=str(op), ranks=ranks, nodes=n_nodes, system=system.name,
                       column=column, regions=regions, causes=tuple(causes), settings=settings,
-                      notes=tuple(notes))
+                      notes=tuple(notes), problems=own_problems(ms.problems, run) + tuple(impossible))
 
 
 def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) -> str | None:
@@ -379,16 +415,6 @@ def _region(name: str, sizes: list[SizeCheck], tolerance: float) -> RegionCheck:
     return RegionCheck(region=name, sizes=tuple(sizes), median_ratio=ratio, verdict=verdict_of(ratio, tolerance))
 
 
-def _device_note(ms: MeasurementSet, run: int, system: System) -> list[str]:
-    """A note when the log's devices do not look like the system's GPU (a different box)."""
-    info = next((r for r in ms.env.get("runs", []) if r.get("run") == run), {})
-    devices = info.get("devices") or []
-    token = system.gpu.name.split("-")[0].lower()
-    if devices and not any(token in d.lower().replace(" ", "") for d in devices):
-        return [f"the log's GPUs are {', '.join(devices)}, not {system.gpu.name} as {system.name} has"]
-    return []
-
-
 # --- text -----------------------------------------------------------------------------------
 
 def format_check(result: CheckResult) -> str:
@@ -397,10 +423,13 @@ def format_check(result: CheckResult) -> str:
     out: list[str] = []
     for t in result.tables:
         out += _format_table(t, result.tolerance) + [""]
-    off = sum(not t.ok for t in result.tables)
-    outcome = (f"OK: every region within {_pct(result.tolerance)} of {result.system}" if result.ok else
-               f"FAIL: {off} of {len(result.tables)} table(s) outside {_pct(result.tolerance)} of {result.system}")
-    out.append(f"check: {outcome} (exit {result.exit_code})")
+    shown = {p.text for t in result.tables for p in t.problems}
+    extra = [f"problem: {p.text}" for p in result.problems if p.text not in shown]
+    shown |= {p.text for p in result.problems}
+    extra += [f"warning: {w}" for w in dict.fromkeys(result.warnings) if w not in shown]
+    if extra:
+        out += extra + [""]
+    out.append(f"check: {result.outcome} (exit {result.exit_code})")
     return "\n".join(out)
 
 
@@ -417,6 +446,7 @@ def _format_table(t: TableCheck, tolerance: float) -> list[str]:
     version = f", NCCL {t.settings.version.split('+')[0]}" if t.settings.version else ""
     out = [f"== {os.path.basename(t.source)}, run {t.run}: {t.op} on {t.ranks} GPUs, {t.nodes} node(s) of "
            f"{t.system} ({t.column} times){version}"]
+    out += [f"problem: {p.text}" for p in t.problems]
     for r in t.regions:
         if not r.sizes:
             continue

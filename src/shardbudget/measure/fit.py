@@ -24,6 +24,12 @@ They are fitted by robust least squares (soft-L1 loss) on log(predicted / measur
 at 8 B weighs as much as a 10% miss at 1 GiB and a few outliers do not drag the fit. A held-out
 check fits on all GPU counts but one and predicts that one, for each count in turn; a held-out
 median error above `HELDOUT_WARN` is a warning: the profile does not extrapolate.
+
+A profile outside physical bounds is refused (`MeasureError`, the bound in the message) unless
+forced (`fit --force`, then a warning): a fitted link faster than its fabric's datasheet rate per
+direction (`DATASHEET_SLACK` for timing noise), or a collective predicted faster than
+`LATENCY_FLOOR_S`. Such a profile is not this hardware: times of 0.01-0.16 us once fitted an
+NVLink of 12,329 GB/s that loaded without a word (issue 33, item 12).
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
 from ..fabric.topology import ring_path
 from ..comm.nccl_algos import nic_bytes_per_s
-from ..units import format_rate
+from ..units import format_bytes, format_rate, format_seconds
 from .fit_write import check_profile_path, profile_toml, scale_node, write_profile  # noqa: F401 (re-exported)
 from .logs import MeasurementSet, Sample
 
@@ -57,6 +63,13 @@ _BOUNDS = {"intra_bw": (math.log(1e6), math.log(1e13)), "nic_bw": (math.log(1e6)
            "intra_hop": (math.log(0.05), math.log(20)), "nic_hop": (math.log(0.05), math.log(20)),
            "base": (math.log(0.05), math.log(20))}
 _ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "hierarchical", "pat": "ring"}
+DATASHEET_SLACK = 1.05
+"""A fitted bandwidth may pass its fabric's datasheet rate by timing noise (nccl-tests' clock, columns
+rounded to 0.01): 5 %. Beyond, the data is not this link (NVL72 trays logged as nodes, a wrong --base-system)."""
+LATENCY_FLOOR_S = 1e-6
+"""No collective between GPUs completes in under 1 us: launching its kernel costs ~2-3 us from the host
+and ~1 us per kernel node in a CUDA graph, and nccl-tests' fastest all-reduce on NVLink takes ~5 us
+(NCCL's LL base latency alone is 6.8 us in tuning.cc). A profile that predicts less is not physical."""
 
 
 @dataclass(frozen=True)
@@ -365,7 +378,9 @@ def _per_node(result: FitResult) -> float:
 
 
 def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
-                catalog: Catalog | None = None, holdout: bool = True) -> FitResult:
+                catalog: Catalog | None = None, holdout: bool = True, force: bool = False) -> FitResult:
+    """The profile fitted on `sets` (module docstring); one outside physical bounds is a MeasureError
+    naming the bound, or with `force` a warning."""
     catalog = catalog or load_catalog()
     base = catalog.system(base_system)
     if not name or not name.replace("-", "").replace("_", "").isalnum():
@@ -384,10 +399,31 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
         t, algo, proto, _ = _predict(system, catalog, o)
         s = o.sample
         residuals.append(Residual(s.op, s.msg_bytes, s.n_ranks, o.nodes, s.time_s, t, algo, proto))
+    unphysical = _unphysical(params, base, residuals)
+    if unphysical and not force:
+        raise MeasureError(f"{unphysical[0]}; pass --force to keep the profile anyway")
     heldout = _heldout(base, catalog, obs, name=name, sources=sources) if holdout else {}
     return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets),
-                     warnings=_warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base),
+                     warnings=tuple(unphysical) + _warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base),
                      base_intra_bytes_per_s=base.intra_fabric.achievable_bytes_per_s)
+
+
+def _unphysical(p: Params, base: System, residuals: Sequence[Residual]) -> list[str]:
+    """Where the fitted profile leaves physics (DATASHEET_SLACK, LATENCY_FLOOR_S), one line each."""
+    out = []
+    for key, fitted, fabric, what in (("intra_bw", p.intra_bytes_per_s, base.intra_fabric, "intra-node"),
+                                      ("nic_bw", p.nic_bytes_per_s, base.nic_fabric, "NIC")):
+        if key in p.fitted and fabric is not None and fitted > fabric.bytes_per_s * DATASHEET_SLACK:
+            out.append(f"not physical: the fitted {what} bandwidth {format_rate(fitted)} is above {fabric.name}'s "
+                       f"datasheet {format_rate(fabric.bytes_per_s)} per direction (bound: x{DATASHEET_SLACK:g} of it): "
+                       f"the data is not {base.name}'s {what} link")
+    fastest = min(residuals, key=lambda r: r.predicted_s)
+    if fastest.predicted_s < LATENCY_FLOOR_S:
+        out.append(f"not physical: the fitted profile predicts {fastest.op} of {format_bytes(fastest.msg_bytes)} on "
+                   f"{fastest.ranks} GPUs in {format_seconds(fastest.predicted_s)} (measured "
+                   f"{format_seconds(fastest.measured_s)}), below the physical floor of "
+                   f"{format_seconds(LATENCY_FLOOR_S)} for one collective between GPUs")
+    return out
 
 
 def _warnings(heldout: dict[int, float], obs: Sequence[Obs], system: System, catalog: Catalog) -> tuple[str, ...]:

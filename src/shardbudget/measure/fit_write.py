@@ -147,7 +147,7 @@ def write_profile(result, path: str | os.PathLike, *, force: bool = False) -> Pa
     text = tomli_w.dumps(profile_toml(result))
     header = f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n"
     try:
-        write_atomic(path, header + text)
+        write_atomic(path, header + text, force=force)
     except OSError as err:
         raise MeasureError(f"cannot write {path}: {err.strerror or err}") from None
     return path

@@ -81,13 +81,14 @@ Test hook (not a user feature)
 ``SHARDBUDGET_FAULT=KIND@RANK[:SIZE][,...]`` makes rank RANK misbehave at size SIZE (the ``bytes``
 value, e.g. ``1KiB``; all sizes when left out): ``crash`` kills itself with SIGKILL after starting
 the size, ``hang`` sleeps forever before starting it, ``wrong-reduction`` adds 1 to one element of
-its result before ``check`` compares it. The integration tests use it to show the guards work.
+its result before ``check`` compares it. The integration tests use it to show the guards work. It is
+inert outside the test suite: only a source checkout's ``tests/hooks`` folder, put on the path by
+``tests/conftest.py``, arms it (`protocol.armed_faults`); an installed build ignores the variable.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import platform
 import shlex
 import socket
@@ -103,7 +104,7 @@ from .checks import check_cuda, check_host, check_port_free, check_request, free
 from .launched import run_launched
 from .launchers import Launch, detect_launcher
 from .local import run_local
-from .protocol import FAULT_ENV, parse_faults
+from .protocol import FAULT_ENV, armed_faults, parse_faults
 from .recorder import Recorder
 from .results import MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes, version
 
@@ -132,7 +133,7 @@ def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "a
     the_op, dtype_name = check_request(backend=backend, op=op, dtype=dtype, iters=iters,
                                        warmup=warmup, check=check, timeout_s=timeout_s,
                                        sizes_bytes=sizes_bytes, world_size=world_size)
-    faults = os.environ.get(FAULT_ENV, "")
+    faults = armed_faults()  # the test hook: "" outside the test suite (protocol.FAULT_HOOK)
     parse_faults(faults)  # a typo'd hook must fail loudly, not measure a healthy run
     if not _torch_installed():
         raise MeasureError(TORCH_MISSING)
@@ -149,7 +150,7 @@ def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "a
                            out_path=out if reporting else None,
                            env=_environment(backend, world_size, launch))
     # Every rank keeps the rows (they are all-reduced); only the reporting one prints and saves.
-    recorder = Recorder(result, plan, on_size if reporting else None, progress and reporting)
+    recorder = Recorder(result, plan, on_size if reporting else None, progress and reporting, force=force)
     base = dict(backend=backend, op=the_op, dtype=dtype_name, sizes_bytes=[p.size_bytes for p in plan],
                 iters=iters, warmup=warmup, check=check, faults=faults)
     return _execute(base, launch=launch, world_size=world_size, master_addr=master_addr,

@@ -6,11 +6,10 @@ by its canonical name ("fp32"); either is kept as the file spells it, like any o
 
 from __future__ import annotations
 
-import math
-
 from ..comm.op import busbw_factor, op_or_none
 from ..errors import MeasureError
-from .log_records import BW_TOLERANCE, OPS, MeasurementSet, Sample, finite, iter_stats_of, positive_int
+from .log_records import (BW_TOLERANCE, OPS, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
+                          iter_stats_of, positive_int, size_list)
 from .nccl_json import load_json, looks_like_nccl_tests, parse_nccl_tests
 
 
@@ -29,22 +28,22 @@ def parse_json(text: str, *, source: str, default_op: str, n_ranks: int | None) 
 
 
 def _parse_shardbudget(data: dict, *, source: str, default_op: str, n_ranks: int | None) -> MeasurementSet:
-    warnings: list[str] = []
+    warnings = Notes(source=source)
     op = _json_op(data, source, default_op, warnings)
     ranks = n_ranks or positive_int(data.get("world_size", data.get("n_ranks")))
     if ranks is None:
         raise MeasureError(f"{source}: no usable \"world_size\" (expected a whole number >= 1)")
     if data.get("complete") is False:
         why = data.get("error") if isinstance(data.get("error"), str) else "no reason given"
-        warnings.append(f"{source}: the run did not complete ({why}); read the sizes it finished")
+        warnings.problem("truncated", f"{source}: the run did not complete ({why}); read the sizes it finished")
     samples = [s for i, r in enumerate(data["results"])
                if (s := _json_sample(data, r, i, op=op, ranks=ranks, source=source, warnings=warnings)) is not None]
     if not samples:
-        raise MeasureError(f"{source}: no usable results (expected items like "
-                           "{\"bytes\": 8, \"time_s\": 1.2e-05})")
+        raise NoUsableRows(f"{source}: no usable results (expected items like {{\"bytes\": 8, \"time_s\": 1.2e-05}})"
+                           + (f"; {warnings.problems[-1].text}" if warnings.problems else ""), warnings.problems)
     samples.sort(key=lambda x: x.msg_bytes)
     return MeasurementSet(samples=tuple(samples), source=source, tool="shardbudget",
-                          env=_json_env(data), warnings=tuple(warnings))
+                          env=_json_env(data), warnings=tuple(warnings), problems=tuple(warnings.problems))
 
 
 def _json_op(data: dict, source: str, default_op: str, warnings: list[str]) -> str:
@@ -67,19 +66,25 @@ def _json_env(data: dict) -> dict:
 
 
 def _json_sample(data: dict, r: object, i: int, *, op: str, ranks: int, source: str,
-                 warnings: list[str]) -> Sample | None:
+                 warnings: Notes) -> Sample | None:
     where = f"{source}:results[{i}]"
     if not isinstance(r, dict):
-        warnings.append(f"{where}: not an object; skipped")
+        warnings.problem("dropped", f"{where}: not an object; skipped")
         return None
     msg_bytes = finite(r.get("bytes", r.get("msg_bytes", r.get("size"))))
-    time_s = finite(r.get("time_s", r.get("median_s")))
-    if msg_bytes is None or msg_bytes < 0 or time_s is None or time_s <= 0 or \
-            not math.isfinite(2 * msg_bytes / time_s):  # busbw is at most 2x bytes/time
-        warnings.append(f"{where}: needs \"bytes\" >= 0 and \"time_s\" (or \"median_s\") > 0; skipped")
+    raw = r.get("time_s", r.get("median_s"))
+    time_s = finite(raw)
+    if msg_bytes is None or msg_bytes < 0:
+        warnings.problem("dropped", f"{where}: needs \"bytes\" >= 0 and \"time_s\" (or \"median_s\") > 0; skipped")
+        return None
+    why = f"{raw!r}, not a number" if time_s is None else impossible_time(time_s, msg_bytes)
+    if why is not None:
+        warnings.problem("impossible", f"{where}: needs \"time_s\" (or \"median_s\") > 0, got {why} at "
+                         f"{size_list([msg_bytes])}; skipped", sizes=[msg_bytes])
         return None
     if positive_int(r.get("wrong")):
-        warnings.append(f"{where}: {r['wrong']} wrong element(s) reported by the harness's check; skipped")
+        warnings.problem("corrupted", f"{where}: {r['wrong']} wrong element(s) at {size_list([msg_bytes])} reported "
+                         "by the harness's check (a GPU or link returned wrong values); skipped", sizes=[msg_bytes])
         return None
     algbw = msg_bytes / time_s
     busbw = algbw * busbw_factor(op, ranks)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..comm.op import CollectiveOp
 from ..errors import MeasureError
+from ..units import format_bytes
 
 OPS = tuple(CollectiveOp)
 """Every collective nccl-tests / rccl-tests times: the readers accept them all."""
@@ -19,6 +20,15 @@ TOOLS = ("nccl-tests", "rccl-tests", "shardbudget")
 
 # Relative disagreement between a file's algbw/busbw and ours above which we warn.
 BW_TOLERANCE = 0.02
+MAX_COLLECTIVE_S = 3600.0
+"""One collective timed at more than an hour is not a measurement (nccl-tests' largest sweeps take
+seconds per size; a 16 GiB all-reduce over TCP sockets ~0.35 s): an impossible row."""
+PROBLEM_KINDS = ("corrupted", "impossible", "truncated", "dropped")
+"""Why a file's numbers cannot all be trusted, or were not all read (`LogProblem.kind`):
+corrupted  nccl-tests (or the harness's --check) found wrong values: a GPU or link returned bad data;
+impossible a time that is no time (NaN, infinite, zero, negative, over MAX_COLLECTIVE_S);
+truncated  the run or the file stops early (no closing footer, a row cut mid-line, an unfinished run);
+dropped    data rows or tables the reader could not read and skipped."""
 
 
 # --- records ---------------------------------------------------------------------------------
@@ -116,6 +126,71 @@ class Sample:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LogProblem:
+    """A reason not to certify the file: `check` fails on every one (its text is also a warning)."""
+
+    kind: str
+    """One of PROBLEM_KINDS."""
+    text: str
+    """One line naming the file and line, the sizes and counts, and the reason."""
+    run: int | None = None
+    """The table (`Sample.run`) it belongs to; None: the file, or a table that kept no sample."""
+    sizes: tuple[float, ...] = ()
+    """The message sizes it concerns, bytes (empty where it is not about rows)."""
+    source: str = ""
+    """The file, as given."""
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "source": self.source, "run": self.run, "sizes": list(self.sizes), "text": self.text}
+
+
+class Notes(list):
+    """A reader's warnings (one line each, the list itself) and, among them, its `problems`."""
+
+    def __init__(self, lines: Sequence[str] = (), *, source: str = ""):
+        super().__init__(lines)
+        self.source = source
+        self.problems: list[LogProblem] = []
+
+    def problem(self, kind: str, text: str, *, run: int | None = None, sizes: Sequence[float] = ()) -> None:
+        self.append(text)
+        self.problems.append(LogProblem(kind=kind, text=text, run=run, sizes=tuple(sorted(set(sizes))), source=self.source))
+
+
+class NoUsableRows(MeasureError):
+    """A file whose every row was dropped; `.problems` says why (corrupted, impossible, ...), so that
+    `check` can fail on them (exit 1) where another command refuses the file (exit 2)."""
+
+    def __init__(self, message: str, problems: Sequence[LogProblem]):
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
+def impossible_time(time_s: float, msg_bytes: float) -> str | None:
+    """Why `time_s` cannot be the time of one collective of `msg_bytes`, or None when it can."""
+    if math.isnan(time_s):
+        return "time NaN"
+    if math.isinf(time_s):
+        return "infinite time"
+    if time_s < 0:
+        return f"negative time {time_s * 1e6:g} us"
+    if time_s == 0:
+        return "time 0 us"
+    if time_s > MAX_COLLECTIVE_S:
+        return f"time {time_s:.3g} s, over {MAX_COLLECTIVE_S / 3600:g} hour for one collective"
+    if not math.isfinite(2 * msg_bytes / time_s):  # busbw is at most 2x size/time
+        return f"time {time_s * 1e6:g} us, too small to divide by"
+    return None
+
+
+def size_list(sizes: Sequence[float], most: int = 6) -> str:
+    """'8 B, 1 KiB, 64 MiB' (the first `most`, then 'and N more')."""
+    unique = sorted(set(sizes))
+    text = ", ".join(format_bytes(s) for s in unique[:most])
+    return text + (f" and {len(unique) - most} more" if len(unique) > most else "")
+
+
+@dataclass(frozen=True, kw_only=True)
 class MeasurementSet:
     """Everything read from one file."""
 
@@ -129,6 +204,8 @@ class MeasurementSet:
     """What the header says: nccl_version, devices, hostnames, command, and per table ``runs``."""
     warnings: tuple[str, ...]
     """Everything read with doubt or dropped, one line each, naming file and line."""
+    problems: tuple[LogProblem, ...] = ()
+    """The warnings that forbid certifying the file (corrupted, impossible, truncated, dropped)."""
 
 
 # --- numbers as files spell them -------------------------------------------------------------

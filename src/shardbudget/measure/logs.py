@@ -47,8 +47,8 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
+from ..atomic import read_user_file
 from ..comm.op import parse_op
 from ..errors import MeasureError
 from ..units import format_bytes
@@ -170,20 +170,17 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colour codes some launchers add
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\ufffd]")  # not in text: NUL, BEL, ..., undecodable
 
 
+def read_log_text(path: str | os.PathLike) -> str:
+    """The text of a log file as the readers see it (bounded, decoded, vetted as text), for callers
+    that read more from it than the samples (check: NCCL's INFO lines)."""
+    return _read_text(path, str(path))
+
+
 def _read_text(path: object, source: str) -> str:
-    try:
-        p = Path(path)  # type: ignore[arg-type]
-        if p.is_dir():
-            raise MeasureError(f"{source}: is a directory, expected a log file")
-        if p.stat().st_size > _MAX_FILE_BYTES:
-            raise MeasureError(f"{source}: larger than {format_bytes(_MAX_FILE_BYTES)}; "
-                               "expected a benchmark log")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise MeasureError(f"{source}: no such file (expected an nccl-tests log or shardbudget JSON)") from None
-    except (OSError, TypeError, ValueError) as e:
-        reason = getattr(e, "strerror", None) or str(e)
-        raise MeasureError(f"{source}: cannot be read ({reason})") from None
+    if not isinstance(path, (str, os.PathLike)):
+        raise MeasureError(f"{source}: cannot be read (expected a file path, got {type(path).__name__})")
+    data = read_user_file(path, what="an nccl-tests log or shardbudget JSON", limit=_MAX_FILE_BYTES,
+                          error=MeasureError)
     return _decode(data, source)
 
 
@@ -201,5 +198,5 @@ def _decode(data: bytes, source: str) -> str:
     return text
 
 
-__all__ = ["OPS", "TOOLS", "IterStats", "MeasurementSet", "Sample", "parse_log_text", "read_log", "read_logs",
+__all__ = ["OPS", "TOOLS", "IterStats", "MeasurementSet", "Sample", "parse_log_text", "read_log", "read_log_text", "read_logs",
            "summarize"]

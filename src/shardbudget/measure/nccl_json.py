@@ -47,15 +47,14 @@ What the fields mean, as the source writes them:
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import replace
 
 from ..comm.op import busbw_factor, op_or_none
 from ..errors import MeasureError
-from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Sample, finite,
-                          iter_stats_of, positive_int)
+from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
+                          iter_stats_of, positive_int, size_list)
 from .nccl_scan import BINARY, library_version
 
 FORMAT_COMMIT = "a0b82b2260cf5152b9f8c061bbf7eaf0ba096432"
@@ -73,23 +72,29 @@ def looks_like_nccl_tests(data: object) -> bool:
             and isinstance(data.get("config"), dict) and "tool" not in data)
 
 
-def load_json(text: str, source: str) -> tuple[object, list[str]]:
-    """The parsed document and warnings; a cut-off nccl-tests file yields the results written in full."""
+def load_json(text: str, source: str) -> tuple[object, Notes]:
+    """The parsed document and warnings; a cut-off nccl-tests file yields the results written in full
+    (a truncated problem: `check` does not certify it)."""
     try:
-        return json.loads(text), []
+        return json.loads(text), Notes(source=source)
     except (ValueError, RecursionError) as e:
         error = e
     fixed = _INF.sub(r"\1null", text)
     if fixed != text:
         try:
-            return json.loads(fixed), [f"{source}: infinite values (printed as inf) read as missing"]
+            return json.loads(fixed), Notes([f"{source}: infinite values (printed as inf) read as missing"], source=source)
         except (ValueError, RecursionError):
             pass
     salvaged = _salvage(fixed)
     if salvaged is not None:
         n = len(salvaged["results"])
-        return salvaged, [f"{source}: the file stops mid-way (the run was killed?); read the "
-                          f"{n} size{'s' * (n != 1)} written in full"]
+        notes = Notes(source=source)
+        notes.problem("truncated", f"{source}: the file stops mid-way (the run was killed?); read the "
+                      f"{n} size{'s' * (n != 1)} written in full")
+        return salvaged, notes
+    if isinstance(error, RecursionError):
+        raise MeasureError(f"{source}: starts like JSON but is not valid JSON: nested too deeply to read (thousands "
+                           "of levels); expected nccl-tests' -J output or shardbudget JSON") from None
     where = f" at line {error.lineno}" if isinstance(error, json.JSONDecodeError) else ""
     raise MeasureError(f"{source}: starts like JSON but is not valid JSON{where}") from None
 
@@ -123,7 +128,7 @@ def _salvage(text: str) -> dict | None:
 # --- the document ----------------------------------------------------------------------------
 
 def parse_nccl_tests(data: dict, *, source: str, default_op: str, n_ranks: int | None,
-                     warnings: list[str]) -> MeasurementSet:
+                     warnings: Notes) -> MeasurementSet:
     """Read a parsed nccl-tests document (see the module docstring); `n_ranks` overrides its world size."""
     version = data.get("version")
     if positive_int(version) is None:
@@ -147,13 +152,14 @@ def parse_nccl_tests(data: dict, *, source: str, default_op: str, n_ranks: int |
         samples.extend(_result_samples(r, f"{source}:results[{i}]", op=op, ranks=ranks, n_nodes=n_nodes,
                                        graph=graph, warnings=warnings))
     if not samples:
-        raise MeasureError(f"{source}: nccl-tests JSON with no usable results (expected items like "
-                           "{\"size\": 8, \"out_of_place\": {\"time\": 10.2, ...}})")
+        raise NoUsableRows(f"{source}: nccl-tests JSON with no usable results (expected items like "
+                           "{\"size\": 8, \"out_of_place\": {\"time\": 10.2, ...}})"
+                           + (f"; {warnings.problems[0].text}" if warnings.problems else ""), warnings.problems)
     _check_order(samples, source, warnings)
     samples.sort(key=lambda s: (s.msg_bytes, s.in_place))
     return MeasurementSet(samples=tuple(samples), source=source, tool="nccl-tests",
                           env=_env(data, config, devices, hosts, op=op, ranks=ranks, n_nodes=n_nodes,
-                                   graph=graph), warnings=tuple(warnings))
+                                   graph=graph), warnings=tuple(warnings), problems=tuple(warnings.problems))
 
 
 def _op(data: dict, source: str, default_op: str, warnings: list[str]) -> str:
@@ -191,13 +197,13 @@ def _check_order(samples: list[Sample], source: str, warnings: list[str]) -> Non
 # --- one result ------------------------------------------------------------------------------
 
 def _result_samples(r: object, where: str, *, op: str, ranks: int, n_nodes: int | None, graph: bool,
-                    warnings: list[str]) -> list[Sample]:
+                    warnings: Notes) -> list[Sample]:
     if not isinstance(r, dict):
-        warnings.append(f"{where}: not an object; skipped")
+        warnings.problem("dropped", f"{where}: not an object; skipped")
         return []
     size = finite(r.get("size"))
     if size is None or size < 0:
-        warnings.append(f"{where}: needs \"size\" >= 0 (bytes); skipped")
+        warnings.problem("dropped", f"{where}: needs \"size\" >= 0 (bytes); skipped")
         return []
     out = []
     for key, in_place in _PLACEMENTS:
@@ -213,17 +219,22 @@ def _result_samples(r: object, where: str, *, op: str, ranks: int, n_nodes: int 
 
 
 def _sample(r: dict, half: object, where: str, *, op: str, size: float, ranks: int,
-            n_nodes: int | None, graph: bool, in_place: bool, warnings: list[str]) -> Sample | None:
+            n_nodes: int | None, graph: bool, in_place: bool, warnings: Notes) -> Sample | None:
     if not isinstance(half, dict):
-        warnings.append(f"{where}: not an object; skipped")
+        warnings.problem("dropped", f"{where}: not an object; skipped", sizes=[size])
         return None
-    time_us = finite(half.get("time", half.get("cpu_time")))
-    if time_us is None or time_us <= 0 or not math.isfinite(2 * size / (time_us / 1e6)):
-        warnings.append(f"{where}: needs \"time\" > 0 (microseconds); skipped")
+    raw = half.get("time", half.get("cpu_time"))
+    time_us = finite(raw)
+    why = "no time" if time_us is None else impossible_time(time_us / 1e6, size)
+    if why is not None:
+        why = f"time {raw!r}, not a number" if why == "no time" and raw is not None else why
+        warnings.problem("impossible", f"{where}: needs \"time\" > 0 (microseconds), got {why} at "
+                         f"{size_list([size])}; skipped", sizes=[size])
         return None
     wrong = finite(half.get("nwrong"))
     if wrong:
-        warnings.append(f"{where}: nwrong {wrong:g} (nccl-tests found corrupted data); skipped")
+        warnings.problem("corrupted", f"{where}: nwrong {wrong:g} at {size_list([size])} (nccl-tests found "
+                         "corrupted data: a GPU or link returned wrong values); skipped", sizes=[size])
         return None
     time_s = time_us / 1e6  # nccl-tests writes microseconds
     algbw = size / time_s

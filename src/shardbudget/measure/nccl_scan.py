@@ -23,6 +23,10 @@ LINE_PREFIX = re.compile(r"^\s*(?:[0-9]{1,6}:\s|\[[0-9]{1,6},[0-9]{1,6}\]<std(?:
 _TOKEN = re.compile(r"\S+")
 # nccl-tests pads blank out-of-place columns with 32 spaces; a normal gap is at most 2 + 7.
 _BLANK_COLUMNS_GAP = 20
+# printf's spellings of what is not a finite number ("nan", "-nan", "inf"), and numbers past a double
+_NONFINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.IGNORECASE)
+_HUGE = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{0,30})?[eE]\+?[0-9]{3,4}")
+_FOOTER = re.compile(r"#?\s*(Out of bounds values|Avg bus bandwidth)\s*:")
 
 
 @dataclass
@@ -77,9 +81,20 @@ def _has_root(rest: list[str], expect_root: bool | None, width: int = 4) -> bool
     if len(rest) % width == 1:  # root + whole groups of (time, algbw, busbw, #wrong[, 4 x -I])
         return True
     if len(rest) % width == 0 and len(rest) <= 2 * width:
-        return False
+        # a whole row without root, or one cut after its busbw where the table's rows have root: a cut
+        # row must not shift its columns (its busbw read as '#wrong' would be corrupted data)
+        return bool(expect_root)
     # A cut row: trust the table's layout, else nccl-tests' usual root of -1.
     return expect_root if expect_root is not None else rest[0] == "-1"
+
+
+def _value(token: str) -> float | None:
+    """A number as a table prints it, the non-finite ones too (nan, inf, 1e400): a row of those is an
+    impossible row, reported as such (`nccl_tables`), not a malformed one."""
+    value = num(token)
+    if value is None and (_NONFINITE.fullmatch(token) or _HUGE.fullmatch(token)):
+        return float(token)
+    return value
 
 
 def _read_halves(body: list[str], width: int = 4
@@ -87,7 +102,7 @@ def _read_halves(body: list[str], width: int = 4
     halves, stats = [], []
     for k in range(0, min(len(body) - len(body) % width, 2 * width), width):
         t, a, b, w = body[k:k + 4]
-        nums = (num(t), num(a), num(b))
+        nums = (_value(t), _value(a), _value(b))
         extra = [num(x) for x in body[k + 4:k + width]]
         if None in nums or not WRONG.fullmatch(w) or None in extra:
             return halves, stats, True
@@ -147,6 +162,8 @@ class Table:
     annotations: dict
     rows: list[Row] = field(default_factory=list)
     footer_busbw_GBps: float | None = None
+    out_of_bounds: int | None = None
+    """nccl-tests' '# Out of bounds values : N OK|FAILED': wrong elements over the whole run (-c 1)."""
 
 
 def library_version(code: str) -> str:
@@ -338,7 +355,11 @@ class _Scanner:
             self._other(s.lstrip("#").strip())
 
     def _other(self, s: str) -> None:
-        """Anything else: versions, CUDA-graph notes, command lines; noise is ignored."""
+        """Anything else: versions, CUDA-graph notes, command lines, old releases' footer lines without
+        '#'; noise is ignored."""
+        if _FOOTER.match(s) and ((self.table is not None and self.table.rows) or self.tables):
+            self._footer(s)
+            return
         self.rccl |= "rccl" in s.lower()
         if m := _VERSION.search(s):
             self.ctx.nccl_version = self.ctx.nccl_version or m.group(2)
@@ -360,10 +381,12 @@ class _Scanner:
             self._close()
 
     def _footer(self, s: str) -> None:
-        if m := re.search(r"Avg bus bandwidth\s*:\s*(\S+)", s):
-            last = self.table or (self.tables[-1] if self.tables else None)
-            if last is not None and last.footer_busbw_GBps is None:
+        last = self.table or (self.tables[-1] if self.tables else None)
+        if last is not None and (m := re.search(r"Avg bus bandwidth\s*:\s*(\S+)", s)):
+            if last.footer_busbw_GBps is None:
                 last.footer_busbw_GBps = num(m.group(1))
+        if last is not None and (m := re.search(r"Out of bounds values\s*:\s*([0-9]{1,19})", s)):
+            last.out_of_bounds = int(m.group(1))
         self._close()
 
     def _header(self, s: str) -> None:

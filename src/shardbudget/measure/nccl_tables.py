@@ -4,12 +4,13 @@ rows to keep, and the warnings a reader should see."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..comm.op import CollectiveOp, busbw_factor, op_or_none
 from ..errors import MeasureError
 from ..units import format_bytes
-from .log_records import BW_TOLERANCE, OPS, IterStats, MeasurementSet, Sample, positive_int
+from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, impossible_time,
+                          positive_int, size_list)
 from .nccl_scan import ANNOTATED_VERSION, BINARY, WRONG, Options, Row, Table, parse_command, scan
 
 # The file's values are rounded to 0.01 GB/s, so only values of at least this are compared.
@@ -32,7 +33,7 @@ def parse_text(text: str, opts: Options) -> MeasurementSet:
     tables, rccl, last_row_line = scan(text)
     if not any(h for t in tables for r in t.rows for h in r.halves):
         raise MeasureError(f"{opts.source}: no nccl-tests data rows found (expected lines like {_EXAMPLE_ROW})")
-    warnings: list[str] = []
+    warnings = Notes(source=opts.source)
     samples: list[Sample] = []
     runs: list[dict] = []
     prev: _Run | None = None
@@ -42,7 +43,7 @@ def parse_text(text: str, opts: Options) -> MeasurementSet:
             run = _resolve_run(table, prev, opts, warnings)
         except MeasureError as e:
             skipped.append(str(e))
-            warnings.append(f"{e}; table skipped")
+            warnings.problem("dropped", f"{e}; table skipped", sizes=[r.size for r in table.rows])
             continue
         if run is None:
             continue
@@ -53,12 +54,15 @@ def parse_text(text: str, opts: Options) -> MeasurementSet:
             samples.extend(got)
             runs.append(_run_env(table, run, index))
             prev = run
+        else:  # the table's problems belong to the file: no run of that index will exist
+            warnings.problems = [replace(p, run=None) if p.run == index else p for p in warnings.problems]
     if not samples:
-        raise MeasureError(skipped[0] if skipped else warnings[0] if warnings else
-                           f"{opts.source}: no usable nccl-tests data rows (expected lines like {_EXAMPLE_ROW})")
+        message = (skipped[0] if skipped else warnings.problems[0].text if warnings.problems else warnings[0] if warnings else
+                   f"{opts.source}: no usable nccl-tests data rows (expected lines like {_EXAMPLE_ROW})")
+        raise NoUsableRows(message, warnings.problems)
     return MeasurementSet(samples=tuple(samples), source=opts.source,
                           tool="rccl-tests" if rccl else "nccl-tests",
-                          env=_file_env(runs), warnings=tuple(warnings))
+                          env=_file_env(runs), warnings=tuple(warnings), problems=tuple(warnings.problems))
 
 
 def _resolve_run(table: Table, prev: _Run | None, opts: Options, warnings: list[str]) -> _Run | None:
@@ -123,7 +127,7 @@ def _ranks_from_ratio(op: str, rows: list[Row]) -> int | None:
     """The n whose busbw factor matches the file's busbw/algbw, where the rounding allows telling n apart."""
     if op in (CollectiveOp.BROADCAST, CollectiveOp.REDUCE, CollectiveOp.SEND_RECV):
         return None  # factor 1 for every n
-    halves = [h for r in rows for h in r.halves if h[1] >= 1.0]
+    halves = [h for r in rows for h in r.halves if math.isfinite(h[1]) and math.isfinite(h[2]) and h[1] >= 1.0]
     if not halves:
         return None
     _, algbw, busbw, _ = max(halves, key=lambda h: h[1])
@@ -172,11 +176,12 @@ def _placements(table: Table, row: Row) -> tuple[str, ...]:
 
 
 def _table_samples(table: Table, run: _Run, *, index: int, source: str, last_row_line: int,
-                   warnings: list[str]) -> list[Sample]:
+                   warnings: Notes) -> list[Sample]:
     where = f"{source}:{table.rows[0].lineno}"
     old_error = table.ctx.columns.get("error", False) or not any(r.has_root for r in table.rows)
     samples: list[Sample] = []
-    wrong = bad_time = 0
+    wrong: list[float] = []
+    impossible: list[tuple[float, str, int]] = []  # (size, why, line)
     off: list[str] = []
     truncated_at = None
     factor = busbw_factor(run.op, run.n_ranks)
@@ -185,12 +190,12 @@ def _table_samples(table: Table, run: _Run, *, index: int, source: str, last_row
         if row.cut and row.lineno == last_row_line:
             truncated_at = row.lineno
         else:
-            _note_odd_row(row, two_placements, source, warnings)
+            _note_odd_row(row, two_placements, source, warnings, index)
         for k, (placement, half) in enumerate(zip(_placements(table, row), row.halves)):
             if _is_wrong(half[3], old_error):
-                wrong += 1
-            elif half[0] <= 0 or not math.isfinite(2 * row.size / (half[0] / 1e6)):  # 0, or so small
-                bad_time += 1  # that busbw (at most 2x size/time) overflows a float
+                wrong.append(row.size)
+            elif (why := impossible_time(half[0] / 1e6, row.size)) is not None:
+                impossible.append((row.size, why, row.lineno))
             else:
                 stats = _text_iter_stats(table, row.per_iter[k]) if k < len(row.per_iter) else None
                 samples.append(_sample(row, placement, half, run, factor=factor, index=index, source=source,
@@ -198,22 +203,37 @@ def _table_samples(table: Table, run: _Run, *, index: int, source: str, last_row
                 off.extend(_bandwidth_disagreements(samples[-1], half))
     if truncated_at is not None:
         upto = f"; kept rows up to {format_bytes(max(s.msg_bytes for s in samples))}" if samples else ""
-        warnings.append(f"{source}:{truncated_at}: the last row is cut mid-line (truncated file?){upto}")
-    if wrong:
-        warnings.append(f"{where}: dropped {wrong} result(s) with '#wrong' != 0 (nccl-tests found "
-                        "corrupted data)")
-    if bad_time:
-        warnings.append(f"{where}: dropped {bad_time} result(s) with a time of 0 us (or too small to divide by)")
+        warnings.problem("truncated", f"{source}:{truncated_at}: the last row is cut mid-line (truncated file?){upto}",
+                         run=index)
+    _note_bad_rows(table, wrong, impossible, where, warnings, index)
     if off:
         warnings.append(f"{where}: {len(off)} algbw/busbw value(s) differ by more than 2% from "
                         f"size/time with {run.op} on {run.n_ranks} ranks (first: {off[0]}); "
                         "is the rank count or the op right?")
     _check_order(samples, where, warnings)
-    _check_footer(table, samples, where, warnings)
+    _check_footer(table, samples, where, warnings, index)
     if table.ctx.columns.get("cputime"):
         warnings.append(f"{where}: times are CPU-side launch times (-C 1), not completion times")
     samples.sort(key=lambda s: s.msg_bytes)  # stable: out-of-place stays before in-place
     return samples
+
+
+def _note_bad_rows(table: Table, wrong: list[float], impossible: list[tuple[float, str, int]], where: str,
+                   warnings: Notes, index: int) -> None:
+    """Corrupted and impossible results, each a problem naming the sizes and the count."""
+    if wrong:
+        warnings.problem("corrupted", f"{where}: dropped {len(wrong)} result(s) with '#wrong' != 0 (nccl-tests found "
+                         f"corrupted data: a GPU or link returned wrong values) at {size_list(wrong)}",
+                         run=index, sizes=wrong)
+    elif table.out_of_bounds:  # -c 1 counted wrong elements the rows do not show (an old layout)
+        warnings.problem("corrupted", f"{where}: nccl-tests' footer says 'Out of bounds values : {table.out_of_bounds} "
+                         "FAILED' (corrupted data: a GPU or link returned wrong values)", run=index)
+    if impossible:
+        first = impossible[0]
+        reasons = ", ".join(dict.fromkeys(why.split(",")[0] for _, why, _ in impossible))
+        warnings.problem("impossible", f"{where}: dropped {len(impossible)} impossible result(s) ({reasons}) at "
+                         f"{size_list([s for s, _, _ in impossible])}; first at line {first[2]}: {first[1]}",
+                         run=index, sizes=[s for s, _, _ in impossible])
 
 
 def _is_wrong(token: str, old_error: bool) -> bool:
@@ -227,11 +247,13 @@ def _is_wrong(token: str, old_error: bool) -> bool:
     return False if old_error else value != 0
 
 
-def _note_odd_row(row: Row, two_placements: bool, source: str, warnings: list[str]) -> None:
+def _note_odd_row(row: Row, two_placements: bool, source: str, warnings: Notes, index: int) -> None:
     where = f"{source}:{row.lineno}"
-    if row.cut:
-        what = "read its first columns only" if row.halves else "skipped it"
-        warnings.append(f"{where}: malformed data row ({what})")
+    if row.cut and row.halves:
+        warnings.append(f"{where}: malformed data row (read its first columns only)")
+    elif row.cut:
+        warnings.problem("dropped", f"{where}: malformed data row of {format_bytes(row.size)} (skipped it)",
+                         run=index, sizes=[row.size])
     elif len(row.halves) == 1 and not row.blank_first and two_placements:
         warnings.append(f"{where}: only one set of time/algbw/busbw columns where the table has "
                         "out-of-place and in-place; read as out-of-place")
@@ -277,12 +299,13 @@ def _check_order(samples: list[Sample], where: str, warnings: list[str]) -> None
         last[key] = s.msg_bytes
 
 
-def _check_footer(table: Table, samples: list[Sample], where: str, warnings: list[str]) -> None:
-    """A real log (it has the '# nThread' header) ends each table with '# Avg bus bandwidth'."""
+def _check_footer(table: Table, samples: list[Sample], where: str, warnings: Notes, index: int) -> None:
+    """A real log (it has the '# nThread' header) ends each table with '# Avg bus bandwidth'
+    (nccl-tests prints it, after '# Out of bounds values', once every size has run)."""
     if table.ctx.header and table.footer_busbw_GBps is None and samples:
         largest = format_bytes(max(s.msg_bytes for s in samples))
-        warnings.append(f"{where}: no '# Avg bus bandwidth' footer after this table: the run may "
-                        f"have stopped early (last size {largest})")
+        warnings.problem("truncated", f"{where}: no '# Avg bus bandwidth' footer after this table: the run may "
+                         f"have stopped early (last size {largest})", run=index)
 
 
 # --- env -------------------------------------------------------------------------------------

@@ -19,10 +19,13 @@ Events, in the order a healthy rank sends them:
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from ..comm.op import CollectiveOp
@@ -38,6 +41,10 @@ DTYPES = tuple(d.name for d in DTYPE_TABLE if d.torch_name is not None)
 BACKENDS = ("gloo", "nccl")
 FAULT_ENV = "SHARDBUDGET_FAULT"
 FAULT_KINDS = ("crash", "hang", "wrong-reduction")
+FAULT_HOOK = "shardbudget_test_hooks"
+"""The module that arms FAULT_ENV: it lives in the source tree's tests/hooks/ (never packaged), and the
+test suite's conftest puts that folder on the path. An installed build has no such folder beside its
+package, so FAULT_ENV set in a user's environment does nothing there (`armed_faults`)."""
 EVENT_PREFIX = "@shardbudget "  # marks our protocol lines among whatever else a worker prints
 STARTUP_ALLOWANCE_S = 30.0  # importing torch on a loaded 2-core box takes several seconds per rank
 HEARTBEAT_S = 1.0  # under a launcher each rank counts up a key in the rendezvous store this often
@@ -90,6 +97,23 @@ class Fault:
     def hits(self, kind: str, rank: int, size_bytes: int) -> bool:
         return (self.kind == kind and self.rank == rank
                 and self.size_bytes in (None, size_bytes))
+
+
+def armed_faults() -> str:
+    """FAULT_ENV's text where the test suite armed the hook, else "" (an installed build: always "").
+
+    Armed means `FAULT_HOOK` is importable from the tests/hooks/ folder of the source tree this
+    package was imported from, which only a checkout has and only the test suite puts on the path."""
+    text = os.environ.get(FAULT_ENV, "")
+    if not text:
+        return ""
+    tests = Path(__file__).resolve().parents[3] / "tests" / "hooks"
+    try:
+        spec = importlib.util.find_spec(FAULT_HOOK)
+    except (ImportError, ValueError):
+        return ""
+    origin = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    return text if origin is not None and origin.parent == tests else ""
 
 
 def parse_faults(text: str | None) -> list[Fault]:

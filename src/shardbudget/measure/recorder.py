@@ -24,14 +24,15 @@ class Recorder:
     """Collects completed sizes, saves them after each one, drives progress and the callback."""
 
     def __init__(self, result: MeasureResult, plan: list[PlannedSize],
-                 on_size: Callable[[SizeResult], None] | None, progress: bool):
+                 on_size: Callable[[SizeResult], None] | None, progress: bool, *, force: bool = False):
         self.result, self.plan, self.on_size = result, plan, on_size
+        self._replace = force  # the first save replaces a file only with --force; later ones their own
         self._bar = Progress(len(plan), result.op) if progress else None
         try:
             self.save()  # claims the output name early: an unwritable file fails before any work
         except OSError as exc:
             self.close()
-            raise MeasureError(f"cannot write output {result.out_path!r}: {exc.strerror}") from None
+            raise MeasureError(f"cannot write output {result.out_path!r}: {exc.strerror or exc}") from None
 
     def started(self, index: int) -> None:
         if self._bar:
@@ -71,7 +72,8 @@ class Recorder:
 
     def save(self) -> None:
         if self.result.out_path:
-            write_atomic(self.result.out_path, json.dumps(self.result.to_dict(), indent=1) + "\n")
+            write_atomic(self.result.out_path, json.dumps(self.result.to_dict(), indent=1) + "\n", force=self._replace)
+            self._replace = True
 
     def kept(self) -> str:
         done = f"{len(self.result.results)} of {len(self.plan)} sizes completed"

@@ -273,7 +273,8 @@ def _parse_bytes(data: bytes, *, name: str, where: str) -> ModelConfig:
     except UnicodeDecodeError:
         raise CatalogError(f"{where} is not UTF-8 text, so not a config.json") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = ("nested too deeply to read (thousands of levels); a config.json nests a few"
+                  if isinstance(exc, RecursionError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         raise CatalogError(f"{where} is not valid JSON: {reason}") from None
     return config_from_dict(raw, name=name, where=where)
 
@@ -298,12 +299,15 @@ def _load_catalog(name: str) -> ModelConfig:
     return _parse_bytes(data, name=name, where=f"catalog model {name!r}")
 
 
+CONFIG_MAX_BYTES = 16 * 2**20
+"""A config.json larger than this is not a config (the largest shipped one is a few KB)."""
+
+
 def _load_path(path: Path, name: str | None = None) -> ModelConfig:
+    from ..atomic import read_user_file  # a user's file only: shipped models start without it
     file = path / "config.json" if path.is_dir() else path
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read {file}: {exc.strerror or exc}") from None
+    data = read_user_file(file, what="a Hugging Face config.json", limit=CONFIG_MAX_BYTES, error=CatalogError,
+                          missing=f"cannot read {file}: no such file")
     name = name or (file.parent.name if file.name == "config.json" else file.stem) or file.stem
     return _parse_bytes(data, name=name, where=str(file))
 

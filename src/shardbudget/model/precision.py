@@ -94,7 +94,7 @@ def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> st
         notes.append(f"{gpu.name} ({gpu.arch}) has no FP8 tensor cores: fp8 weights run weight-only, "
                      f"dequantised to {act} in the GEMM (W8A16, vLLM's FP8 Marlin), at the {act} peak")
         return act
-    # int8 / int4: the catalog has no integer peaks; priced weight-only at the 16-bit rate
+    # int8 / int4 / int3 / int2: the catalog has no integer peaks; priced weight-only at the 16-bit rate
     return act
 
 

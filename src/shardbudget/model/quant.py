@@ -10,8 +10,12 @@ quantized weights, which tensors it covers and whether the activations are quant
   compressed-tensors  llm-compressor's format: `config_groups` give the weights' and input
                       activations' `num_bits` and `type` (int / float); NVFP4 is 4-bit float in
                       groups of 16. vLLM `CompressedTensorsConfig`.
-  awq, gptq           int4 (or int8) weights in groups (`group_size`, usually 128), 16-bit
-                      activations: weight-only (vLLM AWQ / GPTQ / Marlin kernels).
+  awq, gptq           int4 (or int8; GPTQ also int3, int2) weights in groups (`group_size`, usually
+                      128), 16-bit activations: weight-only (vLLM AWQ / GPTQ / Marlin kernels).
+                      `bits` (AWQ: `w_bit`) is read as vLLM's GPTQConfig and transformers' GPTQConfig
+                      check it, `bits in [2, 3, 4, 8]`: the number 8 or 8.0; a string ("8"), NaN, a
+                      boolean or another number is refused (`CatalogError`, naming the file and key),
+                      never priced as int4; an absent `bits` is 4, AWQ's default.
   bitsandbytes        NF4 / int8 weights, weight-only.
   modelopt            NVIDIA ModelOpt: `quant_algo` FP8 (W8A8) or NVFP4 (W4A4).
   mxfp4               MXFP4 routed experts only; attention, router, embedding and LM head stay in
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import canonical, dtype
-from ..errors import UnknownNameError
+from ..errors import CatalogError, UnknownNameError
 
 SCOPES = ("none", "linear", "experts")
 """Which weights the checkpoint's format covers: none (unquantized); linear (every linear layer of
@@ -85,11 +89,24 @@ def _fp8(q: dict) -> tuple[str, str | None]:
     return "fp8", "fp8"
 
 
+INT_BITS = {2: "int2", 3: "int3", 4: "int4", 8: "int8"}
+"""GPTQ / AWQ weight bits -> dtype: the widths vLLM's and transformers' GPTQConfig accept."""
+
+
+class BadBits(ValueError):
+    """A `bits` value no engine reads: refused (CatalogError), not priced as something else."""
+
+
 def _int_bits(q: dict, *keys: str) -> tuple[str, str | None]:
-    bits = next((q[k] for k in keys if isinstance(q.get(k), int) and not isinstance(q.get(k), bool)), 4)
-    if bits not in (4, 8):
-        raise ValueError(f"{bits}-bit weights")
-    return ("int4" if bits == 4 else "int8"), None
+    key = next((k for k in keys if q.get(k) is not None), None)
+    if key is None:
+        return "int4", None  # AWQ's default; GPTQ checkpoints always write bits
+    value = q[key]
+    # 8.0 == 8 passes the engines' `bits in [2, 3, 4, 8]`; "8", True or NaN do not
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value in INT_BITS:
+        return INT_BITS[int(value)], None
+    raise BadBits(f"quantization_config.{key} {reprlib.repr(value)}: expected the number of bits per weight, "
+                  f"one of {', '.join(map(str, INT_BITS))} (as vLLM and transformers read GPTQ / AWQ)")
 
 
 def _bitsandbytes(q: dict) -> tuple[str, str | None]:
@@ -151,10 +168,11 @@ _METHODS = {
 KNOWN_METHODS = tuple(sorted(_METHODS))
 
 
-def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
-    """The checkpoint precision of a config.json. `text` is the nested text_config of a multimodal
-    checkpoint: torch_dtype and quantization_config are read from the top level first, then there.
-    Never raises: what it cannot read becomes a warning and the torch_dtype."""
+def read_checkpoint(raw: dict, *, text: dict | None = None, where: str = "config.json") -> Checkpoint:
+    """The checkpoint precision of a config.json (`where` names it). `text` is the nested text_config of
+    a multimodal checkpoint: torch_dtype and quantization_config are read from the top level first,
+    then there. A method or field it does not read becomes a warning and the torch_dtype; a GPTQ / AWQ
+    `bits` that no engine reads is a CatalogError (module docstring)."""
     warnings: list[str] = []
     sources = [raw] + ([text] if text else [])
     top = next((s for s in sources if s.get("torch_dtype") is not None or s.get("dtype") is not None), raw)
@@ -171,6 +189,8 @@ def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
     reader, scope = _METHODS[method.lower()]
     try:
         weights, activations = reader(q)
+    except BadBits as exc:
+        raise CatalogError(f"{where}: {exc}") from None
     except (ValueError, TypeError, UnknownNameError) as exc:
         what = reprlib.repr(str(exc))[1:-1]  # bounded: the message may quote a hostile value
         warnings.append(f"quantization_config {method!r} has {what}, which shardbudget does not read; "
@@ -181,4 +201,4 @@ def read_checkpoint(raw: dict, *, text: dict | None = None) -> Checkpoint:
                       activation_dtype=activations, warnings=tuple(warnings))
 
 
-__all__ = ["Checkpoint", "KNOWN_METHODS", "SCOPES", "read_checkpoint"]
+__all__ = ["Checkpoint", "INT_BITS", "KNOWN_METHODS", "SCOPES", "read_checkpoint"]

@@ -57,7 +57,7 @@ def check_path(path: str | os.PathLike, *, force: bool = True) -> str:
 def save(fig: Figure, path: str | os.PathLike, *, force: bool = True) -> Path:
     """Write `fig` as PNG or SVG (chosen by the extension), atomically: temp file, then rename."""
     fmt = check_path(path, force=force)
-    return _write(Path(path), render(fig, fmt), "a figure")
+    return _write(Path(path), render(fig, fmt), "a figure", force=force)
 
 
 def check_report_path(path: str | os.PathLike, *, force: bool = True) -> Path:
@@ -67,13 +67,13 @@ def check_report_path(path: str | os.PathLike, *, force: bool = True) -> Path:
 
 def write_html(path: str | os.PathLike, text: str, *, force: bool = True) -> Path:
     """Write a report's HTML to `path`, atomically."""
-    return _write(check_report_path(path, force=force), text, "the report")
+    return _write(check_report_path(path, force=force), text, "the report", force=force)
 
 
-def _write(path: Path, data: bytes | str, what: str) -> Path:
+def _write(path: Path, data: bytes | str, what: str, *, force: bool) -> Path:
     try:
-        return write_atomic(path, data)
-    except OSError as err:  # a folder removed or made read-only since the check
+        return write_atomic(path, data, force=force)
+    except OSError as err:  # a folder removed or made read-only since the check; a file written since
         raise FigureError(f"cannot write {what} to {path}: {err.strerror or err}") from None
 
 

@@ -53,7 +53,7 @@ def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[P
         raise PlanError(f"no {key} launch to write: {result.launch.get(key, 'the engine has no launch builder')}")
     files = slurm_files(launch, result) if kind == "slurm" else k8s_files(launch, result)
     folder.mkdir(exist_ok=True)
-    return [write_atomic(folder / name, text) for name, text in files.items()]
+    return [write_atomic(folder / name, text, force=force) for name, text in files.items()]
 
 
 # --- Slurm ----------------------------------------------------------------------------------
