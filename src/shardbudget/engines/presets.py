@@ -38,7 +38,7 @@ from .. import units
 from .tuned import TunedCustom, load_tuned
 from ..datacache import cached, read_builtin
 from ..errors import CatalogError, UnknownNameError
-from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
+from ..fabric.catalog import builtin_archs
 
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0")
 """Engines with a preset file in this package; `vllm` is the default engine. vllm-v0 (vLLM 0.7's V0
@@ -326,8 +326,9 @@ class _Table:
 
 def capability(arch: str | None) -> str | None:
     """The engines' tables are keyed by CUDA compute capability ("9.0", "10.3"), as vLLM's are; a
-    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0)."""
-    return ARCH_CAPABILITY.get(arch, arch) if arch else arch
+    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0; catalog/archs.toml)."""
+    generations = builtin_archs()
+    return (generations[arch].capability or arch) if arch in generations else arch
 
 
 def _world_size(value: Any, where: str) -> int:
@@ -464,9 +465,10 @@ def _per_arch_seconds(table: _Table | None, key: str) -> Mapping[str, float]:
     """An optional [arch] -> time sub-table, in seconds (empty when absent)."""
     t = table.opt_table(key) if table is not None else None
     archs = [k for k in (t.data if t else {}) if k not in ("source", "basis")]
+    known = builtin_archs()
     for arch in archs:
-        if arch not in ARCHS:
-            raise UnknownNameError(f"GPU generation in {t.where}", arch, ARCHS)
+        if arch not in known:
+            raise UnknownNameError(f"GPU generation in {t.where}", arch, known)
     return MappingProxyType({arch: t.seconds(arch) for arch in archs})
 
 

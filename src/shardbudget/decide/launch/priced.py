@@ -21,8 +21,6 @@ from ...step.speculative import Speculation
 from .flags import cli_table
 
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-AMD_ARCHS = ("cdna3", "cdna4")
-"""GPU generations (fabric/hardware.py ARCHS) that are AMD's: their images are ROCm builds."""
 PROBE_BYTES_PER_TOKEN = 2.0 * 8192
 """A bf16 hidden state of 8192 elements: the message size at which the all-reduce rule is read
 (the rule's size ranges do not depend on it for the flags chosen here)."""
@@ -153,5 +151,5 @@ def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculati
         raise PlanError(why)
 
 
-__all__ = ["AMD_ARCHS", "ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
+__all__ = ["ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
            "quantize_to", "speculation_runs"]
