@@ -29,7 +29,8 @@ LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "
            # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
            # forms itself (quantiphy for the rest: tests/unit/test_units_quick.py)
            "tomllib", ".atomic", "quantiphy",
-           "..step.served")  # plan --input-len/--output-len alone
+           "..step.served",  # plan --input-len/--output-len alone
+           ".cli_tables")  # an engine preset's [cli] records: deploy's; plan reads the preset without them
 
 
 def _modules() -> dict[str, ast.Module]:

@@ -3,9 +3,10 @@ the Launch assembled around the steps."""
 
 from __future__ import annotations
 
+from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
 from ...fabric.hardware import GPU
-from .flags import cli_table, programs
+from .flags import programs
 from .layout import Launch, Step
 from .priced import ENGINE_LABELS, Priced, Side
 
@@ -24,13 +25,13 @@ class Flags(list):
 
     def __init__(self, engine: str):
         super().__init__()
-        self.cli = load_engine(engine).cli
+        self.cli = load_cli(engine)
 
     def add(self, role: str, value: object = True) -> "Flags":
         """`--flag value` for a role (`--flag` alone for True; nothing for None / False)."""
         if value is None or value is False:
             return self
-        self.append(self.cli[role])
+        self.append(self.cli.flag(role))
         if value is not True:
             self.append(str(value))
         return self
@@ -58,10 +59,10 @@ def image(engine: str, gpu: GPU) -> str:
     """The engine's published image for a GPU generation: `image_<arch>` where the engine builds one
     per generation (SGLang's MI355X image), else its ROCm image on AMD (the generation's vendor,
     catalog/archs.toml), else its CUDA image."""
-    support, arch = cli_table(engine, "support"), gpu.arch
-    if f"image_{arch}" in support:
-        return support[f"image_{arch}"]
-    return support.get("image_rocm", support["image"]) if gpu.generation.vendor == "amd" else support["image"]
+    support = load_cli(engine).support
+    if gpu.arch in support.images:
+        return support.images[gpu.arch]
+    return (support.image_rocm or support.image) if gpu.generation.vendor == "amd" else support.image
 
 
 def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
