@@ -1,14 +1,19 @@
-"""The one strict reader of the data files (issue 32): a data file refuses a key its reader does not
-know, naming the file, the table and the nearest known key."""
+"""The one strict reader of the data files (issue 32): every data file (catalog, engine presets, kernel
+table, model families) refuses a key its reader does not know, naming the file, the table and the
+nearest known key. The catalog's, presets' and kernels' own cases are in test_catalog.py,
+test_engines.py and test_kernels.py; here the reader itself and the model-family file."""
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 
 import pytest
 
+from shardbudget.datacache import read_builtin
 from shardbudget.datafile import Table, check_name, find, key, read_record, record_keys
-from shardbudget.errors import CatalogError, closest
+from shardbudget.errors import CatalogError, UnknownNameError, closest
+from shardbudget.model import families
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,3 +76,46 @@ def test_names_with_control_characters_or_a_leading_dash_are_refused(name):
 def test_names_are_found_in_any_case():
     assert find("HGX-H100", {"hgx-h100": 1}) == "hgx-h100" and find("hgx-h100", ["hgx-h100"]) == "hgx-h100"
     assert find("hgx-h10", ["hgx-h100"]) is None and find(None, ["x"]) is None
+
+
+# --- the model-family file (catalog/families.toml) ---------------------------------------------------
+
+def _families_raw() -> dict:
+    return tomllib.loads(read_builtin(families.WHERE))
+
+
+def test_the_family_table_is_read_from_its_file():
+    fams, signatures, text_only = families.read_families(_families_raw())
+    assert fams == families.FAMILIES and signatures == families.SIGNATURES and text_only == families.TEXT_ONLY
+    qwen2 = families.BY_MODEL_TYPE["qwen2"]
+    assert (qwen2.qkv_bias, qwen2.o_bias, qwen2.windows) == (True, False, "qwen")
+    assert dict(families.BY_MODEL_TYPE["gemma2"].defaults)["vocab_size"] == 256_000
+    assert families.SIGNATURES[0] == ("deepseek_v32", ("kv_lora_rank", "index_topk"))
+
+
+@pytest.mark.parametrize("family, typo, near", [
+    ("qwen2", "qkv_biass", "qkv_bias"),
+    ("llama4", "dense_width_kee", "dense_width_key"),
+    ("gemma2", "window", "windows"),
+])
+def test_a_misspelt_family_key_names_the_file_the_family_and_the_nearest_key(family, typo, near):
+    raw = _families_raw()
+    raw["families"][family][typo] = raw["families"][family].get(near, "x")
+    with pytest.raises(CatalogError) as err:
+        families.read_families(raw)
+    assert str(err.value) == f"catalog/families.toml: families.{family}: unknown field '{typo}'; did you mean '{near}'?"
+
+
+def test_a_family_value_outside_its_choices_or_a_signature_of_no_family_is_refused():
+    raw = _families_raw()
+    raw["families"]["llama"]["attention"] = "mqa"
+    with pytest.raises(CatalogError, match=r"families.llama.attention: 'mqa' is not one of gqa, mla"):
+        families.read_families(raw)
+    raw = _families_raw()
+    raw["signatures"][0]["family"] = "deepseek_v23"
+    with pytest.raises(UnknownNameError, match=r"'deepseek_v23'; did you mean .*'deepseek_v32'"):
+        families.read_families(raw)
+    raw = _families_raw()
+    raw["families"]["Llama"] = raw["families"]["llama"]
+    with pytest.raises(CatalogError, match=r"families.Llama: the family 'llama' has this name in another case"):
+        families.read_families(raw)
