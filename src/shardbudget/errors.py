@@ -33,8 +33,11 @@ class UnknownNameError(ShardbudgetError, KeyError):
 
 
 def closest(name: str, known: Iterable[str], n: int = 3) -> list[str]:
-    """The known names nearest to a misspelt one."""
-    return difflib.get_close_matches(str(name), list(known), n=n, cutoff=0.4)
+    """The known names nearest to a misspelt one, compared ignoring case ('VLLM' is nearest 'vllm')."""
+    by_fold: dict[str, str] = {}
+    for k in known:
+        by_fold.setdefault(str(k).casefold(), k)
+    return [by_fold[m] for m in difflib.get_close_matches(str(name).casefold(), list(by_fold), n=n, cutoff=0.4)]
 
 
 def known_case(name: object, known: Iterable[str]) -> object:

@@ -11,6 +11,8 @@ import pytest
 
 from shardbudget.engines import (ALLREDUCE_KINDS, ENGINE_NAMES, allreduce_choice, allreduce_ranges,
                                  default_memory_fraction, load_engine)
+from shardbudget.datacache import read_builtin
+from shardbudget.engines.cli_tables import ROLES, load_cli
 from shardbudget.engines.presets import read_engine
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.errors import CatalogError, UnknownNameError
@@ -27,7 +29,7 @@ def test_every_engine_loads_with_sources():
     for name in ENGINE_NAMES:
         p = load_engine(name)
         assert p.name == name and p.version and p.source.startswith("http")
-        assert p.allreduce.source and p.memory.source and p.cli["source"]
+        assert p.allreduce.source and p.memory.source and load_cli(name).source
 
 
 def test_unknown_engine_suggests_the_closest():
@@ -132,8 +134,8 @@ def test_sglang_custom_allreduce_and_defaults():
     assert allreduce_choice(old, 4, 512 * KiB - 16, True, True, arch="10.0") == "one-shot"
     assert allreduce_choice(old, 4, 512 * KiB, True, True, arch="10.0") == "two-shot"
     assert allreduce_choice(old, 4, 9 * MiB, True, True, arch="10.0") == "nccl"
-    assert sg.cli["dp_attention"] == "--enable-dp-attention"
-    assert sg.cli["max_batch"] == "--max-running-requests"
+    assert load_cli("sglang").flag("dp_attention") == "--enable-dp-attention"
+    assert load_cli("sglang").flag("max_batch") == "--max-running-requests"
 
 
 def test_sglang_mem_fraction_static_rule():
@@ -231,18 +233,31 @@ def test_cuda_graphs_defaults(vllm):
 
 
 def test_cli_flags_for_launch_lines():
-    assert load_engine("vllm").cli["tensor_parallel"] == "--tensor-parallel-size"
-    assert load_engine("vllm").cli["expert_parallel"] == "--enable-expert-parallel"
-    assert load_engine("trtllm").cli["memory_fraction"] == "--kv_cache_free_gpu_memory_fraction"
+    assert load_cli("vllm").flag("tensor_parallel") == "--tensor-parallel-size"
+    assert load_cli("vllm").flag("expert_parallel") == "--enable-expert-parallel"
+    assert load_cli("trtllm").flag("memory_fraction") == "--kv_cache_free_gpu_memory_fraction"
     assert load_engine("trtllm").launcher == "trtllm-serve"
     for name in ENGINE_NAMES:
-        assert {"tensor_parallel", "max_batch", "max_model_len", "memory_fraction"} <= set(load_engine(name).cli)
+        cli = load_cli(name)
+        assert all(cli.flag(role) for role in ("tensor_parallel", "max_batch", "max_model_len", "memory_fraction"))
+    with pytest.raises(CatalogError, match=r"engines/tgi.toml: cli has no flag for 'port' \(its roles: tensor_parallel"):
+        load_cli("tgi").flag("port")
+    assert "port" in ROLES and "flags" not in ROLES and "positional" not in ROLES
+    assert load_cli("sglang").programs["router"].package == "sglang-router==0.3.2"
+    assert load_cli("sglang").disaggregation.bootstrap_port == 8998
+    assert load_cli("sglang").support.images == {"cdna4": "lmsysorg/sglang:v0.5.14-rocm720-mi35x"}
+
+
+def _raw(name: str) -> dict:
+    """A preset file as parsed, to break (the strict reader's tests)."""
+    import tomllib
+    return tomllib.loads(read_builtin(f"engines/{name}.toml"))
 
 
 def test_malformed_preset_names_file_and_key(vllm):
-    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in vllm.raw.items()}
+    raw = _raw("vllm")
     raw["memory"] = {**raw["memory"], "gpu_memory_utilization": 1.5}
-    with pytest.raises(CatalogError, match=r"x.toml.memory.gpu_memory_utilization: expected a fraction in \(0, 1\]"):
+    with pytest.raises(CatalogError, match=r"x.toml: memory.gpu_memory_utilization: expected a fraction in \(0, 1\]"):
         read_engine(raw, "x.toml")
     raw["memory"]["gpu_memory_utilization"] = 0.9
     raw["allreduce"] = {**raw["allreduce"], "order": ["custom", "nvls"]}
@@ -283,9 +298,71 @@ def test_sglang_static_fraction_holds_weights_and_kv_alone():
 
 
 def test_release_floor_table_names_known_generations():
-    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in load_engine("sglang-0.4").raw.items()}
+    raw = _raw("sglang-0.4")
     raw["kernels"] = {**raw["kernels"], "moe_call_floor": {"hoper": "230 us", "source": "x"}}
     with pytest.raises(UnknownNameError, match=r"'hoper'; did you mean 'hopper'"):
         read_engine(raw, "x.toml")
     raw["kernels"]["moe_call_floor"] = {"hopper": "230 us", "source": "x"}
     assert dict(read_engine(raw, "x.toml").moe_call_floor) == pytest.approx({"hopper": 230e-6})
+
+
+# --- the strict reader (issue 32): a misspelt key is refused, never kept at its default ------------
+
+@pytest.mark.parametrize("table, typo, near", [
+    ("host", "per_stepp", "per_step"),                        # the issue's example: per_step kept its default
+    ("allreduce.custom", "max_bytez", "max_bytes"),           # ... and max_bytes
+    ("cuda_graphs", "max_bach", "max_batch"),
+    ("memory", "cuda_contxt", "cuda_context"),
+    ("cli", "tensor_paralel", "tensor_parallel"),
+    ("cli.programs.router", "packge", "package"),
+    ("cli.support", "imagee", "image"),
+    ("allreduce.custom.tuned", "max_byte", "max_bytes"),
+])
+def test_a_misspelt_preset_key_names_the_file_the_table_and_the_nearest_key(table, typo, near):
+    raw = _raw("sglang")
+    part = raw
+    for k in table.split("."):
+        part = part[k]
+    part[typo] = part.get(near, "1 us")  # beside the right key, or in its place: refused either way
+    with pytest.raises(CatalogError) as err:
+        read_engine(raw, "engines/sglang.toml")
+    assert str(err.value) == f"engines/sglang.toml: {table}: unknown field '{typo}'; did you mean '{near}'?"
+    del part[near]  # the key misspelt alone: still refused as a misspelling, not reported missing
+    with pytest.raises(CatalogError, match=f"unknown field '{typo}'; did you mean '{near}'"):
+        read_engine(raw, "engines/sglang.toml")
+
+
+def test_an_unknown_table_or_a_wrongly_typed_value_is_refused():
+    raw = _raw("vllm")
+    raw["hots"] = {"per_step": "1 us"}
+    with pytest.raises(CatalogError, match=r"engines/vllm.toml: unknown field 'hots'; did you mean 'host'\?"):
+        read_engine(raw, "engines/vllm.toml")
+    raw = _raw("vllm")
+    raw["cuda_graphs"]["decode"] = "yes"
+    with pytest.raises(CatalogError, match=r"engines/vllm.toml: cuda_graphs.decode: expected true/false, got 'yes'"):
+        read_engine(raw, "engines/vllm.toml")
+    raw = _raw("vllm")
+    raw["host"]["per_step_basis"] = 250
+    with pytest.raises(CatalogError, match=r"host.per_step_basis: a note \('per_step_basis'\) is text"):
+        read_engine(raw, "engines/vllm.toml")
+
+
+def test_every_preset_reads_strictly_and_keeps_its_numbers():
+    """Each shipped file reads whole under the strict reader, with the values the engines' sources give."""
+    for name in ENGINE_NAMES:
+        raw = _raw(name)
+        assert read_engine(raw, f"engines/{name}.toml").name == name
+    sglang = load_engine("sglang")
+    assert sglang.memory.computed_default and sglang.memory.reserve.reserved_base_bytes == 512 * MiB
+    assert sglang.cuda_graphs.max_batch_by_memory[0] == (35 * 2 ** 30, 24, 80)
+    assert load_engine("vllm").memory.max_num_batched_tokens == 8192 and not load_engine("vllm").memory.computed_default
+    assert load_engine("trtllm").memory.allreduce_workspace_bytes == 8e6
+
+
+def test_engine_names_are_spelt_as_the_presets_name_them():
+    """An engine's name names code (its launch builder, its labels): another case is refused with the
+    right spelling, not accepted for some uses and refused by others."""
+    with pytest.raises(UnknownNameError, match=r"unknown engine 'VLLM'; did you mean 'vllm'"):
+        load_engine("VLLM")
+    with pytest.raises(UnknownNameError, match=r"unknown engine 'SGLang'; did you mean 'sglang'"):
+        load_cli("SGLang")

@@ -58,6 +58,10 @@ def test_fit_on_a_real_log(data_dir):
 def test_fit_refuses_bad_requests():
     with pytest.raises(MeasureError, match="already a catalog system"):
         fit_profile([_synthetic()], name="hgx-h100", base_system="hgx-h100")
+    # a name is one in any case: HGX-H100 would be refused when the profile is loaded back (issue 32)
+    with pytest.raises(MeasureError, match=r"'HGX-H100' is already a catalog system \('hgx-h100': names are "
+                                           r"compared ignoring case\)"):
+        fit_profile([_synthetic()], name="HGX-H100", base_system="hgx-h100")
     empty = MeasurementSet(samples=(), source="e.txt", tool="nccl-tests", env={}, warnings=())
     with pytest.raises(MeasureError, match="at least 3"):
         fit_profile([empty], name="x", base_system="hgx-h100")

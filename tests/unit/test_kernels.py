@@ -73,6 +73,42 @@ def test_missing_floor_is_a_catalog_error():
         kernels.read_kernels(raw)
 
 
+def _kernels_raw() -> dict:
+    import tomllib
+    from importlib import resources
+    return tomllib.loads((resources.files("shardbudget") / "catalog" / "kernels.toml").read_text())
+
+
+@pytest.mark.parametrize("table, typo, near", [
+    ("ops.dense_gemm.hopper", "memory_efficency", "memory_efficiency"),
+    ("tiles.hopper", "k_fp88", "k_fp8"),
+    ("launch.ada", "graphh", "graph"),
+    ("meta", "op_kind", "op_kinds"),
+])
+def test_a_misspelt_kernel_key_is_refused_with_its_place(table, typo, near):
+    """issue 32: the kernel table is read as strictly as the catalog; a misspelt key never leaves a
+    floor at its default."""
+    raw = _kernels_raw()
+    part = raw
+    for k in table.split("."):
+        part = part[k]
+    part[typo] = part[near]
+    with pytest.raises(CatalogError) as err:
+        kernels.read_kernels(raw)
+    assert str(err.value) == f"catalog/kernels.toml: {table}: unknown field '{typo}'; did you mean '{near}'?"
+
+
+def test_kernel_generations_are_the_catalogs():
+    raw = _kernels_raw()
+    raw["meta"]["archs"].append("rubin")
+    with pytest.raises(UnknownNameError, match=r"unknown GPU generation in catalog/kernels.toml: meta.archs 'rubin'"):
+        kernels.read_kernels(raw)
+    raw = _kernels_raw()
+    raw["ops"]["rmsnorm"]["ada"]["basis"] = " "
+    with pytest.raises(CatalogError, match=r"ops.rmsnorm.ada.basis: must say where the number comes from"):
+        kernels.read_kernels(raw)
+
+
 def _moe_call_s(model, system, dtype, tp, ep, batch, hbm_bytes_per_s=None):
     """One MoE layer's fused-experts call as the step prices it at decode (OpPricer.compute_s): top-k,
     the sort of tokens by expert, both grouped GEMMs, the activation and the weighted sum, what

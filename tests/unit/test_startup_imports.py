@@ -27,6 +27,7 @@ NOT_FOR_PLAN = {
     "shardbudget.report.html": "report only",
     "shardbudget.decide.deploy": "deploy only",
     "shardbudget.decide.launch": "deploy only",
+    "shardbudget.engines.cli_tables": "deploy only: the presets' [cli] records (the preset plan reads has none)",
     "shardbudget.decide.tail_plan": "--jitter only",
     "shardbudget.step.served": "--input-len/--output-len only",
     "shardbudget.step.speculative": "deploy --speculative only",

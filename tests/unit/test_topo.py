@@ -245,6 +245,8 @@ def test_unequal_numa_domains_and_name_checks(tmp_path):
                       name="odd", gpu="l40s")
     with pytest.raises(CatalogError, match="already a catalog system"):
         infer_profile(parse_topology_text(SMALL), name="l40s-pcie", gpu="l40s")
+    with pytest.raises(CatalogError, match=r"'L40S-PCIe' is already a catalog system \('l40s-pcie'"):
+        infer_profile(parse_topology_text(SMALL), name="L40S-PCIe", gpu="l40s")
     p = infer_profile(parse_topology_text(SMALL), name="fine", gpu="l40s")
     write_topo_profile(p, tmp_path / "fine.toml")
     with pytest.raises(CatalogError, match="exists; pass --force"):

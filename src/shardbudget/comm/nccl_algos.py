@@ -39,10 +39,10 @@ TREE_LL128_ONE_NODE = 7 / 9
 # graphs have 16 channels or more on HGX, so (n-1)/n is taken at 16.
 NVLS_CHANNELS = 16
 # What one NVLSTree pipeline step holds (enqueue.cc v2.26.2 calls it concurrentOps x chunkSize):
-# nvlsChannels channels (transport/nvls.cc NVLS_NCHANNELS_SM90 16, _SM100 32) x nHeads heads (one per
-# NVLS graph channel, at most NCCL_MAX_NVLS_ARITY = 32, device.h) x a chunk of NCCL_NVLS_CHUNKSIZE
-# 128 KiB, 64 KiB from 4 nodes (NVLSTREE_MAX_CHUNKSIZE's default)
-NVLS_TREE_CHANNELS = {"hopper": 16, "blackwell": 32}
+# nvlsChannels channels (the generation's `nvls_channels`, catalog/archs.toml: transport/nvls.cc
+# NVLS_NCHANNELS_SM90 16, _SM100 32) x nHeads heads (one per NVLS graph channel, at most
+# NCCL_MAX_NVLS_ARITY = 32, device.h) x a chunk of NCCL_NVLS_CHUNKSIZE 128 KiB, 64 KiB from 4 nodes
+# (NVLSTREE_MAX_CHUNKSIZE's default)
 NVLS_TREE_CHUNK_BYTES = 128 * 1024
 NVLS_TREE_CHUNK_BYTES_4_NODES = 64 * 1024
 # First release that runs LL128 through a GPU-NIC path over NVLink-C2C (tuning.cc v2.27.3
@@ -109,12 +109,12 @@ def net_overhead_s(group: Group) -> float:
 
 
 def ll_cap(group: Group) -> float:
-    """tuning.cc llMaxBws: LL's bus-bandwidth ceiling; on one node by GPU generation, across nodes
-    by CPU vendor (AMD rows for AMD, the Intel row for every other vendor)."""
+    """tuning.cc llMaxBws: LL's bus-bandwidth ceiling; on one node by GPU generation (every generation
+    of the catalog has its row: fabric/catalog.py refuses one without), across nodes by CPU vendor
+    (AMD rows for AMD, the Intel row for every other vendor)."""
     caps = nccl(group).ll_max_bytes_per_s
     if group.nodes == 1:
-        one = caps["one_node"]
-        return one.get(group.system.gpu.arch, one["ampere"])
+        return caps["one_node"][group.system.gpu.arch]
     cpu = group.system.cpu
     row = caps["amd" if cpu is not None and cpu.vendor == "amd" else "intel"]
     return row[0 if group.nodes == 2 else 1]
@@ -224,7 +224,7 @@ def protocol_busbw(group: Group, busbw: float, proto: str, real: bool = False) -
 def chooses_by_nccl_tables(group: Group) -> bool:
     """NCCL's tables are NVIDIA's; RCCL (AMD GPUs) chooses by tables of its own that we do not
     have, tuned on its platforms, so there the fastest real line is taken to be RCCL's choice."""
-    return group.system.gpu.arch not in ("cdna3", "cdna4")
+    return group.system.gpu.generation.nccl_tables
 
 
 def _line(algo: str, proto: str, group: Group, real: tuple[float, float], estimate: tuple[float, float],
@@ -366,7 +366,7 @@ def nvls_tree_step_bytes(group: Group) -> float:
     96 and 114 MB at their own rates. The small-message line (below one step) is left as it was:
     no measured multi-node NVLSTree row lies there."""
     chunk = NVLS_TREE_CHUNK_BYTES if group.nodes < 4 else NVLS_TREE_CHUNK_BYTES_4_NODES
-    return NVLS_TREE_CHANNELS.get(group.system.gpu.arch, NVLS_CHANNELS) * nvls_heads(group) * chunk
+    return group.system.gpu.generation.nvls_channels * nvls_heads(group) * chunk
 
 
 def _nvls_tree_intra_estimate(group: Group) -> float:

@@ -16,11 +16,17 @@ from ..fabric.topology import Path
 # device.h NCCL_MAX_NVLS_ARITY: an NVLS graph has at most this many channels (heads)
 NVLS_MAX_HEADS = 32
 # search.cc: a ring graph has at most MAXCHANNELS/2 channels; ncclTopoDupChannels doubles a graph
-# whose speed is at least 25 GB/s, above sm80 only at 50 GB/s or with at most 4 channels
+# whose speed is at least 25 GB/s, above sm80 (ccMin > 80) only at 50 GB/s or with at most 4 channels
 RING_MAX_CHANNELS = 32
 DUP_SPEED = 50e9
 DUP_MIN_SPEED = 25e9
-DUP_ANY_COUNT_ARCHS = ("volta", "ampere")
+DUP_ANY_COUNT_MAX_CC = 80
+
+
+def compute_capability(sm: str) -> int | None:
+    """A CUDA compute capability as NCCL compares it ("9.0" -> 90, "10.3" -> 103); None without one (AMD)."""
+    major, _, minor = sm.partition(".")
+    return int(major) * 10 + int(minor or 0) if major.isdigit() and (minor or "0").isdigit() else None
 
 
 def nvls_graph(group: Group, g: int) -> tuple[int, float]:
@@ -65,7 +71,8 @@ def ring_graph(group: Group, path: Path) -> tuple[int, float]:
         channels = min(RING_MAX_CHANNELS, int(link // speed))
         if channels * speed > best_channels * best_speed:
             best_channels, best_speed = channels, speed
-    old_sm = group.system.gpu.arch in DUP_ANY_COUNT_ARCHS
+    cc = compute_capability(group.system.gpu.sm)
+    old_sm = cc is not None and cc <= DUP_ANY_COUNT_MAX_CC
     if best_speed >= DUP_SPEED or (best_speed >= DUP_MIN_SPEED and (best_channels <= 4 or old_sm)):
         doubled = min(2 * best_channels, RING_MAX_CHANNELS)
         best_speed /= -(-doubled // best_channels)

@@ -20,12 +20,13 @@ smBw), with per-kernel bus bytes:
     RSxLDMC_AGxSTMC  the same through multimem (NVLS): n/p + n at mult p, 16 (Hopper) or 32
                      (Blackwell) blocks over the ranks
 
-(baseLat Hopper LL 4.5 us else 7.8; Blackwell LL 11, else 19.5 us; smBw 65 / 55 GiB/s; peak 480 /
+(NCCL's two rows, cudaArch < 1000 and Blackwell, are each generation's `[archs.<name>.nccl_symmetric]`
+in catalog/archs.toml: baseLat LL 4.5 us else 7.8 / LL 11 else 19.5 us; smBw 65 / 55 GiB/s; peak 480 /
 1000 GiB/s for multimem, 320 / 600 otherwise). NCCL takes the kernel its model says is fastest;
 here the fastest of the lines priced as below, the same model with one scale on its latencies.
 The time: NCCL's base latencies scaled so that its LL kernel lands on the generation's measured
-floor (`SYMMETRIC_FLOOR_S`: NVIDIA/nccl#1940, 8 GPUs at 8 B, ~2.3 us on H200 / H800 and ~3 us on
-B200 with NCCL 2.27; NCCL itself calls its model "too inaccurate", enqueue.cc), and NCCL's
+floor (the generation's `floor`: NVIDIA/nccl#1940, 8 GPUs at 8 B, ~2.3 us on H200 / H800 and ~3 us
+on B200 with NCCL 2.27; NCCL itself calls its model "too inaccurate", enqueue.cc), and NCCL's
 bandwidths capped by what the links carry (the multimem kernel by the NVLS line, the load/store
 kernel by the ring's bus bandwidth): no public sweep of these kernels is there to fit on.
 """
@@ -37,6 +38,7 @@ import math
 from .lines import Candidate, Group
 from .nccl_algos import nvls
 from .op import busbw_factor
+from ..fabric.hardware import NcclSymmetric
 from ..fabric.topology import ring_path
 
 SYMMETRIC_FROM = (2, 27)
@@ -45,8 +47,6 @@ GIB_PER_US = (1 << 30) / 1e6  # symmetric.cc: GBps = (1<<30)/1.e6, bytes per mic
 LL_BUS_FACTOR = 9.0  # symmetric.cc LL_BusFactor: "2X the bytes, plus some processing, plus no unrolling"
 MAX_BLOCKS = 64  # symmetric.h ncclSymMaxBlocks
 LL_MAX_BUS_BYTES = 2 << 30  # LL kernels count elements in 32 bits (symmetric.cc ncclSymPickKernel)
-SYMMETRIC_FLOOR_S = {"hopper": 2.3e-6, "blackwell": 3.0e-6}
-"""Measured small-message floor of the symmetric all-reduce, 8 GPUs (NVIDIA/nccl#1940)."""
 
 
 def _softmin(x: float, ceiling: float, softness: float) -> float:
@@ -54,11 +54,11 @@ def _softmin(x: float, ceiling: float, softness: float) -> float:
     return ceiling - softness * math.log1p((math.exp(ceiling / softness) - 1) * math.exp(-x / softness))
 
 
-def _kernels(p: int, blackwell: bool, nvls: bool) -> list[tuple[str, bool, float, float, float]]:
+def _kernels(p: int, model: NcclSymmetric, nvls: bool) -> list[tuple[str, bool, float, float, float]]:
     """(name, LL, bus bytes per message byte, bandwidth in bytes/us, NCCL's base latency in us)."""
-    sm_bw = (55 if blackwell else 65) * GIB_PER_US
-    peak, peak_mc = ((600, 1000) if blackwell else (320, 480))
-    nvls_blocks = -(-(32 if blackwell else 16) // p)
+    sm_bw = model.sm_bw_gibps * GIB_PER_US
+    peak, peak_mc = model.peak_gibps, model.multimem_peak_gibps
+    nvls_blocks = -(-model.multimem_blocks // p)
     rows = [("AGxLL_R", True, p * LL_BUS_FACTOR, 1.0, MAX_BLOCKS, peak),
             ("RSxLD_AGxST", False, 2 * (p - 1) / p, 1.0, MAX_BLOCKS, peak)]
     if nvls:
@@ -67,7 +67,7 @@ def _kernels(p: int, blackwell: bool, nvls: bool) -> list[tuple[str, bool, float
     out = []
     for name, ll, bus, mult, blocks, top in rows:
         bw = _softmin(blocks * sm_bw * mult, top * GIB_PER_US, sm_bw)
-        base = (11.0 if ll else 19.5) if blackwell else (4.5 if ll else 7.8)
+        base = model.ll_base_latency_us if ll else model.base_latency_us
         out.append((name, ll, bus, bw, base))
     return out
 
@@ -90,11 +90,11 @@ def symmetric_candidates(group: Group) -> list[Candidate]:
     if group.gpus_per_node < 2 or symmetric_available(group) is not None:
         return []
     s, g = group.system, group.gpus_per_node
-    blackwell = s.gpu.arch == "blackwell"
+    model = s.gpu.generation.nccl_symmetric  # catalog/archs.toml
     path = ring_path(s, g)
-    kernels = _kernels(g, blackwell, path.nvls)
+    kernels = _kernels(g, model, path.nvls)
     # NCCL's base latencies keep their order (LL below the rest), scaled onto the measured floor
-    scale = SYMMETRIC_FLOOR_S["blackwell" if blackwell else "hopper"] / kernels[0][4]
+    scale = model.floor_s / kernels[0][4]
     # what the links carry: multimem no faster than NVLS, loads/stores no faster than the ring's
     # busbw over 2(p-1)/p (NCCL's peaks are estimates, 480-1000 GiB/s, above any NVLink)
     full = nvls(group)
@@ -109,4 +109,4 @@ def symmetric_candidates(group: Group) -> list[Candidate]:
     return out
 
 
-__all__ = ["SYMMETRIC_FLOOR_S", "SYMMETRIC_FROM", "symmetric_available", "symmetric_candidates"]
+__all__ = ["SYMMETRIC_FROM", "symmetric_available", "symmetric_candidates"]

@@ -5,7 +5,7 @@ Built from the catalog, changing only how the GPUs are joined:
 * on NVSwitch: the catalog's switch system of the same GPU generation (hgx-h100's nvswitch-gen3 for
   any Hopper part), with the user's GPU in it;
 * on PCIe with P2P: every GPU under PCIe switches of one CPU root complex (as `l40s-pcie-p2p`), at
-  the GPU's own PCIe generation (`topo_build.PCIE_GEN_BY_ARCH`), P2P on;
+  the GPU's own PCIe generation (its generation's `pcie_gen`, catalog/archs.toml), P2P on;
 * on PCIe without P2P: the same tree with P2P off, so that NCCL stages every hop through host
   memory (SHM), as the GeForce boxes do;
 * across two nodes: the same TP group split over two nodes of the user's system, half its GPUs
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from ..fabric.hardware import Catalog, PcieTree, System
-from ..fabric.topo_build import PCIE_GEN_BY_ARCH, PCIE_GEN
+from ..fabric.topo_build import PCIE_GEN
 from ..comm.collectives import intra_path
 
 
@@ -57,7 +57,7 @@ def nvswitch_template(system: System, catalog: Catalog) -> System | None:
 
 
 def pcie_gen(system: System) -> int:
-    return PCIE_GEN.get(system.gpu.name, PCIE_GEN_BY_ARCH.get(system.gpu.arch, 4))
+    return PCIE_GEN.get(system.gpu.name, system.gpu.generation.pcie_gen)
 
 
 def _pcie_whatif(system: System, catalog: Catalog, *, p2p: bool) -> System | None:

@@ -37,9 +37,10 @@ from typing import Any
 from .. import units
 from .tuned import TunedCustom, load_tuned
 from ..datacache import cached, read_builtin
+from ..datafile import Table, key, parse_toml, read_record, world_size
 from ..defaults import CURRENT_ENGINES, ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
-from ..fabric.hardware import ARCH_CAPABILITY, ARCHS
+from ..fabric.catalog import builtin_archs
 
 ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "mnnvl", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
@@ -48,92 +49,221 @@ its two-shot), the engine's multi-node NVLink kernel (TensorRT-LLM MNNVL), or NC
 
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
 _FRACTION_OF = ("total", "static", "free_after_weights")
+_FRACTION_KEYS = ("gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
+_KERNEL_ROLES = ("moe", "attention_mha_gqa", "attention_mla")
+"""[kernels]: which kernels price the decode floors in catalog/kernels.toml, by role (names only)."""
 
+
+# --- how the tables' special fields are read (datafile.key kinds) -------------------------------------
+
+def capability(arch: str | None) -> str | None:
+    """The engines' tables are keyed by CUDA compute capability ("9.0", "10.3"), as vLLM's are; a
+    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0; catalog/archs.toml)."""
+    return _capabilities().get(arch, arch) if arch else arch
+
+
+@lru_cache(maxsize=1)
+def _capabilities() -> Mapping[str, str]:
+    """[generation] -> its first compute capability, or its own name where it has none (AMD)."""
+    return MappingProxyType({name: a.capability or name for name, a in builtin_archs().items()})
+
+
+def sizes_by_world(t: Table, name: str) -> Mapping[str, Mapping[int, float]]:
+    """[capability] -> {world size: bytes} from tables like `[x."9.0"] 2 = "64 MiB"`."""
+    out: dict[str, Mapping[int, float]] = {}
+    for arch, _ in t.table(name).entries():
+        sub = t.table(name).table(arch)
+        out[capability(arch)] = MappingProxyType({world_size(ws, sub.at(ws)): sub.size(ws) for ws, _ in sub.entries()})
+    return MappingProxyType(out)
+
+
+def _one_shot_below(t: Table, name: str) -> tuple[tuple[int, float], ...]:
+    rows = []
+    for i, row in enumerate(t.raw(name, types=list)):
+        r = Table(row, f"{t.path}.{name}[{i}]", t.file)
+        rows.append((world_size(r.raw("max_world_size", types=int), r.at("max_world_size")), r.size("bytes")))
+        r.done()
+    return tuple(sorted(rows))
+
+
+_STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))
+
+
+def _strategy(t: Table, name: str) -> Mapping[str, Mapping[int, tuple[str, ...]]]:
+    s = t.table(name)
+    if tuple(s.raw("hidden", types=list)) != _STRATEGY_HIDDEN or tuple(s.raw("tokens", types=list)) != _STRATEGY_TOKENS:
+        raise CatalogError(f"{s.where}: hidden must be 128 ... 8192 and tokens 1 ... 16384, powers of two")
+    out = {}
+    for sm, _ in s.entries():
+        if sm in ("hidden", "tokens"):
+            continue
+        sub = s.table(sm)
+        rows = {world_size(ws, sub.at(ws)): tuple(sub.texts(ws)) for ws, _ in sub.entries()}
+        for ws, r in rows.items():
+            if len(r) != 7 or any(len(x) != 15 or set(x) - set("12N") for x in r):
+                raise CatalogError(f"{sub.at(str(ws))}: expected 7 strings of 15 letters 1 / 2 / N")
+        out[capability(sm)] = MappingProxyType(rows)
+    return MappingProxyType(out)
+
+
+def _tuned(t: Table, name: str) -> TunedCustom:
+    return load_tuned(t.table(name), sizes_by_world)
+
+
+def _capabilities_list(t: Table, name: str) -> tuple[str, ...]:
+    return tuple(capability(a) for a in t.texts(name))
+
+
+def _multimem(t: Table, name: str) -> Mapping[str, tuple[int, ...]]:
+    m = t.table(name)
+    out = MappingProxyType({capability(a): m.world_sizes(a) for a, _ in m.entries()})
+    m.done()
+    return out
+
+
+def _spans(t: Table, name: str) -> Mapping[int, tuple[float, float]]:
+    spans = t.table(name)
+    out = {}
+    for w, pair in spans.entries():
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise spans.fail(w, f"expected [lower, upper] sizes, got {pair!r}")
+        try:
+            lo, hi = (units.parse_bytes(v, what=spans.at(w)) for v in pair)
+        except units.UnitError as err:
+            raise CatalogError(str(err)) from None
+        out[world_size(w, spans.at(w))] = (lo, hi)
+    return MappingProxyType(out)
+
+
+def _order(t: Table, name: str) -> tuple[str, ...]:
+    order = t.texts(name)
+    for item in order:
+        if item not in _ORDER_ITEMS:
+            raise UnknownNameError(f"all-reduce implementation in {t.at(name)}", item, _ORDER_ITEMS)
+    return order
+
+
+def _rules(t: Table, name: str) -> tuple[str, ...]:
+    """A list of model_type@arch rules, each checked for its '@'."""
+    rules = t.raw(name, types=list)
+    if not all(isinstance(r, str) and "@" in r for r in rules):
+        raise t.fail(name, f"expected a list of 'model_type@arch' strings, got {rules!r}")
+    return tuple(rules)
+
+
+def _rows_by_memory(t: Table, name: str, columns: tuple[str, ...]) -> tuple[tuple[float, ...], ...]:
+    """Rows `{ below = "35 GiB", <column> = n, ... }`, in order: (below bytes, n, ...)."""
+    out = []
+    for i, row in enumerate(t.raw(name, types=list)):
+        r = Table(row, f"{t.path}.{name}[{i}]", t.file)
+        out.append((r.size("below"), *(r.count(c) for c in columns)))
+        r.done()
+    return tuple(out)
+
+
+def _graph_rows(t: Table, name: str) -> tuple[tuple[float, int, int], ...]:
+    table = t.table(name)
+    rows = _rows_by_memory(table, "rows", ("tp_lt_4", "tp_ge_4"))
+    table.done()
+    return rows
+
+
+def _chunk_rows(t: Table, name: str) -> tuple[tuple[float, int], ...]:
+    return _rows_by_memory(t, name, ("tokens",))
+
+
+# --- the preset's records: each field's `key` is what its table may hold (datafile) -------------------
 
 @dataclass(frozen=True, kw_only=True)
 class CudaGraphs:
-    decode: bool
+    decode: bool = key("decode")
     """Decode batches are captured as CUDA graphs by default."""
-    max_batch: int
+    max_batch: int = key("max_batch", "count")
     """Largest captured decode batch (sequences) with default settings; larger batches run eagerly."""
-    source: str
+    max_batch_estimate: bool = key("max_batch_estimate", default=False)
+    max_batch_by_memory: tuple[tuple[float, int, int], ...] = key("max_batch_by_memory", _graph_rows, default=())
+    """SGLang: (GPU memory below, bytes; batch at TP < 4; at TP >= 4), first row that holds."""
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Fusions:
     """Kernel fusions the engine's compiler applies by default (`[fusions]`; all off without it)."""
 
-    norm_quant: bool = False
+    norm_quant: bool = key("norm_quant", default=False)
     """FP8 activation quantisation runs inside the norm or activation that writes a GEMM's input
     (vLLM's -O2 norm + quant and activation + quant fusions): no quant kernel of its own there."""
-    source: str = ""
+    source: str = key("source", default="")
 
 
 @dataclass(frozen=True, kw_only=True)
 class HostOverhead:
-    per_step_s: float
+    per_step_s: float = key("per_step", "seconds")
     """Host time per decode step the GPU waits for (scheduling, input preparation, sampling), s."""
-    per_kernel_launch_s: float
+    per_kernel_launch_s: float = key("per_kernel_launch", "seconds")
     """Gap added per kernel launch (inside a graph, or the host launch without graphs), s."""
-    per_seq_s: float
+    per_seq_s: float = key("per_seq", "seconds", default=20e-6)
     """Host time per sequence per step (sampling, detokenisation hand-off, scheduler bookkeeping), s."""
-    per_collective_s: float
+    per_collective_s: float = key("per_collective_copy", "seconds", default=0.0)
     """Extra host time per collective without graphs (enqueue, the custom kernel's input copy), s."""
-    jitter_s: float
+    jitter_s: float = key("jitter", "seconds", default=0.0)
     """Without graphs each rank's host launches on its own: the standard deviation of one rank's
     host time between two collectives, s. Each collective then waits for the slowest rank."""
-    estimate: bool
-    source: str
+    estimate: bool = key("per_step_estimate", default=False)
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class CustomAllReduce:
     """The engine's one-shot / two-shot IPC all-reduce kernel and when it is eligible."""
 
-    world_sizes: tuple[int, ...]
-    single_node: bool
-    needs_p2p: bool
-    needs_nvlink_above_two: bool
+    world_sizes: tuple[int, ...] = key("world_sizes")
+    single_node: bool = key("single_node")
+    needs_p2p: bool = key("needs_p2p")
+    needs_nvlink_above_two: bool = key("needs_nvlink_above_two")
     """More than two GPUs must all be NVLink-connected (vLLM/SGLang `fully_connected`)."""
-    needs_nvlink: bool
+    needs_nvlink: bool = key("needs_nvlink", default=False)
     """Every group must be NVLink-connected, two GPUs included (TensorRT-LLM)."""
-    max_bytes: float
+    max_bytes: float = key("max_bytes", "size")
     """Largest message (bytes per rank) the kernel takes; larger falls through."""
-    max_bytes_two_gpus: float | None
+    max_bytes_two_gpus: float | None = key("max_bytes_ws2", "size", default=None)
     """A different limit for two GPUs (TensorRT-LLM's 16 MB workspace), else None."""
-    max_bytes_inclusive: bool
+    max_bytes_inclusive: bool = key("max_bytes_inclusive")
     """True: message <= max_bytes qualifies; False: message < max_bytes (vLLM's strict test)."""
-    two_gpus_always_one_shot: bool
-    one_shot_below: tuple[tuple[int, float], ...]
+    two_gpus_always_one_shot: bool = key("two_gpus_always_one_shot", default=False)
+    one_shot_below: tuple[tuple[int, float], ...] = key("one_shot_below", _one_shot_below, default=())
     """(largest world size, bytes): one-shot when world size <= it and message < bytes."""
-    max_bytes_with_symm_mem: Mapping[str, Mapping[int, float]]
+    max_bytes_with_symm_mem: Mapping[str, Mapping[int, float]] = key(
+        "max_bytes_with_symm_mem", sizes_by_world, factory=lambda: MappingProxyType({}))
     """[arch][world size] -> the lower limit vLLM uses when torch symmetric memory is on."""
-    strategy: Mapping[str, Mapping[int, tuple[str, ...]]] | None
+    strategy: Mapping[str, Mapping[int, tuple[str, ...]]] | None = key("strategy", _strategy, default=None)
     """TensorRT-LLM's lookup table: [capability][world size] -> one string per hidden size (128 ...
     8192, by floor(log2)), one letter per token count (1 ... 16384, by floor(log2)): '1' one-shot,
     '2' two-shot, 'N' NCCL. None: the engine decides by bytes."""
-    tuned: TunedCustom | None = None
+    tuned: TunedCustom | None = key("tuned", _tuned, default=None)
     """A newer kernel the engine runs first where it is eligible (tuned.py), else None."""
-    nccl_above_tokens: int | None = None
-    one_shot_max_tokens: int | None = None
+    nccl_above_tokens: int | None = key("nccl_above_tokens", "count", default=None)
+    one_shot_max_tokens: int | None = key("one_shot_max_tokens", "count", default=None)
     """TensorRT-LLM 1.0's rule by tokens: NCCL above `nccl_above_tokens`, one-shot to
     `one_shot_max_tokens`, two-shot between. None: the engine decides by bytes or its table."""
-    source: str
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class SymmMem:
     """torch symmetric-memory all-reduce (vLLM SymmMemCommunicator)."""
 
-    default_enabled: bool
-    archs: tuple[str, ...]
-    needs_multicast: bool
-    max_bytes: Mapping[str, Mapping[int, float]]
+    default_enabled: bool = key("default_enabled")
+    archs: tuple[str, ...] = key("archs", _capabilities_list)
+    needs_multicast: bool = key("needs_multicast")
+    max_bytes: Mapping[str, Mapping[int, float]] = key("max_bytes", sizes_by_world)
     """[arch][world size] -> largest message (inclusive), bytes."""
-    multimem_world_sizes: Mapping[str, tuple[int, ...]]
-    across_hosts: bool
+    multimem_world_sizes: Mapping[str, tuple[int, ...]] = key("multimem_world_sizes", _multimem)
+    across_hosts: bool = key("across_hosts", default=False)
     """Runs across the hosts of one NVLink domain (torch's fabric-handle rendezvous on an NVL72)."""
-    source: str
+    dtype: str = key("dtype", default="")
+    """The input dtype it takes (bf16), as the file states it."""
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,13 +272,13 @@ class NcclSymm:
     should_nccl_symm_mem_allreduce): groups of `min_world_size`+, outside the custom kernel's
     preferred (lower, upper) range for that world size, always above `always_above` GPUs."""
 
-    switch: str
+    switch: str = key("switch")
     """The engine's flag or environment variable that turns it on (off by default)."""
-    min_world_size: int
-    custom_preferred: Mapping[int, tuple[float, float]]
+    min_world_size: int = key("min_world_size", "count")
+    custom_preferred: Mapping[int, tuple[float, float]] = key("custom_preferred", _spans)
     """[world size] -> (lower, upper) bytes: NCCL symmetric only at <= lower or >= upper."""
-    always_above: int
-    source: str
+    always_above: int = key("always_above_world_size", "count")
+    source: str = key("source")
 
     def takes(self, world_size: int, msg_bytes: float) -> bool:
         if world_size < self.min_world_size:
@@ -164,21 +294,45 @@ class Mnnvl:
     """The engine's multi-node NVLink all-reduce (TensorRT-LLM MNNVLAllReduce): taken first when the
     group spans hosts of one NVLink domain with aarch64 (Grace) hosts, at any world size."""
 
-    max_bytes: float
-    source: str
+    max_bytes: float = key("max_bytes", "size")
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class AllReducePolicy:
-    order: tuple[str, ...]
-    fused_residual_rmsnorm: bool
+    order: tuple[str, ...] = key("order", _order)
+    fused_residual_rmsnorm: bool = key("fused_residual_rmsnorm")
     """All-reduce, residual add and RMSNorm run as one kernel by default."""
-    custom: CustomAllReduce | None
-    symm_mem: SymmMem | None
-    mnnvl: Mnnvl | None
-    source: str
-    nccl_symm: NcclSymm | None = None
+    fused_residual_rmsnorm_auto: tuple[str, ...] = key("fused_residual_rmsnorm_auto", _rules, default=())
+    """model_type@arch where the engine turns that fusion on by itself (one node, no DP attention)."""
+    custom: CustomAllReduce | None = key("custom", CustomAllReduce, default=None)
+    symm_mem: SymmMem | None = key("symm_mem", SymmMem, default=None)
+    mnnvl: Mnnvl | None = key("mnnvl", Mnnvl, default=None)
+    nccl_symm: NcclSymm | None = key("nccl_symm", NcclSymm, default=None)
     """The engine's gate for NCCL's symmetric kernels (first in its order when switched on)."""
+    flashinfer_allreduce: bool = key("flashinfer_allreduce", default=False)
+    torch_symm_mem_default: bool = key("torch_symm_mem_default", default=False)
+    mscclpp_default: bool = key("mscclpp_default", default=False)
+    nccl_nvls_default: bool = key("nccl_nvls_default", default=False)
+    """Opt-in all-reduce paths the engine has, off by default (stated, not priced)."""
+    inherits: str = key("inherits", default="")
+    """The preset whose rule this one restates (eager: vllm's)."""
+    source: str = key("source")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryRule:
+    """SGLang's default --mem-fraction-static, computed at launch from the GPU's memory and the plan
+    (server_args.py _handle_gpu_memory_settings): (gpu_mem - reserved) / gpu_mem, reserved from these."""
+
+    reserved_base_bytes: float = key("reserved_base", "size")
+    reserved_per_chunked_prefill_token_bytes: float = key("reserved_per_chunked_prefill_token", "size")
+    reserved_per_cuda_graph_bs_bytes: float = key("reserved_per_cuda_graph_bs", "size")
+    reserved_per_tp_pp_over_8_bytes: float = key("reserved_per_tp_pp_over_8", "size")
+    reserved_min_large_gpu_bytes: float = key("reserved_min_large_gpu", "size")
+    reserved_min_large_gpu_above_bytes: float = key("reserved_min_large_gpu_above", "size")
+    chunked_prefill_by_memory: tuple[tuple[float, int], ...] = key("chunked_prefill_by_memory", _chunk_rows)
+    """(GPU memory below, bytes; the chunked-prefill tokens), first row that holds."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,22 +340,27 @@ class MemoryPolicy:
     fraction: float
     """vLLM gpu_memory_utilization / SGLang mem_fraction_static fallback / TRT-LLM
     kv_cache_free_gpu_memory_fraction."""
-    fraction_of: str
-    """'total' (vLLM, SGLang: share of device memory) or 'free_after_weights' (TRT-LLM: share of
-    what is free after weights and buffers, given to the KV cache)."""
-    cuda_context_bytes: float
-    cuda_graph_pool_bytes: float
-    custom_ar_buffers_bytes: float
-    nccl_buffers_bytes: float
-    rules: Mapping[str, Any]
-    """The file's remaining keys (formulas and their bases), for reports."""
-    source: str
+    fraction_of: str = key("utilization_of", "choice", allowed=_FRACTION_OF)
+    """'total' (vLLM: share of device memory), 'static' (SGLang: weights and KV cache alone) or
+    'free_after_weights' (TRT-LLM: share of what is free after weights and buffers, for the KV cache)."""
+    cuda_context_bytes: float = key("cuda_context", "size", default=0.0)
+    cuda_graph_pool_bytes: float = key("cuda_graph_pool", "size", default=0.0)
+    custom_ar_buffers_bytes: float = key("custom_ar_buffers", "size", default=0.0)
+    nccl_buffers_bytes: float = key("nccl_buffers", "size", default=0.0)
+    allreduce_workspace_bytes: float = key("allreduce_workspace", "size", default=0.0)
+    """TensorRT-LLM's all-reduce IPC workspace (stated, inside its fraction's reserve)."""
+    max_num_seqs: int | None = key("max_num_seqs", "count", default=None)
+    max_num_batched_tokens: int | None = key("max_num_batched_tokens", "count", default=None)
+    """The profiling pass's sequences and tokens (vLLM), where the engine states them."""
+    reserve: MemoryRule | None = None
+    """SGLang: the fraction computed at launch (`MemoryRule`); None: `fraction` is the default."""
+    source: str = key("source")
 
     @property
     def computed_default(self) -> bool:
         """The engine computes its default fraction at launch from the GPU and the plan (SGLang's
         reserve rule, `default_memory_fraction`); `fraction` is only its fallback."""
-        return "reserved_base" in self.rules
+        return self.reserve is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,10 +374,8 @@ class EnginePreset:
     host: HostOverhead
     allreduce: AllReducePolicy
     memory: MemoryPolicy
-    cli: Mapping[str, str]
-    """Role -> flag, e.g. 'tensor_parallel' -> '--tensor-parallel-size' (with its 'source')."""
     kernels: Mapping[str, str]
-    """Role -> kernel names (documentation only)."""
+    """Role -> kernel names (documentation only); the launch flags are `engines.cli_tables.load_cli`."""
     fused_allreduce_norm_auto: tuple[str, ...] = ()
     """model_type@arch where the engine turns all-reduce + residual + RMSNorm fusion on by itself
     (one node, no DP attention): [allreduce] fused_residual_rmsnorm_auto."""
@@ -230,8 +387,6 @@ class EnginePreset:
     moe_call_floor: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
-    raw: Mapping[str, Any]
-    """The parsed TOML, read-only, for fields a caller needs that are not typed here."""
     fusions: Fusions = Fusions()
 
     def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool) -> tuple[bool, bool]:
@@ -250,239 +405,77 @@ class EnginePreset:
 
 # --- loading --------------------------------------------------------------------------------
 
-class _Table:
-    """Read keys of one TOML table with messages that name the file, the table and the key."""
-
-    def __init__(self, data: Any, where: str):
-        if not isinstance(data, dict):
-            raise CatalogError(f"{where}: expected a table, got {data!r}")
-        self.data, self.where = data, where
-
-    def get(self, key: str) -> Any:
-        if key not in self.data:
-            raise CatalogError(f"{self.where} is missing {key!r}")
-        return self.data[key]
-
-    def table(self, key: str) -> _Table:
-        return _Table(self.get(key), f"{self.where}.{key}")
-
-    def opt_table(self, key: str) -> _Table | None:
-        return self.table(key) if key in self.data else None
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.data.get(key, default) if default is not None else self.get(key)
-        if not isinstance(value, str):
-            raise CatalogError(f"{self.where}.{key}: expected text, got {value!r}")
-        return value
-
-    def flag(self, key: str, default: bool | None = None) -> bool:
-        value = self.data.get(key, default) if default is not None else self.get(key)
-        if not isinstance(value, bool):
-            raise CatalogError(f"{self.where}.{key}: expected true or false, got {value!r}")
-        return value
-
-    def count(self, key: str, default: int | None = None) -> int:
-        value = self.data.get(key, default) if default is not None else self.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise CatalogError(f"{self.where}.{key}: expected a whole number >= 0, got {value!r}")
-        return value
-
-    def fraction(self, key: str) -> float:
-        value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-            raise CatalogError(f"{self.where}.{key}: expected a fraction in (0, 1], got {value!r}")
-        return float(value)
-
-    def seconds(self, key: str, default: str | None = None) -> float:
-        return units.parse_seconds(self.text(key, default), what=f"{self.where}.{key}", allow_zero=True)
-
-    def size(self, key: str, default: str | None = None) -> float:
-        return units.parse_bytes(self.text(key, default), what=f"{self.where}.{key}", allow_zero=True,
-                                 bare_ok=False)
-
-    def sizes_by_world(self, key: str) -> Mapping[str, Mapping[int, float]]:
-        """[arch] -> {world size: bytes} from tables like `[x.hopper] 2 = "64 MiB"`."""
-        out: dict[str, Mapping[int, float]] = {}
-        for arch, per_ws in self.table(key).data.items():
-            sub = _Table(per_ws, f"{self.where}.{key}.{arch}")
-            out[capability(arch)] = MappingProxyType({_world_size(ws, sub.where): sub.size(ws) for ws in sub.data})
-        return MappingProxyType(out)
-
-    def world_sizes(self, key: str) -> tuple[int, ...]:
-        values = self.get(key)
-        if not isinstance(values, list) or not values:
-            raise CatalogError(f"{self.where}.{key}: expected a list of world sizes, got {values!r}")
-        return tuple(_world_size(v, f"{self.where}.{key}") for v in values)
+def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
+    """Validate one parsed preset file into an `EnginePreset`: every table read strictly (a key no
+    record declares is refused with the file, the table and the nearest known key), [cli] too."""
+    from .cli_tables import read_cli  # the launch tables' records: deploy's, built here only to check them
+    top = Table(dict(raw), "", where)
+    eng = top.table("engine")
+    allreduce = read_record(AllReducePolicy, top.table("allreduce"))
+    if "custom" in allreduce.order and allreduce.custom is None:
+        raise CatalogError(f"{where}: allreduce.order names 'custom' but [allreduce.custom] is missing")
+    if "symm-mem" in allreduce.order and allreduce.symm_mem is None:
+        raise CatalogError(f"{where}: allreduce.order names 'symm-mem' but [allreduce.symm_mem] is missing")
+    kernels, fusions = top.opt_table("kernels"), top.opt_table("fusions")
+    read_cli(top.table("cli"), eng.text("name"))
+    preset = EnginePreset(
+        name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
+        source=eng.text("source"), nccl=eng.text("nccl", ""),
+        cuda_graphs=read_record(CudaGraphs, top.table("cuda_graphs")),
+        host=read_record(HostOverhead, top.table("host")), allreduce=allreduce,
+        memory=_memory(top.table("memory")),
+        kernels=MappingProxyType({r: kernels.text(r) for r in _KERNEL_ROLES if kernels and kernels.has(r)}),
+        fused_allreduce_norm_auto=allreduce.fused_residual_rmsnorm_auto,
+        fused_moe_routing_auto=(_rules(kernels, "fused_moe_routing_auto")
+                                if kernels and kernels.has("fused_moe_routing_auto") else ()),
+        moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
+        fusions=read_record(Fusions, fusions) if fusions is not None else Fusions())
+    eng.text("released", ""), eng.text("allreduce_commit", "")  # the release's date and commit, for the reader
+    for table in (eng, kernels, top):
+        if table is not None:
+            table.done()
+    return preset
 
 
-def capability(arch: str | None) -> str | None:
-    """The engines' tables are keyed by CUDA compute capability ("9.0", "10.3"), as vLLM's are; a
-    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0)."""
-    return ARCH_CAPABILITY.get(arch, arch) if arch else arch
+def _memory(mem: Table) -> MemoryPolicy:
+    """[memory]: one of the three engines' fraction keys, the sizes, and SGLang's reserve rule."""
+    given = [k for k in _FRACTION_KEYS if mem.has(k)]
+    if len(given) != 1:
+        raise CatalogError(f"{mem.where}: needs one of {', '.join(_FRACTION_KEYS)}" +
+                           (f", not {len(given)}" if given else ""))
+    reserve = read_record(MemoryRule, mem, done=False) if mem.has("reserved_base") else None
+    return read_record(MemoryPolicy, mem, fraction=mem.fraction(given[0]), reserve=reserve)
 
 
-def _world_size(value: Any, where: str) -> int:
-    try:
-        ws = int(value)
-    except (TypeError, ValueError):
-        raise CatalogError(f"{where}: world size {value!r} is not a whole number") from None
-    if ws < 1 or isinstance(value, bool) or (isinstance(value, float) and value != ws):
-        raise CatalogError(f"{where}: world size {value!r} must be a whole number >= 1")
-    return ws
-
-
-def _custom(t: _Table) -> CustomAllReduce:
-    rules = []
-    for i, row in enumerate(t.data.get("one_shot_below", [])):
-        r = _Table(row, f"{t.where}.one_shot_below[{i}]")
-        rules.append((_world_size(r.get("max_world_size"), r.where), r.size("bytes")))
-    two_gpus = t.size("max_bytes_ws2") if "max_bytes_ws2" in t.data else None
-    return CustomAllReduce(
-        world_sizes=t.world_sizes("world_sizes"), single_node=t.flag("single_node"),
-        needs_p2p=t.flag("needs_p2p"), needs_nvlink_above_two=t.flag("needs_nvlink_above_two"),
-        needs_nvlink=t.flag("needs_nvlink", False), max_bytes=t.size("max_bytes"),
-        max_bytes_two_gpus=two_gpus, max_bytes_inclusive=t.flag("max_bytes_inclusive"),
-        two_gpus_always_one_shot=t.flag("two_gpus_always_one_shot", False),
-        one_shot_below=tuple(sorted(rules)),
-        max_bytes_with_symm_mem=(t.sizes_by_world("max_bytes_with_symm_mem")
-                                 if "max_bytes_with_symm_mem" in t.data else MappingProxyType({})),
-        strategy=_strategy(t.table("strategy")) if "strategy" in t.data else None, source=t.text("source"),
-        tuned=load_tuned(t.table("tuned")) if "tuned" in t.data else None,
-        nccl_above_tokens=t.count("nccl_above_tokens") if "nccl_above_tokens" in t.data else None,
-        one_shot_max_tokens=t.count("one_shot_max_tokens") if "one_shot_max_tokens" in t.data else None)
-
-
-_STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))
-
-
-def _strategy(t: _Table) -> Mapping[str, Mapping[int, tuple[str, ...]]]:
-    if tuple(t.get("hidden")) != _STRATEGY_HIDDEN or tuple(t.get("tokens")) != _STRATEGY_TOKENS:
-        raise CatalogError(f"{t.where}: hidden must be 128 ... 8192 and tokens 1 ... 16384, powers of two")
+def _per_arch_seconds(table: Table | None, name: str) -> Mapping[str, float]:
+    """An optional [arch] -> time sub-table, in seconds (empty when absent); `basis` and `source` notes."""
+    t = table.opt_table(name) if table is not None else None
+    if t is None:
+        return MappingProxyType({})
+    known = builtin_archs()
     out = {}
-    for sm, per_ws in t.data.items():
-        if sm in ("hidden", "tokens"):
-            continue
-        sub = _Table(per_ws, f"{t.where}.{sm}")
-        rows = {_world_size(ws, sub.where): tuple(sub.get(ws)) for ws in sub.data}
-        for ws, r in rows.items():
-            if len(r) != 7 or any(len(x) != 15 or set(x) - set("12N") for x in r):
-                raise CatalogError(f"{sub.where}.{ws}: expected 7 strings of 15 letters 1 / 2 / N")
-        out[capability(sm)] = MappingProxyType(rows)
+    for arch, _ in t.entries():
+        if arch not in known:
+            raise UnknownNameError(f"GPU generation in {t.where}", arch, known)
+        out[arch] = t.seconds(arch)
+    t.done()
     return MappingProxyType(out)
 
 
-def _symm_mem(t: _Table) -> SymmMem:
-    multimem = t.table("multimem_world_sizes")
-    return SymmMem(
-        default_enabled=t.flag("default_enabled"), archs=tuple(capability(a) for a in t.get("archs")),
-        needs_multicast=t.flag("needs_multicast"), max_bytes=t.sizes_by_world("max_bytes"),
-        multimem_world_sizes=MappingProxyType({capability(a): multimem.world_sizes(a) for a in multimem.data}),
-        across_hosts=t.flag("across_hosts", False), source=t.text("source"))
-
-
-def _nccl_symm(t: _Table) -> NcclSymm:
-    spans = t.table("custom_preferred")
-    return NcclSymm(switch=t.text("switch"), min_world_size=t.count("min_world_size"),
-                    custom_preferred=MappingProxyType({
-                        int(w): (units.parse_bytes(lo, what=f"{spans.where}.{w}"),
-                                 units.parse_bytes(hi, what=f"{spans.where}.{w}"))
-                        for w, (lo, hi) in spans.data.items()}),
-                    always_above=t.count("always_above_world_size"), source=t.text("source"))
-
-
-def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
-    """Validate one parsed preset file into an `EnginePreset` (errors name `where` and the key)."""
-    top = _Table(dict(raw), where)
-    eng, graphs, host, ar, mem, cli = (top.table(k) for k in
-                                       ("engine", "cuda_graphs", "host", "allreduce", "memory", "cli"))
-    order = tuple(ar.get("order"))
-    for item in order:
-        if item not in _ORDER_ITEMS:
-            raise UnknownNameError(f"all-reduce implementation in {ar.where}.order", item, _ORDER_ITEMS)
-    custom_t, symm_t = ar.opt_table("custom"), ar.opt_table("symm_mem")
-    if "custom" in order and custom_t is None:
-        raise CatalogError(f"{ar.where}.order names 'custom' but [{ar.where}.custom] is missing")
-    if "symm-mem" in order and symm_t is None:
-        raise CatalogError(f"{ar.where}.order names 'symm-mem' but [{ar.where}.symm_mem] is missing")
-    fraction_key = next((k for k in ("gpu_memory_utilization", "mem_fraction_static",
-                                     "kv_cache_free_gpu_memory_fraction") if k in mem.data), None)
-    if fraction_key is None:
-        raise CatalogError(f"{mem.where} needs one of gpu_memory_utilization, mem_fraction_static, "
-                           f"kv_cache_free_gpu_memory_fraction")
-    fraction_of = mem.text("utilization_of")
-    if fraction_of not in _FRACTION_OF:
-        raise UnknownNameError(f"memory fraction basis in {mem.where}.utilization_of", fraction_of,
-                               _FRACTION_OF)
-    kernels, fused = top.opt_table("kernels"), top.opt_table("fusions")
-    return EnginePreset(
-        name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
-        source=eng.text("source"), nccl=eng.text("nccl", ""),
-        cuda_graphs=CudaGraphs(decode=graphs.flag("decode"), max_batch=graphs.count("max_batch"),
-                               source=graphs.text("source")),
-        host=HostOverhead(per_step_s=host.seconds("per_step"),
-                          per_kernel_launch_s=host.seconds("per_kernel_launch"),
-                          per_seq_s=host.seconds("per_seq", "20 us"),
-                          per_collective_s=host.seconds("per_collective_copy", "0 s"),
-                          jitter_s=host.seconds("jitter", "0 s"),
-                          estimate=host.flag("per_step_estimate", False), source=host.text("source")),
-        allreduce=AllReducePolicy(order=order, fused_residual_rmsnorm=ar.flag("fused_residual_rmsnorm"),
-                                  custom=_custom(custom_t) if custom_t is not None else None,
-                                  symm_mem=_symm_mem(symm_t) if symm_t is not None else None,
-                                  mnnvl=(Mnnvl(max_bytes=ar.table("mnnvl").size("max_bytes"),
-                                               source=ar.table("mnnvl").text("source"))
-                                         if "mnnvl" in ar.data else None),
-                                  source=ar.text("source"),
-                                  nccl_symm=_nccl_symm(ar.table("nccl_symm")) if "nccl_symm" in ar.data else None),
-        memory=MemoryPolicy(
-            fraction=mem.fraction(fraction_key), fraction_of=fraction_of,
-            cuda_context_bytes=mem.size("cuda_context", "0 B"),
-            cuda_graph_pool_bytes=mem.size("cuda_graph_pool", "0 B"),
-            custom_ar_buffers_bytes=mem.size("custom_ar_buffers", "0 B"),
-            nccl_buffers_bytes=mem.size("nccl_buffers", "0 B"),
-            rules=MappingProxyType(dict(mem.data)), source=mem.text("source")),
-        cli=MappingProxyType({k: v for k, v in cli.data.items() if isinstance(v, str)}),
-        kernels=MappingProxyType({k: v for k, v in (kernels.data if kernels else {}).items()
-                                  if isinstance(v, str)}),
-        fused_allreduce_norm_auto=_rules(ar.data, "fused_residual_rmsnorm_auto", ar.where),
-        fused_moe_routing_auto=_rules(kernels.data if kernels else {}, "fused_moe_routing_auto", "[kernels]"),
-        moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
-        raw=MappingProxyType(dict(raw)),
-        fusions=(Fusions(norm_quant=fused.flag("norm_quant"), source=fused.text("source"))
-                 if fused is not None else Fusions()))
-
-
-def _per_arch_seconds(table: _Table | None, key: str) -> Mapping[str, float]:
-    """An optional [arch] -> time sub-table, in seconds (empty when absent)."""
-    t = table.opt_table(key) if table is not None else None
-    archs = [k for k in (t.data if t else {}) if k not in ("source", "basis")]
-    for arch in archs:
-        if arch not in ARCHS:
-            raise UnknownNameError(f"GPU generation in {t.where}", arch, ARCHS)
-    return MappingProxyType({arch: t.seconds(arch) for arch in archs})
-
-
-def _rules(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    """A list of model_type@arch rules (empty when absent), each checked for its '@'."""
-    rules = table.get(key, [])
-    if not isinstance(rules, list) or not all(isinstance(r, str) and "@" in r for r in rules):
-        raise CatalogError(f"{where}.{key}: expected a list of 'model_type@arch' strings, got {rules!r}")
-    return tuple(rules)
+def engine_name(name: str) -> str:
+    """`name` if it is an engine (`ENGINE_NAMES`), else a one-line error with the closest."""
+    if name not in ENGINE_NAMES:
+        raise UnknownNameError("engine", name, ENGINE_NAMES)
+    return name
 
 
 @lru_cache(maxsize=None)
 def load_engine(name: str) -> EnginePreset:
     """The preset of one engine (`ENGINE_NAMES`: 'vllm', 'sglang', 'trtllm', 'eager', older releases)."""
-    if name not in ENGINE_NAMES:
-        raise UnknownNameError("engine", name, ENGINE_NAMES)
-    where = f"engines/{name}.toml"
+    where = f"engines/{engine_name(name)}.toml"
     text = read_builtin(where)
     return cached(f"engine-{name}", [text], lambda: _read_text(text, where))
 
 
 def _read_text(text: str, where: str) -> EnginePreset:
-    import tomllib  # only when the preset is built, not when the cache has it
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{where}: not valid TOML ({err})") from None
-    return read_engine(raw, where)
+    return read_engine(parse_toml(text, where), where)

@@ -43,14 +43,16 @@ class TunedCustom:
         return {self.max_bytes} | {b for per in self.one_shot_max.values() for b in per.values()}
 
 
-def load_tuned(t) -> TunedCustom:
-    """From a preset's `_Table` (presets.py): world_sizes, max_bytes, one_shot_max, source."""
-    one_shot = t.sizes_by_world("one_shot_max")
+def load_tuned(t, sizes_by_world) -> TunedCustom:
+    """From a preset's `datafile.Table` (presets.py): world_sizes, max_bytes, one_shot_max, source;
+    `sizes_by_world` reads the [capability][world size] -> bytes table."""
+    one_shot = sizes_by_world(t, "one_shot_max")
     ws = t.world_sizes("world_sizes")
     for arch, per in one_shot.items():
         if set(per) != set(ws):
-            raise CatalogError(f"{t.where}.one_shot_max.{arch} must give every world size of {list(ws)}")
+            raise CatalogError(f"{t.at('one_shot_max')}.{arch} must give every world size of {list(ws)}")
     if "default" not in one_shot:
-        raise CatalogError(f"{t.where}.one_shot_max needs a 'default' table")
-    return TunedCustom(world_sizes=ws, max_bytes=t.size("max_bytes"), one_shot_max=one_shot,
-                       source=t.text("source"))
+        raise CatalogError(f"{t.at('one_shot_max')} needs a 'default' table")
+    tuned = TunedCustom(world_sizes=ws, max_bytes=t.size("max_bytes"), one_shot_max=one_shot, source=t.text("source"))
+    t.done()
+    return tuned

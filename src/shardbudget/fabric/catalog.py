@@ -17,125 +17,51 @@ from typing import Any
 
 from .. import units
 from ..datacache import cached, read_builtin
+from ..datafile import Table, check_name, find, fold, parse_toml, read_record, read_toml_file
 from ..errors import CatalogError
 from . import nccl_constants
-from .hardware import (ARCHS, CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
-                       TOPOLOGIES, Catalog, Fabric, PcieTree, System, lookup)
+from .hardware import (CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
+                       TOPOLOGIES, Arch, Catalog, Fabric, PcieTree, System, lookup)
 from .nccl_constants import NcclConstants
 
 
-class _Entry:
-    """A TOML table being read, which names itself in every error."""
-
-    def __init__(self, where: str, table: Any):
-        if not isinstance(table, dict):
-            raise CatalogError(f"{where}: expected a table of fields, got {type(table).__name__}")
-        self.where, self.table = where, table
-        self.used: set[str] = set()
-
-    def raw(self, key: str, default: Any = ..., types: type | tuple = object) -> Any:
-        self.used.add(key)
-        if key not in self.table:
-            if default is ...:
-                raise CatalogError(f"{self.where}: missing field '{key}'")
-            return default
-        value = self.table[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _astuple(types)):
-            raise CatalogError(f"{self.where}.{key}: expected {_typename(types)}, got {value!r}")
-        return value
-
-    def text(self, key: str, default: Any = ...) -> str:
-        return self.raw(key, default, str)
-
-    def choice(self, key: str, allowed: Iterable[str], default: Any = ...) -> str:
-        value = self.text(key, default)
-        if value not in allowed:
-            raise CatalogError(f"{self.where}.{key}: {value!r} is not one of {', '.join(allowed)}")
-        return value
-
-    def integer(self, key: str, default: Any = ..., minimum: int = 1, maximum: int = 100_000) -> int:
-        value = self.raw(key, default, int)
-        if value < minimum:
-            raise CatalogError(f"{self.where}.{key}: {value} must be at least {minimum}")
-        if value > maximum:  # no node or link count is this large; a typo would exhaust memory later
-            raise CatalogError(f"{self.where}.{key}: {value} must be at most {maximum}")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        return self.raw(key, default, bool)
-
-    def quantity(self, key: str, parser, default: Any = ...) -> float:
-        value = self.raw(key, default, (str, int, float))
-        if key not in self.table and default is not ...:
-            return default
-        try:
-            return parser(value, what=f"{self.where}.{key}")
-        except units.UnitError as err:
-            raise CatalogError(str(err)) from None
-
-    def check_unknown(self) -> None:
-        if extra := sorted(set(self.table) - self.used):
-            raise CatalogError(f"{self.where}: unknown field(s) {', '.join(extra)}")
-
-
-def _astuple(types: type | tuple) -> tuple:
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _typename(types: type | tuple) -> str:
-    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "true/false",
-                        dict: "a table", object: "a value"}.get(t, t.__name__) for t in _astuple(types))
-
-
-def _rate(entry: _Entry, key: str, direction_key: str, default: Any = ...) -> float:
+def _rate(entry: Table, key: str, direction_key: str, default: Any = ...) -> float:
     """A rate field plus the field saying whether it is per direction or the sum of both."""
-    if default is not ... and key not in entry.table:
+    if default is not ... and not entry.has(key):
         return default
     value = entry.raw(key, types=(str,))
     direction = entry.choice(direction_key, units.DIRECTIONS, "per-direction")
     try:
         return units.vendor_rate_to_bytes_per_s(value, direction)
     except units.UnitError as err:
-        raise CatalogError(f"{entry.where}.{key}: {err}") from None
+        raise entry.fail(key, str(err)) from None
 
 
-def _hop_latencies(entry: _Entry, nccl_link: str, nccl: NcclConstants) -> dict[str, float]:
+def _hop_latencies(entry: Table, nccl_link: str, nccl: NcclConstants) -> dict[str, float]:
     defaults = nccl.ring_hop_s(nccl_link)
-    given = entry.raw("hop_latency", {}, dict)
+    given = entry.opt_table("hop_latency")
     out: dict[str, float] = {}
     for proto in PROTOCOLS:
-        if proto in given:
-            out[proto] = entry_quantity(entry, f"hop_latency.{proto}", given[proto])
+        if given is not None and given.has(proto):
+            out[proto] = given.quantity(proto, units.parse_seconds)
         elif proto in defaults:
             out[proto] = defaults[proto]
         else:
             raise CatalogError(f"{entry.where}: hop_latency.{proto} is missing and NCCL's table has "
                                f"no default for link class {nccl_link!r}")
-    unknown = set(given) - set(PROTOCOLS)
-    if unknown:
-        raise CatalogError(f"{entry.where}.hop_latency: unknown protocol(s) {', '.join(sorted(unknown))}"
-                           f" (expected {', '.join(PROTOCOLS)})")
+    if given is not None:
+        given.done()
     return out
 
 
-def entry_quantity(entry: _Entry, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise CatalogError(f"{entry.where}.{key}: expected a time such as '0.6 us', got {value!r}")
-    try:
-        return units.parse_seconds(value, what=f"{entry.where}.{key}")
-    except units.UnitError as err:
-        raise CatalogError(str(err)) from None
-
-
-def _read_fabric(name: str, table: Any, nccl: NcclConstants) -> Fabric:
-    e = _Entry(f"fabrics.{name}", table)
+def _read_fabric(e: Table, name: str, nccl: NcclConstants) -> Fabric:
     nccl_link = e.choice("nccl_link", NCCL_LINKS)
     peak = _rate(e, "bandwidth", "bandwidth_direction")
     links = e.integer("links_per_gpu", 1)
     per_link = _rate(e, "link_bandwidth", "bandwidth_direction", None)
     achievable = _rate(e, "achievable_bandwidth", "achievable_direction", peak)
     if achievable > peak * 1.0001:
-        raise CatalogError(f"fabrics.{name}: achievable_bandwidth ({units.format_rate(achievable)}) "
+        raise CatalogError(f"{e.where}: achievable_bandwidth ({units.format_rate(achievable)}) "
                            f"exceeds the peak bandwidth ({units.format_rate(peak)})")
     fabric = Fabric(
         name=name, kind=e.choice("kind", FABRIC_KINDS), description=e.text("description", ""),
@@ -149,23 +75,22 @@ def _read_fabric(name: str, table: Any, nccl: NcclConstants) -> Fabric:
         nccl_bytes_per_s=_rate(e, "nccl_bandwidth", "bandwidth_direction", achievable),
         achievable_gpus=e.raw("achievable_gpus", None, int),
     )
-    e.text("nccl_source", "")  # where the NCCL figure comes from, for the reader
-    e.check_unknown()
+    e.done()  # nccl_source: where the NCCL figure comes from, a note for the reader
     return fabric
 
 
-def _source(e: _Entry) -> str:
+def _source(e: Table) -> str:
     src = e.text("source")
     if not src.strip():
-        raise CatalogError(f"{e.where}.source: must name where the numbers come from")
+        raise e.fail("source", "must name where the numbers come from")
     return src
 
 
-def _read_gpu(name: str, table: Any) -> GPU:
-    e = _Entry(f"gpus.{name}", table)
+def _read_gpu(e: Table, name: str, archs: Mapping[str, Arch]) -> GPU:
+    arch = _generation(e, archs)
     bf16 = e.quantity("bf16_dense", units.parse_flops)
     gpu = GPU(
-        name=name, description=e.text("description", ""), arch=e.choice("arch", ARCHS),
+        name=name, description=e.text("description", ""), arch=arch.name, generation=arch,
         memory_bytes=e.quantity("memory", _bytes_with_unit),
         mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
         bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
@@ -174,8 +99,19 @@ def _read_gpu(name: str, table: Any) -> GPU:
         pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"),
         compute_capability=e.text("compute_capability", ""), source=_source(e),
     )
-    e.check_unknown()
+    e.done()
     return gpu
+
+
+def _generation(e: Table, archs: Mapping[str, Arch]) -> Arch:
+    """The GPU's generation, which the catalog must describe (`[archs.<name>]`): a generation it does
+    not know is refused, never priced as another one."""
+    arch = e.text("arch")
+    known = find(arch, archs)
+    if known is None:
+        raise e.fail("arch", f"GPU generation {arch!r} is not described in the catalog (it describes "
+                             f"{', '.join(archs)}); add an [archs.{arch}] table with its facts and their sources")
+    return archs[known]
 
 
 # NCCL's per-step network post overhead by CPU vendor (tuning.cc getNetOverhead: Intel 1 us, AMD 2 us,
@@ -183,8 +119,7 @@ def _read_gpu(name: str, table: Any) -> GPU:
 _NET_OVERHEAD_S = {"intel": 1e-6, "amd": 2e-6}
 
 
-def _read_cpu(name: str, table: Any) -> CPU:
-    e = _Entry(f"cpus.{name}", table)
+def _read_cpu(e: Table, name: str) -> CPU:
     link = _rate(e, "socket_link_bandwidth", "bandwidth_direction")
     nccl_link = _rate(e, "nccl_socket_link_bandwidth", "bandwidth_direction", link)
     vendor = e.choice("vendor", CPU_VENDORS)
@@ -197,21 +132,17 @@ def _read_cpu(name: str, table: Any) -> CPU:
         net_overhead_s=e.quantity("net_overhead", _seconds_or_zero, _NET_OVERHEAD_S.get(vendor, 1e-6)),
         source=_source(e),
     )
-    for key in ("socket_link_source", "host_source", "latency_source"):  # provenance, for the reader
-        e.text(key, "")
-    e.check_unknown()
+    e.done()  # socket_link_source, host_source, latency_source: provenance, notes for the reader
     if cpu.socket_stream_bytes_per_s > cpu.socket_link_bytes_per_s * 1.0001:
-        raise CatalogError(f"cpus.{name}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
+        raise CatalogError(f"{e.where}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
                            f" exceeds socket_link_bandwidth ({units.format_rate(cpu.socket_link_bytes_per_s)})")
     return cpu
 
 
-def _read_pcie(where: str, table: Any, fabrics: Mapping[str, Fabric]) -> PcieTree:
-    e = _Entry(where, table)
-
+def _read_pcie(e: Table, fabrics: Mapping[str, Fabric]) -> PcieTree:
     def fab(key: str, default: Any = ...) -> Fabric | None:
         name = e.raw(key, default, str)
-        return None if name is None else lookup("fabric", name, fabrics, f"{where}.{key}")
+        return None if name is None else lookup("fabric", name, fabrics, e.at(key))
 
     tree = PcieTree(
         sockets=e.integer("sockets", 1, maximum=8), gpus_per_switch=e.integer("gpus_per_switch", 1, maximum=64),
@@ -220,10 +151,10 @@ def _read_pcie(where: str, table: Any, fabrics: Mapping[str, Fabric]) -> PcieTre
         p2p_level=e.choice("p2p_level", P2P_LEVELS, "auto"), gpu_p2p=e.raw("gpu_p2p", None, bool),
         source=_source(e),
     )
-    e.check_unknown()
+    e.done()
     for key, f in (("host_bridge", tree.host_bridge), ("shm", tree.shm), ("switch_uplink", tree.switch_uplink)):
         if f is not None and f.kind != "pcie":
-            raise CatalogError(f"{where}.{key}: fabric {f.name!r} is a {f.kind} link, expected a pcie one")
+            raise CatalogError(f"{e.at(key)}: fabric {f.name!r} is a {f.kind} link, expected a pcie one")
     return tree
 
 
@@ -238,28 +169,27 @@ def _legacy_pcie(topology: str, gpus_per_node: int, gpus_per_socket: int, intra:
                     legacy=True, cross_socket=socket, source="derived from the entry's legacy fields")
 
 
-def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU],
+def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU],
                  cpus: Mapping[str, CPU] | None = None) -> System:
-    e = _Entry(f"systems.{name}", table)
     gpus_per_node = e.integer("gpus_per_node")
     topology = e.choice("topology", TOPOLOGIES)
     nic_name = e.raw("nic_fabric", None, str)
     fallback = e.raw("fallback_fabric", None, str)
     socket = e.raw("socket_fabric", None, str)
     if topology == "pairs" and fallback is None:
-        raise CatalogError(f"systems.{name}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
+        raise CatalogError(f"{e.where}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
     cpu_name = e.raw("cpu", None, str)
-    cpu = lookup("CPU", cpu_name, cpus or {}, f"{e.where}.cpu") if cpu_name else None
-    pcie_table = e.raw("pcie", None, dict)
-    pcie = _read_pcie(f"{e.where}.pcie", pcie_table, fabrics) if pcie_table is not None else None
+    cpu = lookup("CPU", cpu_name, cpus or {}, e.at("cpu")) if cpu_name else None
+    pcie_table = e.opt_table("pcie")
+    pcie = _read_pcie(pcie_table, fabrics) if pcie_table is not None else None
     system = System(
         name=name, description=e.text("description", ""),
-        gpu=lookup("GPU", e.text("gpu"), gpus, f"{e.where}.gpu"), gpus_per_node=gpus_per_node, topology=topology,
-        intra_fabric=lookup("fabric", e.text("intra_fabric"), fabrics, f"{e.where}.intra_fabric"),
-        fallback_fabric=lookup("fabric", fallback, fabrics, f"{e.where}.fallback_fabric") if fallback else None,
-        socket_fabric=lookup("fabric", socket, fabrics, f"{e.where}.socket_fabric") if socket else None,
+        gpu=lookup("GPU", e.text("gpu"), gpus, e.at("gpu")), gpus_per_node=gpus_per_node, topology=topology,
+        intra_fabric=lookup("fabric", e.text("intra_fabric"), fabrics, e.at("intra_fabric")),
+        fallback_fabric=lookup("fabric", fallback, fabrics, e.at("fallback_fabric")) if fallback else None,
+        socket_fabric=lookup("fabric", socket, fabrics, e.at("socket_fabric")) if socket else None,
         gpus_per_socket=e.integer("gpus_per_socket", gpus_per_node // pcie.sockets if pcie else gpus_per_node),
-        nic_fabric=lookup("fabric", nic_name, fabrics, f"{e.where}.nic_fabric") if nic_name else None,
+        nic_fabric=lookup("fabric", nic_name, fabrics, e.at("nic_fabric")) if nic_name else None,
         nics_per_node=e.integer("nics_per_node", 0, minimum=0),
         rail_optimized=e.flag("rail_optimized", True),
         domain_gpus=e.integer("domain_gpus", gpus_per_node),
@@ -270,11 +200,11 @@ def _read_system(name: str, table: Any, fabrics: Mapping[str, Fabric], gpus: Map
         cpu=cpu, pcie=pcie, gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
         nic_path=e.choice("nic_path", NIC_PATHS, _default_nic_path(topology, cpu, pcie, e.flag("rail_optimized", True))),
     )
-    e.check_unknown()
+    e.done()
     if system.pcie is None:
         system = replace(system, pcie=_legacy_pcie(topology, gpus_per_node, system.gpus_per_socket,
                                                    system.intra_fabric, system.fallback_fabric, system.socket_fabric))
-    _validate_system(system)
+    _validate_system(system, e.where)
     return system
 
 
@@ -290,17 +220,17 @@ def _default_nic_path(topology: str, cpu: CPU | None, pcie: PcieTree | None, rai
     return "phb"
 
 
-def _fraction(e: _Entry, key: str) -> float | None:
+def _fraction(e: Table, key: str) -> float | None:
     value = e.raw(key, None, (int, float))
     if value is not None and not (0 < value <= 1):
-        raise CatalogError(f"{e.where}.{key}: {value!r} must be a fraction in (0, 1]")
+        raise e.fail(key, f"{value!r} must be a fraction in (0, 1]")
     return None if value is None else float(value)
 
 
-def _positive_float(e: _Entry, key: str) -> float:
+def _positive_float(e: Table, key: str) -> float:
     value = e.raw(key, 1.0, (int, float))
     if not (0 < value < 1e6):
-        raise CatalogError(f"{e.where}.{key}: {value!r} must be a positive number")
+        raise e.fail(key, f"{value!r} must be a positive number")
     return float(value)
 
 
@@ -312,8 +242,7 @@ def _bytes_with_unit(value: Any, what: str) -> float:
     return units.parse_bytes(value, what=what, bare_ok=False)  # the catalog writes every unit out
 
 
-def _validate_system(s: System) -> None:
-    where = f"systems.{s.name}"
+def _validate_system(s: System, where: str) -> None:
     if s.gpus_per_node % s.gpus_per_socket:
         raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) must divide gpus_per_node "
                            f"({s.gpus_per_node})")
@@ -346,50 +275,54 @@ def _validate_system(s: System) -> None:
                                f"{tree.sockets} sockets of {per_socket} GPUs")
 
 
-USER_TOML_MAX_BYTES = 16 * 2**20
-"""A user's catalog TOML larger than this is not a catalog (the built-in one is ~100 KB)."""
-
-
-def _read_toml(path: Path | str, text: str | None = None) -> dict:
-    try:
-        raw = text if text is not None else _read_user_toml(path)
-    except UnicodeDecodeError as err:
-        raise CatalogError(f"{path}: cannot read catalog file ({err.__class__.__name__})") from None
-    import tomllib  # only when a catalog is built, not when the cache has it
-    try:
-        return tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{path}: not valid TOML ({err})") from None
-    except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise CatalogError(f"{path}: not valid TOML: arrays or inline tables nested too deeply to read (thousands "
-                           "of levels); a catalog nests a few") from None
-
-
-def _read_user_toml(path: Path | str) -> str:
-    from ..atomic import read_user_file  # a user's file only: `plan` starts without it
-    return read_user_file(path, what="a catalog TOML file", limit=USER_TOML_MAX_BYTES, error=CatalogError,
-                          missing=f"{path}: no such catalog file").decode("utf-8")
-
-
 def _builtin_texts() -> list[tuple[str, str]]:
     return [(f"catalog/{n}", read_builtin(f"catalog/{n}"))
-            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml", "custom_allreduce.toml")]
+            for n in ("nccl.toml", "archs.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml",
+                      "custom_allreduce.toml")]
 
 
-_SECTIONS = ("nccl", "fabrics", "gpus", "cpus", "systems", "engines")
+_SECTIONS = ("nccl", "archs", "fabrics", "gpus", "cpus", "systems", "engines")
 
 
-NAMED_SECTIONS = ("fabrics", "gpus", "cpus", "systems")
-"""Sections whose entries are names a command takes: each name is defined once."""
+NAMED_SECTIONS = ("archs", "fabrics", "gpus", "cpus", "systems", "engines")
+"""Sections whose entries are names: each name is defined once, compared ignoring case (a user's
+[systems.HGX-H100] is the built-in hgx-h100's name). The engines' kernel tables alone may be
+replaced by a user file, under the built-in entry's own spelling."""
 
 
-def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
+class _Merged:
+    """The catalog's sections merged over its files: each named entry with the file it came from."""
+
+    def __init__(self) -> None:
+        self.sections: dict[str, dict[str, Any]] = {s: {} for s in _SECTIONS}
+        self.origin: dict[tuple[str, str], tuple[str, str]] = {}  # (section, folded name) -> (file, name)
+
+    def tables(self, section: str) -> list[tuple[str, Table]]:
+        """(name, table) of a section's entries, each table naming its file and place."""
+        return [(name, Table(data, f"{section}.{name}", self.origin[section, fold(name)][0]))
+                for name, data in self.sections[section].items()]
+
+    def add(self, where: str, section: str, part: dict) -> None:
+        for name, data in part.items():
+            check_name(name, f"{where}: [{section}.{name}]")
+            first = self.origin.get((section, fold(name)))
+            if first is not None and not (section == "engines" and first[1] == name):
+                kind = "a built-in" if first[0].startswith("catalog/") else f"{first[0]}'s"
+                same = "" if first[1] == name else f" {first[1]!r} (names are compared ignoring case)"
+                raise CatalogError(f"{where}: [{section}.{name}] redefines {kind} entry{same or ' of that name'}; a name "
+                                   f"means one thing: give yours another name (e.g. {name}-mine)")
+            self.origin[section, fold(name)] = (where, name)
+            self.sections[section][name] = data
+
+
+def _merge(docs: list[tuple[str, dict]]) -> _Merged:
     """Later files add entries. A name means one thing: an entry of a user file that takes the name
-    of a built-in entry or of an earlier file's is refused (issue 24: `--catalog` silently redefined
-    hgx-h100 while `fit --name hgx-h100` was refused). NCCL constants and the engines' kernel
-    tables are overlays by design: a user file may set them."""
-    merged: dict[str, dict] = {s: {} for s in _SECTIONS}
-    origin: dict[tuple[str, str], str] = {}
+    of a built-in entry or of an earlier file's, in any case, is refused (issue 24: `--catalog`
+    silently redefined hgx-h100 while `fit --name hgx-h100` was refused; issue 32: [systems.HGX-H100]
+    beside hgx-h100). NCCL constants and the engines' kernel tables are overlays by design: a user
+    file may set them."""
+    merged = _Merged()
+    generations = {fold(n) for _, doc in docs if isinstance(doc.get("archs"), dict) for n in doc["archs"]}
     for where, doc in docs:
         unknown = set(doc) - set(_SECTIONS) - {"meta"}
         if unknown:
@@ -399,19 +332,19 @@ def _merge(docs: list[tuple[str, dict]]) -> dict[str, dict]:
             part = doc.get(section, {})
             if not isinstance(part, dict):
                 raise CatalogError(f"{where}: [{section}] must be a table")
-            if section == "nccl" and merged["nccl"]:  # built-in nccl.toml is read first
-                nccl_constants.overlay(merged["nccl"], part, f"{where}: nccl")
-                continue
-            if section in NAMED_SECTIONS:
-                for name in part:
-                    if (section, name) in origin:
-                        first = origin[section, name]
-                        kind = "a built-in" if first.startswith("catalog/") else f"{first}'s"
-                        raise CatalogError(f"{where}: [{section}.{name}] redefines {kind} entry of that name; a name "
-                                           f"means one thing: give yours another name (e.g. {name}-mine)")
-                    origin[section, name] = where
-            merged[section].update(part)
+            if section == "nccl" and merged.sections["nccl"]:  # built-in nccl.toml is read first
+                nccl_constants.overlay(merged.sections["nccl"], part, f"{where}: nccl", generations)
+            elif section == "nccl":
+                merged.sections["nccl"].update(part)
+            else:
+                merged.add(where, section, part)
     return merged
+
+
+def builtin_archs() -> Mapping[str, Arch]:
+    """The built-in catalog's GPU generations (catalog/archs.toml): the engine presets key their
+    per-generation tables by them."""
+    return load_catalog().archs
 
 
 def load_catalog(extra: Iterable[str | Path] = ()) -> Catalog:
@@ -429,14 +362,29 @@ def _load_cached(extra: tuple[str, ...]) -> Catalog:
 
 
 def _build(builtin: list[tuple[str, str]], extra: tuple[str, ...]) -> Catalog:
-    docs = [(where, _read_toml(where, text)) for where, text in builtin]
-    docs += [(p, _read_toml(p)) for p in extra]
+    docs = [(where, parse_toml(text, where)) for where, text in builtin]
+    docs += [(p, read_toml_file(p)) for p in extra]
     merged = _merge(docs)
-    nccl = nccl_constants.read_nccl(merged["nccl"])
-    fabrics = {n: _read_fabric(n, t, nccl) for n, t in merged["fabrics"].items()}
-    gpus = {n: _read_gpu(n, t) for n, t in merged["gpus"].items()}
-    cpus = {n: _read_cpu(n, t) for n, t in merged["cpus"].items()}
-    systems = {n: _read_system(n, t, fabrics, gpus, cpus) for n, t in merged["systems"].items()}
-    engines = nccl_constants.read_engines(merged["engines"])
+    nccl = nccl_constants.read_nccl(merged.sections["nccl"])
+    archs = {n: _read_arch(t, n, nccl) for n, t in merged.tables("archs")}
+    fabrics = {n: _read_fabric(t, n, nccl) for n, t in merged.tables("fabrics")}
+    for arch in archs.values():  # the generation's NVSwitch names a fabric of the catalog
+        if arch.nvswitch_fabric:
+            lookup("fabric", arch.nvswitch_fabric, fabrics, f"archs.{arch.name}.nvswitch_fabric")
+    gpus = {n: _read_gpu(t, n, archs) for n, t in merged.tables("gpus")}
+    cpus = {n: _read_cpu(t, n) for n, t in merged.tables("cpus")}
+    systems = {n: _read_system(t, n, fabrics, gpus, cpus) for n, t in merged.tables("systems")}
+    engines = nccl_constants.read_engines(merged.tables("engines"))
     return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
-                   engines=engines)
+                   engines=engines, archs=archs)
+
+
+def _read_arch(t: Table, name: str, nccl: NcclConstants) -> Arch:
+    """One GPU generation's facts (`[archs.<name>]`), and the row NCCL's per-generation LL cap
+    (tuning.cc llMaxBws) has for it, without which a one-node LL ring could not be priced."""
+    sources = {k[:-len("_source")]: v for k, v in t.data.items() if k.endswith("_source") and isinstance(v, str)}
+    arch = read_record(Arch, t, name=name, sources=sources)  # a dict, as Fabric.hop_latency_s: asdict copies it
+    if name not in nccl.ll_max_bytes_per_s["one_node"]:
+        raise CatalogError(f"{t.where}: NCCL's one-node LL cap has no row for {name!r}: add it to "
+                           f"[nccl.ll_max_bw_gbps] one_node (tuning.cc llMaxBws, by compute capability)")
+    return arch

@@ -1,5 +1,5 @@
-"""What the hardware catalog holds: fabrics (links), GPUs, CPUs and systems (nodes), as frozen
-dataclasses of SI floats, and the `Catalog` that looks them up by name.
+"""What the hardware catalog holds: GPU generations, fabrics (links), GPUs, CPUs and systems (nodes),
+as frozen dataclasses of SI floats, and the `Catalog` that looks them up by name (in any case).
 
 `fabric.catalog` reads them from the TOML files, where every number has its unit written out and a
 `source`. See `units` for the glossary (per-direction vs bidirectional, Gbit vs GB).
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import UnknownNameError, known_case
+from ..datafile import find, key
+from ..errors import UnknownNameError
 from .nccl_constants import EngineKernels, NcclConstants
 
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -20,9 +21,7 @@ FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "ef
 NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/graph/tuning.cc)
 FIGURES = ("peak", "measured", "achievable")
 TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
-ARCHS = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "cdna4")
-ARCH_CAPABILITY = {"volta": "7.0", "ampere": "8.0", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0"}
-"""A generation's (first) CUDA compute capability, for GPU entries that name none (AMD's: none)."""
+VENDORS = ("nvidia", "amd")
 CPU_VENDORS = ("intel", "amd", "arm", "ibm")
 P2P_LEVELS = ("auto", "loc", "nvl", "pix", "pxb", "phb", "sys")
 NIC_PATHS = ("pix", "pxb", "p2c", "phb", "sys")
@@ -35,6 +34,67 @@ RDMA_NIC_KINDS = ("infiniband", "roce", "efa")
 """NCCL_P2P_LEVEL values (src/graph/paths.cc): P2P is used up to this PCIe distance. "auto" is NCCL's
 default: PXB (through PCIe switches, never through a CPU host bridge), or SYS on AMD CPUs when the
 communicator has at most 2 GPUs on the node."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class NcclSymmetric:
+    """NCCL's model of its symmetric-memory all-reduce kernels on one generation (symmetric.cc
+    queryModel at v2.27.3, sym_kernels.cc queryModel_lsa at v2.30.7: one row for cudaArch < 1000 and
+    one for Blackwell), in NCCL's own units, and the measured small-message floor its latencies are
+    scaled onto (comm/nccl_symmetric.py)."""
+
+    sm_bw_gibps: float = key("sm_bw_gibps", "number")
+    """smBw: what one block moves, GiB/s."""
+    peak_gibps: float = key("peak_gibps", "number")
+    """peakBw of the load/store kernels, GiB/s."""
+    multimem_peak_gibps: float = key("multimem_peak_gibps", "number")
+    """peakBw of the multimem (NVLS) kernels, GiB/s."""
+    multimem_blocks: int = key("multimem_blocks", "integer")
+    """nMaxBlocksNvls before the division by the ranks."""
+    ll_base_latency_us: float = key("ll_base_latency_us", "number")
+    base_latency_us: float = key("base_latency_us", "number")
+    """baseLat of the LL kernels and of the others, microseconds."""
+    floor_s: float = key("floor", "seconds")
+    """The measured time of the LL kernel at 8 B on 8 GPUs, seconds."""
+    source: str = key("source")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class Arch:
+    """One GPU generation (`[archs.<name>]` of catalog/archs.toml): what the model needs to know about
+    it that no single GPU entry says, each fact with its source (`sources`). A GPU of a generation the
+    catalog does not describe is refused when the catalog loads."""
+
+    name: str
+    description: str = key("description", default="")
+    vendor: str = key("vendor", "choice", allowed=VENDORS)
+    """nvidia or amd: AMD GPUs run RCCL, which chooses by tables of its own, and ROCm images."""
+    capability: str = key("capability", default="")
+    """The generation's first CUDA compute capability ("9.0"), for GPU entries that name none; ""
+    where there is none (AMD)."""
+    fp8_tensor_cores: bool = key("fp8_tensor_cores")
+    fp4_tensor_cores: bool = key("fp4_tensor_cores")
+    """The tensor cores multiply FP8 / FP4 operands (else weights of that width run as 16-bit)."""
+    pcie_gen: int = key("pcie_gen", "integer", maximum=7)
+    """The host PCIe generation of its parts, where a GPU entry does not say (`topo`)."""
+    nvlink_link_bytes_per_s: float | None = key("nvlink_link_bandwidth", "rate", default=None)
+    """One NVLink link's signalling rate per direction, bytes/s; None: no NVLink."""
+    nccl_nvlink_link_bytes_per_s: float | None = key("nccl_nvlink_link_bandwidth", "rate", default=None)
+    """What NCCL's topology assigns one NVLink link (topo.h SMxx_NVLINK_BW), bytes/s."""
+    nvswitch_fabric: str = key("nvswitch_fabric", default="")
+    """The catalog fabric of this generation's NVSwitch ("" where the catalog has none)."""
+    nvls_channels: int = key("nvls_channels", "integer")
+    """NVLS channels per communicator (transport/nvls.cc NVLS_NCHANNELS_SM90 / _SM100), which sets
+    how much one NVLSTree pipeline step holds."""
+    nccl_symmetric: NcclSymmetric = key("nccl_symmetric", NcclSymmetric)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """[fact] -> where it comes from: the table's `<fact>_source` notes."""
+    source: str = key("source")
+
+    @property
+    def nccl_tables(self) -> bool:
+        """NCCL's tables choose its algorithm here; RCCL (AMD) chooses by tables of its own."""
+        return self.vendor == "nvidia"
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -83,6 +143,9 @@ class GPU:
     name: str
     description: str
     arch: str
+    """The generation's name, a key of `Catalog.archs`."""
+    generation: Arch
+    """The generation's facts (`[archs.<arch>]`)."""
     memory_bytes: float
     """Device memory, bytes (GB = 1e9 as datasheets state, GiB where the vendor means GiB)."""
     mem_bytes_per_s: float
@@ -109,7 +172,7 @@ class GPU:
     @property
     def sm(self) -> str:
         """The compute capability, or the generation's first one where the entry names none."""
-        return self.compute_capability or ARCH_CAPABILITY.get(self.arch, "")
+        return self.compute_capability or self.generation.capability
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -232,6 +295,10 @@ class Catalog:
     sources: tuple[str, ...] = ()
     cpus: Mapping[str, CPU] = field(default_factory=dict)
     engines: Mapping[str, EngineKernels] = field(default_factory=dict)
+    archs: Mapping[str, Arch] = field(default_factory=dict)
+
+    def arch(self, name: str) -> Arch:
+        return lookup("GPU generation", name, self.archs)
 
     def cpu(self, name: str) -> CPU:
         return lookup("CPU", name, self.cpus)
@@ -243,17 +310,19 @@ class Catalog:
         return lookup("GPU", name, self.gpus)
 
     def system(self, name: str) -> System:
-        return lookup("system", known_case(name, self.systems), self.systems)  # any case: HGX-H100
+        return lookup("system", name, self.systems)
 
 
 def lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):
-    try:
-        return table[name]
-    except KeyError:
-        err = UnknownNameError(kind, name, table.keys())
-        if where:  # a catalog entry naming another: say which entry and field
-            err.args = (f"{where}: {err.args[0]}",)
-        raise err from None
+    """The entry `name` names, in any case ('HGX-H100' is hgx-h100: a catalog holds no two names that
+    differ in case alone), or a one-line error with the closest names."""
+    found = find(name, table)
+    if found is not None:
+        return table[found]
+    err = UnknownNameError(kind, name, table.keys())
+    if where:  # a catalog entry naming another: say which entry and field
+        err.args = (f"{where}: {err.args[0]}",)
+    raise err
 
 
 def to_dict(obj: Any) -> dict:

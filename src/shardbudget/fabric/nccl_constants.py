@@ -9,11 +9,12 @@ so no caller converts units or reads by string key. A user catalog may change si
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from ..datafile import Table
 from ..errors import CatalogError, UnknownNameError
 
 US = 1e-6  # seconds per microsecond
@@ -144,8 +145,9 @@ def _by_gpu_table(value: Any) -> Mapping[str, float]:
     return MappingProxyType({"default": float(value)})
 
 
-def _us_or_none(e: Mapping[str, Any], key: str) -> float | None:
-    return float(e[key]) * US if key in e else None
+def _us_or_none(e: Table, key: str) -> float | None:
+    value = e.number(key, None)
+    return None if value is None else value * US
 
 
 def _by_arch(value: Any, scale: float) -> Mapping[str, float]:
@@ -155,39 +157,59 @@ def _by_arch(value: Any, scale: float) -> Mapping[str, float]:
     return MappingProxyType({"default": float(value) * scale})
 
 
-def read_engines(raw: Mapping[str, Any], where: str = "catalog/engines.toml") -> dict[str, EngineKernels]:
+_NUM = (int, float)
+_TABLE_OR_NUM = (dict, int, float)
+
+
+def read_engines(tables: Iterable[tuple[str, Table]]) -> dict[str, EngineKernels]:
+    """The engines' kernel tables (`[engines.<name>]` of catalog/custom_allreduce.toml and user files),
+    each refused where it holds a key this reader does not know."""
     out = {}
-    for name, e in raw.items():
-        here = f"{where}: engines.{name}"
+    for name, e in tables:
         try:
-            out[name] = EngineKernels(
-                name=name, version=str(e["version"]), world_sizes=tuple(int(w) for w in e["world_sizes"]),
-                max_bytes=_frozen(e["max_bytes"]), one_shot_max_bytes=_frozen(e["one_shot_max_bytes"]),
-                one_shot_max_bytes_by_arch=_frozen(e.get("one_shot_max_bytes_by_arch", {})),
-                pcie_max_gpus=int(e["pcie_max_gpus"]), single_host=bool(e.get("single_host", False)),
-                launch_s=_frozen(e["launch_us"], US), per_peer_s=float(e["per_peer_us"]) * US,
-                two_shot_extra_s=_by_arch(e["two_shot_extra_us"], US),
-                symm_mem_copy_s=float(e.get("symm_mem_copy_us", 0.0)) * US,
-                two_shot_pair_extra_s=_us_or_none(e, "two_shot_pair_extra_us"),
-                one_shot_efficiency=_by_gpu_table(e["one_shot_efficiency"]),
-                one_shot_efficiency_by_arch=_frozen(e.get("one_shot_efficiency_by_arch", {})),
-                two_shot_efficiency=_by_gpu_table(e["two_shot_efficiency"]),
-                mnnvl_one_shot_group_bytes=float(e.get("mnnvl_one_shot_group_bytes", 0.0)),
-                mnnvl_max_bytes=float(e.get("mnnvl_max_bytes", 0.0)),
-                mnnvl_one_shot_efficiency=_by_gpu_table(e.get("mnnvl_one_shot_efficiency", 1.0)),
-                mnnvl_two_shot_efficiency=_by_gpu_table(e.get("mnnvl_two_shot_efficiency", 1.0)),
-                mnnvl_two_shot_extra_s=_us_or_none(e, "mnnvl_two_shot_extra_us"),
-                mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"), mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
-                releases=MappingProxyType({r: MappingProxyType({k: _frozen(v[k]) for k in ("max_bytes", "one_shot_max_bytes")})
-                                           for r, v in e.get("releases", {}).items()}),
-                source=str(e["source"]))
-        except KeyError as err:
-            raise CatalogError(f"{here}: missing {err.args[0]!r}") from None
+            out[name] = _engine(e, name)
         except (TypeError, ValueError) as err:
-            raise CatalogError(f"{here}: {err}") from None
+            if isinstance(err, CatalogError):
+                raise
+            raise CatalogError(f"{e.where}: {err}") from None
         if not out[name].launch_s:
-            raise CatalogError(f"{here}.launch_us: needs at least one GPU generation")
+            raise CatalogError(f"{e.at('launch_us')}: needs at least one GPU generation")
     return out
+
+
+def _engine(e: Table, name: str) -> EngineKernels:
+    releases = e.raw("releases", {}, dict)
+    kernels = EngineKernels(
+        name=name, version=str(e.raw("version", types=(str, int, float))),
+        world_sizes=e.world_sizes("world_sizes"),
+        max_bytes=_frozen(e.raw("max_bytes", types=_TABLE_OR_NUM)),
+        one_shot_max_bytes=_frozen(e.raw("one_shot_max_bytes", types=_TABLE_OR_NUM)),
+        one_shot_max_bytes_by_arch=_frozen(e.raw("one_shot_max_bytes_by_arch", {}, dict)),
+        pcie_max_gpus=e.count("pcie_max_gpus"), single_host=e.flag("single_host", False),
+        launch_s=_frozen(e.raw("launch_us", types=dict), US), per_peer_s=e.number("per_peer_us") * US,
+        two_shot_extra_s=_by_arch(e.raw("two_shot_extra_us", types=_TABLE_OR_NUM), US),
+        symm_mem_copy_s=e.number("symm_mem_copy_us", 0.0) * US,
+        two_shot_pair_extra_s=_us_or_none(e, "two_shot_pair_extra_us"),
+        one_shot_efficiency=_by_gpu_table(e.raw("one_shot_efficiency", types=_TABLE_OR_NUM)),
+        one_shot_efficiency_by_arch=_frozen(e.raw("one_shot_efficiency_by_arch", {}, dict)),
+        two_shot_efficiency=_by_gpu_table(e.raw("two_shot_efficiency", types=_TABLE_OR_NUM)),
+        mnnvl_one_shot_group_bytes=e.number("mnnvl_one_shot_group_bytes", 0.0),
+        mnnvl_max_bytes=e.number("mnnvl_max_bytes", 0.0),
+        mnnvl_one_shot_efficiency=_by_gpu_table(e.raw("mnnvl_one_shot_efficiency", 1.0, _TABLE_OR_NUM)),
+        mnnvl_two_shot_efficiency=_by_gpu_table(e.raw("mnnvl_two_shot_efficiency", 1.0, _TABLE_OR_NUM)),
+        mnnvl_two_shot_extra_s=_us_or_none(e, "mnnvl_two_shot_extra_us"),
+        mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"), mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
+        releases=MappingProxyType({r: _release_limits(Table(v, f"{e.path}.releases.{r}", e.file))
+                                   for r, v in releases.items()}),
+        source=e.text("source"))
+    e.done()
+    return kernels
+
+
+def _release_limits(t: Table) -> Mapping[str, Mapping[str, float]]:
+    limits = MappingProxyType({k: _frozen(t.raw(k, types=_TABLE_OR_NUM)) for k in ("max_bytes", "one_shot_max_bytes")})
+    t.done()
+    return limits
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -289,39 +311,41 @@ def _frozen(tree: Any, scale: float = 1.0) -> Any:
 
 
 def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclConstants:
-    """The typed constants of a merged [nccl] table (built-in plus user overlays)."""
-    try:
-        cal, custom = raw["calibrated"], raw["custom"]
-        return NcclConstants(
-            source=raw["source"],
-            base_latency_s=_frozen(raw["base_latency_us"], US),
-            hw_latency_s=_frozen(raw["hw_latency_us"], US),
-            ll_max_bytes_per_s=_frozen(raw["ll_max_bw_gbps"], GB),
-            tree_correction=_frozen(raw["tree_correction_factor"]),
-            nvls_nccl_efficiency=_frozen(raw["nvls_efficiency"]),
-            search_speeds_bytes_per_s=_frozen(raw["search_speeds_gbps"], GB),
-            ring_ll128_per_channel_bytes_per_s=_frozen(raw["ring_ll128_per_channel_gbps"], GB),
-            arch=MappingProxyType({a: _floor(f, f"{where}: nccl.arch.{a}") for a, f in cal["arch"].items()}),
-            ring_efficiency=MappingProxyType({int(k): float(v) for k, v in cal["ring_efficiency"].items()}),
-            shm_ll_bandwidth_fraction=float(cal["shm_ll_bandwidth_fraction"]),
-            protocol_bandwidth_fraction=_frozen(raw["protocol_bandwidth_fraction"]),
-            nvls_link_efficiency=_frozen(cal["nvls_link_efficiency"]),
-            nvls_decay_per_rank=float(cal["nvls_decay_per_rank"]),
-            nvls_latency_s=cal["nvls_latency_us"] * US,
-            nvls_latency_per_rank_s=cal["nvls_latency_per_rank_us"] * US,
-            nvls_small_algbw_fraction=float(cal["nvls_small_algbw_fraction"]),
-            nvls_small_latency_per_doubling_s=cal["nvls_small_latency_per_doubling_us"] * US,
-            ring_plateau_factor=_frozen(cal["ring_plateau_factor"]),
-            net_overhead_s=cal["net_overhead_us"] * US,
-            version=parse_version(str(raw.get("version", "2.30")), where),
-            tables_version=parse_version(str(raw.get("version", "2.30")), where),
-            custom=CustomAllReduce(
-                launch_s=custom["launch_us"] * US, sync_s=custom["sync_us"] * US,
-                max_bytes=float(custom["max_bytes"]), one_shot_max_bytes=float(custom["one_shot_max_bytes"]),
-                world_sizes=tuple(int(w) for w in custom["world_sizes"]), source=custom["source"]),
-        )
-    except KeyError as err:
-        raise CatalogError(f"{where}: the [nccl] table is missing {err.args[0]!r}") from None
+    """The typed constants of a merged [nccl] table (built-in plus user overlays); a key this reader
+    does not know is refused, as in every data file (datafile)."""
+    t = Table(raw, "nccl", where)
+    cal, custom = t.table("calibrated"), t.table("custom")
+    version = parse_version(str(t.raw("version", "2.30", (str, int, float))), where)
+    nccl = NcclConstants(
+        source=t.text("source"),
+        base_latency_s=_frozen(t.raw("base_latency_us", types=dict), US),
+        hw_latency_s=_frozen(t.raw("hw_latency_us", types=dict), US),
+        ll_max_bytes_per_s=_frozen(t.raw("ll_max_bw_gbps", types=dict), GB),
+        tree_correction=_frozen(t.raw("tree_correction_factor", types=dict)),
+        nvls_nccl_efficiency=_frozen(t.raw("nvls_efficiency", types=dict)),
+        search_speeds_bytes_per_s=_frozen(t.raw("search_speeds_gbps", types=dict), GB),
+        ring_ll128_per_channel_bytes_per_s=_frozen(t.raw("ring_ll128_per_channel_gbps", types=dict), GB),
+        arch=MappingProxyType({a: _floor(cal.table("arch").table(a)) for a in cal.raw("arch", types=dict)}),
+        ring_efficiency=MappingProxyType({int(k): float(v) for k, v in cal.raw("ring_efficiency", types=dict).items()}),
+        shm_ll_bandwidth_fraction=cal.number("shm_ll_bandwidth_fraction"),
+        protocol_bandwidth_fraction=_frozen(t.raw("protocol_bandwidth_fraction", types=dict)),
+        nvls_link_efficiency=_frozen(cal.raw("nvls_link_efficiency", types=dict)),
+        nvls_decay_per_rank=cal.number("nvls_decay_per_rank"),
+        nvls_latency_s=cal.number("nvls_latency_us") * US,
+        nvls_latency_per_rank_s=cal.number("nvls_latency_per_rank_us") * US,
+        nvls_small_algbw_fraction=cal.number("nvls_small_algbw_fraction"),
+        nvls_small_latency_per_doubling_s=cal.number("nvls_small_latency_per_doubling_us") * US,
+        ring_plateau_factor=_frozen(cal.raw("ring_plateau_factor", types=dict)),
+        net_overhead_s=cal.number("net_overhead_us") * US,
+        version=version, tables_version=version,
+        custom=CustomAllReduce(
+            launch_s=custom.number("launch_us") * US, sync_s=custom.number("sync_us") * US,
+            max_bytes=custom.number("max_bytes"), one_shot_max_bytes=custom.number("one_shot_max_bytes"),
+            world_sizes=custom.world_sizes("world_sizes"), source=custom.text("source")),
+    )
+    for table in (custom, cal, t):
+        table.done()
+    return nccl
 
 
 def parse_version(text: str, where: str = "--nccl") -> tuple[int, int]:
@@ -336,30 +360,44 @@ def parse_version(text: str, where: str = "--nccl") -> tuple[int, int]:
     return major, minor
 
 
-def _floor(raw: Mapping[str, Any], where: str) -> ArchFloor:
-    try:
-        return ArchFloor(base_offset_s=_frozen(raw["base_offset_us"], US), nvlink_hop_scale=_frozen(raw["nvlink_hop_scale"]),
-                         nvls_small_latency_s=float(raw.get("nvls_small_latency_us", 0.0)) * US,
-                         source=str(raw.get("source", "")))
-    except KeyError as err:
-        raise CatalogError(f"{where}: missing {err.args[0]!r}") from None
+def _floor(t: Table) -> ArchFloor:
+    floor = ArchFloor(base_offset_s=_frozen(t.raw("base_offset_us", types=dict), US),
+                      nvlink_hop_scale=_frozen(t.raw("nvlink_hop_scale", types=dict)),
+                      nvls_small_latency_s=t.number("nvls_small_latency_us", 0.0) * US, source=t.text("source", ""))
+    t.done()
+    return floor
 
 
-def overlay(base: dict, over: dict, where: str) -> None:
+def overlay(base: dict, over: dict, where: str, generations: Iterable[str] = ()) -> None:
     """A user file changes single NCCL constants and the rest keep their built-in values; each
-    constant it names must exist and keep its built-in shape (table, string, number >= 0, list)."""
+    constant it names must exist and keep its built-in shape (table, string, number >= 0, list).
+    A table whose rows are GPU generations takes a row for a generation a catalog file describes
+    (`generations`, folded), shaped as its other rows: a new generation's constants."""
+    generations = frozenset(generations)
     for key, value in over.items():
         here, old = f"{where}.{key}", base.get(key, ...)
+        if old is ... and _new_generation_row(base, key, generations):
+            old = next(v for k, v in base.items() if k != "default")
+            if isinstance(old, dict):  # a table of its own (calibrated.arch.<generation>): read_nccl checks it
+                if not isinstance(value, dict):
+                    raise CatalogError(f"{here}: expected a table, got {value!r}")
+                base[key] = value
+                continue
         if old is ...:
             raise UnknownNameError(f"NCCL constant in {where}", key, base)
         if isinstance(old, dict):
             if not isinstance(value, dict):
                 raise CatalogError(f"{here}: expected a table, got {value!r}")
-            overlay(old, value, here)
+            overlay(old, value, here, generations)
             continue
         if not _same_shape(old, value, signed="offset" in here):
             raise CatalogError(f"{here}: expected {_shape(old)} like the built-in {old!r}, got {value!r}")
         base[key] = value
+
+
+def _new_generation_row(base: dict, key: str, generations: frozenset[str]) -> bool:
+    rows = [k for k in base if k != "default"]
+    return bool(rows) and key.casefold() in generations and all(k.casefold() in generations for k in rows)
 
 
 def _positive(old: Any) -> bool:

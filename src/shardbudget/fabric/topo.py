@@ -38,6 +38,7 @@ from pathlib import Path
 import tomli_w
 
 from ..atomic import check_output_path, read_user_file, write_atomic
+from ..datafile import find
 from ..errors import CatalogError, UnknownNameError
 from .hardware import GPU, Catalog, System
 from .catalog import load_catalog
@@ -175,8 +176,9 @@ def read_gpu_spec(path: str | os.PathLike, catalog: Catalog, gpu: str | None) ->
 def _check_name(name: str, catalog: Catalog) -> None:
     if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", name):
         raise CatalogError(f"profile name {name!r} must be letters, digits, '-' or '_' (at most 64)")
-    if name in catalog.systems:
-        raise CatalogError(f"profile name {name!r} is already a catalog system; choose another --name")
+    if (same := find(name, catalog.systems)) is not None:  # names are one ignoring case (datafile)
+        was = "" if same == name else f" ({same!r}: names are compared ignoring case)"
+        raise CatalogError(f"profile name {name!r} is already a catalog system{was}; choose another --name")
 
 
 def _gpu_count(topo: TopoInput) -> int:

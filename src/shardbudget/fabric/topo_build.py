@@ -17,18 +17,9 @@ from .topo_read import TopoInput
 
 MAX_NVLINKS_PER_GPU = 18
 """src/graph/xml.cc ncclTopoGetXmlFromGpu: maxNvLinks 18 from sm90 (12 on sm80, 6 on sm70)."""
-NCCL_NVLINK_PER_LINK_GBPS = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
-"""topo.h SM70/SM80/SM90/SM100_NVLINK_BW, GB/s per link per direction, at NVIDIA/nccl 5067397c."""
-NVLINK_PER_LINK_GBPS = {"volta": 25.0, "ampere": 25.0, "hopper": 25.0, "blackwell": 50.0}
-"""NVLink 2/3/4 signal 25 GB/s per link per direction, NVLink 5 50 GB/s
-(https://www.nvidia.com/en-us/data-center/nvlink/: 300/600/900/1800 GB/s bidirectional over 6/12/18/18 links)."""
-SWITCH_FABRIC = {"ampere": "nvswitch-gen2", "hopper": "nvswitch-gen3", "blackwell": "nvswitch-gen4"}
 PCIE_GEN = {"a100-sxm": 4, "a100-pcie": 4, "l40s": 4, "l4": 4, "rtx4090": 4}
-"""Host PCIe generation where it differs from the architecture default (NVIDIA datasheets: A100 and
-the Ada boards are PCIe Gen4 x16)."""
-PCIE_GEN_BY_ARCH = {"volta": 3, "ampere": 4, "ada": 4, "hopper": 5, "blackwell": 5, "cdna3": 5, "cdna4": 5}
-"""Hopper and Blackwell parts are PCIe Gen5 x16 (datasheets; as the catalog's h100-pcie and
-rtx-pro-6000-pcie)."""
+"""Host PCIe generation where it differs from the generation's (catalog/archs.toml `pcie_gen`;
+NVIDIA datasheets: A100 and the Ada boards are PCIe Gen4 x16)."""
 NIC_BY_SPEED = {"ib": {100: "ib-edr", 200: "ib-hdr", 400: "ib-ndr", 800: "ib-xdr"},
                 "efa": {100: "efa", 200: "efa-v3", 400: "efa-v4"}}
 """NIC fabric by (family, Gbit/s): EFA devices are named rdmap* / efa*; every other RDMA NIC is taken
@@ -65,7 +56,7 @@ def pcie_gen(topo: TopoInput, gpu: GPU) -> tuple[int, str]:
     gens = [g.pcie_gen for g in (topo.xml.gpus if topo.xml else ()) if g.pcie_gen]
     if gens:
         return max(3, min(6, max(gens))), "the NCCL topology XML's GPU link_speed"
-    return PCIE_GEN.get(gpu.name, PCIE_GEN_BY_ARCH.get(gpu.arch, 4)), f"{gpu.name}'s host interface"
+    return PCIE_GEN.get(gpu.name, gpu.generation.pcie_gen), f"{gpu.name}'s host interface"
 
 
 def pcie_fabrics(topo: TopoInput, facts: Facts, catalog: Catalog) -> dict:
@@ -255,8 +246,8 @@ def switch_fabric(facts: Facts, catalog: Catalog, template: System | None) -> st
         name = template.intra_fabric.name
         facts.notes.append(f"NVSwitch fabric: {name} (as built-in {template.name}, same GPU, NV{facts.nvlinks})")
         return name
-    name = SWITCH_FABRIC.get(facts.gpu.arch)
-    if name is None:
+    name = facts.gpu.generation.nvswitch_fabric  # catalog/archs.toml
+    if not name:
         raise CatalogError(f"no NVSwitch fabric in the catalog for {facts.gpu.arch} GPUs ({facts.gpu.name})")
     if catalog.fabric(name).links_per_gpu != facts.nvlinks:
         facts.warnings.append(f"NV{facts.nvlinks} per pair but {name} has {catalog.fabric(name).links_per_gpu} "
@@ -272,10 +263,11 @@ def bridge_fabric(facts: Facts, catalog: Catalog, template: System | None, name:
     if template is not None and template.topology == facts.topology and template.intra_fabric.links_per_gpu == links:
         facts.notes.append(f"NVLink fabric: {template.intra_fabric.name} (as built-in {template.name}, same GPU)")
         return template.intra_fabric.name, {}
-    arch = facts.gpu.arch
-    if arch not in NVLINK_PER_LINK_GBPS:
+    arch, gen = facts.gpu.arch, facts.gpu.generation
+    if gen.nvlink_link_bytes_per_s is None or gen.nccl_nvlink_link_bytes_per_s is None:
         raise CatalogError(f"{facts.gpu.name} ({arch}) has no NVLink generation the catalog knows")
-    per, nccl = NVLINK_PER_LINK_GBPS[arch], NCCL_NVLINK_PER_LINK_GBPS[arch]
+    # GB/s per link per direction (catalog/archs.toml: NVLink's signalling rate, NCCL's topo.h figure)
+    per, nccl = gen.nvlink_link_bytes_per_s / 1e9, gen.nccl_nvlink_link_bytes_per_s / 1e9
     what = "bridge" if facts.topology == "pairs" else "mesh"
     table = {
         "kind": "nvlink", "nccl_link": "nvlink", "links_per_gpu": links,

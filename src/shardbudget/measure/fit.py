@@ -44,6 +44,7 @@ import numpy as np
 
 from ..comm.op import busbw_factor
 from ..comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
+from ..datafile import find
 from ..errors import MeasureError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
@@ -385,8 +386,9 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
     base = catalog.system(base_system)
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise MeasureError(f"profile name {name!r} must be letters, digits, '-' or '_'")
-    if name in catalog.systems:
-        raise MeasureError(f"profile name {name!r} is already a catalog system; choose another --name")
+    if (same := find(name, catalog.systems)) is not None:  # names are one ignoring case (datafile)
+        was = "" if same == name else f" ({same!r}: names are compared ignoring case)"
+        raise MeasureError(f"profile name {name!r} is already a catalog system{was}; choose another --name")
     obs = _observations(sets, base)
     if len(obs) < 3:
         raise MeasureError(f"need at least 3 usable out-of-place samples with 2+ ranks that fit {base.name} "

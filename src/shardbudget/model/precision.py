@@ -4,12 +4,13 @@
 torch_dtype and quantization_config), lets `--dtype` / `--kv-dtype` override it, and then asks
 what the GPU's tensor cores can compute in:
 
-  * FP8 GEMMs (W8A8) need FP8 tensor cores: Ada, Hopper, Blackwell, AMD CDNA 3 / 4. Elsewhere
+  * FP8 GEMMs (W8A8) need FP8 tensor cores (the generation's `fp8_tensor_cores`, catalog/archs.toml:
+    Ada, Hopper, Blackwell, AMD CDNA 3 / 4). Elsewhere
     (Ampere: A100) engines run FP8 checkpoints weight-only, dequantising to BF16 inside the GEMM
     ("Turing/Ampere GPUs are supported for W8A16 (weight-only FP8) utilizing Marlin kernels",
     https://docs.vllm.ai/en/stable/features/quantization/fp8/): FP8 bytes, BF16 FLOP rate.
-  * FP4 GEMMs (MXFP4, NVFP4) need FP4 tensor cores: Blackwell (NVIDIA Blackwell architecture
-    technical brief, 5th-generation Tensor Cores with FP4), AMD CDNA 4 (MI350 series, MXFP4).
+  * FP4 GEMMs (MXFP4, NVFP4) need FP4 tensor cores (`fp4_tensor_cores`: Blackwell, 5th-generation
+    Tensor Cores with FP4; AMD CDNA 4, MI350 series, MXFP4).
     Hopper runs gpt-oss's MXFP4 experts weight-only (W4A16: vLLM's Marlin / Triton MXFP4 MoE).
   * int8 / int4 weights (AWQ, GPTQ, bitsandbytes) are weight-only on every GPU here.
   * The KV cache defaults to `auto`, the activation dtype, as vLLM's `--kv-cache-dtype auto`
@@ -27,20 +28,18 @@ from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical
 from .config import ModelConfig
 from .work import Precision
 
-FP8_TENSOR_CORE_ARCHS = ("ada", "hopper", "blackwell", "cdna3", "cdna4")
-"""GPU architectures (hardware.ARCHS) whose tensor cores multiply FP8: NVIDIA Ada (sm_89), Hopper
-(sm_90), Blackwell (sm_100 / sm_120) whitepapers; AMD CDNA 3 (MI300X) and CDNA 4 whitepapers."""
-
-FP4_TENSOR_CORE_ARCHS = ("blackwell", "cdna4")
-"""GPU architectures whose tensor cores multiply FP4 (E2M1, MXFP4 / NVFP4): NVIDIA Blackwell,
-AMD CDNA 4 (MI355X: MXFP4). Hopper, Ada, Ampere and CDNA 3 have none."""
-
 _SIXTEEN_BIT = ("bf16", "fp16")
+
+
+class _Generation(Protocol):
+    fp8_tensor_cores: bool
+    fp4_tensor_cores: bool
 
 
 class _GPU(Protocol):
     name: str
     arch: str
+    generation: _Generation
 
 
 def _activation_dtype(cfg: ModelConfig, notes: list[str]) -> str:
@@ -82,14 +81,14 @@ def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> st
     if wanted is None or wanted in _SIXTEEN_BIT + ("fp32",):
         return act
     if wanted in FP4_DTYPES:
-        if gpu.arch in FP4_TENSOR_CORE_ARCHS:
+        if gpu.generation.fp4_tensor_cores:
             notes.append(f"{wanted} GEMMs on {gpu.name}'s FP4 tensor cores, at its dense FP4 peak")
             return wanted
         notes.append(f"{gpu.name} ({gpu.arch}) has no FP4 tensor cores: {wanted} weights run weight-only, "
                      f"dequantised to {act} in the GEMM (W4A16), at the {act} peak")
         return act
     if wanted == "fp8":
-        if gpu.arch in FP8_TENSOR_CORE_ARCHS:
+        if gpu.generation.fp8_tensor_cores:
             return "fp8"
         notes.append(f"{gpu.name} ({gpu.arch}) has no FP8 tensor cores: fp8 weights run weight-only, "
                      f"dequantised to {act} in the GEMM (W8A16, vLLM's FP8 Marlin), at the {act} peak")
@@ -132,4 +131,4 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
     return precision, tuple(notes)
 
 
-__all__ = ["FP4_TENSOR_CORE_ARCHS", "FP8_TENSOR_CORE_ARCHS", "default_precision"]
+__all__ = ["default_precision"]

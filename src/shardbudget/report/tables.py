@@ -26,7 +26,6 @@ from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
 from ..decide.release_words import nccl_words
 from ..fabric.hardware import Catalog, to_dict
-from ..model.precision import FP8_TENSOR_CORE_ARCHS
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
 PIPED_WIDTH = 220
@@ -185,7 +184,7 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
 
 def _fp8_cell(gpu) -> str:
     """FP8 where the GPU's tensor cores have it; '-' where they have not (A100: its catalog figure is BF16's)."""
-    if gpu.arch not in FP8_TENSOR_CORE_ARCHS:
+    if not gpu.generation.fp8_tensor_cores:
         return "-"
     return f"{gpu.fp8_flops_per_s / 1e12:.0f} TFLOP/s"
 

@@ -13,14 +13,15 @@ at high TP each shard's GEMM is small and a ragged N or K does the padded tile's
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from .. import units
 from ..datacache import cached, read_builtin
+from ..datafile import Table, key, parse_toml, read_record
 from ..errors import CatalogError, UnknownNameError
+from ..fabric.catalog import builtin_archs
 
 WHERE = "catalog/kernels.toml"
 
@@ -31,143 +32,118 @@ _SHAPE_KEYS = {"m", "n", "k", "tokens", "context", "heads", "active_experts"}
 class KernelFloor:
     op_kind: str
     arch: str
-    floor_s: float
+    floor_s: float = key("floor", "seconds")
     """Shortest time of one such kernel at decode, however little work, seconds."""
-    floor_per_active_expert_s: float | None
+    floor_per_active_expert_s: float | None = key("floor_per_active_expert", "seconds", default=None)
     """Grouped MoE only: floor per expert that receives tokens, seconds (archs without `call_fixed`)."""
-    call_fixed_s: float | None = None
+    call_fixed_s: float | None = key("call_fixed", "seconds", default=None)
     """Grouped MoE only: the fused call's time beyond streaming its experts' weights, added to that
     traffic and split over the call's two GEMM ops: t = call_fixed + weight bytes / rate, as measured
     calls over 1 to 126 active experts lie (the call's top-k, sort, activation and sum are inside it
     and cost nothing of their own: OpPricer.moe_call_whole). None: max(roofline, floor) as for other
     kernels."""
-    call_fixed_quantized_s: float | None = None
+    call_fixed_quantized_s: float | None = key("call_fixed_quantized", "seconds", default=None)
     """Grouped MoE only: `call_fixed` of the call whose experts run FP8 / FP4 GEMMs, where it was measured
     apart (the call quantises both GEMMs' inputs and reads the weights' scales); None: `call_fixed`."""
-    memory_rate_bytes_per_s: float | None = None
+    memory_rate_bytes_per_s: float | None = key("memory_rate", "rate", default=None)
     """Grouped MoE only: the most weight bytes/s the call's small-M GEMMs stream on this generation,
     measured (a rate, not a fraction: H100 and H200 stream alike, their SMs and not their HBM set it);
     a GPU whose own peak x memory_efficiency is lower keeps its own. None: memory_efficiency of the peak."""
-    memory_efficiency: float | None
+    memory_efficiency: float | None = key("memory_efficiency", "fraction", default=None)
     """Achieved / peak HBM bandwidth when memory-bound (None: not a bandwidth-priced op)."""
-    compute_efficiency: float | None
+    compute_efficiency: float | None = key("compute_efficiency", "fraction", default=None)
     """Achieved / peak dense FLOP/s when compute-bound."""
-    quantized_flops_per_s: float | None = None
+    quantized_flops_per_s: float | None = key("quantized_compute", "flops", default=None)
     """The most FP8 FLOP/s this kernel's quantized GEMMs reach when compute-bound, measured (FP4
     GEMMs: scaled by the GPU's FP4 / FP8 peaks); a GPU whose own rate is lower (H20) keeps its own.
     None: Efficiency.flops_fp8 / flops_fp4 of the peak, as dense GEMMs."""
-    estimate: bool
-    basis: str
-    source: str
+    estimate: bool = key("estimate", default=False)
+    basis: str = key("basis")
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Tiles:
-    n: int
+    n: int = key("n", "integer")
     """Output-column tile (elements)."""
-    k_bf16: int
-    k_fp8: int
+    k_bf16: int = key("k_bf16", "integer")
+    k_fp8: int = key("k_fp8", "integer")
     """Reduction tile (elements) for 16-bit and 8-bit operands."""
-    estimate: bool
-    source: str
+    estimate: bool = key("estimate", default=False)
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
-    graph_s: float
+    graph_s: float = key("graph", "seconds")
     """Gap between dependent kernels inside a CUDA graph, seconds."""
-    eager_s: float
+    eager_s: float = key("eager", "seconds")
     """Host launch cost per kernel without graphs, seconds."""
-    estimate: bool
-    source: str
+    estimate: bool = key("estimate", default=False)
+    basis: str = key("basis", default="")
+    source: str = key("source")
 
 
-def _fraction(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise CatalogError(f"{where}: expected a fraction in (0, 1], got {value!r}")
-    return float(value)
-
-
-def _seconds(entry: dict, key: str, where: str) -> float:
-    if key not in entry:
-        raise CatalogError(f"{where} is missing {key!r}")
-    return units.parse_seconds(entry[key], what=f"{where}.{key}", allow_zero=True)
-
-
-def _text(entry: dict, key: str, where: str) -> str:
-    value = entry.get(key)
-    if not isinstance(value, str) or not value:
-        raise CatalogError(f"{where} is missing {key!r} (text)")
-    return value
+def _read(cls, t: Table, **given):
+    """One entry; the basis and source it must give are text, not blank."""
+    entry = read_record(cls, t, **given)
+    blank = [f.name for f in fields(cls) if f.name in ("basis", "source") and f.default is MISSING
+             and not getattr(entry, f.name).strip()]
+    if blank:
+        raise t.fail(blank[0], "must say where the number comes from")
+    return entry
 
 
 def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
-    """Validate a parsed kernels file: {'archs', 'op_kinds', 'floors', 'tiles', 'launch', 'measurements'}."""
-    try:
-        archs, op_kinds = tuple(raw["meta"]["archs"]), tuple(raw["meta"]["op_kinds"])
-        ops, tiles_raw, launch_raw = raw["ops"], raw["tiles"], raw["launch"]
-    except KeyError as err:
-        raise CatalogError(f"{where} is missing {err.args[0]!r}") from None
-    partial = tuple(raw["meta"].get("partial_op_kinds", ()))
-    floors = _read_floors(ops, archs, op_kinds, where, partial)
-    tiles = {arch: _read_tiles(entry, f"{where} [tiles.{arch}]") for arch, entry in tiles_raw.items()}
-    launch = {arch: Launch(graph_s=_seconds(e, "graph", f"{where} [launch.{arch}]"),
-                           eager_s=_seconds(e, "eager", f"{where} [launch.{arch}]"),
-                           estimate=bool(e.get("estimate", False)),
-                           source=_text(e, "source", f"{where} [launch.{arch}]"))
-              for arch, e in launch_raw.items()}
+    """Validate a parsed kernels file: {'archs', 'op_kinds', 'floors', 'tiles', 'launch', 'measurements'}.
+    Every table is read strictly (datafile): a key no record declares is refused with its place."""
+    top = Table(raw, "", where)
+    meta = top.table("meta")
+    archs, op_kinds = meta.texts("archs"), meta.texts("op_kinds")
+    partial = meta.texts("partial_op_kinds", ())
+    meta.done()
+    known = builtin_archs()
+    for arch in archs:
+        if arch not in known:
+            raise UnknownNameError(f"GPU generation in {meta.at('archs')}", arch, known)
+    floors = _read_floors(top.table("ops"), archs, op_kinds, partial)
+    tiles = {arch: _read(Tiles, t.table(arch)) for t in [top.table("tiles")] for arch, _ in t.entries()}
+    launch = {arch: _read(Launch, t.table(arch)) for t in [top.table("launch")] for arch, _ in t.entries()}
     for name, table in (("tiles", tiles), ("launch", launch)):
         absent = [a for a in archs if a not in table]
         if absent:
             raise CatalogError(f"{where}: [{name}] has no entry for {', '.join(absent)}")
-    measurements = tuple(MappingProxyType({**m, "time_s": _seconds(m, "time", f"{where} [[measurements]]")})
-                         for m in raw.get("measurements", []))
+    measurements = tuple(_measurement(Table(m, f"measurements[{i}]", where))
+                         for i, m in enumerate(top.raw("measurements", [], list)))
+    top.done()
     return {"archs": archs, "op_kinds": op_kinds, "partial_op_kinds": partial, "floors": MappingProxyType(floors),
             "tiles": MappingProxyType(tiles), "launch": MappingProxyType(launch), "measurements": measurements}
 
 
-def _read_floors(ops: dict, archs: tuple, op_kinds: tuple, where: str,
-                 partial: tuple = ()) -> dict[tuple[str, str], KernelFloor]:
+def _measurement(t: Table) -> MappingProxyType:
+    """A measured kernel time quoted beside the floors (tests/unit/test_kernels.py checks them)."""
+    row = {k: t.text(k) for k in ("op_kind", "arch", "gpu", "what", "source")}
+    row.update(time=t.raw("time", types=str), time_s=t.seconds("time"))
+    t.done()
+    return MappingProxyType(row)
+
+
+def _read_floors(ops: Table, archs: tuple, op_kinds: tuple, partial: tuple = ()) -> dict[tuple[str, str], KernelFloor]:
     """[ops.<kind>.<arch>] tables: one floor per (arch, op kind), none missing but for the op kinds
     only some archs run (`partial_op_kinds`)."""
     floors: dict[tuple[str, str], KernelFloor] = {}
-    for op_kind, per_arch in ops.items():
+    for op_kind, _ in ops.entries():
         if op_kind not in op_kinds:
-            raise UnknownNameError(f"op kind in {where} [ops]", op_kind, op_kinds)
-        for arch, entry in per_arch.items():
-            here = f"{where} [ops.{op_kind}.{arch}]"
+            raise UnknownNameError(f"op kind in {ops.where}", op_kind, op_kinds)
+        per_arch = ops.table(op_kind)
+        for arch, _ in per_arch.entries():
             if arch not in archs:
-                raise UnknownNameError(f"arch in {here}", arch, archs)
-            per_expert = entry.get("floor_per_active_expert")
-            floors[(arch, op_kind)] = KernelFloor(
-                op_kind=op_kind, arch=arch, floor_s=_seconds(entry, "floor", here),
-                floor_per_active_expert_s=(_seconds(entry, "floor_per_active_expert", here)
-                                           if per_expert is not None else None),
-                call_fixed_s=_seconds(entry, "call_fixed", here) if "call_fixed" in entry else None,
-                call_fixed_quantized_s=(_seconds(entry, "call_fixed_quantized", here)
-                                        if "call_fixed_quantized" in entry else None),
-                memory_rate_bytes_per_s=(units.parse_rate(entry["memory_rate"], what=f"{here}.memory_rate")
-                                         if "memory_rate" in entry else None),
-                memory_efficiency=_fraction(entry.get("memory_efficiency"), f"{here}.memory_efficiency"),
-                compute_efficiency=_fraction(entry.get("compute_efficiency"), f"{here}.compute_efficiency"),
-                quantized_flops_per_s=(units.parse_flops(entry["quantized_compute"], what=f"{here}.quantized_compute")
-                                       if "quantized_compute" in entry else None),
-                estimate=bool(entry.get("estimate", False)), basis=_text(entry, "basis", here),
-                source=_text(entry, "source", here))
+                raise UnknownNameError(f"arch in {per_arch.where}", arch, archs)
+            floors[(arch, op_kind)] = _read(KernelFloor, per_arch.table(arch), op_kind=op_kind, arch=arch)
     missing = [f"{a}/{o}" for a in archs for o in op_kinds if (a, o) not in floors and o not in partial]
     if missing:
-        raise CatalogError(f"{where}: no floor for {', '.join(missing)}")
+        raise CatalogError(f"{ops.file}: no floor for {', '.join(missing)}")
     return floors
-
-
-def _read_tiles(entry: dict, here: str) -> Tiles:
-    sizes = [entry.get(k) for k in ("n", "k_bf16", "k_fp8")]
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
-        raise CatalogError(f"{here}: n, k_bf16, k_fp8 must be whole numbers > 0, got {sizes}")
-    return Tiles(n=sizes[0], k_bf16=sizes[1], k_fp8=sizes[2], estimate=bool(entry.get("estimate", False)),
-                 source=_text(entry, "source", here))
 
 
 @lru_cache(maxsize=1)
@@ -178,11 +154,7 @@ def load_kernels() -> dict[str, Any]:
 
 
 def _read_text(text: str) -> dict[str, Any]:
-    import tomllib  # only when the table is built, not when the cache has it
-    try:
-        return read_kernels(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{WHERE}: not valid TOML ({err})") from None
+    return read_kernels(parse_toml(text, WHERE))
 
 
 def kernel(arch: str, op_kind: str) -> KernelFloor:

@@ -86,8 +86,8 @@ def memory_need(cfg: ModelConfig, plan: Plan, *, precision: Precision, engine: s
                           comm_buffers=0.0, cuda_context=0.0)
     m = load_engine(engine).memory
     comm = (m.custom_ar_buffers_bytes + m.nccl_buffers_bytes) if plan.tp * plan.pp > 1 else 0.0
-    tokens = int(m.rules.get("max_num_batched_tokens", MAX_NUM_BATCHED_TOKENS))
-    seqs = int(m.rules.get("max_num_seqs", MAX_NUM_SEQS))
+    tokens = MAX_NUM_BATCHED_TOKENS if m.max_num_batched_tokens is None else m.max_num_batched_tokens
+    seqs = MAX_NUM_SEQS if m.max_num_seqs is None else m.max_num_seqs
     return MemoryNeed(weights=weights, kv_cache=kv,
                       activations=activation_peak_bytes(cfg, plan, act_dtype=precision.activations, tokens=tokens,
                                                         seqs=seqs),

@@ -3,10 +3,12 @@ the Launch assembled around the steps."""
 
 from __future__ import annotations
 
+from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
-from .flags import cli_table, programs
+from ...fabric.hardware import GPU
+from .flags import programs
 from .layout import Launch, Step
-from .priced import AMD_ARCHS, ENGINE_LABELS, Priced, Side
+from .priced import ENGINE_LABELS, Priced, Side
 
 NCCL_ENV = {
     "infiniband": (("NCCL_IB_DISABLE", "0"),),
@@ -23,13 +25,13 @@ class Flags(list):
 
     def __init__(self, engine: str):
         super().__init__()
-        self.cli = load_engine(engine).cli
+        self.cli = load_cli(engine)
 
     def add(self, role: str, value: object = True) -> "Flags":
         """`--flag value` for a role (`--flag` alone for True; nothing for None / False)."""
         if value is None or value is False:
             return self
-        self.append(self.cli[role])
+        self.append(self.cli.flag(role))
         if value is not True:
             self.append(str(value))
         return self
@@ -53,13 +55,14 @@ def memory_fraction(p: Priced, engine: str, side: Side | None = None) -> float |
     return None if memory.computed_default else memory.fraction
 
 
-def image(engine: str, arch: str) -> str:
+def image(engine: str, gpu: GPU) -> str:
     """The engine's published image for a GPU generation: `image_<arch>` where the engine builds one
-    per generation (SGLang's MI355X image), else its ROCm image on AMD, else its CUDA image."""
-    support = cli_table(engine, "support")
-    if f"image_{arch}" in support:
-        return support[f"image_{arch}"]
-    return support.get("image_rocm", support["image"]) if arch in AMD_ARCHS else support["image"]
+    per generation (SGLang's MI355X image), else its ROCm image on AMD (the generation's vendor,
+    catalog/archs.toml), else its CUDA image."""
+    support = load_cli(engine).support
+    if gpu.arch in support.images:
+        return support.images[gpu.arch]
+    return (support.image_rocm or support.image) if gpu.generation.vendor == "amd" else support.image
 
 
 def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
@@ -78,7 +81,7 @@ def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], fil
     nodes = max([s.node + 1 for s in steps] + [-(-p.gpus // gpn)])  # the last server may span nodes
     return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
                   commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
-                  nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu.arch),
+                  nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu),
                   files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p))
 
 

@@ -22,6 +22,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
 from ...errors import ShardbudgetError
 
@@ -87,20 +88,15 @@ def _program(name: str, table: Mapping[str, Any], *, command: str, where: str, p
 @lru_cache(maxsize=None)
 def programs(engine: str) -> Mapping[str, Program]:
     """'serve' (the engine's server) and every `[cli.programs.<name>]` of the engine's preset."""
-    preset = load_engine(engine)
-    cli = preset.raw.get("cli", {})
+    cli = load_cli(engine)  # engines/cli_tables.py: the preset's [cli], typed
     where = f"engines/{engine}.toml [cli]"
-    out = {"serve": _program("serve", {"flags": cli.get("flags", {}), "source": cli.get("source")},
-                             command=preset.launcher, where=where, positional=int(cli.get("positional", 0)),
-                             json_keys=cli.get("json"), env=cli.get("env"))}
-    for name, table in cli.get("programs", {}).items():
-        out[name] = _program(name, table, command=table.get("command", ""), where=f"{where}.programs.{name}")
+    out = {"serve": _program("serve", {"flags": cli.flags, "source": cli.source},
+                             command=load_engine(engine).launcher, where=where, positional=cli.positional,
+                             json_keys=cli.json, env=cli.env)}
+    for name, table in cli.programs.items():
+        out[name] = _program(name, {"flags": table.flags, "source": table.source}, command=table.command,
+                             where=f"{where}.programs.{name}")
     return MappingProxyType(out)
-
-
-def cli_table(engine: str, name: str) -> Mapping[str, Any]:
-    """One sub-table of an engine's `[cli]` (`support`, `speculative`, ...); empty where absent."""
-    return MappingProxyType(dict(load_engine(engine).raw.get("cli", {}).get(name, {})))
 
 
 def example_value(text: str) -> str:
@@ -181,4 +177,4 @@ def check_argv(program: Program, argv: list[str] | tuple[str, ...], env: Mapping
         raise LaunchError(f"{program.command}: needs {program.positional} positional argument(s), got {positional}")
 
 
-__all__ = ["FlagType", "LaunchError", "Program", "check_argv", "cli_table", "example_value", "programs"]
+__all__ = ["FlagType", "LaunchError", "Program", "check_argv", "example_value", "programs"]

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import re
 
+from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
 from ...errors import PlanError
-from .flags import check_argv, cli_table, programs
+from .flags import check_argv, programs
 from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, to_yaml
 
 SHM_SIZE = "64Gi"
@@ -99,7 +100,7 @@ def _server_command(launch: Launch, step: Step) -> str:
 
 
 def _bootstrap() -> int:
-    return int(cli_table("sglang", "disaggregation")["bootstrap_port"])
+    return int(load_cli("sglang").disaggregation.bootstrap_port)
 
 
 def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
@@ -121,7 +122,7 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
             argv += ["--decode", f"http://{h}:{SERVER_PORT}"]
         argv += ["--host", "0.0.0.0", "--port", str(ROUTER_PORT)]
         check_argv(programs("sglang")["router"], argv)
-        package = load_engine("sglang").raw["cli"]["programs"]["router"]["package"]
+        package = load_cli("sglang").programs["router"].package
         install = f"(python3 -c 'import sglang_router' 2>/dev/null || python3 -m pip install -q {package})"
         return f"{install} && {launch.commands['router']} {' '.join(argv)}", {}
     config = {"hostname": "0.0.0.0", "port": ROUTER_PORT, "backend": "pytorch",

@@ -13,16 +13,14 @@ from dataclasses import dataclass
 
 from ...dtypes import canonical
 from ...engines.allreduce import allreduce_ranges_for
+from ...engines.cli_tables import load_cli
 from ...errors import PlanError
 from ...fabric.hardware import Catalog, System
 from ...model import ModelConfig, Plan
 from ...step.price_comm import tp_group
 from ...step.speculative import Speculation
-from .flags import cli_table
 
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-AMD_ARCHS = ("cdna3", "cdna4")
-"""GPU generations (fabric/hardware.py ARCHS) that are AMD's: their images are ROCm builds."""
 PROBE_BYTES_PER_TOKEN = 2.0 * 8192
 """A bf16 hidden state of 8192 elements: the message size at which the all-reduce rule is read
 (the rule's size ranges do not depend on it for the flags chosen here)."""
@@ -119,13 +117,13 @@ def quantize_to(cfg: ModelConfig, weights_dtype: str) -> str | None:
 
 def engine_runs(engine: str, system: System) -> str | None:
     """Why `engine` cannot run on `system`'s GPUs (None: it can), from its `[cli.support]` table."""
-    support = cli_table(engine, "support")
-    archs = support.get("archs", ())
+    support = load_cli(engine).support
+    archs = support.archs
     if system.gpu.arch in archs:
         return None
     label = ENGINE_LABELS[engine]
     return (f"{label} does not run on {system.gpu.name} ({system.gpu.arch}): it supports "
-            f"{', '.join(archs)} ({support.get('source', '').split(' ')[0]})")
+            f"{', '.join(archs)} ({support.source.split(' ')[0]})")
 
 
 def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) -> str | None:
@@ -136,7 +134,7 @@ def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) ->
         return (f"{cfg.name} has no multi-token-prediction layers (its config.json sets neither "
                 f"num_nextn_predict_layers nor mtp_num_hidden_layers): --speculative mtp needs them; "
                 f"use --speculative eagle or draft")
-    methods = cli_table(engine, "speculative_methods")
+    methods = load_cli(engine).speculative_methods
     if spec.method not in methods:
         why = methods.get(f"{spec.method}_not_supported", "its flag table has no such method")
         return f"{ENGINE_LABELS[engine]} cannot run --speculative {spec.method} ({why})"
@@ -153,5 +151,5 @@ def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculati
         raise PlanError(why)
 
 
-__all__ = ["AMD_ARCHS", "ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
+__all__ = ["ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
            "quantize_to", "speculation_runs"]

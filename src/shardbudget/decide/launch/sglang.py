@@ -13,9 +13,9 @@ gave --gpu-memory-utilization.
 
 from __future__ import annotations
 
+from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
 from .common import Flags, assemble, draft_name, memory_fraction, spec_note
-from .flags import cli_table
 from .layout import DIST_PORT, ROUTER_PORT, SERVER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 
@@ -33,19 +33,19 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
     f.add("memory_fraction", memory_fraction(p, ENGINE, side))
     f.add("disable_custom_allreduce", not side.custom_ar[ENGINE])
     if p.kv_dtype:
-        f.add("kv_cache_dtype", cli_table(ENGINE, "kv_cache_dtypes")[p.kv_dtype])
-    f.add("quantization", cli_table(ENGINE, "quantization_methods").get(p.quantize_to) if p.quantize_to else None)
+        f.add("kv_cache_dtype", load_cli(ENGINE).kv_cache_dtypes[p.kv_dtype])
+    f.add("quantization", load_cli(ENGINE).quantization_methods.get(p.quantize_to) if p.quantize_to else None)
     f.add("eager", p.eager).add("eager_prefill", p.eager)  # no graphs in either phase
     if p.speculation is not None:
         k = p.speculation.draft_tokens
-        f.raw("--speculative-algorithm", cli_table(ENGINE, "speculative_methods")[p.speculation.method])
+        f.raw("--speculative-algorithm", load_cli(ENGINE).speculative_methods[p.speculation.method])
         if p.speculation.method != "mtp":
             f.raw("--speculative-draft-model-path", draft_name(p))
         # a chain of k drafts (top-1 each): k steps, k + 1 tokens verified
         f.raw("--speculative-num-steps", k).raw("--speculative-eagle-topk", 1).raw("--speculative-num-draft-tokens", k + 1)
     if side.role != "serve":
         f.raw("--disaggregation-mode", side.role)
-        f.raw("--disaggregation-transfer-backend", cli_table(ENGINE, "disaggregation")["transfer_backend"])
+        f.raw("--disaggregation-transfer-backend", load_cli(ENGINE).disaggregation.transfer_backend)
         if bootstrap is not None:
             f.raw("--disaggregation-bootstrap-port", bootstrap)
     if port is not None:
@@ -71,7 +71,7 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
         first, gpus, span = placer.place(gpus_needed)
         port = placer.port(first) if multi else None
         # each prefill server on a node has its own bootstrap port (8998, 8999, ...)
-        bootstrap = (cli_table(ENGINE, "disaggregation")["bootstrap_port"] + port - SERVER_PORT
+        bootstrap = (load_cli(ENGINE).disaggregation.bootstrap_port + port - SERVER_PORT
                      if side.role == "prefill" and port is not None else None)
         what = f"{side.role} server {k + 1} of {len(servers)}" if len(servers) > 1 else f"{side.role} server"
         argv = _server_flags(p, side, dp=dp, port=port, bootstrap=bootstrap)
@@ -120,7 +120,7 @@ def build(p: Priced) -> Launch:
         urls = [f"http://{node_ip(node)}:{port}" for node, port, _ in ends["serve"]]
         steps.append(Step(node=0, what="router", program="router", argv=("--worker-urls", *urls, *router)))
     notes = spec_note(p)
-    if p.quantize_to and p.quantize_to not in cli_table(ENGINE, "quantization_methods"):
+    if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:
         notes.append(f"serve a checkpoint already quantized to {p.quantize_to}: SGLang reads its method from config.json")
     return assemble(ENGINE, p, steps, notes=notes)
 

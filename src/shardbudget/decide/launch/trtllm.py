@@ -10,8 +10,8 @@ Disaggregated context and generation servers carry a cache_transceiver_config an
 
 from __future__ import annotations
 
+from ...engines.cli_tables import load_cli
 from .common import Flags, assemble, draft_name, memory_fraction, spec_note
-from .flags import cli_table
 from .layout import ROUTER_PORT, Launch, Placer, Step, node_ip, to_yaml
 from .priced import Priced, Side
 
@@ -29,16 +29,16 @@ def options(p: Priced, side: Side) -> dict:
     # CUDA graphs as priced: none (eager), else captured up to the batch
     out["cuda_graph_config"] = None if p.eager else {"max_batch_size": side.max_batch or 1, "enable_padding": True}
     if p.kv_dtype:
-        out["kv_cache_config"] = {"dtype": cli_table(ENGINE, "kv_cache_dtypes")[p.kv_dtype]}
+        out["kv_cache_config"] = {"dtype": load_cli(ENGINE).kv_cache_dtypes[p.kv_dtype]}
     if p.speculation is not None:
-        spec = {"decoding_type": cli_table(ENGINE, "speculative_methods")[p.speculation.method]}
+        spec = {"decoding_type": load_cli(ENGINE).speculative_methods[p.speculation.method]}
         if p.speculation.method == "mtp":
             spec["num_nextn_predict_layers"] = p.speculation.draft_tokens
         else:
             spec.update(max_draft_len=p.speculation.draft_tokens, speculative_model_dir=draft_name(p))
         out["speculative_config"] = spec
     if side.role != "serve":
-        out["cache_transceiver_config"] = {"backend": cli_table(ENGINE, "disaggregation")["cache_transceiver_backend"]}
+        out["cache_transceiver_config"] = {"backend": load_cli(ENGINE).disaggregation.cache_transceiver_backend}
         if side.role == "prefill":
             out["disable_overlap_scheduler"] = True  # context servers run without the overlap scheduler
     return out

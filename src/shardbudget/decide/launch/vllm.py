@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import math
 
+from ...engines.cli_tables import load_cli
 from .common import Flags, assemble, draft_name, memory_fraction, spec_note
-from .flags import cli_table
 from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 
@@ -37,12 +37,12 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
     f.add("memory_fraction", memory_fraction(p, ENGINE))
     f.add("disable_custom_allreduce", not side.custom_ar[ENGINE])
     if p.kv_dtype:
-        f.add("kv_cache_dtype", cli_table(ENGINE, "kv_cache_dtypes")[p.kv_dtype])
-    quant = cli_table(ENGINE, "quantization_methods")
+        f.add("kv_cache_dtype", load_cli(ENGINE).kv_cache_dtypes[p.kv_dtype])
+    quant = load_cli(ENGINE).quantization_methods
     f.add("quantization", quant.get(p.quantize_to) if p.quantize_to else None)
     f.add("eager", p.eager)
     if p.speculation is not None:
-        spec = {"method": cli_table(ENGINE, "speculative_methods")[p.speculation.method],
+        spec = {"method": load_cli(ENGINE).speculative_methods[p.speculation.method],
                 "num_speculative_tokens": p.speculation.draft_tokens}
         if p.speculation.method != "mtp":
             spec["model"] = draft_name(p)
@@ -120,7 +120,7 @@ def build(p: Priced) -> Launch:
         notes.append("toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at v0.19.0")
     elif multi:
         notes.append(f"put a load balancer in front of the {len(ends['serve'])} servers")
-    if p.quantize_to and p.quantize_to not in cli_table(ENGINE, "quantization_methods"):
+    if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:
         notes.append(f"serve a checkpoint already quantized to {p.quantize_to}: vLLM reads its method from config.json")
     return assemble(ENGINE, p, steps, notes=notes)
 
