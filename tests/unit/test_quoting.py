@@ -1,5 +1,5 @@
 """quoting.py: the one check a name gets and the one quoting per language, each read back by that
-language's own reader (bash, PyYAML, tomllib)."""
+language's own reader (bash, PyYAML, tomllib), and the launch layout's words and here-documents."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shardbudget.decide.launch.layout import heredoc, shell_word, to_yaml
 from shardbudget.errors import CatalogError, ShardbudgetError
 from shardbudget.quoting import check_name, one_line, shell_quote, terminal, yaml_quote
 
@@ -78,11 +79,39 @@ def test_yaml_quote_is_json_for_ascii():
     assert yaml_quote("😀") == '"\\U0001f600"'  # JSON's surrogate pair would read back as two characters
 
 
+def test_to_yaml_quotes_odd_keys_and_every_string():
+    doc = {"plain": "x\n- injected: true", "odd key: x": ["$(id)", None, 3, True], "yes": {}}
+    assert yaml.safe_load(to_yaml(doc)) == doc
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(ANY_TEXT.filter(lambda s: "\x00" not in s), min_size=1, max_size=4))
 def test_shell_quote_runs_as_one_word_each(words):
     script = "printf '%s\\0' " + " ".join(shell_quote(w) for w in words)
     assert _bash_echo(script).split("\0")[:-1] == words
+
+
+def test_shell_word_expands_the_placeholders_alone():
+    env = {"NODE0_IP": "10.0.0.1", "NODE1_IP": "10.0.0.2", "LWS_LEADER_ADDRESS": "lead", "HOME": "/root"}
+    cases = {"$NODE0_IP:5000": "10.0.0.1:5000", "$NODE0_IPx": "10.0.0.1x", "http://$NODE1_IP:8000": "http://10.0.0.2:8000",
+             "$NODE0_IP:4,$NODE1_IP:4": "10.0.0.1:4,10.0.0.2:4", "a b $NODE1_IP": "a b 10.0.0.2",
+             "$HOME": "$HOME", "x$(touch P)": "x$(touch P)", "$NODE0IP": "$NODE0IP", "": ""}
+    for word, value in cases.items():
+        assert _bash_echo(f"printf '%s' {shell_word(word)}", env) == value, word
+    assert _bash_echo(f"printf '%s' {shell_word('$NODE0_IP:1', {0: 'LWS_LEADER_ADDRESS'})}", env) == "lead:1"
+    assert shell_word("$NODE0_IP:5000") == "$NODE0_IP:5000" and shell_word("m-1.5/x") == "m-1.5/x"  # as printed before
+
+
+def test_heredoc_writes_its_body_as_is_and_fills_in_only_the_addresses(tmp_path):
+    body = 'a: "$NODE0_IP:8000"\nb: "$NODE10_IP:1"\nc: "$(touch P)`id`$HOME\\\\n $NODE1_IPS"\nEOF\n'
+    script = heredoc("f.yaml", body)
+    assert script.startswith("cat > f.yaml <<'EOF_'")  # a body line equal to the delimiter would end it
+    env = {"NODE0_IP": "10.0.0.1", "NODE10_IP": "10.0.0.11", "NODE1_IP": "&&"}
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, env={"PATH": "/usr/bin:/bin", **env}, check=True)
+    assert (tmp_path / "f.yaml").read_text() == body.replace("$NODE0_IP", "10.0.0.1").replace("$NODE10_IP", "10.0.0.11").replace(
+        "$NODE1_IPS", "&&S")
+    assert not (tmp_path / "P").exists()
+    assert heredoc("g.yaml", "x: 1\n") == "cat > g.yaml <<'EOF'\nx: 1\nEOF"  # nothing to fill: as before
 
 
 def test_a_toml_comment_from_one_line_stays_a_comment():
