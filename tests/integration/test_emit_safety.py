@@ -27,9 +27,13 @@ from shardbudget.decide.launch import build_launches
 from shardbudget.decide.launch import emit as emitting
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
+from shardbudget.fabric.topo import TopoProfile
+from shardbudget.measure.fit import fit_profile, write_profile
+from shardbudget.measure.logs import MeasurementSet, Sample
 from shardbudget.model import load_model
 
 LLAMA_8B = Path(cli.__file__).parents[1] / "catalog" / "models" / "llama-3.1-8b.json"
+TOPO = Path(__file__).parents[1] / "fixtures" / "topo" / "h100_hgx_nv18.txt"
 ENGINES = ("vllm", "sglang", "trtllm")
 INJECT = "x\ntouch PWNED\n"
 
@@ -192,6 +196,44 @@ def test_a_leading_dash_is_refused_where_the_name_becomes_an_argument(tmp_path, 
     _refused(*_cli(capsys, *_deploy("llama-3.1-8b", "--speculative", "eagle", "--draft-model", "-x")), "'-x'")
     rc, out, err = _cli(capsys, "plan", "--model", model, "--system", "hgx-h100", "--batch", "1")
     assert rc in (0, 1) and "--trust-remote-code" in out  # plan prints it; no command line takes it
+
+
+# --- 5. a topo input file's name, fit's header --------------------------------------------------------
+
+def test_a_newline_in_a_topo_input_name_is_refused(tmp_path, capsys):
+    bad = tmp_path / "a\n[nccl.base_latency_us]\nring = { ll = 600.0, ll128 = 14.0, simple = 8.4 }\n#.txt"
+    bad.write_bytes(TOPO.read_bytes())
+    rc, out, err = _cli(capsys, "topo", str(bad), "--name", "mine", "--gpu", "h100-sxm", "--out", str(tmp_path / "p.toml"))
+    _refused(rc, out, err, "topo input file name")
+    assert not (tmp_path / "p.toml").exists()
+
+
+INJECTED_TABLE = "x\n[nccl.base_latency_us]\nring = { ll = 600.0, ll128 = 14.0, simple = 8.4 }\n#"
+
+
+def test_a_profile_header_cannot_carry_a_table():
+    profile = TopoProfile(name="mine", system={"gpu": "h100-sxm"}, inputs=(INJECTED_TABLE,))
+    text = profile.toml()
+    assert set(tomllib.loads(text)) == {"meta", "systems"}
+    assert tomllib.loads(text)["meta"]["inputs"] == [INJECTED_TABLE]
+    assert text.split("\n")[0].startswith("# ") and "\\n[nccl.base_latency_us]" in text.split("\n")[0]
+
+
+def _measured(t_us: float, bw_bytes_per_s: float) -> MeasurementSet:
+    """All-reduce on 2-8 GPUs: t = t_us + size / bw (enough for fit_profile to fit)."""
+    samples = tuple(Sample(op="all-reduce", msg_bytes=size, time_s=t_us * 1e-6 + size / bw_bytes_per_s,
+                           algbw_bytes_per_s=size / (t_us * 1e-6 + size / bw_bytes_per_s), busbw_bytes_per_s=0.0,
+                           n_ranks=p, n_nodes=1, in_place=False, graph=False, dtype="float", redop="sum",
+                           source="synthetic")
+                    for p in (2, 4, 8) for size in (2.0 ** k for k in range(3, 31, 2)))
+    return MeasurementSet(samples=samples, source="synthetic.txt", tool="nccl-tests", env={}, warnings=())
+
+
+def test_fit_header_cannot_carry_a_table(tmp_path):
+    r = fit_profile([_measured(20.0, 300e9)], name="h100-slow", base_system="hgx-h100", holdout=False)
+    path = write_profile(dataclasses.replace(r, base_system=INJECTED_TABLE), tmp_path / "p.toml")
+    doc = tomllib.loads(path.read_text())
+    assert "nccl" not in doc and path.read_text().split("\n")[1].startswith("[")
 
 
 # --- 8. an output folder that cannot be written; a name that is not UTF-8 ---------------------------
