@@ -236,6 +236,35 @@ def test_fit_header_cannot_carry_a_table(tmp_path):
     assert "nccl" not in doc and path.read_text().split("\n")[1].startswith("[")
 
 
+# --- 6. escape sequences on the terminal --------------------------------------------------------------
+
+ANSI = "m\x1b]0;PWNED\x07\x1b[31mred\x1b[0m"
+
+
+@pytest.mark.parametrize("command", [["plan", "--batch", "1"], ["explain"], ["deploy", "--gpus", "8"]])
+def test_an_escape_sequence_in_a_model_name_never_reaches_the_terminal(tmp_path, capsys, command):
+    model = _folder(tmp_path, ANSI)
+    rc, out, err = _cli(capsys, command[0], "--model", model, "--system", "hgx-h100", *command[1:])
+    _refused(rc, out, err, "\\x1b")
+
+
+def test_escape_sequences_from_a_config_or_a_catalog_are_printed_escaped(tmp_path, capsys):
+    """What the boundary does not refuse (a config's model_type, a catalog's description and system
+    name where the catalog takes them) is escaped when printed."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    raw = LLAMA_8B.read_text().replace('"model_type": "llama"', '"model_type": "llama\\u001b[31m"')
+    (folder / "config.json").write_text(raw)
+    rc, out, err = _cli(capsys, "plan", "--model", str(folder), "--system", "hgx-h100", "--batch", "1")
+    assert "\x1b" not in out + err, (rc, out, err)
+    catalog = _catalog_with_system(tmp_path, ANSI)
+    for command in (["plan", "--batch", "1"], ["explain"], ["deploy", "--gpus", "8"]):
+        rc, out, err = _cli(capsys, command[0], "--model", "llama-3.1-8b", "--system", ANSI, "--catalog",
+                            str(catalog), *command[1:])
+        assert "\x1b" not in out + err and "\x07" not in out + err, (command, rc)
+        assert rc == 2 or "\\x1b" in out, (command, rc, out[:300])
+
+
 # --- 8. an output folder that cannot be written; a name that is not UTF-8 ---------------------------
 
 def test_an_unwritable_emit_folder_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
