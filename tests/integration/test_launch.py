@@ -251,6 +251,7 @@ def test_slurm_script_parses_and_names_every_variable(cases, tmp_path, name, eng
     assert text.count("srun ") == launches[engine].nodes  # one step per node
     used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", text))
     defined = set(re.findall(r"(?:export |mapfile -t )([A-Za-z_][A-Za-z0-9_]*)", text))
+    defined |= set(re.findall(r"(?:^|; )([A-Za-z_][A-Za-z0-9_]*)=", text, re.M))  # a here-document's fill-in
     slurm = {"SLURM_SUBMIT_DIR", "SLURM_JOB_NODELIST"}  # set by sbatch
     assert used <= defined | slurm, used - defined - slurm
 

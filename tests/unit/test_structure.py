@@ -123,7 +123,7 @@ LAYERS = {
     "report":  {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide"},
     "cli":     {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide", "report"},
 }
-GROUND_MODULES = {"units", "dtypes", "errors", "atomic", "datacache", "datafile", "defaults"}
+GROUND_MODULES = {"units", "dtypes", "errors", "atomic", "datacache", "datafile", "defaults", "quoting"}
 ENTRY_MODULES = {"__init__", "__main__"}  # the package's face (PEP 562 names) and `python -m shardbudget`
 
 

@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
-        typer.echo(f"error: {err}", err=True)
+        from ..quoting import one_line  # a path or name in the message: one line, no escape sequence
+        typer.echo(f"error: {one_line(err)}", err=True)
         return err.exit_code
     except _click_errors() as err:  # usage errors: unknown option, missing value, bad int
         if type(err).__name__ == "NoArgsIsHelpError":  # bare `shardbudget`: rich has printed the help

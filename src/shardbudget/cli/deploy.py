@@ -114,7 +114,8 @@ def _for_load(req, load, shown: dict):
     if shown["json_out"]:
         print_json(answer.to_dict())
         return answer.result
-    typer.echo(answer.text)
+    from ..quoting import terminal
+    typer.echo(terminal(answer.text))
     if answer.result is not None:
         _show(answer.result, **shown)
     return answer.result
@@ -128,5 +129,6 @@ def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) ->
     if result is None:
         emitting.check_emit(emit[0], emit[1], force=force)
         return
+    from ..quoting import terminal
     for path in emitting.emit(result, emit[0], emit[1], engine=engine, force=force):
-        typer.echo(f"wrote {path}", err=True)
+        typer.echo(terminal(f"wrote {path}"), err=True)

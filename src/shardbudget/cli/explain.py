@@ -46,13 +46,14 @@ def explain(
     if json_out:
         print_json(result)
         return
+    from ..quoting import terminal  # names in the answers: no escape sequence reaches the terminal raw
     from ..report.tables import text_width, wrap
     width = text_width()  # None when piped: one line per paragraph, tables whole
     for a in result.answers:
-        print(f"## {a.question}\n{wrap(a.text, width)}")
+        print(terminal(f"## {a.question}\n{wrap(a.text, width)}"))
         for t in a.tables:
-            print(_table(t.columns, t.rows, width or 10_000) + ("\n" if t is not a.tables[-1] else ""))
-        print(wrap(f"-> {a.takeaway}", width) + "\n")
+            print(terminal(_table(t.columns, t.rows, width or 10_000) + ("\n" if t is not a.tables[-1] else "")))
+        print(terminal(wrap(f"-> {a.takeaway}", width) + "\n"))
 
 
 def _table(columns, rows, width: int = 10_000) -> str:

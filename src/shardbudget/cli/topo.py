@@ -37,19 +37,20 @@ def topo(
 ) -> None:
     """A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report (printed without --out)."""
     from ..fabric.topo import check_topo_path, topo_profile, write_topo_profile
+    from ..quoting import terminal
     if out:  # before reading: a refused --out must not cost the user the run
         check_topo_path(out, force=force)
     profile = topo_profile(files, name=name, gpu=gpu, cpu=cpu, nic_fabric=nic_fabric, catalog=load_catalogs(catalog),
                            gpu_spec=gpu_spec)
     for warning in profile.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(terminal(f"warning: {warning}"), err=True)
     if out:
         write_topo_profile(profile, out, force=force)
     if json_out:
         print_json(profile.to_dict())
     elif out:
-        print("\n".join(f"# {note}" for note in profile.notes))
+        print(terminal("\n".join(f"# {note}" for note in profile.notes)))
     else:
         sys.stdout.write(profile.toml())
     if out:
-        typer.echo(f"wrote {out}: use it with --catalog {out} --system {name}", err=True)
+        typer.echo(terminal(f"wrote {out}: use it with --catalog {out} --system {name}"), err=True)

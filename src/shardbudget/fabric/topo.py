@@ -40,6 +40,7 @@ import tomli_w
 from ..atomic import check_output_path, read_user_file, write_atomic
 from ..datafile import find
 from ..errors import CatalogError, UnknownNameError
+from ..quoting import check_name, one_line
 from .hardware import GPU, Catalog, System
 from .catalog import load_catalog
 from .topo_build import (MAX_NVLINKS_PER_GPU, Facts, bridge_fabric, choose_cpu, choose_nics, choose_p2p,
@@ -101,7 +102,9 @@ class TopoProfile:
             doc["fabrics"] = self.fabrics
         if self.gpus:
             doc["gpus"] = self.gpus
-        head = f"# shardbudget topo profile {self.name}: a system in catalog format, inferred from {', '.join(self.inputs)}\n"
+        # a comment only a line break ends: the input files' names in it as one line (quoting.one_line)
+        head = "# " + one_line(f"shardbudget topo profile {self.name}: a system in catalog format, inferred from "
+                               f"{', '.join(self.inputs)}") + "\n"
         return head + tomli_w.dumps(doc)
 
 
@@ -110,7 +113,10 @@ class TopoProfile:
 def topo_profile(files, *, name: str, gpu: str | None = None, cpu: str | None = None,
                  nic_fabric: str | None = None, catalog: Catalog | None = None,
                  gpu_spec: str | os.PathLike | None = None) -> TopoProfile:
-    """Read topology files and infer a system profile named `name` (see the module docstring)."""
+    """Read topology files and infer a system profile named `name` (see the module docstring). The
+    files' names are written into the profile and printed: printable UTF-8 (`quoting.check_name`)."""
+    for f in files:
+        check_name(source_name(f), "topo input file name", error=CatalogError)
     return infer_profile(read_topology_files(files), name=name, gpu=gpu, cpu=cpu, nic_fabric=nic_fabric,
                          catalog=catalog, gpu_spec=gpu_spec)
 

@@ -25,6 +25,7 @@ import tomli_w
 from ..atomic import check_output_path, write_atomic
 from ..errors import MeasureError
 from ..fabric.hardware import CPU, Fabric, System
+from ..quoting import one_line
 
 
 def scale_node(base: System, ratio: float, *, name: str, sources: str, intra: Fabric) -> System:
@@ -145,7 +146,9 @@ def check_profile_path(path: str | os.PathLike, *, force: bool = False) -> Path:
 def write_profile(result, path: str | os.PathLike, *, force: bool = False) -> Path:
     path = check_profile_path(path, force=force)
     text = tomli_w.dumps(profile_toml(result))
-    header = f"# shardbudget profile {result.name}: {result.base_system} with constants fitted on measurements\n"
+    # a comment only a line break ends: the names in it as one line (quoting.one_line)
+    header = "# " + one_line(f"shardbudget profile {result.name}: {result.base_system} with constants fitted on "
+                             f"measurements") + "\n"
     try:
         write_atomic(path, header + text, force=force)
     except OSError as err:

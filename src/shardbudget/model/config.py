@@ -22,6 +22,7 @@ from typing import Any
 
 from ..datacache import PACKAGE
 from ..errors import CatalogError, UnknownNameError
+from ..quoting import check_name
 from . import hub
 from .families import BY_MODEL_TYPE, Family
 from .layers import Heads, LayerKind
@@ -262,8 +263,10 @@ def config_from_dict(raw: Any, *, name: str, where: str | None = None) -> ModelC
 
     Keys starting with "_" (such as the catalog's "_source") and keys this model does not need are
     ignored. Anything malformed raises `CatalogError` naming the key and the value; a
-    quantization_config the reader does not know becomes a line of `ModelConfig.warnings`.
+    quantization_config the reader does not know becomes a line of `ModelConfig.warnings`. The name
+    (a folder's, a file's) is printed and written into launch files: printable UTF-8 (`check_name`).
     """
+    check_name(name, "model name", error=CatalogError)
     return ModelConfig(**read_fields(raw, name=name, where=where or name))
 
 

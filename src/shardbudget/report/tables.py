@@ -5,6 +5,9 @@ Every table fits the terminal without dropping a character (issue 24: at 80 colu
 columns' short headers, then folds its columns into further tables that repeat the key columns,
 and only free text (a verdict, a source URL) wraps inside its cell. The width is $COLUMNS where set,
 the terminal's at a terminal, and 220 columns when piped (files, tests), so nothing folds there.
+
+Every cell and line goes out through `quoting.terminal`: a name (a model folder's, a catalog entry's,
+a description) carries no escape sequence to the terminal raw.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
 from ..decide.release_words import nccl_words
 from ..fabric.hardware import Catalog, to_dict
+from ..quoting import terminal
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
 PIPED_WIDTH = 220
@@ -100,6 +104,8 @@ def _groups(cols: list[Col], widths: list[int], keys: int, width: int) -> list[l
 def print_table(title: str, cols: list[Col], rows: list[list[str]], *, keys: int = 1, caption: str | None = None) -> None:
     """A table that fits the terminal (module docstring): full headers if they fit, else short ones,
     else the columns folded into several tables, each repeating the first `keys` columns."""
+    title, caption = terminal(title), caption and terminal(caption)
+    rows = [[terminal(cell) for cell in r] for r in rows]
     width = terminal_width()
     console.width = width
     short = 1 + sum(w + _BORDER for w in _widths(cols, rows, False)) > width
@@ -134,10 +140,15 @@ def wrap(text: str, width: int | None) -> str:
     return "\n".join(out)
 
 
+def _out(text: str = "") -> None:
+    """Print a line (or lines) the library wrote, its control characters escaped (`quoting.terminal`)."""
+    print(terminal(text))
+
+
 def say(text: str) -> None:
     """Print free text at the terminal's width (`wrap`). Launch lines are printed whole: they are
     commands to copy."""
-    print(wrap(text, text_width()))
+    _out(wrap(terminal(text), text_width()))
 
 
 def fabrics_dict(cat: Catalog) -> dict:
@@ -207,23 +218,23 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
     latency share of each row; `rule`: the engine's all-reduce rule the rows follow."""
     s = group.system
-    print(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
+    _out(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
           f"({s.gpu.name}, {s.intra_fabric.name}"
           + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
           + f"), {impl_words(impl, costs, why_not_custom)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
     if impl == "custom" and why_not_custom:
-        print(f"# note: {why_not_custom}")
+        _out(f"# note: {why_not_custom}")
     if rule:
-        print(f"# {impl} rule: {rule}")
+        _out(f"# {impl} rule: {rule}")
     if group.nodes > 1 and s.nic_fabric is not None:
-        print(f"# network: {describe_net_path(s, group.catalog.nccl)}")
-    print(f"# crossover (bandwidth term > latency term): "
+        _out(f"# network: {describe_net_path(s, group.catalog.nccl)}")
+    _out(f"# crossover (bandwidth term > latency term): "
           f"{format_bytes(crossover) if crossover != float('inf') else 'never'}")
-    print(f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
+    _out(f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
           f"  {'algorithm':<12} {'proto':<6} {'impl':<6} {'lat%':>5}")
     for c in costs:
         count = nccl_tests_count(op, c.msg_bytes, elem_bytes, group.ranks)
-        print(f" {int(c.msg_bytes):>12d} {count:>12d} {c.time_s * 1e6:>10.2f} "
+        _out(f" {int(c.msg_bytes):>12d} {count:>12d} {c.time_s * 1e6:>10.2f} "
               f"{c.algbw_bytes_per_s / 1e9:>12.2f} {c.busbw_bytes_per_s / 1e9:>12.2f}  "
               f"{c.algorithm:<12} {c.protocol:<6} {c.impl:<6} {100 * c.latency_share:>5.0f}")
 
@@ -236,7 +247,7 @@ def print_compare(result) -> None:
             for row in result.rows]
     print_table(f"{result.op} on {result.gpus_label}: predicted time per call", cols, rows)
     for name, cross, note in zip(result.systems, result.crossovers, result.notes):
-        print(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")
+        _out(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")
 
 
 def print_plan(result) -> None:
@@ -284,7 +295,7 @@ def print_plan(result) -> None:
               f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
               f"latency-optimal: {best or 'none'}")
         say(br.verdict)
-        print()
+        _out()
 
 
 _MEMORY_PARTS = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
@@ -356,7 +367,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
         say(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
     say(result.verdict)
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
-        print(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
+        _out(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
 def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[str]:
@@ -374,20 +385,20 @@ def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[st
 
 def print_fit(result) -> None:
     p = result.params
-    print(result.headline())  # names each fitted bandwidth: which link, seen through which algorithm
+    _out(result.headline())  # names each fitted bandwidth: which link, seen through which algorithm
     for note in getattr(result, "notes", ()):
-        print(f"# {note}")
-    print(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(µs)':>13} {'predicted(µs)':>14} {'error':>8}  algorithm")
+        _out(f"# {note}")
+    _out(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(µs)':>13} {'predicted(µs)':>14} {'error':>8}  algorithm")
     for r in sorted(result.residuals, key=lambda r: (r.ranks, r.msg_bytes)):
-        print(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
+        _out(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
               f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}")
-    print(f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
+    _out(f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
           f"over {len(result.residuals)} samples")
     if p.at_bound:
-        print(f"warning: {', '.join(p.at_bound)} hit the limit of what is physical for {result.base_system}: "
+        _out(f"warning: {', '.join(p.at_bound)} hit the limit of what is physical for {result.base_system}: "
               f"these measurements do not look like that system (wrong --base-system, or not GPU collectives?)")
     if result.heldout:
         parts = ", ".join(f"{n} GPUs {100 * e:.1f}%" for n, e in sorted(result.heldout.items()))
-        print(f"held out (fit without that GPU count, predict it): median |error| {parts}")
+        _out(f"held out (fit without that GPU count, predict it): median |error| {parts}")
     else:
-        print("held out: only one GPU count measured; measure another to see whether the profile extrapolates")
+        _out("held out: only one GPU count measured; measure another to see whether the profile extrapolates")

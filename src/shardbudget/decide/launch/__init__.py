@@ -24,7 +24,8 @@ from ...model import ModelConfig, list_models, load_model
 from . import sglang, trtllm, vllm
 from .flags import LaunchError, check_argv, programs
 from .layout import Launch
-from .priced import ENGINE_LABELS, Priced, check_request, engine_runs, make_side, quantize_to, speculation_runs
+from .priced import (ENGINE_LABELS, Priced, check_names, check_request, engine_runs, make_side, quantize_to,
+                     speculation_runs)
 
 LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
 _BUILDERS = {"vllm": vllm.build, "sglang": sglang.build, "trtllm": trtllm.build}
@@ -61,13 +62,14 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
                            dp=o.dp, max_batch=o.max_batch, system=system, catalog=catalog,
                            impl=getattr(result, "impl", None)))
     precision = result.precision
+    draft = _draft_id(w.speculation)
+    check_names(hf_id(cfg), draft)  # before a name becomes an engine's argument (deploy checks it first)
     kv = precision.kv if precision is not None and precision.kv not in (None, precision.activations) else None
     return Priced(model_id=hf_id(cfg), cfg=cfg, system=system, engine=result.engine, sides=tuple(sides),
                   max_model_len=w.max_context, max_num_tokens=result.chunk_tokens,
                   memory_fraction=result.memory_utilization, needed_fraction=o.memory_fraction,
                   quantize_to=quantize_to(cfg, precision.weights) if precision is not None else None,
-                  kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation,
-                  draft_id=_draft_id(w.speculation))
+                  kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation, draft_id=draft)
 
 
 def why_not(engine: str, p: Priced) -> str | None:

@@ -12,16 +12,20 @@ the printed commands come from.
   side with its front end (k8s.py). A TensorRT-LLM replica over several nodes (an MPI
   job) is refused: MPI_REFUSAL.
 
-Every file is written atomically; an existing DIR is refused without --force.
+Every file is written atomically; an existing DIR is refused without --force, a DIR that cannot
+be written before any work. Names reach the files only quoted (`layout.shell_word`, `to_yaml`) or
+in a `#` comment as one line (`quoting.one_line`); the job's name only in Slurm's safe characters.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from ...atomic import write_atomic
 from ...errors import OutputError, PlanError, UnknownNameError
+from ...quoting import one_line, shell_quote
 from .k8s import disaggregated_manifests, gpu_resource, manifest_name, pod_spec
 from .layout import Launch, Step, heredoc, to_yaml
 
@@ -29,8 +33,11 @@ KINDS = ("slurm", "k8s")
 MPI_REFUSAL = ("--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
                "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
                "pods (no SSH server, no MPI operator): use --emit slurm")
+
+
 def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
-    """Before any work: a known kind, and a folder that may be written (new, or --force)."""
+    """Before any work: a known kind, and a folder that may be written (new, or --force), in a
+    folder this process can write."""
     if kind not in KINDS:
         raise UnknownNameError("--emit kind", kind, KINDS)
     folder = Path(folder)
@@ -41,19 +48,34 @@ def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
     parent = folder.parent if str(folder.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"cannot write into {folder}: folder {parent} does not exist")
+    where = folder if folder.exists() else parent
+    if not os.access(where, os.W_OK | os.X_OK):  # a read-only mount too (EROFS)
+        raise OutputError(f"cannot write into {folder}: folder {where} is not writable")
     return folder
 
 
 def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[Path]:
-    """Write the files of the best option's launch for `engine` (eager: vLLM's) into `folder`."""
+    """Write the files of the best option's launch for `engine` (eager: vLLM's) into `folder`. A
+    write that fails leaves nothing of this run behind (the folder it made, the files it added) and
+    is one line (OutputError)."""
     folder = check_emit(kind, folder, force=force)
     key = "vllm" if engine == "eager" else engine
     launch = result.launches.get(key)
     if launch is None:
         raise PlanError(f"no {key} launch to write: {result.launch.get(key, 'the engine has no launch builder')}")
     files = slurm_files(launch, result) if kind == "slurm" else k8s_files(launch, result)
-    folder.mkdir(exist_ok=True)
-    return [write_atomic(folder / name, text, force=force) for name, text in files.items()]
+    data = {name: text.encode("utf-8") for name, text in files.items()}  # names are UTF-8 (quoting.check_name)
+    made = not folder.exists()
+    new = [folder / name for name in data if not (folder / name).exists()]
+    try:
+        folder.mkdir(exist_ok=True)
+        return [write_atomic(folder / name, payload, force=force) for name, payload in data.items()]
+    except OSError as err:
+        for path in new:
+            path.unlink(missing_ok=True)
+        if made:
+            folder.rmdir()
+        raise OutputError(f"cannot write into {folder}: {err.strerror or err}") from None
 
 
 # --- Slurm ----------------------------------------------------------------------------------
@@ -75,28 +97,35 @@ def _where(launch: Launch, result) -> str:
     return f"{n} host{'s' if n > 1 else ''} of {result.nodes} x {result.system}"
 
 
+def job_name(model: str) -> str:
+    """The Slurm job's name: sbatch reads an #SBATCH line as shell-like words (a space starts another
+    option), so the model's name keeps letters, digits, '.', '_' and '-', each run of others one '-'."""
+    return "shardbudget-" + re.sub(r"[^A-Za-z0-9._-]+", "-", model)
+
+
 def slurm_files(launch: Launch, result) -> dict[str, str]:
     n, gpn = launch.nodes, launch.gpus_per_node
     head = [
         "#!/bin/bash",
-        f"#SBATCH --job-name=shardbudget-{result.model}",
+        f"#SBATCH --job-name={job_name(result.model)}",
         f"#SBATCH --nodes={n}",
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={gpn}",
         "#SBATCH --exclusive",
-        f"# {launch.label}: {result.model} on {_where(launch, result)}, {result.best.label()}; written by shardbudget deploy.",
+        "# " + one_line(f"{launch.label}: {result.model} on {_where(launch, result)}, {result.best.label()}; "
+                        f"written by shardbudget deploy."),
         "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
-        f"# (or start each node's step in its image: {launch.image}).",
+        "# " + one_line(f"(or start each node's step in its image: {launch.image})."),
         "set -euo pipefail",
         'cd "$SLURM_SUBMIT_DIR"',
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
     ]
     head += [f'export NODE{i}_IP="$(getent hosts "${{NODES[{i}]}}" | awk \'{{print $1; exit}}\')"' for i in range(n)]
-    head += [f"export {k}={v}" for k, v in launch.env_all]
+    head += [f"export {k}={shell_quote(v)}" for k, v in launch.env_all]
     head += [heredoc(name, body) for name, body in launch.files]
     for i in range(n):
-        script = node_script(launch, i).replace("'", "'\\''")
-        head.append(f"srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c '{script}' &")
+        script = shell_quote(node_script(launch, i))
+        head.append(f"srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c {script} &")
     head.append("wait")
     return {"launch.sbatch": "\n".join(head) + "\n"}
 
@@ -105,15 +134,16 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
 
 def _k8s_command(launch: Launch, step: Step, first: int) -> str:
     """A step's command inside a pod: the device plugin picks its GPUs (no CUDA_VISIBLE_DEVICES);
-    the head's address and the worker's rank come from LeaderWorkerSet's environment."""
+    the head's address and the worker's rank come from LeaderWorkerSet's environment, put in the
+    words that hold them (not found in the text, where a model's name could match)."""
     bare = Step(**{**step.__dict__, "gpus": None, "background": False})
-    text = launch.command(bare).replace(f"$NODE{first}_IP", "$LWS_LEADER_ADDRESS")
-    text = re.sub(r"--node-rank \d+", "--node-rank $LWS_WORKER_INDEX", text)
-    local = re.search(r"--data-parallel-size-local (\d+)", text)
-    if local:
-        text = re.sub(r"--data-parallel-start-rank \d+",
-                      f"--data-parallel-start-rank $((LWS_WORKER_INDEX * {local.group(1)}))", text)
-    return text
+    argv, raw = step.argv, {}
+    if "--node-rank" in argv:
+        raw[argv.index("--node-rank") + 1] = "$LWS_WORKER_INDEX"
+    if "--data-parallel-size-local" in argv and "--data-parallel-start-rank" in argv:
+        local = int(argv[argv.index("--data-parallel-size-local") + 1])
+        raw[argv.index("--data-parallel-start-rank") + 1] = f"$((LWS_WORKER_INDEX * {local}))"
+    return launch.command(bare, addresses={first: "LWS_LEADER_ADDRESS"}, raw=raw)
 
 
 def k8s_files(launch: Launch, result) -> dict[str, str]:
@@ -155,8 +185,8 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
         labels = {**labels, "role": "leader"}
     docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                  "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]}})
-    header = (f"# {launch.label}: {result.model} on {result.system}, {result.best.label()}; written by shardbudget "
-              f"deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws).\n")
+    header = "# " + one_line(f"{launch.label}: {result.model} on {result.system}, {result.best.label()}; written by "
+                             f"shardbudget deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws).") + "\n"
     return {"manifests.yaml": header + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 
@@ -171,4 +201,4 @@ def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
     return [(a, max(1, n) if per_node == 1 else 1) for a, n in zip(firsts, spans)]
 
 
-__all__ = ["KINDS", "check_emit", "emit", "k8s_files", "node_script", "slurm_files"]
+__all__ = ["KINDS", "check_emit", "emit", "job_name", "k8s_files", "node_script", "slurm_files"]

@@ -30,8 +30,9 @@ import re
 from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
 from ...errors import PlanError
+from ...quoting import one_line, shell_quote
 from .flags import check_argv, programs
-from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, to_yaml
+from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, program_words, shell_word, to_yaml
 
 SHM_SIZE = "64Gi"
 """/dev/shm for the engines' NCCL and IPC buffers: Docker's 64 MB default is what vLLM's and SGLang's
@@ -112,8 +113,8 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
                 "--decoder-ports", *[str(SERVER_PORT)] * len(dec))
         check_argv(programs("vllm")["proxy"], argv)
         url = PROXY_URL.format(version=load_engine("vllm").version)
-        fetch = f"python3 -c 'import urllib.request as u; u.urlretrieve(\"{url}\", \"toy_proxy_server.py\")'"
-        return f"{fetch} && {launch.commands['proxy']} {' '.join(argv)}", {}
+        fetch = "python3 -c " + shell_quote(f'import urllib.request as u; u.urlretrieve("{url}", "toy_proxy_server.py")')
+        return f"{fetch} && {_line(launch.commands['proxy'], argv)}", {}
     if launch.engine == "sglang":
         argv = ["--pd-disaggregation"]
         for h in pre:
@@ -123,12 +124,16 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
         argv += ["--host", "0.0.0.0", "--port", str(ROUTER_PORT)]
         check_argv(programs("sglang")["router"], argv)
         package = load_cli("sglang").programs["router"].package
-        install = f"(python3 -c 'import sglang_router' 2>/dev/null || python3 -m pip install -q {package})"
-        return f"{install} && {launch.commands['router']} {' '.join(argv)}", {}
+        install = f"(python3 -c 'import sglang_router' 2>/dev/null || python3 -m pip install -q {shell_quote(package)})"
+        return f"{install} && {_line(launch.commands['router'], argv)}", {}
     config = {"hostname": "0.0.0.0", "port": ROUTER_PORT, "backend": "pytorch",
               "context_servers": {"num_instances": len(pre), "urls": [f"{h}:{SERVER_PORT}" for h in pre]},
               "generation_servers": {"num_instances": len(dec), "urls": [f"{h}:{SERVER_PORT}" for h in dec]}}
-    return f"{launch.commands['disaggregated']} -c trtllm-disagg.yaml", {"trtllm-disagg.yaml": to_yaml(config)}
+    return _line(launch.commands["disaggregated"], ("-c", "trtllm-disagg.yaml")), {"trtllm-disagg.yaml": to_yaml(config)}
+
+
+def _line(command: str, argv) -> str:
+    return " ".join([*program_words(command), *(shell_word(w) for w in argv)])
 
 
 def _side_docs(launch: Launch, name: str, steps: list[Step], *, resource: str, config: str | None,
@@ -174,9 +179,10 @@ def disaggregated_manifests(launch: Launch, result) -> dict[str, str]:
                        "template": {"metadata": {"labels": labels}, "spec": pod}}},
              {"apiVersion": "v1", "kind": "Service", "metadata": {"name": front},
               "spec": {"selector": labels, "ports": [{"port": ROUTER_PORT, "targetPort": ROUTER_PORT}]}}]
-    header = (f"# {launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs "
-              f"prefill, {result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet "
-              f"(server i at <side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}.\n")
+    header = "# " + one_line(
+        f"{launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs prefill, "
+        f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet (server i at "
+        f"<side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}.") + "\n"
     return {"manifests.yaml": header + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 

@@ -6,16 +6,22 @@ in the order they are started, each on one node (`node`), on all of its GPUs or 
 (`gpus`, set as CUDA_VISIBLE_DEVICES), with the environment it needs. Node addresses are the
 placeholders `$NODE0_IP`, `$NODE1_IP`, ...: named once at the top of the text, exported by the
 Slurm script (`emit.py`), set from the pod's own environment in Kubernetes.
+
+Every shell word is quoted by `shell_word` (`quoting.shell_quote`), the placeholders alone left to
+expand; a name never holds one (`priced.check_names`). A file is written by a quoted here-document
+(`heredoc`), taken as it is, and its placeholders filled in afterwards, exactly those; YAML scalars and
+keys go through `quoting.yaml_quote`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ...errors import PlanError
+from ...quoting import one_line, shell_quote, yaml_quote
 
 SERVER_PORT = 8000
 """The HTTP port of the first server on a node; the k-th server on a node listens on 8000 + k."""
@@ -24,16 +30,33 @@ ROUTER_PORT = 8080
 DIST_PORT = 5000
 """A multi-node server's rendezvous port on its first node (SGLang --dist-init-addr, vLLM's DP RPC)."""
 
-_PLAIN = re.compile(r"[\w@%+=:,./$-]+")
+PLACEHOLDER = re.compile(r"\$NODE(\d+)_IP")
+"""A node's address as the commands name it (node_ip)."""
+_NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
 
 
 def node_ip(i: int) -> str:
     return f"$NODE{i}_IP"
 
 
-def shell_word(word: str) -> str:
-    """A word as the shell should see it: placeholders left to expand, anything else quoted."""
-    return word if _PLAIN.fullmatch(word) and "{" not in word else shlex.quote(word)
+def shell_word(word: str, addresses: Mapping[int, str] | None = None) -> str:
+    """A word as the shell should see it: each node-address placeholder left to expand (as the
+    variable `addresses` names for its node, else itself), everything else quoted (`shell_quote`)."""
+    parts = PLACEHOLDER.split(word)  # literal, node, literal, node, ..., literal
+    if len(parts) == 1:
+        return shell_quote(word)
+    out = [shell_quote(parts[0]) if parts[0] else ""]
+    for k in range(1, len(parts), 2):
+        node, after = int(parts[k]), parts[k + 1]
+        name = (addresses or {}).get(node, f"NODE{node}_IP")
+        out.append(f"${{{name}}}" if _NAME_CHAR.match(after) else f"${name}")  # $X_IPfoo would name X_IPfoo
+        out.append(shell_quote(after) if after else "")
+    return "".join(out)
+
+
+def program_words(command: str) -> list[str]:
+    """A program's command ('vllm serve', 'python -m sglang.launch_server') as quoted words."""
+    return [shell_quote(w) for w in shlex.split(command)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,17 +105,22 @@ class Launch:
     env_all: tuple[tuple[str, str], ...] = ()
     """Environment every node needs (NCCL's), for the Slurm script and the manifests."""
 
-    def command(self, step: Step) -> str:
-        """The shell line of one step, without its node."""
-        env = " ".join(f"{k}={v}" for k, v in step.environment().items())
-        words = [*step.wrapper, self.commands[step.program], *(shell_word(w) for w in step.argv)]
+    def command(self, step: Step, *, addresses: Mapping[int, str] | None = None,
+                raw: Mapping[int, str] | None = None) -> str:
+        """The shell line of one step, without its node. `addresses`: node -> the variable that holds
+        its address in place of $NODE<i>_IP; `raw`: argv index -> shell text put there as it is
+        (LeaderWorkerSet's rank arithmetic, emit.py)."""
+        env = " ".join(f"{k}={shell_quote(v)}" for k, v in step.environment().items())
+        argv = [(raw or {}).get(i) or shell_word(w, addresses) for i, w in enumerate(step.argv)]
+        words = [*(shell_word(w, addresses) for w in step.wrapper), *program_words(self.commands[step.program]), *argv]
         line = " ".join(w for w in words if w)
         return f"{env} {line}".strip() + (" &" if step.background else "")
 
     @property
     def placeholders(self) -> list[str]:
-        used = sorted({int(m) for s in self.steps for w in (*s.argv, *s.wrapper)
-                       for m in re.findall(r"\$NODE(\d+)_IP", w)})
+        """The node addresses the commands and files name, as the variables the user fills in."""
+        words = [w for s in self.steps for w in (*s.argv, *s.wrapper)] + [body for _, body in self.files]
+        used = sorted({int(m) for w in words for m in PLACEHOLDER.findall(w)})
         return [f"NODE{i}_IP" for i in used]
 
     def text(self) -> str:
@@ -100,12 +128,12 @@ class Launch:
         files as here-documents, then one line per command with its node."""
         notes = "; ".join(self.notes)
         if len(self.steps) == 1 and not self.files and self.steps[0].gpus is None:
-            return f"{self.command(self.steps[0])}  # {self.label}" + (f"; {notes}" if notes else "")
-        head = f"# {self.label}, {self.nodes} node{'s' if self.nodes > 1 else ''}"
+            return f"{self.command(self.steps[0])}  # " + one_line(self.label + (f"; {notes}" if notes else ""))
+        head = f"{self.label}, {self.nodes} node{'s' if self.nodes > 1 else ''}"
         if self.placeholders:
             names = ", ".join(self.placeholders)
             head += f"; fill in {names} (the nodes' addresses; NODE0 runs the head)"
-        lines = [head + (f"; {notes}" if notes else "")]
+        lines = ["# " + one_line(head + (f"; {notes}" if notes else ""))]
         for name, body in self.files:
             lines.append(heredoc(name, body))
         width = len(str(self.nodes - 1))
@@ -153,23 +181,33 @@ class Placer:
 
 
 def heredoc(name: str, body: str) -> str:
-    """The shell lines that write a file: quoted (taken as is) unless it names a node's address,
-    which the shell then fills in."""
-    tag = "EOF" if "$NODE" in body else "'EOF'"
-    return f"cat > {name} <<{tag}\n{body.rstrip()}\nEOF"
+    """The shell lines that write a file: a quoted here-document (the shell takes its body as it is:
+    no `$`, backquote or backslash in it is read), then, where the body names nodes' addresses, those
+    placeholders and nothing else replaced by the addresses (bash's ${var//pattern/text})."""
+    body = body.rstrip()
+    tag = "EOF"
+    while tag in body.split("\n"):  # a body line equal to the delimiter would end the document there
+        tag += "_"
+    path = shell_quote(name)
+    lines = [f"cat > {path} <<'{tag}'", body, tag]
+    nodes = sorted({int(m) for m in PLACEHOLDER.findall(body)})
+    if nodes:
+        fill = "; ".join(f"body=${{body//'$NODE{i}_IP'/\"$NODE{i}_IP\"}}" for i in nodes)
+        lines.append(f"body=$(<{path}); {fill}; printf '%s\\n' \"$body\" > {path}")
+    return "\n".join(lines)
 
 
 def to_yaml(value, indent: int = 0) -> str:
     """A small YAML writer for the files a launch writes: mappings, lists, numbers, booleans, null,
-    and strings in double quotes (JSON's escapes, which YAML reads the same way)."""
+    and strings in double quotes (`yaml_quote`); a key that is not a plain word quoted too."""
     pad = " " * indent
     if isinstance(value, dict):
         out = []
         for k, v in value.items():
             if isinstance(v, (dict, list)) and v:
-                out.append(f"{pad}{k}:\n{to_yaml(v, indent + 2)}")
+                out.append(f"{pad}{_key(k)}:\n{to_yaml(v, indent + 2)}")
             else:
-                out.append(f"{pad}{k}: {_scalar(v)}")
+                out.append(f"{pad}{_key(k)}: {_scalar(v)}")
         return "\n".join(out)
     if isinstance(value, list):
         out = []
@@ -183,6 +221,16 @@ def to_yaml(value, indent: int = 0) -> str:
     return pad + _scalar(value)
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+"""Plain keys YAML 1.1 would read as a boolean or null."""
+
+
+def _key(k) -> str:
+    k = str(k)
+    return k if _PLAIN_KEY.fullmatch(k) and k.lower() not in _YAML_WORDS else yaml_quote(k)
+
+
 def _scalar(v) -> str:
     if v is None:
         return "null"
@@ -192,8 +240,8 @@ def _scalar(v) -> str:
         return repr(v)
     if isinstance(v, (dict, list)):
         return "{}" if isinstance(v, dict) else "[]"
-    return json.dumps(str(v))
+    return yaml_quote(str(v))
 
 
-__all__ = ["DIST_PORT", "Launch", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
-           "shell_word", "to_yaml"]
+__all__ = ["DIST_PORT", "Launch", "PLACEHOLDER", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
+           "program_words", "shell_word", "to_yaml"]

@@ -16,9 +16,11 @@ from ...engines.allreduce import allreduce_ranges_for
 from ...engines.cli_tables import load_cli
 from ...errors import PlanError
 from ...fabric.hardware import Catalog, System
-from ...model import ModelConfig, Plan
+from ...model import ModelConfig, Plan, load_model
+from ...quoting import check_name
 from ...step.price_comm import tp_group
 from ...step.speculative import Speculation
+from .layout import PLACEHOLDER
 
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 PROBE_BYTES_PER_TOKEN = 2.0 * 8192
@@ -141,8 +143,24 @@ def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) ->
     return None
 
 
+def check_names(model_id: str, draft_id: str | None = None) -> None:
+    """The names a launch line passes to the engine: printable UTF-8 (`quoting.check_name`), not
+    starting with '-' (the engine would read an option: `--trust-remote-code`), and without a node
+    address placeholder ($NODE<i>_IP: the commands fill those in)."""
+    for what, name in (("model", model_id), ("--draft-model", draft_id)):
+        if name is None:
+            continue
+        check_name(name, what, argument=True, error=PlanError)
+        if found := PLACEHOLDER.search(name):
+            raise PlanError(f"{what} {name!r} contains {found.group(0)}, the placeholder deploy's commands fill in "
+                            f"with a node's address: rename it")
+
+
 def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculation | None) -> None:
-    """Refuse, in one line, a request the priced engine cannot run (exit 2)."""
+    """Refuse, in one line, a request the priced engine cannot run, or whose names cannot be
+    arguments of its command lines (exit 2)."""
+    draft = spec.draft_model if spec is not None and spec.method != "mtp" else None
+    check_names(cfg.name, load_model(draft).name if draft and spec.method == "draft" else draft)
     key = "vllm" if engine == "eager" else engine
     if key not in ENGINE_LABELS:
         return
@@ -151,5 +169,5 @@ def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculati
         raise PlanError(why)
 
 
-__all__ = ["ENGINE_LABELS", "Priced", "Side", "check_request", "engine_runs", "make_side",
+__all__ = ["ENGINE_LABELS", "Priced", "Side", "check_names", "check_request", "engine_runs", "make_side",
            "quantize_to", "speculation_runs"]
