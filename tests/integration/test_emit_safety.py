@@ -31,6 +31,7 @@ from shardbudget.fabric.topo import TopoProfile
 from shardbudget.measure.fit import fit_profile, write_profile
 from shardbudget.measure.logs import MeasurementSet, Sample
 from shardbudget.model import load_model
+from shardbudget.decide.request import request
 
 LLAMA_8B = Path(cli.__file__).parents[1] / "catalog" / "models" / "llama-3.1-8b.json"
 TOPO = Path(__file__).parents[1] / "fixtures" / "topo" / "h100_hgx_nv18.txt"
@@ -82,7 +83,7 @@ def test_a_newline_in_a_model_folder_is_refused_before_anything_is_written(tmp_p
 def test_a_launch_refuses_a_name_the_cli_did_not_check():
     """The library's own boundary: a ModelConfig renamed after loading cannot become an argument."""
     cat = load_catalog()
-    result = deploy("llama-3.1-8b", "hgx-h100", gpus=8, catalog=cat)
+    result = deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8)
     cfg = load_model("llama-3.1-8b")
     for name, why in ((INJECT, "control character"), ("--trust-remote-code", "starts with '-'"),
                       ("m$NODE0_IP", "placeholder")):
@@ -94,7 +95,7 @@ def test_a_launch_refuses_a_name_the_cli_did_not_check():
 def test_the_job_name_is_one_sbatch_word_and_every_directive_is_read(tmp_path):
     """sbatch reads #SBATCH lines as words until the first line that is not a comment."""
     cat = load_catalog()
-    result = deploy("llama-3.1-8b", "hgx-h100", gpus=8, catalog=cat)
+    result = deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8)
     name = "m --nodes=99 #x"
     launches, _ = build_launches(dataclasses.replace(result, model=name),
                                  dataclasses.replace(load_model("llama-3.1-8b"), name=name), cat.system("hgx-h100"), cat)
@@ -184,7 +185,7 @@ def test_a_dollar_in_a_model_name_reaches_the_engine_as_written(tmp_path, capsys
     assert rc == 0, err
     got = run_slurm((out / "launch.sbatch").read_text(), tmp_path / "run", bin_dir, 1)
     cat = load_catalog()
-    result = deploy(model, "hgx-h100", gpus=8, engine=engine, catalog=cat)
+    result = deploy(request(model, "hgx-h100", engine=engine, catalog=cat), gpus=8)
     launch = build_launches(result, load_model(model), cat.system("hgx-h100"), cat)[0][engine]
     assert got == expected_slurm(launch)
     assert all(name in rec for rec in got)  # every server got the name as one word
@@ -230,7 +231,7 @@ def _measured(t_us: float, bw_bytes_per_s: float) -> MeasurementSet:
 
 
 def test_fit_header_cannot_carry_a_table(tmp_path):
-    r = fit_profile([_measured(20.0, 300e9)], name="h100-slow", base_system="hgx-h100", holdout=False)
+    r = fit_profile([_measured(20.0, 200e9)], name="h100-slow", base_system="hgx-h100", holdout=False)
     path = write_profile(dataclasses.replace(r, base_system=INJECTED_TABLE), tmp_path / "p.toml")
     doc = tomllib.loads(path.read_text())
     assert "nccl" not in doc and path.read_text().split("\n")[1].startswith("[")
@@ -275,7 +276,7 @@ def test_an_unwritable_emit_folder_is_refused_before_any_work(tmp_path, capsys, 
 
 
 def test_a_failed_write_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
-    def read_only(path, data):
+    def read_only(path, data, **_):
         raise OSError(30, "Read-only file system")
     monkeypatch.setattr(emitting, "write_atomic", read_only)
     rc, out, err = _cli(capsys, *_deploy("llama-3.1-8b", "--emit", "k8s", str(tmp_path / "out")))

@@ -49,6 +49,7 @@ from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
 from shardbudget.quoting import one_line
 from shardbudget.step.speculative import Speculation
+from shardbudget.decide.request import request
 
 SCALE = int(os.environ.get("SHARDBUDGET_FUZZ_SCALE", "1"))
 LLAMA_8B = Path(cli.__file__).parents[1] / "catalog" / "models" / "llama-3.1-8b.json"
@@ -100,15 +101,13 @@ def refused_if(name: str, argument: bool = True) -> bool:
 
 def _shapes(cat) -> dict:
     """name -> (result, cfg): one node; a replica over nodes; disaggregated; EAGLE with a draft."""
-    moe = deploy("deepseek-v3", "hgx-h200", gpus=32, budget_s=0.100, catalog=cat)
+    moe = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.100, catalog=cat), gpus=32)
     wide = next(o for o in moe.options if o.meets_budget and o.ep > 1 and o.dp > 1 and o.tp * o.pp > 8)
     eagle = Workload(speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7, draft_model=REF_DRAFT))
-    return {"one-node": (deploy("llama-3.1-8b", "hgx-h100", gpus=8, catalog=cat), load_model("llama-3.1-8b")),
+    return {"one-node": (deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8), load_model("llama-3.1-8b")),
             "multi-node": (dataclasses.replace(moe, best=wide), load_model("deepseek-v3")),
-            "disaggregated": (deploy("llama-3.1-70b", "hgx-h100", gpus=16, budget_s=0.05, disaggregate=(4, 12),
-                                     catalog=cat), load_model("llama-3.1-70b")),
-            "eagle": (deploy("llama-3.1-70b", "hgx-h100", gpus=16, budget_s=0.05, disaggregate=(4, 12), catalog=cat,
-                             workload=eagle), load_model("llama-3.1-70b"))}
+            "disaggregated": (deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat), gpus=16, disaggregate=(4, 12)), load_model("llama-3.1-70b")),
+            "eagle": (deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat, work=eagle), gpus=16, disaggregate=(4, 12)), load_model("llama-3.1-70b"))}
 
 
 def _renamed(result, cfg, name: str):
@@ -367,7 +366,7 @@ def test_the_command_line_writes_what_runs_as_named(world, capsys, case, engine)
     assert rc == 0, err
     assert all(c.isprintable() or c in "\n\t" for c in stdout + err)
     cat = load_catalog()
-    result = deploy(model, "hgx-h100", gpus=8, engine=engine, catalog=cat)
+    result = deploy(request(model, "hgx-h100", engine=engine, catalog=cat), gpus=8)
     launch = build_launches(result, load_model(model), cat.system("hgx-h100"), cat)[0][engine]
     assert run_slurm((out / "launch.sbatch").read_text(), root / "run", world.bin, 1) == expected_slurm(launch)
     assert not list(root.rglob("PWNED*"))
