@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -152,10 +153,10 @@ def requests() -> dict[str, list[str]]:
     return out
 
 
-def record(folder: Path) -> None:
+def record(folder: Path, only: str | None = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["COLUMNS"] = "160"  # the text outputs at one fixed width
-    reqs = requests()
+    reqs = {k: v for k, v in requests().items() if only is None or re.search(only, k)}
     for i, (key, argv) in enumerate(reqs.items()):
         result = _run_html(argv) if key in REPORTS else _run(argv)
         (folder / f"{key}.json").write_text(json.dumps({"argv": argv, **result}, indent=1, sort_keys=True))
@@ -192,9 +193,10 @@ def _text_diff(a: str, b: str, context: int = 80) -> str:
     return f"at character {i}: ...{a[lo:i + context]!r}... vs ...{b[lo:i + context]!r}..."
 
 
-def compare(old: Path, new: Path, rtol: float) -> int:
+def compare(old: Path, new: Path, rtol: float, partial: bool = False) -> int:
     changed = 0
-    names = sorted({p.name for p in old.glob("*.json")} | {p.name for p in new.glob("*.json")})
+    names = sorted({p.name for p in new.glob("*.json")} if partial else
+                   {p.name for p in old.glob("*.json")} | {p.name for p in new.glob("*.json")})
     for name in names:
         if not (old / name).exists() or not (new / name).exists():
             print(f"{name}: only in {'old' if (old / name).exists() else 'new'}")
@@ -213,15 +215,17 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("record")
     rec.add_argument("folder", type=Path)
+    rec.add_argument("--only", help="record only the requests whose file name matches this regular expression")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("old", type=Path)
     cmp_.add_argument("new", type=Path)
     cmp_.add_argument("--rtol", type=float, default=1e-9)
+    cmp_.add_argument("--partial", action="store_true", help="compare only the requests NEW recorded (record --only)")
     args = ap.parse_args()
     if args.cmd == "record":
-        record(args.folder)
+        record(args.folder, args.only)
         return 0
-    return compare(args.old, args.new, args.rtol)
+    return compare(args.old, args.new, args.rtol, args.partial)
 
 
 if __name__ == "__main__":

@@ -190,14 +190,14 @@ def test_report_and_demo_take_the_engine(tmp_path, capsys):
 
 
 def test_demo_engine_reaches_its_plans(tmp_path, capsys, monkeypatch):
-    from shardbudget.report import demo
+    from shardbudget.decide import report_answers
     seen = {}
-    real = demo.report_html.collect
+    real = report_answers.answer_report
 
     def spy(req, *a, **kw):
         seen["engine"] = req.scenario.engine
         return real(req.at((1,)), *a, **{**kw, "budget_steps": 0})
-    monkeypatch.setattr(demo.report_html, "collect", spy)
+    monkeypatch.setattr(report_answers, "answer_report", spy)
     assert cli.main(["demo", "--engine", "trtllm", "--out", str(tmp_path / "d.html")]) == 0
     assert seen["engine"] == "trtllm" and "engine trtllm" in capsys.readouterr().out
 
@@ -224,3 +224,65 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
     assert free["plans"][0]["results"] != doc["plans"][0]["results"]
     assert cli.main(argv + ["--ttft-budget", "7200s", "--out", str(tmp_path / "x.html")]) == 2
     assert "at most 3600 s" in capsys.readouterr().err
+
+
+# --- issue 32: one option group behind every planning command -------------------------------------
+
+PLANNING_GROUPS = {"plan": ("FABRIC", "STEP", "BUDGETS"), "deploy": ("FABRIC", "STEP", "BUDGETS"),
+                   "explain": ("FABRIC", "STEP", "BUDGETS"), "report": ("FABRIC", "STEP", "BUDGETS"),
+                   "compare": ("FABRIC",)}
+MINIMAL = {"plan": ["-m", "llama-3.1-8b", "-s", "hgx-h100"], "deploy": ["-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8"],
+           "explain": ["-m", "llama-3.1-8b", "-s", "hgx-h100"], "report": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
+           "compare": ["-m", "llama-3.1-8b", "-s", "hgx-h100"]}
+NON_DEFAULT = {"FABRIC": ["--engine", "sglang", "--impl", "nccl", "--nccl", "2.28", "--nccl-symmetric"],
+               "STEP": ["--dtype", "fp8", "--kv-dtype", "fp8", "--overlap", "tbo", "--sequence-parallel",
+                        "--gpu-memory-utilization", "0.8"],
+               "BUDGETS": ["--budget", "40ms", "--ttft-budget", "3s"]}
+
+
+def _group_fields(name: str) -> list[str]:
+    from dataclasses import fields
+
+    from shardbudget.cli import options
+    return [f.name for f in fields(getattr(options, name))]
+
+
+def test_every_planning_command_takes_each_shared_group_whole_and_alike():
+    """The groups of cli/options.py reach every planning command with one name, type, default and
+    help: the command's click option for each field is the same object description everywhere."""
+    seen: dict[str, set] = {}
+    for command, groups in PLANNING_GROUPS.items():
+        params = {p.name: p for p in _commands()[command].params}
+        for group in groups:
+            for field in _group_fields(group):
+                assert field in params, f"{command} lacks {group}'s {field}"
+                p = params[field]
+                seen.setdefault(field, set()).add((tuple(p.opts), type(p.type).__name__, p.multiple, repr(p.default),
+                                                   p.help))
+    assert {field for field, kinds in seen.items() if len(kinds) > 1} == set()
+    assert len(seen) == sum(len(_group_fields(g)) for g in ("FABRIC", "STEP", "BUDGETS"))
+
+
+@pytest.mark.parametrize("command", sorted(PLANNING_GROUPS))
+def test_every_shared_option_reaches_the_request(command, monkeypatch, capsys):
+    """Given every shared option at a value other than its default, each planning command builds a
+    Request that carries every one of them (captured as it is built, before any pricing)."""
+    import importlib
+
+    from shardbudget.cli import options
+    from shardbudget.errors import ShardbudgetError
+    seen = []
+
+    def capture(*a, **kw):
+        seen.append(options.build_request(*a, **kw))
+        raise ShardbudgetError("captured")
+    module = importlib.import_module(f"shardbudget.cli.{app_mod.COMMANDS[command]}")
+    monkeypatch.setattr(module, "build_request", capture)
+    argv = [command, *MINIMAL[command], *(flag for g in PLANNING_GROUPS[command] for flag in NON_DEFAULT[g])]
+    assert cli.main(argv) == 2 and "captured" in capsys.readouterr().err
+    sc, b = seen[0].scenario, seen[0].budgets
+    assert (sc.engine, sc.impl, sc.catalog.nccl.version[:2], sc.catalog.nccl.symmetric) == ("sglang", "nccl", (2, 28), True)
+    if "STEP" in PLANNING_GROUPS[command]:
+        assert (sc.dtype, sc.kv_dtype, sc.precision.kv_dtype) == ("fp8", "fp8", "fp8")
+        assert (sc.settings.overlap, sc.settings.sequence_parallel, sc.settings.memory_utilization) == ("tbo", True, 0.8)
+        assert (b.budget_s, b.ttft_budget_s) == (0.040, 3.0)

@@ -24,6 +24,8 @@ from shardbudget.report import demo, figures  # noqa: E402
 from shardbudget.report.fig_deploy import MAX_CURVES  # noqa: E402
 from shardbudget.report.style import crossings, drawn_lines, new_figure  # noqa: E402
 from shardbudget.decide.request import request
+from shardbudget.decide.report_answers import answer_report
+from shardbudget.decide.measured import measured_entry
 from shared_data import find_data_dir  # noqa: E402
 
 
@@ -69,7 +71,7 @@ def _crossed_labels(fig) -> list[str]:
 def test_a_narrow_sweep_is_labelled_at_each_size():
     """nccl_02 sweeps 256 MiB to 2 GiB: each of its four sizes is labelled (before: '256 MiB' alone),
     and the time axis reads in ms (before: '2×10⁻³', '4×10⁻³', '6×10⁻³')."""
-    fig = figures.measured_vs_predicted(_log("nccl_02_h100_1node_8gpu_large.txt"), "hgx-h100")
+    fig = figures.measured_vs_predicted(measured_entry(_log("nccl_02_h100_1node_8gpu_large.txt"), "hgx-h100"))
     _drawn(fig)
     top, bottom = fig.axes[:2]
     assert _tick_labels(bottom.xaxis) == ["256 MiB", "512 MiB", "1 GiB", "2 GiB"]
@@ -124,7 +126,7 @@ def test_compare_labels_are_clear_of_every_line():
     16 KiB marker; 'crossover 3.35 MiB' (now 3.51 MiB: NCCL's NVLS graph estimate) by the L40S floor. Now no line
     crosses either, with no box."""
     fig = figures.compare_figure(compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64)),
-                                                 ["hgx-h100", "l40s-pcie"]))
+                                                 ["hgx-h100", "l40s-pcie"], curves=True))
     assert not _crossed_labels(fig)
     texts = {t.get_text(): t for t in fig.axes[0].texts}
     for name in ("crossover 12.4 KiB", "crossover 3.51 MiB"):
@@ -147,8 +149,8 @@ def test_plan_figures_keep_labels_off_the_budget_line():
 
 def test_report_fabric_figure_labels_are_clear(tmp_path):
     from shardbudget.report import html as report_html
-    data = report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), demo.SYSTEMS, budget_steps=0)
+    data = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), demo.SYSTEMS, budget_steps=0))
     from shardbudget.report.report_data import FABRIC_OP
     fig = figures.fabric_comparison([(c.label, c.costs, c.crossover_bytes) for c in data.fabric], op=FABRIC_OP,
                                     marks=data.marks)

@@ -28,6 +28,8 @@ from shardbudget.report import demo, grid, interactive  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.decide.verdicts import LABELS  # noqa: E402
 from shardbudget.decide.request import request
+from shardbudget.decide.report_answers import answer_report
+from shardbudget.decide import report_grid
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interactive-{before,after}.png
@@ -35,8 +37,8 @@ DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interac
 
 @pytest.fixture(scope="module")
 def demo_data():
-    return report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), demo.SYSTEMS)
+    return report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), demo.SYSTEMS))
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,7 @@ def test_the_initial_selection_is_the_reports_own_request(demo_data):
     g = demo_data.grid
     init = g["initial"]
     assert g["budgets"][init["budget"]] == {"s": demo.BUDGET_S, "label": "50 ms"}
-    choices, _ = grid.engine_dimension()
+    choices, _ = report_grid.engine_dimension()
     assert [e["key"] for e in g["engines"]] == [c.key for c in choices]
     assert g["engines"][init["engine"]]["key"] == demo.ENGINE  # the engine the report's own plans ran
     cell = g["cells"][0][init["engine"]][0]
@@ -90,14 +92,14 @@ def test_the_initial_selection_is_the_reports_own_request(demo_data):
 def test_budget_steps_span_from_nothing_meets_to_everything_fits():
     """Round values (10, 12, 15, 20, 25, 30, 40, 50 ... ms) from 0.8x the fastest plan to 1.25x the
     slowest, the report's budget among them, 'no budget' last."""
-    steps = grid.budget_steps([0.0115, 0.0549], 0.050, 24)
+    steps = report_grid.budget_steps([0.0115, 0.0549], 0.050, 24)
     assert steps == [0.01, 0.012, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.06, None]
     # thinned to 4 evenly by index (0, 3, 5, 8 of the 9 above), the report's 33 ms added
-    assert grid.budget_steps([0.0115, 0.0549], 0.033, 4) == [0.01, 0.02, 0.03, 0.033, 0.06, None]
-    assert grid.budget_steps([], None, 24) == [None]
+    assert report_grid.budget_steps([0.0115, 0.0549], 0.033, 4) == [0.01, 0.02, 0.03, 0.033, 0.06, None]
+    assert report_grid.budget_steps([], None, 24) == [None]
     for bad in (1, -1, 401, 2.5, True):
         with pytest.raises(ShardbudgetError, match="budget steps must be 0"):
-            grid.check_budget_steps(bad)
+            report_grid.check_budget_steps(bad)
 
 
 def test_the_slider_ends_where_no_plan_and_every_plan_meets(demo_data):
@@ -213,7 +215,7 @@ def test_a_grid_too_large_to_embed_is_one_line_saying_what_to_reduce(demo_data, 
 
 
 def test_budget_steps_zero_leaves_the_page_without_script():
-    text = report_html.build_report(request(demo.MODEL, "hgx-h100", batches=[1]), budget_steps=0)
+    text = report_html.build_report(answer_report(request(demo.MODEL, "hgx-h100", batches=[1]), budget_steps=0))
     assert "<script" not in text and "script-src" not in text and 'id="explore"' not in text
 
 

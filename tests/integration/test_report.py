@@ -37,6 +37,8 @@ from shardbudget.report import demo, figures, interactive, plan_rows  # noqa: E4
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.model import hidden_message_bytes, load_model  # noqa: E402
 from shardbudget.decide.request import request
+from shardbudget.decide.report_answers import answer_report
+from shardbudget.decide.measured import measured_entry
 
 MODEL, SYSTEMS, BATCHES = demo.MODEL, demo.SYSTEMS, demo.BATCHES
 FIGURE_IDS = ("fig-fabric", "fig-token", "fig-share", "fig-memory", "fig-measured-0")
@@ -68,8 +70,8 @@ def measured_json(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, measured_json):
     """The demo's report, plus one measurement file: (data, path, text)."""
-    data = report_html.collect(request(MODEL, SYSTEMS[0], batches=BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), SYSTEMS, measured=[measured_json])
+    data = report_html.view(answer_report(request(MODEL, SYSTEMS[0], batches=BATCHES, context=demo.CONTEXT,
+                                       budget_s=demo.BUDGET_S), SYSTEMS, measured=[measured_json]))
     text = report_html.render(data)
     path = report_html.write_html(tmp_path_factory.mktemp("report") / "report.html", text)
     return data, path, text
@@ -165,7 +167,7 @@ def test_memory_window_marks_fit_and_budget(plans):
 
 def test_measured_vs_predicted_reports_the_error_it_was_given(measured_json):
     ms = read_log(measured_json)
-    fig = figures.measured_vs_predicted(ms, "hgx-h100")
+    fig = figures.measured_vs_predicted(measured_entry(ms, "hgx-h100"))
     top, bottom = fig.axes[:2]
     assert len(top.get_lines()) == 2  # measured points, predicted line
     errors = bottom.get_lines()[0].get_ydata()
@@ -205,14 +207,14 @@ def test_the_same_figure_gives_the_same_svg_and_each_salt_its_own_ids(plans):
 
 def test_compare_figure_prices_with_the_results_impl():
     result = compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64), impl="custom"),
-                             ["hgx-h100", "l40s-pcie"])
+                             ["hgx-h100", "l40s-pcie"], curves=True)
     assert result.impl == "custom" and result.to_dict()["impl"] == "custom"
     # Without rows there is no algorithm name to guess the implementation from: the field decides.
     fig = figures.compare_figure(dataclasses.replace(result, rows=()))
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     for name, algorithm in (("hgx-h100", "one-shot"), ("l40s-pcie", "ring")):  # PCIe falls back to NCCL
         xs, ts = lines[f"{name} ×8: predicted time"].get_data()
-        expected = sweep("all-reduce", [8.0], name, impl="custom")[0]
+        expected = sweep("all-reduce", [8.0], name, impl="custom", catalog=request("llama-3.1-70b", name).scenario.catalog)[0]
         assert xs[0] == 8 and expected.algorithm == algorithm
         assert ts[0] == pytest.approx(expected.time_s, rel=1e-12)
     # one-shot on NVSwitch at 8 B: launch 3.0 + sync 1.5 + hop 0.6 us, a third of NCCL's ring
@@ -279,15 +281,15 @@ gpus_per_socket = 4
 source = "https://example.com/<script>x</script>"
 """)
     catalog = load_catalog([str(cat_file)])
-    text = report_html.build_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))
+    text = report_html.build_report(answer_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog)))
     # in the grid the page embeds, '<' and '>' are JSON escapes: no string can close its block
     assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in _own_scripts(text)[0]
     text = _without_own_scripts(text)
     assert "<script" not in text.lower() and "<img" not in text.lower() and "<b>bold" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
-    out = report_html.write_html(tmp_path / "evil.html", report_html.build_report(
-        request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog)))
+    out = report_html.write_html(tmp_path / "evil.html", report_html.build_report(answer_report(
+        request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))))
     dom = _chromium_dump_dom(out, tmp_path)
     assert len(_own_scripts(dom)) == 2
     dom = _without_own_scripts(dom)
@@ -318,7 +320,7 @@ def test_report_paths_are_checked_before_any_work(tmp_path):
     for bad, why in ((tmp_path / "r.pdf", "expected a .html or .htm file name"),
                      (tmp_path / "no" / "r.html", "does not exist")):
         with pytest.raises(ShardbudgetError, match=why):
-            report_html.write_report(bad, request(MODEL, "hgx-h100"))
+            report_html.check_report_path(bad)
     with pytest.raises(ShardbudgetError, match="node count"):
         report_html.parse_system_spec("hgx-h100:two")
     assert report_html.parse_system_spec("hgx-h100:2") == report_html.SystemSpec("hgx-h100", 2)

@@ -24,6 +24,7 @@ from shardbudget.report import demo  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
 from shardbudget.report.markup import NOWRAP_CHARS, launch_block  # noqa: E402
 from shardbudget.decide.request import request
+from shardbudget.decide.report_answers import answer_report
 
 WIDTHS = (1280, 800)
 MOE = ("deepseek-v3", ["hgx-h200:2"])
@@ -33,9 +34,9 @@ MOE = ("deepseek-v3", ["hgx-h200:2"])
 def pages(tmp_path_factory):
     """{name: (path, data)} for the dense and the MoE multi-node report."""
     folder = tmp_path_factory.mktemp("width")
-    dense = report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                        budget_s=demo.BUDGET_S), demo.SYSTEMS)
-    moe = report_html.collect(request(MOE[0], "hgx-h200", batches=(1, 64), context=4096, budget_s=0.030), MOE[1])
+    dense = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+                                        budget_s=demo.BUDGET_S), demo.SYSTEMS))
+    moe = report_html.view(answer_report(request(MOE[0], "hgx-h200", batches=(1, 64), context=4096, budget_s=0.030), MOE[1]))
     out = {}
     for name, data in (("dense", dense), ("moe", moe)):
         out[name] = (report_html.write_html(folder / f"{name}.html", report_html.render(data)), data)

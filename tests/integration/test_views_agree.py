@@ -26,6 +26,7 @@ from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import Plan, load_model
 from shardbudget.units import format_seconds
 from shardbudget.decide.request import request
+from shardbudget.decide.report_answers import answer_report
 
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-32b", "mixtral-8x7b", "qwen3-30b-a3b", "llama-3.2-1b")
@@ -234,8 +235,8 @@ REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie"), 1, 0.05), ("qwen3-30b-a3
 def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems, batch, budget_s):
     from shardbudget.report import html as report_html
     first = report_html.parse_system_spec(systems[0])
-    data = report_html.collect(request(model, first.name, batches=[batch], budget_s=budget_s, catalog=CAT),
-                               list(systems), budget_steps=4)
+    data = report_html.view(answer_report(request(model, first.name, batches=[batch], budget_s=budget_s, catalog=CAT),
+                               list(systems), budget_steps=4))
     g = data.grid
     k = g["budgets"].index({"s": budget_s, "label": format_seconds(budget_s)})
     e = g["initial"]["engine"]
@@ -332,9 +333,9 @@ def test_demo_table_is_plan_and_explain(capsys):
     and all-reduce are plan's (default engine, no forced implementation) and explain's call."""
     from shardbudget.report import demo, html as report_html
     from shardbudget.report.fmt import fmt_seconds
-    data = report_html.collect(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
+    data = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
                                        budget_s=demo.BUDGET_S, engine=demo.ENGINE, dtype=demo.DTYPE, catalog=CAT),
-                               demo.SYSTEMS, budget_steps=0)
+                               demo.SYSTEMS, budget_steps=0))
     from shardbudget.report.tables import console
     with console.capture() as cap:
         console.print(demo.verdict_table(data))
@@ -372,8 +373,8 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     # an older engine the controls do not list is added to them, and selected (tgi: NCCL at every
     # size, whose all-reduce rule has no size edge; explain's per-call lookup crashed on it)
     from shardbudget.report import html as report_html
-    old = report_html.collect(request("llama-3.1-8b", "hgx-h100", batches=[1], engine="tgi", budget_s=0.05, catalog=CAT),
-                              budget_steps=2)
+    old = report_html.view(answer_report(request("llama-3.1-8b", "hgx-h100", batches=[1], engine="tgi", budget_s=0.05, catalog=CAT),
+                              budget_steps=2))
     assert old.grid["engines"][old.grid["initial"]["engine"]]["key"] == "tgi"
 
     demo_out = tmp_path / "demo.html"

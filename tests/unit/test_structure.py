@@ -184,6 +184,56 @@ def test_the_layer_check_catches_an_upward_import():
         "shardbudget.units (ground) imports shardbudget.fabric.hardware (fabric)"]
 
 
+# --- views only read (issue 32) ------------------------------------------------------------
+#
+# The report, its figures and its tables read the records a request produced; they never price. So no
+# module under report/ imports step/ (the step model), nor any function that prices a collective or
+# a step or answers a request: those run in decide/ (report_answers, report_grid, measured) and the
+# views get their records.
+
+VIEWS = "shardbudget.report"
+PRICERS = {
+    "shardbudget.comm.collectives.sweep", "shardbudget.comm.collectives.collective_cost",
+    "shardbudget.comm.collectives.make_group", "shardbudget.comm.collectives.candidates",
+    "shardbudget.decide.planner.plan", "shardbudget.decide.planner.required_fabric",
+    "shardbudget.decide.deploy.deploy", "shardbudget.decide.deploy.budget_options", "shardbudget.decide.capacity",
+    "shardbudget.decide.questions.explain", "shardbudget.decide.compare.compare_systems",
+    "shardbudget.decide.report_answers.answer_report", "shardbudget.decide.report_answers.demo_answers",
+    "shardbudget.decide.report_answers.fabric_curve", "shardbudget.decide.report_grid.answer_grid",
+    "shardbudget.decide.report_grid.deploy_options", "shardbudget.decide.report_grid.rejudge",
+    "shardbudget.decide.measured.measured_entry", "shardbudget.decide.measured.predict_samples",
+}
+
+
+def _pricing_imports(imports: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} imports {target}" for module, targets in imports.items()
+                  if module == VIEWS or module.startswith(VIEWS + ".")
+                  for target in targets
+                  if target == "shardbudget.step" or target.startswith("shardbudget.step.") or target in PRICERS)
+
+
+def _every_import() -> dict[str, set[str]]:
+    """Module -> every dotted name its imports name (module or module.attribute), anywhere in it."""
+    mods = _modules()
+    packages = {name for name in mods if (SRC.parent / Path(*name.split(".")) / "__init__.py").exists()}
+    return {name: {t for node in ast.walk(tree) for t in _imported(name, node, name in packages)}
+            for name, tree in mods.items()}
+
+
+def test_no_view_imports_the_step_model_or_a_pricer():
+    found = _pricing_imports(_every_import())
+    assert not found, "report/ prices (move it to decide/ and hand the view a record):\n" + "\n".join(found)
+
+
+def test_the_view_check_catches_a_view_that_prices():
+    imports = _every_import()
+    assert imports["shardbudget.report.grid"]  # the check is fed real imports
+    imports["shardbudget.report.grid"] = imports["shardbudget.report.grid"] | {"shardbudget.decide.planner.plan"}
+    imports["shardbudget.report.sections"] = imports["shardbudget.report.sections"] | {"shardbudget.step.compose"}
+    assert _pricing_imports(imports) == ["shardbudget.report.grid imports shardbudget.decide.planner.plan",
+                                         "shardbudget.report.sections imports shardbudget.step.compose"]
+
+
 def test_a_cycle_is_found_when_there_is_one():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None

@@ -91,7 +91,7 @@ def compare(
     from ..decide.compare import compare_systems
     check_plot(plot, force=force)
     req = build_request(model, system[0], fabric=fabric, nodes=nodes, batches=batch or args.REPORT_BATCHES)
-    result = compare_systems(req, system, gpus=gpus, op=op)
+    result = compare_systems(req, system, gpus=gpus, op=op, curves=plot is not None)
     if json_out:
         print_json(result.to_dict())
     else:

@@ -52,6 +52,7 @@ def report(
     budgets: BudgetArgs,
 ) -> None:
     """One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html)."""
+    from ..decide.report_answers import answer_report
     from ..report import html as report_html
     from ..step.scenario import check_impl
     from ..engines.presets import load_engine
@@ -64,8 +65,9 @@ def report(
     req = build_request(model, first.name, fabric=fabric, step=step, budgets=budgets, nodes=default_nodes,
                         batches=batch or args.REPORT_BATCHES, context=context or args.CONTEXT_TOKENS)
     with progress_bar() as progress:
-        data = report_html.collect(req, systems, measured=measured or (), measured_system=measured_system,
-                                   progress=progress, budget_steps=budget_steps)
+        answers = answer_report(req, systems, measured=measured or (), measured_system=measured_system,
+                                progress=progress, budget_steps=budget_steps)
+        data = report_html.view(answers)
         text = report_html.render(data, progress)
     path = report_html.write_html(out, text, force=force)
     if json_out:
@@ -79,13 +81,15 @@ def report(
 @app.command()
 def demo(out: OutOpt = None, force: ForceOpt = False, engine: EngineOpt = args.DEFAULT_ENGINE) -> None:
     """Llama-3.1-70B, bf16, batch 1 and 64, 50 ms: HGX H100 vs 8x L40S on PCIe vs 2 HGX H100 over InfiniBand (default report.html)."""
+    from ..decide.report_answers import demo_answers
     from ..engines.presets import load_engine
     from ..report import demo as demo_mod, html as report_html
     out = out or Path("report.html")
     load_engine(engine)  # an unknown engine fails here, in one line, before any work
     report_html.check_report_path(out, force=force)
     with progress_bar() as progress:
-        data, path = demo_mod.run_demo(out, progress=progress, force=force, engine=engine)
+        data = report_html.view(demo_answers(engine=engine, progress=progress))
+        path = report_html.write_html(out, report_html.render(data, progress), force=force)
     demo_mod.print_verdict_table(data)
     print(report_html.headline(data))
     print(f"report: {path.resolve()}  (one self-contained file: open it in a browser)")

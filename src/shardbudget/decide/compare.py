@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from collections.abc import Sequence
+import numpy as np
 
 from ..comm.collectives import (Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op,
                                 require_peers, sweep)
@@ -26,6 +27,10 @@ class CompareRow:
         return max(times) / min(times)
 
 
+# compare --plot: 8 B to 4 GiB, 113 sizes (a factor of 2^(29/112) apart: smooth on a log axis)
+CURVE_MIN_BYTES, CURVE_MAX_BYTES, CURVE_POINTS = 8, 2 ** 32, 113
+
+
 @dataclass(frozen=True)
 class CompareResult:
     op: str
@@ -38,6 +43,8 @@ class CompareResult:
     impl: str = "nccl"
     """The implementation asked for ('nccl' or 'custom'); where a system cannot run custom kernels
     its costs are NCCL's (`effective_impl`)."""
+    curves: tuple[tuple[Cost, ...], ...] = field(default=(), compare=False, repr=False)
+    """Per system: the collective over 8 B to 4 GiB (CURVE_*), priced as the rows are, for the figure."""
 
     @property
     def gpus_label(self) -> str:
@@ -60,11 +67,12 @@ def decode_message_sizes(cfg: ModelConfig, batches: Sequence[int], act_dtype: st
 
 
 def compare_systems(req: Request, systems: Sequence[str | System] | None = None, *, gpus: int | None = None,
-                    op: str = "all-reduce",
-                    extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30)) -> CompareResult:
+                    op: str = "all-reduce", extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30),
+                    curves: bool = False) -> CompareResult:
     """`op` on each of `systems` (default: the request's) over the request's nodes, at the messages
     its model sends per decode step at its batches, priced at the NCCL release its engine installs
-    with its implementation (NCCL unless it forces the engines' custom kernels)."""
+    with its implementation (NCCL unless it forces the engines' custom kernels); with `curves`, also
+    over 8 B to 4 GiB for the figure."""
     sc = req.scenario
     catalog, nodes, impl = sc.catalog, sc.node_count, sc.impl or "nccl"
     op = normalize_op(op)
@@ -78,11 +86,14 @@ def compare_systems(req: Request, systems: Sequence[str | System] | None = None,
     per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus,
                         impl=effective_impl(g, impl), catalog=catalog) for g in groups]
     rows = tuple(CompareRow(n, label, tuple(costs[i] for costs in per_system)) for i, (n, label) in enumerate(sizes))
+    curve_sizes = [float(s) for s in np.geomspace(CURVE_MIN_BYTES, CURVE_MAX_BYTES, CURVE_POINTS)] if curves else []
+    lines = tuple(tuple(sweep(op, curve_sizes, g.system, nodes=nodes, gpus=gpus, impl=effective_impl(g, impl),
+                              catalog=catalog)) for g in groups) if curves else ()
     crossovers = tuple(crossover_bytes(g, op, effective_impl(g, impl)) for g in groups)
     notes = tuple(f"latency floor {format_seconds(per_system[i][0].latency_s)}, "
                   f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}" for i in range(len(groups)))
     return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
-                         crossovers=crossovers, notes=notes, rows=rows, impl=impl)
+                         crossovers=crossovers, notes=notes, rows=rows, impl=impl, curves=lines)
 
 
 def effective_impl(group, impl: str) -> str:

@@ -1,42 +1,24 @@
 """`shardbudget demo`: the question on one well-known case, answered in the terminal and in a report.
 
-Llama-3.1-70B in bf16, decode at batch 1 and 64 with 4096 tokens of context, a 50 ms inter-token
-budget, on three machines that differ mainly by fabric: an HGX H100 (NVSwitch), eight L40S on PCIe
-across two sockets, and two HGX H100 nodes joined by InfiniBand NDR.
+The case (decide.report_answers.DEMO_*): Llama-3.1-70B in bf16, decode at batch 1 and 64 with 4096
+tokens of context, a 50 ms inter-token budget, on three machines that differ mainly by fabric: an
+HGX H100 (NVSwitch), eight L40S on PCIe across two sockets, and two HGX H100 nodes joined by
+InfiniBand NDR. It is priced by decide.report_answers.demo_answers; this module prints its table.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from rich.table import Table
 
 from . import html as report_html
-from ..decide.request import request
+from ..decide.report_answers import (DEMO_BATCHES as BATCHES, DEMO_BUDGET_S as BUDGET_S, DEMO_CONTEXT as CONTEXT,
+                                     DEMO_DTYPE as DTYPE, DEMO_MODEL as MODEL, DEMO_SYSTEMS as SYSTEMS)
 from ..defaults import DEFAULT_ENGINE
 from .fmt import fmt_seconds, fmt_tp
 from .tables import Col, print_table
 
-MODEL = "llama-3.1-70b"
-SYSTEMS = ("hgx-h100", "l40s-pcie", "hgx-h100:2")
-BATCHES = (1, 64)
-CONTEXT = 4096
-BUDGET_S = 0.050
-DTYPE = "bf16"
 ENGINE = DEFAULT_ENGINE
 """The engine every other command defaults to: its all-reduce is the one it picks by size, not forced."""
-
-
-def run_demo(out: str | os.PathLike = "report.html", *, catalog=None, progress: report_html.Progress | None = None,
-             force: bool = True, engine: str = ENGINE) -> tuple[report_html.ReportData, Path]:
-    """Compute the demo under `engine`, write its report to `out` (atomically) and return the data and the path."""
-    path = report_html.check_report_path(out, force=force)  # fail before the work, not after it
-    req = request(MODEL, SYSTEMS[0], batches=BATCHES, context=CONTEXT, budget_s=BUDGET_S, engine=engine, dtype=DTYPE,
-                  catalog=catalog)
-    data = report_html.collect(req, SYSTEMS, progress=progress)
-    text = report_html.render(data, progress)
-    return data, report_html.write_html(path, text, force=force)
 
 
 VERDICT_COLS = (Col("system", justify="left"), Col("batch"), Col("fewest GPUs (memory)", "fewest GPUs"),
@@ -76,5 +58,5 @@ def verdict_table(data: report_html.ReportData):
     return t
 
 
-__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "ENGINE", "MODEL", "SYSTEMS", "VERDICT_COLS", "print_verdict_table", "run_demo", "verdict_cells", "verdict_table",
-           "verdict_title"]
+__all__ = ["BATCHES", "BUDGET_S", "CONTEXT", "DTYPE", "ENGINE", "MODEL", "SYSTEMS", "VERDICT_COLS", "print_verdict_table",
+           "verdict_cells", "verdict_table", "verdict_title"]

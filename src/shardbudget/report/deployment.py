@@ -2,39 +2,17 @@
 Pareto front of tokens/s per user against tokens/s per GPU, and the launch lines of the choice.
 
 The report prices decode at its own context (as its plan tables do), so the deployment is the
-decode-only question: every GPU of the system's nodes, split into identical replicas.
+decode-only question: every GPU of the system's nodes, split into identical replicas (priced in
+decide.report_answers; this module only shows it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-
-from ..decide.deploy import MAX_BATCH, DeployResult, budget_options, deploy
-from ..decide.request import Request, Workload
-from ..errors import ShardbudgetError
+from ..decide.deploy import DeployResult
 from .fig_deploy import pareto_figure
-from .grid import SHOWN_OPTIONS, default_deploy
+from .grid import SHOWN_OPTIONS
 from .markup import esc, fig_block, launch_block, table
 from .tables import deploy_cells
-
-
-def decode_request(req: Request) -> Request:
-    """The report's deployment question: decode at the report's context (as its plan tables), with
-    the ITL budget alone (decode at a fixed context prefills no prompt)."""
-    return replace(req, workload=Workload(context=req.decode_workload.context), jitter=None,
-                   budgets=replace(req.budgets, ttft_budget_s=None))
-
-
-def deployments(reqs: Sequence[Request], specs: Sequence) -> list:
-    """One DeployResult per system (all its nodes' GPUs), or the one-line reason there is none."""
-    out = []
-    for r, s in zip(reqs, specs):
-        try:
-            out.append(deploy(decode_request(r), gpus=s.nodes * r.system.gpus_per_node))
-        except ShardbudgetError as err:
-            out.append(str(err))
-    return out
 
 
 def _options_table(r: DeployResult) -> str:
@@ -64,32 +42,4 @@ def section_deploy(data) -> str:
     return "\n".join(out)
 
 
-def deploy_source(reqs: Sequence[Request], specs: Sequence):
-    """The interactive grid's deployment hook: each system's `deploy` options (decode at the report's
-    context, every GPU of its nodes) under the selected engine, at every budget of the slider, each
-    at its largest batch within it and (`deploy --batch`) at each of the report's batches."""
-    by_label = {s.label: (s, r) for s, r in zip(specs, reqs)}
-
-    def source(system: str, engine: str, budgets: Sequence, batches: Sequence) -> dict:
-        spec, req = by_label[system]
-        inside = [b for b in batches if b <= MAX_BATCH]  # deploy's sweep ends at MAX_BATCH: none beyond it
-        try:
-            per = budget_options(decode_request(req).with_engine(engine), gpus=spec.nodes * req.system.gpus_per_node,
-                                 budgets_s=budgets, batches=(None, *inside))
-        except ShardbudgetError:
-            return default_deploy(system, engine, budgets, batches)
-        dicts = [[[_cell(o) for o in opts] for opts in per_batch] for per_batch in per]
-        at = dict(zip(inside, dicts[1:]))
-        return {"largest": dicts[0], "at": [at.get(b, [[] for _ in budgets]) for b in batches]}
-
-    return source
-
-
-def _cell(o) -> dict:
-    """An option as the grid holds it: without its memory parts (the page shows the total alone)."""
-    d = o.to_dict()
-    d.pop("memory", None)
-    return d
-
-
-__all__ = ["deploy_source", "deployments", "section_deploy"]
+__all__ = ["section_deploy"]

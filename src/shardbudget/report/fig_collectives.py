@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..comm.op import CollectiveOp
-from ..comm.collectives import make_group, sweep
-from ..decide.compare import effective_impl
-from ..fabric.catalog import load_catalog
 from ..units import format_decimal_bytes
 from .fmt import fmt_bytes, fmt_seconds
 from .output import FigureError
@@ -24,8 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..decide.compare import CompareResult
 
-# compare --plot: 8 B to 4 GiB, 113 sizes (a factor of 2^(29/112) apart: smooth on a log axis)
-COMPARE_MIN_BYTES, COMPARE_MAX_BYTES, COMPARE_POINTS = 8, 2 ** 32, 113
 
 
 def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
@@ -144,16 +139,13 @@ def _fabric_finding(entries, op: str, marks) -> str:
     return f"{op}: " + "; ".join(parts)
 
 
-def compare_figure(result: CompareResult, *, catalog=None, colors: Mapping[str, str] | None = None) -> Figure:
-    """`shardbudget compare --plot`: the systems' curves with the compared message sizes marked."""
-    catalog = catalog or load_catalog()
-    sizes = [float(s) for s in np.geomspace(COMPARE_MIN_BYTES, COMPARE_MAX_BYTES, COMPARE_POINTS)]
-    entries = []
-    for name, cross in zip(result.systems, result.crossovers):
-        group = make_group(name, nodes=result.nodes, gpus=result.gpus, catalog=catalog)
-        costs = sweep(result.op, sizes, name, nodes=result.nodes, gpus=result.gpus,
-                      impl=effective_impl(group, result.impl), catalog=catalog)
-        entries.append((f"{name} ×{result.gpus}", costs, cross))
+def compare_figure(result: CompareResult, *, colors: Mapping[str, str] | None = None) -> Figure:
+    """`shardbudget compare --plot`: the systems' curves (priced by compare_systems over 8 B to
+    4 GiB, at the NCCL release and implementation of the comparison) with the compared sizes marked."""
+    if not result.curves:
+        raise FigureError("compare's figure needs its curves: compare_systems(..., curves=True)")
+    entries = [(f"{name} ×{result.gpus}", list(costs), cross)
+               for name, costs, cross in zip(result.systems, result.curves, result.crossovers)]
     marks = [(r.msg_bytes, r.label) for r in result.rows if r.label != "reference"]
     return fabric_comparison(entries, op=result.op, marks=marks, colors=colors)
 

@@ -1,23 +1,18 @@
 """Measured beside predicted: collective times read from nccl-tests logs or the harness (points)
 over the model's prediction at the same sizes, ranks and nodes (lines), with the relative error.
 
-`measured_groups` and `predict_samples` hold no drawing: the HTML report's tables use them too.
+The predictions are priced in decide.measured (`measured_entry`), or by `fit` (a FitResult's
+residuals); this module only draws them.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..comm.op import op_or_none
-from ..comm.collectives import OPS, make_group, sweep
-from ..decide.compare import effective_impl
-from ..errors import ShardbudgetError
-from ..fabric.catalog import load_catalog
 from .fmt import fmt_bytes
 from .output import FigureError
 from .style import (PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_title, new_figure, place_labels,
@@ -26,63 +21,27 @@ from .style import (PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_tit
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..measure.logs import MeasurementSet
+    from ..decide.measured import MeasuredEntry
 
 
-def measured_groups(ms: MeasurementSet) -> list[tuple[str, list]]:
-    """Out-of-place samples (nccl-tests' first columns) grouped per run: (label, samples)."""
-    samples = [s for s in ms.samples if not s.in_place] or list(ms.samples)
-    groups: dict[tuple, list] = {}
-    for s in samples:
-        groups.setdefault((s.run, s.op, s.n_ranks, s.n_nodes), []).append(s)
-    out = []
-    for (run, op, ranks, nodes), ss in groups.items():
-        where = f"{ranks} ranks" + (f" on {nodes} node{'s' if nodes != 1 else ''}" if nodes else "")
-        out.append((f"run {run}: {op}, {where}", sorted(ss, key=lambda s: s.msg_bytes)))
-    return out
-
-
-def predict_samples(samples, system, *, impl: str = "nccl", catalog=None) -> list[float] | None:
-    """The model's time for each sample's size, rank and node count; None where it cannot place them
-    on `system` (more ranks than the nodes hold, an op the model does not price)."""
-    s0 = samples[0]
-    op = op_or_none(s0.op)
-    if op not in OPS:  # 'reduce' (nccl-tests reduce_perf) has no cost model
-        return None
-    catalog = catalog or load_catalog()
-    sysm = catalog.system(system) if isinstance(system, str) else system
-    nodes = s0.n_nodes or max(1, math.ceil(s0.n_ranks / sysm.gpus_per_node))
-    try:
-        group = make_group(sysm, nodes=nodes, gpus=s0.n_ranks, catalog=catalog)
-        return [c.time_s for c in sweep(op, [max(1.0, s.msg_bytes) for s in samples], sysm, nodes=nodes,
-                                        gpus=s0.n_ranks, impl=effective_impl(group, impl), catalog=catalog)]
-    except ShardbudgetError:
-        return None
-
-
-def measured_vs_predicted(measured, system: str | None = None, *, impl: str = "nccl", catalog=None,
-                          color: str | None = None, max_runs: int = 6) -> Figure:
+def measured_vs_predicted(measured: MeasuredEntry, *, color: str | None = None, max_runs: int = 6) -> Figure:
     """Measured collective times (points) over the model's prediction (lines), and the relative error
     (predicted − measured) / measured per size in a lower panel.
 
-    `measured` is a `MeasurementSet` (`measure.logs.read_log`), compared with the catalog model of
-    `system`; or a `measure.fit.FitResult` (`shardbudget fit --plot`), whose residuals already hold
-    the fitted profile's predictions (`system` is then not needed)."""
+    `measured` is a `decide.measured.MeasuredEntry` (a log beside the catalog model of its system);
+    or a `measure.fit.FitResult` (`shardbudget fit --plot`), whose residuals hold the fitted
+    profile's predictions."""
     if hasattr(measured, "residuals") and hasattr(measured, "base_system"):
         return _fit_vs_measured(measured, color=color, max_runs=max_runs)
-    if system is None:
-        raise FigureError("measured vs predicted: name the system whose model the measurement is compared with")
-    catalog = catalog or load_catalog()
-    groups = []
-    for label, samples in measured_groups(measured)[:max_runs]:
-        pred = predict_samples(samples, system, impl=impl, catalog=catalog)
-        if pred is not None:
-            groups.append((label, [max(1.0, s.msg_bytes) for s in samples], [s.time_s for s in samples], pred,
-                           f"predicted on {system} ({samples[0].n_ranks} GPUs)"))
+    system, groups = measured.system, []
+    for run in measured.runs[:max_runs]:
+        if run.predicted_s is not None:
+            groups.append((run.label, [max(1.0, s.msg_bytes) for s in run.samples], [s.time_s for s in run.samples],
+                           list(run.predicted_s), f"predicted on {system} ({run.samples[0].n_ranks} GPUs)"))
     if not groups:
-        raise FigureError(f"{measured.source}: no run in it can be placed on {system} "
+        raise FigureError(f"{measured.measurement.source}: no run in it can be placed on {system} "
                           "(ranks, nodes or op do not match)")
-    name = os.path.basename(str(measured.source)) or str(measured.source)
+    name = os.path.basename(str(measured.measurement.source)) or str(measured.measurement.source)
     return _measured_figure(groups, f"{name} against the {system} model", color)
 
 
@@ -167,4 +126,4 @@ def _error_finding(what: str, errors) -> str:
     return text
 
 
-__all__ = ["error_summary", "measured_groups", "measured_vs_predicted", "predict_samples"]
+__all__ = ["error_summary", "measured_vs_predicted"]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from .fig_collectives import compare_figure, fabric_comparison
 from .fig_deploy import pareto_figure
-from .fig_measured import error_summary, measured_groups, measured_vs_predicted, predict_samples
+from .fig_measured import error_summary, measured_vs_predicted
 from .fig_plans import comm_share, memory_window, where_the_token_goes
 from .output import FORMATS, FigureError, check_path, render, save, to_svg
 from .style import PALETTE, system_colors
 
 __all__ = ["FORMATS", "FigureError", "PALETTE", "check_path", "comm_share", "compare_figure", "error_summary",
-           "fabric_comparison", "measured_groups", "measured_vs_predicted", "memory_window", "pareto_figure", "predict_samples",
+           "fabric_comparison", "measured_vs_predicted", "memory_window", "pareto_figure",
            "render", "save", "system_colors", "to_svg", "where_the_token_goes"]

@@ -1,10 +1,11 @@
-"""The interactive report's grid: every answer the page can show, computed here, so that the page's
-JavaScript only looks things up and can never say something `shardbudget plan` would not.
+"""The interactive report's grid: every answer the page can show, laid out as JSON here from the
+answers decide/report_grid.py priced and judged, so that the page's JavaScript only looks things up
+and can never say something `shardbudget plan` would not. Nothing here prices or judges.
 
 Dimensions: system x engine x batch (the cells), and the budget steps of the slider. A cell holds
 the planner's rows for one (system, engine, batch) -- priced once by `plan` -- and, for every budget
-step, the verdicts `verdicts.judge` gives on those same rows under that budget (`rejudge`: no
-re-pricing, only `meets_budget` changes with the budget). Sentences are stored once in `strings`
+step, the verdicts `verdicts.judge` gives on those same rows under that budget (report_grid.rejudge:
+no re-pricing, only `meets_budget` changes with the budget). Sentences are stored once in `strings`
 and referred to by index, since most of them do not depend on the budget.
 
 The format (``GRID_FORMAT``), as JSON with sorted keys::
@@ -47,14 +48,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 
-from ..defaults import CURRENT_ENGINES, BUDGET_STEPS as DEFAULT_BUDGET_STEPS
+from ..decide.report_grid import DeployOptions, GridAnswers
+from ..decide.verdicts import LABELS, Row, Verdict
+from ..defaults import BUDGET_STEPS as DEFAULT_BUDGET_STEPS
 from ..errors import ShardbudgetError
-from ..decide.planner import PlanResult, plan
-from ..decide.request import Request
-from ..decide.verdicts import LABELS, Row, Thresholds, Verdict, judge
 from ..model import Plan
 from .fmt import fmt_pct, fmt_seconds
 from .output import FigureError
@@ -63,11 +62,6 @@ from .style import PART_COLORS
 GRID_FORMAT = "shardbudget.report-grid/1"
 MAX_GRID_BYTES = 4_000_000
 """The most a report embeds (4 MB, decimal): beyond it a browser parses the page for seconds."""
-MAX_BUDGET_STEPS = 400
-# Budget values people say: 10, 12, 15, 20, 25, 30, 40, 50 ... ms (12 per factor of ten).
-NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
-# The slider spans from below the fastest plan (nothing meets) to above the slowest (all do).
-SPAN_BELOW, SPAN_ABOVE = 0.8, 1.25
 DEPLOY_KEYS = ("replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tokens_per_s_per_gpu")
 PARTS = (("compute_s", "compute", PART_COLORS["compute"]), ("comm_s", "communication", PART_COLORS["latency"]),
          ("host_s", "host and per-step overhead", PART_COLORS["other"]))
@@ -77,81 +71,7 @@ class GridTooLargeError(FigureError):
     """The interactive grid would make the report too large to embed."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class EngineChoice:
-    """One value of the engine control: the engine (its key) and what the page shows."""
-
-    key: str
-    label: str
-
-
-def engine_dimension(engine: str | None = None) -> tuple[tuple[EngineChoice, ...], int]:
-    """The engine control's values and the one selected first: the engines users choose between
-    (vllm, sglang, trtllm, eager), the report's own `engine` among them (an older one, vllm-v0 or
-    tgi, is added after them)."""
-    names = (*CURRENT_ENGINES, *([engine] if engine and engine not in CURRENT_ENGINES else []))
-    return tuple(EngineChoice(key=e, label=e) for e in names), names.index(engine) if engine else 0
-
-
-# --- re-judging the same rows under another budget -----------------------------------------
-
-def where_text(result: PlanResult) -> str:
-    """What a verdict speaks of, as the planner writes it: 'llama-3.1-70b on 2 x hgx-h100'."""
-    name = f"{result.nodes} x {result.system}" if result.nodes > 1 else result.system
-    return f"{result.model} on {name}"
-
-
-def rejudge(result: PlanResult, batch_index: int, budget_s: float | None, *, catalog) -> Verdict:
-    """The planner's verdict on `result`'s rows at one batch, under `budget_s` instead of its own.
-
-    Only `meets_budget` depends on the ITL budget (fits, ITL <= budget, TTFT <= the TTFT budget, as
-    the planner defines it); every verdict is then `verdicts.judge`'s on the same rows."""
-    br = result.results[batch_index]
-    ttft_budget = result.ttft_budget_s
-    rows = [replace(r, verdict="", comm_bound=False,
-                    meets_budget=r.fits_memory and (budget_s is None or r.itl_s <= budget_s)
-                    and (ttft_budget is None or r.ttft_s <= ttft_budget)) for r in br.rows]
-    a = result.assumptions
-    gpu = catalog.system(result.system).gpu
-    usable = gpu.memory_bytes * a.memory_utilization
-    limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a.comm_threshold,
-                        knee_threshold=a.knee_threshold)
-    return judge(br.batch, rows, where=where_text(result), gpu_memory_bytes=gpu.memory_bytes,
-                 usable_bytes=usable, limits=limits)
-
-
-def budget_steps(itls_s: Sequence[float], report_budget_s: float | None, count: int) -> list[float | None]:
-    """The slider's budgets: at most `count` round values from below the fastest plan to above the
-    slowest, the report's own budget among them, then None (no budget)."""
-    out: set[float] = set()
-    finite = [t for t in itls_s if math.isfinite(t) and t > 0]
-    if finite:
-        lo, hi = min(finite) * SPAN_BELOW, max(finite) * SPAN_ABOVE
-        nice = [float(f"{m * 10.0 ** e:.3g}") for e in range(math.floor(math.log10(lo)) - 1,
-                                                             math.ceil(math.log10(hi)) + 1)
-                for m in NICE_MANTISSAS]
-        nice = sorted(x for x in nice if lo <= x <= hi)
-        if len(nice) > count:  # keep both ends, thin the middle evenly
-            nice = [nice[round(i * (len(nice) - 1) / (count - 1))] for i in range(count)]
-        out.update(nice)
-    if report_budget_s is not None:
-        out.add(float(report_budget_s))
-    return [*sorted(out), None]
-
-
-def check_budget_steps(count) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or not (count == 0 or 2 <= count <= MAX_BUDGET_STEPS):
-        raise ShardbudgetError(f"budget steps must be 0 (no interactive section) or a whole number from 2 to "
-                               f"{MAX_BUDGET_STEPS}, got {count!r}")
-    return count
-
-
 # --- the deployment table ------------------------------------------------------------------
-
-DeploySource = Callable[[str, str, Sequence, Sequence], dict]
-"""deploy(system label, engine key, the slider's budgets, the report's batches) -> {"largest": per
-budget, deploy's option dicts (`deploy.Option.to_dict`, best first) each at its largest batch within
-that budget; "at": per batch, per budget, the option dicts of `deploy --batch` at that batch}."""
 
 SHOWN_OPTIONS = 8
 """Options the table shows per selection: the best ones, as deploy ranks them."""
@@ -160,8 +80,21 @@ DEPLOY_LABELS = ("meets the budget", "over the ITL budget", "over the TTFT budge
 _BINDING_LABEL = {"batch": 0, "itl": 1, "ttft": 2, "memory": 3}  # deploy's binding at a given batch
 
 
-def default_deploy(system: str, engine: str, budgets: Sequence, batches: Sequence) -> dict:
-    return {"largest": [[] for _ in budgets], "at": [[[] for _ in budgets] for _ in batches]}
+def _option_dicts(options: DeployOptions | None, budgets: Sequence, batches: Sequence) -> dict:
+    """deploy's options as the deployment table reads them: {"largest": per budget, the option dicts
+    (`deploy.Option.to_dict` without the memory parts, best first), "at": per batch, per budget};
+    empty lists where deploy had none to offer."""
+    if options is None:
+        return {"largest": [[] for _ in budgets], "at": [[[] for _ in budgets] for _ in batches]}
+    return {"largest": [[_option_dict(o) for o in opts] for opts in options.largest],
+            "at": [[[_option_dict(o) for o in opts] for opts in per_batch] for per_batch in options.at]}
+
+
+def _option_dict(o) -> dict:
+    """An option as the grid holds it: without its memory parts (the page shows the total alone)."""
+    d = o.to_dict()
+    d.pop("memory", None)
+    return d
 
 
 def deployment_entry(opt: dict, batch: int) -> dict:
@@ -188,7 +121,7 @@ def _split(opt: dict) -> tuple:
 
 
 def deployment_cell(src: dict, batches: Sequence[int], rows: _Strings) -> dict:
-    """One system and engine's table at every batch and budget, from a DeploySource's answer:
+    """One system and engine's table at every batch and budget, from its option dicts (`_option_dicts`):
     `splits` shown anywhere (first seen first); `rows[b][j]`: split j at batch b (an index into the
     grid's deploy_rows); `largest[k][j]`: deploy's largest batch for split j within budget k ("–":
     none); `steps[b][k]`: the splits shown, best first, and each one's DEPLOY_LABELS index."""
@@ -251,12 +184,11 @@ def _row_entry(r: Row) -> dict:
             "share": fmt_pct(r.comm_share)}
 
 
-def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: _Strings, *, catalog) -> dict:
-    rows = result.results[i].rows
+def _cell(rows: Sequence[Row], verdicts: Sequence[Verdict], budgets: Sequence[float | None],
+          strings: _Strings) -> dict:
     index = {r.key: k for k, r in enumerate(rows)}
     steps = []
-    for budget_s in budgets:
-        v = rejudge(result, i, budget_s, catalog=catalog)
+    for budget_s, v in zip(budgets, verdicts):
         steps.append({"lead": strings(lead_sentence(v, budget_s)), "sentences": [strings(s) for s in v.sentences],
                       "labels": [LABELS.index(r.verdict) for r in v.rows],
                       "pick": index[v.pick.key] if v.pick else None, "best": index[v.best.key] if v.best else None})
@@ -264,26 +196,23 @@ def _cell(result: PlanResult, i: int, budgets: Sequence[float | None], strings: 
     return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps}
 
 
-def build_grid(*, model: str, systems: Sequence[str], engines: Sequence[EngineChoice],
-               plans: Sequence[Sequence[PlanResult]], budget_s: float | None, steps: int, catalog,
-               initial_engine: int = 0, deploy: DeploySource = default_deploy,
+def build_grid(answers: GridAnswers, *, model: str, systems: Sequence[str], budget_s: float | None,
                deploy_note: str = DEFAULT_DEPLOY_NOTE) -> dict:
-    """The grid (see the module docstring); `plans[s][e]` is system s's PlanResult under engine e,
-    each over the same batch sizes. `deploy` gives each system and engine's deployment options at
-    every batch and budget step (see `deployment_cell`); `deploy_note` says under the table what they are."""
+    """The grid (see the module docstring) from the interactive section's answers: `systems` are the
+    systems' labels, `budget_s` the report's own budget (selected first); `deploy_note` says under the
+    deployment table what its options are."""
+    plans, budgets = answers.plans, list(answers.budgets)
     batches = [br.batch for br in plans[0][0].results]
-    itls = [r.itl_s for per in plans for res in per for br in res.results for r in br.rows if r.fits_memory]
-    budgets = budget_steps(itls, budget_s, steps)
     strings = _Strings()
-    cells = [[[_cell(res, i, budgets, strings, catalog=catalog) for i, _ in enumerate(batches)]
-              for res in per] for per in plans]
+    cells = [[[_cell(res.results[i].rows, answers.verdicts[s][e][i], budgets, strings) for i in range(len(batches))]
+              for e, res in enumerate(per)] for s, per in enumerate(plans)]
     rows = _Strings()  # each distinct entry once, referred to by index
-    deploys = [[deployment_cell(deploy(systems[s], e.key, budgets, batches), batches, rows) for e in engines]
-               for s in range(len(plans))]
+    deploys = [[deployment_cell(_option_dicts(options, budgets, batches), batches, rows) for options in per]
+               for per in answers.deploys]
     return {"format": GRID_FORMAT, "model": model, "systems": list(systems),
-            "engines": [{"key": c.key, "label": c.label} for c in engines], "batches": batches,
+            "engines": [{"key": c.key, "label": c.label} for c in answers.engines], "batches": batches,
             "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
-            "initial": {"system": 0, "engine": initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
+            "initial": {"system": 0, "engine": answers.initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
             "labels": list(LABELS), "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
             "strings": strings.table(), "cells": cells, "deploy": deploys, "deploy_labels": list(DEPLOY_LABELS),
             "deploy_rows": [json.loads(t) for t in rows.table()], "deploy_note": deploy_note}
@@ -314,13 +243,6 @@ def grid_json(grid: dict, *, max_bytes: int | None = None) -> str:
     return text
 
 
-def plan_engines(base: PlanResult, engines: Sequence[EngineChoice], req: Request) -> list[PlanResult]:
-    """`base` (the report's own plan of `req`) re-planned under each engine; `base` itself under the
-    request's own engine."""
-    return [base if e.key == req.scenario.engine else plan(req.with_engine(e.key)) for e in engines]
-
-
-__all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "EngineChoice", "GRID_FORMAT", "GridTooLargeError",
-           "DEPLOY_LABELS", "MAX_GRID_BYTES", "SHOWN_OPTIONS", "budget_steps", "build_grid", "check_budget_steps",
-           "default_deploy", "deployment_cell", "deployment_entry", "engine_dimension", "grid_json", "lead_sentence",
-           "plan_engines", "rejudge", "where_text"]
+__all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "DEPLOY_LABELS", "GRID_FORMAT",
+           "GridTooLargeError", "MAX_GRID_BYTES", "SHOWN_OPTIONS", "build_grid", "deployment_cell", "deployment_entry",
+           "grid_json", "lead_sentence"]

@@ -14,7 +14,8 @@ from . import interactive
 from .fmt import fmt_ms, fmt_pct, fmt_seconds, fmt_tp
 from .markup import esc, table
 from .plan_rows import comm_threshold, system_finding
-from .report_data import Progress, ReportData, no_progress
+from ..decide.report_answers import Progress, no_progress
+from .report_data import ReportData
 from .deployment import section_deploy
 from .sections import SECTIONS, section_answers, section_assumptions, section_catalog, section_measured
 from .verdict import engine_words, headline, summary_sentences, verdict_rows, weights_words

@@ -5,9 +5,7 @@ entries and assumptions the numbers rest on.
 from __future__ import annotations
 
 import math
-import os
 
-from ..comm.collectives import sweep
 from ..errors import ShardbudgetError
 from ..measure.logs import summarize
 from ..units import format_decimal_bytes, format_rate
@@ -17,12 +15,10 @@ from .fig_plans import comm_share, memory_window, where_the_token_goes
 from .fmt import fmt_bytes, fmt_ms, fmt_pct, fmt_seconds, fmt_tp
 from .markup import esc, fig_block, table
 from .plan_rows import comm_threshold, tp_line
-from .report_data import FABRIC_OP, SWEEP_MAX_BYTES, SWEEP_MIN_BYTES, ReportData
+from ..decide.report_answers import SWEEP_MAX_BYTES, SWEEP_MIN_BYTES
+from .report_data import FABRIC_OP, ReportData
 from .verdict import engine_words, weights_words
 
-# Message sizes every fabric table shows beside the model's own: 8 B (the latency floor), 64 KiB,
-# 1 MiB, 16 MiB, 256 MiB and 1 GiB (the bandwidth end of the sweep).
-REFERENCE_BYTES = (8.0, float(2 ** 16), float(2 ** 20), float(2 ** 24), float(2 ** 28), float(2 ** 30))
 
 
 def section_fabric(data: ReportData) -> str:
@@ -34,10 +30,9 @@ def section_fabric(data: ReportData) -> str:
                      "dashed: its latency term, the floor no bandwidth can lower; circles: the crossover where "
                      "the bandwidth term overtakes the latency term. Dotted verticals: the messages decode "
                      "and prefill of the model send.")]
-    sizes = sorted(set([m for m, _ in data.marks] + list(REFERENCE_BYTES)))
+    sizes = data.table_sizes  # the model's messages and decide.report_answers.REFERENCE_BYTES
     names = {m: lbl for m, lbl in data.marks}
-    per_system = [sweep(FABRIC_OP, sizes, spec.name, nodes=spec.nodes, impl=curve.impl, catalog=data.catalog)
-                  for spec, curve in zip(data.specs, data.fabric)]
+    per_system = [curve.table for curve in data.fabric]
     rows = []
     for i, n in enumerate(sizes):
         rows.append([fmt_bytes(n), names.get(n, "reference")] +
@@ -127,23 +122,21 @@ def section_memory(data: ReportData) -> str:
 def section_measured(data: ReportData) -> str:
     out = ['<h2 id="measured">Measured vs predicted</h2>']
     for k, entry in enumerate(data.measured):
-        name = os.path.basename(entry.path) or entry.path
-        out.append(f"<h3>{esc(name)}</h3>")
+        out.append(f"<h3>{esc(entry.name)}</h3>")
         out.append(f'<p class="note">{esc(summarize(entry.measurement))}; read from <code>{esc(entry.path)}</code>'
                    f" ({esc(entry.measurement.tool)}), compared with the model of {esc(entry.system)}.</p>")
         try:
-            fig = measured_vs_predicted(entry.measurement, entry.system, impl=data.settings.impl or "nccl",
-                                        catalog=data.catalog)
+            fig = measured_vs_predicted(entry)
             out.append(fig_block(f"fig-measured-{k}", fig, "Points: measured (nccl-tests out-of-place column, or "
                                  "the harness); lines: the model at the same sizes, ranks and nodes. Lower panel: "
                                  "(predicted − measured) / measured."))
         except ShardbudgetError as err:
             out.append(f'<p class="err">{esc(err)}</p>')
         rows = []
-        for label, samples, pred in entry.groups:
-            for i, s in enumerate(samples):
-                p = pred[i] if pred else None
-                rows.append([label, fmt_bytes(s.msg_bytes), fmt_seconds(s.time_s),
+        for run in entry.runs:
+            for i, s in enumerate(run.samples):
+                p = run.predicted_s[i] if run.predicted_s else None
+                rows.append([run.label, fmt_bytes(s.msg_bytes), fmt_seconds(s.time_s),
                              fmt_seconds(p) if p else "–",
                              f"{100 * (p - s.time_s) / s.time_s:+.0f}%" if p else "–", s.source])
         out.append(f"<details><summary>Table: {len(rows)} measured sizes</summary>")
