@@ -7,7 +7,7 @@ atomically. The parts, one job each:
 
 * `report_data`: what the page shows (`ReportData`), read from the request's answers (`view`);
   the answers are priced in decide.report_answers (`answer_report`), never here;
-* `verdict`: the verdict in words (headline, sentences, the verdict table's rows);
+* `summary`: the verdict in words (headline, sentences, the verdict table's rows);
 * `grid`, `interactive`: the interactive section's grid (every budget step judged in Python) and
   its controls, bars, table and script;
 * `page`, `sections`, `markup`: the document, its sections, and the escaped HTML pieces;
@@ -25,7 +25,7 @@ from .markup import esc
 from .output import check_report_path, write_html
 from .page import render
 from .report_data import ReportData, view
-from .verdict import engine_words, headline, recommendations, summary_sentences, verdict_rows, weights_words
+from .summary import engine_words, headline, recommendations, summary_sentences, verdict_rows, weights_words
 
 
 def build_report(answers: ReportAnswers, progress=None) -> str:

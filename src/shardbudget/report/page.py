@@ -18,7 +18,7 @@ from ..decide.report_answers import Progress, no_progress
 from .report_data import ReportData
 from .deployment import section_deploy
 from .sections import SECTIONS, section_answers, section_assumptions, section_catalog, section_measured
-from .verdict import engine_words, headline, summary_sentences, verdict_rows, weights_words
+from .summary import engine_words, headline, summary_sentences, verdict_rows, weights_words
 
 _CSS = """
 :root { --ink:#1c2833; --muted:#5d6d7e; --line:#d5dbe1; --ok:#1e8449; --bad:#c0392b; --warn:#b9770e; }

@@ -17,7 +17,7 @@ from .markup import esc, fig_block, table
 from .plan_rows import comm_threshold, tp_line
 from ..decide.report_answers import SWEEP_MAX_BYTES, SWEEP_MIN_BYTES
 from .report_data import FABRIC_OP, ReportData
-from .verdict import engine_words, weights_words
+from .summary import engine_words, weights_words
 
 
 
