@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import units
+from .quoting import check_name as check_printable
 from .errors import CatalogError, closest
 
 T = TypeVar("T")
@@ -308,16 +309,12 @@ def record_keys(cls: type) -> tuple[str, ...]:
 # --- names -----------------------------------------------------------------------------------------
 
 def check_name(name: Any, where: str) -> str:
-    """A name a command takes: text, not empty, without a leading '-', surrounding spaces or control
-    characters (a newline, an escape sequence: they would break what prints or writes the name)."""
+    """A name a command takes: text, not empty, without surrounding spaces, and what every name that
+    is written or printed must be (quoting.check_name: printable, no leading '-' since a catalog name
+    becomes an argument of the launch lines)."""
     if not isinstance(name, str) or not name.strip():
         raise CatalogError(f"{where}: a name must be text, got {name!r}")
-    bad = next((c for c in name if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
-    if bad is not None:
-        raise CatalogError(f"{where}: the name {name!r} holds a control character ({bad!r}); use letters, "
-                           f"digits, '-', '_' and '.'")
-    if name.startswith("-"):
-        raise CatalogError(f"{where}: the name {name!r} starts with '-', which a command line reads as an option")
+    check_printable(name, f"{where}: the name", argument=True, error=CatalogError)
     if name != name.strip():
         raise CatalogError(f"{where}: the name {name!r} starts or ends with a space")
     return name

@@ -187,8 +187,8 @@ def test_a_name_that_differs_from_a_built_in_only_in_case_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("name, message", [
-    ('"bad\\nname"', "holds a control character ('\\n')"),
-    ('"esc\\u001b[31m"', "holds a control character ('\\x1b')"),
+    ('"bad\\nname"', "contains the control character '\\n'"),
+    ('"esc\\u001b[31m"', "contains the control character '\\x1b'"),
     ('"-rf"', "starts with '-'"),
     ('" padded"', "starts or ends with a space"),
 ])
