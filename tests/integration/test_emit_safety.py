@@ -27,7 +27,7 @@ from shardbudget.decide.launch import build_launches
 from shardbudget.decide.launch import emit as emitting
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.fabric.topo import TopoProfile
+from shardbudget.fabric.topo_profile import TopoProfile
 from shardbudget.measure.fit import fit_profile, write_profile
 from shardbudget.measure.logs import MeasurementSet, Sample
 from shardbudget.model import load_model

@@ -23,7 +23,7 @@ LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "
            ".worker",  # measure/worker.py is the one rank's torch code
            # modules one command alone uses, imported inside that command so that `--help` and the
            # other commands start without them (`plan` and `deploy` start-up; benchmarks/deploy_speed.py)
-           "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo", "..measure",
+           "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo_profile", "..measure",
            "..report.html", "..report.demo", "..report",
            # what the cached built-in data makes unneeded (datacache: `plan` start-up, benchmarks/startup.py):
            # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common

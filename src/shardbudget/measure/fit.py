@@ -48,7 +48,7 @@ from ..datafile import find
 from ..errors import MeasureError
 from ..fabric.hardware import Catalog, System
 from ..fabric.catalog import load_catalog
-from ..fabric.topology import ring_path
+from ..fabric.ring_path import ring_path
 from ..comm.nccl_algos import nic_bytes_per_s
 from ..units import format_bytes, format_rate, format_seconds
 from .fit_write import check_profile_path, profile_toml, scale_node, write_profile  # noqa: F401 (re-exported)
