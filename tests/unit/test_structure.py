@@ -228,7 +228,7 @@ def test_imports_are_at_the_top(path):
 @pytest.mark.parametrize("path", sorted((SRC / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_command_modules_import_no_library_at_start_up(path):
     """Top-level imports of a command module: typer, the standard library, cli/ itself (args,
-    common, options, app) and the ground floor's defaults; the library and rich only inside the commands."""
+    command_io, options, app) and the ground floor's defaults; the library and rich only inside the commands."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     heavy = []
     for node in tree.body:

@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import CatalogOpt, GpusOpt, JsonOpt, NodesOpt, SystemOpt
-from .common import load_catalogs, print_json
+from .command_io import load_catalogs, print_json
 
 
 @app.command()

@@ -11,7 +11,7 @@ from . import args
 from .app import app
 from .args import (CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, IterationsOpt, JsonOpt, NameOpt, OpOpt, OutOpt,
                    PlotOpt, hidden, renamed, size_opt)
-from .common import check_plot, load_catalogs, print_json, write_plot
+from .command_io import check_plot, load_catalogs, print_json, write_plot
 
 
 @app.command()

@@ -10,7 +10,7 @@ import typer
 
 from .app import app
 from .args import CatalogOpt, ForceOpt, JsonOpt, NameOpt, OutOpt
-from .common import load_catalogs, print_json
+from .command_io import load_catalogs, print_json
 
 
 def _print_template(value: bool) -> None:
