@@ -26,7 +26,7 @@ from .style import (PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_tit
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from ..measure.logs import MeasurementSet
+    from ..measure.logs.read import MeasurementSet
 
 
 def measured_groups(ms: MeasurementSet) -> list[tuple[str, list]]:

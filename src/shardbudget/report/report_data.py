@@ -21,7 +21,7 @@ from ..decide.request import Request
 from ..errors import PlanError, ShardbudgetError
 from ..decide.questions import explain
 from ..fabric.hardware import Catalog
-from ..measure.logs import read_log
+from ..measure.logs.read import read_log
 from ..model import ModelConfig, hidden_message_bytes
 from ..decide.planner import plan
 from .deployment import deploy_source, deployments
