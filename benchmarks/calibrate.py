@@ -19,7 +19,7 @@ benchmarks/loso.py can refit them without one system and predict that system wit
                             (tests/validation/xla_nvl72.py): b by least squares over every row,
                             a[gen] the median of (t - n / bw - b log2 g) of its rows
   nvls efficiency[fabric]   NVLS rows at >= 128 MiB: algbw over link x g/(g+1), median
-  PCIe platform figures     large-message rings of PCIe systems: the ring's bottleneck (topology.py)
+  PCIe platform figures     large-message rings of PCIe systems: the ring's bottleneck (ring_path.py)
                             names the constant it measures: a host path (busbw x its uses), a
                             host-staged socket crossing, a P2P fabric
 
@@ -64,7 +64,7 @@ from shardbudget.comm.nccl_algos import nvls_small  # noqa: E402
 from shardbudget.comm.custom_kernels import KERNEL_OF, mnnvl, read_class, two_shot_extra_s  # noqa: E402
 from shardbudget.comm.versions import at_stated  # noqa: E402
 from shardbudget.fabric.nccl_constants import ArchFloor  # noqa: E402
-from shardbudget.fabric.topology import ring_path  # noqa: E402
+from shardbudget.fabric.ring_path import ring_path  # noqa: E402
 
 US = 1e-6
 LARGE = 128 * 2**20
@@ -661,7 +661,7 @@ def _one_shot_by_arch(points: Mapping[tuple[str, int], list[tuple[float, float]]
 
 
 def _hops(s: System, g: int):
-    from shardbudget.fabric.topology import ring_hops
+    from shardbudget.fabric.ring_path import ring_hops
     return ring_hops(s, g)
 
 

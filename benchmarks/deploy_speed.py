@@ -167,13 +167,13 @@ class _Phases:
 def _instrument(ph: _Phases) -> None:
     """Wrap the library functions `deploy` spends its time in (by the names the callers look up)."""
     from shardbudget import cli
-    from shardbudget.cli import common
+    from shardbudget.cli import command_io
     from shardbudget.decide import deploy
     from shardbudget.step import compose as step, price_comm, price_ops, scenario
     from shardbudget.report import tables
 
     cli.main = ph.wrap("typer: parse options, dispatch", cli.main)
-    common.load_catalogs = ph.wrap("catalog load", common.load_catalogs)
+    command_io.load_catalogs = ph.wrap("catalog load", command_io.load_catalogs)
     # cli imports deploy() inside the command, by module attribute: wrapping the attribute times it
     deploy.deploy = ph.wrap("deploy(): its own arithmetic (batch search, options, sort, verdict)", deploy.deploy)
     deploy.splits = ph.wrap("splits (valid plans)", deploy.splits)

@@ -13,7 +13,7 @@ config   the shipped HF config.json files with fields deleted or set to hostile 
          2**63, NaN, "32", lists, null ...), random dicts of the real field names, and mangled JSON
          bytes through `transformer.load_model`. An accepted config must also size the model.
 logs     nccl-tests logs assembled from real rows (../shared/data/raw), headers, annotations, noise,
-         numeric corruption and truncation, through `measure.logs.parse_log_text`.
+         numeric corruption and truncation, through `measure.logs.read.parse_log_text`.
 catalog  user catalog TOML: built-in entries renamed, with fields dropped, retyped or given wrong
          units, NCCL constant overrides, unknown sections, and raw mangled TOML text, through
          `fabric.catalog.load_catalog`. An accepted system must also price an all-reduce.
@@ -49,7 +49,7 @@ from shardbudget.fabric import catalog as hardware_catalog
 from shardbudget import model as transformer, units  # noqa: E402
 from shardbudget.comm.collectives import collective_cost  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
-from shardbudget.measure.logs import OPS, parse_log_text, summarize  # noqa: E402
+from shardbudget.measure.logs.read import OPS, parse_log_text, summarize  # noqa: E402
 
 RAW_DIR = next((d for d in (ROOT.parent / "shared" / "data" / "raw", Path("/work/shared/data/raw"))
                 if d.is_dir()), None)

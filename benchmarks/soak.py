@@ -68,7 +68,7 @@ class RssSampler(threading.Thread):
 
 
 def soak_harness(nproc: int, repeats: int, iters: int, sizes: str) -> dict:
-    from shardbudget.measure.harness import run_measure
+    from shardbudget.measure.harness.run import run_measure
     from shardbudget.units import parse_size_range
     sizes_bytes = parse_size_range(sizes)
     medians: list[list[float]] = []

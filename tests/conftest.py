@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOOKS = ROOT / "tests" / "hooks"
 # Arms the test hooks (SHARDBUDGET_FAULT) here and in every process the tests start: the console
 # script and the measurement ranks inherit PYTHONPATH. An installed build has no tests/hooks folder,
-# so the hooks are inert there (tests/hooks/shardbudget_test_hooks.py, measure/protocol.armed_faults).
+# so the hooks are inert there (tests/hooks/shardbudget_test_hooks.py, measure/harness/protocol.armed_faults).
 sys.path.insert(0, str(HOOKS))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HOOKS), os.environ.get("PYTHONPATH")]))
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from shardbudget.comm.op import CollectiveOp
-from shardbudget.measure.logs import MeasurementSet, Sample
+from shardbudget.measure.logs.read import MeasurementSet, Sample
 
 BINARY = {CollectiveOp.ALL_REDUCE: "all_reduce", CollectiveOp.ALL_GATHER: "all_gather",
           CollectiveOp.REDUCE_SCATTER: "reduce_scatter", CollectiveOp.ALL_TO_ALL: "alltoall",

@@ -11,7 +11,7 @@ import importlib
 # check, explain or compare, whose imports are start-up time the command does not need. The layers
 # are packages (fabric, comm, model, engines, measure, step, decide, report, cli): see CONTRIBUTING.md.
 _WHERE = {
-    "CheckResult": "measure.check", "check_logs": "measure.check",
+    "CheckResult": "measure.analysis.check", "check_logs": "measure.analysis.check",
     "Cost": "comm.collectives", "collective_cost": "comm.collectives", "crossover_bytes": "comm.collectives",
     "make_group": "comm.collectives", "sweep": "comm.collectives",
     "compare_systems": "decide.compare",

@@ -93,7 +93,7 @@ def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
 def test_defaults_repeated_in_args_are_the_librarys():
     from shardbudget.decide.deploy import MAX_BATCH
     from shardbudget.engines.presets import ENGINE_NAMES
-    from shardbudget.measure.check import DEFAULT_TOLERANCE
+    from shardbudget.measure.analysis.check import DEFAULT_TOLERANCE
     from shardbudget.report.grid import DEFAULT_BUDGET_STEPS
     from shardbudget.report.tables import DEPLOY_ROWS
     from shardbudget.step.settings import DEFAULT_ENGINE

@@ -27,9 +27,9 @@ from shardbudget.decide.launch import build_launches
 from shardbudget.decide.launch import emit as emitting
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.fabric.topo import TopoProfile
-from shardbudget.measure.fit import fit_profile, write_profile
-from shardbudget.measure.logs import MeasurementSet, Sample
+from shardbudget.fabric.topo_profile import TopoProfile
+from shardbudget.measure.analysis.fit import fit_profile, write_profile
+from shardbudget.measure.logs.read import MeasurementSet, Sample
 from shardbudget.model import load_model
 from shardbudget.decide.request import request
 

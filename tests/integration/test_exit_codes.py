@@ -18,7 +18,7 @@ import pytest
 
 from shardbudget import cli
 from shardbudget.cli import app as app_module
-from shardbudget.measure import protocol
+from shardbudget.measure.harness import protocol
 
 LOG = """# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
 #  Rank  0 Group  0 Pid   1000 on     node-0 device  0 [0x00] NVIDIA H100 80GB HBM3

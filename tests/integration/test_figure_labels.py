@@ -17,8 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from shardbudget.decide.compare import compare_systems  # noqa: E402
 from shardbudget.decide.deploy import deploy  # noqa: E402
 from shardbudget.decide.planner import plan  # noqa: E402
-from shardbudget.measure.fit import fit_profile  # noqa: E402
-from shardbudget.measure.logs import read_log  # noqa: E402
+from shardbudget.measure.analysis.fit import fit_profile  # noqa: E402
+from shardbudget.measure.logs.read import read_log  # noqa: E402
 from shardbudget.model import load_model  # noqa: E402
 from shardbudget.report import demo, figures  # noqa: E402
 from shardbudget.report.fig_deploy import MAX_CURVES  # noqa: E402

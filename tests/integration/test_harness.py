@@ -24,10 +24,10 @@ import pytest
 from shardbudget import cli
 from shardbudget.comm.op import busbw_factor
 from shardbudget.errors import MeasureError
-from shardbudget.measure import harness
+from shardbudget.measure.harness import preflight, run as harness_run
 from shardbudget.measure.__main__ import main
-from shardbudget.measure.harness import FAULT_ENV, MeasureRunError, plan_sizes, run_measure
-from shardbudget.measure.logs import read_log
+from shardbudget.measure.harness.run import FAULT_ENV, MeasureRunError, plan_sizes, run_measure
+from shardbudget.measure.logs.read import read_log
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed; "
@@ -215,7 +215,7 @@ def test_hung_rank_is_stopped_within_the_timeout(tmp_path, monkeypatch):
 
 @needs_torch
 def test_under_torchrun_style_env_each_process_is_one_rank(tmp_path):
-    port = harness.free_port("127.0.0.1")
+    port = preflight.free_port("127.0.0.1")
     out = tmp_path / "launched.json"
     procs = []
     for rank in range(2):
@@ -240,7 +240,7 @@ def test_under_torchrun_style_env_each_process_is_one_rank(tmp_path):
 
 
 def _launched_ranks(tmp_path: Path, *, fault: str, extra: list[str]) -> list[subprocess.Popen]:
-    port = harness.free_port("127.0.0.1")
+    port = preflight.free_port("127.0.0.1")
     procs = []
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
@@ -345,7 +345,7 @@ def test_nccl_without_gpus_is_refused():
 
 
 def test_missing_torch_gives_the_install_hint(monkeypatch):
-    monkeypatch.setattr(harness, "_torch_installed", lambda: False)
+    monkeypatch.setattr(harness_run, "_torch_installed", lambda: False)
     with pytest.raises(MeasureError) as info:
         run_measure(sizes_bytes=[8], **FAST)
     assert str(info.value) == ("torch is not installed; pip install 'shardbudget[measure]' "
@@ -393,7 +393,7 @@ def test_measure_help_lists_every_option_in_both_front_ends(capsys):
 
 
 def test_importing_the_harness_does_not_import_torch():
-    code = ("import sys, shardbudget.measure.harness, shardbudget.measure.__main__; "
+    code = ("import sys, shardbudget.measure.harness.run, shardbudget.measure.__main__; "
             "print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from shardbudget.measure.lab import PREFIX, lab_unavailable, run_lab
+from shardbudget.measure.harness.lab import PREFIX, lab_unavailable, run_lab
 
 WHY = lab_unavailable()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"fabric lab unavailable here: {WHY}")
@@ -33,7 +33,7 @@ def test_one_gigabit_link_is_predicted_from_its_rate():
 
 
 def test_interrupted_lab_removes_its_namespaces(tmp_path):
-    code = ("from shardbudget.measure.lab import run_lab\n"
+    code = ("from shardbudget.measure.harness.lab import run_lab\n"
             "run_lab(ranks=3, rates=('unshaped',), sizes='8B:64MiB', iters=50, warmup=1, repeats=3, log=print)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -1,5 +1,5 @@
 """Multi-node for real: the harness under ``torchrun --nnodes 2`` with c10d rendezvous, each node in
-its own network namespace, the two joined by a veth pair (`measure.lab.Topology`).
+its own network namespace, the two joined by a veth pair (`measure.harness.lab.Topology`).
 
 Mid-sweep one node is killed outright (every process in its namespace, SIGKILL, as a node that
 loses power or is OOM-killed whole). The surviving node must name the lost rank, keep every size
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from shardbudget.measure.lab import PREFIX, Topology, lab_unavailable
-from shardbudget.measure.protocol import HEARTBEAT_S, SILENCE_S
+from shardbudget.measure.harness.lab import PREFIX, Topology, lab_unavailable
+from shardbudget.measure.harness.protocol import HEARTBEAT_S, SILENCE_S
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
@@ -160,7 +160,7 @@ def table_sizes(stdout: str) -> list[int]:
 
 # --- the tests --------------------------------------------------------------------------------
 
-# The watchdog's guarantee (harness.py "Faults", measure/launched.py): a peer silent for SILENCE_S
+# The watchdog's guarantee (measure/harness/run.py "Faults", measure/harness/launched.py): a peer silent for SILENCE_S
 # ends the survivor's run, whatever its collective waits for. Silence is declared at most SILENCE_S +
 # HEARTBEAT_S after the kill (a beat every HEARTBEAT_S, read every HEARTBEAT_S / 2); the report, the
 # exit and torchrun's agent noticing it take the rest: measured 3.2-5.6 s (up to 8.5 s with other

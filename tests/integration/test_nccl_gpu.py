@@ -8,7 +8,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available() 
 
 
 def test_nccl_all_reduce_two_gpus(tmp_path):
-    from shardbudget.measure.harness import run_measure
+    from shardbudget.measure.harness.run import run_measure
     out = tmp_path / "nccl.json"
     r = run_measure(backend="nccl", nproc=2, op="all-reduce", sizes_bytes=[8, 1 << 20, 64 << 20], iters=10,
                     warmup=3, check=True, out=str(out), progress=False)

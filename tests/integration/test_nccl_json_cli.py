@@ -14,7 +14,7 @@ import pytest
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
 
 from shardbudget.comm.collectives import sweep
-from shardbudget.measure.logs import read_log
+from shardbudget.measure.logs.read import read_log
 
 ERROR_FACTOR = 1.25
 

@@ -31,7 +31,7 @@ from shardbudget.comm.collectives import crossover_bytes, make_group, sweep  # n
 from shardbudget.decide.compare import compare_systems  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
-from shardbudget.measure.logs import read_log  # noqa: E402
+from shardbudget.measure.logs.read import read_log  # noqa: E402
 from shardbudget.decide.planner import plan  # noqa: E402
 from shardbudget.report import demo, figures, interactive, plan_rows  # noqa: E402
 from shardbudget.report import html as report_html  # noqa: E402
@@ -494,7 +494,7 @@ def test_report_in_headless_chromium(report, tmp_path):
 
 
 def test_measured_vs_predicted_plots_a_fit_result(measured_json):
-    from shardbudget.measure.fit import fit_profile
+    from shardbudget.measure.analysis.fit import fit_profile
     result = fit_profile([read_log(measured_json)], name="h100-synthetic", base_system="hgx-h100", holdout=False)
     fig = figures.measured_vs_predicted(result)  # what `shardbudget fit --plot` draws
     top, bottom = fig.axes[:2]

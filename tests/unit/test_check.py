@@ -13,12 +13,12 @@ from dataclasses import replace
 import pytest
 
 from shardbudget import cli
-from shardbudget.measure.check import REGIONS, check_text, verdict_of
+from shardbudget.measure.analysis.check import REGIONS, check_text, verdict_of
 from shardbudget.comm.collectives import explicit_candidates, make_group
 from shardbudget.comm.lines import pick
 from shardbudget.errors import MeasureError, PlanError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.measure.nccl_info import read_settings
+from shardbudget.measure.logs.nccl_info import read_settings
 
 CAT = load_catalog()
 SIZES = [8 * 4**k for k in range(16)]  # 8 B .. 8 GiB
@@ -293,7 +293,7 @@ def test_a_log_whose_nodes_are_nvl72_trays_is_told_so_not_blamed_on_the_catalog(
     as 18 nodes over the network it is 0.24x the predicted time; the first cause says the log's
     nodes are gb200-nvl72's hosts and that, as one node of 72 (--nodes 1), the table is within 1.00x
     (the README's 'OK at 1.01x' within the tolerance)."""
-    from shardbudget.measure.check import check_logs
+    from shardbudget.measure.analysis.check import check_logs
     result = check_logs([data_dir / "raw" / "nccl_15_coreweave_gb200.txt"], system="gb200-nvl72")
     t = result.tables[0]
     assert (t.ranks, t.nodes) == (72, 18) and any("4 GPUs per node" in n for n in t.notes)
@@ -310,7 +310,7 @@ def test_a_run_on_some_gpus_of_one_node_is_not_a_node_mismatch(data_dir, capsys)
     """Issue 24, item 2 re-checked: a 2-GPU run on one 8-GPU RTX 4090 box crossed no network; it was
     noted as '1 nodes of 2 GPUs, every ring crossing the network'. The GB200 cause's suggestion runs
     as given on a log of three sizes (`--nodes 1 --gpus 72`), and `--nodes 1` alone names --gpus."""
-    from shardbudget.measure.check import check_logs
+    from shardbudget.measure.analysis.check import check_logs
     one = check_logs([data_dir / "raw" / "nccl_10_rtx4090_docker_2gpu.txt"], system="rtx4090-pcie").tables[0]
     assert (one.ranks, one.nodes) == (2, 1) and not any("GPUs per node" in n or "1 nodes" in n for n in one.notes)
     gb = data_dir / "raw" / "nccl_15_coreweave_gb200.txt"

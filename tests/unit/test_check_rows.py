@@ -15,9 +15,9 @@ from shardbudget import cli
 from shardbudget.comm.collectives import explicit_candidates, make_group
 from shardbudget.comm.lines import pick
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.measure.check import check_text
-from shardbudget.measure.check_rows import busbw_ceiling
-from shardbudget.measure.logs import parse_log_text
+from shardbudget.measure.analysis.check import check_text
+from shardbudget.measure.analysis.check_rows import busbw_ceiling
+from shardbudget.measure.logs.read import parse_log_text
 
 CAT = load_catalog()
 SIZES = [8 * 4**k for k in range(16)]  # 8 B .. 8 GiB

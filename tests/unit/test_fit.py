@@ -8,8 +8,8 @@ import pytest
 from shardbudget.comm.collectives import collective_cost, sweep
 from shardbudget.errors import MeasureError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.measure.fit import fit_profile, write_profile
-from shardbudget.measure.logs import MeasurementSet, Sample, read_log
+from shardbudget.measure.analysis.fit import fit_profile, write_profile
+from shardbudget.measure.logs.read import MeasurementSet, Sample, read_log
 
 
 def _synthetic(system="hgx-h100", scale_bw=0.8, counts=(2, 4, 8)):
@@ -123,7 +123,7 @@ def test_heldout_error_above_25_percent_is_a_warning():
 
 def test_synthetic_two_node_runs_recover_the_nic_and_keep_the_nvswitch():
     """Samples priced by the model itself on 2 x hgx-h100 whose NICs run at half their catalog rate."""
-    from shardbudget.measure.fit import Params, _variant
+    from shardbudget.measure.analysis.fit import Params, _variant
     cat = load_catalog()
     base = cat.system("hgx-h100")
     half = Params(base.intra_fabric.achievable_bytes_per_s, 1.0, 1.0, 0.5 * base.nic_fabric.achievable_bytes_per_s, 1.0)
@@ -140,7 +140,7 @@ def test_synthetic_two_node_runs_recover_the_nic_and_keep_the_nvswitch():
 
 
 def test_forced_algorithms_are_read_from_the_log_notes():
-    from shardbudget.measure.fit import _forced
+    from shardbudget.measure.analysis.fit import _forced
     run = {"annotations": {"algo_or_note": "all_reduce_perf -g 8; NCCL_ALGO=Ring,Tree; NCCL_PROTO=Simple"}}
     assert _forced(run, {}) == (("ring", "tree"), ("simple",), False)
     assert _forced({"command": "NCCL_IB_DISABLE=1 NCCL_ALGO=^NVLS ./all_reduce_perf"}, {}) == ((), (), True)
@@ -173,7 +173,7 @@ def test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit(data_
     """The profile written reproduces the fit's own table (issue 24: a 4090 profile said 0.09375 GB/s
     while its table predicted 3.74 GB/s): `check` of the log against it prices every size as the
     fit's table did, and passes wherever the fit itself is within tolerance."""
-    from shardbudget.measure.check import check_logs
+    from shardbudget.measure.analysis.check import check_logs
     path = data_dir / "raw" / log
     # the GB200 log's trays-as-nodes fit a 184 GB/s "network" on 50 GB/s NICs: refused unless forced
     r = fit_profile([read_log(path)], name="own", base_system=FITTED_LOGS[log], holdout=False,

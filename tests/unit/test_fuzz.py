@@ -33,7 +33,7 @@ from shardbudget.fabric import catalog as hardware_catalog, hardware
 from shardbudget import model as transformer, units
 from shardbudget.comm.collectives import collective_cost
 from shardbudget.errors import ShardbudgetError
-from shardbudget.measure.logs import OPS, MeasurementSet, parse_log_text, summarize
+from shardbudget.measure.logs.read import OPS, MeasurementSet, parse_log_text, summarize
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shardbudget.measure.lab import _compare, format_lab
+from shardbudget.measure.harness.lab import _compare, format_lab
 
 
 def _runs(alpha_s, b_bytes_per_s, sizes, ranks=2):

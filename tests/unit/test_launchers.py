@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from shardbudget.measure.launchers import Launch, LauncherStopped, stops_reported
+from shardbudget.measure.harness.launchers import Launch, LauncherStopped, stops_reported
 
 LAUNCH = Launch(name="torchrun", rank=1, world_size=2, local_rank=0, local_world_size=1,
                 master_addr="10.0.0.1", master_port=29400)
@@ -28,7 +28,7 @@ def test_sigterm_becomes_an_exception_that_names_the_launcher():
 
 
 def test_sigterm_is_held_back_while_the_rank_reports_its_failure(monkeypatch):
-    from shardbudget.measure import launchers
+    from shardbudget.measure.harness import launchers
     exits = []
     monkeypatch.setattr(launchers, "TERM_GRACE_S", 0.2)
     monkeypatch.setattr(launchers, "_exit_after_term", lambda launch: exits.append(launch.rank))
@@ -56,7 +56,7 @@ def test_a_rank_stuck_on_its_way_out_ends_after_the_grace_period():
     import subprocess
     import sys
     code = ("import os, signal, time\n"
-            "from shardbudget.measure import launchers\n"
+            "from shardbudget.measure.harness import launchers\n"
             "launchers.TERM_GRACE_S = 0.5\n"
             "launch = launchers.Launch(name='torchrun', rank=1, world_size=2, local_rank=0, local_world_size=1,"
             " master_addr='10.0.0.1', master_port=29400)\n"

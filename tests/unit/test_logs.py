@@ -1,4 +1,4 @@
-"""shardbudget.measure.logs: reading nccl-tests / rccl-tests logs and shardbudget JSON.
+"""shardbudget.measure.logs.read: reading nccl-tests / rccl-tests logs and shardbudget JSON.
 
 Three kinds of evidence:
 
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from shardbudget.comm.op import busbw_factor, parse_op
 from shardbudget.errors import MeasureError, ShardbudgetError
-from shardbudget.measure.logs import (
+from shardbudget.measure.logs.read import (
     OPS,
     MeasurementSet,
     Sample,

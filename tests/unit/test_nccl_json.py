@@ -1,4 +1,4 @@
-"""nccl-tests' own JSON (-J) and per-iteration timing (-I), read by measure.logs.
+"""nccl-tests' own JSON (-J) and per-iteration timing (-I), read by measure.logs (its `read`).
 
 The format is nccl-tests' ``src/util.cu`` at commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432 (JSON
 version 3). Evidence:
@@ -24,8 +24,8 @@ from nccl_json_writer import (document, dumps, from_measurements, per_iter_block
 from shared_data import find_data_dir
 
 from shardbudget.errors import MeasureError
-from shardbudget.measure.logs import IterStats, parse_log_text, read_log, read_logs, summarize
-from shardbudget.measure.nccl_json import FORMAT_COMMIT, FORMAT_VERSION
+from shardbudget.measure.logs.read import IterStats, parse_log_text, read_log, read_logs, summarize
+from shardbudget.measure.logs.nccl_json import FORMAT_COMMIT, FORMAT_VERSION
 
 RAW_FILES = sorted((find_data_dir() / "raw").glob("*.txt"))
 needs_data = pytest.mark.skipif(not RAW_FILES, reason="shared/data/raw not present")
@@ -68,7 +68,7 @@ def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
 
 @needs_data
 def test_fit_reads_json_and_text_alike(tmp_path):
-    from shardbudget.measure.fit import fit_profile
+    from shardbudget.measure.analysis.fit import fit_profile
     path = next(p for p in RAW_FILES if p.name.startswith("nccl_09"))  # H200, 2 nodes
     text = read_log(path)
     files = []

@@ -1,6 +1,6 @@
-"""measure.peers: how a surviving rank names the peer that is gone (no torch, no processes)."""
+"""measure.harness.peers: how a surviving rank names the peer that is gone (no torch, no processes)."""
 
-from shardbudget.measure.peers import PeerReport, describe, node_count, ranks_at_addresses, short_error
+from shardbudget.measure.harness.peers import PeerReport, describe, node_count, ranks_at_addresses, short_error
 
 GLOO = ("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [10.0.0.2]:41234: "
         "Connection reset by peer. This is typically caused by a remote worker hanging or bugs in the "

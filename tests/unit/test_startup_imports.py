@@ -32,7 +32,7 @@ NOT_FOR_PLAN = {
     "shardbudget.step.served": "--input-len/--output-len only",
     "shardbudget.step.speculative": "deploy --speculative only",
     "shardbudget.measure": "measure, fit, check only",
-    "shardbudget.fabric.topo": "topo only",
+    "shardbudget.fabric.topo_profile": "topo only",
 }
 
 NOT_FOR_HELP = ("numpy", "rich", "quantiphy", "shardbudget.decide", "shardbudget.step", "shardbudget.fabric")

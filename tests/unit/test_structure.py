@@ -20,10 +20,10 @@ STEP_FUNCTION_LINES = 40
 # Imported inside functions on purpose: heavy (torch, matplotlib, scipy) or optional (tomli_w, the
 # click copy typer vendors on some versions, huggingface_hub for --download).
 LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "huggingface_hub",
-           ".worker",  # measure/worker.py is the one rank's torch code
+           ".worker",  # measure/harness/worker.py is the one rank's torch code
            # modules one command alone uses, imported inside that command so that `--help` and the
            # other commands start without them (`plan` and `deploy` start-up; benchmarks/deploy_speed.py)
-           "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo", "..measure",
+           "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo_profile", "..measure",
            "..report.html", "..report.demo", "..report",
            # what the cached built-in data makes unneeded (datacache: `plan` start-up, benchmarks/startup.py):
            # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
@@ -234,6 +234,45 @@ def test_the_view_check_catches_a_view_that_prices():
                                          "shardbudget.report.sections imports shardbudget.step.compose"]
 
 
+# measure/ is three subpackages by role (issue 32, item 6); each may import the parts listed for it,
+# the package's own __init__ / __main__ any of them.
+MEASURE_PARTS = {
+    "logs":     set(),      # reading logs: knows nothing of who measured or what is done with them
+    "harness":  set(),      # measuring: what it writes is read back by logs like any other log
+    "analysis": {"logs"},   # fit and check: measurements (read by logs) against the model
+}
+
+
+def _measure_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "measure" else None
+
+
+def _measure_breaches(imports: dict[str, set[str]]) -> list[str]:
+    breaches = []
+    for module, targets in sorted(imports.items()):
+        own = _measure_part(module)
+        for target in sorted(targets):
+            other = _measure_part(target)
+            if own and other and other != own and other not in MEASURE_PARTS[own]:
+                breaches.append(f"{module} ({own}) imports {target} ({other})")
+    return breaches
+
+
+def test_measure_is_its_parts_and_each_imports_only_those_listed():
+    measure = SRC / "measure"
+    parts = {p.name for p in measure.iterdir() if (p / "__init__.py").exists()}
+    assert parts == set(MEASURE_PARTS), f"measure/ subpackages without a row in MEASURE_PARTS: {parts ^ set(MEASURE_PARTS)}"
+    assert {p.name for p in measure.glob("*.py")} == {"__init__.py", "__main__.py"}, "a module outside measure's parts"
+    imports = _all_imports()
+    assert imports["shardbudget.measure.analysis.check"] & {"shardbudget.measure.logs.read"}  # fed real edges
+    breaches = _measure_breaches(imports)
+    assert not breaches, "imports against MEASURE_PARTS:\n" + "\n".join(breaches)
+    imports["shardbudget.measure.logs.read"] = imports["shardbudget.measure.logs.read"] | {"shardbudget.measure.analysis.fit"}
+    assert _measure_breaches(imports) == [
+        "shardbudget.measure.logs.read (logs) imports shardbudget.measure.analysis.fit (analysis)"]
+
+
 def test_a_cycle_is_found_when_there_is_one():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
@@ -278,7 +317,7 @@ def test_imports_are_at_the_top(path):
 @pytest.mark.parametrize("path", sorted((SRC / "cli").glob("*.py")), ids=lambda p: p.name)
 def test_command_modules_import_no_library_at_start_up(path):
     """Top-level imports of a command module: typer, the standard library, cli/ itself (args,
-    common, options, app) and the ground floor's defaults; the library and rich only inside the commands."""
+    command_io, options, app) and the ground floor's defaults; the library and rich only inside the commands."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     heavy = []
     for node in tree.body:

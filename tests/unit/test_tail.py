@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from shardbudget.errors import PlanError, ShardbudgetError
-from shardbudget.measure.log_records import IterStats, Sample
+from shardbudget.measure.logs.records import IterStats, Sample
 from shardbudget.step.tail import (CallStats, call_at_size, call_from_iter_stats, call_from_p99,
                               call_from_samples, itl_tail, p99_itl_s)
 

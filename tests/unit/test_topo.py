@@ -8,9 +8,9 @@ import pytest
 from shardbudget.comm.collectives import collective_cost
 from shardbudget.errors import CatalogError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.fabric.topo import infer_profile, topo_profile, validate_profile, write_topo_profile
+from shardbudget.fabric.topo_profile import infer_profile, topo_profile, validate_profile, write_topo_profile
 from shardbudget.fabric.topo_read import parse_topology_text, read_topology_files
-from shardbudget.fabric.topology import ring_path
+from shardbudget.fabric.ring_path import ring_path
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "topo"
 SIZES = (8, 4096, 1 << 20, 64 << 20, 512 << 20)
@@ -121,7 +121,7 @@ def test_a_gpu_the_catalog_lacks_comes_in_with_gpu_spec(tmp_path):
 
 
 def test_gpu_spec_errors_are_one_line(tmp_path):
-    from shardbudget.fabric.topo import GPU_SPEC_TEMPLATE
+    from shardbudget.fabric.topo_profile import GPU_SPEC_TEMPLATE
     template = tmp_path / "t.toml"
     template.write_text(GPU_SPEC_TEMPLATE)
     with pytest.raises(CatalogError, match="fill in every <...>"):

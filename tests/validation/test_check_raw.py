@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from shardbudget import cli
-from shardbudget.measure.check import check_logs
+from shardbudget.measure.analysis.check import check_logs
 
 # file, system, options, expected exit, the first cause's kind where it fails
 RUNS = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shardbudget.comm.collectives import collective_cost, sweep
-from shardbudget.fabric.topology import ring_path
+from shardbudget.fabric.ring_path import ring_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import measured  # noqa: E402
@@ -42,7 +42,7 @@ def test_the_file_is_what_the_loader_expects(rows):
 @pytest.mark.parametrize("gpus, measured_busbw", [(2, 20.11e9), (4, 5.16e9), (8, 1.45e9)])
 def test_l40s_collapse(rows, gpus, measured_busbw):
     """measured_comm.csv l40s NCCL 2.27.3 all_reduce at 512 MiB: busbw 20.1 / 5.16 / 1.45 GB/s at
-    2 / 4 / 8 GPUs. The structure (catalog l40s-pcie, topology.py): P2P through the AMD root
+    2 / 4 / 8 GPUs. The structure (catalog l40s-pcie, ring_path.py): P2P through the AMD root
     complex at 2 GPUs; no P2P through host bridges beyond, so SHM, every hop through one socket's
     41.1 GB/s host path twice (41.1 / 8); two hops crossing the sockets at 1.45 GB/s per stream.
     Tolerance 3% (the host path and stream figures are fitted on these rows)."""

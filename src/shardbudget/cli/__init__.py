@@ -3,7 +3,7 @@ thin shell over the library that parses, calls and prints.
 
     app          the typer app, the entry point (main), errors as one line and exit 2
     args         the options the commands share: their types and how their text is read
-    common       catalog and model loading, JSON output, figures, progress
+    command_io   what a command reads and writes: catalog and model loading, JSON output, figures, progress
     fabrics      fabrics, models
     collectives  allreduce, compare
     plan         plan

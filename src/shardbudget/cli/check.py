@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import CatalogOpt, GpusOpt, JsonOpt, NodesOpt, SystemOpt
-from .common import load_catalogs, print_json
+from .command_io import load_catalogs, print_json
 
 
 @app.command()
@@ -25,7 +25,7 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug."""
-    from ..measure.check import check_logs, format_check
+    from ..measure.analysis.check import check_logs, format_check
     result = check_logs(files, system=system, catalog=load_catalogs(catalog), nodes=nodes, gpus=gpus, tolerance=tolerance)
     if json_out:
         print_json(result.to_dict())

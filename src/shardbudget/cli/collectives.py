@@ -10,7 +10,7 @@ from . import args
 from .app import app
 from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
                    NodesOpt, OpOpt, PlotOpt, SystemOpt, SystemsOpt, size_opt)
-from .common import check_plot, load_catalogs, print_json, write_plot
+from .command_io import check_plot, load_catalogs, print_json, write_plot
 from .options import FABRIC, FabricArgs, build_request, groups
 
 

@@ -11,7 +11,7 @@ from . import args
 from .app import app
 from .args import (ContextOpt, DeployBatchOpt, ForceOpt, GpusOpt, InputLenOpt, JitterOpt, JsonOpt, MemoryOpt,
                    ModelOpt, NodesOpt, OutputLenOpt, PlotOpt, SystemOpt)
-from .common import check_plot, print_json, write_plot
+from .command_io import check_plot, print_json, write_plot
 from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 

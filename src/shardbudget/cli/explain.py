@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import BatchOpt, ContextOpt, JsonOpt, ModelOpt, NodesOpt
-from .common import print_json
+from .command_io import print_json
 from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 ExplainSystemsOpt = Annotated[Optional[list[str]], typer.Option(

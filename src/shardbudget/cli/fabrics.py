@@ -8,7 +8,7 @@ import typer
 
 from .app import app
 from .args import CatalogOpt, JsonOpt
-from .common import load_catalogs, print_json
+from .command_io import load_catalogs, print_json
 
 
 @app.command()

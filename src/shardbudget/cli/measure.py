@@ -11,7 +11,7 @@ from . import args
 from .app import app
 from .args import (CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, IterationsOpt, JsonOpt, NameOpt, OpOpt, OutOpt,
                    PlotOpt, hidden, renamed, size_opt)
-from .common import check_plot, load_catalogs, print_json, write_plot
+from .command_io import check_plot, load_catalogs, print_json, write_plot
 
 
 @app.command()
@@ -35,7 +35,7 @@ def measure(
     sizes: hidden("--sizes") = None,
 ) -> None:
     """Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out."""
-    from ..measure import command as measure_command  # the one runner, shared with `python -m shardbudget.measure`
+    from ..measure.harness import command as measure_command  # the one runner, shared with `python -m shardbudget.measure`
     from ..errors import MeasureError
     gpus = renamed(gpus, nproc, "--nproc", "--gpus")
     size = renamed(size, [sizes] if sizes else None, "--sizes", "--size") or ["8B:64MiB"]
@@ -66,8 +66,8 @@ def fit(
 
     A profile outside physical bounds (a link faster than its datasheet, a collective under 1 us) is
     refused with the bound named; --force keeps it, with a warning (and overwrites --out)."""
-    from ..measure.fit import check_profile_path, fit_profile, write_profile
-    from ..measure.logs import read_logs, summarize
+    from ..measure.analysis.fit import check_profile_path, fit_profile, write_profile
+    from ..measure.logs.read import read_logs, summarize
     check_plot(plot, force=force)
     if out:  # before the fit: a refused --out must not cost the user a run
         check_profile_path(out, force=force)
@@ -114,7 +114,7 @@ def lab(
     """Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted."""
     from .. import units
     from ..errors import MeasureError
-    from ..measure.lab import format_lab, lab_unavailable, run_lab
+    from ..measure.harness.lab import format_lab, lab_unavailable, run_lab
     gpus = renamed(gpus, ranks, "--ranks", "--gpus") or 2
     size = renamed(size, [sizes] if sizes else None, "--sizes", "--size") or ["8B:8MiB"]
     if len(size) != 1:

@@ -26,7 +26,7 @@ from typing import Optional, get_type_hints
 
 from ..defaults import BATCHES, COMM_THRESHOLD, DEFAULT_ENGINE, KNEE_THRESHOLD
 from . import args
-from .common import load_catalogs, model_name
+from .command_io import load_catalogs, model_name
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ from . import args
 from .app import app
 from .args import (BatchOpt, ContextOpt, InputLenOpt, JitterOpt, JsonOpt, MemoryOpt, ModelOpt, NodesOpt, OutputLenOpt,
                    PlotOpt, ForceOpt, SystemOpt)
-from .common import check_plot, print_json, write_plot
+from .command_io import check_plot, print_json, write_plot
 from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 PpAllOpt = Annotated[bool, typer.Option("--pp-all", help="Sweep every PP degree, not only those that fill the nodes.")]

@@ -10,7 +10,7 @@ import typer
 from . import args
 from .app import app
 from .args import BatchOpt, ContextOpt, EngineOpt, ForceOpt, JsonOpt, ModelOpt, NodesListOpt, OutOpt, SystemsOpt
-from .common import print_json, progress_bar
+from .command_io import print_json, progress_bar
 from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
 

@@ -10,12 +10,12 @@ import typer
 
 from .app import app
 from .args import CatalogOpt, ForceOpt, JsonOpt, NameOpt, OutOpt
-from .common import load_catalogs, print_json
+from .command_io import load_catalogs, print_json
 
 
 def _print_template(value: bool) -> None:
     if value:
-        from ..fabric.topo import GPU_SPEC_TEMPLATE
+        from ..fabric.topo_profile import GPU_SPEC_TEMPLATE
         sys.stdout.write(GPU_SPEC_TEMPLATE)
         raise typer.Exit()
 
@@ -36,7 +36,7 @@ def topo(
     json_out: JsonOpt = False,
 ) -> None:
     """A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report (printed without --out)."""
-    from ..fabric.topo import check_topo_path, topo_profile, write_topo_profile
+    from ..fabric.topo_profile import check_topo_path, topo_profile, write_topo_profile
     from ..quoting import terminal
     if out:  # before reading: a refused --out must not cost the user the run
         check_topo_path(out, force=force)

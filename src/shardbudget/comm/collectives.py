@@ -7,7 +7,7 @@ every (algorithm, protocol) pair is a straight line in the message size (nccl_al
 
 and `auto` runs, at each size, the line NCCL's own estimate of the same formulas says is fastest
 (lines.pick), timed with the measured figures: the fabrics' *achievable* bus bandwidth, each GPU
-generation's small-message floors, the node's topology (topology.ring_path: transports and shared
+generation's small-message floors, the node's topology (ring_path.ring_path: transports and shared
 links per ring hop). Bus bandwidth converts to algorithm bandwidth with the nccl-tests factors:
 
     all-reduce: busbw = algbw * 2(p-1)/p      all-gather / reduce-scatter / all-to-all: (p-1)/p
@@ -34,7 +34,7 @@ from .nvls_gather import NVLS_MAX_ARITY, nvls_gather
 from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (re-exported)
 from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
                          nvls_small, protocols, ring, sendrecv, tree)
-from ..fabric.topology import Path, ring_path
+from ..fabric.ring_path import Path, ring_path
 
 # The operations this model prices (reduce is measured by nccl-tests but never inserted by a plan).
 OPS = tuple(op for op in CollectiveOp if op is not CollectiveOp.REDUCE)
@@ -82,7 +82,7 @@ def require_peers(group: Group, what: str) -> Group:
 
 
 def intra_path(system: System, g: int) -> Path:
-    """The ring over g GPUs of one node, derived from the node's topology (topology.ring_path:
+    """The ring over g GPUs of one node, derived from the node's topology (ring_path.ring_path:
     per-hop transport, shared links counted; computed once per (system, g))."""
     return ring_path(system, g)
 

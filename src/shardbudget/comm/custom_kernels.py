@@ -14,7 +14,7 @@ from .op import busbw_factor
 from .lines import Candidate, Group
 from ..fabric.nccl_constants import EngineKernels
 from .nccl_algos import intra_hop_s, nvls
-from ..fabric.topology import ring_path
+from ..fabric.ring_path import ring_path
 
 ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
 IMPLS = ("nccl", "custom") + ENGINES

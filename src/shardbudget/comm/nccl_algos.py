@@ -29,7 +29,7 @@ from .lines import Candidate, Group
 from .net_path import node_nic_bytes_per_s, staged_hop_s
 from .nccl_graph import NVLS_MAX_HEADS, nvls_graph, nvls_graph_busbw, ring_ll128_cap
 from ..fabric.nccl_constants import NcclConstants
-from ..fabric.topology import Path, ring_path
+from ..fabric.ring_path import Path, ring_path
 
 # tuning.cc: a tree step moves busBw * 0.92 of the ring's rate, then its protocol's share
 TREE_BW_FACTOR = 0.92

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from .lines import Group
-from ..fabric.topology import Path
+from ..fabric.ring_path import Path
 
 # device.h NCCL_MAX_NVLS_ARITY: an NVLS graph has at most this many channels (heads)
 NVLS_MAX_HEADS = 32

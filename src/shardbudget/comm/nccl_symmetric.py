@@ -39,7 +39,7 @@ from .lines import Candidate, Group
 from .nccl_algos import nvls
 from .op import busbw_factor
 from ..fabric.hardware import NcclSymmetric
-from ..fabric.topology import ring_path
+from ..fabric.ring_path import ring_path
 
 SYMMETRIC_FROM = (2, 27)
 """First NCCL release with the symmetric kernels."""

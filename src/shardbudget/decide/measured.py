@@ -14,7 +14,7 @@ from ..comm.op import op_or_none
 from ..errors import ShardbudgetError
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog, System
-from ..measure.log_records import MeasurementSet, Sample
+from ..measure.logs.records import MeasurementSet, Sample
 from .compare import effective_impl
 
 

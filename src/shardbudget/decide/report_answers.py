@@ -18,7 +18,7 @@ from .. import defaults
 from ..comm.collectives import Cost, Group, crossover_bytes, make_group, sweep
 from ..comm.op import CollectiveOp
 from ..errors import PlanError, ShardbudgetError
-from ..measure.logs import read_log
+from ..measure.logs.read import read_log
 from ..model import hidden_message_bytes
 from .compare import effective_impl
 from .deploy import DeployResult, deploy

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import PlanError
-from ..measure.log_records import Sample
-from ..measure.logs import read_logs
+from ..measure.logs.records import Sample
+from ..measure.logs.read import read_logs
 from ..step.tail import CallStats, call_at_size, p99_itl_s
 
 QUANTILE = 0.99

@@ -4,10 +4,10 @@ description of itself (`nvidia-smi topo`, NCCL's topology XML) turned into a pro
     hardware        Fabric, GPU, CPU, PcieTree, System, Catalog: frozen dataclasses of SI floats
     catalog         load_catalog: the TOML files read, merged and validated (with user --catalog files)
     nccl_constants  NCCL's tuning constants and the engines' kernel constants as the catalog stores them
-    topology        the path a ring over g GPUs of one node takes: PCIe distance, transport, shared links
-    topo_read       reading `nvidia-smi topo -m`, `topo -p2p r` and NCCL topology XML
+    ring_path       the path a ring over g GPUs of one node takes: PCIe distance, transport, shared links
+    topo_read       `shardbudget topo`'s input: `nvidia-smi topo -m`, `topo -p2p r` and NCCL topology XML
     topo_build      the catalog entries (fabrics, CPU, NICs, P2P) a read topology is described with
-    topo            `shardbudget topo`: a read topology as a system profile in catalog format
+    topo_profile    `shardbudget topo`: a read topology as a system profile in catalog format, written
 
 May import: the root modules (units, dtypes, errors, atomic). Nothing above it.
 """

@@ -1,6 +1,6 @@
 """The catalog entries a topology is described with: fabrics, CPU, NICs and P2P for `topo`'s profile.
 
-`topo` decides the shape (NVLink, NUMA domains, PCIe switches); this module names the catalog entries
+`topo_profile` decides the shape (NVLink, NUMA domains, PCIe switches); this module names the catalog entries
 that price it, each choice with the reason it was made, in `Facts.notes`. The tables below are data
 with their sources; a choice the input cannot support is taken from the built-in system of the same
 GPU (`template`) and says so.

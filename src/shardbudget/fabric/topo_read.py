@@ -111,7 +111,7 @@ class XmlTopology:
 
 @dataclass(frozen=True)
 class TopoInput:
-    """Everything the files said, merged; `infer` in `topo` turns it into a system profile."""
+    """Everything the files said, merged; `infer_profile` in `topo_profile` turns it into a system profile."""
 
     sources: tuple[str, ...]
     matrix: Matrix | None = None

@@ -1,8 +1,8 @@
-"""``python -m shardbudget.measure`` (and torchrun's ``-m shardbudget.measure``): see `command`."""
+"""``python -m shardbudget.measure`` (and torchrun's ``-m shardbudget.measure``): see `harness.command`."""
 
 import sys
 
-from .command import main
+from .harness.command import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -29,7 +29,7 @@ def measured_vs_predicted(measured: MeasuredEntry, *, color: str | None = None, 
     (predicted − measured) / measured per size in a lower panel.
 
     `measured` is a `decide.measured.MeasuredEntry` (a log beside the catalog model of its system);
-    or a `measure.fit.FitResult` (`shardbudget fit --plot`), whose residuals hold the fitted
+    or a `measure.analysis.fit.FitResult` (`shardbudget fit --plot`), whose residuals hold the fitted
     profile's predictions."""
     if hasattr(measured, "residuals") and hasattr(measured, "base_system"):
         return _fit_vs_measured(measured, color=color, max_runs=max_runs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ShardbudgetError
-from ..measure.logs import summarize
+from ..measure.logs.read import summarize
 from ..units import format_decimal_bytes, format_rate
 from .fig_collectives import fabric_comparison
 from .fig_measured import measured_vs_predicted

@@ -4,7 +4,7 @@ One decode step (one token) runs its compute and, on the critical path, a fixed 
 collectives: under tensor parallelism 2 all-reduces per layer (after attention and after the MLP),
 plus the LM head's. Each call's time varies from token to token (a late rank, a preempted proxy
 thread, a congested link); nccl-tests ``-I 1`` and the harness record that per iteration
-(`measure.log_records.IterStats`). The question is the p99 of the *sum*, and the p99 of a sum of
+(`measure.logs.records.IterStats`). The question is the p99 of the *sum*, and the p99 of a sum of
 n calls is not n x the p99 of one: a token in which every one of 160 calls hits its own p99 is far
 rarer than 1 in 100.
 
@@ -30,7 +30,7 @@ from statistics import NormalDist
 
 
 from ..errors import PlanError
-from ..measure.log_records import IterStats, Sample
+from ..measure.logs.records import IterStats, Sample
 from .tail_sum import convolved_quantile, gamma_quantile
 
 FAMILIES = ("fixed", "shifted-exponential", "lognormal", "samples")

@@ -3,7 +3,7 @@
     flags     each engine's flag tables (`[cli]` of engines/<engine>.toml) and the check that a line parses
     priced    what the option priced (sides, precision, graphs, speculation, all-reduce) and where engines run
     layout    steps on nodes, GPUs and ports; the text; the YAML writer
-    common    what the builders share (flags by role, image, NCCL's environment)
+    builder_kit  what the builders build with (flags by role, memory fraction, image, NCCL's environment)
     vllm, sglang, trtllm   each engine's servers, multi-node launchers, disaggregation and router
     emit      `deploy --emit slurm|k8s DIR`: a Slurm batch script or Kubernetes manifests
     k8s       pods and names for `--emit k8s`; a disaggregated deployment's manifests (a StatefulSet per side)

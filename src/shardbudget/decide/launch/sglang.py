@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ...engines.cli_tables import load_cli
 from ...engines.presets import load_engine
-from .common import Flags, assemble, draft_name, memory_fraction, spec_note
+from .builder_kit import Flags, assemble, draft_name, memory_fraction, spec_note
 from .layout import DIST_PORT, ROUTER_PORT, SERVER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 

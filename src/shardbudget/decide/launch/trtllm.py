@@ -11,7 +11,7 @@ Disaggregated context and generation servers carry a cache_transceiver_config an
 from __future__ import annotations
 
 from ...engines.cli_tables import load_cli
-from .common import Flags, assemble, draft_name, memory_fraction, spec_note
+from .builder_kit import Flags, assemble, draft_name, memory_fraction, spec_note
 from .layout import ROUTER_PORT, Launch, Placer, Step, node_ip, to_yaml
 from .priced import Priced, Side
 

@@ -17,7 +17,7 @@ import json
 import math
 
 from ...engines.cli_tables import load_cli
-from .common import Flags, assemble, draft_name, memory_fraction, spec_note
+from .builder_kit import Flags, assemble, draft_name, memory_fraction, spec_note
 from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 

@@ -6,9 +6,9 @@ by its canonical name ("fp32"); either is kept as the file spells it, like any o
 
 from __future__ import annotations
 
-from ..comm.op import busbw_factor, op_or_none
-from ..errors import MeasureError
-from .log_records import (BW_TOLERANCE, OPS, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
+from ...comm.op import busbw_factor, op_or_none
+from ...errors import MeasureError
+from .records import (BW_TOLERANCE, OPS, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
                           iter_stats_of, positive_int, size_list)
 from .nccl_json import load_json, looks_like_nccl_tests, parse_nccl_tests
 

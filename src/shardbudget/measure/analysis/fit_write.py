@@ -22,10 +22,10 @@ from pathlib import Path
 
 import tomli_w
 
-from ..atomic import check_output_path, write_atomic
-from ..errors import MeasureError
-from ..fabric.hardware import CPU, Fabric, System
-from ..quoting import one_line
+from ...atomic import check_output_path, write_atomic
+from ...errors import MeasureError
+from ...fabric.hardware import CPU, Fabric, System
+from ...quoting import one_line
 
 
 def scale_node(base: System, ratio: float, *, name: str, sources: str, intra: Fabric) -> System:

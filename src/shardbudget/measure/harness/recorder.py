@@ -13,9 +13,9 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.progress import Progress as RichProgress
 
-from ..atomic import write_atomic
-from ..errors import MeasureError
-from ..units import format_bytes
+from ...atomic import write_atomic
+from ...errors import MeasureError
+from ...units import format_bytes
 from .peers import node_count
 from .results import MeasureResult, PlannedSize, SizeResult, summarize
 

@@ -42,17 +42,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..comm.op import busbw_factor
-from ..comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
-from ..datafile import find
-from ..errors import MeasureError
-from ..fabric.hardware import Catalog, System
-from ..fabric.catalog import load_catalog
-from ..fabric.topology import ring_path
-from ..comm.nccl_algos import nic_bytes_per_s
-from ..units import format_bytes, format_rate, format_seconds
+from ...comm.op import busbw_factor
+from ...comm.collectives import candidates, make_group, normalize_op, nvls_efficiency, pick
+from ...datafile import find
+from ...errors import MeasureError
+from ...fabric.hardware import Catalog, System
+from ...fabric.catalog import load_catalog
+from ...fabric.ring_path import ring_path
+from ...comm.nccl_algos import nic_bytes_per_s
+from ...units import format_bytes, format_rate, format_seconds
 from .fit_write import check_profile_path, profile_toml, scale_node, write_profile  # noqa: F401 (re-exported)
-from .logs import MeasurementSet, Sample
+from ..logs.read import MeasurementSet, Sample
 
 HELDOUT_WARN = 0.25
 """Held-out median |error| above which the fit warns (issue 12: 25%)."""

@@ -1,6 +1,6 @@
 """One rank of the collective benchmark; the only module of the harness that imports torch.
 
-The harness starts it as ``python -m shardbudget.measure.worker CONFIG_JSON`` (one process per
+The harness starts it as ``python -m shardbudget.measure.harness.worker CONFIG_JSON`` (one process per
 rank; events go to stdout as ``@shardbudget {json}`` lines), or calls `run_rank` in-process under
 torchrun / srun. Either way the rank reports through ``emit(event)`` and never writes files; the
 events and the configuration are defined in `protocol`, which is all this module shares with the
@@ -23,8 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .. import dtypes
-from ..comm.op import CollectiveOp
+from ... import dtypes
+from ...comm.op import CollectiveOp
 from .peers import PeerReport, short_error
 from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, RankConfig, event_line,
                        parse_faults)

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..comm.op import CollectiveOp, busbw_factor
-from ..errors import MeasureError
-from ..units import format_bytes, format_rate, format_seconds, parse_rate, parse_size_range
+from ...comm.op import CollectiveOp, busbw_factor
+from ...errors import MeasureError
+from ...units import format_bytes, format_rate, format_seconds, parse_rate, parse_size_range
 
 PREFIX = "sblab"
 SUBNET = "10.250"  # only ever assigned to veths inside namespaces created here

@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .log_records import UINT, num, positive_int
+from .records import UINT, num, positive_int
 
 
 # --- nccl-tests text: tokens -----------------------------------------------------------------

@@ -34,17 +34,17 @@ from dataclasses import dataclass, replace
 
 from .check_causes import Cause, TableFacts, diagnose, erratic
 from .check_rows import device_note, outcome, own_problems, plateau_note, plausible
-from ..comm.collectives import OPS, make_group
-from ..comm.op import busbw_factor
-from ..errors import MeasureError, PlanError
-from ..fabric.hardware import Catalog, System
-from ..fabric.catalog import load_catalog
+from ...comm.collectives import OPS, make_group
+from ...comm.op import busbw_factor
+from ...errors import MeasureError, PlanError
+from ...fabric.hardware import Catalog, System
+from ...fabric.catalog import load_catalog
 from .fit import forced_by, nccl_line
-from ..defaults import CHECK_TOLERANCE as DEFAULT_TOLERANCE
-from .log_records import LogProblem, NoUsableRows
-from .logs import MeasurementSet, Sample, parse_log_text, read_log_text
-from .nccl_info import NcclSettings, settings_for
-from ..units import format_bytes, format_rate, format_seconds
+from ...defaults import CHECK_TOLERANCE as DEFAULT_TOLERANCE
+from ..logs.records import LogProblem, NoUsableRows
+from ..logs.read import MeasurementSet, Sample, parse_log_text, read_log_text
+from ..logs.nccl_info import NcclSettings, settings_for
+from ...units import format_bytes, format_rate, format_seconds
 
 REGIONS = ("latency floor", "mid sizes", "bandwidth plateau")
 LATENCY_FLOOR_SHARE = 0.75

@@ -4,7 +4,7 @@ A health check answers "is this result normal?"; it must never answer yes for a 
 returned wrong data, for numbers no hardware produces, or for a run that did not finish. So, besides
 the regions' ratios, a table (and the whole check) fails on:
 
-* the readers' problems (`log_records.LogProblem`): **corrupted** results (nccl-tests' ``#wrong``
+* the readers' problems (`logs.records.LogProblem`): **corrupted** results (nccl-tests' ``#wrong``
   column, its "Out of bounds values : N FAILED" footer, ``nwrong`` in its JSON, the harness's
   ``wrong`` under ``--check``), **impossible** times (NaN, infinite, zero, negative, over an hour),
   a **truncated** log (no "# Avg bus bandwidth" footer after a table that has nccl-tests' header, a
@@ -23,9 +23,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..fabric.hardware import Catalog, Fabric, System
-from ..units import format_bytes, format_rate
-from .log_records import PROBLEM_KINDS, LogProblem, MeasurementSet, Sample, size_list
+from ...fabric.hardware import Catalog, Fabric, System
+from ...units import format_bytes, format_rate
+from ..logs.records import PROBLEM_KINDS, LogProblem, MeasurementSet, Sample, size_list
 
 BUSBW_CEILING_FACTOR = 2.0
 """A rank cannot move data faster than its fastest link, per direction. busbw counts the bytes a

@@ -4,7 +4,7 @@ import pytest
 
 from shardbudget.errors import CatalogError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.fabric.topology import p2p_level, path_type, ring_path
+from shardbudget.fabric.ring_path import p2p_level, path_type, ring_path
 
 
 @pytest.fixture(scope="module")

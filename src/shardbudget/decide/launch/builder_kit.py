@@ -1,5 +1,5 @@
-"""What the three engines' builders share: the flag list of a line, the image, NCCL's environment,
-the Launch assembled around the steps."""
+"""What the three engines' builders (vllm, sglang, trtllm) build with: the flag list of a line, the
+memory fraction it sets, the image, NCCL's environment, the Launch assembled around the steps."""
 
 from __future__ import annotations
 

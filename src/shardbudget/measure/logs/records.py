@@ -1,6 +1,6 @@
 """What the log readers return (`Sample`, `MeasurementSet`) and the number readers they share.
 
-See `logs` for the formats read and what each nccl-tests column means.
+See `read` for the formats read and what each nccl-tests column means.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..comm.op import CollectiveOp
-from ..errors import MeasureError
-from ..units import format_bytes
+from ...comm.op import CollectiveOp
+from ...errors import MeasureError
+from ...units import format_bytes
 
 OPS = tuple(CollectiveOp)
 """Every collective nccl-tests / rccl-tests times: the readers accept them all."""

@@ -51,9 +51,9 @@ import os
 import re
 from dataclasses import replace
 
-from ..comm.op import busbw_factor, op_or_none
-from ..errors import MeasureError
-from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
+from ...comm.op import busbw_factor, op_or_none
+from ...errors import MeasureError
+from .records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, finite, impossible_time,
                           iter_stats_of, positive_int, size_list)
 from .nccl_scan import BINARY, library_version
 

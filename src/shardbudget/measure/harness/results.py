@@ -1,7 +1,7 @@
 """The sweep's sizes, its measured rows and the nccl-tests style table they print as.
 
 What each number means (nccl-tests' size and count per op, median of the slowest rank, algbw and
-busbw) is set out in the `harness` module docstring.
+busbw) is set out in the `run` module docstring.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..comm.op import CollectiveOp, busbw_factor
-from .. import dtypes
-from ..errors import MeasureError
-from ..units import format_bytes
+from ...comm.op import CollectiveOp, busbw_factor
+from ... import dtypes
+from ...errors import MeasureError
+from ...units import format_bytes
 
 # --- sizes ------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""What the command modules share beyond their options: the catalog and model they name, JSON on
-stdout, figures written on request, and a progress bar for the long commands. The library is
+"""What a command reads and writes beyond its options, shared by the command modules: the catalog
+and model it names, JSON on stdout, figures written on request, and a progress bar for the long
+commands. The library is
 imported when a command runs, not when this module is (start-up: `--help` needs none of it)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ returns a `MeasureResult`; `command` (``shardbudget measure``) is a thin shell o
 is always torch's (gloo on CPUs, NCCL on GPUs); this module only launches, times and bookkeeps.
 It never imports torch at module level, so ``import shardbudget`` works without it.
 
-The parts it drives are listed in the `shardbudget.measure` package docstring; `protocol` is all
+The parts it drives are listed in the `shardbudget.measure.harness` package docstring; `protocol` is all
 that the parent and the ranks (`worker`) share.
 
 What the numbers mean (nccl-tests ``doc/PERFORMANCE.md`` and ``src/*.cu``)
@@ -42,7 +42,7 @@ algbw, busbw
 
 Launchers
 ---------
-Locally, `run_measure` starts ``nproc`` worker processes (``python -m shardbudget.measure.worker``),
+Locally, `run_measure` starts ``nproc`` worker processes (``python -m shardbudget.measure.harness.worker``),
 one rank each, rendezvous on 127.0.0.1 and a free port. Under ``torchrun`` (RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT set) or ``srun`` (SLURM_PROCID, SLURM_STEP_NUM_TASKS set) the calling
 process *is* a rank: nothing is spawned, and only rank 0 prints and writes the output file.
@@ -98,9 +98,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..atomic import check_output_path
-from ..errors import MeasureError
-from .checks import check_cuda, check_host, check_port_free, check_request, free_port
+from ...atomic import check_output_path
+from ...errors import MeasureError
+from .preflight import check_cuda, check_host, check_port_free, check_request, free_port
 from .launched import run_launched
 from .launchers import Launch, detect_launcher
 from .local import run_local

@@ -1,6 +1,6 @@
 """What the harness and its ranks agree on: one module both import, so neither imports the other.
 
-The parent (`harness`, `local`) and each rank (`worker`) share only this: the configuration a rank
+The parent (`run`, `local`) and each rank (`worker`) share only this: the configuration a rank
 runs with (`RankConfig`, sent as JSON on the command line), the events a rank reports
 (`Event`, one ``@shardbudget {json}`` line each on stdout), the test hook's faults, the
 collectives and element types the harness can time, and the constants both sides need.
@@ -28,10 +28,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..comm.op import CollectiveOp
-from ..dtypes import TABLE as DTYPE_TABLE
-from ..errors import MeasureError
-from ..units import parse_bytes
+from ...comm.op import CollectiveOp
+from ...dtypes import TABLE as DTYPE_TABLE
+from ...errors import MeasureError
+from ...units import parse_bytes
 
 OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER,
        CollectiveOp.ALL_TO_ALL)
@@ -107,7 +107,7 @@ def armed_faults() -> str:
     text = os.environ.get(FAULT_ENV, "")
     if not text:
         return ""
-    tests = Path(__file__).resolve().parents[3] / "tests" / "hooks"
+    tests = Path(__file__).resolve().parents[4] / "tests" / "hooks"  # src/shardbudget/measure/harness/ -> the checkout
     try:
         spec = importlib.util.find_spec(FAULT_HOOK)
     except (ImportError, ValueError):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checks import is_loopback
+from .preflight import is_loopback
 from .launchers import tcp_init
 from .protocol import STARTUP_ALLOWANCE_S, Event, RankConfig, read_event_line
 from .recorder import Recorder
@@ -47,7 +47,7 @@ def run_local(base: dict[str, Any], *, world_size: int, master_addr: str, master
 
 def worker_env(master_addr: str) -> dict[str, str]:
     env = dict(os.environ)
-    src_dir = str(Path(__file__).resolve().parents[2])  # the workers import this very package
+    src_dir = str(Path(__file__).resolve().parents[3])  # src/: the workers import this very package
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src_dir, env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: P ranks must not oversubscribe
     if is_loopback(master_addr) and "GLOO_SOCKET_IFNAME" not in env:
@@ -73,7 +73,7 @@ class LocalRanks:
             err = tempfile.TemporaryFile()
             self.stderr.append(err)
             proc = subprocess.Popen(
-                [sys.executable, "-m", "shardbudget.measure.worker", cfg.to_json()],
+                [sys.executable, "-m", "shardbudget.measure.harness.worker", cfg.to_json()],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env,
                 start_new_session=True)  # Ctrl-C reaches the parent only; it stops the ranks
             self.procs.append(proc)

@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ..errors import MeasureError
-from .checks import check_host
+from ...errors import MeasureError
+from .preflight import check_host
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ We re-derive algbw and busbw from size and time at full precision (the file roun
 Everything a malformed file can cause is a `MeasureError` with a one-line message; nothing else
 escapes, whatever the bytes.
 
-This module holds the entry points and the file reading; the records are in `log_records`,
-shardbudget's JSON in `log_json`, nccl-tests' JSON in `nccl_json`, and nccl-tests text in
+This module holds the entry points and the file reading; the records are in `records`,
+shardbudget's JSON in `shardbudget_json`, nccl-tests' JSON in `nccl_json`, and nccl-tests text in
 `nccl_scan` (lines into tables) and `nccl_tables` (tables into samples).
 """
 
@@ -48,12 +48,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from ..atomic import read_user_file
-from ..comm.op import parse_op
-from ..errors import MeasureError
-from ..units import format_bytes
-from .log_json import parse_json
-from .log_records import OPS, TOOLS, IterStats, MeasurementSet, Sample, check_n_ranks
+from ...atomic import read_user_file
+from ...comm.op import parse_op
+from ...errors import MeasureError
+from ...units import format_bytes
+from .shardbudget_json import parse_json
+from .records import OPS, TOOLS, IterStats, MeasurementSet, Sample, check_n_ranks
 from .nccl_scan import LINE_PREFIX, Options
 from .nccl_tables import parse_text
 

@@ -28,12 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..comm.collectives import candidates, make_group
-from ..fabric.hardware import System
-from ..comm.lines import Candidate, Group, pick
-from .nccl_info import NcclSettings
-from ..comm.nccl_algos import nvls
-from ..units import format_bytes
+from ...comm.collectives import candidates, make_group
+from ...fabric.hardware import System
+from ...comm.lines import Candidate, Group, pick
+from ..logs.nccl_info import NcclSettings
+from ...comm.nccl_algos import nvls
+from ...units import format_bytes
 
 PLATEAU, LATENCY, MID = "bandwidth plateau", "latency floor", "mid sizes"
 SOCKET_BELOW = 0.35

@@ -1,7 +1,7 @@
 """The one command line of the harness, behind ``shardbudget measure``, ``python -m
 shardbudget.measure`` and torchrun's ``-m shardbudget.measure``.
 
-A thin shell over `harness.run_measure`: parse, call, print. The table goes to stdout row by row,
+A thin shell over `run.run_measure`: parse, call, print. The table goes to stdout row by row,
 after one header line; errors are one line on stderr with a non-zero exit (2: bad input, 1: the run
 failed or the check found wrong values, 130: interrupted). ``shardbudget measure`` hands its raw
 arguments to `run`, so both front ends take the same options and print the same output.
@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from .. import dtypes
-from ..comm.op import parse_op
-from ..errors import MeasureError, ShardbudgetError
-from ..units import parse_bytes, parse_list, parse_seconds, parse_size_range
-from .harness import run_measure
+from ... import dtypes
+from ...comm.op import parse_op
+from ...errors import MeasureError, ShardbudgetError
+from ...units import parse_bytes, parse_list, parse_seconds, parse_size_range
+from .run import run_measure
 from .launchers import is_reporting_rank
 from .protocol import BACKENDS, DTYPES, OPS
 from .results import MeasureResult, MeasureRunError, SizeResult, format_table_header, format_table_row

@@ -8,9 +8,9 @@ import math
 import re
 import socket
 
-from .. import dtypes
-from ..comm.op import CollectiveOp, parse_op
-from ..errors import MeasureError, UnknownNameError, did_you_mean
+from ... import dtypes
+from ...comm.op import CollectiveOp, parse_op
+from ...errors import MeasureError, UnknownNameError, did_you_mean
 from .protocol import BACKENDS, DTYPES, OPS, check_max_value
 
 

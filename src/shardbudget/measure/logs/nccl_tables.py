@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..comm.op import CollectiveOp, busbw_factor, op_or_none
-from ..errors import MeasureError
-from ..units import format_bytes
-from .log_records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, impossible_time,
+from ...comm.op import CollectiveOp, busbw_factor, op_or_none
+from ...errors import MeasureError
+from ...units import format_bytes
+from .records import (BW_TOLERANCE, OPS, IterStats, MeasurementSet, Notes, NoUsableRows, Sample, impossible_time,
                           positive_int, size_list)
 from .nccl_scan import ANNOTATED_VERSION, BINARY, WRONG, Options, Row, Table, parse_command, scan
 
