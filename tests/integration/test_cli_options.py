@@ -90,17 +90,34 @@ def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
     assert "warning: --nproc is now --gpus" in err and "at least 2 ranks, got 0" in err
 
 
-def test_defaults_repeated_in_args_are_the_librarys():
-    from shardbudget.decide.deploy import MAX_BATCH
-    from shardbudget.engines.presets import ENGINE_NAMES
-    from shardbudget.measure.analysis.check import DEFAULT_TOLERANCE
-    from shardbudget.report.grid import DEFAULT_BUDGET_STEPS
-    from shardbudget.report.tables import DEPLOY_ROWS
-    from shardbudget.step.settings import DEFAULT_ENGINE
-    assert (args.DEFAULT_ENGINE, args.ENGINES, args.DEFAULT_TOLERANCE, args.DEFAULT_BUDGET_STEPS, args.DEPLOY_ROWS) == \
-        (DEFAULT_ENGINE, ENGINE_NAMES, DEFAULT_TOLERANCE, DEFAULT_BUDGET_STEPS, DEPLOY_ROWS)
-    assert args.DEPLOY_MAX_BATCH == MAX_BATCH
-    for engine in ENGINE_NAMES:  # --engine's help lists every engine, in plan and deploy alike
+def test_a_default_is_written_once_in_defaults_py():
+    """Issue 32: the defaults of a request live in shardbudget/defaults.py alone. No function under
+    src/ spells one as a literal for a parameter of that name (a budget of 0.030 or a context of
+    4096 typed again), and cli/args.py takes them from there, so the CLI and the library cannot drift."""
+    import ast
+
+    from shardbudget import defaults
+    named = {"budget_s": defaults.BUDGET_S, "context": defaults.CONTEXT_TOKENS, "input_len": defaults.INPUT_TOKENS,
+             "output_len": defaults.OUTPUT_TOKENS, "engine": defaults.DEFAULT_ENGINE,
+             "comm_threshold": defaults.COMM_THRESHOLD, "knee_threshold": defaults.KNEE_THRESHOLD,
+             "draft_tokens": defaults.DRAFT_TOKENS, "acceptance": defaults.ACCEPTANCE}
+    src = Path(args.__file__).resolve().parents[1]
+    typed = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "defaults.py":
+            continue
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = fn.args.args[len(fn.args.args) - len(fn.args.defaults):] + fn.args.kwonlyargs
+            values = fn.args.defaults + fn.args.kw_defaults
+            for a, v in zip(params, values):
+                if isinstance(v, ast.Constant) and a.arg in named and v.value == named[a.arg] and \
+                        not isinstance(v.value, bool):
+                    typed.append(f"{path.relative_to(src)}:{fn.lineno} {fn.name}({a.arg}={v.value!r})")
+    assert not typed, "defaults typed again (use shardbudget.defaults):\n" + "\n".join(typed)
+    assert args.DEFAULT_ENGINE is defaults.DEFAULT_ENGINE and args.DEPLOY_MAX_BATCH is defaults.DEPLOY_MAX_BATCH
+    for engine in defaults.ENGINE_NAMES:  # --engine's help lists every engine, in plan and deploy alike
         assert engine in args.EngineOpt.__metadata__[0].help
 
 

@@ -10,6 +10,7 @@ its own kernels and thresholds. An engine runs its kernel whenever the message q
 
 from __future__ import annotations
 
+from ..defaults import DEFAULT_ENGINE
 from .op import busbw_factor
 from .lines import Candidate, Group
 from ..fabric.nccl_constants import EngineKernels
@@ -185,7 +186,7 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang", "trtllm-1.0": "trtllm"}
 
 
-def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candidate | None:
+def custom_candidate(group: Group, shots: int, *, engine: str = DEFAULT_ENGINE) -> Candidate | None:
     """The engine's one-shot (shots = 1) or two-shot kernel on `group`, whatever the size (the
     engine preset's rule has already chosen it; engines/allreduce.py): the engine's fitted launch,
     per-peer barrier and efficiency (catalog/custom_allreduce.toml), else the generic kernel of
@@ -199,7 +200,7 @@ def custom_candidate(group: Group, shots: int, *, engine: str = "vllm") -> Candi
     return Candidate("two-shot", "ll", latency + two_shot_extra_s(group, e), two_bw, priority=0, impl="custom")
 
 
-def symm_mem_candidate(group: Group, *, engine: str = "vllm", multimem: bool = True) -> Candidate | None:
+def symm_mem_candidate(group: Group, *, engine: str = DEFAULT_ENGINE, multimem: bool = True) -> Candidate | None:
     """torch symmetric-memory all-reduce as vLLM's SymmMemCommunicator runs it: the input copied into
     the symmetric buffer, the all-reduce there (multimem: NVLS in-switch reduction; else torch's
     two-shot through peer memory), the result copied out. The all-reduce's launch and barrier are
