@@ -41,7 +41,6 @@ from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.model import Plan, load_model  # noqa: E402
 from shardbudget.step.memory import fits, memory_need  # noqa: E402
 from shardbudget.step.served import served_curve  # noqa: E402
-from shardbudget.step.settings import PlanSettings, engine_efficiency  # noqa: E402
 
 DATA = ROOT / "tests" / "validation" / "data"
 TARGET_ARCHS = ("ampere", "hopper", "blackwell")

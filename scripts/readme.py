@@ -39,8 +39,8 @@ PROMPT = "$ shardbudget "
 
 @dataclass
 class Example:
-    command_line: int      # index of the `$ shardbudget` line
-    output: slice          # the page's lines that are its output
+    command_line: int  # index of the `$ shardbudget` line
+    output: slice  # the page's lines that are its output
 
     def argv(self, lines: list[str]) -> list[str]:
         return shlex.split(lines[self.command_line][2:], comments=True)
@@ -53,7 +53,7 @@ def pages() -> list[Path]:
 
 def examples(lines: list[str]) -> list[Example]:
     found: list[Example] = []
-    in_fence, skip, command = False, False, None   # command: the open example's `$` line
+    in_fence, skip, command = False, False, None  # command: the open example's `$` line
     for i, line in enumerate(lines + ["```"]):
         ends_output = in_fence and line.startswith(("```", "$ "))
         if command is not None and ends_output:
@@ -83,26 +83,36 @@ def render(shown: list[str], actual: list[str]) -> list[str]:
     segments.append(current)
     if len(segments) == 1:
         return actual
-    out, at = list(actual[:len(segments[0])]), len(segments[0])
+    out, at = list(actual[: len(segments[0])]), len(segments[0])
     for segment in segments[1:]:
         out.append(ELISION)
         if not segment:
             continue
         start = next((j for j in range(at, len(actual)) if _key(actual[j]) == _key(segment[0])), None)
         if start is None:
-            raise SystemExit(f"readme: the output no longer has a line starting {' '.join(_key(segment[0]))!r}:"
-                             " edit that example by hand")
-        out += actual[start:start + len(segment)]
+            raise SystemExit(
+                f"readme: the output no longer has a line starting {' '.join(_key(segment[0]))!r}:"
+                " edit that example by hand"
+            )
+        out += actual[start : start + len(segment)]
         at = start + len(segment)
     return out
 
 
 def run(argv: list[str], workdir: Path) -> list[str]:
-    env = dict(os.environ, COLUMNS=COLUMNS, PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb",
-               PYTHONPATH=str(ROOT / "src"))
+    env = dict(
+        os.environ, COLUMNS=COLUMNS, PYTHONUNBUFFERED="1", NO_COLOR="1", TERM="dumb", PYTHONPATH=str(ROOT / "src")
+    )
     env.pop("LINES", None)
-    done = subprocess.run([sys.executable, "-m", "shardbudget", *argv[1:]], cwd=workdir, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "shardbudget", *argv[1:]],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
     return [line.rstrip() for line in done.stdout.rstrip("\n").split("\n")]
 
 
@@ -113,6 +123,7 @@ def scratch_folder(page: Path, into: Path) -> None:
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from shared_data import find_data_dir
+
     for folder in (find_data_dir() / "raw", ROOT / "tests" / "fixtures" / "topo"):
         for path in sorted(folder.glob("*")):
             (into / path.name).symlink_to(path)

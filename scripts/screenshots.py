@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP = (900, 1550)           # window of the report's top, px
+TOP = (900, 1550)  # window of the report's top, px
 INTERACTIVE = (1280, 1400)  # window of the interactive section, px (the browser test's)
 
 
@@ -33,8 +33,9 @@ def demo_report(folder: Path) -> Path:
     """The demo's report, written by the CLI as a user would write it."""
     out = folder / "report.html"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
-    subprocess.run([sys.executable, "-m", "shardbudget", "demo", "--out", str(out)], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "shardbudget", "demo", "--out", str(out)], env=env, check=True, stdout=subprocess.DEVNULL
+    )
     return out
 
 
@@ -42,6 +43,7 @@ def browser(width_px: int, height_px: int):
     sys.path.insert(0, str(ROOT / "tests"))
     import pytest
     from browser import chromium
+
     try:
         return chromium(width_px, height_px)
     except pytest.skip.Exception as why:
@@ -51,6 +53,7 @@ def browser(width_px: int, height_px: int):
 def shoot(report: Path, out: Path) -> list[Path]:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+
     url = report.resolve().as_uri()
     written = []
     drv = browser(*TOP)

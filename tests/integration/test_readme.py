@@ -17,8 +17,13 @@ README = ROOT / "README.md"
 
 
 def _check(*pages: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme.py"), "check", *map(str, pages)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme.py"), "check", *map(str, pages)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -47,6 +52,7 @@ def test_the_readme_is_short_and_its_examples_fit_100_columns():
     assert not wide, wide
     sys.path.insert(0, str(ROOT / "scripts"))
     import readme
+
     assert readme.COLUMNS == "100" and "100 columns" in README.read_text(encoding="utf-8")
     assert len(readme.examples(lines)) == 3
 
@@ -56,6 +62,7 @@ def test_the_checker_sees_a_changed_output(tmp_path):
     and elided lines (`...`) are matched by their first words."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import readme
+
     lines = ["```", "$ shardbudget models", "a 1", "...", "c 3", "d 4", "```"]
     (ex,) = readme.examples(lines)
     assert lines[ex.command_line] == "$ shardbudget models" and ex.output == slice(2, 6)

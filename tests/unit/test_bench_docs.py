@@ -36,9 +36,23 @@ def test_every_accuracy_target_is_on_the_page_as_make_bench_prints_it():
 def test_a_snapshot_keeps_the_newest_run_of_each_script_and_refuses_a_quick_run(tmp_path):
     def results(name: str, started: str, value: float, quick: bool = False) -> Path:
         path = tmp_path / f"{name}-{started}.json"
-        path.write_text(json.dumps({"generated": started, "quick": quick, "machine": {"cpus": 2},
-                                    "runs": [{"script": "accuracy.py", "started": started, "targets": [
-                                        {"name": "x", "value": value}], "output_tail": ["..."]}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "generated": started,
+                    "quick": quick,
+                    "machine": {"cpus": 2},
+                    "runs": [
+                        {
+                            "script": "accuracy.py",
+                            "started": started,
+                            "targets": [{"name": "x", "value": value}],
+                            "output_tail": ["..."],
+                        }
+                    ],
+                }
+            )
+        )
         return path
 
     into = tmp_path / "snap.json"
