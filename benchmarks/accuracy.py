@@ -6,13 +6,17 @@ Prints, per system, how many rows were compared and the median / 90th percentile
 |predicted - measured| / measured time over all sizes and GPU counts (single-node and multi-node
 separately), the worst rows with measured beside predicted, the issue's targets, and exits 1 when a
 target is missed (2 when the data cannot be found). The rows, the keep/drop rules and the reasons live
-in tests/validation/measured.py, which this script imports by path: one copy of the loader.
+in tests/validation/measured.py, which this script imports by path: one copy of the loader. With
+$SHARDBUDGET_BENCH_RESULTS set, writes its targets and tables there as JSON for run_all.py (the
+figures docs/accuracy.md shows: scripts/bench_docs.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -90,6 +94,35 @@ def target_lines(measured, compared) -> tuple[list[str], bool]:
     return lines, ok
 
 
+def system_records(measured, compared) -> list[dict]:
+    """The rows of `system_table` as records: system, rows, median, p90, max (fractions)."""
+    out = []
+    for name, group in sorted(measured.by(compared, lambda c: _label(c.row)).items()):
+        s = measured.summarize(group)
+        out.append({"system": name, "rows": s.n, "median": s.median, "p90": s.p90,
+                    "max": max(abs(c.rel_error) for c in group)})
+    return out
+
+
+def results(measured, rows, compared) -> dict:
+    """What run_all.py records: one target per class and statistic, and the tables behind them."""
+    targets = []
+    for cls, (max_median, max_p90) in measured.TARGETS.items():
+        s = measured.summarize([c for c in compared if measured.category(c.row) == cls])
+        for stat, value, goal in (("median", s.median, max_median), ("p90", s.p90, max_p90)):
+            targets.append({"name": f"collectives {cls}: {stat} |error| ({s.n} rows)", "value": 100 * value,
+                            "unit": "%", "target": f"<= {100 * goal:.0f}" if goal < float("inf") else "reported",
+                            "passed": s.n > 0 and value <= goal, "class": cls, "stat": stat, "rows": s.n})
+    single = [c for c in compared if not c.row.multi_node]
+    breakdown = [{"class": cls, **vars(measured.summarize(group))}
+                 for cls, group in sorted(measured.by(single, lambda c: measured.fabric_class(c.row)).items())]
+    return {"benchmark": "accuracy", "targets": targets, "tables": {
+        "single_node": system_records(measured, single),
+        "multi_node": system_records(measured, [c for c in compared if c.row.multi_node]),
+        "breakdown": breakdown,
+        "rows": {"kept": len(compared), "dropped": sum(not r.kept for r in rows), "all": len(rows)}}}
+
+
 def dropped_lines(rows, full: bool) -> list[str]:
     dropped = [r for r in rows if not r.kept]
     lines = [f"Dropped {len(dropped)} of {len(rows)} rows:"]
@@ -122,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     targets, ok = target_lines(measured, compared)
     out += [""] + targets + [""] + dropped_lines(rows, args.dropped)
     print("\n".join(out))
+    if os.environ.get("SHARDBUDGET_BENCH_RESULTS"):
+        Path(os.environ["SHARDBUDGET_BENCH_RESULTS"]).write_text(json.dumps(results(measured, rows, compared)),
+                                                                 encoding="utf-8")
     return 0 if ok else 1
 
 

@@ -5,11 +5,14 @@
 Every case of tests/validation/test_decode_tp.py (../shared/data/decode_tp.csv) and of
 tests/validation/decode_cases.py (tests/validation/data/decode_measurements.csv): predicted beside
 measured, the error, and the issue's targets (ITL median |error| <= 12%, p90 <= 25%; MoE rows within
-25%). Exits 1 when a target is missed, so `make bench` shows it.
+25%). Exits 1 when a target is missed, so `make bench` shows it. With $SHARDBUDGET_BENCH_RESULTS set,
+writes the targets and every case there as JSON for run_all.py (docs/accuracy.md).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -43,6 +46,7 @@ def main() -> int:
     dense = [(p, m) for _, _, moe, p, m in table if not moe]
     moe = [(p, m) for _, _, is_moe, p, m in table if is_moe]
     ok = True
+    targets = []
     for label, pairs, median_goal, p90_goal in (("all", every, 0.12, 0.25), ("dense", dense, 0.12, 0.25),
                                                 ("MoE", moe, 0.25, 0.25)):
         median, p90 = decode_cases.summary(pairs)
@@ -50,6 +54,16 @@ def main() -> int:
         ok &= hit
         print(f"{label:<6} {len(pairs):>3} cases: median |error| {100 * median:.1f}% (target {100 * median_goal:.0f}%), "
               f"p90 {100 * p90:.1f}% (target {100 * p90_goal:.0f}%)  {'PASS' if hit else 'MISS'}")
+        for stat, value, goal in (("median", median, median_goal), ("p90", p90, p90_goal)):
+            targets.append({"name": f"decode ITL {label}: {stat} |error| ({len(pairs)} cases)", "value": 100 * value,
+                            "unit": "%", "target": f"<= {100 * goal:.0f}", "passed": value <= goal,
+                            "class": label, "stat": stat, "rows": len(pairs)})
+    out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
+    if out:
+        cases = [{"case": name, "engine": engine, "moe": moe, "predicted_s": pred, "measured_s": meas,
+                  "error": pred / meas - 1} for name, engine, moe, pred, meas in table]
+        Path(out).write_text(json.dumps({"benchmark": "decode_accuracy", "targets": targets,
+                                         "tables": {"cases": cases}}), encoding="utf-8")
     return 0 if ok else 1
 
 

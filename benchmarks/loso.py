@@ -20,7 +20,8 @@ against the issue's targets (NCCL median <= 10%, p90 <= 25%; custom median <= 12
 multi-node median <= 15%). The in-sample figures (constants fitted on every system) are printed
 beside them. `--rows` lists, per held-out system, every single-node NCCL row with its measured and
 held-out predicted time, the error and the line that ran (where the error comes from). Exits 1 when a held-out system misses a target, 2 when the data is missing. With
-$SHARDBUDGET_BENCH_RESULTS set, writes one target record per metric for run_all.py.
+$SHARDBUDGET_BENCH_RESULTS set, writes one target record per metric for run_all.py, and the table per
+held-out system (docs/accuracy.md is generated from it: scripts/bench_docs.py).
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     missed: dict[str, list[str]] = {m: [] for m in TARGETS}
     met: dict[str, int] = {m: 0 for m in TARGETS}
     pooled: dict[str, list[float]] = {m: [] for m in TARGETS}
+    table: list[dict] = []  # per held-out system and metric, for run_all.py (docs/accuracy.md)
     for system in systems:
         mine = [c for c in rows if c.system == system]
         fold = fit_without(system, args.data)
@@ -190,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
             cells_in.append(f"{'':>5} {_cell(summary(ins[m]), TARGETS[m])[0]}")
             if s is not None:
                 (met.__setitem__(m, met[m] + 1) if ok else missed[m].append(system))
+                si = summary(ins[m])
+                table.append({"system": system, "metric": m, "rows": len(loo[m]), "median": s[0], "p90": s[1],
+                              "in_sample_median": si[0], "in_sample_p90": si[1], "passed": ok})
         lines.append(f"  {system:18} " + " ".join(cells))
         lines.append(f"  {'  in-sample':18} " + " ".join(cells_in))
         if args.rows:
@@ -210,7 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
-        Path(out).write_text(json.dumps({"targets": records}), encoding="utf-8")
+        pooled_rows = [{"metric": m, "rows": len(pooled[m]), "median": summary(pooled[m])[0],
+                        "p90": summary(pooled[m])[1]} for m in TARGETS if pooled[m]]
+        targets_table = [{"metric": m, "label": LABELS[m], "median": TARGETS[m][0], "p90": TARGETS[m][1]}
+                         for m in TARGETS]
+        Path(out).write_text(json.dumps({"benchmark": "loso", "targets": records, "tables": {
+            "held_out": table, "pooled": pooled_rows, "targets": targets_table}}), encoding="utf-8")
     return 0 if not any(missed.values()) else 1
 
 

@@ -21,8 +21,10 @@ venv. A venv that cannot be made (offline) is reported, and its comparison reads
 
 Targets: a script may report its own target records by writing {"targets": [...]} as JSON to the
 path in $SHARDBUDGET_BENCH_RESULTS (speed.py does, via --out); each record has name, value, unit,
-target (text) and passed. A script that writes none is one target: it must exit 0 (the scripts exit
-non-zero when one of their targets is missed). A script that exits non-zero although every record
+target (text) and passed. A script may add "tables", the rows behind its targets, kept in its run's
+record (scripts/bench_docs.py makes docs/accuracy.md and docs/benchmarks.md from them). A script
+that writes none is one target: it must exit 0 (the scripts exit non-zero when one of their targets
+is missed). A script that exits non-zero although every record
 passed adds a failing record for its exit status. The table and the per-script output tails go to
 benchmarks/results.json, written atomically.
 """
@@ -123,6 +125,8 @@ def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
     env = dict(os.environ, SHARDBUDGET_BENCH_RESULTS=results_path, PYTHONUNBUFFERED="1")
     print(f"\n=== {path.name} {' '.join(cmd[2:])}".rstrip(), flush=True)
     tail: deque[str] = deque(maxlen=25)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    load = os.getloadavg()[0]  # other work on the cores skews the timings: the record says how much
     t0 = time.perf_counter()
     with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           bufsize=1) as proc:
@@ -134,9 +138,12 @@ def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
         rc = proc.wait()
     wall_s = time.perf_counter() - t0
     targets: list[dict] = []
+    tables: dict = {}
     try:
         with open(results_path) as fh:
-            targets = list(json.load(fh).get("targets", []))
+            written = json.load(fh)
+        targets = list(written.get("targets", []))
+        tables = dict(written.get("tables", {}))
         os.unlink(results_path)
     except FileNotFoundError:
         pass
@@ -148,13 +155,16 @@ def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
     if not targets or (rc != 0 and all(t.get("passed") for t in targets)):
         targets.append({"name": f"{name}.py exit status", "value": rc, "unit": "", "target": "0",
                         "passed": rc == 0, "script": f"{name}.py"})
-    return {"script": f"{name}.py", "returncode": rc, "wall_s": wall_s, "targets": targets, "output_tail": list(tail)}
+    return {"script": f"{name}.py", "started": started, "load_1min": load, "returncode": rc, "wall_s": wall_s, "targets": targets,
+            "tables": tables, "output_tail": list(tail)}
 
 
 def _fmt(value, unit: str) -> str:
     if value is None:
         return "not measured"
     if isinstance(value, float):
+        if unit == "%":
+            return f"{value:.1f} %"  # as the accuracy scripts print their percentages
         if unit in ("configs/s",):
             return f"{value:,.0f} {unit}"
         if unit == "x":
@@ -163,14 +173,28 @@ def _fmt(value, unit: str) -> str:
     return f"{value} {unit}".strip()
 
 
+def _goal(target, unit: str) -> str:
+    goal = str(target)
+    if not any(ch.isdigit() for ch in goal):
+        return goal  # "reported": no threshold, no unit
+    return f"{goal}x" if unit == "x" else f"{goal} {unit}".strip()
+
+
+def _cpu_model() -> str | None:
+    """The CPU's model name (Linux's /proc/cpuinfo), None where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), None)
+    except OSError:
+        return None
+
+
 def summary(runs: list[dict]) -> str:
     rows = [("target", "measured", "goal", "")]
     for run in runs:
         for t in run["targets"]:
-            goal = t.get("target", "")
             unit = t.get("unit", "")
-            rows.append((t["name"], _fmt(t.get("value"), unit),
-                         f"{goal} {unit}".strip() if unit not in ("", "x") else (f"{goal}x" if unit == "x" else goal),
+            rows.append((t["name"], _fmt(t.get("value"), unit), _goal(t.get("target", ""), unit),
                          "PASS" if t.get("passed") else "MISS"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
@@ -207,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "quick": args.quick,
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+                    "cpus": os.cpu_count(), "processor": _cpu_model() or platform.processor() or platform.machine()},
         "all_passed": ok,
         "targets": [t for r in runs for t in r["targets"]],
         "runs": runs,

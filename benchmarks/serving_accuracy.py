@@ -41,7 +41,6 @@ from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 from shardbudget.model import Plan, load_model  # noqa: E402
 from shardbudget.step.memory import fits, memory_need  # noqa: E402
 from shardbudget.step.served import served_curve  # noqa: E402
-from shardbudget.step.settings import PlanSettings, engine_efficiency  # noqa: E402
 
 DATA = ROOT / "tests" / "validation" / "data"
 TARGET_ARCHS = ("ampere", "hopper", "blackwell")
@@ -109,15 +108,23 @@ def summary(errs: list[float]) -> tuple[float, float]:
     return statistics.median(s), s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))]
 
 
-def _groups(table: list[dict]) -> str:
-    lines = [f"{'group':<44} {'rows':>4} {'median':>8} {'p90':>8}"]
+def group_records(table: list[dict]) -> list[dict]:
+    """Median and p90 of |error| per engine, GPU and model family: group, rows, median, p90."""
+    out = []
     for key in ("engine", "gpu", "family"):
         by = defaultdict(list)
         for t in table:
             by[f"{key} {t[key]}"].append(t["err"])
         for name, errs in sorted(by.items()):
             med, p90 = summary(errs)
-            lines.append(f"{name:<44} {len(errs):>4} {100 * med:>7.1f}% {100 * p90:>7.1f}%")
+            out.append({"group": name, "rows": len(errs), "median": med, "p90": p90})
+    return out
+
+
+def _groups(table: list[dict]) -> str:
+    lines = [f"{'group':<44} {'rows':>4} {'median':>8} {'p90':>8}"]
+    for g in group_records(table):
+        lines.append(f"{g['group']:<44} {g['rows']:>4} {100 * g['median']:>7.1f}% {100 * g['p90']:>7.1f}%")
     return "\n".join(lines)
 
 
@@ -204,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{t['name']}: {value} (target {t['target']}{t['unit']})  {'PASS' if t['passed'] else 'MISS'}")
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
-        Path(out).write_text(json.dumps({"targets": targets}), encoding="utf-8")
+        Path(out).write_text(json.dumps({"benchmark": "serving_accuracy", "targets": targets, "tables": {
+            "groups": group_records(table), "fastest_plan": [{"case": c, "agrees": ok} for c, ok in cases]}}),
+            encoding="utf-8")
     return 0 if all(t["passed"] for t in targets) else 1
 
 

@@ -23,9 +23,8 @@ from shardbudget.decide.disagg import kv_handoff_s
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.decide.launch import LAUNCH_ENGINES, build_launches
 from shardbudget.model import Plan, load_model, total_params
-from shardbudget.step.scenario import precision_for, scenario
+from shardbudget.step.scenario import scenario
 from shardbudget.step.served import prompt_token_s
-from shardbudget.step.settings import PlanSettings, engine_efficiency
 from shardbudget.step.speculative import Speculation
 from shardbudget.decide.request import request as sb_request
 

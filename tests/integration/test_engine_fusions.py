@@ -12,7 +12,7 @@ from shardbudget.model import Plan, load_model
 from shardbudget.step.compose import compile_step
 from shardbudget.step.price_ops import kernel_entry
 from shardbudget.step.served import served_curve
-from shardbudget.step.settings import PlanSettings, engine_efficiency
+from shardbudget.step.settings import engine_efficiency
 
 CAT = load_catalog()
 MB = 1e6

@@ -103,8 +103,8 @@ def test_an_internal_error_exits_3_with_one_line(command, tmp_path, monkeypatch,
 
 
 def test_the_contract_is_the_one_documented():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     for code, word in ((0, "answered"), (1, "negative verdict"), (2, "bad input"), (3, "internal error")):
         assert f"`{code}`" in section and word in section
     assert (app_module.EXIT_OK, app_module.EXIT_VERDICT, app_module.EXIT_BAD_INPUT, app_module.EXIT_INTERNAL) == (0, 1, 2, 3)

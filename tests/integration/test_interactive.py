@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +31,6 @@ from shardbudget.decide.report_answers import answer_report
 from shardbudget.decide import report_grid
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS_SHOTS = "SHARDBUDGET_DOCS_SHOTS"  # set to 1 to refresh docs/report-interactive-{before,after}.png
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +368,4 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
     for img in shots:
         gray = img[..., :3].mean(axis=2)
         assert img.shape[1] > 900 and gray.std() > 0.05 and (gray < 0.9).mean() > 0.02
-    assert shots[0].shape != shots[1].shape or (shots[0] != shots[1]).any()
-    if os.environ.get(DOCS_SHOTS) == "1":
-        for name in ("before", "after"):
-            shutil.copyfile(tmp_path / f"{name}.png", REPO / "docs" / f"report-interactive-{name}.png")
+    assert shots[0].shape != shots[1].shape or (shots[0] != shots[1]).any()  # docs' copies: scripts/screenshots.py

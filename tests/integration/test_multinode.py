@@ -178,7 +178,7 @@ def test_killed_node_is_named_and_every_completed_size_is_kept(tmp_path, cut):
     assert run["code"] != 0, run["stderr"]
     error = _error_line(run)
     assert error.startswith("error: rank 0 stopped at size ")
-    assert f"lost rank 1 (" in error and topo.addr(1) in error and "no heartbeat" in error
+    assert "lost rank 1 (" in error and topo.addr(1) in error and "no heartbeat" in error
     # the rank's own words only: one error line, no traceback (torchrun's agent prints its own)
     assert "Traceback" not in run["stderr"].split("error: rank 0")[0], run["stderr"][-4000:]
     data = json.loads(run["out"].read_text())
@@ -203,7 +203,7 @@ def test_killed_store_node_is_named_from_the_error_address(tmp_path):
     assert error.startswith("error: rank 1 stopped at size ")
     # the store's address names rank 0's node; the collective's error may name it too, unless
     # torchrun's SIGTERM ended the rank first (seen under load)
-    assert f"the rendezvous store is unreachable (it ran on the node of rank 0 (" in error
+    assert "the rendezvous store is unreachable (it ran on the node of rank 0 (" in error
     assert topo.addr(0) in error
 
 

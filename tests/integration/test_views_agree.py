@@ -23,7 +23,7 @@ from shardbudget.decide.planner import plan
 from shardbudget.decide.questions import explain
 from shardbudget.engines.allreduce import KIND_WORDS
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.model import Plan, load_model
+from shardbudget.model import Plan
 from shardbudget.units import format_seconds
 from shardbudget.decide.request import request
 from shardbudget.decide.report_answers import answer_report

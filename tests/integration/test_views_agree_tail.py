@@ -69,7 +69,6 @@ DECODE = [("llama-3.1-70b", "hgx-h100", 8, 8), ("qwen3-30b-a3b", "hgx-h200", 8, 
 def test_deploy_p99_at_a_batch_is_plans(model, system, gpus, batch, log, capsys):
     """deploy --context 4096 --batch b: every option's p99 is plan's row's at batch b (a PP replica's
     micro-batch is b, as plan's row), to 1e-9; the mean ITL too."""
-    nodes = gpus // CAT.system(system).gpus_per_node
     d = _json(capsys, "deploy", "-m", model, "-s", system, "--gpus", str(gpus), "--context", "4096", "--batch",
               str(batch), "--budget", "none", "--jitter", log, "--json", codes=(0, 1))
     assert d["tail"].startswith("p99 from per-iteration times of all-reduce at 8 ranks (ar.json)")

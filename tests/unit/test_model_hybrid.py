@@ -29,7 +29,7 @@ from shardbudget.model import (Plan, active_params, collectives_for_layer, kv_by
                                kv_cache_bytes_per_gpu, layer_kinds, layer_work, total_params)
 from shardbudget.model.layers import LayerKind  # noqa: E402
 from shardbudget.model.params import state_bytes_per_sequence  # noqa: E402
-from shardbudget.decide.request import request
+from shardbudget.decide.request import request  # noqa: E402
 
 NEW = ["deepseek-v3.2", "kimi-k2.5", "qwen3.5-27b", "qwen3.5-397b-a17b", "minimax-m2.5", "glm-5",
        "gemma-4-26b-a4b", "nemotron-3-nano-30b-a3b", "mimo-v2-flash"]

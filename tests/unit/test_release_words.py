@@ -4,7 +4,7 @@ release installs, unless --nccl names another), and the header words that say it
 import json
 
 from shardbudget import cli
-from shardbudget.comm.collectives import make_group, sweep
+from shardbudget.comm.collectives import sweep
 from shardbudget.comm.versions import at_nccl
 from shardbudget.decide.deploy import deploy
 from shardbudget.decide.planner import plan

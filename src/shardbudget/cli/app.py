@@ -24,7 +24,7 @@ import typer
 from ..errors import ShardbudgetError
 
 EXIT_OK, EXIT_VERDICT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-"""The exit-code contract of every command (module docstring; README "Exit codes")."""
+"""The exit-code contract of every command (module docstring; docs/commands.md "Exit codes")."""
 REPORT_BUGS = ("a bug in shardbudget: please report it to the project's issue tracker with the command line, "
                "`shardbudget --version` and the traceback SHARDBUDGET_DEBUG=1 prints")
 HELP = "How far can a transformer be tensor-parallel sharded before the interconnect sets its per-token latency?"

@@ -8,7 +8,7 @@ check it by hand.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from ..errors import PlanError
 from ..fabric.hardware import Catalog, System

@@ -38,7 +38,7 @@ from .. import units
 from .tuned import TunedCustom, load_tuned
 from ..datacache import cached, read_builtin
 from ..datafile import Table, key, parse_toml, read_record, world_size
-from ..defaults import CURRENT_ENGINES, ENGINE_NAMES
+from ..defaults import ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.catalog import builtin_archs
 

@@ -29,7 +29,6 @@ from ..comm.collectives import Group
 from ..engines.allreduce import AllReduceRanges
 from ..engines.presets import load_engine
 from ..engines.release import engine_catalog
-from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..model import CollectiveCall, ModelConfig, Plan, Precision, StepWork, pipeline_calls, step_work
 from .price_comm import CommPricer, merged

@@ -104,7 +104,7 @@ from .preflight import check_cuda, check_host, check_port_free, check_request, f
 from .launched import run_launched
 from .launchers import Launch, detect_launcher
 from .local import run_local
-from .protocol import FAULT_ENV, armed_faults, parse_faults
+from .protocol import FAULT_ENV, armed_faults, parse_faults  # noqa: F401 (FAULT_ENV: tests import it from here)
 from .recorder import Recorder
 from .results import MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes, version
 
