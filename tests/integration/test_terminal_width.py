@@ -110,7 +110,5 @@ def test_check_and_fit_do_not_elide_either(log, system, data_dir, capsys, monkey
     monkeypatch.setenv("COLUMNS", "80")
     path = str(data_dir / "raw" / log)
     assert cli.main(["check", path, "-s", system]) in (0, 1)
-    # the GB200 log's trays logged as nodes fit a network faster than its NICs: kept with --force (issue 33)
-    force = ["--force"] if system == "gb200-nvl72" else []
-    assert cli.main(["fit", path, "--name", "w-fit", "--base-system", system, "--no-holdout", *force]) == 0
+    assert cli.main(["fit", path, "--name", "w-fit", "--base-system", system, "--no-holdout"]) == 0
     assert "…" not in capsys.readouterr().out

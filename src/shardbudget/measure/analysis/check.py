@@ -39,7 +39,7 @@ from ...comm.op import busbw_factor
 from ...errors import MeasureError, PlanError
 from ...fabric.hardware import Catalog, System
 from ...fabric.catalog import load_catalog
-from .fit import forced_by, nccl_line
+from .fit import counts_trays, forced_by, nccl_line
 from ...defaults import CHECK_TOLERANCE as DEFAULT_TOLERANCE
 from ..logs.records import LogProblem, NoUsableRows
 from ..logs.read import MeasurementSet, Sample, parse_log_text, read_log_text
@@ -299,6 +299,11 @@ def _nodes(samples: Sequence[Sample], settings: NcclSettings, system: System,
     if nodes is not None:
         note = [f"the log says {logged} nodes; checked as {nodes} (--nodes)"] if logged and logged != nodes else []
         return nodes, note
+    if logged and counts_trays(ranks, logged, system):
+        domains = max(1, math.ceil(ranks / system.gpus_per_node))
+        return domains, [f"the log's {logged} nodes of {ranks // logged} GPUs are {system.name}'s {system.host_gpus}-GPU "
+                         f"hosts (compute trays), {system.gpus_per_node // system.host_gpus} to an NVLink domain: checked as {domains} node(s) of "
+                         f"{system.gpus_per_node}, as NCCL runs them (--nodes {logged} prices each tray as a node)"]
     if logged:
         return logged, []
     if settings.n_nodes:
@@ -353,6 +358,8 @@ def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) ->
     the 72-GPU NVLink domain."""
     ranks, logged = samples[0].n_ranks, samples[0].n_nodes
     if nodes is not None or not logged or ranks % logged or ranks // logged == system.gpus_per_node:
+        return None
+    if counts_trays(ranks, logged, system):  # read as the NVLink domain's trays (_nodes)
         return None
     if logged == 1 and ranks < system.gpus_per_node:
         return None

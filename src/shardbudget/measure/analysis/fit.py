@@ -194,8 +194,17 @@ def _off_link_rings(result: FitResult) -> str:
                      for g, path in paths.items()) + " "
 
 
+def counts_trays(ranks: int, logged: int, system: System) -> bool:
+    """The log counts the system's hosts as nodes: NVL72's 4-GPU compute trays, where the catalog's
+    node is the whole NVLink domain (mpirun and Slurm see hosts; the trays of a rack share its NVLink
+    switches, and NCCL runs them as one NVLink domain)."""
+    return bool(logged) and ranks % logged == 0 and ranks // logged == system.host_gpus < system.gpus_per_node
+
+
 def _nodes_of(s: Sample, system: System) -> int:
-    if s.n_nodes:
+    """The nodes a logged sample is priced on (fit and check alike): the log's own count, except
+    where its nodes are the system's trays (counts_trays): then the NVLink domains they fill."""
+    if s.n_nodes and not counts_trays(s.n_ranks, s.n_nodes, system):
         return s.n_nodes
     return max(1, math.ceil(s.n_ranks / system.gpus_per_node))
 
