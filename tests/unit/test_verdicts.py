@@ -135,6 +135,14 @@ def test_real_plans_say_what_their_tables_show(req):
                              "dp": br.judgement.best.dp})
 
 
+def test_a_plan_at_the_knee_edge_is_judged_once():
+    """1.35 ms is inside 0.9 ms x (1 + 0.49999999999999994) as a product but not as a ratio minus one:
+    the best plan and the too-far rule must use the same test, or TP1 PP2 was 'ok' beside its best."""
+    limits = Thresholds(budget_s=None, ttft_budget_s=None, comm_threshold=0.5, knee_threshold=0.49999999999999994)
+    rows = [_row(1, 2, 0.9, 0.0, True, 1.0, limits), _row(1, 1, 1.35, 0.0, True, 1.0, limits)]
+    check(judge(1, rows, where="m on s", gpu_memory_bytes=80e9, usable_bytes=72e9, limits=limits), rows, limits)
+
+
 @pytest.mark.parametrize("text", ["fastest plan swept", "no plan with more GPUs is faster"])
 def test_the_knee_sentence_says_which_case(text):
     """'saves less than 10%' used to be printed when the next step was slower: now each case has its

@@ -135,7 +135,9 @@ def latency_optimal(fitting: list[Row], knee: float) -> Row | None:
 def is_too_far(r: Row, best: Row, fitting: list[Row], knee: float) -> bool:
     if r.key == best.key or not r.fits_memory:
         return False
-    past_best = r.gpus > best.gpus and best.itl_s / r.itl_s - 1 <= knee
+    # the same product as latency_optimal's test, so a plan inside the knee there is past it here
+    # (a ratio minus one rounds differently at the edge)
+    past_best = r.gpus > best.gpus and best.itl_s <= r.itl_s * (1 + knee)
     slower_than_smaller = any(o.itl_s < r.itl_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp))
                               for o in fitting)
     return past_best or slower_than_smaller
