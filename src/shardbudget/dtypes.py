@@ -12,9 +12,10 @@ a visible share of the bytes (OCP Microscaling Formats (MX) v1.0 spec; NVIDIA Bl
   * nvfp4: FP4 (E2M1) elements in blocks of 16 sharing one FP8 (E4M3) scale, plus one FP32 scale per
     tensor (negligible): 4 + 8 / 16 = 4.5 bits = 0.5625 bytes
     (https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/).
-FP8 block-wise checkpoints (DeepSeek-V3: `weight_block_size` [128, 128], one FP32 scale per block)
-add 4 / (128 * 128) = 0.024 % and stay at 1 byte; int4 AWQ / GPTQ with group size 128 add an FP16
-scale (and a 4-bit zero point) per 128 weights, 2.5-3 %, which `int4` leaves out.
+Formats whose groups the checkpoint chooses keep their scales out of `elem_bytes`: the checkpoint's
+quantization_config prices them per weight (`model/quant.py`, "Scales"): FP8 block-wise (DeepSeek-V3:
+one FP32 scale per 128 x 128 block, 0.024 %), int4 AWQ / GPTQ with group size 128 (an FP16 scale and
+a 4-bit zero point per 128 weights, +5 %), Kimi-K2.5's int4 in groups of 32 with bf16 scales (+12.5 %).
 """
 
 from __future__ import annotations

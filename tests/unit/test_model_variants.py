@@ -325,7 +325,8 @@ def test_fp8_checkpoint_on_hopper_runs_w8a8_with_auto_kv():
     p, notes = default_precision(load_model("deepseek-v3"), GPUS["h200"])
     assert (p.weights, p.expert_dtype, p.head_dtype, p.activations, p.kv_dtype, p.compute_dtype) == \
         ("fp8", "fp8", "bf16", "bf16", "bf16", "fp8")
-    assert p == Precision(weights="fp8", head_weights="bf16") and p.uses_fp8_gemms
+    # one FP32 weight_scale_inv per 128 x 128 block: 4 / 16384 bytes per weight
+    assert p == Precision(weights="fp8", head_weights="bf16", weight_scale_bytes=4 / 128**2) and p.uses_fp8_gemms
     assert any("KV cache auto: bf16" in n for n in notes)
 
 

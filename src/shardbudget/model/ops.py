@@ -87,14 +87,13 @@ class Op:
 
 
 class _Bytes(NamedTuple):
-    w: float   # bytes per weight element
+    w: float   # bytes per weight element, its scales' share included
     a: float   # bytes per activation element
     kv: float  # bytes per KV-cache element
-    e: float = 0.0  # bytes per routed-expert weight element
+    e: float = 0.0  # bytes per routed-expert weight element, the same
 
 
-def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float,
-                 active_experts) -> Op:
+def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float, active_experts) -> Op:
     """A grouped expert GEMM: as `_gemm`, with the weights in the experts' dtype."""
     return Op(name, 2.0 * m * n * k, weight_elems * b.e + (m * k + m * n) * b.a, "gemm", kernel="grouped_moe_gemm",
               active_experts=active_experts, shape_nk=(n, k))
@@ -411,17 +410,17 @@ def _busiest_rank_tokens(tokens, context, attn_dp: int, phase: str):
 
 
 def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float, context: float, tp: int,
-               ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16",
-               kv_dtype: str | None = None, phase: str = "decode", attn_dp: int = 1,
-               expert_dtype: str | None = None) -> list[Op]:
+               ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
+               phase: str = "decode", attn_dp: int = 1, expert_dtype: str | None = None,
+               weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None) -> list[Op]:
     """The ops one GPU runs for one decoder layer in one step, in execution order.
 
-    layer: a layer index, a `LayerKind` from `layer_kinds`, or "dense" / "moe" where the model
-        has one kind of that FFN.
+    layer: a layer index, a `LayerKind` from `layer_kinds`, or "dense" / "moe" (the model's one such kind).
     tokens: tokens processed in the step (decode: the batch; prefill: batch x prompt length).
     context: decode: cached tokens each sequence attends over; prefill: the prompt length (causal,
         so the mean query sees (context + 1) / 2 keys; batch = tokens / context).
-    kv_dtype: defaults to act_dtype; expert_dtype (the routed experts' weights) to weight_dtype.
+    kv_dtype: defaults to act_dtype; expert_dtype (the routed experts' weights) to weight_dtype; the
+        scales' bytes per weight are read with each weight (`work.Precision`; experts' default: the others').
     attn_dp: data-parallel attention degree (1, or tp for MoE models with ep = tp): attention and
         the residual path run on tokens / attn_dp with whole heads; experts (and dense layers' MLP,
         after gathering the tokens) keep their tp / ep sharding over all tokens.
@@ -430,8 +429,9 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     _check_work(tokens, context, phase)
     local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
-    b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
-               dtype_bytes(expert_dtype or weight_dtype))
+    b = _Bytes(dtype_bytes(weight_dtype) + weight_scale_bytes, dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
+               dtype_bytes(expert_dtype or weight_dtype) + (weight_scale_bytes if expert_scale_bytes is None
+                                                            else expert_scale_bytes))
     h = cfg.hidden_size
     gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
     ops = _mixer_block(cfg, kind, local=local, context=context, tp=tp_attn, b=b, phase=phase, gemma=gemma)

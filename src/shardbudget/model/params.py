@@ -159,7 +159,8 @@ def active_params(cfg: ModelConfig, *, include_embedding: bool = True) -> int:
 
 
 def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, weight_dtype: str = "bf16",
-                         attn_dp: int = 1, expert_dtype: str | None = None, head_dtype: str | None = None) -> float:
+                         attn_dp: int = 1, expert_dtype: str | None = None, head_dtype: str | None = None,
+                         weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None) -> float:
     """Weight bytes on the most loaded GPU of the plan (the heaviest pipeline stage).
 
     Counts replicated KV heads when tp > num_kv_heads, replicated norms / router / MLA
@@ -168,9 +169,12 @@ def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
     `expert_dtype`, the embedding and LM head in `head_dtype` (each None: `weight_dtype`), everything
     else in `weight_dtype` (gpt-oss: bf16 attention, MXFP4 experts; an FP8 checkpoint keeps its
     embedding and LM head in bf16). Norms and routers stored in bf16 beside FP8 weights: < 0.01 %.
+    Each quantized weight adds its scales' share: `weight_scale_bytes`, and `expert_scale_bytes` for
+    the routed experts (None: the same; `quant.Checkpoint.scale_bytes`, Kimi-K2.5's experts 0.0625).
     """
     check_pp(cfg, pp)
-    w, e = dtype_bytes(weight_dtype), dtype_bytes(expert_dtype or weight_dtype)
+    e_scales = weight_scale_bytes if expert_scale_bytes is None else expert_scale_bytes
+    w, e = dtype_bytes(weight_dtype) + weight_scale_bytes, dtype_bytes(expert_dtype or weight_dtype) + e_scales
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)  # data-parallel attention replicates its weights
     shared_extra = shared_params(cfg) * (1 - 1 / tp) if tp_attn != tp else 0.0  # and the shared experts'
     per_layer: dict[LayerKind, float] = {}
@@ -318,12 +322,14 @@ def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: 
 
 def memory_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, attn_dp: int = 1, batch, context,
                          weight_dtype: str = "bf16", kv_dtype: str = "bf16", workspace_bytes: float = 0.0,
-                         expert_dtype: str | None = None, head_dtype: str | None = None):
+                         expert_dtype: str | None = None, head_dtype: str | None = None,
+                         weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None):
     """Weights + KV cache for batch x context + a fixed workspace, bytes on the most loaded GPU;
-    an array when batch or context is one (they broadcast). `expert_dtype` / `head_dtype` as in
-    `weight_bytes_per_gpu` (`work.Precision.memory_dtypes` gives all four dtypes of a precision)."""
+    an array when batch or context is one (they broadcast). `expert_dtype` / `head_dtype` and the
+    scales as in `weight_bytes_per_gpu` (`work.Precision.memory_dtypes` gives them all for a precision)."""
     weights = weight_bytes_per_gpu(cfg, tp=tp, pp=pp, ep=ep, weight_dtype=weight_dtype, attn_dp=attn_dp,
-                                   expert_dtype=expert_dtype, head_dtype=head_dtype)
+                                   expert_dtype=expert_dtype, head_dtype=head_dtype,
+                                   weight_scale_bytes=weight_scale_bytes, expert_scale_bytes=expert_scale_bytes)
     kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=tp, pp=pp, kv_dtype=kv_dtype, attn_dp=attn_dp)
     return weights + kv + workspace_bytes
 

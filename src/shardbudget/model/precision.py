@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Protocol
 
-from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical
+from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical, dtype_bytes
 from .config import ModelConfig
+from .quant import override_scales
 from .work import Precision
 
 _SIXTEEN_BIT = ("bf16", "fp16")
@@ -72,7 +73,20 @@ def _describe(cfg: ModelConfig) -> str:
     if ck.scope == "none":
         return f"{ck.torch_dtype} checkpoint"
     what = "experts" if ck.scope == "experts" else "weights"
-    return f"{ck.weight_dtype} {what} ({ck.quant_method})"
+    bits = 8 * (dtype_bytes(ck.weight_dtype) + ck.scale_bytes)
+    scales = f", {ck.scale_words}: {bits:.3g} bits per weight" if ck.scale_words else ""
+    return f"{ck.weight_dtype} {what} ({ck.quant_method}{scales})"
+
+
+def _scales(cfg: ModelConfig, linear: str, experts: str, override: str | None) -> tuple[float, float]:
+    """Bytes per weight of the linear layers' and the routed experts' scales: the checkpoint's
+    (`quant.Checkpoint.scale_bytes`) on the weights it quantized, `quant.override_scales` under --dtype."""
+    if override is not None:
+        return (override_scales(override)[0],) * 2
+    ck = cfg.checkpoint
+    quantized = {ck.linear_dtype, ck.expert_dtype} - set(_SIXTEEN_BIT + ("fp32",))
+    return (ck.scale_bytes if linear in quantized and ck.scope == "linear" else 0.0,
+            ck.scale_bytes if experts in quantized and ck.scope != "none" else 0.0)
 
 
 def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> str:
@@ -123,9 +137,13 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
     kv = None if kv_override is None or kv_override.lower() == "auto" else canonical(kv_override, WEIGHT_DTYPES)
     if kv is None:
         notes.append(f"KV cache auto: {act}, the activation dtype (the engines' KV-cache dtype 'auto')")
+    linear_scales, expert_scales = _scales(cfg, linear, experts, weights if dtype_override is not None else None)
+    if dtype_override is not None and linear_scales:
+        notes.append(f"--dtype {weights}: {override_scales(weights)[1]} (AWQ's and GPTQ's default group)")
     # Fields equal to what they default to stay None, so equal precisions compare (and cache) equal.
     precision = Precision(weights=linear, activations=act, kv=kv, expert_weights=None if experts == linear else experts,
-                          head_weights=None if head == linear else head)
+                          head_weights=None if head == linear else head, weight_scale_bytes=linear_scales,
+                          expert_scale_bytes=None if expert_scales == linear_scales else expert_scales)
     if compute != precision.compute_dtype:
         precision = replace(precision, compute=compute)
     return precision, tuple(notes)

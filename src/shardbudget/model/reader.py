@@ -368,7 +368,8 @@ def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
         tie_embeddings=r.flag("tie_word_embeddings", default=False),
         max_position_embeddings=r.integer("max_position_embeddings", default=0),
         mtp_layers=_mtp_layers(r),
-        checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None, where=where),
+        checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None, where=where,
+                                   in_features=r.integer("hidden_size")),
         **_attention_fields(r, family), **_window_fields(r, family, layers), **moe)
 
 

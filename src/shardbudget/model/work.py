@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical
+from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical, dtype_bytes
 from .comms import (CollectiveCall, collectives_for_layer, embedding_collectives, lm_head_collectives,
                     pp_collectives)
 from .config import ModelConfig, layer_kinds
@@ -41,6 +41,12 @@ class Precision:
     compute: str | None = None
     """What the GEMMs run in; None: fp8 when any weights or the activations are fp8 (W8A8), else
     the activation dtype (int8 / int4 weights are weight-only, dequantised in the GEMM)."""
+    weight_scale_bytes: float = 0.0
+    """Bytes per weight of the scales and zero points `weights` are decoded with, beyond the
+    dtype's element (`quant.Checkpoint.scale_bytes`; 0 where unquantized or the dtype holds them)."""
+    expert_scale_bytes: float | None = None
+    """The routed experts' (Kimi-K2.5: 0.0625, one bf16 scale per 32 int4 weights); None:
+    `weight_scale_bytes`."""
 
     def __post_init__(self) -> None:
         if isinstance(self.kv, str) and self.kv.lower() == "auto":
@@ -57,6 +63,20 @@ class Precision:
     @property
     def expert_dtype(self) -> str:
         return self.expert_weights or self.weights
+
+    @property
+    def expert_scales(self) -> float:
+        return self.weight_scale_bytes if self.expert_scale_bytes is None else self.expert_scale_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes one linear weight (other than the routed experts') occupies, its scales' share included."""
+        return dtype_bytes(self.weights) + self.weight_scale_bytes
+
+    @property
+    def expert_bytes(self) -> float:
+        """Bytes one routed expert's weight occupies, its scales' share included."""
+        return dtype_bytes(self.expert_dtype) + self.expert_scales
 
     @property
     def head_dtype(self) -> str:
@@ -81,10 +101,12 @@ class Precision:
         return self.compute_dtype in FP4_DTYPES
 
     @property
-    def memory_dtypes(self) -> dict[str, str]:
-        """Keyword arguments of `params.memory_bytes_per_gpu` for this precision."""
+    def memory_dtypes(self) -> dict[str, str | float]:
+        """Keyword arguments of `params.memory_bytes_per_gpu` for this precision: the four dtypes
+        and the weights' and experts' scales."""
         return {"weight_dtype": self.weights, "expert_dtype": self.expert_dtype, "head_dtype": self.head_dtype,
-                "kv_dtype": self.kv_dtype}
+                "kv_dtype": self.kv_dtype, "weight_scale_bytes": self.weight_scale_bytes,
+                "expert_scale_bytes": self.expert_scales}
 
 
 @dataclass(frozen=True)
@@ -107,7 +129,9 @@ def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "dec
     for kind, layers in layer_kinds(cfg).items():
         ops += [(layers, op) for op in layer_work(cfg, kind, tokens=tokens, context=context, tp=plan.tp, ep=plan.ep,
                                                   weight_dtype=w, act_dtype=a, kv_dtype=kv, phase=phase,
-                                                  attn_dp=plan.dp, expert_dtype=precision.expert_dtype)]
+                                                  attn_dp=plan.dp, expert_dtype=precision.expert_dtype,
+                                                  weight_scale_bytes=precision.weight_scale_bytes,
+                                                  expert_scale_bytes=precision.expert_scales)]
         calls += [replace(c, count=layers * c.count)
                   for c in collectives_for_layer(cfg, kind, tokens=tokens, tp=plan.tp, ep=plan.ep, act_dtype=a,
                                                  sequence_parallel=sequence_parallel, attn_dp=plan.dp)]

@@ -78,7 +78,8 @@ def memory_need(cfg: ModelConfig, plan: Plan, *, precision: Precision, engine: s
     dtypes = precision.memory_dtypes
     weights = weight_bytes_per_gpu(cfg, tp=plan.tp, pp=plan.pp, ep=plan.ep, attn_dp=plan.dp,
                                    weight_dtype=dtypes["weight_dtype"], expert_dtype=dtypes["expert_dtype"],
-                                   head_dtype=dtypes["head_dtype"])
+                                   head_dtype=dtypes["head_dtype"], weight_scale_bytes=precision.weight_scale_bytes,
+                                   expert_scale_bytes=precision.expert_scales)
     kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=plan.tp, pp=plan.pp,
                                 kv_dtype=dtypes["kv_dtype"], attn_dp=plan.dp)
     if workspace_bytes is not None:
