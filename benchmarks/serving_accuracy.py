@@ -57,19 +57,35 @@ SGLANG_0_5 = "2025-08"
 0.5.0rc0'); an SGLang row of an earlier date ran a 0.4.x release: the sglang-0.4 preset prices it."""
 
 
+VLLM_0_9 = ("2025-05-15", "2025-07-24")
+"""vLLM 0.9.0 was released 2025-05-15 and 0.10.0 2025-07-24 (github.com/vllm-project/vllm/releases):
+a vLLM row of no stated version dated between them ran 0.9.x, which the vllm-0.9 preset prices."""
+
+
+def _row_date(r: dict) -> str:
+    return r.get("date") or (re.search(r"20\d\d-\d\d-\d\d", r["source"]) or [""])[0]
+
+
 def release_engine(r: dict) -> str:
     """The preset of the row's engine release: sglang-0.4 for SGLang rows of 0.4.x (stated, or dated
-    before 0.5.0: the row's date, else the first date in its source); trtllm-1.0 for TensorRT-LLM rows
-    stating a 1.0.x release (no row does yet: 1.1.0rc2 and 1.2.0rc6 are not 1.0's rule, the 2025-03..05
-    main builds are before it, PR #5432); else the row's engine."""
+    before 0.5.0: the row's date, else the first date in its source); vllm-0.9 for vLLM rows of 0.9.x
+    (stated, or dated within `VLLM_0_9`); trtllm-1.0 for TensorRT-LLM rows stating a 1.0.x release (no
+    row does yet: 1.1.0rc2 and 1.2.0rc6 are not 1.0's rule, the 2025-03..05 main builds are before it,
+    PR #5432); else the row's engine."""
     if r["engine"] == "trtllm":
         return "trtllm-1.0" if re.match(r"1\.0(\.|rc|$)", r["engine_version"].strip()) else "trtllm"
+    if r["engine"] == "vllm":
+        stated = re.match(r"0\.(\d+)\.", r["engine_version"].strip())
+        if stated:
+            return "vllm-0.9" if stated.group(1) == "9" else "vllm"
+        when = _row_date(r)
+        return "vllm-0.9" if when and VLLM_0_9[0] <= when < VLLM_0_9[1] else "vllm"
     if r["engine"] != "sglang":
         return r["engine"]
     version = re.search(r"\b0\.(\d+)\.", r["engine_version"])
     if version:
         return "sglang-0.4" if version.group(1) == "4" else "sglang"
-    when = r.get("date") or (re.search(r"20\d\d-\d\d-\d\d", r["source"]) or [""])[0]
+    when = _row_date(r)
     return "sglang-0.4" if when and when < SGLANG_0_5 else "sglang"
 
 

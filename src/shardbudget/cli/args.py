@@ -91,7 +91,7 @@ KvDtypeOpt = Annotated[Optional[str], typer.Option(
     "--kv-dtype", help="KV-cache dtype: bf16 | fp8 | ... (default auto: the activation dtype, as the engines do).")]
 EngineOpt = Annotated[str, typer.Option(
     "--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi | sglang-0.4 "
-                     "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0): the engine whose all-reduce kernels, CUDA graphs and host costs a "
+                     "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-0.9 (vLLM 0.9.x): the engine whose all-reduce kernels, CUDA graphs and host costs a "
                      "step has.")]
 OpOpt = Annotated[str, typer.Option("--op", help="Collective: all-reduce | reduce-scatter | all-gather | all-to-all | broadcast | send/recv.")]
 SIZE_HELP = ("Message size(s) per rank: 16KiB, a list 8B,1KiB, or a range 8B:1GiB (powers of two; 8B:1GiB:4 for "

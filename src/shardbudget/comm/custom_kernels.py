@@ -183,7 +183,7 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 # Presets whose custom kernel is another engine's (engines/*.toml): vLLM's kernel in its older and
 # eager configurations, SGLang's in its 0.4 release line (the same REDUCE_CASE kernel), TensorRT-LLM's
 # in 1.0 (the same allReduceFusionKernels one-shot / two-shot, under 1.0's token rule).
-KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang", "trtllm-1.0": "trtllm"}
+KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang", "trtllm-1.0": "trtllm", "vllm-0.9": "vllm"}
 
 
 def custom_candidate(group: Group, shots: int, *, engine: str = DEFAULT_ENGINE) -> Candidate | None:
