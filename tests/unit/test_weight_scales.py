@@ -185,3 +185,47 @@ def test_an_ignore_list_that_keeps_attention_makes_the_scope_linear():
     assert _ck(keep_attention).scope == "linear"
     bad_regex = _ct(INT4_G128, ignore=["re:(", "re:.*self_attn.*"])
     assert _ck(bad_regex).scope == "experts"
+
+
+# Every quantized checkpoint of the catalog (catalog/models/*.json, each with its `_source`): the
+# scales its own quantization_config gives, bytes per quantized weight beyond the element.
+CATALOG_SCALES = {
+    "deepseek-v3": ("fp8", "linear", 4 / 128**2),  # weight_block_size [128, 128], FP32 weight_scale_inv
+    "deepseek-v3.2": ("fp8", "linear", 4 / 128**2),
+    "mimo-v2-flash": ("fp8", "linear", 4 / 128**2),
+    "minimax-m2.5": ("fp8", "linear", 4 / 128**2),
+    "gpt-oss-120b": ("mxfp4", "experts", 0.0),  # E8M0 per 32 inside mxfp4's 4.25 bits
+    "kimi-k2.5": ("int4", "experts", 2 / 32),  # one bf16 scale per 32, symmetric
+}
+
+
+def test_every_quantized_catalog_checkpoint_prices_its_scales():
+    import glob
+    import os
+
+    quantized = set()
+    for path in glob.glob(f"{MODELS}/*.json"):
+        r = raw(os.path.basename(path)[:-5])
+        if r.get("quantization_config") or (r.get("text_config") or {}).get("quantization_config"):
+            quantized.add(os.path.basename(path)[:-5])
+    assert quantized == set(CATALOG_SCALES)
+    for name, (weights, scope, scale_bytes) in CATALOG_SCALES.items():
+        ck = load_model(name).checkpoint
+        assert (ck.weight_dtype, ck.scope, ck.warnings) == (weights, scope, ()), name
+        assert ck.scale_bytes == pytest.approx(scale_bytes, rel=1e-12, abs=0) and ck.scale_words, name
+
+
+def test_a_published_awq_config():
+    """hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 config.json's quantization_config (AutoAWQ
+    GEMM: 4 bits, group 128, zero point): an fp16 scale and a packed 4-bit zero per 128 weights, 4.156
+    bits per weight."""
+    qc = {
+        "bits": 4,
+        "group_size": 128,
+        "modules_to_not_convert": None,
+        "quant_method": "awq",
+        "version": "gemm",
+        "zero_point": True,
+    }
+    ck = _ck(qc)
+    assert ck.scale_bytes == (2 + 0.5) / 128 and 8 * (0.5 + ck.scale_bytes) == pytest.approx(4.15625)
