@@ -57,6 +57,9 @@ SCALE_CASES = [
     (_ct({"num_bits": 8, "type": "float", "strategy": "tensor"}, FP8_ACT), 0.0, "one fp32 scale per tensor"),
     # W4A16: the scale in the torch_dtype (bf16), symmetric: no zero point
     (_ct(INT4_G128), 2 / 128, "one bf16 scale per 128 weights"),
+    # no strategy written: a group_size makes it "group", as compressed-tensors' QuantizationArgs infers
+    (_ct({"num_bits": 4, "type": "int", "group_size": 64}), 2 / 64, "one bf16 scale per 64 weights"),
+    (_ct({"num_bits": 4, "type": "int", "group_size": -1}), 2 / H, "one bf16 scale per output channel"),
     (_ct({**INT4_G128, "symmetric": False}), (2 + 0.5) / 128, "one bf16 scale and a 4-bit zero point per 128 weights"),
     (_ct({**INT4_G128, "group_size": 32, "scale_dtype": "torch.float32"}), 4 / 32, "one fp32 scale per 32 weights"),
     (

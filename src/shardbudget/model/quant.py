@@ -276,12 +276,17 @@ def _tensor_scales(spec: dict, weights: str, act: str | None, ctx: _Ctx) -> _For
     scale_b = _SCALE_TYPES[str(named).removeprefix("torch.")] if named is not None else default
     scale = _short_name(scale_b, ctx.torch)
     zero = 0.0 if spec.get("symmetric", True) is not False else float(spec.get("num_bits", 8))
-    strategy = spec.get("strategy", "tensor")
+    # no strategy written: compressed-tensors' QuantizationArgs infers it from group_size (none:
+    # tensor; -1: channel; positive: group)
+    strategy = spec.get("strategy") or ("tensor" if spec.get("group_size") is None else "group")
     if strategy == "group":
         group = _positive_int(spec, "group_size", 0)
-        if group < 1:
+        if group == -1:
+            strategy = "channel"
+        elif group < 1:
             raise ValueError(f"group_size {reprlib.repr(spec.get('group_size'))}")
-        return _grouped(weights, act, group=group, scale_b=scale_b, scale=scale, zero_bits=zero)
+        else:
+            return _grouped(weights, act, group=group, scale_b=scale_b, scale=scale, zero_bits=zero)
     if strategy == "channel":
         return _per_channel(weights, act, in_features=ctx.in_features, scale_b=scale_b, scale=scale, zero_bits=zero)
     if strategy == "block":
