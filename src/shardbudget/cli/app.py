@@ -50,7 +50,7 @@ SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --
     "models": "The model configs shipped with shardbudget.",
     "measure": "Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out.",
     "fit": "Fit the collective model's constants to measurements and write a profile usable as --catalog.",
-    "check": "Is this nccl-tests result normal for the system? Per size and per region, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug.",
+    "check": "Is this nccl-tests result or serving benchmark normal for the system? Per size and region, or per metric, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug.",
     "topo": "A system profile from a node's own topology, usable with --catalog in allreduce, plan, deploy and report (printed without --out).",
     "lab": "Emulated fabric: ranks in network namespaces over shaped veth links, measured vs predicted.",
     "report": "One self-contained HTML file: verdict, figures, the tables behind them, sources and assumptions (default report.html).",

@@ -51,6 +51,8 @@ def _bounded(flag: str, lo: int, hi: int, what: str):
 MODEL_HELP = ("Model: a shipped name (`shardbudget models`), a config.json path or folder, or a Hugging Face id "
               "(ORG/NAME, from the local HF cache; --download fetches its config.json).")
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
+MaybeModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help=MODEL_HELP)]
+"""check: the model a serving benchmark's file names unless given."""
 SystemOpt = Annotated[str, typer.Option("--system", "-s", help="System (node type) name, e.g. hgx-h100: `shardbudget fabrics --systems` lists them.")]
 SystemsOpt = Annotated[list[str], typer.Option("--system", "-s", help="Systems to compare, e.g. -s hgx-h100 -s h100-pcie (repeat).")]
 NodesOpt = Annotated[Optional[int], typer.Option(
@@ -89,10 +91,11 @@ ElementDtypeOpt = Annotated[Optional[str], typer.Option(
     "--dtype", help="Element type of the message: bf16 | fp16 | fp32 | ... (nccl-tests' count column; measure: the tensor's).")]
 KvDtypeOpt = Annotated[Optional[str], typer.Option(
     "--kv-dtype", help="KV-cache dtype: bf16 | fp8 | ... (default auto: the activation dtype, as the engines do).")]
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi | sglang-0.4 "
-                     "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-0.9 (vLLM 0.9.x): the engine whose all-reduce kernels, CUDA graphs and host costs a "
-                     "step has.")]
+ENGINE_HELP = ("vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi | sglang-0.4 "
+               "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-0.9 (vLLM 0.9.x): the engine whose "
+               "all-reduce kernels, CUDA graphs and host costs a step has.")
+EngineOpt = Annotated[str, typer.Option("--engine", help=ENGINE_HELP)]
+MaybeEngineOpt = Annotated[Optional[str], typer.Option("--engine", help=ENGINE_HELP)]
 OpOpt = Annotated[str, typer.Option("--op", help="Collective: all-reduce | reduce-scatter | all-gather | all-to-all | broadcast | send/recv.")]
 SIZE_HELP = ("Message size(s) per rank: 16KiB, a list 8B,1KiB, or a range 8B:1GiB (powers of two; 8B:1GiB:4 for "
              "factor 4); repeatable.")

@@ -202,6 +202,15 @@ def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = 
 
 # --- the sweep ------------------------------------------------------------------------------
 
+def plan_rows(req: Request, p: Plan, batches) -> list[Row]:
+    """The rows of one plan at these batches (floats allowed: a measured mean in flight) under the
+    request's workload, priced as `plan` prices its rows (check's serving runs)."""
+    work = req.decode_workload
+    return _plan_rows(req.scenario, p, batches=np.asarray(batches, dtype=float), context=shown_context(work),
+                      budgets=req.budgets, served=work.served)
+
+
+
 def plan(req: Request) -> PlanResult:
     """Sweep the valid plans for each batch size of the request and give the verdicts (module docstring).
 
@@ -447,4 +456,4 @@ def _slower_factor(st, slack: float) -> str:
     return f"{(st.comm_latency_s + slack) / st.comm_latency_s:.1f}x"
 
 
-__all__ = ["Assumptions", "BatchResult", "PlanResult", "Requirement", "Row", "plan", "required_fabric", "shown_context", "valid_plans"]
+__all__ = ["Assumptions", "BatchResult", "PlanResult", "Requirement", "Row", "plan", "plan_rows", "required_fabric", "shown_context", "valid_plans"]
