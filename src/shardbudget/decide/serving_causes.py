@@ -19,7 +19,7 @@ from .planner import plan_rows
 from .request import Request
 from .verdicts import Row
 
-PART_SPREAD = {"communication": 8.0, "host": 3.0, "prefill": 3.0, "kernels": 1.5}
+PART_SPREAD = {"communication": 10.0, "host": 3.0, "prefill": 3.0, "kernels": 1.5}
 """How many times its priced time a part of the step plausibly takes on a real run: a collective on
 a degraded or fallen-back fabric (NVLink to PCIe, an InfiniBand link down, TCP instead of RDMA: x3
 to x20), host time under a busy CPU or Python loop (x1.5 to x3), the mixed prompts with a larger
