@@ -12,9 +12,10 @@ alone (timings of this machine).
 
 Each file's commands run one after another in a scratch folder of its own, so a later command can
 read a profile an earlier one wrote. README.md's folder is empty: its examples need nothing but the
-clone. A docs page's folder holds the raw nccl-tests logs (the data folder's raw/, tests/shared_data.py)
-and the topology samples of tests/fixtures/topo. Output is stdout and stderr together, unbuffered,
-at a terminal width of COLUMNS (100) columns, as the pages say above their examples.
+clone. A docs page's folder holds the raw nccl-tests logs (the data folder's raw/, tests/shared_data.py),
+the topology samples of tests/fixtures/topo and the serving results of tests/fixtures/serving. Output
+is stdout and stderr together, unbuffered, at a terminal width of COLUMNS (100) columns, as the pages
+say above their examples.
 """
 
 from __future__ import annotations
@@ -117,14 +118,18 @@ def run(argv: list[str], workdir: Path) -> list[str]:
 
 
 def scratch_folder(page: Path, into: Path) -> None:
-    """What the page's commands may read: nothing for README.md, the raw logs and topology samples
-    for a docs page."""
+    """What the page's commands may read: nothing for README.md, the raw logs, topology samples and
+    serving benchmark results for a docs page."""
     if page == README:
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from shared_data import find_data_dir
 
-    for folder in (find_data_dir() / "raw", ROOT / "tests" / "fixtures" / "topo"):
+    for folder in (
+        find_data_dir() / "raw",
+        ROOT / "tests" / "fixtures" / "topo",
+        ROOT / "tests" / "fixtures" / "serving",
+    ):
         for path in sorted(folder.glob("*")):
             (into / path.name).symlink_to(path)
 
