@@ -74,6 +74,19 @@ def test_a_slow_fabric_ranks_communication_first(capsys):
     assert not any(c["kind"] == "eager" for c in causes)
 
 
+def test_a_kv_cache_too_small_for_the_concurrency(capsys):
+    """The planted run (README): 64 clients on a cache of 16 requests. TPOT is fast (16 run at once),
+    TTFT and throughput slow (the rest wait); the cause names the capacity and, re-priced at 16 in
+    flight, explains the TPOT."""
+    code, d = run_json(capsys, FIX / "sglang_dsr1_b200_tp8_c64_small_kv.jsonl", "-s", "hgx-b200", "-m", "deepseek-v3")
+    (c,) = d["checks"]
+    verdicts = {(m["metric"], m["stat"]): m["verdict"] for m in c["metrics"]}
+    assert verdicts == {("TPOT", "mean"): "fast", ("TTFT", "mean"): "slow", ("output tok/s", "mean"): "slow"}
+    top = c["causes"][0]
+    assert code == 1 and top["kind"] == "memory" and top["explains"]
+    assert "holds 32768 tokens, 16 requests of 2048" in top["text"]
+
+
 def test_the_slow_cross_node_vllm_run(capsys):
     """vLLM TP16 on two H100 nodes (44.7 ms published, SGLang 32.5 on the same GPUs): slow, and the
     TP all-reduce over InfiniBand is among the causes that would explain it."""

@@ -140,8 +140,8 @@ def causes_of(run: ServingRun, req: Request, p: Plan, row: Row, *, b: float, off
         _repriced(kind, words, alt_req, alt_p, b=b, measured=measured, priced_of=priced_of, tol=tol, rank=0.0)
         for kind, words, alt_req, alt_p in file_settings(run, req, p)
     ]
+    causes += _memory(run, req, p, row, b, measured=measured, priced_of=priced_of, tol=tol)
     if slow:
-        causes += _memory(run, req, p, row, b)
         causes += _parts(run, row, req, p, off, metrics)
         if run.settings.cuda_graphs is None and req.scenario.engine != EAGER_ENGINE:
             eager = _repriced(
@@ -208,9 +208,15 @@ def _repriced(
     )
 
 
-def _memory(run: ServingRun, req: Request, p: Plan, row: Row, b: float) -> list[Cause]:
+def _memory(
+    run: ServingRun, req: Request, p: Plan, row: Row, b: float, *, measured: float, priced_of, tol: float
+) -> list[Cause]:
+    """The KV cache of b requests does not fit: the server runs fewer at once (their TPOT, faster
+    than b's) and the rest wait (TTFT, throughput). Where the file records the cache's capacity, the
+    run is re-priced at the requests it holds."""
     work, out = req.workload, []
-    tokens = b * (work.input_len + work.output_len)
+    per_request = work.input_len + work.output_len
+    tokens = b * per_request
     if not row.fits_memory:
         kv = (row.memory or {}).get("kv_cache", 0.0)
         out.append(
@@ -218,7 +224,7 @@ def _memory(run: ServingRun, req: Request, p: Plan, row: Row, b: float) -> list[
                 kind="memory",
                 explains=True,
                 score=0.2,
-                text=f"memory: {b:.0f} requests of {work.input_len + work.output_len} tokens need "
+                text=f"memory: {b:.0f} requests of {per_request} tokens need "
                 f"{format_decimal_bytes(row.mem_bytes_per_gpu)} per GPU ({format_decimal_bytes(kv)} "
                 f"of KV cache) under {p.label()}, more than the engine may take: the server "
                 f"preempts or queues requests",
@@ -226,16 +232,15 @@ def _memory(run: ServingRun, req: Request, p: Plan, row: Row, b: float) -> list[
         )
     cap = run.settings.kv_capacity_tokens
     if cap is not None and cap < tokens:
-        out.append(
-            Cause(
-                kind="memory",
-                explains=True,
-                score=0.2,
-                text=f"memory: the server's KV cache holds {cap} tokens, {b:.0f} requests of "
-                f"{work.input_len + work.output_len} need {tokens:.0f}: requests are preempted "
-                f"or wait",
-            )
+        held = max(cap // per_request, 1)
+        words = (
+            f"memory: the server's KV cache holds {cap} tokens, {held} requests of {per_request}; "
+            f"{b:.0f} in flight need {tokens:.0f}, so the rest wait (TTFT) and {held} run at once"
         )
+        cause = _repriced(
+            "memory", words, req, p, b=float(held), measured=measured, priced_of=priced_of, tol=tol, rank=0.0
+        )
+        out.append(replace(cause, explains=True, score=min(cause.score, 0.2)))
     return out
 
 
