@@ -12,6 +12,7 @@ import importlib
 # are packages (fabric, comm, model, engines, measure, step, decide, report, cli): see CONTRIBUTING.md.
 _WHERE = {
     "CheckResult": "measure.analysis.check", "check_logs": "measure.analysis.check",
+    "ServingCheckResult": "decide.serving_check", "check_serving": "decide.serving_check",
     "Cost": "comm.collectives", "collective_cost": "comm.collectives", "crossover_bytes": "comm.collectives",
     "make_group": "comm.collectives", "sweep": "comm.collectives",
     "compare_systems": "decide.compare",
@@ -45,8 +46,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
-    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ShardbudgetError",
-    "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs", "collective_cost",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ServingCheckResult",
+    "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs",
+    "check_serving", "collective_cost",
     "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",
     "load_catalog", "load_model", "make_group", "plan", "request", "required_fabric", "scenario", "sweep",
 ]

@@ -3,6 +3,7 @@
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import shardbudget
 from shardbudget import cli
@@ -17,8 +18,9 @@ def _cli_json(*argv: str) -> str:
 
 EXPECTED = {
     "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
-    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ShardbudgetError",
-    "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs", "collective_cost",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ServingCheckResult",
+    "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs",
+    "check_serving", "collective_cost",
     "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",
     "load_catalog", "load_model", "make_group", "plan", "request", "required_fabric", "scenario", "sweep",
 }
@@ -28,6 +30,14 @@ def test_exported_members():
     assert set(shardbudget.__all__) == EXPECTED
     for name in EXPECTED:
         assert hasattr(shardbudget, name), name
+
+
+def test_library_check_serving_mirrors_cli():
+    """check on a serving benchmark (issue 39): the library's record is what --json prints."""
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "serving" / "vllm_gptoss_h100_tp8_c4.json"
+    r = shardbudget.check_serving([path], system="hgx-h100", model="gpt-oss-120b")
+    assert isinstance(r, shardbudget.ServingCheckResult) and r.exit_code == 0
+    assert jsonable(r.to_dict()) == json.loads(_cli_json("check", str(path), "-s", "hgx-h100", "-m", "gpt-oss-120b"))
 
 
 def test_library_mirrors_cli():
