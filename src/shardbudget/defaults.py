@@ -62,6 +62,10 @@ ACCEPTANCE = 0.7
 CHECK_TOLERANCE = 0.25
 """`check`: allowed deviation of each region's median time from the model (x1.25 either way)."""
 
+CHECK_TTFT_TOLERANCE = 1.0
+"""`check` on a serving benchmark: allowed deviation of the mean TTFT (x2 either way: a TTFT also
+carries queueing and the client's ramp-up, which the model does not price)."""
+
 BUDGET_STEPS = 24
 """Budgets the report's interactive slider offers."""
 

@@ -106,6 +106,13 @@ def test_text_report_and_its_last_line(capsys):
     assert max(map(len, out.splitlines())) <= 100
 
 
+def test_a_serving_option_with_an_nccl_log_is_refused(tmp_path, capsys):
+    log = tmp_path / "ar.log"
+    log.write_text("#       size    count  type\n")
+    assert cli.main(["check", str(log), "-s", "hgx-h100", "--tp", "8"]) == 2
+    assert "--tp: not an option for nccl-tests logs" in capsys.readouterr().err
+
+
 def test_json_shape_is_stable(capsys):
     _, d = run_json(capsys, FIX / "vllm_gptoss_h100_tp8_c4.json", "-s", "hgx-h100", "-m", "gpt-oss-120b")
     assert set(d) == {"kind", "exit_code", "outcome", "tolerance", "ttft_tolerance", "checks"}
@@ -123,6 +130,8 @@ def test_json_shape_is_stable(capsys):
      ["tolerance must be a positive number"]),
     ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "16", "--nodes", "1"],
      ["TP16 needs 16 GPUs"]),
+    ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--gpus", "8"],
+     ["--gpus: not an option for a serving benchmark's result"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, name, argv, words):
     assert cli.main(["check", str(FIX / name), *argv]) == 2

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import args
+from ..defaults import CHECK_TTFT_TOLERANCE
 from .app import app
 from .args import (CatalogOpt, GpusOpt, JsonOpt, KvDtypeOpt, MaybeEngineOpt, MaybeModelOpt, NodesOpt, SystemOpt,
                    WeightDtypeOpt)
@@ -34,12 +35,16 @@ def check(
     ep: Annotated[DegreeOpt, typer.Option("--ep", min=1, help="Serving: the expert-parallel degree (default: the file's, else 1).")] = None,
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Serving: replicas of the plan behind the benchmark's endpoint; the load is split evenly.")] = 1,
     concurrency: Annotated[Optional[float], typer.Option("--concurrency", min=1, help="Serving: requests in flight over all replicas (default: the client's max concurrency, or the run's measured mean in flight).")] = None,
-    ttft_tolerance: Annotated[float, typer.Option("--ttft-tolerance", help="Serving: allowed deviation of the mean TTFT: 1.0 = within x2 either way.")] = 1.0,
+    ttft_tolerance: Annotated[float, typer.Option("--ttft-tolerance", help="Serving: allowed deviation of the mean TTFT: 1.0 = within x2 either way.")] = CHECK_TTFT_TOLERANCE,
     json_out: JsonOpt = False,
 ) -> None:
     """Is this nccl-tests result or serving benchmark normal for the system? Per size and region, or per metric, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug."""
     from ..measure.logs.serving_formats import is_serving_file
-    if files and is_serving_file(files[0]):
+    serving = bool(files) and is_serving_file(files[0])
+    _refuse_others(serving, gpus=gpus, model=model, engine=engine, dtype=dtype, kv_dtype=kv_dtype, tp=tp, pp=pp, ep=ep,
+                   replicas=replicas if replicas != 1 else None, concurrency=concurrency,
+                   ttft_tolerance=ttft_tolerance if ttft_tolerance != CHECK_TTFT_TOLERANCE else None)
+    if serving:
         from ..decide.serving_check import Asked, check_serving
         from ..report.serving_check import format_serving_check
         asked = Asked(tp=tp, pp=pp, ep=ep, replicas=replicas, concurrency=concurrency)
@@ -58,3 +63,14 @@ def check(
         print(text(result))
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)
+
+
+def _refuse_others(serving: bool, **given) -> None:
+    """An option of the other kind of file is refused, never ignored: --gpus is an nccl-tests log's,
+    the plan and model options a serving benchmark's."""
+    from ..errors import PlanError
+    wrong = [k for k, v in given.items() if v is not None and (k == "gpus") == serving]
+    if wrong:
+        flags = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        what = "a serving benchmark's result" if serving else "nccl-tests logs"
+        raise PlanError(f"{flags}: not an option for {what} (check reads the first file as {what})")

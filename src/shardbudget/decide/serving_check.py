@@ -49,7 +49,7 @@ from .serving_causes import Cause, causes_of, priced_row, setting_notes, verdict
 from .request import Request, Workload, request
 from .verdicts import Row
 
-DEFAULT_TTFT_TOLERANCE = 1.0
+DEFAULT_TTFT_TOLERANCE = defaults.CHECK_TTFT_TOLERANCE
 
 
 @dataclass(frozen=True, kw_only=True)
