@@ -20,7 +20,8 @@ FORMATTED := benchmarks/bench_cli.py scripts/bench_docs.py scripts/readme.py scr
 	src/shardbudget/measure/analysis/__init__.py src/shardbudget/measure/harness/__init__.py \
 	src/shardbudget/measure/logs/__init__.py src/shardbudget/measure/logs/serving.py \
 	src/shardbudget/measure/logs/serving_formats.py src/shardbudget/decide/serving_check.py \
-	src/shardbudget/decide/serving_causes.py src/shardbudget/report/serving_check.py src/shardbudget/model/layers.py src/shardbudget/report/__init__.py \
+	src/shardbudget/decide/serving_causes.py src/shardbudget/report/serving_check.py src/shardbudget/report/fig_serving.py \
+	src/shardbudget/model/layers.py src/shardbudget/report/__init__.py \
 	src/shardbudget/step/__init__.py src/shardbudget/step/price_comm.py tests/conftest.py \
 	tests/hooks/shardbudget_test_hooks.py tests/integration/test_readme.py tests/unit/test_bench_docs.py \
 	tests/unit/test_routing.py tests/unit/test_tiers.py tests/unit/test_weight_scales.py \

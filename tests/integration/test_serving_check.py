@@ -113,6 +113,20 @@ def test_a_serving_option_with_an_nccl_log_is_refused(tmp_path, capsys):
     assert "--tp: not an option for nccl-tests logs" in capsys.readouterr().err
 
 
+def test_plot_draws_measured_over_priced(tmp_path, capsys):
+    """--plot: one panel per run, the title the finding (the metric the causes explain)."""
+    from shardbudget.decide.serving_check import check_serving
+    from shardbudget.report.fig_serving import serving_figure
+    path = FIX / "vllm_gptoss_h100_tp2_c64.json"
+    out = tmp_path / "serving.png"
+    assert cli.main(["check", str(path), "-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "8", "--plot", str(out)]) == 1
+    assert out.stat().st_size > 1000 and f"wrote {out}" in capsys.readouterr().err
+    fig = serving_figure(check_serving([path], system="hgx-h100", model="gpt-oss-120b"))  # the file's TP2: ok
+    assert fig._suptitle.get_text().startswith("Every metric within its band")
+    assert cli.main(["check", str(path), "-s", "hgx-h100", "-m", "gpt-oss-120b", "--plot", str(out)]) == 2
+    assert "pass --force to overwrite it" in capsys.readouterr().err  # the one overwrite rule
+
+
 def test_json_shape_is_stable(capsys):
     _, d = run_json(capsys, FIX / "vllm_gptoss_h100_tp8_c4.json", "-s", "hgx-h100", "-m", "gpt-oss-120b")
     assert set(d) == {"kind", "exit_code", "outcome", "tolerance", "ttft_tolerance", "checks"}

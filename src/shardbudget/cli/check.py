@@ -10,9 +10,9 @@ import typer
 from . import args
 from ..defaults import CHECK_TTFT_TOLERANCE
 from .app import app
-from .args import (CatalogOpt, GpusOpt, JsonOpt, KvDtypeOpt, MaybeEngineOpt, MaybeModelOpt, NodesOpt, SystemOpt,
-                   WeightDtypeOpt)
-from .command_io import load_catalogs, print_json
+from .args import (CatalogOpt, ForceOpt, GpusOpt, JsonOpt, KvDtypeOpt, MaybeEngineOpt, MaybeModelOpt, NodesOpt,
+                   PlotOpt, SystemOpt, WeightDtypeOpt)
+from .command_io import check_plot, load_catalogs, print_json, write_plot
 
 DegreeOpt = Optional[int]
 
@@ -36,6 +36,8 @@ def check(
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Serving: replicas of the plan behind the benchmark's endpoint; the load is split evenly.")] = 1,
     concurrency: Annotated[Optional[float], typer.Option("--concurrency", min=1, help="Serving: requests in flight over all replicas (default: the client's max concurrency, or the run's measured mean in flight).")] = None,
     ttft_tolerance: Annotated[float, typer.Option("--ttft-tolerance", help="Serving: allowed deviation of the mean TTFT: 1.0 = within x2 either way.")] = CHECK_TTFT_TOLERANCE,
+    plot: PlotOpt = None,
+    force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Is this nccl-tests result or serving benchmark normal for the system? Per size and region, or per metric, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug."""
@@ -43,7 +45,8 @@ def check(
     serving = bool(files) and is_serving_file(files[0])
     _refuse_others(serving, gpus=gpus, model=model, engine=engine, dtype=dtype, kv_dtype=kv_dtype, tp=tp, pp=pp, ep=ep,
                    replicas=replicas if replicas != 1 else None, concurrency=concurrency,
-                   ttft_tolerance=ttft_tolerance if ttft_tolerance != CHECK_TTFT_TOLERANCE else None)
+                   ttft_tolerance=ttft_tolerance if ttft_tolerance != CHECK_TTFT_TOLERANCE else None, plot=plot)
+    check_plot(plot, force=force)
     if serving:
         from ..decide.serving_check import Asked, check_serving
         from ..report.serving_check import format_serving_check
@@ -61,6 +64,9 @@ def check(
         print_json(result.to_dict())
     else:
         print(text(result))
+    if plot is not None:
+        from ..report.fig_serving import serving_figure
+        write_plot(lambda: serving_figure(result), plot, force=force)
     if result.exit_code:
         raise typer.Exit(code=result.exit_code)
 
