@@ -104,6 +104,12 @@ class Launch:
     notes: tuple[str, ...] = ()
     env_all: tuple[tuple[str, str], ...] = ()
     """Environment every node needs (NCCL's), for the Slurm script and the manifests."""
+    scale_out: tuple[str | None, int] = (None, 0)
+    """The system's scale-out fabric kind (infiniband, roce, efa; None: none) and NICs per node:
+    what a Kubernetes pod of a group across nodes asks the RDMA device plugin for (k8s.py)."""
+    local_paths: tuple[str, ...] = ()
+    """Local folders the commands read by their absolute paths (a checkpoint given as a folder):
+    each node must hold them; a pod mounts them from its node (k8s.py)."""
 
     def command(self, step: Step, *, addresses: Mapping[int, str] | None = None,
                 raw: Mapping[int, str] | None = None) -> str:
