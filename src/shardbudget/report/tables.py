@@ -377,7 +377,8 @@ def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[st
     none = o.max_batch == 0
     itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
     itl += [f"{o.itl_p99_s * 1e3:.2f}" if o.itl_p99_s is not None else "-"] if tail else []
-    return [o.label(), str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
+    left = f" ({o.gpus_left} left)" if getattr(o, "gpus_left", 0) else ""  # GPUs it leaves idle (deploy.partial_splits)
+    return [o.label() + left, str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
             "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
             "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
             f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]
