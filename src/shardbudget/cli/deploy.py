@@ -42,7 +42,7 @@ def deploy(
     memory_table: MemoryOpt = False,
     jitter: JitterOpt = None,
     pp_all: Annotated[bool, typer.Option("--pp-all", hidden=True, help="plan's flag, accepted: deploy sweeps every PP degree always (every split of the GPUs).")] = False,  # noqa: ARG001
-    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option and every launch line (default: the best {args.DEPLOY_ROWS} options, and one line per kind of step where a launch has more than 16; --json and --emit have all).")] = False,
     json_out: JsonOpt = False,
     fabric: FabricArgs,
     step: StepArgs,
