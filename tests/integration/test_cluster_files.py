@@ -114,6 +114,17 @@ def test_a_group_inside_a_node_asks_for_no_rdma(cat):
     assert "securityContext" not in pod["containers"][0]
 
 
+def test_the_nodes_network_is_refused_where_pods_would_share_a_nodes_ports(cat):
+    result = deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8)
+    launches = build_launches(result, load_model("llama-3.1-8b"), cat.system("hgx-h100"), cat)[0]
+    assert result.best.label() == "8xTP1"  # TensorRT-LLM: 8 servers of 1 GPU; SGLang: one of --dp-size 8
+    with pytest.raises(PlanError, match="--host-network: servers of 1 GPU share a node of 8"):
+        k8s_files(launches["trtllm"], result, K8sOptions(host_network=True))
+    (pod,) = [p for d in _docs(k8s_files(launches["sglang"], result, K8sOptions(host_network=True))["manifests.yaml"])
+              for p in _pods(d)]
+    assert pod["hostNetwork"] is True
+
+
 def test_efa_asks_for_each_interface(tp16):
     result, launches = tp16
     launch = dataclasses.replace(launches["vllm"], scale_out=("efa", 32))

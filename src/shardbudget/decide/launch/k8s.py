@@ -34,6 +34,7 @@ from ...engines.cli_tables import load_cli
 from ...errors import PlanError
 from ...quoting import one_line, shell_quote
 from .flags import check_argv, programs
+from .vllm import PROXY_COMMIT, PROXY_SHA256
 from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, program_words, shell_word, to_yaml
 
 SHM_SIZE = "64Gi"
@@ -147,6 +148,10 @@ def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str
     container["volumeMounts"] = mounts
     pod = {"containers": [container], "volumes": volumes}
     if options.host_network:
+        if server and gpus < launch.gpus_per_node:
+            raise PlanError(f"--host-network: servers of {gpus} GPU{'s' if gpus != 1 else ''} share a node of {launch.gpus_per_node}, and on "
+                            f"the node's network their pods would all bind port {SERVER_PORT}; drop --host-network "
+                            f"(or use --emit slurm, whose servers take one port each)")
         pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return pod
 
@@ -172,13 +177,6 @@ def gpu_resource(launch: Launch) -> str:
 
 SIDES = {"prefill": "prefill", "decode": "decode", "context": "prefill", "generation": "decode"}
 """A server step's first word -> its side."""
-PROXY_COMMIT = "030ea52effcb05071543c8c42b8f0145e94cee43"
-"""The vLLM commit whose toy_proxy_server.py the proxy pod runs: a commit, which cannot move as a
-tag can. Its parse_args is the one vLLM 0.19.0's flag table was read from ([cli.programs.proxy] of
-engines/vllm.toml: unchanged since this commit)."""
-PROXY_SHA256 = "1210e5525cc0c57f891734b682d3f8939aa7456a672bea16b44f03b6707136ff"
-"""SHA-256 of that file at PROXY_COMMIT (9,017 bytes), computed from the stored copy of the
-repository: the pod refuses to run a download that differs."""
 PROXY_URL = ("https://raw.githubusercontent.com/vllm-project/vllm/{commit}/tests/v1/kv_connector/"
              "nixl_integration/toy_proxy_server.py")
 
