@@ -188,7 +188,8 @@ def test_a_dollar_in_a_model_name_reaches_the_engine_as_written(tmp_path, capsys
     result = deploy(request(model, "hgx-h100", engine=engine, catalog=cat), gpus=8)
     launch = build_launches(result, load_model(model), cat.system("hgx-h100"), cat)[0][engine]
     assert got == expected_slurm(launch)
-    assert all(name in rec for rec in got)  # every server got the name as one word
+    assert all(model in rec for rec in got)  # every server got the folder, by its path, as one word
+    assert model.endswith("/" + name) and os.path.isabs(model)
 
 
 def test_a_leading_dash_is_refused_where_the_name_becomes_an_argument(tmp_path, capsys):

@@ -21,6 +21,7 @@ from shardbudget.decide.deploy import Workload, deploy
 from shardbudget.decide.launch import LaunchError, build_launches, check_launch
 from shardbudget.decide.launch.emit import k8s_files, slurm_files
 from shardbudget.decide.launch.flags import check_argv, programs
+from shardbudget.decide.launch.k8s import PROXY_COMMIT, PROXY_SHA256
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import load_model
@@ -252,8 +253,12 @@ def test_slurm_script_parses_and_names_every_variable(cases, tmp_path, name, eng
     used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", text))
     defined = set(re.findall(r"(?:export |mapfile -t )([A-Za-z_][A-Za-z0-9_]*)", text))
     defined |= set(re.findall(r"(?:^|; )([A-Za-z_][A-Za-z0-9_]*)=", text, re.M))  # a here-document's fill-in
+    defined |= set(re.findall(r"(?:\{ |local |read -r )([A-Za-z_][A-Za-z0-9_]*)", text))  # the helpers' own
+    defined |= set(re.findall(r"read -r [A-Za-z_]+ ([A-Za-z_][A-Za-z0-9_]*)", text))
     slurm = {"SLURM_SUBMIT_DIR", "SLURM_JOB_NODELIST"}  # set by sbatch
-    assert used <= defined | slurm, used - defined - slurm
+    token = {"HF_TOKEN_PATH", "HF_HOME", "HOME"}  # where huggingface_hub keeps the token, read with defaults
+    assert used <= defined | slurm | token, used - defined - slurm - token
+    assert "HF_TOKEN=hf_" not in text and not re.search(r"^wait\s*$", text, re.M)  # no token, no bare wait
 
 
 def _pod_template_doc(name: str, template: dict) -> dict:
@@ -319,7 +324,8 @@ def test_k8s_disaggregated_is_a_statefulset_per_side_and_its_front_end(cases, en
     if engine == "vllm":  # the NIXL side channel at the pod's own address
         env = sets[next(iter(sets))]["spec"]["template"]["spec"]["containers"][0]["env"]
         assert {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in env
-        assert "v0.19.0/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py" in said
+        assert f"{PROXY_COMMIT}/tests/v1/kv_connector/nixl_integration/toy_proxy_server.py" in said
+        assert PROXY_SHA256 in said  # run only where the download is the pinned file
 
 
 def test_k8s_refuses_a_trtllm_replica_over_nodes_and_writes_one_on_a_node(cases):

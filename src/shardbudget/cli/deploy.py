@@ -37,10 +37,12 @@ def deploy(
     plot: PlotOpt = None,
     emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR (an existing DIR needs --force).")] = None,
     force: ForceOpt = False,
+    rdma_resource: Annotated[Optional[str], typer.Option("--rdma-resource", help="--emit k8s: the RDMA device plugin's resource a pod of a group across nodes asks for (default by fabric: rdma/hca_shared_devices_a, NVIDIA's k8s-rdma-shared-dev-plugin; vpc.amazonaws.com/efa on EFA).")] = None,
+    host_network: Annotated[bool, typer.Option("--host-network", help="--emit k8s: run the server pods on the nodes' network (hostNetwork).")] = False,
     memory_table: MemoryOpt = False,
     jitter: JitterOpt = None,
     pp_all: Annotated[bool, typer.Option("--pp-all", hidden=True, help="plan's flag, accepted: deploy sweeps every PP degree always (every split of the GPUs).")] = False,  # noqa: ARG001
-    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option (default: the best {args.DEPLOY_ROWS}; --json has all).")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help=f"Show every option and every launch line (default: the best {args.DEPLOY_ROWS} options, and one line per kind of step where a launch has more than 16; --json and --emit have all).")] = False,
     json_out: JsonOpt = False,
     fabric: FabricArgs,
     step: StepArgs,
@@ -56,6 +58,7 @@ def deploy(
     check_plot(plot, force=force)
     spec = args.speculation(speculative, draft_tokens, acceptance,
                             fabric.model(draft_model) if draft_model else draft_model)
+    k8s = _k8s_options(rdma_resource, host_network, emit)
     _emit(None, emit, engine=fabric.engine, force=force)  # a bad --emit is refused before any work
     req = build_request(model, system, fabric=fabric, step=step, budgets=budgets, nodes=nodes, context=context,
                         input_len=input_len, output_len=output_len, speculation=spec, jitter=jitter)
@@ -64,7 +67,19 @@ def deploy(
               _for_gpus(req, shown, gpus=gpus, batch=batch, disaggregate=disaggregate))
     if result is None or result.best is None:  # a valid request that nothing meets: the closest option, exit 1
         raise typer.Exit(1)
-    _emit(result, emit, engine=fabric.engine, force=force)
+    _emit(result, emit, engine=fabric.engine, force=force, k8s=k8s)
+
+
+def _k8s_options(rdma_resource, host_network: bool, emit):
+    """--emit k8s's cluster options, checked before any work (refused without --emit k8s)."""
+    if rdma_resource is None and not host_network:
+        return None
+    from ..errors import PlanError
+    if not emit or emit[0] != "k8s":
+        raise PlanError(f"{'--rdma-resource' if rdma_resource is not None else '--host-network'} shapes the "
+                        f"Kubernetes manifests: give it with --emit k8s DIR")
+    from ..decide.launch.k8s import K8sOptions
+    return K8sOptions(rdma_resource=rdma_resource, host_network=host_network)
 
 
 def _load(rate, users, *, gpus, nodes, disaggregate, batch):
@@ -121,7 +136,7 @@ def _for_load(req, load, shown: dict):
     return answer.result
 
 
-def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) -> None:
+def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool, k8s=None) -> None:
     """--emit KIND DIR: check it (result None), or write the best option's files."""
     if not emit:
         return
@@ -130,5 +145,5 @@ def _emit(result, emit: tuple[str, Path] | None, *, engine: str, force: bool) ->
         emitting.check_emit(emit[0], emit[1], force=force)
         return
     from ..quoting import terminal
-    for path in emitting.emit(result, emit[0], emit[1], engine=engine, force=force):
+    for path in emitting.emit(result, emit[0], emit[1], engine=engine, force=force, k8s=k8s):
         typer.echo(terminal(f"wrote {path}"), err=True)

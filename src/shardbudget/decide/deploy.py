@@ -93,6 +93,9 @@ class Option:
     itl_p99_s: float | None = None
     """itl_s's p99 from measured collective jitter (--jitter: tail_plan, as plan's rows), at the
     option's own decode batch; None without a log."""
+    gpus_left: int = 0
+    """GPUs of those given that the option leaves idle (`partial_splits`: fewer than all meet the
+    budgets where no split of all does); tokens_per_s_per_gpu is per GPU it runs on."""
 
     @property
     def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
@@ -177,6 +180,25 @@ def splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]
         except PlanError:
             continue
         out += [(gpus // size, p) for p in plans if p.gpus == size]
+    return out
+
+
+def partial_splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]]:
+    """The splits of fewer than `gpus` GPUs, as many replicas of each size as fit: replicas inside
+    a node, placed so that none straddles a node's edge, for each size that does not divide `gpus`;
+    and the splits of the whole nodes, where the GPUs end part-way into a node. What `deploy` falls
+    back to where no split of all the GPUs meets the budgets (`deploy --gpus 3`: TP2, one left)."""
+    gpn = system.gpus_per_node
+    whole, rest = divmod(gpus, gpn)
+    out = splits(cfg, system, whole * gpn) if whole and rest else []
+    try:
+        plans = valid_plans(cfg, system, 1, pp_all=True)
+    except PlanError:
+        plans = []
+    for size in range(1, min(gpn, gpus) + 1):
+        replicas = whole * (gpn // size) + rest // size
+        if gpus % size and replicas:  # not a split of all the GPUs (splits), and one fits
+            out += [(replicas, p) for p in plans if p.gpus == size and (replicas, p) not in out]
     return out
 
 
@@ -280,6 +302,16 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
         options.append(opt)
         curves[opt.label()] = _frontier_curve(c, opt)
         prefills[opt.label()] = pre
+    if not disaggregate and not any(o.meets_budget for o in options):  # fewer GPUs, where they meet the budgets
+        fewer = [_left(_option(r, p, _curve(sc, p, work=workload), budgets=budgets, batch=batch), gpus)
+                 for r, p in partial_splits(cfg, sysm, gpus)]
+        if any(o.meets_budget for o in fewer):
+            fewer = [_with_tail(o, sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload, jitter=req.jitter, batch=batch)
+                     if req.jitter is not None else o for o in fewer]
+            options += fewer
+            curves.update({o.label(): _frontier_curve(_curve(sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload), o)
+                           for o in fewer})
+            prefills.update({o.label(): None for o in fewer})
     if not options:
         raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
                         f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
@@ -315,8 +347,16 @@ def _check_request(req: Request, workload: Workload) -> None:
 
 
 def _rank(o: Option) -> tuple:
-    """Best first: the most tokens/s per GPU among the options that meet the budgets, then the rest."""
-    return (-o.tokens_per_s_per_gpu, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.itl_s)
+    """Best first: the most tokens/s per GPU given among the options that meet the budgets (an
+    option that leaves GPUs idle counts them: used / given is 1.0 exactly where it leaves none),
+    then the rest."""
+    used = o.replicas * o.gpus_per_replica
+    per_given = o.tokens_per_s_per_gpu * (used / (used + o.gpus_left))
+    return (-per_given, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.itl_s)
+
+
+def _left(o: Option, gpus: int) -> Option:
+    return dataclasses.replace(o, gpus_left=gpus - o.replicas * o.gpus_per_replica)
 
 
 def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:

@@ -25,7 +25,11 @@ def verdict_text(r) -> str:  # r: a deploy.DeployResult
              f"{stages}, TTFT {format_seconds(pre['ttft_s'])} of which the KV "
              f"hand-off is {format_seconds(pre['kv_transfer_s'])}, {100 * pre['kv_transfer_share_of_ttft']:.1f}%)"
              if pre else f"On {r.gpus} GPUs of {r.system}")
-    text = (f"{where}, {b.label()} at batch {b.max_batch} per replica gives the most "
+    left = ""
+    if b.gpus_left:  # fewer GPUs than given meet the budgets where all of them do not (deploy.partial_splits)
+        left = (f" on {b.replicas * b.gpus_per_replica} of them ({b.gpus_left} GPU{'s' if b.gpus_left > 1 else ''} "
+                f"left: no split of all {r.gpus} meets the budgets)")
+    text = (f"{where}, {b.label()}{left} at batch {b.max_batch} per replica gives the most "
             f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
             f"{b.tokens_per_s_per_user:.0f} tokens/s per user (ITL {format_seconds(b.itl_s)}; "
             f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "

@@ -13,7 +13,9 @@ speculative decoding, and the published figures (DeepSeek-V3: 671B / 37B) exclud
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from os import PathLike
@@ -167,6 +169,10 @@ class ModelConfig:
     """Every MoE layer also runs the dense MLP (intermediate_size), the two outputs summed (Gemma 4)."""
     notes: tuple[str, ...] = ()
     """What the reader assumed, one line each (an unknown model_type read as a known family)."""
+    folder: str | None = None
+    """The local checkpoint folder the config was read from (a folder, or its config.json), as an
+    absolute path: what deploy's launch lines serve, since an engine given the folder's name alone
+    would look it up on the Hugging Face Hub. None for a shipped model or a Hub id."""
 
     @property
     def family(self) -> Family:
@@ -311,8 +317,10 @@ def _load_path(path: Path, name: str | None = None) -> ModelConfig:
     file = path / "config.json" if path.is_dir() else path
     data = read_user_file(file, what="a Hugging Face config.json", limit=CONFIG_MAX_BYTES, error=CatalogError,
                           missing=f"cannot read {file}: no such file")
+    folder = None if name is not None or file.name != "config.json" else os.path.abspath(file.parent)
     name = name or (file.parent.name if file.name == "config.json" else file.stem) or file.stem
-    return _parse_bytes(data, name=name, where=str(file))
+    cfg = _parse_bytes(data, name=name, where=str(file))
+    return dataclasses.replace(cfg, folder=folder) if folder else cfg
 
 
 def _is_existing_path(text: str) -> bool:

@@ -334,7 +334,8 @@ def print_deploy_memory(result, *, rows: int | None = None) -> None:
 
 def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     """The options, best first (the first `rows`; None: all), then the choice in words and its
-    launch lines."""
+    launch lines: with `rows` None (--all) every line, else one per shape of step where a launch
+    has more than launch.layout.SUMMARY_STEPS (Launch.summary; --emit writes them all)."""
     budgets = ", ".join(w for w in (f"ITL budget {format_seconds(result.budget_s)}" if result.budget_s else "",
                                     f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "")
                         if w) or "no budget"
@@ -347,6 +348,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}{nccl}, "
           f"{load}{spec}; {budgets}")
     shown = result.options if rows is None else result.options[:rows]
+    every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
     if getattr(result, "tail", None):
         say(f"# {result.tail}")
@@ -366,7 +368,10 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     if w.context:
         say(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
     say(result.verdict)
+    launches = getattr(result, "launches", {})
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
+        if not every_line and engine in launches:  # one line per shape of step (Launch.summary)
+            text = launches[engine].summary()
         _out(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
@@ -377,7 +382,8 @@ def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[st
     none = o.max_batch == 0
     itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
     itl += [f"{o.itl_p99_s * 1e3:.2f}" if o.itl_p99_s is not None else "-"] if tail else []
-    return [o.label(), str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
+    left = f" ({o.gpus_left} left)" if getattr(o, "gpus_left", 0) else ""  # GPUs it leaves idle (deploy.partial_splits)
+    return [o.label() + left, str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
             "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
             "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
             f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]

@@ -33,7 +33,11 @@ _UNSUPPORTED = {"sglang": sglang.unsupported}
 
 
 def hf_id(cfg: ModelConfig) -> str:
-    """The Hugging Face repository of a shipped model (from its config's `_source`), else its name."""
+    """What the engine is given: a local checkpoint by its folder's absolute path (its name alone
+    would be looked up on the Hub), the Hugging Face repository of a shipped model (from its config's
+    `_source`), else the name (a Hub id)."""
+    if cfg.folder:
+        return cfg.folder
     if cfg.name in list_models():
         raw = json.loads((resources.files("shardbudget") / "catalog" / "models" / f"{cfg.name}.json").read_text())
         found = re.match(r"https://huggingface\.co/([^/]+/[^/]+)/", str(raw.get("_source", "")))

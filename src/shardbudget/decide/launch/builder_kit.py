@@ -73,6 +73,14 @@ def nccl_env(p: Priced) -> tuple[tuple[str, str], ...]:
     return NCCL_ENV.get(p.system.nic_fabric.kind, ())
 
 
+def _scale_out(p: Priced) -> tuple[str | None, int]:
+    """(fabric kind, NICs per host) where the deployment leaves the NVLink node (as nccl_env), else (None, 0)."""
+    if not nccl_env(p):
+        return None, 0
+    system = p.system
+    return system.nic_fabric.kind, max(1, system.nics_per_node * system.host_gpus // system.gpus_per_node)
+
+
 def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], files: list | None = None) -> Launch:
     """The launch over the system's hosts: a launcher's node is one host (an NVL72 rack's compute
     tray of 4 GPUs, which is all that one OS and one CUDA_VISIBLE_DEVICES see), not the NVLink node."""
@@ -82,7 +90,9 @@ def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], fil
     return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
                   commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
                   nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu),
-                  files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p))
+                  files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p),
+                  scale_out=_scale_out(p),
+                  local_paths=tuple(dict.fromkeys(x for x in (p.cfg.folder, p.draft_id) if x and x.startswith("/"))))
 
 
 def draft_name(p: Priced) -> str:

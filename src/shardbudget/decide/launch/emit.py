@@ -3,14 +3,17 @@ the printed commands come from.
 
 * slurm: `launch.sbatch`, one `srun` step per node (each runs its node's commands), the nodes'
   addresses exported as the `NODE<i>_IP` placeholders the commands name, NCCL's environment, the
-  engine's option files written as here-documents. Submit it from DIR.
+  engine's option files written as here-documents, the Hugging Face token passed on from the
+  environment or its file (never written); the job ends with the status of the first node's step
+  that fails, and stops, naming the node, where a node has no address. Submit it from DIR.
 * k8s: `manifests.yaml`, per kind of server a Deployment (a server on one node) or a
   LeaderWorkerSet (a server over several nodes: the leader runs node 0's command, each worker its
   own, its rank from LWS_WORKER_INDEX and the head's address from LWS_LEADER_ADDRESS), each pod
   requesting its GPUs, a memory-backed /dev/shm and the engine's published image; a Service per
   server kind; a ConfigMap with the option files. A disaggregated deployment is a StatefulSet per
-  side with its front end (k8s.py). A TensorRT-LLM replica over several nodes (an MPI
-  job) is refused: MPI_REFUSAL.
+  side with its front end (k8s.py). Pods whose group talks across nodes ask for the RDMA NICs and
+  IPC_LOCK (k8s.K8sOptions: the device plugin's resource, the nodes' network). A TensorRT-LLM
+  replica over several nodes (an MPI job) is refused: MPI_REFUSAL.
 
 Every file is written atomically; an existing DIR is refused without --force, a DIR that cannot
 be written before any work. Names reach the files only quoted (`layout.shell_word`, `to_yaml`) or
@@ -26,7 +29,7 @@ from pathlib import Path
 from ...atomic import write_atomic
 from ...errors import OutputError, PlanError, UnknownNameError
 from ...quoting import one_line, shell_quote
-from .k8s import disaggregated_manifests, gpu_resource, manifest_name, pod_spec
+from .k8s import K8sOptions, cluster_notes, disaggregated_manifests, gpu_resource, manifest_name, pod_spec
 from .layout import Launch, Step, heredoc, to_yaml
 
 KINDS = ("slurm", "k8s")
@@ -54,7 +57,7 @@ def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
     return folder
 
 
-def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[Path]:
+def emit(result, kind: str, folder: Path, *, engine: str, force: bool, k8s: K8sOptions | None = None) -> list[Path]:
     """Write the files of the best option's launch for `engine` (eager: vLLM's) into `folder`. A
     write that fails leaves nothing of this run behind (the folder it made, the files it added) and
     is one line (OutputError)."""
@@ -63,7 +66,7 @@ def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[P
     launch = result.launches.get(key)
     if launch is None:
         raise PlanError(f"no {key} launch to write: {result.launch.get(key, 'the engine has no launch builder')}")
-    files = slurm_files(launch, result) if kind == "slurm" else k8s_files(launch, result)
+    files = slurm_files(launch, result) if kind == "slurm" else k8s_files(launch, result, k8s)
     data = {name: text.encode("utf-8") for name, text in files.items()}  # names are UTF-8 (quoting.check_name)
     made = not folder.exists()
     new = [folder / name for name in data if not (folder / name).exists()]
@@ -80,11 +83,24 @@ def emit(result, kind: str, folder: Path, *, engine: str, force: bool) -> list[P
 
 # --- Slurm ----------------------------------------------------------------------------------
 
+ENDED = 'ENDED="$(mktemp -u)"; mkfifo -m 600 "$ENDED"; exec 3<>"$ENDED"; rm -f "$ENDED"'
+"""A pipe (fd 3) each background step writes its exit status into when it ends, which the script
+reads as they come: a failure is seen at once, whichever step it is, with no polling. `wait -n`
+is not used: bash returns 127 for a job that ended before it was called (a non-interactive shell
+keeps no job table), and a bare `wait` returns 0 whatever the steps returned."""
+
+
 def node_script(launch: Launch, node: int) -> str:
+    """What one node's `srun` step runs: its one command, or its commands in the background, the
+    step ending with the status of the first that fails (0 once all end with 0)."""
     steps = [s for s in launch.steps if s.node == node]
-    lines = [launch.command(s) for s in steps]
-    if any(s.background for s in steps):
-        lines.append("wait")
+    if len(steps) == 1:
+        return launch.command(Step(**{**steps[0].__dict__, "background": False}))
+    lines = [ENDED]
+    lines += ["{ " + launch.command(Step(**{**s.__dict__, "background": False})) + '; echo "$?" >&3; } &'
+              for s in steps]
+    lines.append(f"status=0; for ((k = 0; k < {len(steps)}; k++)); do read -r rc <&3; "
+                 'if ((rc)); then status=$rc; break; fi; done; exit "$status"')
     return "\n".join(lines)
 
 
@@ -103,6 +119,30 @@ def job_name(model: str) -> str:
     return "shardbudget-" + re.sub(r"[^A-Za-z0-9._-]+", "-", model)
 
 
+SLURM_HELPERS = [
+    'TOKEN_FILE="${HF_TOKEN_PATH:-${HF_HOME:-${HOME-}/.cache/huggingface}/token}"',
+    'if [ -z "${HF_TOKEN-}" ] && [ -r "$TOKEN_FILE" ]; then HF_TOKEN="$(<"$TOKEN_FILE")"; fi',
+    'if [ -n "${HF_TOKEN-}" ]; then export HF_TOKEN; fi',
+    "address() { local ip; ip=\"$(getent hosts \"${NODES[$1]}\" | awk '{print $1; exit}')\" || true; "
+    'if [ -z "$ip" ]; then echo "launch.sbatch: getent hosts ${NODES[$1]} gave no address (node $1 of the job): '
+    'the servers need every node\'s address" >&2; exit 1; fi; printf \'%s\\n\' "$ip"; }',
+]
+"""The Slurm script's helpers: the Hugging Face token from the environment or huggingface_hub's
+token file (HF_TOKEN_PATH, else HF_HOME/token: huggingface_hub's constants.py), exported to the
+steps, never written into the script; `address`, node i's first address from getent, the job
+stopped with the node named where it has none (an empty NODE<i>_IP would start servers that
+rendezvous nowhere)."""
+
+
+def _wait_steps(n: int) -> list[str]:
+    """The end of the script: each node's step waited for through ENDED's pipe; the first that
+    fails ends the job with its status, so Slurm marks it FAILED and stops the other steps."""
+    return [f"status=0; for ((k = 0; k < {n}; k++)); do read -r rc node <&3; if ((rc)); then status=$rc; "
+            'echo "launch.sbatch: the step on node $node (${NODES[$node]}) exited with status $rc: the job ends, '
+            'and Slurm stops the other steps" >&2; break; fi; done',
+            'exit "$status"']
+
+
 def slurm_files(launch: Launch, result) -> dict[str, str]:
     n, gpn = launch.nodes, launch.gpus_per_node
     head = [
@@ -116,17 +156,22 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
                         f"written by shardbudget deploy."),
         "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
         "# " + one_line(f"(or start each node's step in its image: {launch.image})."),
+        "# A gated model needs a Hugging Face token: export HF_TOKEN before sbatch (it passes the environment",
+        "# on), or keep it in $HF_TOKEN_PATH (default ~/.cache/huggingface/token); it is never written here.",
         "set -euo pipefail",
         'cd "$SLURM_SUBMIT_DIR"',
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
     ]
-    head += [f'export NODE{i}_IP="$(getent hosts "${{NODES[{i}]}}" | awk \'{{print $1; exit}}\')"' for i in range(n)]
+    head += SLURM_HELPERS
+    head += [f'NODE{i}_IP="$(address {i})"; export NODE{i}_IP' for i in range(n)]
     head += [f"export {k}={shell_quote(v)}" for k, v in launch.env_all]
     head += [heredoc(name, body) for name, body in launch.files]
+    head.append(ENDED)
     for i in range(n):
         script = shell_quote(node_script(launch, i))
-        head.append(f"srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c {script} &")
-    head.append("wait")
+        head.append(f"{{ rc=0; srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c {script} || rc=$?; "
+                    f'echo "$rc {i}" >&3; }} &')
+    head += _wait_steps(n)
     return {"launch.sbatch": "\n".join(head) + "\n"}
 
 
@@ -146,11 +191,13 @@ def _k8s_command(launch: Launch, step: Step, first: int) -> str:
     return launch.command(bare, addresses={first: "LWS_LEADER_ADDRESS"}, raw=raw)
 
 
-def k8s_files(launch: Launch, result) -> dict[str, str]:
+def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict[str, str]:
+    """manifests.yaml (module doc); `options`: what the pods ask of the cluster beyond GPUs."""
+    options = options or K8sOptions()
     if any(s.wrapper for s in launch.steps):
         raise PlanError(MPI_REFUSAL)
     if result.prefill is not None:
-        return disaggregated_manifests(launch, result)
+        return disaggregated_manifests(launch, result, options)
     resource = gpu_resource(launch)
     config = manifest_name(result, "options") if launch.files else None
     docs = []
@@ -167,7 +214,7 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
     name = manifest_name(result, "server")
     labels = {"app": name}
     if span == 1:
-        pod = pod_spec(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config)
+        pod = pod_spec(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config, options=options)
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
                      "spec": {"replicas": len(heads), "selector": {"matchLabels": labels},
                               "template": {"metadata": {"labels": labels}, "spec": pod}}})
@@ -180,14 +227,16 @@ def k8s_files(launch: Launch, result) -> dict[str, str]:
                      "spec": {"replicas": len(replica_nodes), "leaderWorkerTemplate": {
                          "size": span,
                          "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
-                                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config)},
-                         "workerTemplate": {"spec": pod_spec(launch, worker, gpus, resource, config)}}}})
+                                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config,
+                                                             options=options, rdma=True)},
+                         "workerTemplate": {"spec": pod_spec(launch, worker, gpus, resource, config,
+                                                             options=options, rdma=True)}}}})
         labels = {**labels, "role": "leader"}
     docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                  "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]}})
     header = "# " + one_line(f"{launch.label}: {result.model} on {result.system}, {result.best.label()}; written by "
                              f"shardbudget deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws).") + "\n"
-    return {"manifests.yaml": header + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
+    return {"manifests.yaml": header + cluster_notes(launch, options, rdma=span > 1) + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 
 def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:

@@ -15,7 +15,8 @@ Per engine:
   channel at the address the prefill server reports, VLLM_NIXL_SIDE_CHANNEL_HOST (default
   localhost, vllm/envs.py at 0.19.0): each server pod sets it to its own IP (the downward API). The
   proxy is a file of vLLM's repository (tests/v1/kv_connector/nixl_integration/toy_proxy_server.py),
-  not in the image: its pod fetches it at the pinned tag when it starts (egress to GitHub).
+  not in the image: its pod fetches it at a pinned commit when it starts (egress to GitHub) and runs
+  it only where its SHA-256 is the pinned one (PROXY_SHA256).
 * SGLang: sglang-router with each prefill server's URL and bootstrap port and each decode server's
   URL, pip-installed at the release its flag table was read at where the image lacks it.
 * TensorRT-LLM: `trtllm-serve disaggregated -c` with the config's urls set to the pods' names.
@@ -25,13 +26,15 @@ A side whose server spans several nodes is refused (--emit slurm writes it).
 
 from __future__ import annotations
 
+import hashlib
 import re
+from dataclasses import dataclass
 
 from ...engines.cli_tables import load_cli
-from ...engines.presets import load_engine
 from ...errors import PlanError
 from ...quoting import one_line, shell_quote
 from .flags import check_argv, programs
+from .vllm import PROXY_COMMIT, PROXY_SHA256
 from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, program_words, shell_word, to_yaml
 
 SHM_SIZE = "64Gi"
@@ -39,27 +42,133 @@ SHM_SIZE = "64Gi"
 docs tell users to raise (--shm-size / --ipc=host)."""
 
 
+NAME_MAX = 52
+"""The longest object name written: a StatefulSet's pods carry the label controller-revision-hash,
+`<name>-<10-character hash>`, which must be a label value of at most 63 characters, so a StatefulSet
+named longer than 52 never creates a pod (kubernetes/kubernetes#64023); every object is held to it."""
+
+
 def manifest_name(result, what: str) -> str:
-    """A Kubernetes object name (DNS label: lower-case letters, digits, '-', at most 63)."""
-    base = re.sub(r"[^a-z0-9-]+", "-", f"{result.model}-{what}".lower()).strip("-")
-    return base[:63].rstrip("-")
+    """A Kubernetes object name: a DNS-1035 label (lower-case letters, digits and '-', starting with
+    a letter, as a Service needs) of at most NAME_MAX characters, ending in `what` (server, options,
+    prefill, decode, router: never cut, so a deployment's objects never share a name). Where the
+    model's name does not survive as it is (cut to fit, or other characters turned into '-'), six
+    hex digits of its SHA-256 follow what is kept, so two models never share a name either."""
+    model = str(result.model)
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+    if not slug[:1].isalpha():
+        slug = f"m-{slug}".rstrip("-")
+    if slug == model and len(slug) + 1 + len(what) <= NAME_MAX:
+        return f"{slug}-{what}"
+    digest = hashlib.sha256(model.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    keep = slug[:NAME_MAX - len(what) - len(digest) - 2].rstrip("-")
+    return f"{keep}-{digest}-{what}"
 
 
-def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str | None) -> dict:
+RDMA_RESOURCES = {
+    "infiniband": ("rdma/hca_shared_devices_a", None),
+    "roce": ("rdma/hca_shared_devices_a", None),
+    "efa": ("vpc.amazonaws.com/efa", "nics"),
+}
+"""The device plugin's resource that puts a node's RDMA NICs in a pod, by scale-out fabric kind, and
+how many a pod asks for (None: 1; "nics": the node's NICs). InfiniBand and RoCE: NVIDIA's
+k8s-rdma-shared-dev-plugin (github.com/Mellanox/k8s-rdma-shared-dev-plugin, deployed by NVIDIA's
+Network Operator), whose example configuration names its resource rdma/hca_shared_devices_a, one
+shared by every pod of a node; EFA: aws-efa-k8s-device-plugin's vpc.amazonaws.com/efa, one per
+interface (AWS's EFA on EKS guide). A cluster whose plugin names it otherwise: --rdma-resource."""
+HF_SECRET = "hf-token"
+"""The Secret the server pods read the Hugging Face token from (key `token`, optional: a model that
+is not gated needs none); made once per namespace by the user, never written by deploy."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class K8sOptions:
+    """What `--emit k8s` asks of the cluster beyond the GPUs (deploy's --rdma-resource, --host-network)."""
+
+    rdma_resource: str | None = None
+    """The RDMA device plugin's resource name (None: RDMA_RESOURCES' for the system's fabric)."""
+    host_network: bool = False
+    """Pods on the node's own network (hostNetwork): NCCL and the KV hand-off see the NICs' own
+    addresses and interfaces, where the cluster's pod network does not carry RDMA."""
+
+    def __post_init__(self):
+        if self.rdma_resource is not None and not _RESOURCE.fullmatch(self.rdma_resource):
+            raise PlanError(f"--rdma-resource {self.rdma_resource!r} is not an extended resource name (DOMAIN/NAME, "
+                            f"e.g. rdma/hca_shared_devices_a: lower-case DNS domain, then letters, digits, '-', "
+                            f"'_', '.')")
+
+
+_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+"""An extended resource's name as the API server takes it: a DNS subdomain, '/', a qualified name."""
+
+
+def rdma_request(launch: Launch, options: K8sOptions) -> dict:
+    """{resource: count} a server pod of a group that talks across nodes asks for ({} on a system
+    with no RDMA scale-out fabric)."""
+    kind, nics = launch.scale_out
+    if kind is None:  # nothing leaves the NVLink node (an NVL72 rack's trays reach each other over NVLink)
+        return {}
+    if options.rdma_resource:
+        return {options.rdma_resource: 1}
+    if kind not in RDMA_RESOURCES:
+        return {}
+    name, count = RDMA_RESOURCES[kind]
+    return {name: nics if count == "nics" else 1}
+
+
+def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str | None, *,
+             options: K8sOptions | None = None, rdma: bool = False, server: bool = True) -> dict:
     """A pod of one server: its GPUs, a memory-backed /dev/shm, the engine's image and NCCL's
-    environment, the option files of ConfigMap `config` copied beside it."""
+    environment, the option files of ConfigMap `config` copied beside it, the Hugging Face token
+    from Secret HF_SECRET, a local checkpoint from the node at its own path (hostPath); with `rdma`
+    (a group that talks across nodes) the RDMA NICs and IPC_LOCK, which RDMA needs to pin memory;
+    the node's network with `options.host_network`. `server` False: the front end (no GPU)."""
+    options = options or K8sOptions()
     mounts = [{"name": "shm", "mountPath": "/dev/shm"}]
     volumes = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
     if config:
         mounts.append({"name": "options", "mountPath": "/options"})
         volumes.append({"name": "options", "configMap": {"name": config}})
         command = f"cp /options/* . && {command}"
-    container = {"name": "server", "image": launch.image, "command": ["/bin/sh", "-c", command],
-                 "env": [{"name": k, "value": v} for k, v in launch.env_all],
-                 "ports": [{"containerPort": 8000}],
-                 "resources": {"limits": {resource: gpus}, "requests": {resource: gpus}},
-                 "volumeMounts": mounts}
-    return {"containers": [container], "volumes": volumes}
+    env = [{"name": k, "value": v} for k, v in launch.env_all]
+    container = {"name": "server", "image": launch.image, "command": ["/bin/sh", "-c", command], "env": env,
+                 "ports": [{"containerPort": 8000}]}
+    if server:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET, "key": "token",
+                                                                        "optional": True}}})
+        extra = rdma_request(launch, options) if rdma else {}
+        container["resources"] = {"limits": {resource: gpus, **extra}, "requests": {resource: gpus, **extra}}
+        rdma = bool(extra)
+        for k, path in enumerate(launch.local_paths):
+            mounts.append({"name": f"checkpoint-{k}", "mountPath": path, "readOnly": True})
+            volumes.append({"name": f"checkpoint-{k}", "hostPath": {"path": path, "type": "Directory"}})
+        if rdma:
+            container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    container["volumeMounts"] = mounts
+    pod = {"containers": [container], "volumes": volumes}
+    if options.host_network:
+        if server and gpus < launch.gpus_per_node:
+            raise PlanError(f"--host-network: servers of {gpus} GPU{'s' if gpus != 1 else ''} share a node of {launch.gpus_per_node}, and on "
+                            f"the node's network their pods would all bind port {SERVER_PORT}; drop --host-network "
+                            f"(or use --emit slurm, whose servers take one port each)")
+        pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
+    return pod
+
+
+def cluster_notes(launch: Launch, options: K8sOptions, *, rdma: bool) -> str:
+    """The header's lines on what the cluster must provide: the token's Secret, the RDMA device
+    plugin where a group talks across nodes, the local checkpoint on every node."""
+    lines = [f"A gated model reads HF_TOKEN from Secret {HF_SECRET} (key token), made once: kubectl create "
+             f"secret generic {HF_SECRET} --from-literal=token=YOUR_TOKEN."]
+    if rdma and (request := rdma_request(launch, options)):
+        plugin = ", ".join(request)
+        lines.append(f"Pods of a group across nodes ask for {plugin} (the RDMA device plugin; another name: "
+                     f"--rdma-resource) and IPC_LOCK, so that NCCL reaches the NICs over RDMA as priced"
+                     + ("" if options.host_network else "; --host-network puts them on the nodes' network") + ".")
+    for path in launch.local_paths:
+        lines.append(f"Every GPU node must hold {path} (mounted from the node).")
+    return "".join("# " + one_line(line) + "\n" for line in lines)
 
 
 def gpu_resource(launch: Launch) -> str:
@@ -68,8 +177,19 @@ def gpu_resource(launch: Launch) -> str:
 
 SIDES = {"prefill": "prefill", "decode": "decode", "context": "prefill", "generation": "decode"}
 """A server step's first word -> its side."""
-PROXY_URL = ("https://raw.githubusercontent.com/vllm-project/vllm/v{version}/tests/v1/kv_connector/"
+PROXY_URL = ("https://raw.githubusercontent.com/vllm-project/vllm/{commit}/tests/v1/kv_connector/"
              "nixl_integration/toy_proxy_server.py")
+
+
+def proxy_fetch() -> str:
+    """The shell command that downloads the proxy at PROXY_COMMIT and writes it only where its
+    SHA-256 is PROXY_SHA256 (else the pod exits 1, naming both digests)."""
+    url = PROXY_URL.format(commit=PROXY_COMMIT)
+    code = ("import hashlib, sys, urllib.request as u; "
+            f'd = u.urlopen("{url}").read(); h = hashlib.sha256(d).hexdigest(); '
+            f'h == "{PROXY_SHA256}" or sys.exit("toy_proxy_server.py: sha256 " + h + " is not the pinned '
+            f'{PROXY_SHA256}"); open("toy_proxy_server.py", "wb").write(d)')
+    return "python3 -c " + shell_quote(code)
 
 
 def _sides(launch: Launch) -> dict[str, list[Step]]:
@@ -112,9 +232,7 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
                 "--prefiller-ports", *[str(SERVER_PORT)] * len(pre), "--decoder-hosts", *dec,
                 "--decoder-ports", *[str(SERVER_PORT)] * len(dec))
         check_argv(programs("vllm")["proxy"], argv)
-        url = PROXY_URL.format(version=load_engine("vllm").version)
-        fetch = "python3 -c " + shell_quote(f'import urllib.request as u; u.urlretrieve("{url}", "toy_proxy_server.py")')
-        return f"{fetch} && {_line(launch.commands['proxy'], argv)}", {}
+        return f"{proxy_fetch()} && {_line(launch.commands['proxy'], argv)}", {}
     if launch.engine == "sglang":
         argv = ["--pd-disaggregation"]
         for h in pre:
@@ -137,10 +255,12 @@ def _line(command: str, argv) -> str:
 
 
 def _side_docs(launch: Launch, name: str, steps: list[Step], *, resource: str, config: str | None,
-               prefill: bool) -> list[dict]:
+               prefill: bool, options: K8sOptions) -> list[dict]:
     gpus = len(steps[0].gpus) if steps[0].gpus is not None else launch.gpus_per_node
     labels = {"app": name}
-    pod = pod_spec(launch, _server_command(launch, steps[0]), gpus, resource, config)
+    # the KV cache moves between pods (NIXL, Mooncake, UCX) over the NICs where they may sit on other nodes
+    pod = pod_spec(launch, _server_command(launch, steps[0]), gpus, resource, config, options=options,
+                   rdma=_across_nodes(launch))
     container = pod["containers"][0]
     ports = [{"name": "http", "port": SERVER_PORT, "targetPort": SERVER_PORT}]
     if launch.engine == "vllm":
@@ -157,7 +277,11 @@ def _side_docs(launch: Launch, name: str, steps: list[Step], *, resource: str, c
                       "template": {"metadata": {"labels": labels}, "spec": pod}}}]
 
 
-def disaggregated_manifests(launch: Launch, result) -> dict[str, str]:
+def _across_nodes(launch: Launch) -> bool:
+    return launch.scale_out[0] is not None
+
+
+def disaggregated_manifests(launch: Launch, result, options: K8sOptions | None = None) -> dict[str, str]:
     """manifests.yaml of a disaggregated deployment (module doc)."""
     sides = _sides(launch)
     resource = gpu_resource(launch)
@@ -168,10 +292,10 @@ def disaggregated_manifests(launch: Launch, result) -> dict[str, str]:
     config = manifest_name(result, "options") if files else None
     docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config}, "data": files}] if config else []
     for word, steps in sides.items():
-        docs += _side_docs(launch, names[word], steps, resource=resource, config=config, prefill=SIDES[word] == "prefill")
+        docs += _side_docs(launch, names[word], steps, resource=resource, config=config,
+                           prefill=SIDES[word] == "prefill", options=options)
     front = manifest_name(result, "router")
-    pod = pod_spec(launch, command, 0, resource, config if front_files else None)
-    del pod["containers"][0]["resources"]  # the front end needs no GPU
+    pod = pod_spec(launch, command, 0, resource, config if front_files else None, options=options, server=False)
     pod["containers"][0]["ports"] = [{"containerPort": ROUTER_PORT}]
     labels = {"app": front}
     docs += [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": front, "labels": labels},
@@ -183,7 +307,10 @@ def disaggregated_manifests(launch: Launch, result) -> dict[str, str]:
         f"{launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs prefill, "
         f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet (server i at "
         f"<side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}.") + "\n"
-    return {"manifests.yaml": header + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
+    notes = cluster_notes(launch, options, rdma=_across_nodes(launch))
+    return {"manifests.yaml": header + notes + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 
-__all__ = ["PROXY_URL", "SHM_SIZE", "SIDES", "disaggregated_manifests", "gpu_resource", "manifest_name", "pod_spec"]
+__all__ = ["HF_SECRET", "K8sOptions", "NAME_MAX", "PROXY_COMMIT", "PROXY_SHA256", "PROXY_URL", "RDMA_RESOURCES", "SHM_SIZE",
+           "SIDES", "cluster_notes", "disaggregated_manifests", "gpu_resource", "manifest_name", "pod_spec", "proxy_fetch",
+           "rdma_request"]

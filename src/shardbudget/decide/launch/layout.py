@@ -30,6 +30,9 @@ ROUTER_PORT = 8080
 DIST_PORT = 5000
 """A multi-node server's rendezvous port on its first node (SGLang --dist-init-addr, vLLM's DP RPC)."""
 
+SUMMARY_STEPS = 16
+"""The most steps deploy prints one by one without --all (Launch.summary): 4,096 GPUs are 512 nodes'
+lines per engine, which belong in the files of --emit, not on a terminal."""
 PLACEHOLDER = re.compile(r"\$NODE(\d+)_IP")
 """A node's address as the commands name it (node_ip)."""
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
@@ -104,6 +107,12 @@ class Launch:
     notes: tuple[str, ...] = ()
     env_all: tuple[tuple[str, str], ...] = ()
     """Environment every node needs (NCCL's), for the Slurm script and the manifests."""
+    scale_out: tuple[str | None, int] = (None, 0)
+    """The system's scale-out fabric kind (infiniband, roce, efa; None: none) and NICs per node:
+    what a Kubernetes pod of a group across nodes asks the RDMA device plugin for (k8s.py)."""
+    local_paths: tuple[str, ...] = ()
+    """Local folders the commands read by their absolute paths (a checkpoint given as a folder):
+    each node must hold them; a pod mounts them from its node (k8s.py)."""
 
     def command(self, step: Step, *, addresses: Mapping[int, str] | None = None,
                 raw: Mapping[int, str] | None = None) -> str:
@@ -129,16 +138,42 @@ class Launch:
         notes = "; ".join(self.notes)
         if len(self.steps) == 1 and not self.files and self.steps[0].gpus is None:
             return f"{self.command(self.steps[0])}  # " + one_line(self.label + (f"; {notes}" if notes else ""))
-        head = f"{self.label}, {self.nodes} node{'s' if self.nodes > 1 else ''}"
-        if self.placeholders:
-            names = ", ".join(self.placeholders)
-            head += f"; fill in {names} (the nodes' addresses; NODE0 runs the head)"
-        lines = ["# " + one_line(head + (f"; {notes}" if notes else ""))]
-        for name, body in self.files:
-            lines.append(heredoc(name, body))
         width = len(str(self.nodes - 1))
-        lines += [f"[node {s.node:>{width}}] {self.command(s)}" for s in self.steps]
+        return "\n".join([*self._head(self.placeholders),
+                          *(f"[node {s.node:>{width}}] {self.command(s)}" for s in self.steps)])
+
+    def summary(self) -> str:
+        """What deploy prints without --all: `text()` where there are at most SUMMARY_STEPS steps;
+        else one line per distinct shape of step (the same program, role and words but for the
+        numbers in them: ports, ranks, node addresses), the first of its kind, with how many more
+        there are and on which nodes; the placeholders named by their range. Every line is in
+        `text()`, in the JSON and in the files of --emit."""
+        if len(self.steps) <= SUMMARY_STEPS:
+            return self.text()
+        shapes: dict[tuple, list[Step]] = {}
+        for s in self.steps:
+            shapes.setdefault(_shape(s), []).append(s)
+        names = self.placeholders
+        if len(names) > 4:
+            names = [names[0], names[1], "...", names[-1]]
+        width = len(str(self.nodes - 1))
+        lines = self._head(names, of=len(self.placeholders))
+        for steps in shapes.values():
+            lines.append(f"[node {steps[0].node:>{width}}] {self.command(steps[0])}")
+            if len(steps) > 1:
+                nodes = _ranges(sorted({s.node for s in steps[1:]}))
+                lines.append(f"# ... and {len(steps) - 1} more like it on node{'s' if ',' in nodes or '-' in nodes else ''} "
+                             f"{nodes}: --all prints every line, --emit slurm|k8s DIR writes them")
         return "\n".join(lines)
+
+    def _head(self, names: list[str], *, of: int | None = None) -> list[str]:
+        """The comment naming the launch and the placeholders to fill in, then the files."""
+        notes = "; ".join(self.notes)
+        head = f"{self.label}, {self.nodes} node{'s' if self.nodes > 1 else ''}"
+        if names:
+            count = f", {of} in all" if "..." in names else ""
+            head += f"; fill in {', '.join(names)} (the nodes' addresses{count}; NODE0 runs the head)"
+        return ["# " + one_line(head + (f"; {notes}" if notes else "")), *(heredoc(n, b) for n, b in self.files)]
 
     def to_dict(self) -> dict:
         return {"engine": self.engine, "label": self.label, "image": self.image, "nodes": self.nodes,
@@ -178,6 +213,25 @@ class Placer:
         k = self.ports.get(node, 0)
         self.ports[node] = k + 1
         return SERVER_PORT + k
+
+
+def _shape(step: Step) -> tuple:
+    """A step's shape: what it runs and how, the numbers in its words (ports, ranks, addresses,
+    server counts) set aside."""
+    num = lambda text: re.sub(r"\d+", "#", text)  # noqa: E731
+    return (step.program, num(step.what), tuple(num(w) for w in (*step.wrapper, *step.argv)),
+            tuple((k, num(v)) for k, v in step.env), None if step.gpus is None else len(step.gpus), step.background)
+
+
+def _ranges(nodes: list[int]) -> str:
+    """[2, 3, 4, 7] -> '2-4, 7'."""
+    runs: list[list[int]] = []
+    for n in nodes:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
 def heredoc(name: str, body: str) -> str:
@@ -243,5 +297,5 @@ def _scalar(v) -> str:
     return yaml_quote(str(v))
 
 
-__all__ = ["DIST_PORT", "Launch", "PLACEHOLDER", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
+__all__ = ["DIST_PORT", "Launch", "PLACEHOLDER", "SUMMARY_STEPS", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
            "program_words", "shell_word", "to_yaml"]

@@ -160,7 +160,9 @@ def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculati
     """Refuse, in one line, a request the priced engine cannot run, or whose names cannot be
     arguments of its command lines (exit 2)."""
     draft = spec.draft_model if spec is not None and spec.method != "mtp" else None
-    check_names(cfg.name, load_model(draft).name if draft and spec.method == "draft" else draft)
+    draft_cfg = load_model(draft) if draft and spec.method == "draft" else None
+    check_names(cfg.name, draft_cfg.name if draft_cfg else draft)
+    check_names(cfg.folder or cfg.name, (draft_cfg.folder or draft_cfg.name) if draft_cfg else None)  # by path
     key = "vllm" if engine == "eager" else engine
     if key not in ENGINE_LABELS:
         return

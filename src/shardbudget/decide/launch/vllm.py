@@ -22,6 +22,13 @@ from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
 
 ENGINE = "vllm"
+PROXY_COMMIT = "030ea52effcb05071543c8c42b8f0145e94cee43"
+"""The vLLM commit whose toy_proxy_server.py the proxy pod runs: a commit, which cannot move as a
+tag can. Its parse_args is the one vLLM 0.19.0's flag table was read from ([cli.programs.proxy] of
+engines/vllm.toml: unchanged since this commit)."""
+PROXY_SHA256 = "1210e5525cc0c57f891734b682d3f8939aa7456a672bea16b44f03b6707136ff"
+"""SHA-256 of that file at PROXY_COMMIT (9,017 bytes), computed from the stored copy of the
+repository: the pod refuses to run a download that differs."""
 MASTER_PORT = 29501
 """The head's torch.distributed port of a multi-node server (ParallelConfig.master_port's default)."""
 
@@ -117,7 +124,8 @@ def build(p: Priced) -> Launch:
             "--host", "0.0.0.0", "--port", str(ROUTER_PORT), "--prefiller-hosts", *hosts("prefill"),
             "--prefiller-ports", *ports("prefill"), "--decoder-hosts", *hosts("decode"),
             "--decoder-ports", *ports("decode"))))
-        notes.append("toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at v0.19.0")
+        notes.append(f"toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at commit "
+                     f"{PROXY_COMMIT[:12]} (sha256 {PROXY_SHA256})")
     elif multi:
         notes.append(f"put a load balancer in front of the {len(ends['serve'])} servers")
     if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:
