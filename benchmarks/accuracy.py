@@ -1,39 +1,26 @@
 """Accuracy of the collective model against published nccl-tests / rccl-tests timings.
 
-    python benchmarks/accuracy.py [--worst 15] [--dropped] [--data ../shared/data]
+    python benchmarks/accuracy.py [--worst 15] [--dropped] [--data DIR]
 
 Prints, per system, how many rows were compared and the median / 90th percentile of
 |predicted - measured| / measured time over all sizes and GPU counts (single-node and multi-node
 separately), the worst rows with measured beside predicted, the issue's targets, and exits 1 when a
 target is missed (2 when the data cannot be found). The rows, the keep/drop rules and the reasons live
-in tests/validation/measured.py, which this script imports by path: one copy of the loader. With
-$SHARDBUDGET_BENCH_RESULTS set, writes its targets and tables there as JSON for run_all.py (the
-figures docs/accuracy.md shows: scripts/bench_docs.py).
+in shardbudget.calibrate.nccl_tests and nccl_rules, which the validation tests read too: one copy of
+the loader. With $SHARDBUDGET_BENCH_RESULTS set, writes its targets and tables there as JSON for
+run_all.py (the figures docs/accuracy.md shows: scripts/bench_docs.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MEASURED = ROOT / "tests" / "validation" / "measured.py"
-
-
-def load_measured():
-    """tests/validation/measured.py as the module `measured` (shared with the validation tests)."""
-    if "measured" in sys.modules and getattr(sys.modules["measured"], "__file__", None) == str(MEASURED):
-        return sys.modules["measured"]
-    spec = importlib.util.spec_from_file_location("measured", MEASURED)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measured"] = module
-    spec.loader.exec_module(module)
-    return module
+from shardbudget.calibrate import nccl_tests
 
 
 def _label(row) -> str:
@@ -138,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worst", type=int, default=15, help="how many of the worst rows to print")
     parser.add_argument("--dropped", action="store_true", help="list every dropped row, not just the reasons")
-    parser.add_argument("--data", type=Path, default=None, help="folder holding nccl_tests.csv")
+    parser.add_argument("--data", type=Path, default=None, help="folder holding nccl_tests.csv (default: the repository's data/)")
     args = parser.parse_args(argv)
-    measured = load_measured()
+    measured = nccl_tests
     try:
         rows = measured.load_rows(args.data)
     except FileNotFoundError as err:

@@ -2,8 +2,8 @@
 
     python benchmarks/decode_accuracy.py
 
-Every case of tests/validation/test_decode_tp.py (../shared/data/decode_tp.csv) and of
-tests/validation/decode_cases.py (tests/validation/data/decode_measurements.csv): predicted beside
+Every case of shardbudget.calibrate.decode (data/decode_tp.csv and data/decode_measurements.csv,
+the cases the validation tests check): predicted beside
 measured, the error, and the issue's targets (ITL median |error| <= 12%, p90 <= 25%; MoE rows within
 25%). Exits 1 when a target is missed, so `make bench` shows it. With $SHARDBUDGET_BENCH_RESULTS set,
 writes the targets and every case there as JSON for run_all.py (docs/accuracy.md).
@@ -14,25 +14,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "validation"), str(ROOT / "tests")]
-
-import decode_cases  # noqa: E402
-import test_decode_tp  # noqa: E402
-from shared_data import find_data_dir  # noqa: E402
+from shardbudget.calibrate import decode
 
 
 def rows() -> list[tuple[str, str, bool, float, float]]:
     """(name, engine, moe, predicted_s, measured_s) for every case."""
     out = []
-    data = test_decode_tp._rows(find_data_dir())
-    for c in test_decode_tp.CASES:
+    data = decode.tp_rows()
+    for c in decode.TP_CASES:
         name = f"{c.model} {c.system} TP{c.tp} b{c.batch}"
-        out.append((name, c.engine, False, test_decode_tp._predicted(c), test_decode_tp._measured(data, c)))
-    for c in decode_cases.measurement_cases():
-        out.append((c.name, c.engine, c.moe, decode_cases.predicted_s(c), c.measured_s))
+        out.append((name, c.engine, False, decode.tp_predicted(c), decode.tp_measured(data, c)))
+    for c in decode.measurement_cases():
+        out.append((c.name, c.engine, c.moe, decode.predicted_s(c), c.measured_s))
     return out
 
 
@@ -49,7 +43,7 @@ def main() -> int:
     targets = []
     for label, pairs, median_goal, p90_goal in (("all", every, 0.12, 0.25), ("dense", dense, 0.12, 0.25),
                                                 ("MoE", moe, 0.25, 0.25)):
-        median, p90 = decode_cases.summary(pairs)
+        median, p90 = decode.summary(pairs)
         hit = median <= median_goal and p90 <= p90_goal
         ok &= hit
         print(f"{label:<6} {len(pairs):>3} cases: median |error| {100 * median:.1f}% (target {100 * median_goal:.0f}%), "

@@ -12,7 +12,7 @@ units    strings built from numbers, SI/binary prefixes and units (and wrong one
 config   the shipped HF config.json files with fields deleted or set to hostile values (0, -1,
          2**63, NaN, "32", lists, null ...), random dicts of the real field names, and mangled JSON
          bytes through `transformer.load_model`. An accepted config must also size the model.
-logs     nccl-tests logs assembled from real rows (../shared/data/raw), headers, annotations, noise,
+logs     nccl-tests logs assembled from real rows (data/raw), headers, annotations, noise,
          numeric corruption and truncation, through `measure.logs.read.parse_log_text`.
 catalog  user catalog TOML: built-in entries renamed, with fields dropped, retyped or given wrong
          units, NCCL constant overrides, unknown sections, and raw mangled TOML text, through
@@ -49,10 +49,8 @@ from shardbudget.fabric import catalog as hardware_catalog
 from shardbudget import model as transformer, units  # noqa: E402
 from shardbudget.comm.collectives import collective_cost  # noqa: E402
 from shardbudget.errors import ShardbudgetError  # noqa: E402
+from shardbudget.calibrate.paths import RAW as RAW_DIR  # noqa: E402 (the repository's data/raw)
 from shardbudget.measure.logs.read import OPS, parse_log_text, summarize  # noqa: E402
-
-RAW_DIR = next((d for d in (ROOT.parent / "shared" / "data" / "raw", Path("/work/shared/data/raw"))
-                if d.is_dir()), None)
 
 # Each target gets this share of --n.
 SHARES = {"units": 0.40, "config": 0.28, "logs": 0.20, "catalog": 0.12}
@@ -271,10 +269,10 @@ torchrun --nproc_per_node 8 --nnodes 2 all_gather_perf -b 8 -e 128M
 def _log_pools() -> tuple[list[str], list[str]]:
     rows: list[str] = []
     other: list[str] = HEADER.splitlines()
-    for path in sorted(RAW_DIR.glob("*.txt")) if RAW_DIR else ():
+    for path in sorted(RAW_DIR.glob("*.txt")):
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             (other if line.lstrip().startswith(("@", "#")) or not line.strip() else rows).append(line)
-    if not rows:  # shared data absent: a handful of real-shaped rows
+    if not rows:  # an installed copy without data/: a handful of real-shaped rows
         rows = ["           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",
                 "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0",
                 "  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0",

@@ -12,8 +12,8 @@ alone (timings of this machine).
 
 Each file's commands run one after another in a scratch folder of its own, so a later command can
 read a profile an earlier one wrote. README.md's folder is empty: its examples need nothing but the
-clone. A docs page's folder holds the raw nccl-tests logs (the data folder's raw/, tests/shared_data.py),
-the topology samples of tests/fixtures/topo and the serving results of tests/fixtures/serving. Output
+clone. A docs page's folder holds the raw nccl-tests logs of data/raw, the topology samples of
+tests/fixtures/topo and the serving results of tests/fixtures/serving, all in the repository. Output
 is stdout and stderr together, unbuffered, at a terminal width of COLUMNS (100) columns, as the pages
 say above their examples.
 """
@@ -122,11 +122,8 @@ def scratch_folder(page: Path, into: Path) -> None:
     serving benchmark results for a docs page."""
     if page == README:
         return
-    sys.path.insert(0, str(ROOT / "tests"))
-    from shared_data import find_data_dir
-
     for folder in (
-        find_data_dir() / "raw",
+        ROOT / "data" / "raw",
         ROOT / "tests" / "fixtures" / "topo",
         ROOT / "tests" / "fixtures" / "serving",
     ):

@@ -15,7 +15,7 @@ ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0
 """Engines with a preset file (engines/<name>.toml); vllm-v0 (vLLM 0.7's V0 engine) and tgi
 (text-generation-inference without CUDA graphs) are the older engines behind published decode
 measurements; sglang-0.4 (SGLang 0.4.x, 2025) the release behind the 2025 SGLang rows of
-tests/validation/data; trtllm-1.0 (TensorRT-LLM 1.0.0) the release behind the A100 and L40S
+data/; trtllm-1.0 (TensorRT-LLM 1.0.0) the release behind the A100 and L40S
 TensorRT-LLM rows of the collective measurements; vllm-0.9 (vLLM 0.9.x, mid-2025) the release behind the
 July 2025 vLLM rows (its Triton fused-MoE call at small batch)."""
 

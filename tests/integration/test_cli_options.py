@@ -12,6 +12,7 @@ import pytest
 import typer
 
 from shardbudget import cli
+from shardbudget.calibrate.paths import RAW
 from shardbudget.cli import app as app_mod, args
 from shardbudget.decide.request import request
 
@@ -141,7 +142,7 @@ WRITERS = [
     ["allreduce", "-s", "hgx-h100", "--size", "1MiB", "--plot", "{f}.png"],
     ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget-steps", "0", "--out", "{f}.html"],
     ["demo", "--out", "{f}.html"],
-    ["fit", str(Path("/work/shared/data/raw/nccl_03_mi300x_1node.txt")), "--name", "ow-fit", "--base-system", "mi300x",
+    ["fit", str(RAW / "nccl_03_mi300x_1node.txt"), "--name", "ow-fit", "--base-system", "mi300x",
      "--no-holdout", "--out", "{f}.toml"],
     ["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "ow-topo", "--gpu", "rtx-pro-6000", "--out", "{f}.toml"],
     ["measure", "--gpus", "2", "--size", "8B", "--out", "{f}.json"],
@@ -176,7 +177,7 @@ def test_no_command_may_redefine_a_catalog_name(tmp_path, capsys):
                     'topology = "switch"\nintra_fabric = "nvswitch-gen3"\nsource = "me"\n')
     assert cli.main(["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--catalog", str(dupe)]) == 2
     assert "[systems.hgx-h100] redefines a built-in entry" in capsys.readouterr().err
-    raw = "/work/shared/data/raw/nccl_03_mi300x_1node.txt"
+    raw = str(RAW / "nccl_03_mi300x_1node.txt")
     assert cli.main(["fit", raw, "--name", "mi300x", "--base-system", "mi300x", "--no-holdout"]) == 2
     assert "already a catalog system" in capsys.readouterr().err
     assert cli.main(["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "hgx-h100", "--gpu", "rtx-pro-6000"]) == 2

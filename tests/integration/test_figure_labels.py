@@ -26,11 +26,11 @@ from shardbudget.report.style import crossings, drawn_lines, new_figure  # noqa:
 from shardbudget.decide.request import request
 from shardbudget.decide.report_answers import answer_report
 from shardbudget.decide.measured import measured_entry
-from shared_data import find_data_dir  # noqa: E402
+from shardbudget.calibrate.paths import RAW  # noqa: E402
 
 
 def _log(name: str):
-    path = find_data_dir() / "raw" / name
+    path = RAW / name
     if not path.exists():
         pytest.skip(f"{path} not found: these figures draw the shared raw logs")
     return read_log(path)

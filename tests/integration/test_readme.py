@@ -1,16 +1,12 @@
 """Every `$ shardbudget ...` example in README.md and docs/*.md is the command's real output today.
 
 scripts/readme.py runs each one at 100 columns (README.md's in an empty folder, a docs page's in a
-folder with the raw logs of the data folder and the topology samples) and compares; a change to any
+folder with the raw logs of data/raw and the topology samples) and compares; a change to any
 output fails here until `python scripts/readme.py update` rewrites the pages and the diff is read."""
 
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-
-from shared_data import find_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -33,8 +29,7 @@ def test_readme_examples_are_real_output_from_the_clone():
 
 
 def test_docs_examples_are_real_output():
-    if not (find_data_dir() / "raw").is_dir():
-        pytest.skip("the data folder's raw/ not found: the docs' fit and check examples read its logs")
+    """The docs' fit and check examples read the logs of the repository's data/raw."""
     _check(*sorted((ROOT / "docs").glob("*.md")))
 
 

@@ -10,10 +10,9 @@ import pytest
 
 from shardbudget import cli
 
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import RAW
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
-RAW = find_data_dir() / "raw"
 
 COMMANDS = [
     ["fabrics", "--systems"],

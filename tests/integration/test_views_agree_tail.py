@@ -23,7 +23,7 @@ from shardbudget.cli.app import main
 from shardbudget.fabric.catalog import load_catalog
 
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import RAW
 
 CAT = load_catalog()
 SIZES = [8 << (2 * i) for i in range(13)]  # 8 B .. 128 MiB, every factor 4
@@ -148,7 +148,7 @@ def test_jitter_with_speculation_or_without_times_is_one_line(log, capsys):
                  "--jitter", log]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and "--jitter with --speculative" in out.err
-    raw = find_data_dir() / "raw" / "nccl_02_h100_1node_8gpu_large.txt"  # a real all_reduce_perf log, without -I
+    raw = RAW / "nccl_02_h100_1node_8gpu_large.txt"  # a real all_reduce_perf log, without -I
     assert main(["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--jitter", str(raw)]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and "no per-iteration times" in out.err

@@ -146,7 +146,7 @@ def test_forced_algorithms_are_read_from_the_log_notes():
     assert _forced({"command": "NCCL_IB_DISABLE=1 NCCL_ALGO=^NVLS ./all_reduce_perf"}, {}) == ((), (), True)
 
 
-# Every single-system log of ../shared/data/raw, with the catalog system it was measured on.
+# Every single-system log of data/raw, with the catalog system it was measured on.
 FITTED_LOGS = {
     "nccl_01_a3mega_2node.txt": "hgx-h100", "nccl_02_h100_1node_8gpu_large.txt": "hgx-h100",
     "nccl_03_mi300x_1node.txt": "mi300x", "nccl_05_mi325x_multinode.txt": "mi325x",

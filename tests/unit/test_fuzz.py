@@ -7,7 +7,7 @@ well-formed value or raises `ShardbudgetError` with a one-line message, never an
   loader accepts must also price an all-reduce (else the loader let a broken entry through);
 * config.json: the shipped configs with fields deleted or set to hostile values, random dicts of the
   real field names, mangled JSON bytes on disk. An accepted config must also size the model;
-* nccl-tests logs: real rows (../shared/data/raw when present), headers, annotations, noise, corrupted
+* nccl-tests logs: real rows (data/raw), headers, annotations, noise, corrupted
   numbers and truncation.
 
 benchmarks/fuzz.py drives the same properties for 100,000 inputs; these keep a few hundred each.
@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import RAW as _RAW
 import tomli_w
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -324,7 +324,6 @@ def test_config_huge_layer_count_is_refused_quickly():
 
 # --- nccl-tests logs -----------------------------------------------------------------------------
 
-_RAW = find_data_dir() / "raw"
 _RAW_LINES = [ln for p in sorted(_RAW.glob("*.txt")) for ln in p.read_text(errors="replace").splitlines()]
 ROWS = [ln for ln in _RAW_LINES if ln.strip() and not ln.lstrip().startswith(("@", "#"))] or [
     "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",

@@ -2,8 +2,8 @@
 
 Three kinds of evidence:
 
-* every transcription in ``shared/data/raw/*.txt`` parses, and its out-of-place (size, time) pairs
-  are exactly the rows ``shared/data/nccl_tests.csv`` holds for the same source (mapping below);
+* every transcription in ``data/raw/*.txt`` parses, and its out-of-place (size, time) pairs
+  are exactly the rows ``data/nccl_tests.csv`` holds for the same source (mapping below);
 * numbers a reader can check by hand against those files (busbw = size/time x 2(n-1)/n, ...);
 * small synthetic logs written here, one per quirk of real output, and fuzzing: whatever the bytes,
   the reader returns a MeasurementSet or raises MeasureError, never anything else.
@@ -17,7 +17,7 @@ import math
 from collections import Counter
 
 import pytest
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,9 +33,7 @@ from shardbudget.measure.logs.read import (
     summarize,
 )
 
-DATA = find_data_dir()  # ../shared/data next to the repo, or where it is on this machine
 RAW_FILES = sorted((DATA / "raw").glob("*.txt"))
-needs_data = pytest.mark.skipif(not RAW_FILES, reason="shared/data/raw not present")
 
 
 # --- busbw factor (the one definition, collective_op.busbw_factor, as the reader uses it) --------
@@ -124,12 +122,10 @@ def _csv_rows() -> list[dict]:
         return list(csv.DictReader(f))
 
 
-@needs_data
 def test_the_mapping_covers_every_raw_file():
     assert sorted(RAW_TO_CSV) == [p.name for p in RAW_FILES]
 
 
-@needs_data
 @pytest.mark.parametrize("path", RAW_FILES, ids=lambda p: p.name)
 def test_raw_file_matches_its_csv_rows(path):
     keys, n_rows, _what = RAW_TO_CSV[path.name]
@@ -147,7 +143,6 @@ def test_raw_file_matches_its_csv_rows(path):
     assert got == want
 
 
-@needs_data
 @pytest.mark.parametrize("path", RAW_FILES, ids=lambda p: p.name)
 def test_raw_file_busbw_rederives_within_2_percent(path):
     # The reader warns when the file's algbw/busbw differ from size/time x factor(op, n) by > 2%;
@@ -158,7 +153,6 @@ def test_raw_file_busbw_rederives_within_2_percent(path):
     assert all(s.op == "all-reduce" and s.time_s > 0 and s.source.startswith(str(path)) for s in ms.samples)
 
 
-@needs_data
 def test_hand_checked_row_of_nccl_01():
     # '8589934592 ... 47535 180.71 338.82 0 47743 179.92 337.35 0', 16 ranks on 2 nodes.
     ms = read_log(DATA / "raw" / "nccl_01_a3mega_2node.txt")
@@ -172,14 +166,12 @@ def test_hand_checked_row_of_nccl_01():
     assert summarize(ms) == "all-reduce, 16 ranks on 2 nodes, 8 B..8 GiB, 31 sizes"
 
 
-@needs_data
 def test_summary_of_a_file_that_names_its_nccl_version():
     ms = read_log(DATA / "raw" / "nccl_09_h200_2node_socket_ring.txt")
     assert summarize(ms) == "all-reduce, 16 ranks on 2 nodes, 8 B..16 GiB, 32 sizes, NCCL 2.27.3"
     assert ms.env["nccl_version"] == "2.27.3+cuda12.9"
 
 
-@needs_data
 def test_quirks_of_the_real_files():
     raw = DATA / "raw"
     # rccl-tests prints the nccl-tests layout; the tool is told apart by the text around it.
@@ -203,7 +195,6 @@ def test_quirks_of_the_real_files():
     assert ms.samples[0].dtype == "bfloat16" and ms.samples[0].msg_bytes == 2
 
 
-@needs_data
 def test_read_logs_reads_each_path_in_order():
     sets = read_logs(RAW_FILES[:3])
     assert [m.source for m in sets] == [str(p) for p in RAW_FILES[:3]]

@@ -3,7 +3,7 @@
 The format is nccl-tests' ``src/util.cu`` at commit a0b82b2260cf5152b9f8c061bbf7eaf0ba096432 (JSON
 version 3). Evidence:
 
-* every real text log in ``shared/data/raw`` is written out as the JSON nccl-tests would have
+* every real text log in ``data/raw`` is written out as the JSON nccl-tests would have
   written for it (``nccl_json_writer``, same key order and number formats) and read back: the
   samples are the text's, number for number;
 * a hand-checkable document with per-iteration times: percentiles follow nccl-tests'
@@ -21,14 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nccl_json_writer import (document, dumps, from_measurements, per_iter_block, placement,
                               result)
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import RAW
 
 from shardbudget.errors import MeasureError
 from shardbudget.measure.logs.read import IterStats, parse_log_text, read_log, read_logs, summarize
 from shardbudget.measure.logs.nccl_json import FORMAT_COMMIT, FORMAT_VERSION
 
-RAW_FILES = sorted((find_data_dir() / "raw").glob("*.txt"))
-needs_data = pytest.mark.skipif(not RAW_FILES, reason="shared/data/raw not present")
+RAW_FILES = sorted(RAW.glob("*.txt"))
 
 
 def _parse(text: str, **kw):
@@ -41,7 +40,6 @@ def test_the_format_is_pinned_to_a_named_commit():
 
 # --- the real logs, through nccl-tests' schema -------------------------------------------------
 
-@needs_data
 @pytest.mark.parametrize("path", RAW_FILES, ids=lambda p: p.name)
 def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
     text = read_log(path)
@@ -66,7 +64,6 @@ def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
         assert not [x for x in ms.warnings if "GB/s in the file" in x]
 
 
-@needs_data
 def test_fit_reads_json_and_text_alike(tmp_path):
     from shardbudget.measure.analysis.fit import fit_profile
     path = next(p for p in RAW_FILES if p.name.startswith("nccl_09"))  # H200, 2 nodes
@@ -186,7 +183,6 @@ def test_rank_count_asked_for_must_match():
         _parse(text, expect_ranks=8)
 
 
-@needs_data
 def test_rank_count_asked_for_keeps_the_matching_tables_of_a_text_log():
     path = next(p for p in RAW_FILES if p.name.startswith("nccl_05"))  # 1, 2, 4, 8 nodes of 8 GPUs
     ms = read_log(path, expect_ranks=16)

@@ -5,14 +5,16 @@
 * no plan is faster on a worse fabric (the same GPUs and engine, the fabric's bandwidth halved and
   its hop latency doubled).
 
-Each holds except at a kernel switch listed in tests/measured_steps.py. A library switches kernel at
+Each holds except at a kernel switch listed in shardbudget/calibrate/falls.py. A library switches kernel at
 a size (an engine by its source's thresholds, NCCL by its own estimate), and where the kernel above
 is faster there, the time falls. MEASURED lists the switches whose measured rows fall too (each side's
 rows extended to the edge: vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s at 1 MiB, NCCL's ring
 LL -> Simple on 4 L40S, TensorRT-LLM one-shot -> NCCL on 8 H100s at 1 MiB, ...), each checked
 against the data here. KNOWN lists the model's other falls, defects of the pricing (issue 20) or of
-systems nothing measures, each held by its own strict xfail, so that a fixed one leaves the list;
-test_the_lists_are_what_the_scan_finds keeps both lists exactly what a full scan meets. The parts
+systems nothing measures: the known defects `python -m shardbudget.calibrate --report` prints.
+test_the_lists_are_what_the_scan_finds keeps both lists exactly what a full scan meets (a fall in
+neither fails), and test_every_known_fall_still_happens fails on a listed fall that is gone, so a
+fixed one leaves the list; no test here is expected to fail. The parts
 with no exception are tested as they stand: the step without its communication does not fall with
 batch, NCCL's own estimate does not fall with size, and the catalog's fabric ladder (NVSwitch, PCIe
 with P2P, PCIe without) orders every plan.
@@ -42,8 +44,9 @@ from shardbudget.step.compose import compile_step
 from shardbudget.step.settings import PlanSettings, engine_efficiency
 from shardbudget.decide.request import request
 
-from measured_steps import (KNOWN, MEASURED, NOISE, NVL72_STEPS, Switch, engine_switch, measured_at_edge, measured_fall,
-                            model_switch, nccl_switch, scan)
+from shardbudget.calibrate.edge_rows import NOISE, measured_at_edge, measured_fall
+from shardbudget.calibrate.falls import KNOWN, MEASURED
+from shardbudget.calibrate.switches import NVL72_STEPS, Switch, engine_switch, model_switch, nccl_switch, scan
 
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
@@ -95,7 +98,7 @@ def _tp_switch(model: str, system: str, tp: int, engine: str, batch: int) -> Swi
 
 def _allowed(switch: Switch | None) -> bool:
     """A fall at a switch whose measured curve falls too (MEASURED), or at one listed as a known
-    defect (KNOWN, each held by its own strict xfail below)."""
+    defect (KNOWN, each checked below to still fall)."""
     return switch is not None and (switch.key in MEASURED or switch.key in KNOWN or switch.key in NVL72_STEPS)
 
 
@@ -106,7 +109,7 @@ def _allowed(switch: Switch | None) -> bool:
 def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
     """Except where the TP all-reduce crosses a kernel switch listed in tests/measured_steps.py: a
     measured one (vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
-    16.67 us at 1 MiB), or a known defect held by test_a_known_fall_is_still_there."""
+    16.67 us at 1 MiB), or a known defect (test_every_known_fall_still_happens)."""
     sm = _step(model, system, tp, engine)
     itl = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0).total_s
     if itl[1] < itl[0] * (1 - REL):
@@ -161,13 +164,16 @@ def test_the_known_falls_are_not_measured_ones(data_dir):
             assert f"{m[0]:.2f} -> {m[1]:.2f} us" in why, (key, why, m)
 
 
-@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason=f"issue 20: {KNOWN[k]}"),
-                                              id="-".join(map(str, k))) for k in KNOWN])
-def test_a_known_fall_is_still_there(key):
-    """Each known defect: the model's time falls at this switch, which no measurement shows. Fails
-    (xfail) while it does; once the pricing is fixed it passes, and strict xfail makes the entry go."""
-    _, before_us, after_us = model_switch(key)
-    assert after_us >= before_us * (1 - REL), (key, before_us, after_us)
+def test_every_known_fall_still_happens():
+    """Each known defect (KNOWN, the list `python -m shardbudget.calibrate --report` prints): the model's
+    time still falls at its switch. One whose pricing was fixed no longer falls and fails here, naming
+    it, so that it leaves the list (issue 20; the defects themselves live in that list, not in xfails)."""
+    gone = []
+    for key in KNOWN:
+        _, before_us, after_us = model_switch(key)
+        if not after_us < before_us * (1 - REL):
+            gone.append((key, before_us, after_us))
+    assert not gone, f"falls that no longer happen: remove them from KNOWN (calibrate/falls.py): {gone}"
 
 
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():

@@ -122,6 +122,9 @@ LAYERS = {
     "decide":  {GROUND, "fabric", "comm", "model", "engines", "measure", "step"},
     "report":  {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide"},
     "cli":     {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide", "report"},
+    # the public measurements read, the catalog fitted on them and the model validated against them:
+    # run by `python -m shardbudget.calibrate`, the tests and the benchmarks; no command imports it
+    "calibrate": {GROUND, "fabric", "comm", "model", "engines", "step"},
 }
 GROUND_MODULES = {"units", "dtypes", "errors", "atomic", "datacache", "datafile", "defaults", "quoting"}
 ENTRY_MODULES = {"__init__", "__main__"}  # the package's face (PEP 562 names) and `python -m shardbudget`

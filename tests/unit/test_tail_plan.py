@@ -21,9 +21,8 @@ from shardbudget.decide.tail_plan import Jitter, read_jitter
 from shardbudget.decide.request import request
 
 from nccl_json_writer import document, dumps, per_iter_block, placement, result
-from shared_data import find_data_dir
+from shardbudget.calibrate.paths import RAW
 
-RAW = find_data_dir() / "raw"
 SIZES = [8 << (2 * i) for i in range(13)]  # 8 B .. 128 MiB, every factor 4
 ITERS = 400
 

@@ -1,4 +1,4 @@
-"""`shardbudget check` on the real nccl-tests logs of ../shared/data/raw, each against the catalog system
+"""`shardbudget check` on the real nccl-tests logs of data/raw, each against the catalog system
 it was run on (the `@hardware` / `@fabric` lines of each file say which). None of these logs has NCCL
 INFO lines; two state NCCL settings in their notes (NCCL_IB_DISABLE=1, NCCL_ALGO=ring,
 NCCL_MIN_NCHANNELS=32), which `check` reads.

@@ -4,14 +4,16 @@ message, for every system, GPU count and implementation, except at the kernel sw
 `auto` runs NCCL's own choice (README, Collectives): where NCCL's estimate switches line later
 than the real crossover, the time falls at the switch. An engine switches kernel at sizes its source
 names (engines/rules.py), priced as `plan` and `allreduce --impl ENGINE` price it (engines/
-allreduce.py). A fall is allowed only at a switch listed in tests/measured_steps.py: MEASURED (the
+allreduce.py). A fall is allowed only at a switch listed in shardbudget/calibrate/falls.py: MEASURED (the
 rows each side of it, extended to the edge, fall too; test_physics checks each against the data) or
-KNOWN (a defect, each held by its own strict xfail in test_physics). On an NVL72, NCCL's ring LL ->
+KNOWN (a defect: the list `python -m shardbudget.calibrate --report` prints, held current by
+test_physics). On an NVL72, NCCL's ring LL ->
 NVLS switch at 16 GPUs is measured by XLA's table (NVL72_STEPS).
 """
 
 from __future__ import annotations
 
+import csv
 import numpy as np
 import pytest
 
@@ -19,7 +21,9 @@ from shardbudget.comm.collectives import candidates, make_group, times_and_laten
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from shardbudget.fabric.catalog import load_catalog
 
-from measured_steps import KNOWN, MEASURED, NVL72_STEPS, engine_switch, nccl_switch
+from shardbudget.calibrate import xla_nvl72
+from shardbudget.calibrate.falls import KNOWN, MEASURED
+from shardbudget.calibrate.switches import NVL72_STEPS, engine_switch, nccl_switch
 
 SIZES = 2.0 ** np.arange(8, 31, 0.25)  # 256 B .. 1 GiB, four per octave
 ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
@@ -63,16 +67,11 @@ def test_time_does_not_fall_with_size(system, gpus):
 def test_nvl72_steps_are_in_the_data():
     """The NVL72 steps allowed above are in XLA's table (the test cannot pass on a stale list), and
     the model switches there from ring LL to NVLS."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).parent))
-    import xla_nvl72
     at = {r.size_bytes: r.time_s for r in xla_nvl72.load_rows() if r.gpus == 16}
     assert at[65536] > at[131072]
     assert f"{at[65536] * 1e6:.1f} us at 64 KiB, {at[131072] * 1e6:.1f} us at 128 KiB" in NVL72_STEPS[
         ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
-    import csv
-    with (xla_nvl72._path(None)).open(newline="") as f:
+    with xla_nvl72.path().open(newline="") as f:
         sm103 = {int(r["tensor_bytes"]): float(r["time_us_derived"]) for r in csv.DictReader(f)
                  if (r["device_key"], r["opcode"], r["devices_per_group"]) == ("sm_103", "all-reduce", "16")}
     assert sm103[65536] > sm103[131072]

@@ -27,7 +27,7 @@ No public measurement was found for DeepSeek-V3.2 itself, Gemma 4 (DGX Spark onl
 
 import pytest
 
-from decode_cases import Case, predicted_s
+from shardbudget.calibrate.decode import MEASUREMENTS, Case, predicted_s
 from shardbudget.model import Plan, Precision
 
 SOURCE = "voipmonitor/rtx6kpro"
@@ -50,7 +50,6 @@ def _cases() -> list[Case]:
 def _rows():
     import csv
 
-    from decode_cases import MEASUREMENTS
     return [r for r in csv.DictReader(MEASUREMENTS.open(newline="")) if SOURCE in r["source"]]
 
 
@@ -81,7 +80,6 @@ def test_long_context_costs_a_hybrid_little(dtype):
 def _row(source: str) -> dict:
     import csv
 
-    from decode_cases import MEASUREMENTS
     (row,) = [r for r in csv.DictReader(MEASUREMENTS.open(newline="")) if source in r["source"]]
     return row
 

@@ -1,4 +1,4 @@
-"""The step model against the decode measurements added with the engine presets (decode_cases.py).
+"""The step model against the decode measurements added with the engine presets (shardbudget.calibrate.decode).
 
 Dense decode is validated in test_decode_tp.py. MoE decode: Qwen3-30B-A3B on A100 is -5% at a 128-token
 context and -12% at 8K: the fused-MoE call is vLLM's measured one (catalog/kernels.toml, vLLM PR #19049,
@@ -13,7 +13,7 @@ another measurement of that release line (8x H200, sglang#3582): held out, withi
 
 import pytest
 
-from decode_cases import measurement_cases, predicted_s, summary
+from shardbudget.calibrate.decode import measurement_cases, predicted_s, summary
 
 CASES = measurement_cases()
 

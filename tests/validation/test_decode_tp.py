@@ -1,92 +1,28 @@
-"""The step model against published decode latencies versus TP degree (../shared/data/decode_tp.csv).
+"""The step model against published decode latencies versus TP degree (data/decode_tp.csv).
 
-Each case names its CSV rows (source, tp, batch, metric), the catalog system and engine preset that
-match the run, and what is compared. Targets from the issue: inter-token latency within 20% (median
+Each case (shardbudget.calibrate.decode.TP_CASES, shared with benchmarks/decode_accuracy.py) names its
+CSV rows (source, tp, batch, metric), the catalog system and engine preset that match the run, and
+what is compared. Targets from the issue: inter-token latency within 20% (median
 over the cases, each case within its stated tolerance) and the same latency-optimal TP.
-
-Rows deliberately not used: Llama/LLaMA-1 13B/33B and T4/A30 rows of vllm#2192 (no shipped config or
-system), the gpt-oss / Qwen3.6 / unnamed 1B / sglang TP16 rows (batch or lengths not stated, or
-speculative decoding), Mistral-7B throughput rows (request throughput, not step latency).
+The rows deliberately not used are named in calibrate/decode.py.
 """
 
 from __future__ import annotations
 
-import csv
 import statistics
-from dataclasses import dataclass
 
 import pytest
 
+from shardbudget.calibrate.decode import TP_CASES as CASES
+from shardbudget.calibrate.decode import tp_measured, tp_predicted, tp_rows
 from shardbudget.model import Plan, Precision
 from shardbudget.step.scenario import decode_step
 
 
-@dataclass(frozen=True)
-class Case:
-    source: str          # substring of the CSV `source`
-    model_csv: str       # substring of the CSV `model`
-    hardware: str        # substring of the CSV `hardware`
-    metric: str
-    tp: int
-    batch: int
-    model: str
-    system: str
-    engine: str
-    impl: str | None
-    context: int
-    to_itl_s: float      # factor turning the CSV value into seconds per token
-    tolerance: float
-    note: str = ""
-
-
-V = "vllm-project/vllm/issues/16300"
-T = "huggingface/text-generation-inf"
-CASES = [
-    # vLLM 0.7.2 benchmark_latency, input 1, output 200: ITL = end-to-end / 200; vLLM uses its custom
-    # all-reduce on NVLink; mean context ~100 tokens.
-    *[Case(V, "QwQ-32B", "A100", "end_to_end_latency", tp, b, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
-           1 / 200, 0.25) for tp in (2, 4, 8) for b in (1, 16)],
-    Case(V, "QwQ-32B", "A100", "end_to_end_latency", 2, 128, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
-         1 / 200, 0.25),
-    # TGI per-token latency, eager PyTorch (no CUDA graphs), prompt length not stated: ~300 context.
-    *[Case(T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "tgi", None, 300,
-           1e-3, 0.20) for hw, system in (("A100", "hgx-a100"), ("H100", "hgx-h100")) for tp in (1, 2, 4)],
-    # SGLang, concurrency 1, 1000 in / 1000 out: ITL = 1 / output throughput; custom all-reduce.
-    Case("sgl-project/sglang/issues/28224", "Llama-3.3-70B", "GB200", "output_throughput", 4, 1, "llama-3.1-70b",
-         "gb200-nvl72", "sglang", None, 1500, -1.0, 0.20, "before the regression"),
-    # vLLM V1 serving at QPS 1 on B200: TPOT of steps that also carry other requests' prefill chunks.
-    Case("vllm-project/vllm/pull/20759", "Llama-3.1-7", "B200", "median_TPOT", 4, 2, "llama-3.1-70b", "hgx-b200",
-         "vllm", None, 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
-]
-
-
-def _rows(data_dir):
-    with open(data_dir / "decode_tp.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _measured(rows, case: Case) -> float:
-    hits = [r for r in rows if case.source in r["source"] and case.model_csv in r["model"]
-            and case.hardware in r["hardware"] and r["metric"] == case.metric and r["tp"] == str(case.tp)
-            and (r["batch"] == str(case.batch) or not r["batch"].isdigit())]
-    if case.metric == "median_TPOT":
-        hits = [r for r in hits if r["batch"] == "QPS=1"]
-    if case.model_csv == "Llama-3.3-70B":
-        hits = [r for r in hits if "before" in r["note"]]
-    assert len(hits) == 1, f"{case}: expected one CSV row, found {len(hits)}"
-    value = float(hits[0]["value"])
-    return 1 / value if case.to_itl_s < 0 else value * case.to_itl_s
-
-
-def _predicted(case: Case) -> float:
-    return decode_step(case.model, case.system, Plan(case.tp), batch=case.batch, context=case.context,
-                       impl=case.impl, engine=case.engine).total_s
-
-
 @pytest.fixture(scope="module")
 def errors(data_dir):
-    rows = _rows(data_dir)
-    return {case: (_predicted(case), _measured(rows, case)) for case in CASES}
+    rows = tp_rows(data_dir)
+    return {case: (tp_predicted(case), tp_measured(rows, case)) for case in CASES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.model}-{c.system}-tp{c.tp}-b{c.batch}")
@@ -130,7 +66,7 @@ TTFT_CASES = [
 
 @pytest.mark.parametrize("hardware, system, dtype, tolerance", TTFT_CASES)
 def test_ttft_of_a_2048_token_prompt(data_dir, hardware, system, dtype, tolerance):
-    rows = [r for r in _rows(data_dir) if "TensorRT-LLM" in r["source"] and r["model"] == "LLaMA 70B"
+    rows = [r for r in tp_rows(data_dir) if "TensorRT-LLM" in r["source"] and r["model"] == "LLaMA 70B"
             and r["hardware"] == hardware and r["metric"] == "first_token_latency" and r["input_len"] == "2048"]
     assert len(rows) == 1
     measured = float(rows[0]["value"]) * 1e-3

@@ -1,7 +1,7 @@
 """The engines' all-reduce at their rule edges (issue 20): what makes a kernel switch fall or not, each
 checked against the engine's source or a measured row of measured_comm.csv, with its tolerance.
 
-tests/measured_steps.py lists the switches at which the model's time falls; these are the facts behind
+shardbudget/calibrate/falls.py lists the switches at which the model's time falls; these are the facts behind
 the entries it moved: which release's rows stand for the pinned one (SAME_RELEASE), at what rate a
 one-shot reads its peer over PCIe, and that TensorRT-LLM's kernels never run on a GPU without CUDA.
 """
@@ -9,8 +9,6 @@ one-shot reads its peer over PCIe, and that TensorRT-LLM's kernels never run on 
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,10 +18,8 @@ from shardbudget.comm.custom_kernels import custom_candidate, read_class
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from shardbudget.fabric.catalog import load_catalog
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1]))
-import measured_comm as mc  # noqa: E402
-from measured_steps import SAME_RELEASE  # noqa: E402
+from shardbudget.calibrate import measured_comm as mc
+from shardbudget.calibrate.edge_rows import SAME_RELEASE
 
 CAT = load_catalog()
 

@@ -8,7 +8,7 @@ GPUs hold DeepSeek-V3 FP8 at TP8, so H200 or MI300X: H200 as issue 21 quotes it)
 B200 at batch 1 (sgl-project/sglang#6111, tuned) on Blackwell; every other figure here is held out:
 
 * 2x 8 H100 over InfiniBand, TP16, concurrency 1 and 32 (tt-inference-server#356, July 2025): the
-  rows of benchmarks/serving_accuracy.py and decode_cases.py (test_decode_measurements.py);
+  rows of shardbudget.calibrate.serving and calibrate.decode (test_decode_measurements.py);
 * 8x B200 TP8, batch 32 with tuned Triton configs (sgl-project/sglang#6111, May 2025: 1179.25 output
   tokens/s, 27.14 ms per token with the 512-token prompts' prefill in it; decode_measurements.csv):
   the priced decode step lies below it by no more than 20% (the prefill of 32 x 512 tokens is not in
@@ -20,10 +20,10 @@ B200 at batch 1 (sgl-project/sglang#6111, tuned) on Blackwell; every other figur
 """
 
 import csv
-from pathlib import Path
 
 import pytest
 
+from shardbudget.calibrate.decode import MEASUREMENTS
 from shardbudget.step.scenario import precision_for
 from shardbudget.engines import load_engine
 from shardbudget.fabric.catalog import load_catalog
@@ -31,7 +31,6 @@ from shardbudget.model import Plan, load_model
 from shardbudget.step.scenario import decode_step
 
 H200_BATCH1_S = 1 / (77 / 1.76)  # sglang#3582: 77 tokens/s with MTP, 1.76x over batch-1 decode without it
-MEASUREMENTS = Path(__file__).resolve().parent / "data" / "decode_measurements.csv"
 
 
 def _pr6111(batch: int) -> float:

@@ -4,25 +4,17 @@ the comparable cases).
 A comparable case is one model on one GPU type under one engine, dtype and workload (ISL / OSL,
 concurrency) measured under two or more plans (TP degree, EP vs TP experts), whose measured times
 differ by more than 5% (closer ones are ties: no fastest to agree on). The cases are those of
-benchmarks/serving_accuracy.py: the plan pairs of tests/validation/data/serving_measurements.csv
-(each row with its source, README beside it) and the TP sweeps of ../shared/data/decode_tp.csv
-(test_decode_tp.CASES). Every case here is checked to name the public source of its rows.
+shardbudget.calibrate.serving (printed by benchmarks/serving_accuracy.py): the plan pairs of
+data/serving_measurements.csv (each row with its source, data/README.md) and the TP sweeps of
+data/decode_tp.csv (calibrate.decode.TP_CASES). Every case here is checked to name the public source of its rows.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).parent))
-
-import serving_accuracy as sa  # noqa: E402
-
-from shardbudget.fabric.catalog import load_catalog  # noqa: E402
+from shardbudget.calibrate import serving as sa
+from shardbudget.fabric.catalog import load_catalog
 
 IX_B200_FP4 = "actions/runs/23552373331"
 """InferenceX run of SGLang 0.5.9 on 8x B200: DeepSeek-R1 NVFP4 at TP4 EP4 and TP8 EP8."""

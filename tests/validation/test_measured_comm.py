@@ -1,23 +1,24 @@
 """The collective model against measured_comm.csv (NVIDIA aiconfigurator-core 0.12.0, Apache-2.0).
 
 Rows: aiconfigurator_core/systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet for NCCL, the
-engines' custom all-reduce benchmarks for vLLM / SGLang / TensorRT-LLM (see measured_comm.py for the
+engines' custom all-reduce benchmarks for vLLM / SGLang / TensorRT-LLM (see shardbudget/calibrate/measured_comm.py for the
 choices: newest version, median of repeats, half precision). Each test states its tolerance.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
 from shardbudget.comm.collectives import collective_cost, sweep
 from shardbudget.fabric.ring_path import ring_path
 
-sys.path.insert(0, str(Path(__file__).parent))
-import measured  # noqa: E402
-import measured_comm as mc  # noqa: E402
+from shardbudget.calibrate import loso
+from shardbudget.calibrate import measured_comm as mc
+from shardbudget.calibrate import nccl_tests as measured
+from shardbudget.calibrate.fit_engines import fit_engines
+from shardbudget.calibrate.samples import engine_samples
+from shardbudget.fabric.catalog import load_catalog
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_gb300_floor_is_one_switch_level():
 
 def test_nccl_all_reduce_in_sample(rows):
     """Every NCCL all-reduce row 512 B-512 MiB at 2/4/8 GPUs, constants fitted on these and
-    nccl_tests.csv (benchmarks/calibrate.py): median |err| <= 6%, p90 <= 20% over all systems
+    nccl_tests.csv (python -m shardbudget.calibrate): median |err| <= 6%, p90 <= 20% over all systems
     (at this commit 4.1% / 14.8%; benchmarks/loso.py gives the held-out figures)."""
     errs = []
     for r in mc.select(rows, library="nccl", op="all-reduce"):
@@ -134,14 +135,11 @@ def test_one_shot_at_each_generations_own_rate(rows, system, gpus, size, lo, hi)
 
 def test_a_1_0_0_row_is_priced_by_the_1_0_preset(rows, data_dir):
     """measured_comm.csv a100_sxm TRTLLM lib_version 1.0.0 rows are TensorRT-LLM 1.0.0's: the loader
-    names them trtllm-1.0 (measured_comm.release_preset), and loso.py and calibrate.py price them by
+    names them trtllm-1.0 (measured_comm.release_preset), and the held-out folds and the calibration price them by
     that preset's rule (engines/trtllm-1.0.toml: NCCL above 128 tokens, 1 MiB at the rows' hidden
     4096), not by 1.3.0rc20's table, whose byte limits (one-shot at 2 GPUs to the 16 MB workspace;
     two-shot at 4 and 8 GPUs to 8 MB) would score the 2-16 MiB rows, NCCL's in 1.0 (2 GPUs 2 MiB
     47.65 us, NCCL 2.27.3 47.58), as the kernel's and fit its A100 rates on them."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import calibrate
-    import loso
     a100 = [r for r in rows if r.system == "hgx-a100" and r.version == "1.0.0"]
     assert a100 and {r.library for r in a100} == {"trtllm-1.0"}
     assert not [r for r in rows if r.library == "trtllm" and r.version.startswith("1.0")]
@@ -155,7 +153,7 @@ def test_a_1_0_0_row_is_priced_by_the_1_0_preset(rows, data_dir):
     assert (one.algorithm, two.impl) == ("one-shot", "nccl")
     assert sweep("all-reduce", [2 * 2**20], "hgx-a100", gpus=2, impl="trtllm")[0].algorithm == "one-shot"  # 1.3's limits
     # calibrate pools the 1.0 rows into trtllm's kernel costs (KERNEL_OF), none of them at 2+ MiB
-    engine_rows = [(e, x) for e, x in calibrate.engine_samples(data_dir) if x.system == "hgx-a100"]
+    engine_rows = [(e, x) for e, x in engine_samples(data_dir) if x.system == "hgx-a100"]
     assert {e for e, _ in engine_rows} >= {"trtllm-1.0"} and "trtllm" not in {e for e, _ in engine_rows}
-    fit = calibrate.fit_engines(engine_rows, calibrate.load_catalog())
+    fit = fit_engines(engine_rows, load_catalog())
     assert "trtllm" in fit and "trtllm-1.0" not in fit

@@ -23,14 +23,10 @@ Rows quoted (measured_comm.csv, gb300, TensorRT-LLM 1.3.0rc20, us): 8 GPUs one-s
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import loso  # noqa: E402
+from shardbudget.calibrate import loso
 
 from shardbudget.comm.collectives import make_group, sweep  # noqa: E402
 from shardbudget.comm.custom_kernels import mnnvl, two_shot_extra_s  # noqa: E402
@@ -42,7 +38,7 @@ SYSTEM = "gb300-nvl72"
 
 @pytest.fixture(scope="module")
 def held_out(data_dir):
-    """The catalog of benchmarks/loso.py's GB300 fold: every constant fitted without GB300's rows."""
+    """The catalog of the GB300 fold (calibrate.loso, benchmarks/loso.py): every constant fitted without GB300's rows."""
     return loso.fold_catalog(loso.fit_without(SYSTEM, data_dir), None)
 
 

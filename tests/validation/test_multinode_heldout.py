@@ -1,7 +1,7 @@
 """Multi-node all-reduce on data the model never saw (issue 20, fault 7: target median <= 20%).
 
 Every multi-node nccl-tests row of nccl_tests.csv (2+ hosts; an NVL72 rack is 18 trays) predicted by
-constants fitted without its system (benchmarks/loso.py held_out: the same folds `make bench`
+constants fitted without its system (calibrate.loso.held_out_errors: the same folds `make bench`
 prints). Figures at this commit, by `python benchmarks/loso.py` (row 'all rows, held out'):
 
     system        rows  median    p90
@@ -21,16 +21,11 @@ these a little; a structural change moves them by more and should restate them h
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).parent))
-import loso  # noqa: E402
-import measured  # noqa: E402
+from shardbudget.calibrate import loso
+from shardbudget.calibrate import nccl_tests as measured
 
 # (median, p90) of |predicted / measured - 1| per held-out system, at this commit
 EXPECTED = {
@@ -47,7 +42,7 @@ TARGET_MEDIAN = 0.20
 
 @pytest.fixture(scope="module")
 def held_out(data_dir):
-    return loso.held_out("multi", data_dir)
+    return loso.held_out_errors("multi", data_dir)
 
 
 def test_the_multi_node_rows_are_the_expected_systems(held_out):

@@ -1,6 +1,6 @@
-"""The collective model against published nccl-tests / rccl-tests timings (../shared/data/nccl_tests.csv).
+"""The collective model against published nccl-tests / rccl-tests timings (data/nccl_tests.csv).
 
-Every row is kept or dropped by a rule in measured.py, with the reason. Each kept source gets a
+Every row is kept or dropped by a rule in shardbudget/calibrate/nccl_rules.py, with the reason. Each kept source gets a
 test with its own tolerance on the median and 90th percentile of |predicted - measured| / measured
 time, stated below with why it is what it is; the summary tests hold the issue's targets:
 single-node systems (NVSwitch, xGMI and PCIe together) median <= 10% and p90 <= 25%; multi-node
@@ -9,16 +9,13 @@ median <= 20%. benchmarks/accuracy.py prints the same comparison per system.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
 from shardbudget.comm.collectives import busbw_factor, candidates, collective_cost, ll128_enabled, make_group
 
 
-sys.path.insert(0, str(Path(__file__).parent))  # measured.py is shared with benchmarks/accuracy.py
-import measured  # noqa: E402
+from shardbudget.calibrate import nccl_tests as measured  # shared with benchmarks/accuracy.py
 
 # source_id: (median, p90) tolerance on |relative error| of time, and why.
 TOLERANCES: dict[str, tuple[float, float, str]] = {
@@ -66,7 +63,7 @@ def compared(rows):
 
 
 def test_every_row_is_classified_with_a_reason(rows):
-    assert len(rows) == 629  # nccl_tests.csv as published in ../shared/data
+    assert len(rows) == 629  # data/nccl_tests.csv as published
     kept = [r for r in rows if r.kept]
     assert 200 <= len(kept) <= 260
     for r in rows:

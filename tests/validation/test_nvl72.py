@@ -3,15 +3,14 @@ what was timed and why 3 us of launch is taken off), and the measured bump at 16
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
 from shardbudget.comm.collectives import collective_cost
 
-sys.path.insert(0, str(Path(__file__).parent))  # xla_nvl72.py is shared with benchmarks/calibrate.py
-import xla_nvl72  # noqa: E402
+from shardbudget.calibrate import xla_nvl72  # shared with the calibration (calibrate.samples)
+from shardbudget.calibrate.fit_nccl import fit_ll128_hop
+from shardbudget.calibrate.samples import xla_all_gather_samples
 
 TOLERANCE = 0.25
 """The issue's bound for 16 KiB-1 MiB; today's worst row is 19% (18 GPUs, 18 KiB)."""
@@ -19,10 +18,7 @@ TOLERANCE = 0.25
 
 @pytest.fixture(scope="module")
 def rows():
-    try:
-        return xla_nvl72.load_rows()
-    except FileNotFoundError:
-        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+    return xla_nvl72.load_rows()
 
 
 @pytest.mark.parametrize("gpus", [8, 16, 18, 32, 36, 64, 72])
@@ -65,10 +61,7 @@ With LL128's step at NCCL's 1.9 us x LL's 2.25 they were +20% to +100%."""
 
 
 def _ll128_errors(system: str, gpus: int) -> dict[float, float]:
-    try:
-        rows = [r for r in xla_nvl72.load_rows(min_gpus=gpus, op="all-gather", system=system) if r.gpus == gpus]
-    except FileNotFoundError:
-        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+    rows = [r for r in xla_nvl72.load_rows(min_gpus=gpus, op="all-gather", system=system) if r.gpus == gpus]
     out = {}
     for r in rows:
         c = collective_cost("all-gather", r.size_bytes, system, gpus=gpus)
@@ -106,17 +99,12 @@ def test_ll128_step_costs_what_an_ll_step_costs_on_nvl72():
 
 
 def test_blackwell_ll128_factor_is_its_stated_fit():
-    """nccl.toml's Blackwell LL128 factor (0.632) is what benchmarks/calibrate.py fit_ll128_hop gives
+    """nccl.toml's Blackwell LL128 factor (0.632) is what calibrate.fit_nccl.fit_ll128_hop gives
     on XLA's GB200 all-gather rings of 36-72 GPUs (75 rows), to 0.005."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import calibrate
     from shardbudget.fabric.catalog import load_catalog
-    try:
-        xs = calibrate.xla_all_gather_samples()
-    except FileNotFoundError:
-        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+    xs = xla_all_gather_samples()
     assert {x.gpus for x in xs} == {36, 64, 72}
     cat = load_catalog()
-    fitted = calibrate.fit_ll128_hop(xs, cat)["blackwell"]
+    fitted = fit_ll128_hop(xs, cat)["blackwell"]
     assert fitted == pytest.approx(cat.nccl.arch_floor("blackwell").nvlink_hop_scale["ll128"], abs=0.005)
     assert fitted == pytest.approx(0.632, abs=0.005)

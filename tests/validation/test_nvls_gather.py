@@ -6,8 +6,6 @@ GB200 NVL72 all-gather rows (xla_nvl72.py: 3 us of XLA launch taken off)."""
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,9 +16,8 @@ from shardbudget.comm.versions import at_nccl
 from shardbudget.errors import PlanError
 from shardbudget.fabric.catalog import load_catalog
 
-sys.path.insert(0, str(Path(__file__).parent))
-import xla_nvl72  # noqa: E402
-from measured_comm import find_file  # noqa: E402
+from shardbudget.calibrate import xla_nvl72
+from shardbudget.calibrate.measured_comm import find_file
 
 SIZES = 2.0 ** np.arange(9, 34, 0.25)
 
@@ -67,10 +64,7 @@ def test_no_nvls_gather_above_32_ranks():
 def test_b200_16_mib_rows_of_2_27_and_2_28_are_the_ring():
     """measured_comm.csv b200_sxm, 8 GPUs, 16 MiB (half and int8): all-gather 51.1-53.2 us at NCCL
     2.27.5 and 2.28.9, reduce-scatter 51.5-55.4 us; the model's ring LL128 (46.0 us) within 20%."""
-    try:
-        path = find_file()
-    except FileNotFoundError:
-        pytest.skip("../shared/data/measured_comm.csv not available")
+    path = find_file()
     with path.open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["system"] == "b200_sxm" and r["library"] == "NCCL"
                 and r["num_gpus"] == "8" and r["bytes"] == str(2**24) and r["lib_version"] in ("2.27.5", "2.28.9")
@@ -84,10 +78,7 @@ def test_b200_16_mib_rows_of_2_27_and_2_28_are_the_ring():
 
 @pytest.fixture(scope="module")
 def xla_rows():
-    try:
-        return xla_nvl72.load_rows(min_gpus=16, op="all-gather")
-    except FileNotFoundError:
-        pytest.skip("../shared/data/xla_collective_perf_table.csv not available")
+    return xla_nvl72.load_rows(min_gpus=16, op="all-gather")
 
 
 @pytest.mark.parametrize("gpus, lo, hi, tolerance", [(16, 2**23, 2**26, 0.12), (32, 2**24, 2**28, 0.20)])

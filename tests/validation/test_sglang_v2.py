@@ -10,8 +10,6 @@ kernel it replaced (REDUCE_CASE) went two-shot from 512 KiB on 4 GPUs: the 0.5.1
 from __future__ import annotations
 
 import csv
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +17,7 @@ import pytest
 from shardbudget.comm.collectives import make_group
 from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 
-sys.path.insert(0, str(Path(__file__).parent))
-import measured_comm as mc  # noqa: E402
+from shardbudget.calibrate import measured_comm as mc
 
 KiB, MiB = 1024, 1024 * 1024
 SYSTEMS = {"h100_sxm": "hgx-h100", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300", "gb300": "gb300-nvl72"}

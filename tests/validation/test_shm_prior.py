@@ -1,4 +1,4 @@
-"""The prior a held-out PCIe box's SHM hop starts from (benchmarks/calibrate.shm_prior), pinned to
+"""The prior a held-out PCIe box's SHM hop starts from (calibrate.fallback.shm_prior), pinned to
 the public rows of data/shm_public.csv (issue 20: the l40s-pcie and rtx4090-pcie folds no longer take
 the other box's figure alone).
 
@@ -16,17 +16,11 @@ By hand, from the sources:
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).parent))
-import calibrate  # noqa: E402
-import loso  # noqa: E402
-import shm_public  # noqa: E402
+from shardbudget.calibrate import loso, shm_public
+from shardbudget.calibrate.fit_pcie import pcie_generation
 
 from shardbudget.fabric.catalog import load_catalog  # noqa: E402
 
@@ -57,8 +51,8 @@ def test_catalog_gen5_shm_hop_matches_public_hosts():
     cat = load_catalog()
     hops = shm_public.one_socket_hops(5)
     assert cat.fabrics["pcie5-no-p2p"].achievable_bytes_per_s == pytest.approx(sum(hops) / len(hops), rel=0.05)
-    assert calibrate.pcie_generation(cat, cat.fabrics["pcie5-no-p2p"]) == 5
-    assert calibrate.pcie_generation(cat, cat.fabrics["pcie4-shm"]) == 4
+    assert pcie_generation(cat, cat.fabrics["pcie5-no-p2p"]) == 5
+    assert pcie_generation(cat, cat.fabrics["pcie4-shm"]) == 4
 
 
 @pytest.mark.parametrize("system, prior_gbps", [("l40s-pcie", 3.42), ("rtx4090-pcie", 4.12)])

@@ -2,7 +2,7 @@
 p90 <= 25%; custom kernels median <= 12%, p90 <= 30%, per held-out system).
 
 Every single-node row of measured_comm.csv and nccl_tests.csv predicted by constants fitted without
-its system (benchmarks/loso.py held_out, the folds `make bench` prints; `loso.py --rows` lists the
+its system (calibrate.loso.held_out_errors, the folds `make bench` prints; `loso.py --rows` lists the
 rows). Figures at this commit (before this change, at cb534a9, in brackets):
 
     NCCL          rows  median    p90
@@ -13,7 +13,7 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     hgx-b300        63    4.5%  11.0%
     hgx-h100        72    4.3%  12.1%   [7.6 / 32.3: Hopper's floor line from H200 alone, _scaled_floor]
     hgx-h200        33    2.4%  10.0%
-    l40s-pcie       63   25.5%  57.7%   [25.5 / 60.1: SHM hop now the Gen4 prior, calibrate.shm_prior;
+    l40s-pcie       63   25.5%  57.7%   [25.5 / 60.1: SHM hop now the Gen4 prior, calibrate.fallback.shm_prior;
                                          the degraded box, measured nowhere else: its 8-GPU rows
                                          (cross-socket stream 1.45 GB/s) are 60% fast held out]
     mi300x          31    9.9%  22.2%
@@ -31,7 +31,7 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     hgx-h100       142    9.8%  26.0%   [41.9 / 82.9: launch from the NCCL floor ratio, engine_fallback]
     l40s-pcie       32   10.9%  31.0%   [19.4 / 66.7: vLLM's one-shot took the NVLink generations' 2-GPU
                                          share of the ring (0.52) and was +70% slow above 128 KiB; now at
-                                         the PCIe link's rate (calibrate.pcie_kernel_efficiency); SGLang's
+                                         the PCIe link's rate (calibrate.fallback.pcie_kernel_efficiency); SGLang's
                                          small rows stay -30% (the others' mean launch, 3.7 us vs 5.3)]
     all            739    7.8%  24.4%   [11.3 / 58.6; 8.2 / 26.9 before the PCIe rate, the MNNVL
                                          fallback and SGLang 0.5.14 v2]
@@ -41,18 +41,14 @@ Tolerances: 1.5 points on a median, 3 on a p90, as test_multinode_heldout.py.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).parent))
-import calibrate  # noqa: E402
-import loso  # noqa: E402
-import measured  # noqa: E402
-import measured_comm  # noqa: E402
+from shardbudget.calibrate import loso, measured_comm
+from shardbudget.calibrate import nccl_rules as rules
+from shardbudget.calibrate import nccl_tests as measured
+from shardbudget.calibrate.constants import neutral
+from shardbudget.calibrate.fit_nccl import _scaled_floor
 
 NCCL = {"gb300-nvl72": (0.058, 0.126), "h100-pcie": (0.003, 0.003), "hgx-a100": (0.082, 0.272),
         "hgx-b200": (0.042, 0.102), "hgx-b300": (0.045, 0.109), "hgx-h100": (0.042, 0.110),
@@ -66,12 +62,12 @@ MEDIAN_TOL, P90_TOL = 0.015, 0.03
 
 @pytest.fixture(scope="module")
 def nccl(data_dir):
-    return loso.held_out("nccl", data_dir)
+    return loso.held_out_errors("nccl", data_dir)
 
 
 @pytest.fixture(scope="module")
 def custom(data_dir):
-    return loso.held_out("custom", data_dir)
+    return loso.held_out_errors("custom", data_dir)
 
 
 @pytest.mark.parametrize("system", sorted(NCCL))
@@ -116,7 +112,7 @@ def test_scaled_floor_by_hand():
     us = 1e-6
     x8 = 14 * 0.6 * us
     y8 = 16.68 * us - 6.6 * us
-    offset, scale = calibrate._scaled_floor((x8, y8), 6.6 * us, 0.92 * us, 1.915)
+    offset, scale = _scaled_floor((x8, y8), 6.6 * us, 0.92 * us, 1.915)
     assert offset == pytest.approx(-1.29 * us, abs=0.01 * us)
     assert scale == pytest.approx(1.35, abs=0.01)
     floor2 = 6.6 * us + offset + 2 * 0.6 * us * scale
@@ -127,11 +123,11 @@ def test_scaled_floor_by_hand():
 def test_stas00_a100_small_rows_are_dropped_with_the_reason(data_dir):
     """stas00's 8x A100 table (`all_reduce_perf -g 8`, one thread for 8 GPUs) at 32 KiB is 43.83 us,
     1.69x measured_comm.csv's 8x A100 at 32 KiB (25.96 us, NCCL 2.27.3); its 14 rows below 512 MiB
-    are dropped with measured.STAS00_A100, the 6 from 512 MiB kept."""
+    are dropped with rules.STAS00_A100, the 6 from 512 MiB kept."""
     rows = [r for r in measured.load_rows(data_dir) if r.source_id == "stas00-a100"]
     small = [r for r in rows if r.size_bytes < 512 * 2**20]
     assert len(small) == 14 and not any(r.kept for r in small)
-    assert all(r.reason == measured.STAS00_A100 for r in small)
+    assert all(r.reason == rules.STAS00_A100 for r in small)
     assert sum(r.kept for r in rows) == 6
     mc = [r for r in measured_comm.load_rows(data_dir) if r.system == "hgx-a100" and r.library == "nccl"
           and r.op == "all-reduce" and r.gpus == 8 and r.size_bytes == 32768]
@@ -167,11 +163,11 @@ def test_mnnvl_and_single_node_two_shot_have_their_own_rates(system, gpus, size,
 
 
 def test_mnnvl_rates_without_rows_are_the_ring_busbw():
-    """With no MNNVL rows (calibrate.neutral, a fold without GB300) the MNNVL kernels move their data
+    """With no MNNVL rows (calibrate.constants.neutral, a fold without GB300) the MNNVL kernels move their data
     at the ring's busbw (efficiency 1.0); the catalog keeps no MNNVL second stage of its own (the
     two-shot then adds one NVLink LL step, custom_kernels.two_shot_extra_s, test_mnnvl_fallback.py)."""
     from shardbudget.fabric.catalog import load_catalog
-    e = calibrate.neutral(load_catalog()).engines["trtllm"]
+    e = neutral(load_catalog()).engines["trtllm"]
     assert e.efficiency(2, 8, "blackwell", mnnvl=True) == 1.0
     assert e.efficiency(1, 16, "blackwell", mnnvl=True) == 1.0
     assert e.two_shot_extra_for("blackwell", mnnvl=True) == e.two_shot_extra_for("blackwell")

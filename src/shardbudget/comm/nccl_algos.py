@@ -333,7 +333,7 @@ def nvls_small(group: Group) -> Candidate | None:
     when the last of g ranks has signalled, and measured NVL72 rows add about as much from 16 to 32
     GPUs as from 36 to 72: XLA's GB200 table, 40 -> 50 -> 54 us). A per-rank slope fitted at 8 GPUs
     priced 72 at 351 us, 7x the measurement. a per GPU generation and b are fitted by
-    benchmarks/calibrate.py (fit_floors, fit_nvls_small); a generation without a fit takes
+    `python -m shardbudget.calibrate` (fit_floors, fit_nvls_small); a generation without a fit takes
     tuning.cc's flat 25 us."""
     full = nvls(group)
     if full is None:

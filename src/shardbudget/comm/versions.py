@@ -2,7 +2,7 @@
 
 `--nccl VERSION` (allreduce, plan, deploy) prices the rules of that release; the built-in catalog's
 tables are master after v2.30.7 (`catalog/nccl.toml` [nccl] version). What changes by release, each
-read from the tagged source (../shared/data/nccl_constants.md quotes the tables):
+read from the tagged source (data/nccl_constants.md quotes the tables):
 
 * symmetric-memory kernels exist from 2.27 (src/device/symmetric at v2.27.3; comm/nccl_symmetric.py);
 * GPUDirect RDMA through a Grace CPU's C2C link is on by default from 2.27 (paths.cc NET_GDR_C2C
@@ -41,7 +41,7 @@ BLACKWELL_RING_LL128_GBPS = (((2, 28), 73.4), ((2, 29), 34.5), ((99, 0), 40.0))
 SM100_SPEED_ADDED = ((2, 29), 45.0)
 """(first release, GB/s): the speed search.cc's sm100SpeedArrayIntra gained."""
 OLDEST = (2, 18)
-"""The oldest release whose tables ../shared/data/nccl_constants.md quotes."""
+"""The oldest release whose tables data/nccl_constants.md quotes."""
 
 
 def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = False,

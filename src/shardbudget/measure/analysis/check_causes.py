@@ -43,7 +43,7 @@ NIC_MATCH = 0.05
 """How close (relative) a plateau must be to the model with j NICs fewer to be called a NIC down."""
 JUMP = 3.0
 """Neighbouring sizes whose ratios to the model differ this many times make a jump (a clean run's
-ratio drifts by 1.8x at most between neighbours in shared/data/raw; noisy ones jump 4-60x)."""
+ratio drifts by 1.8x at most between neighbours in data/raw; noisy ones jump 4-60x)."""
 
 USUAL_CHANNELS: dict[tuple[str, str | None], tuple[int, str]] = {
     ("nvswitch", "hopper"): (16, "NVIDIA/nccl#1453 (3 x 8 H100: 'Channel 00/16'), #892 (H800: '16 coll "

@@ -7,7 +7,7 @@ Formats are told apart by content, never by file extension:
   ``\\``-continued command lines, several runs pasted into one file, a run cut short, the old layouts
   (no ``root`` column, a float ``error`` column instead of ``#wrong``), rccl-tests' in-place-only
   tables (``-O 0``) and nccl-tests' blank out-of-place columns (trace replay).
-  The ``@key: value`` lines of the hand transcriptions in ``shared/data/raw`` are read as annotations
+  The ``@key: value`` lines of the hand transcriptions in ``data/raw`` are read as annotations
   (``@collective``, ``@n_gpus``, ``@n_nodes``, ``@algo_or_note``, ``@section``, ...); an annotation
   after data rows starts a new table.
 * **nccl-tests' own JSON** (``-J file.json``), with its per-iteration statistics (``-I 1``): the

@@ -1,6 +1,6 @@
-"""measured_comm.csv (NVIDIA aiconfigurator-core 0.12.0, Apache-2.0), mapped onto shardbudget's systems.
+"""data/measured_comm.csv (NVIDIA aiconfigurator-core 0.12.0, Apache-2.0), mapped onto shardbudget's systems.
 
-One loader for the validation tests and benchmarks/loso.py. What the file holds (its README):
+One loader for the calibration (`samples`), the held-out validation (`loso`) and the tests. What the file holds (its README):
 NCCL all_reduce / all_gather / reduce_scatter / alltoall timed by an nccl-tests based collector
 (out-of-place), and the inference engines' own all-reduce path (vLLM custom_all_reduce, SGLang's
 custom all-reduce, TensorRT-LLM's) timed by each engine's kernel benchmark, under CUDA graphs
@@ -30,6 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from ..engines import load_engine
+from .paths import data_file
 
 SYSTEMS = {"a100_sxm": "hgx-a100", "h100_sxm": "hgx-h100", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
            "gb300": "gb300-nvl72", "l40s": "l40s-pcie"}
@@ -89,7 +92,6 @@ def pinned_version(library: str) -> str | None:
     """The release an engine's preset is pinned to (None for NCCL)."""
     if library == "nccl":
         return None
-    from shardbudget.engines import load_engine
     return load_engine(library).version
 
 
@@ -104,11 +106,8 @@ def _chosen(library: str, versions: set[str]) -> str:
 
 
 def find_file(data_dir: Path | str | None = None) -> Path:
-    from measured import find_data_dir  # the shared loader's search for ../shared/data
-    base = Path(data_dir) if data_dir else find_data_dir()
-    if base is None or not (base / "measured_comm.csv").exists():
-        raise FileNotFoundError("measured_comm.csv not found (looked in ../shared/data, $SHARDBUDGET_DATA)")
-    return base / "measured_comm.csv"
+    """data/measured_comm.csv (or the one in `data_dir`)."""
+    return data_file("measured_comm.csv", data_dir)
 
 
 @lru_cache(maxsize=4)

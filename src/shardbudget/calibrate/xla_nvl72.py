@@ -1,7 +1,7 @@
-"""XLA's measured GB200 NVL72 all-reduce table (../shared/data/xla_collective_perf_table.csv), as the
+"""XLA's measured GB200 NVL72 all-reduce table (data/xla_collective_perf_table.csv), as the
 time of one NCCL all-reduce on an NVL72.
 
-One loader for the validation test (test_nvl72.py) and benchmarks/calibrate.py. The table is the
+One loader for the calibration (calibrate.samples) and the validation tests (test_nvl72.py). The table is the
 only public small-message NVL72 measurement at 8 to 72 GPUs (nccl_15_coreweave_gb200.txt starts at
 512 MiB). Choices, each deliberate:
 
@@ -24,6 +24,8 @@ import csv
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from .paths import data_file
 
 XLA_LAUNCH_S = 3e-6
 SYSTEM = "gb200-nvl72"
@@ -50,12 +52,9 @@ class XlaRow:
         return self.xla_time_s - XLA_LAUNCH_S
 
 
-def _path(data_dir: Path | None) -> Path:
-    for cand in ([data_dir] if data_dir else []) + [Path(__file__).resolve().parents[3] / "shared" / "data",
-                                                    Path("/work/shared/data")]:
-        if (cand / "xla_collective_perf_table.csv").exists():
-            return cand / "xla_collective_perf_table.csv"
-    raise FileNotFoundError("xla_collective_perf_table.csv not found (looked in ../shared/data)")
+def path(data_dir: Path | None = None) -> Path:
+    """data/xla_collective_perf_table.csv (or the one in `data_dir`)."""
+    return data_file("xla_collective_perf_table.csv", data_dir)
 
 
 @lru_cache(maxsize=16)
@@ -65,7 +64,7 @@ def load_rows(data_dir: Path | None = None, min_gpus: int = 8, op: str = "all-re
     gathered output; XLA's reduce-scatter rows, 1.3-2 us at 72 GPUs, are no NCCL time and are not
     read) at `min_gpus` GPUs or more, glitches dropped, sorted."""
     by_g: dict[int, list[XlaRow]] = {}
-    with _path(data_dir).open(newline="") as f:
+    with path(data_dir).open(newline="") as f:
         for r in csv.DictReader(f):
             if r["device_key"] != DEVICES[system] or r["opcode"] != op or not r["time_us_derived"]:
                 continue

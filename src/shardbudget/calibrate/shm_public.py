@@ -1,8 +1,8 @@
 """data/shm_public.csv: public all-reduce rings whose every hop is host-staged (NCCL's SHM transport:
 no P2P between the GPUs), one row per figure a public thread states, with its source and date.
 
-What a held-out fold of benchmarks/loso.py knows of a PCIe box's SHM hop before it sees any of that
-box's rows (calibrate.held_out): the bus bandwidth of these rings inside one socket, by PCIe
+What a held-out fold (calibrate.loso) knows of a PCIe box's SHM hop before it sees any of that
+box's rows (calibrate.fallback.held_out): the bus bandwidth of these rings inside one socket, by PCIe
 generation. A ring's busbw is what each of its hops carries, so a one-socket row measures one SHM
 hop of its host. Rows naming a catalog system (`system`) are left out of that system's own fold.
 """
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parent / "data" / "shm_public.csv"
+from .paths import DATA
+
+PATH = DATA / "shm_public.csv"
 
 
 @dataclass(frozen=True)

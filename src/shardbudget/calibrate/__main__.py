@@ -1,0 +1,76 @@
+"""`python -m shardbudget.calibrate`: fit the catalog's measured constants on the repository's data/ and
+write them into the catalog; `--check` compares instead of writing; `--report` prints the model's known
+defects. Exit status: 0 done (or the catalog agrees), 1 the catalog differs from a fresh fit, 2 the
+data is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .check import differences, values_to_json, write
+from .describe import describe
+from .fit import fit_all
+from .report import falls_tables, known_defects
+from .tables import fitted_values
+
+EPILOG = """without an option: fit and write the fitted values into src/shardbudget/catalog (nccl.toml,
+custom_allreduce.toml, fabrics.toml, cpus.toml), repeating until the catalog is its own fit. --check: exit 1
+naming every value that differs from a fresh fit by more than one unit of its last written digit."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m shardbudget.calibrate", description=__doc__.split("\n\n")[0],
+                                 epilog=EPILOG)
+    what = ap.add_mutually_exclusive_group()
+    what.add_argument("--check", action="store_true", help="compare the catalog with a fresh fit; write nothing")
+    what.add_argument("--print", action="store_true", help="print the fitted constants; write nothing")
+    what.add_argument("--json", action="store_true", help="print the fitted catalog values as JSON; write nothing")
+    what.add_argument("--report", action="store_true", help="print the model's known defects (calibrate/falls.py KNOWN)")
+    what.add_argument("--falls", action="store_true",
+                      help="print MEASURED and KNOWN as a scan finds them today (paste into calibrate/falls.py)")
+    ap.add_argument("--data", type=Path, default=None, help="folder of the measurements (default: the repository's data/)")
+    return ap
+
+
+def _check(data: Path | None) -> int:
+    values = fitted_values(fit_all(data))
+    found = differences(values)
+    for line in found:
+        print(line)
+    if found:
+        print(f"calibrate: {len(found)} catalog value(s) differ from a fresh fit: run `python -m shardbudget.calibrate` "
+              "and read the diff")
+        return 1
+    print(f"calibrate: the catalog holds a fresh fit: {len(values)} fitted entries, each within one unit of its "
+          "last written digit")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.report:
+            print("\n".join(known_defects()))
+        elif args.falls:
+            print(falls_tables())
+        elif args.check:
+            return _check(args.data)
+        elif args.print:
+            print("\n".join(describe(fit_all(args.data))))
+        elif args.json:
+            print(values_to_json(fitted_values(fit_all(args.data))))
+        else:
+            rounds, written = write(args.data)
+            files = ", ".join(sorted(set(written))) or "nothing changed"
+            print(f"calibrate: the catalog is its own fit after {rounds} round(s); written: {files}")
+    except FileNotFoundError as err:
+        print(f"calibrate: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
