@@ -45,8 +45,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The demo writes into build/, make's own folder (`make clean` removes it): a report.html of yours, in
+# this folder or anywhere else, is never overwritten. --force replaces only the previous demo's file.
 demo: $(STAMP)
-	$(VENV)/bin/shardbudget demo --force
+	@mkdir -p build
+	$(VENV)/bin/shardbudget demo --out build/report.html --force
+	@echo "make demo: the report is build/report.html (make's own folder; no file of yours was touched)"
 
 # Static checks: ruff's lint rules (pyproject.toml) on the whole tree, its format on FORMATTED.
 lint: $(STAMP)
