@@ -56,6 +56,34 @@ def test_tests_and_benchmarks_do_not_import_each_other():
     assert not found, found
 
 
+def _calibrate(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shardbudget.calibrate", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def test_the_catalog_holds_a_fresh_fit():
+    """`python -m shardbudget.calibrate --check` (a whole fit, about 3 s; so `make test` runs it): every
+    fitted entry of the committed catalog is within one unit of its last written digit of a fresh fit."""
+    done = _calibrate("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the catalog holds a fresh fit" in done.stdout
+
+
+def test_the_check_fails_on_a_catalog_that_drifted(tmp_path):
+    """A catalog whose fitted entry was edited by hand (SGLang's Hopper launch 2.43 -> 2.50 us) fails the
+    check, which names the entry and both values."""
+    shutil.copytree(CATALOG, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "custom_allreduce.toml"
+    text = path.read_text(encoding="utf-8")
+    launch = tomllib.loads(text)["engines"]["sglang"]["launch_us"]
+    path.write_text(set_value(text, "engines.sglang", "launch_us",
+                              render(Field("custom_allreduce.toml", "engines.sglang", "launch_us", TABLE, 2),
+                                     {**launch, "hopper": launch["hopper"] + 0.07}, launch)), encoding="utf-8")
+    done = _calibrate("--check", "--catalog-dir", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"[engines.sglang] launch_us.hopper = {launch['hopper'] + 0.07:.2f} in the catalog" in done.stdout
+
+
 def test_the_fit_covers_every_fitted_table(values):
     """The entries the calibration writes: NCCL's floors per generation, NVLS, the rings, every engine's
     kernels, the PCIe fabrics and the NPS1 host (the tables once copied by hand)."""
@@ -90,6 +118,22 @@ def test_a_written_catalog_agrees_with_its_fit(values, tmp_path):
     assert rewritten(values, tmp_path) == {}
 
 
+def test_a_rerun_rewrites_only_values_beyond_the_tolerance(values, tmp_path):
+    """`settled`: a committed value within one unit of its last written digit of the fit (another
+    machine's fit may round the other way at a boundary) is kept, so a rerun writes nothing; one
+    further off is rewritten to the fit."""
+    shutil.copytree(CATALOG, tmp_path, dirs_exist_ok=True)
+    (field,) = [f for f in values if f.table == "nccl.calibrated.arch.hopper" and f.key == "nvls_small_latency_us"]
+    nccl = tmp_path / "nccl.toml"
+    base = nccl.read_text(encoding="utf-8")
+    nccl.write_text(set_value(base, field.table, field.key, f"{values[field] + 0.009:.2f}"), encoding="utf-8")
+    assert rewritten({field: values[field]}, tmp_path) == {}
+    nccl.write_text(set_value(base, field.table, field.key, f"{values[field] + 0.03:.2f}"), encoding="utf-8")
+    (text,) = rewritten({field: values[field]}, tmp_path).values()
+    assert tomllib.loads(text)["nccl"]["calibrated"]["arch"]["hopper"]["nvls_small_latency_us"] == \
+        float(f"{values[field]:.2f}")
+
+
 def test_the_line_editor_keeps_comments_and_order():
     text = ('# head\n[a]\nx = 1.0   # why x\ny = { p = 1.0, q = 2.0 }  # why y\n\n[a.b]\nz = "3 GB/s"\n'
             '[c]\nw = 5\n')
@@ -118,8 +162,7 @@ def test_values_are_written_in_their_digits():
 
 
 def test_the_command_reports_known_defects():
-    done = subprocess.run([sys.executable, "-m", "shardbudget.calibrate", "--report"], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    done = _calibrate("--report")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("known defects: ") and len(lines) > 2

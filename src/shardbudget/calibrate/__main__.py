@@ -7,10 +7,11 @@ data is missing.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from .check import differences, values_to_json, write
+from .check import CATALOG, differences, values_to_json, write
 from .describe import describe
 from .fit import fit_all
 from .report import falls_tables, known_defects
@@ -32,12 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--falls", action="store_true",
                       help="print MEASURED and KNOWN as a scan finds them today (paste into calibrate/falls.py)")
     ap.add_argument("--data", type=Path, default=None, help="folder of the measurements (default: the repository's data/)")
+    ap.add_argument("--catalog-dir", type=Path, default=CATALOG,
+                    help="with --check: the catalog folder to compare (default: the package's, src/shardbudget/catalog)")
     return ap
 
 
-def _check(data: Path | None) -> int:
+def _check(data: Path | None, catalog_dir: Path) -> int:
     values = fitted_values(fit_all(data))
-    found = differences(values)
+    found = differences(values, catalog_dir)
     for line in found:
         print(line)
     if found:
@@ -50,14 +53,17 @@ def _check(data: Path | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.catalog_dir != CATALOG and not args.check:
+        parser.error("--catalog-dir is read by --check only: the fit is written into the package's catalog")
     try:
         if args.report:
             print("\n".join(known_defects()))
         elif args.falls:
             print(falls_tables())
         elif args.check:
-            return _check(args.data)
+            return _check(args.data, args.catalog_dir)
         elif args.print:
             print("\n".join(describe(fit_all(args.data))))
         elif args.json:
@@ -69,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as err:
         print(f"calibrate: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`--report | head`): as the CLI, exit 130, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit says nothing
+        return 130
     return 0
 
 
