@@ -73,6 +73,7 @@ SLOW_UNIT = {
         "test_the_gpu_and_the_fabric_add_up_to_the_difference",
     ],
     "test_fit.py": [
+        "test_a_fit_prints_the_same_on_any_machine",
         "test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit",
         "test_fit_recovers_a_bandwidth_change",
         "test_heldout_error_above_25_percent_is_a_warning",

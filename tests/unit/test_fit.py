@@ -55,6 +55,22 @@ def test_fit_on_a_real_log(data_dir):
     assert all(math.isfinite(x.predicted_s) for x in r.residuals)
 
 
+def test_a_fit_prints_the_same_on_any_machine(data_dir):
+    """Issue 35: docs/measure.md's fit of this log printed 48613.42 us at 8 GiB on one machine and 48613.43
+    on another: the solver stops anywhere on a flat minimum (~1e-8 of each parameter), and that
+    prediction sat on a rounding edge. Fitted parameters keep FIT_DIGITS (4) significant digits, so a
+    log whose times move by a rounding error (1e-12, as another machine's arithmetic does) fits the
+    same profile and prints the same table, to the last digit."""
+    ms = read_log(data_dir / "raw" / "nccl_03_mi300x_1node.txt")
+    nudged = replace(ms, samples=tuple(replace(s, time_s=s.time_s * (1 + 1e-12 * (i % 3 - 1)))
+                                       for i, s in enumerate(ms.samples)))
+    a, b = (fit_profile([m], name="my-mi300x", base_system="mi300x", holdout=False) for m in (ms, nudged))
+    assert a.params == b.params
+    assert (a.params.intra_bytes_per_s, a.params.intra_hop_scale, a.params.base_scale) == (309.6e9, 1.166, 0.8431)
+    assert [r.predicted_s for r in a.residuals] == [r.predicted_s for r in b.residuals]
+    assert max(a.residuals, key=lambda r: r.msg_bytes).predicted_s * 1e6 == pytest.approx(48616.80, abs=0.005)
+
+
 def test_fit_refuses_bad_requests():
     with pytest.raises(MeasureError, match="already a catalog system"):
         fit_profile([_synthetic()], name="hgx-h100", base_system="hgx-h100")

@@ -56,6 +56,13 @@ from ..logs.read import MeasurementSet, Sample
 
 HELDOUT_WARN = 0.25
 """Held-out median |error| above which the fit warns (issue 12: 25%)."""
+FIT_DIGITS = 4
+"""Significant digits a fitted parameter keeps. The soft-L1 minimum is flat: its cost changes by a
+rounding error where a parameter moves by ~1e-8 of itself, so the solver stops anywhere in that span
+and another machine's arithmetic lands elsewhere in it (issue 35: an 8 GiB prediction printed as
+48613.42 us on one machine and 48613.43 on another). Rounded to 4 digits (309.6 GB/s, x1.166), far
+finer than the data's own scatter, the parameters, the profile written and every prediction printed
+from them are the same on any machine (unless a fit lands within ~1e-8 of a rounding edge)."""
 PARAMS = ("intra_bw", "intra_hop", "base", "nic_bw", "nic_hop")
 _LABELS = {"intra_bw": "intra-node bandwidth", "intra_hop": "intra-node hop latency scale",
            "base": "base latency scale", "nic_bw": "NIC bandwidth", "nic_hop": "NIC hop latency scale"}
@@ -300,7 +307,9 @@ def _start(base: System) -> dict[str, float]:
 
 
 def _params(x: dict[str, float], **extra) -> Params:
-    e = {k: math.exp(v) for k, v in x.items()}
+    """The parameters at x; those `extra["fitted"]` names rounded to FIT_DIGITS (the fit's result)."""
+    fitted = extra.get("fitted", ())
+    e = {k: float(f"{math.exp(v):.{FIT_DIGITS}g}") if k in fitted else math.exp(v) for k, v in x.items()}
     return Params(e["intra_bw"], e["intra_hop"], e["base"], e.get("nic_bw"), e.get("nic_hop"), **extra)
 
 
@@ -354,7 +363,7 @@ def _fit(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, sourc
     x, bound2 = _solve(base, catalog, multi, x, free2, **kw)
     if not multi:  # single-node data says nothing of the NICs: the profile keeps the catalog's
         x = {k: v for k, v in x.items() if not k.startswith("nic")}
-    system = _variant(base, _params(x), **kw, catalog=catalog)
+    system = _variant(base, _params(x, fitted=tuple(free1 + free2)), **kw, catalog=catalog)
     network = "socket transport (NCCL_IB_DISABLE=1)" if multi and all(o.socket for o in multi) else ""
     return _params(x, at_bound=tuple(bound1 + bound2), fitted=tuple(free1 + free2), network=network,
                    intra_seen=_seen_through(system, catalog, single) if "intra_bw" in free1 else "",
