@@ -107,7 +107,7 @@ def _allowed(switch: Switch | None) -> bool:
 @example(model="llama-3.1-70b", system="hgx-b200", tp=8, engine="vllm", batch=63)
 @given(**requests)
 def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
-    """Except where the TP all-reduce crosses a kernel switch listed in tests/measured_steps.py: a
+    """Except where the TP all-reduce crosses a kernel switch listed in shardbudget/calibrate/falls.py: a
     measured one (vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
     16.67 us at 1 MiB), or a known defect (test_every_known_fall_still_happens)."""
     sm = _step(model, system, tp, engine)
