@@ -11,6 +11,8 @@ Runs, each as its own subprocess so one cannot skew another's timing or memory:
     loso.py      leave-one-system-out: constants refitted without each system, that system predicted
     serving_accuracy.py  served TPOT against public serving benchmarks (per engine, GPU, model family),
                  fastest-plan agreement, no measured run called "does not fit"
+    known_defects.py the model's known defects: kernel switches where its time falls and no
+                 measurement does (the list tests/unit/test_physics.py holds true)
     fuzz.py      hostile inputs through the library and CLI
     soak.py      long harness runs and a million planner configurations under a memory bound
 (each only if the file exists). Before speed.py it makes the llm-analysis venv
@@ -60,6 +62,7 @@ SCRIPTS = {
     "loso": [],
     "decode_accuracy": [],
     "serving_accuracy": [],
+    "known_defects": [],
     "fuzz": ["--n", "2000"],
     "soak": ["--quick"],
     "engine_parsers": [],

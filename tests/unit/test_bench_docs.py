@@ -18,6 +18,20 @@ def test_the_committed_pages_are_what_the_results_make():
         assert page.read_text(encoding="utf-8") == text, f"{page.name}: run `python scripts/bench_docs.py update`"
 
 
+def test_the_known_defects_on_the_page_are_the_models_list():
+    """Issue 35: the model's known defects are one list (calibrate/falls.py KNOWN), and docs/accuracy.md
+    shows what benchmarks/known_defects.py printed of it: the same switches, none missing or extra."""
+    from shardbudget.calibrate.falls import KNOWN
+
+    snap = json.loads(bench_docs.SNAPSHOT.read_text(encoding="utf-8"))
+    (run,) = [r for r in snap["runs"] if r["script"] == "known_defects.py"]
+    shown = {tuple(d["key"]) for d in run["tables"]["defects"]}
+    assert shown == set(KNOWN), (
+        "run `python benchmarks/run_all.py --only known_defects` and `python scripts/bench_docs.py snapshot "
+        f"&& python scripts/bench_docs.py update`: {sorted(map(str, shown ^ set(KNOWN)))[:5]}"
+    )
+
+
 def test_every_accuracy_target_is_on_the_page_as_make_bench_prints_it():
     """Each target's figure appears as run_all.py's summary prints it, on both pages."""
     snap = json.loads(bench_docs.SNAPSHOT.read_text(encoding="utf-8"))

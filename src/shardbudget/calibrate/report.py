@@ -1,5 +1,7 @@
-"""The validation report's lists: the model's known defects (`known_defects`: every fall of KNOWN,
-with its system, GPUs, library, op, kernels, size and the model's times either side) and the two
+"""The validation report's lists: the model's known defects (`defect_records`, printed by
+`known_defects`, `python -m shardbudget.calibrate --report` and `make bench`'s
+benchmarks/known_defects.py: every fall of KNOWN, with its system, GPUs, library, op, kernels, size
+and the model's times either side) and the two
 lists of falls.py as a scan finds them today (`falls_tables`, to paste after a pricing change).
 """
 
@@ -25,15 +27,26 @@ def falls_tables() -> str:
     return "\n".join(["MEASURED = {", *measured, "}", "KNOWN = {", *known, "}"])
 
 
-def known_defects() -> list[str]:
-    """One line per known defect: where the model's time falls at a kernel switch that no measurement
-    shows (issue 20), and what the data say there."""
-    lines = [f"known defects: {len(KNOWN)} kernel switches where the model's time falls as the message grows "
+def defect_records() -> list[dict]:
+    """Every known defect (KNOWN) as a record: where the model's time falls at a kernel switch that no
+    measurement shows (issue 20), the model's times either side, and what the data say there."""
+    out = []
+    for key, why in sorted(KNOWN.items(), key=lambda kv: str(kv[0])):
+        sw, before_us, after_us = model_switch(key)
+        out.append({"key": list(key), "system": sw.system, "gpus": sw.gpus, "library": sw.impl, "op": sw.op,
+                    "switch": f"{sw.before} -> {sw.after}", "edge_bytes": sw.edge_bytes,
+                    "at": format_bytes(sw.edge_bytes), "before_us": before_us, "after_us": after_us, "data": why})
+    return out
+
+
+def known_defects(records: list[dict] | None = None) -> list[str]:
+    """One line per known defect (`defect_records`), under a header that counts them."""
+    records = defect_records() if records is None else records
+    lines = [f"known defects: {len(records)} kernel switches where the model's time falls as the message grows "
              "and no measurement does (issue 20)",
              f"  {'system':<22} {'GPUs':>4}  {'library':<10} {'op':<14} {'switch':<40} {'at':>10}  "
              f"{'model (us)':>19}  what the data say"]
-    for key, why in sorted(KNOWN.items(), key=lambda kv: str(kv[0])):
-        sw, before_us, after_us = model_switch(key)
-        lines.append(f"  {sw.system:<22} {sw.gpus:>4}  {sw.impl:<10} {sw.op:<14} {sw.before + ' -> ' + sw.after:<40} "
-                     f"{format_bytes(sw.edge_bytes):>10}  {before_us:>8.2f} -> {after_us:>8.2f}  {why}")
+    for r in records:
+        lines.append(f"  {r['system']:<22} {r['gpus']:>4}  {r['library']:<10} {r['op']:<14} {r['switch']:<40} "
+                     f"{r['at']:>10}  {r['before_us']:>8.2f} -> {r['after_us']:>8.2f}  {r['data']}")
     return lines
