@@ -1,8 +1,9 @@
 """DeepSeek-V3 / R1 decode at concurrency 1-8 on 8 and 16 Hopper GPUs against public runs (issue 34).
 
-Every row of tests/validation/data (README beside it names each source) with DeepSeek-V3/R1 on
-hgx-h100 / hgx-h200 at concurrency <= 8, priced as benchmarks/serving_accuracy.py prices it (the
-served TPOT at batch = concurrency, under the preset of the row's engine release, `release_engine`):
+Every row of data/ (data/README.md names each source) with DeepSeek-V3/R1 on hgx-h100 / hgx-h200
+at concurrency <= 8, priced as shardbudget.calibrate.serving prices it for
+benchmarks/serving_accuracy.py (the served TPOT at batch = concurrency, under the preset of the
+row's engine release, `release_engine`):
 
   tenstorrent/tt-inference-server#356   DeepSeek-R1-0528 FP8, 2 x 8 H100 over InfiniBand, TP16,
                                         concurrency 1: SGLang (2025-07-09, 7 rows, ISL 128-8192,
@@ -20,18 +21,10 @@ unchanged: the vLLM row is held out of every fit. Each row must lie within 20%.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).parent))
-
-import serving_accuracy as sa  # noqa: E402
-
-from shardbudget.fabric.catalog import load_catalog  # noqa: E402
+from shardbudget.calibrate import serving as sa
+from shardbudget.fabric.catalog import load_catalog
 
 TOLERANCE = 0.20
 HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200")
