@@ -5,6 +5,7 @@ what differs, and the line editor that writes the fit keeps every comment of the
 
 from __future__ import annotations
 
+import csv
 import re
 import shutil
 import subprocess
@@ -36,6 +37,19 @@ def test_the_data_is_in_the_repository():
     held = {p.name for p in paths.DATA.iterdir() if p.is_file() and p.name != "README.md"} | {"raw/*.txt"}
     assert listed == held, listed ^ held
     assert len(list(paths.RAW.glob("*.txt"))) == 18
+
+
+def test_every_row_names_its_source():
+    """Issue 35: the rows moved into data/ keep their provenance: every row of every table has a
+    non-empty `source` (a URL, a repository file at a commit, an issue comment), and data/README.md
+    states the licence each source's text is under."""
+    for path in sorted(paths.DATA.glob("*.csv")):
+        with path.open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows and "source" in rows[0], path.name
+        unnamed = [i for i, r in enumerate(rows, 2) if not (r["source"] or "").strip()]
+        assert not unnamed, (path.name, unnamed[:5])
+    assert "**Licence.**" in (paths.DATA / "README.md").read_text(encoding="utf-8")
 
 
 def test_nothing_reads_beside_the_checkout():
