@@ -148,6 +148,9 @@ CASES = [
     (["explain", "-s", "hgx-h100", "-s", "hgx-h100"], ["system listed twice"], None),
     (["explain", "-s", "mi300x", "--nodes", "2", "--engine", "vlm"], ["'vlm'", "did you mean 'vllm'"], None),
     (["explain", "-s", "hgx-h100", "--budget", "30"], ["--budget"], None),
+    # issue 34: a release past the catalog's tables was priced silently as the newest
+    (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--nccl", "2.40"], ["'2.40' is newer than 2.30", "give 2.30"], None),
+    (["allreduce", "-s", "hgx-h100", "--nccl", "2.31.1"], ["'2.31.1' is newer than 2.30"], None),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h10"], ["unknown system 'hgx-h10'", "did you mean 'hgx-h100'"], None),
     (["measure", "--op", "all-reduc", "--gpus", "2"], ["'all-reduc'"], None),
     (["measure", "--backend", "mpi", "--gpus", "2"], ["backend 'mpi'", "gloo"], None),

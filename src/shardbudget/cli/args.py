@@ -111,7 +111,8 @@ SequenceParallelOpt = Annotated[bool, typer.Option("--sequence-parallel", help="
 GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
 NcclOpt = Annotated[Optional[str], typer.Option(
-    "--nccl", help="Price NCCL's rules of this release (2.18 or later, e.g. 2.26 or 2.27.3) where they changed: "
+    "--nccl", help="Price NCCL's rules of this release (2.18 up to the catalog's own, e.g. 2.26 or 2.27.3; a later "
+                   "one is refused) where they changed: "
                    "symmetric kernels from 2.27, GPUDirect RDMA over Grace C2C from 2.27, NVLSTree network latency. "
                    "Default: the release the engine's pinned version installs (vllm 2.27.5), else the catalog's.")]
 NcclSymmetricOpt = Annotated[bool, typer.Option(
