@@ -15,8 +15,10 @@ comm-bound       a warning, not a verdict of "too far": communication is more th
                  (default 30%) of the latency-optimal plan's ITL.
 
 Each row of the table carries one label, in this order of precedence: "does not fit",
-"latency-optimal", "sharded too far", "over budget" (fits, misses a budget), "ok". A row whose
-communication share passes the threshold also has `comm_bound`.
+"latency-optimal", "over budget" (fits, misses a budget), "sharded too far" (within every budget),
+"ok". A plan over the budget is that first (issue 34): what it misses decides it before what it
+wastes, so the plans named sharded too far are ones a user could run. A row whose communication
+share passes the threshold also has `comm_bound`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from ..step.records import AllReduceCall
 from ..units import format_decimal_bytes, format_seconds
 
-LABELS = ("does not fit", "latency-optimal", "sharded too far", "over budget", "ok")
+LABELS = ("does not fit", "latency-optimal", "over budget", "sharded too far", "ok")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +110,7 @@ class Verdict:
     """The plan to run: the latency-optimal one if it meets every budget, else the same knee rule
     applied to the plans that do (None when none does)."""
     too_far: tuple[Row, ...]
+    """The plans labelled sharded too far (within every budget), fewest GPUs first."""
     comm_bound: bool
     sentences: tuple[str, ...]
 
@@ -162,7 +165,7 @@ def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, u
         largest_tp_within_budget=min(meeting, key=lambda r: (-r.tp, r.gpus, r.itl_s)) if meeting else None,
         closest=_closest(fitting, limits) if fitting and not meeting else None,
         pick=best if best and best.meets_budget else latency_optimal(meeting, knee),
-        too_far=tuple(sorted((r for r in fitting if r.key in far), key=_order)),
+        too_far=tuple(sorted((r for r in fitting if r.verdict == "sharded too far"), key=_order)),
         comm_bound=bool(best and best.comm_share > limits.comm_threshold), sentences=())
     text = _sentences(v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes,
                       rows=rows, limits=limits)
@@ -182,10 +185,10 @@ def _labelled(r: Row, best: Row | None, far: set, comm_threshold: float) -> Row:
         label = "does not fit"
     elif best and r.key == best.key:
         label = "latency-optimal"
-    elif r.key in far:
-        label = "sharded too far"
     elif not r.meets_budget:
         label = "over budget"
+    elif r.key in far:
+        label = "sharded too far"
     else:
         label = "ok"
     return replace(r, verdict=label, comm_bound=r.comm_share > comm_threshold)
@@ -281,7 +284,7 @@ def _too_far_sentence(v: Verdict, limits: Thresholds) -> str:
     some = ", ".join(f"{r.label()} {_ms(r.itl_s)}" for r in v.too_far[:3]) + (", ..." if n > 3 else "")
     comm = (f"; at {widest.label()} communication is {_share(widest)} of the ITL" if widest.comm_share >= 0.01 else "")
     return (f"{n} plan{'s are' if n > 1 else ' is'} sharded too far, {'each ' if n > 1 else ''}using more GPUs "
-            f"or a higher TP than another plan that is at most {100 * limits.knee_threshold:.0f}% slower "
+            f"or a higher TP than another plan that is faster or at most {100 * limits.knee_threshold:.0f}% slower "
             f"({some}){comm}.")
 
 

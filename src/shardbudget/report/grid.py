@@ -14,7 +14,7 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
      "systems": ["hgx-h100", ...], "engines": [{"key": "nccl", "label": "..."}, ...],
      "batches": [1, 64], "budgets": [{"s": 0.05, "label": "50 ms"}, ..., {"s": null, "label": "no budget"}],
      "initial": {"system": 0, "engine": 0, "batch": 0, "budget": 7},
-     "labels": ["does not fit", "latency-optimal", "sharded too far", "over budget", "ok"],
+     "labels": ["does not fit", "latency-optimal", "over budget", "sharded too far", "ok"],
      "parts": [{"key": "compute_s", "label": "compute", "color": "#9AA8BA"}, ...],
      "strings": ["Batch 1: llama-3.1-70b on hgx-h100 fits on ...", ...],
      "cells": [[[cell, ...per batch], ...per engine], ...per system],

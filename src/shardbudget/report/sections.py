@@ -51,7 +51,7 @@ def section_token(data: ReportData) -> str:
            fig_block("fig-token", fig, "Inter-token latency per TP degree (pure tensor parallelism, PP = 1), "
                      "split into compute and the two terms of communication. Hatched: the plan does not fit in "
                      "GPU memory. Outlined and starred: the latency-optimal TP. Red shading: TPs the planner "
-                     "calls sharded too far (more GPUs or a higher TP than a plan at most the knee threshold slower).")]
+                     "calls sharded too far (within the budget, more GPUs or a higher TP than a plan that is faster or at most the knee threshold slower).")]
     for spec, res in zip(data.specs, data.plans):
         rows, cls = [], []
         for br in res.results:
