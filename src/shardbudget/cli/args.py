@@ -80,7 +80,7 @@ InputLenOpt = Annotated[Optional[int], typer.Option(
 OutputLenOpt = Annotated[Optional[int], typer.Option(
     "--output-len", help=f"Generated tokens per request of a served workload (default {OUTPUT_TOKENS}; plan: with or "
                          f"without --input-len).")]
-BudgetOpt = Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none': no budget).")]
+BudgetOpt = Annotated[str, typer.Option("--budget", help="Budget per output token, e.g. 30ms ('none': no budget): it judges the served TPOT (prompts mixed in) where the question serves prompts (--input-len/--output-len; deploy's default), else the ITL of one decode step.")]
 TtftBudgetOpt = Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")]
 IMPL_HELP = ("Force every all-reduce to nccl | custom (the engines' one-/two-shot kernels); default: the engine "
              "chooses by size (allreduce, compare: nccl).")

@@ -206,7 +206,7 @@ def section_assumptions(data: ReportData) -> str:
     rows = [["model", data.model], ["weights dtype", weights_words(data)],
             ["KV-cache dtype", assumed.kv_dtype], ["activations dtype", assumed.act_dtype],
             ["context (tokens in the KV cache)", st.context],
-            ["ITL budget", fmt_seconds(st.budget_s) if st.budget_s else "none"],
+            ["budget (on the plans' ITL, the deployments' TPOT)", fmt_seconds(st.budget_s) if st.budget_s else "none"],
             *([["TTFT budget", fmt_seconds(st.ttft_budget_s)]] if st.ttft_budget_s else []),
             ["engine and all-reduce", engine_words(data) + (" (custom kernels fall back to NCCL where the hardware "
                                                            "cannot run them)" if st.impl == "custom" else "")],
