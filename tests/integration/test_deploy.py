@@ -33,8 +33,8 @@ REL = 1e-9  # identities computed from the same floats: only rounding may differ
 
 # the keys issue 13 promises; more may be added, none of these may go
 TOP_KEYS = {"model", "system", "nodes", "gpus", "budget_s", "ttft_budget_s", "engine", "options", "best", "pareto",
-            "launch", "verdict"}
-OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "ttft_s", "tokens_per_s",
+            "launch", "verdict", "judged", "judged_words"}
+OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tpot_s", "ttft_s", "tokens_per_s",
                "tokens_per_s_per_gpu", "tokens_per_s_per_user", "mem_bytes_per_gpu", "binding", "meets_budget"}
 PARETO_KEYS = {"tp", "pp", "ep", "dp", "batch", "tokens_per_s_per_user", "tokens_per_s_per_gpu"}
 BINDINGS = {"memory", "tpot", "itl", "ttft", "max-batch", "prefill"}
@@ -487,6 +487,9 @@ def test_disaggregation_reports_the_kv_handoff_share_of_ttft(capsys):
     assert d["best"]["ttft_s"] == pytest.approx(pre["ttft_s"], rel=REL)
     assert all(o["replicas"] * o["tp"] * o["pp"] == 6 for o in d["options"])  # decode runs on the other 6
     assert f"{100 * share:.1f}%" in d["verdict"]
+    # the decode side mixes in no prompt: its TPOT is its ITL, and the header says why
+    assert all(o["tpot_s"] == o["itl_s"] for o in d["options"])
+    assert d["judged"] == "TPOT" and "prefilled on the other 2 GPUs" in d["judged_words"]
 
 
 def test_kv_handoff_by_hand(catalog):

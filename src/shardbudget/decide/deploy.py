@@ -157,6 +157,9 @@ class DeployResult:
     """The NCCL release whose rules price it (release_words.nccl_words; --nccl)."""
     judged: str = "TPOT"
     """What the budget judges: TPOT, or ITL under a decode-only --context (request.Workload.judged)."""
+    judged_words: str = ""
+    """The header's sentence saying what the budget judges (Workload.judged_words, or the decode side's
+    under --disaggregate, whose prompts are prefilled elsewhere)."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -167,7 +170,8 @@ class DeployResult:
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged}
+                "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged,
+                "judged_words": self.judged_words}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -338,10 +342,17 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           memory_utilization=sc.settings.memory_utilization, precision=sc.precision,
                           chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
-                          judged=workload.judged,
+                          judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
                           without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
                                                           batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
+
+
+def _judged_words(work: Workload, disaggregate: tuple[int, int] | None) -> str:
+    if disaggregate is None:
+        return work.judged_words
+    return (f"the budget judges the TPOT: time per output token of the decode side; its prompts are prefilled on "
+            f"the other {disaggregate[0]} GPUs and handed over, none is mixed in, so the TPOT is the ITL")
 
 
 def _check_request(req: Request, workload: Workload) -> None:

@@ -32,7 +32,7 @@ def _workload_words(data) -> str:
     w = r.workload
     served = (f"served at input {w.input_len} / output {w.output_len} tokens (deploy's defaults: the other "
               f"requests' prompts mixed into the decode steps)" if w.served else f"decode at context {w.context}")
-    return f" As <code>shardbudget deploy --gpus N</code> answers it: {esc(served)}; {esc(w.judged_words)}."
+    return f" As <code>shardbudget deploy --gpus N</code> answers it: {esc(served)}; {esc(r.judged_words)}."
 
 
 def section_deploy(data) -> str:

@@ -351,7 +351,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     shown = result.options if rows is None else result.options[:rows]
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
-    say(f"# {w.judged_words}")
+    say(f"# {result.judged_words}")
     if getattr(result, "tail", None):
         say(f"# {result.tail}")
     tail = any(o.itl_p99_s is not None for o in shown)  # --jitter: the p99 beside the mean, as plan's table
