@@ -21,7 +21,7 @@ from ..errors import ShardbudgetError
 from ..fabric.hardware import Catalog
 from .deploy import MAX_BATCH, Option, budget_options
 from .planner import PlanResult, plan
-from .request import Request, Workload
+from .request import Request
 from .verdicts import Thresholds, Verdict, judge
 
 MAX_BUDGET_STEPS = 400
