@@ -73,9 +73,13 @@ def test_the_binding_budget_is_named(catalog, rate10):
     "at batch 28 per replica" in the headline beside 50 in the table and --max-num-seqs 50)."""
     o = rate10.result.best
     assert rate10.binding == "tpot" and "the most the TPOT budget allows" in rate10.text
-    assert f"with {rate10.batch} sequences in flight per replica at this load" in rate10.text
-    assert f"a batch cap of {o.max_batch} per replica" in rate10.text and rate10.batch < o.max_batch
-    assert all(f"batch cap {o.max_batch} sequences per replica" in text for text in rate10.result.launch.values())
+    load = f"{rate10.batch} sequences in flight per replica at 10 requests/s"
+    assert f"with {load}" in rate10.text
+    assert f"a batch cap of {o.max_batch} sequences per replica" in rate10.text and rate10.batch < o.max_batch
+    assert all(f"batch cap {o.max_batch} sequences per replica; {load}" in text
+               for text in rate10.result.launch.values())
+    d = rate10.to_dict()["deploy"]
+    assert (d["load"], d["in_flight_per_replica"], d["best"]["max_batch"]) == ("10 requests/s", rate10.batch, o.max_batch)
     loose = deploy_for_load(request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), Load(rate_per_s=10.0))
     assert loose.binding in ("memory", "max-batch") and loose.gpus <= rate10.gpus  # no budget: fewer or equal
 
@@ -129,6 +133,11 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_cli_rate_exit_0_with_words_table_and_json(capsys):
     rc, out, _ = _run(capsys, "--rate", "10")
     assert rc == 0 and out.startswith("10 requests/s take 16 GPUs of hgx-h100") and "vllm serve" in out
+    # the load and the cap in the same words in the headline, the table's header and the launch lines
+    header = next(line for line in out.splitlines() if line.startswith("# at 10 requests/s: "))
+    load = header.split(": ", 1)[1].split(" runs ", 1)[1].split(";", 1)[0]
+    assert load.endswith("sequences in flight per replica") and f"with {load} at 10 requests/s" in out
+    assert out.count(f"{load} at 10 requests/s") >= 4 and "batch cap" in header and "┃ batch cap ┃" in out
     rc, out, _ = _run(capsys, "--users", "300", "--json")
     d = json.loads(out)
     assert rc == 0 and d["users"] == 300 and d["gpus"] == d["deploy"]["gpus"] and d["binding"] in ("tpot", "memory")

@@ -193,6 +193,7 @@ def deploy_for_load(req: Request, load: Load) -> LoadAnswer:
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
     batch, tpot, itl, ttft = _batch_for(sc, o, load, **search)
+    result = _at_load(result, load, batch, cfg, sysm, catalog)
     fabric = _fabric(sc, load, best.gpus, search)
     answer = LoadAnswer(load=load, gpus=best.gpus, result=result, batch=batch, tpot_s=tpot, itl_s=itl, ttft_s=ttft,
                         served=load.served(o.replicas, o.max_batch, o.cycle_s, workload.output_len),
@@ -212,6 +213,14 @@ def _serving(result: DeployResult, load: Load, cfg: ModelConfig, system: System,
         return result
     chosen = dataclasses.replace(result, best=o)
     return deploying._with_words(chosen, *deploying.build_launches(chosen, cfg, system, catalog))
+
+
+def _at_load(result: DeployResult, load: Load, batch: int, cfg: ModelConfig, system: System,
+             catalog: Catalog) -> DeployResult:
+    """The result that names the load and its best option's sequences in flight per replica, with
+    launch lines that say both beside the batch cap they set."""
+    at = dataclasses.replace(result, load=load.words(), in_flight=batch)
+    return deploying._with_words(at, *deploying.build_launches(at, cfg, system, catalog))
 
 
 def _batch_for(sc: Scenario, o: Option, load: Load, *, budgets: Budgets,
@@ -294,9 +303,9 @@ def answer_text(a: LoadAnswer) -> str:
                                                           if format_seconds(a.itl_s) != format_seconds(a.tpot_s) else "")
     # the load and the cap in the words the table ('in flight', 'batch cap') and the launch lines' note use
     text = (f"{_cap(a.load.words())} take {a.gpus} GPU{'s' if a.gpus > 1 else ''} of {r.system} ({r.nodes} node"
-            f"{'s' if r.nodes > 1 else ''}): {o.label()}, with {a.batch} sequences in flight per replica at this load "
+            f"{'s' if r.nodes > 1 else ''}): {o.label()}, with {a.batch} sequences in flight per replica at {a.load.words()} "
             f"({times}" + ("" if math.isnan(a.ttft_s) else f", TTFT {format_seconds(a.ttft_s)}") + f") and a batch "
-            f"cap of {o.max_batch} per replica, {CAP_WORDS.get(a.binding, a.binding)}, which the launch lines set as "
+            f"cap of {o.max_batch} sequences per replica, {CAP_WORDS.get(a.binding, a.binding)}, which the launch lines set as "
             f"each engine's largest batch. {o.replicas} replica{'s' if o.replicas > 1 else ''} at that cap serve"
             f"{'' if o.replicas > 1 else 's'} up to {a.served:,.4g} {unit}; one fewer GPU does not serve the load.")
     f = a.fabric

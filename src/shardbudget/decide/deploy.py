@@ -160,6 +160,11 @@ class DeployResult:
     judged_words: str = ""
     """The header's sentence saying what the budget judges (Workload.judged_words, or the decode side's
     under --disaggregate, whose prompts are prefilled elsewhere)."""
+    load: str | None = None
+    """The load the best option serves, under deploy --rate/--users ('20 requests/s'; None: --gpus)."""
+    in_flight: int | None = None
+    """Under a load: the sequences in flight per replica of the best option at that load (at most its
+    batch cap, max_batch; capacity.deploy_for_load), which the table's header and the launch lines name."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -171,7 +176,7 @@ class DeployResult:
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
                 "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged,
-                "judged_words": self.judged_words}
+                "judged_words": self.judged_words, "load": self.load, "in_flight_per_replica": self.in_flight}
 
 
 # --- the splits -----------------------------------------------------------------------------

@@ -352,6 +352,9 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
     say(f"# {result.judged_words}")
+    if getattr(result, "load", None) and result.best is not None:  # --rate/--users: the load beside the cap
+        say(f"# at {result.load}: {result.best.label()} runs {result.in_flight} sequences in flight per replica; "
+            f"the batch cap is each option's most within the budgets, the engines' largest batch")
     if getattr(result, "tail", None):
         say(f"# {result.tail}")
     tail = any(o.itl_p99_s is not None for o in shown)  # --jitter: the p99 beside the mean, as plan's table
