@@ -120,7 +120,7 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
     assert [o["itl_s"] for o in d["options"]] == [o.itl_s for o in lib.options]
     for cells, o in zip(_table_rows(text), lib.options):
         assert cells[0] == o.label() and cells[1] == str(o.max_batch) and cells[2] == f"{o.itl_s * 1e3:.2f}"
-        assert cells[3] == "–"  # decode only: no TTFT
+        assert cells[3] == f"{o.ttft_s * 1e3:.0f}"  # decode only: one context-long prompt alone, as plan
         assert (cells[4] == "–") == (o.max_batch == 0) and (o.tokens_per_s == 0) == (o.max_batch == 0)
     for o in lib.options:
         if o.replicas == 1 and (o.pp, o.ep, o.dp) == (1, 1, 1) and o.max_batch:
@@ -173,65 +173,119 @@ def test_plan_served_tpot_is_deploys(req, capsys):
         pytest.skip("no one-replica pure-TP option runs a batch here")
 
 
-def _one_replica_plans(model: str, system: str) -> list[int]:
-    """The pure-TP degrees inside one node that the model's heads allow."""
+def _plans(model: str, system: str, nodes: int) -> list[tuple[int, int, int, int]]:
+    """The plans `plan --nodes N` lists (PP 1, or PP that fills the nodes) that `deploy --gpus G`
+    also places as one replica: G inside a node, or whole nodes."""
     from shardbudget.decide.planner import valid_plans
-    return sorted({p.tp for p in valid_plans(load_model(model), CAT.system(system), 1) if (p.pp, p.ep, p.dp) == (1, 1, 1)})
+    s = CAT.system(system)
+    total = nodes * s.gpus_per_node
+    try:
+        plans = valid_plans(load_model(model), s, nodes)
+    except Exception:  # no TP degree the heads allow on these GPUs
+        return []
+    return [(p.tp, p.pp, p.ep, p.dp) for p in plans if (p.pp == 1 or p.gpus == total)
+            and (p.gpus <= s.gpus_per_node or p.gpus % s.gpus_per_node == 0)]
 
 
 @st.composite
-def served_requests(draw):
+def same_requests(draw):
+    """One request both commands answer: a model, a system, its nodes, one plan of plan's table,
+    an engine, a batch, budgets, and either a served workload (the TPOT judged) or decode only at a
+    context (the ITL judged)."""
     model = draw(st.sampled_from(MODELS))
     system = draw(st.sampled_from(sorted(CAT.systems)))
-    tp = draw(st.sampled_from(_one_replica_plans(model, system)))
-    return dict(model=model, system=system, tp=tp, engine=draw(st.sampled_from(ENGINES)),
-                batch=draw(st.sampled_from((1, 2, 3, 5, 8, 16, 32, 64))), budget_ms=draw(st.sampled_from(BUDGETS_MS)),
-                ttft_ms=draw(st.sampled_from(TTFT_MS)), input_len=draw(st.sampled_from((128, 1024, 2048, 4096))),
-                output_len=draw(st.sampled_from((64, 256, 1024))))
+    nodes = draw(st.sampled_from((1, 2))) if CAT.system(system).nic_fabric is not None else 1
+    plans = _plans(model, system, nodes)
+    if not plans:
+        nodes, plans = 1, _plans(model, system, 1)
+    served = draw(st.booleans())
+    work = (["--input-len", str(draw(st.sampled_from((128, 1024, 2048, 4096)))),
+             "--output-len", str(draw(st.sampled_from((64, 256, 1024))))] if served
+            else ["--context", str(draw(st.sampled_from((512, 2048, 8192))))])
+    return dict(model=model, system=system, nodes=nodes, key=draw(st.sampled_from(plans)),
+                engine=draw(st.sampled_from(ENGINES)), batch=draw(st.sampled_from((1, 2, 3, 5, 8, 16, 32, 64))),
+                budget_ms=draw(st.sampled_from(BUDGETS_MS)), ttft_ms=draw(st.sampled_from(TTFT_MS)), work=work,
+                judged="TPOT" if served else "ITL")
 
 
-@given(q=served_requests())
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow],
+@given(q=same_requests())
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow],
           phases=(Phase.explicit, Phase.generate))
-@example(q=dict(model="llama-3.1-8b", system="l40s-pcie", tp=8, engine="vllm", batch=5, budget_ms=30, ttft_ms=None,
-                input_len=2048, output_len=256))  # the issue's: plan said meets, deploy said no
+@example(q=dict(model="llama-3.1-8b", system="l40s-pcie", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=5,
+                budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
+@example(q=dict(model="llama-3.1-8b", system="l40s-pcie", nodes=1, key=(1, 8, 1, 1), engine="vllm", batch=5,
+                budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
+@example(q=dict(model="llama-3.1-70b", system="l40s-pcie", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=8,
+                budget_ms=100, ttft_ms=200, work=["--context", "4096"], judged="ITL"))
 def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
-    """Issue 34, one budget for plan and deploy: for a random served request, `plan --input-len
-    --output-len --batch b` and `deploy --gpus tp --batch b` (JSON and table) give the one-replica
-    TP option the same TPOT, ITL, communication share, TTFT and meets; both judge the TPOT, and plan's
-    verdict is over budget exactly where deploy's option misses it."""
+    """Issue 34, one budget for plan and deploy: for a random request (any plan of plan's table, PP,
+    EP, DP attention and two nodes included; served or decode only), `plan --batch b` and `deploy
+    --gpus G --batch b` (JSON and table) give that plan as one replica the same ITL, TPOT, TTFT,
+    communication share, meets and binding; both judge the same number (TPOT served, ITL decode
+    only) and say so in their headers; plan's verdict is over budget exactly where deploy's option
+    misses a budget. A PP replica at --batch b keeps PP micro-batches of b in flight (deploy's 'in
+    flight'), so its memory is plan's row at batch PP x b."""
+    tp, pp, ep, dp = q["key"]
+    gpus = tp * pp
     common = ["--model", q["model"], "--system", q["system"], "--engine", q["engine"], "--budget", f"{q['budget_ms']}ms",
-              "--input-len", str(q["input_len"]), "--output-len", str(q["output_len"])]
-    common += ["--ttft-budget", f"{q['ttft_ms']}ms"] if q["ttft_ms"] else []
-    code, p_out = _main("plan", *common, "--batch", str(q["batch"]), "--json")
+              *q["work"]] + (["--ttft-budget", f"{q['ttft_ms']}ms"] if q["ttft_ms"] else [])
+    nodes = ["--nodes", str(q["nodes"])]
+    code, p_out = _main("plan", *common, *nodes, "--batch", str(q["batch"]), "--json")
+    d_args = ["deploy", *common, "--gpus", str(gpus), "--batch", str(q["batch"])]
     if code == 2:  # refused (a sequence past the model's window): deploy refuses it too
-        assert _main("deploy", *common, "--gpus", str(q["tp"]), "--batch", str(q["batch"]), "--json")[0] == 2
+        assert _main(*d_args, "--json")[0] == 2, p_out
         return
-    row = next(r for r in json.loads(p_out)["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == (q["tp"], 1, 1, 1))
-    code, d_out = _main("deploy", *common, "--gpus", str(q["tp"]), "--batch", str(q["batch"]), "--json")
+    p = json.loads(p_out)
+    row = next(r for r in p["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == q["key"])
+    code, d_out = _main(*d_args, "--json")
     if code == 2:  # deploy launches the engine, which plan only prices: refused where it does not run
         assert "does not run on" in d_out and len(d_out.strip().splitlines()) == 1, d_out
         return
     assert code in (0, 1), d_out
     d = json.loads(d_out)
-    o = next(o for o in d["options"] if (o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"]) == (1, q["tp"], 1, 1, 1))
-    assert d["judged"] == json.loads(p_out)["assumptions"]["judged"] == "TPOT"
-    for key in ("tpot_s", "itl_s", "comm_share", "ttft_s", "mem_bytes_per_gpu"):
+    o = next(o for o in d["options"] if (o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"]) == (1, *q["key"]))
+    assert d["judged"] == p["assumptions"]["judged"] == q["judged"]
+    judged = row["tpot_s"] if q["judged"] == "TPOT" else row["itl_s"]
+    assert o["tpot_s"] == pytest.approx(judged, rel=1e-12)  # deploy's tpot_s is what the budget judges
+    for key in ("itl_s", "comm_share", "ttft_s"):
         assert o[key] == pytest.approx(row[key], rel=1e-12), key
-    assert o["meets_budget"] == row["meets_budget"]
-    if row["fits_memory"]:
-        assert (row["verdict"] == "over budget") == (not o["meets_budget"] and row["verdict"] != "latency-optimal")
-        assert o["meets_budget"] == (o["tpot_s"] <= q["budget_ms"] / 1e3 and (not q["ttft_ms"] or o["ttft_s"] <= q["ttft_ms"] / 1e3))
+    held = row
+    if pp > 1:  # PP micro-batches of b in flight: memory as plan's row at PP x b
+        code, held_out = _main("plan", *common, *nodes, "--batch", str(pp * q["batch"]), "--json")
+        held = next(r for r in json.loads(held_out)["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == q["key"])
+    assert o["mem_bytes_per_gpu"] == pytest.approx(held["mem_bytes_per_gpu"], rel=1e-12)
+    assert (o["max_batch"] == 0) == (not held["fits_memory"])
+    within = (judged <= q["budget_ms"] / 1e3) and (not q["ttft_ms"] or row["ttft_s"] <= q["ttft_ms"] / 1e3)
+    assert o["meets_budget"] == (held["fits_memory"] and within)
+    assert o["binding"] == ("memory" if not held["fits_memory"] else "batch" if within
+                            else q["judged"].lower() if judged > q["budget_ms"] / 1e3 else "ttft")
+    if pp == 1:
+        assert o["meets_budget"] == row["meets_budget"]
+    if row["fits_memory"] and row["verdict"] != "latency-optimal":
+        assert (row["verdict"] == "over budget") == (not within)
     # the tables print the same numbers under the same headers
-    _, p_text = _main("plan", *common, "--batch", str(q["batch"]))
-    _, d_text = _main("deploy", *common, "--gpus", str(q["tp"]), "--batch", str(q["batch"]), "--all")
-    pc = next(c for c in _table_rows(p_text) if c[:4] == [str(q["tp"]), "1", "1", "1"])
-    dc = next(c for c in _table_rows(d_text) if c[0] == f"1xTP{q['tp']}")
-    assert pc[4:6] == dc[2:4] == [f"{o['itl_s'] * 1e3:.2f}", f"{o['tpot_s'] * 1e3:.2f}"]
-    assert pc[9] == dc[9] == f"{100 * o['comm_share']:.0f}"
-    assert dc[-1] == ("yes" if o["meets_budget"] else "no")
-    assert "TPOT budget" in p_text.splitlines()[0] and "TPOT budget" in d_text.splitlines()[0]
-    event("compared" + (", meets" if o["meets_budget"] else ", misses"))
+    _, p_text = _main("plan", *common, *nodes, "--batch", str(q["batch"]))
+    _, d_text = _main(*d_args, "--all")
+    pc = next(c for c in _table_rows(p_text) if c[:4] == [str(x) for x in q["key"]])
+    dc = _table_rows(d_text)[d["options"].index(o)]  # --all: the table's rows are the JSON's options
+    n = 2 if q["judged"] == "TPOT" else 1  # ITL, and TPOT where it is judged
+    ms = [f"{o['itl_s'] * 1e3:.2f}", f"{o['tpot_s'] * 1e3:.2f}"][:n]
+    assert pc[4:4 + n] == dc[2:2 + n] == ms
+    share = f"{100 * o['comm_share']:.0f}"
+    assert pc[_col(p_text, "comm %")] == share
+    assert dc[_col(d_text, "comm %")] == share
+    assert pc[_col(p_text, "TTFT ms")] == dc[_col(d_text, "TTFT ms")] == f"{o['ttft_s'] * 1e3:.0f}"
+    assert dc[-1] == ("yes" if o["meets_budget"] else "no") and dc[1] == str(o["max_batch"])
+    budget = f"{q['judged']} budget {q['budget_ms']} ms"
+    assert budget in p_text.splitlines()[0] and budget in d_text.splitlines()[0]
+    assert f"judge the {q['judged']}" in p_text and f"the budget judges the {q['judged']}" in d_text
+    event(f"{q['judged']}, PP {pp > 1}, " + ("meets" if o["meets_budget"] else "misses"))
+
+
+def _col(text: str, header: str) -> int:
+    """The index of a column in a printed table, by its header."""
+    line = next(line for line in text.splitlines() if line.startswith("┃"))
+    return [c.strip() for c in line.strip("┃").split("┃")].index(header)
 
 
 def _main(*argv: str) -> tuple[int, str]:

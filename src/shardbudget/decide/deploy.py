@@ -259,8 +259,9 @@ def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = N
     yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
         step, comm, _ = decode_per_token(sc, p, b=b, context=work.mean_context, spec=work.speculation)
-        # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
-        ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
+        # disaggregated: prompts are prefilled elsewhere and handed over; --context: one prompt of the
+        # context prefilled alone, as plan prices a decode-only row's TTFT (issue 34: one verdict)
+        ttft = np.full_like(b, prefill.ttft_s if prefill is not None else sc.prompt_alone_s(p, work.context))
         return _Curve(step, step * yield_, ttft, mem, comm / step, seqs, step, fit, work.judged, yield_, frac, need)
     s = served_curve(sc, p, batch=b, input_len=work.input_len, output_len=work.output_len, spec=work.speculation)
     return _Curve(s.tpot_s, s.decode_s * yield_, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, work.judged,
@@ -343,7 +344,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           options=tuple(options), best=best, pareto=tuple(pareto_front(curves, options)),
                           curves=curves,
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
-                          notes=tuple(sc.precision_notes) + _unbound(workload, budgets.ttft_budget_s),
+                          notes=tuple(sc.precision_notes),
                           memory_utilization=sc.settings.memory_utilization, precision=sc.precision,
                           chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
@@ -386,12 +387,6 @@ def _rank(o: Option) -> tuple:
 
 def _left(o: Option, gpus: int) -> Option:
     return dataclasses.replace(o, gpus_left=gpus - o.replicas * o.gpus_per_replica)
-
-
-def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
-    """A budget the request gives that nothing can meet or miss, as a warning."""
-    return ("warning: the TTFT budget cannot bind: --context prices decode only (no prompt is prefilled, so there "
-            "is no TTFT); give --input-len/--output-len to price prefill",) if work.context and ttft_budget_s else ()
 
 
 def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,

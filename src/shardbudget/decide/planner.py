@@ -322,7 +322,7 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
         curve = served_curve(sc, p, batch=batches, input_len=served[0], output_len=served[1])
         tpots, tpot_comms, ttfts = curve.tpot_s, curve.comm_s, curve.ttft_s
     else:  # one prompt of `context` tokens prefilled alone
-        ttft = float(sc.step(p, "prefill").evaluate(1.0, float(context)).total_s)
+        ttft = sc.prompt_alone_s(p, context)
         tpots, tpot_comms, ttfts = [None] * len(batches), [None] * len(batches), [ttft] * len(batches)
     rows = []
     for i in range(len(batches)):

@@ -373,7 +373,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
         if note.startswith("warning:"):
             say(f"# {note}")
     if w.context:
-        say(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
+        say(f"# TTFT: one {w.context}-token prompt prefilled alone, as plan prices a decode-only row's")
     say(result.verdict)
     launches = getattr(result, "launches", {})
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
