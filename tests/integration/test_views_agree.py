@@ -368,6 +368,59 @@ def test_explain_quotes_plans_rows(req, capsys):
     assert "None" not in text and "False" not in text
 
 
+@pytest.mark.slow  # a few seconds per system: three models, two batches, up to three plan sweeps each
+@pytest.mark.parametrize("system", sorted(CAT.systems))
+def test_explain_on_every_system_answers_at_the_planners_plan(system):
+    """Issue 34: explain compared fabrics at the largest TP a node holds (TP64 on an NVL72, a plan
+    its own second answer rejects). On every catalog system, for a dense and an MoE model at batch 1
+    and 64, the first answer is at `plan`'s latency-optimal plan on one node (its key and its ITL),
+    or, where that plan sends no TP all-reduce or none fits, at the fallback it names; the second
+    answer's best plan is plan's; the third's is plan's on two nodes, its inside group that plan's TP,
+    and its crossing group priced with numbers; no answer says a plan 'goes from TP8 to TP8'."""
+    from shardbudget.decide.ask import largest_tp
+    s = CAT.system(system)
+    for model in ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b"):
+        cfg = load_model(model)
+        for batch in (1, 64):
+            answers = explain(request(model, system, batches=(batch,), catalog=CAT))
+            q1, q2 = answers[0], answers[1]
+            one = plan(request(model, system, batches=[batch], catalog=CAT)).results[0]
+            best, key = one.judgement.best, tuple(q1.figures["plan"].values())
+            where = f"one {system} at batch {batch}"
+            if best is None:
+                assert key == (largest_tp(cfg, s.gpus_per_node), 1, 1, 1) and f"no plan fits {where}" in q1.text
+            elif best.tp >= 2:
+                assert key == best.key and f"the planner's latency-optimal plan on {where}" in q1.text, (model, batch)
+                assert q1.figures["cases"][0]["itl_s"] == best.itl_s
+            else:  # TP1 sends no all-reduce: the fastest plan that does
+                sending = [r for r in one.rows if r.fits_memory and r.tp >= 2 and r.gpus <= s.gpus_per_node]
+                assert key == min(sending, key=lambda r: (r.judged_s, r.gpus)).key
+                assert f"{best.label()}, sends none" in q1.text
+            assert q2.figures["best_plan"] == plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch],
+                                                           catalog=CAT)).results[0].best_plan
+            # the latency-optimal plan over the batches, every change said (not "goes from TP8 to TP8")
+            bests = [t["best_plan"] or "none" for t in q2.figures["by_batch"]]
+            changes = [b for i, b in enumerate(bests) if i == 0 or b != bests[i - 1]]
+            said = q2.takeaway.split("the latency-optimal plan is ", 1)[1].split(".", 1)[0]
+            assert re.findall(r"(\S+(?: EP\d+)?(?: DP\d+)?(?: PP\d+)?) at (?:every )?batch", said) == changes, said
+            assert "goes from" not in q2.takeaway
+            if len(answers) < 3:  # no network: no third question
+                assert s.nic_fabric is None
+                continue
+            q3, f = answers[2], answers[2].figures
+            two = plan(request(model, system, nodes=2, batches=[batch], catalog=CAT)).results[0].judgement.best
+            assert f["best_plan_two_nodes"] == (None if two is None else dict(zip(("tp", "pp", "ep", "dp"), two.key)))
+            if two is not None and 1 < two.tp <= s.gpus_per_node:
+                assert f["tp_one_node"] == two.tp
+                assert f"the planner's latency-optimal plan is {two.label()}" in q3.takeaway
+            if f.get("across_call") and f.get("one_node_call"):  # the crossing group, priced
+                said = q3.text + " " + q3.takeaway
+                assert format_seconds(f["across_call"]["time_s"]) in said
+                assert format_seconds(f["one_node_call"]["time_s"]) in said
+            if s.intra_fabric.kind == "nvl72":  # no TP group crosses racks: the group is split over two
+                assert f["across_whatif"] and "split over 2 racks" in q3.takeaway and "no TP group" not in q3.takeaway
+
+
 REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie"), 1, 0.05), ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
            ("llama-3.1-8b", ("rtx4090-pcie", "mi300x"), 16, 0.03)]
 

@@ -178,18 +178,29 @@ def when_allreduce_limits(ask: Ask, system: System, *, nodes: int = 1) -> Answer
                    _batch_table(table)))
 
 
+def _optimal_words(table: Sequence[dict]) -> str:
+    """The latency-optimal plan over the batches, one run of batches per plan (issue 34: not "goes
+    from TP8 to TP8", nor from TP8 back to TP8 with TP4 between unsaid)."""
+    runs: list[list] = []  # [plan, first batch, last batch]
+    for t in table:
+        best = t["best_plan"] or "none"
+        if runs and runs[-1][0] == best:
+            runs[-1][2] = t["batch"]
+        else:
+            runs.append([best, t["batch"], t["batch"]])
+    if len(runs) == 1:
+        return f"the latency-optimal plan is {runs[0][0]} at every batch from {runs[0][1]} to {runs[0][2]}"
+    spans = [f"{p} at batch {lo}" if lo == hi else f"{p} at batches {lo} to {hi}" for p, lo, hi in runs]
+    return "the latency-optimal plan is " + ", ".join(spans[:-1]) + f" and {spans[-1]}"
+
+
 def _limits_takeaway(where: str, table: Sequence[dict], crossing, threshold: float) -> str:
     first, last = table[0], table[-1]
 
     def at(t: dict) -> str:
         return f"after TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{t['largest_tp']}"
 
-    bests = [t["best_plan"] or "none" for t in table]
-    if len(set(bests)) == 1:  # issue 34: not "goes from TP8 to TP8"
-        optimal = f"the latency-optimal plan is {bests[0]} at every batch from {first['batch']} to {last['batch']}"
-    else:
-        optimal = (f"the latency-optimal plan goes from {bests[0]} at batch {first['batch']} to {bests[-1]} at batch "
-                   f"{last['batch']}")
+    optimal = _optimal_words(table)
     text = (f"All-reduce limits sharding where communication plus the fixed per-kernel costs grow by more than the "
             f"work TP saves: on {where} the gain is eaten {at(first)} at batch {first['batch']} and {at(last)} at "
             f"batch {last['batch']}; {optimal}.")
