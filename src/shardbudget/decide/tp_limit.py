@@ -342,9 +342,10 @@ def _network_facts(ask: Ask, system: System, c: Crossing) -> tuple[str, dict]:
     if c.whatif:
         where = (f"Split over 2 {unit}s, {per_node} GPUs in each (a what-if: no TP group of {ask.cfg.name} crosses "
                  f"{unit}s of {system.name}, whose {g} GPUs hold TP{largest_tp(ask.cfg, g)}, the most its heads "
-                 f"allow), the same group's runs as {across.words} over {nics}x {nic.name} per {unit}")
+                 f"allow), the same group's all-reduce runs as {across.words} over {nics}x {nic.name} per {unit}")
     else:
-        where = f"Over {c.across_nodes} {unit}s TP{c.tp_out}'s runs as {across.words} over {nics}x {nic.name}"
+        where = (f"Over {c.across_nodes} {unit}s TP{c.tp_out}'s all-reduce runs as {across.words} over {nics}x "
+                 f"{nic.name} per {unit}")
     text = (f"Inside one {unit} TP{c.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
             f"{format_seconds(inside.time_s)} per call. {where}: {format_seconds(across.time_s)} per call "
             f"({ratio(across.time_s, inside.time_s):.1f}x). ")
