@@ -151,6 +151,11 @@ CASES = [
     # issue 34: a release past the catalog's tables was priced silently as the newest
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--nccl", "2.40"], ["'2.40' is newer than 2.30", "give 2.30"], None),
     (["allreduce", "-s", "hgx-h100", "--nccl", "2.31.1"], ["'2.31.1' is newer than 2.30"], None),
+    (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--nccl", "2.17"],
+     ["'2.17' is older than 2.18", "give a release from 2.18 to 2.30, the newest the catalog knows"], None),
+    (["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--nccl", "3.0"],
+     ["only NCCL 2.x releases are modelled", "from 2.18 to 2.30, the newest"], None),
+    (["allreduce", "-s", "hgx-h100", "--nccl", "two"], ["not like 2.27 or 2.27.3", "to 2.30, the newest"], None),
     (["fit", "good.log", "--name", "mine", "--base-system", "hgx-h10"], ["unknown system 'hgx-h10'", "did you mean 'hgx-h100'"], None),
     (["measure", "--op", "all-reduc", "--gpus", "2"], ["'all-reduc'"], None),
     (["measure", "--backend", "mpi", "--gpus", "2"], ["backend 'mpi'", "gloo"], None),

@@ -51,11 +51,15 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     symmetric buffers. A named version is `stated` (an engine's shipped one does not replace it)
     unless told otherwise. The same catalog object back when nothing changes (caches stay warm)."""
     nccl = catalog.nccl
-    ver = parse_version(version) if version else nccl.version
+    newest, oldest = "{}.{}".format(*nccl.tables_version), "{}.{}".format(*OLDEST)
+    known = f"give a release from {oldest} to {newest}, the newest the catalog knows"  # every refusal names it
+    try:
+        ver = parse_version(version) if version else nccl.version
+    except CatalogError as err:
+        raise CatalogError(f"{err}; {known}") from None
     if version and ver < OLDEST:
-        raise CatalogError(f"--nccl: {version!r} is older than {OLDEST[0]}.{OLDEST[1]}, the oldest release modelled")
+        raise CatalogError(f"--nccl: {version!r} is older than {oldest}, the oldest release modelled; {known}")
     if version and ver > nccl.tables_version:  # a release past the tables: its rules are not read (issue 34)
-        newest = "{}.{}".format(*nccl.tables_version)
         raise CatalogError(f"--nccl: {version!r} is newer than {newest}, the newest release the catalog knows "
                            f"(its tables are NCCL {newest}'s); give {newest} or an older release")
     stated = (nccl.stated or version is not None) if stated is None else stated
