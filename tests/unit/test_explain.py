@@ -191,3 +191,23 @@ def test_every_system_is_compared_at_the_planners_plan(system):
         if best is None or best.tp < 2:
             continue
         assert tuple(q1.figures["plan"].values()) == best.key and q1.figures["cases"][0]["itl_s"] == best.itl_s
+
+
+def test_the_group_loses_only_what_its_inside_call_ran():
+    """Issue 34: "leaving the node the group loses NVLS" was said where the node ran one-shot. The
+    loss list names the engine's one-host kernel where it ran inside and NCCL runs across; NVLS only
+    where the inside call ran NVLS and the crossing one is not NCCL's NVLSTree (hierarchical here),
+    which keeps NVLS inside each node; each with the inside call's time."""
+    from shardbudget.decide.tp_limit import _lost
+    from shardbudget.step.records import AllReduceCall
+    system = CAT.system("hgx-h100")
+
+    def call(kind, algorithm, time_s=10e-6):
+        return AllReduceCall(msg_bytes=1 << 20, count=161, time_s=time_s, latency_s=time_s / 2, kind=kind,
+                             algorithm=algorithm, protocol="simple", engine="vllm")
+    nvls, ring, tree = call("nccl", "nvls", 20e-6), call("nccl", "ring", 40e-6), call("nccl", "hierarchical", 30e-6)
+    assert _lost(nvls, ring, system, 8) == ["NVLS, the switch's in-network reduction (20 µs per call)"]
+    assert _lost(nvls, tree, system, 8) == []  # NVLSTree keeps NVLS inside each node
+    assert _lost(ring, tree, system, 8) == []  # nothing the inside call did not run
+    assert _lost(call("one-shot", "one-shot", 5e-6), ring, system, 8) == ["vllm one-shot (5 µs per call)"]
+    assert _lost(nvls, ring, CAT.system("l40s-pcie"), 8) == []  # no NVLink switch: no NVLS to lose

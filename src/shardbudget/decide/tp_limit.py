@@ -313,7 +313,7 @@ def _lost(inside: AllReduceCall, across: AllReduceCall, system: System, tp_in: i
     if inside.kind != "nccl" and across.kind == "nccl":
         lost.append(f"{inside.words} ({format_seconds(inside.time_s)} per call)")
     if inside.algorithm == "nvls" and across.algorithm != "hierarchical" and intra_path(system, tp_in).nvls:
-        lost.append("NVLS, the switch's in-network reduction")
+        lost.append(f"NVLS, the switch's in-network reduction ({format_seconds(inside.time_s)} per call)")
     return lost
 
 
