@@ -278,6 +278,7 @@ def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     assert dc[-1] == ("yes" if o["meets_budget"] else "no") and dc[1] == str(o["max_batch"])
     budget = f"{q['judged']} budget {q['budget_ms']} ms"
     assert budget in p_text.splitlines()[0] and budget in d_text.splitlines()[0]
+    assert f"every option at batch {q['batch']} (a PP replica holds PP x {q['batch']}: its memory is plan's" in d_text
     assert f"judge the {q['judged']}" in p_text and f"the budget judges the {q['judged']}" in d_text
     event(f"{q['judged']}, PP {pp > 1}, " + ("meets" if o["meets_budget"] else "misses"))
 

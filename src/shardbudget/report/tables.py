@@ -342,7 +342,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
                         if w) or "no budget"
     w = result.workload
     load = f"context {w.context}" if w.context else f"input {w.input_len}, output {w.output_len} tokens"
-    load += f", every option at batch {result.batch}" if getattr(result, "batch", None) else ""
+    b = getattr(result, "batch", None)  # a PP replica: PP micro-batches of b, where plan's PP row holds b
+    load += f", every option at batch {b} (a PP replica holds PP x {b}: its memory is plan's at PP x {b})" if b else ""
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
     nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
