@@ -1,7 +1,7 @@
 """The defaults of a request, held once: the CLI's options and the library's functions both read them
 here (ground floor: this module imports nothing, so the CLI's start-up pays nothing for it).
 
-A default is what a request means when the user says nothing: the engine, the ITL budget, the context
+A default is what a request means when the user says nothing: the engine, the budget, the context
 of a decode-only question, the workload of a served one. A command that must differ says so beside
 its own option (the demo's 50 ms budget is part of the demo's fixed case, not a default).
 """
@@ -23,8 +23,9 @@ CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
 
 BUDGET_S = 0.030
-"""Inter-token latency budget, seconds: 30 ms, about 33 tokens/s per user, the interactive chat
-target most serving SLOs quote."""
+"""Budget on the time per output token, seconds: 30 ms, about 33 tokens/s per user, the interactive
+chat target most serving SLOs quote. It judges the served TPOT where a workload serves prompts, the
+ITL (one decode step) where the question is decode only (request.Workload.judged)."""
 
 CONTEXT_TOKENS = 4096
 """Tokens cached per sequence for a decode-only question, and the prompt its TTFT prefills."""

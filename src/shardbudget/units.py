@@ -24,7 +24,11 @@ per-direction vs bidirectional
     every bandwidth is **per direction**; `vendor_rate_to_bytes_per_s` is the one converter.
 per-token vs per-step
     A decode step produces one token for each sequence in the batch; inter-token latency (ITL) is the
-    time of one decode step as seen by one sequence.
+    time of one decode step as seen by one sequence. The TPOT (time per output token) is what one
+    sequence sees as served: the decode step with the other requests' prompts mixed in (chunked
+    prefill), or a speculative step over the tokens it yields; with neither it equals the ITL. A
+    budget judges the TPOT where the question serves prompts, else the ITL (request.Workload.judged),
+    and a communication share is of the time it judges, the mixed prompts' collectives counted.
 per-rank vs total
     Collective message sizes follow nccl-tests' "size" column: for all-reduce and all-to-all the
     buffer of one rank (not the sum over ranks); for all-gather the gathered output and for

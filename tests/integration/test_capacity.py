@@ -38,10 +38,10 @@ def _rate(o, out=OSL) -> float:
 def test_rate_answer_meets_the_throughput_identity(rate10):
     a, o = rate10, rate10.result.best
     assert a.gpus == a.result.gpus == o.replicas * o.gpus_per_replica
-    assert o.meets_budget and o.itl_s <= 0.030
+    assert o.meets_budget and o.tpot_s <= 0.030
     assert _rate(o) >= 10.0
     # the batch it needs: the smallest that serves it, no larger than the budgets allow
-    assert 1 <= a.batch <= o.max_batch and a.itl_s <= o.itl_s + 1e-12
+    assert 1 <= a.batch <= o.max_batch and a.tpot_s <= o.tpot_s + 1e-12 and a.itl_s <= o.itl_s + 1e-12
     assert a.served == pytest.approx(_rate(o), rel=1e-12)
     # tokens/s is the same identity per token: tokens_per_s = replicas x batch / cycle
     assert o.tokens_per_s == pytest.approx(o.replicas * o.max_batch / o.cycle_s, rel=1e-9)
@@ -69,9 +69,19 @@ def test_users_answer_seats_every_user_and_one_gpu_fewer_does_not(catalog):
 
 
 def test_the_binding_budget_is_named(catalog, rate10):
-    assert rate10.binding == "itl" and "The ITL budget binds" in rate10.text
+    """The load and the cap are told apart in the words the table and the launch lines use (issue 34:
+    "at batch 28 per replica" in the headline beside 50 in the table and --max-num-seqs 50)."""
+    o = rate10.result.best
+    assert rate10.binding == "tpot" and "the most the TPOT budget allows" in rate10.text
+    load = f"{rate10.batch} sequences in flight per replica at 10 requests/s"
+    assert f"with {load}" in rate10.text
+    assert f"a batch cap of {o.max_batch} sequences per replica" in rate10.text and rate10.batch < o.max_batch
+    assert all(f"batch cap {o.max_batch} sequences per replica; {load}" in text
+               for text in rate10.result.launch.values())
+    d = rate10.to_dict()["deploy"]
+    assert (d["load"], d["in_flight_per_replica"], d["best"]["max_batch"]) == ("10 requests/s", rate10.batch, o.max_batch)
     loose = deploy_for_load(request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), Load(rate_per_s=10.0))
-    assert loose.binding in ("memory", "max-batch") and loose.gpus <= rate10.gpus  # no ITL budget: fewer or equal
+    assert loose.binding in ("memory", "max-batch") and loose.gpus <= rate10.gpus  # no budget: fewer or equal
 
 
 def test_a_faster_fabric_saves_gpus_on_pcie_without_p2p(catalog):
@@ -123,16 +133,21 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_cli_rate_exit_0_with_words_table_and_json(capsys):
     rc, out, _ = _run(capsys, "--rate", "10")
     assert rc == 0 and out.startswith("10 requests/s take 16 GPUs of hgx-h100") and "vllm serve" in out
+    # the load and the cap in the same words in the headline, the table's header and the launch lines
+    header = next(line for line in out.splitlines() if line.startswith("# at 10 requests/s: "))
+    load = header.split(": ", 1)[1].split(" runs ", 1)[1].split(";", 1)[0]
+    assert load.endswith("sequences in flight per replica") and f"with {load} at 10 requests/s" in out
+    assert out.count(f"{load} at 10 requests/s") >= 4 and "batch cap" in header and "┃ batch cap ┃" in out
     rc, out, _ = _run(capsys, "--users", "300", "--json")
     d = json.loads(out)
-    assert rc == 0 and d["users"] == 300 and d["gpus"] == d["deploy"]["gpus"] and d["binding"] in ("itl", "memory")
+    assert rc == 0 and d["users"] == 300 and d["gpus"] == d["deploy"]["gpus"] and d["binding"] in ("tpot", "memory")
     best = d["deploy"]["best"]
-    assert best["replicas"] * d["batch_per_replica"] >= 300
+    assert best["replicas"] * d["in_flight_per_replica"] >= 300 and d["batch_cap_per_replica"] == best["max_batch"]
 
 
 def test_cli_nothing_serves_exit_1_names_the_closest(capsys):
     rc, out, err = _run(capsys, "--rate", "2", "--budget", "1ms")
-    assert rc == 1 and err == "" and out.startswith("No replica of llama-3.1-70b on hgx-h100 meets 1 ms ITL")
+    assert rc == 1 and err == "" and out.startswith("No replica of llama-3.1-70b on hgx-h100 meets 1 ms TPOT")
     assert "the closest is one TP8 replica" in out
 
 

@@ -33,11 +33,11 @@ REL = 1e-9  # identities computed from the same floats: only rounding may differ
 
 # the keys issue 13 promises; more may be added, none of these may go
 TOP_KEYS = {"model", "system", "nodes", "gpus", "budget_s", "ttft_budget_s", "engine", "options", "best", "pareto",
-            "launch", "verdict"}
-OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "ttft_s", "tokens_per_s",
+            "launch", "verdict", "judged", "judged_words"}
+OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tpot_s", "ttft_s", "tokens_per_s",
                "tokens_per_s_per_gpu", "tokens_per_s_per_user", "mem_bytes_per_gpu", "binding", "meets_budget"}
 PARETO_KEYS = {"tp", "pp", "ep", "dp", "batch", "tokens_per_s_per_user", "tokens_per_s_per_gpu"}
-BINDINGS = {"memory", "itl", "ttft", "max-batch", "prefill"}
+BINDINGS = {"memory", "tpot", "itl", "ttft", "max-batch", "prefill"}
 
 ENGINE_DIR = Path(engines_pkg.__file__).parent
 # each preset's [memory] key for the memory share its launch line passes (named as the engine names it)
@@ -52,7 +52,7 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def dense8(catalog):
-    """llama-3.1-70b on one hgx-h100 node: 1xTP8, 2xTP4, ... within 30 ms ITL."""
+    """llama-3.1-70b on one hgx-h100 node: 1xTP8, 2xTP4, ... within 30 ms TPOT."""
     return deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=BUDGET_S, catalog=catalog), gpus=8)
 
 
@@ -286,9 +286,9 @@ MISSES = [
     (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
                                                    "1xTP1 at 145.3 GB per GPU"]),
     (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
-    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms ITL",
+    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms TPOT",
                                           "the closest is 1xTP8 at"]),
-    (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms ITL and 1 ms TTFT", "the closest is", "binding: ttft"]),
+    (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms TPOT and 1 ms TTFT", "the closest is", "binding: ttft"]),
 ]
 
 
@@ -329,13 +329,15 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
     assert r.best is meeting[0] and len(meeting) >= 2
     assert all(r.best.tokens_per_s_per_gpu >= o.tokens_per_s_per_gpu for o in meeting)
     for o in meeting:
-        assert o.itl_s <= r.budget_s and (r.ttft_budget_s is None or o.ttft_s <= r.ttft_budget_s)
+        assert o.tpot_s <= r.budget_s and (r.ttft_budget_s is None or o.ttft_s <= r.ttft_budget_s)
+        # the decode step alone; the other slots' prompts ride in the TPOT (none at batch 1)
+        assert o.itl_s < o.tpot_s or (o.itl_s == o.tpot_s and o.max_batch == o.pp)
         # throughput by hand: max_batch sequences in flight per replica, one token each per cycle: the
-        # ITL plus the sequence's own prompt spread over its tokens (step.served)
+        # TPOT plus the sequence's own prompt spread over its tokens (step.served)
         assert o.tokens_per_s == pytest.approx(o.replicas * o.max_batch / o.cycle_s, rel=REL)
-        assert o.cycle_s == pytest.approx(o.itl_s + _prompt_share_s(r, o), rel=REL)
+        assert o.cycle_s == pytest.approx(o.tpot_s + _prompt_share_s(r, o), rel=REL)
         assert o.tokens_per_s_per_gpu == pytest.approx(o.tokens_per_s / r.gpus, rel=REL)
-        assert o.tokens_per_s_per_user == pytest.approx(1 / o.itl_s, rel=REL)
+        assert o.tokens_per_s_per_user == pytest.approx(1 / o.tpot_s, rel=REL)
         assert o.max_batch % o.pp == 0  # pp micro-batches of the same size
     assert all(not o.meets_budget and o.max_batch == 0 for o in r.options[len(meeting):])
 
@@ -348,7 +350,7 @@ def test_verdict_compares_with_one_replica_of_the_widest_tp(catalog):
     assert r.best is not tp8 and r.best.replicas > 1
     ratio = r.best.tokens_per_s_per_gpu / tp8.tokens_per_s_per_gpu
     assert f"That is {ratio:.2f}x the tokens/s of one TP8 replica" in r.verdict
-    assert f"{100 * tp8.comm_share:.0f}% of its step in communication" in r.verdict
+    assert f"{100 * tp8.comm_share:.0f}% of its TPOT in communication" in r.verdict
 
 
 def test_verdict_names_the_runner_up_when_the_widest_tp_wins(dense8):
@@ -391,7 +393,7 @@ def test_pareto_points_are_mutually_non_dominated(request, which):
     for i, p in enumerate(front):
         assert not any(_dominates(q, p) for j, q in enumerate(front) if j != i), p
         # each point by hand: `batch` sequences per replica of tp x pp GPUs, each one token per
-        # ITL (1 / tokens/s/user) plus its own prompt's share (step.served)
+        # TPOT (1 / tokens/s/user) plus its own prompt's share (step.served)
         cycle = 1 / p["tokens_per_s_per_user"] + _prompt_share_s(r, Plan(p["tp"], p["pp"], p["ep"], p["dp"]))
         assert p["tokens_per_s_per_gpu"] == pytest.approx(p["batch"] / cycle / (p["tp"] * p["pp"]), rel=REL)
     users = [p["tokens_per_s_per_user"] for p in front]
@@ -465,8 +467,9 @@ def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
 
 def _option_like():
     from shardbudget.decide.deploy import Option
-    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, itl_s=0.03, cycle_s=0.03, ttft_s=0.1, tokens_per_s=800.0,
-                  tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10, binding="itl",
+    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, tpot_s=0.03, itl_s=0.03, cycle_s=0.03, ttft_s=0.1,
+                  tokens_per_s=800.0, tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10,
+                  binding="tpot",
                   meets_budget=True, comm_share=0.1, gpus_per_replica=8)
 
 
@@ -484,6 +487,9 @@ def test_disaggregation_reports_the_kv_handoff_share_of_ttft(capsys):
     assert d["best"]["ttft_s"] == pytest.approx(pre["ttft_s"], rel=REL)
     assert all(o["replicas"] * o["tp"] * o["pp"] == 6 for o in d["options"])  # decode runs on the other 6
     assert f"{100 * share:.1f}%" in d["verdict"]
+    # the decode side mixes in no prompt: its TPOT is its ITL, and the header says why
+    assert all(o["tpot_s"] == o["itl_s"] for o in d["options"])
+    assert d["judged"] == "TPOT" and "prefilled on the other 2 GPUs" in d["judged_words"]
 
 
 def test_kv_handoff_by_hand(catalog):

@@ -121,7 +121,7 @@ def test_bars_parts_add_up_to_the_itl(demo_data):
 
 def _deploy_table(g: dict, s: int, e: int, b: int, k: int) -> list[dict]:
     """The deployment table the grid gives for one selection: each shown row's entry, its
-    'largest batch in budget' and its label, best first."""
+    'batch cap in budget' and its label, best first."""
     cell = g["deploy"][s][e]
     step = cell["steps"][b][k]
     return [{**g["deploy_rows"][cell["rows"][b][j]], "largest": cell["largest"][k][j],
@@ -130,31 +130,38 @@ def _deploy_table(g: dict, s: int, e: int, b: int, k: int) -> list[dict]:
 
 def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
     """At the report's own budget and engine, for each batch, the table is `deploy(..., batch=b)`'s
-    options best first (ITL, tokens/s per GPU, memory, meets), and its 'largest batch in budget'
-    column is the report's own deployment (each option at its largest batch within the budget).
-    Checked by hand for the first row at batch 64: tokens/s per GPU = pp x 64 / ITL / GPUs of a replica."""
-    from shardbudget.decide.deploy import Workload, deploy
+    options best first (ITL, TPOT, tokens/s per GPU, memory, meets), with deploy's defaults (served:
+    issue 34), and its 'batch cap in budget' column is the report's own deployment (each option at
+    its largest batch within the budget). Checked by hand for the first row at batch 64: tokens/s per
+    GPU = pp x 64 / cycle / GPUs of a replica, the cycle the TPOT plus the request's own prompt."""
+    from shardbudget.decide.deploy import deploy
+    from shardbudget.decide.planner import plan
     g = demo_data.grid
     init = g["initial"]
     own = {o.label(): o for o in demo_data.deployments[0].options}
     for b, batch in enumerate(g["batches"]):
         table = _deploy_table(g, 0, init["engine"], b, init["budget"])
-        at = deploy(request(demo.MODEL, demo.SYSTEMS[0], budget_s=demo.BUDGET_S, work=Workload(context=demo.CONTEXT)), gpus=8, batch=batch).options[:grid.SHOWN_OPTIONS]
+        at = deploy(request(demo.MODEL, demo.SYSTEMS[0], budget_s=demo.BUDGET_S), gpus=8,
+                    batch=batch).options[:grid.SHOWN_OPTIONS]
         assert [r["plan"].replace(" × ", "x").replace(" ", "/") for r in table] == [o.label() for o in at]
         for r, o in zip(table, at):
-            assert (r["itl_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == (o.itl_s, o.mem_bytes_per_gpu, o.pp * batch)
+            assert (r["itl_s"], r["tpot_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == \
+                (o.itl_s, o.tpot_s, o.mem_bytes_per_gpu, o.pp * batch)
             assert (r["label"] == "meets the budget") == o.meets_budget
             assert r["largest"] == (str(own[o.label()].max_batch) if own[o.label()].max_batch else "–")
         first, o = table[0], at[0]
         if batch == 64:
-            assert first["tokens_per_s_per_gpu"] == pytest.approx(o.pp * 64 / o.itl_s / (o.tp * o.pp), rel=1e-9)
+            assert first["tokens_per_s_per_gpu"] == pytest.approx(o.pp * 64 / o.cycle_s / (o.tp * o.pp), rel=1e-9)
+            assert o.cycle_s > o.tpot_s > o.itl_s
             assert first["tokens"] == f"{o.tokens_per_s_per_gpu:,.0f}"
-    # the batch changes what the table shows: at batch 1 TP8's ITL is the bars' TP8 row at batch 1
+    # the batch changes what the table shows: at each batch TP8's TPOT and ITL are plan's served row
     rows = {b: {r["plan"]: r for r in _deploy_table(g, 0, init["engine"], b, init["budget"])} for b in range(2)}
-    assert rows[0]["1 × TP8"]["itl_s"] < rows[1]["1 × TP8"]["itl_s"]
-    for b in range(len(g["batches"])):
-        bars = {r["plan"]: r for r in g["cells"][0][init["engine"]][b]["rows"]}
-        assert rows[b]["1 × TP8"]["itl_s"] == pytest.approx(bars["TP8"]["itl_s"], rel=1e-12)
+    assert rows[0]["1 × TP8"]["tpot_s"] < rows[1]["1 × TP8"]["tpot_s"]
+    for b, batch in enumerate(g["batches"]):
+        served = plan(request(demo.MODEL, demo.SYSTEMS[0], batches=[batch], budget_s=demo.BUDGET_S,
+                              input_len=2048, output_len=256)).results[0]
+        tp8 = next(r for r in served.rows if r.key == (8, 1, 1, 1))
+        assert (rows[b]["1 × TP8"]["tpot_s"], rows[b]["1 × TP8"]["itl_s"]) == pytest.approx((tp8.tpot_s, tp8.itl_s), rel=1e-12)
 
 
 def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
@@ -179,11 +186,11 @@ def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
 
 
 def test_deployment_hook_takes_option_dicts():
-    opt = {"replicas": 2, "tp": 4, "pp": 2, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02,
+    opt = {"replicas": 2, "tp": 4, "pp": 2, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02, "tpot_s": 0.025,
            "tokens_per_s_per_gpu": 800.0, "mem_bytes_per_gpu": 70.1e9, "meets_budget": True, "binding": "batch"}
     entry = grid.deployment_entry(opt, 64)
     assert entry["gpus"] == 16 and entry["plan"] == "2 × TP4 PP2" and entry["tokens"] == "800"
-    assert entry["itl"] == "20 ms" and entry["mem"] == "70.1 GB" and entry["in_flight"] == 128
+    assert entry["itl"] == "20 ms" and entry["tpot"] == "25 ms" and entry["mem"] == "70.1 GB" and entry["in_flight"] == 128
     assert grid.deployment_entry({**opt, "max_batch": 0}, 64)["tokens"] == "–"  # does not fit: no throughput
     with pytest.raises(ShardbudgetError, match="deployment option lacks max_batch"):
         grid.deployment_entry({k: v for k, v in opt.items() if k != "max_batch"}, 64)
@@ -294,7 +301,7 @@ def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
     assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in table] == [d["plan"] for d in entries]
     for row, d in zip(table, entries):
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[1:] == [str(d["gpus"]), str(d["in_flight"]), d["itl"], d["tokens"], d["mem"], d["largest"],
+        assert cells[1:] == [str(d["gpus"]), str(d["in_flight"]), d["itl"], d["tpot"], d["tokens"], d["mem"], d["largest"],
                              d["label"]]
     picks = [i for i, row in enumerate(table) if row.get_attribute("class") == "pick"]
     first = next((i for i, d in enumerate(entries) if d["label"] == "meets the budget"), None)

@@ -222,7 +222,7 @@ def test_nothing_meets_the_budget_is_exit_1_with_the_table(capsys):
     rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8",
                         "--budget", "5ms")
     assert rc == 1, err
-    assert "options (best first)" in out and "No way to spend 8 GPUs on llama-3.1-70b meets 5 ms ITL" in out
+    assert "options (best first)" in out and "No way to spend 8 GPUs on llama-3.1-70b meets 5 ms TPOT" in out
     assert "the closest is 1xTP8" in out
 
 

@@ -124,10 +124,11 @@ def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
     f = q3.figures
     assert f["one_node_call"]["words"] == "vllm one-shot" and f["across_call"]["algorithm"] == "tree"
     assert f["network_hop_algorithm"] == "tree" and f["network_hop_s"] == pytest.approx(5e-6)  # tuning.cc NET tree LL
-    assert "NVLS" in q3.text and "an estimate" in q3.text
+    # issue 34: at 16 KiB the node runs vLLM's one-shot, not NVLS: the group loses the kernel it ran
+    assert f["lost"] == ["vllm one-shot (5.387 µs per call)"] and "NVLS" not in q3.text and "an estimate" in q3.text
     assert f["one_node_comm_share"] == pytest.approx(0.08, abs=0.01)
     assert f["two_node_comm_share"] == pytest.approx(0.39, abs=0.01)
-    assert "keep TP inside the NVLink domain" in q3.takeaway
+    assert "its TP group inside one NVLink domain" in q3.takeaway and "95% of it the latency term" in q3.takeaway
 
 
 def test_no_nvlink_advice_on_a_box_without_nvlink():
@@ -159,3 +160,54 @@ def test_a_model_that_cannot_be_split_cannot_be_compared():
     odd = replace(load_model("llama-3.1-8b"), name="odd-heads", num_heads=31, num_kv_heads=1)
     with pytest.raises(ExplainError, match="cannot compare fabrics"):
         explain(sb_request(odd, "hgx-h100", catalog=CAT))
+
+
+def test_nvl72_is_answered_at_the_planners_plan_and_across_racks():
+    """Issue 34: on an NVL72 rack the first answer compared fabrics at TP64 (the largest TP one node
+    holds), a plan the second answer rejects; the third had no InfiniBand case (no TP group of
+    llama-3.1-70b crosses racks) and concluded about InfiniBand anyway. Now the first compares at the
+    planner's latency-optimal plan, the third splits that group over two racks and prices it, and
+    the second does not say the latency-optimal plan 'goes from TP8 to TP8'."""
+    ex = explain(sb_request("llama-3.1-70b", "gb200-nvl72", catalog=CAT))
+    q1, q2, q3 = ex
+    best = plan(sb_request("llama-3.1-70b", "gb200-nvl72", batches=[1], catalog=CAT)).results[0].judgement.best
+    assert best.key == (8, 1, 1, 1) and q1.figures["plan"] == {"tp": 8, "pp": 1, "ep": 1, "dp": 1}
+    assert "same plan (TP8)" in q1.text and "the planner's latency-optimal plan on one gb200-nvl72" in q1.text
+    assert q1.figures["cases"][0]["itl_s"] == best.itl_s
+    assert "goes from TP8 to TP8" not in q2.takeaway and "TP8 at every batch from 1 to 256" in q2.takeaway
+    f = q3.figures
+    assert f["across_whatif"] and f["tp_one_node"] == f["tp_across"] == 8
+    assert f["across_call"]["time_s"] > f["one_node_call"]["time_s"] and f["two_node_itl_s"] > f["one_node_itl_s"]
+    assert "Split over 2 racks, 4 GPUs in each" in q3.text and "no TP group" not in q3.takeaway
+    assert "the same TP8 group split over 2 racks" in q3.takeaway and "InfiniBand" in q3.takeaway
+
+
+@pytest.mark.parametrize("system", ["hgx-h100", "l40s-pcie", "mi300x", "gb200-nvl72", "hgx-b200", "h100-pcie"])
+def test_every_system_is_compared_at_the_planners_plan(system):
+    """explain's first answer is at the plan `plan` calls latency-optimal on one node (issue 34)."""
+    for batch in (1, 64):
+        q1 = explain(sb_request("llama-3.1-70b", system, batches=(batch,), catalog=CAT))[0]
+        best = plan(sb_request("llama-3.1-70b", system, batches=[batch], catalog=CAT)).results[0].judgement.best
+        if best is None or best.tp < 2:
+            continue
+        assert tuple(q1.figures["plan"].values()) == best.key and q1.figures["cases"][0]["itl_s"] == best.itl_s
+
+
+def test_the_group_loses_only_what_its_inside_call_ran():
+    """Issue 34: "leaving the node the group loses NVLS" was said where the node ran one-shot. The
+    loss list names the engine's one-host kernel where it ran inside and NCCL runs across; NVLS only
+    where the inside call ran NVLS and the crossing one is not NCCL's NVLSTree (hierarchical here),
+    which keeps NVLS inside each node; each with the inside call's time."""
+    from shardbudget.decide.tp_limit import _lost
+    from shardbudget.step.records import AllReduceCall
+    system = CAT.system("hgx-h100")
+
+    def call(kind, algorithm, time_s=10e-6):
+        return AllReduceCall(msg_bytes=1 << 20, count=161, time_s=time_s, latency_s=time_s / 2, kind=kind,
+                             algorithm=algorithm, protocol="simple", engine="vllm")
+    nvls, ring, tree = call("nccl", "nvls", 20e-6), call("nccl", "ring", 40e-6), call("nccl", "hierarchical", 30e-6)
+    assert _lost(nvls, ring, system, 8) == ["NVLS, the switch's in-network reduction (20 µs per call)"]
+    assert _lost(nvls, tree, system, 8) == []  # NVLSTree keeps NVLS inside each node
+    assert _lost(ring, tree, system, 8) == []  # nothing the inside call did not run
+    assert _lost(call("one-shot", "one-shot", 5e-6), ring, system, 8) == ["vllm one-shot (5 µs per call)"]
+    assert _lost(nvls, ring, CAT.system("l40s-pcie"), 8) == []  # no NVLink switch: no NVLS to lose

@@ -46,10 +46,35 @@ def test_tpot_by_hand(setup):
     np.testing.assert_allclose(s.cycle_s, s.tpot_s + c_p * i / o, rtol=REL)
     # one chunk (2048 <= 8192 - b): TTFT = a decode step of the batch + the whole prompt's c_p
     np.testing.assert_allclose(s.ttft_s, step + c_p * i, rtol=REL)
+    # issue 34: the TPOT's communication counts the mixed prompts' collectives, c_p's communication
+    # part being the same difference of the two steps' communication
+    comm = dec.evaluate(b, i + o / 2).comm_s
+    c_comm = (float(pre.evaluate(1.0, float(i)).comm_s) - float(dec.evaluate(1.0, 1.0).comm_s)) / i
+    assert s.prompt_comm_s == pytest.approx(c_comm, rel=REL) and 0 < c_comm < c_p
+    np.testing.assert_allclose(s.decode_s, step, rtol=REL)
+    np.testing.assert_allclose(s.decode_comm_s, comm, rtol=REL)
+    np.testing.assert_allclose(s.comm_s, comm + c_comm * (b - 1) * i / o, rtol=REL)
+
+
+def test_prompts_all_reduces_are_most_of_a_pcie_tpot():
+    """Issue 34, by hand: llama-3.1-8b on 8x L40S (PCIe, all-reduce through host memory) at batch 5,
+    2048 / 256: the decode step is 11.24 ms with 6.75 ms of communication (60%), the four other
+    slots' prompts add 32 prompt tokens per generated token at c_p = 655 us each, 644 us of it
+    all-reduce: TPOT 32.19 ms of which 27.37 ms is communication (85%), where the decode-only share
+    said 60% and the old served share (decode communication over the TPOT) 21%."""
+    sc = request("llama-3.1-8b", "l40s-pcie").scenario
+    s = served_curve(sc, Plan(8), batch=[5.0], input_len=2048, output_len=256)
+    assert s.decode_s[0] == pytest.approx(11.24e-3, abs=0.01e-3) and s.tpot_s[0] == pytest.approx(32.19e-3, abs=0.01e-3)
+    assert s.decode_comm_s[0] / s.decode_s[0] == pytest.approx(0.60, abs=0.005)
+    assert s.prompt_token_s == pytest.approx(655e-6, abs=1e-6) and s.prompt_comm_s == pytest.approx(644e-6, abs=1e-6)
+    mixed = 4 * 2048 / 256
+    assert s.comm_s[0] == pytest.approx(s.decode_comm_s[0] + mixed * s.prompt_comm_s, rel=REL)
+    assert s.comm_s[0] / s.tpot_s[0] == pytest.approx(0.85, abs=0.005)
 
 
 def test_plan_and_deploy_agree_on_every_plan_and_batch(setup):
-    """The same model, system and workload: deploy's ITL at each option's batch is plan's TPOT, and
+    """The same model, system and workload: deploy's TPOT and ITL at each option's batch are plan's,
+    its communication share plan's (both of the TPOT, prompts' collectives counted: issue 34), and
     its TTFT plan's (a new prompt's chunks riding in the batch's steps, in both; issue 19: one TTFT
     per plan, batch and workload)."""
     cat = setup[0]
@@ -61,7 +86,8 @@ def test_plan_and_deploy_agree_on_every_plan_and_batch(setup):
             continue
         pr = plan(request("llama-3.1-70b", "hgx-h100", batches=[o.max_batch], budget_s=0.030, input_len=2048, output_len=256, catalog=cat))
         row = next(x for x in pr.results[0].rows if (x.tp, x.pp, x.ep, x.dp) == (o.tp, o.pp, o.ep, o.dp))
-        assert row.tpot_s == pytest.approx(o.itl_s, rel=REL)
+        assert row.tpot_s == pytest.approx(o.tpot_s, rel=REL) and row.itl_s == pytest.approx(o.itl_s, rel=REL)
+        assert row.comm_share == pytest.approx(o.comm_share, rel=REL)
         assert row.ttft_s == pytest.approx(o.ttft_s, rel=REL)
         checked += 1
     assert checked >= 3

@@ -62,7 +62,10 @@ def check(v, rows, limits):
         past = r.gpus > v.best.gpus and v.best.itl_s <= r.itl_s * (1 + limits.knee_threshold)
         slower = any(o.itl_s < r.itl_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp)) for o in fitting)
         far = r.key != v.best.key and (past or slower)
-        assert (r.verdict == "sharded too far") == (far and r.verdict != "latency-optimal"), r
+        best = r.key == v.best.key
+        # over budget first (issue 34): a plan that misses a budget is never named sharded too far
+        assert (r.verdict == "over budget") == (not best and not r.meets_budget), r
+        assert (r.verdict == "sharded too far") == (far and not best and r.meets_budget), r
         assert r.comm_bound == (r.comm_share > limits.comm_threshold)
         if r.verdict == "ok":
             assert r.meets_budget
@@ -83,6 +86,7 @@ def _check_text(v, limits, meeting):
     if v.too_far:
         n = len(v.too_far)
         assert f"{n} plan{'s' if n > 1 else ''} {'are' if n > 1 else 'is'} sharded too far" in text
+        assert all(r.meets_budget for r in v.too_far)
     by_label = {r.label(): r for r in v.rows}
     # every "<plan> at <time>" and "<plan> <time>" names that plan's own ITL
     for label, t in re.findall(rf"({LABEL.pattern})(?: at|:)? (\d[\d.]* [mµn]?s)\b", text):

@@ -80,7 +80,7 @@ InputLenOpt = Annotated[Optional[int], typer.Option(
 OutputLenOpt = Annotated[Optional[int], typer.Option(
     "--output-len", help=f"Generated tokens per request of a served workload (default {OUTPUT_TOKENS}; plan: with or "
                          f"without --input-len).")]
-BudgetOpt = Annotated[str, typer.Option("--budget", help="Inter-token latency budget, e.g. 30ms ('none': no budget).")]
+BudgetOpt = Annotated[str, typer.Option("--budget", help="Budget per output token, e.g. 30ms ('none': no budget): it judges the served TPOT (prompts mixed in) where the question serves prompts (--input-len/--output-len; deploy's default), else the ITL of one decode step.")]
 TtftBudgetOpt = Annotated[Optional[str], typer.Option("--ttft-budget", help="Time-to-first-token budget, e.g. 2s.")]
 IMPL_HELP = ("Force every all-reduce to nccl | custom (the engines' one-/two-shot kernels); default: the engine "
              "chooses by size (allreduce, compare: nccl).")
@@ -111,7 +111,8 @@ SequenceParallelOpt = Annotated[bool, typer.Option("--sequence-parallel", help="
 GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
 NcclOpt = Annotated[Optional[str], typer.Option(
-    "--nccl", help="Price NCCL's rules of this release (2.18 or later, e.g. 2.26 or 2.27.3) where they changed: "
+    "--nccl", help="Price NCCL's rules of this release (2.18 up to the catalog's own, e.g. 2.26 or 2.27.3; a later "
+                   "one is refused) where they changed: "
                    "symmetric kernels from 2.27, GPUDirect RDMA over Grace C2C from 2.27, NVLSTree network latency. "
                    "Default: the release the engine's pinned version installs (vllm 2.27.5), else the catalog's.")]
 NcclSymmetricOpt = Annotated[bool, typer.Option(

@@ -1,7 +1,8 @@
 """NCCL releases where what this model prices changed, and a catalog priced at one of them.
 
-`--nccl VERSION` (allreduce, plan, deploy) prices the rules of that release; the built-in catalog's
-tables are master after v2.30.7 (`catalog/nccl.toml` [nccl] version). What changes by release, each
+`--nccl VERSION` (allreduce, plan, deploy) prices the rules of that release, from 2.18 (OLDEST) to the
+catalog's own (a later one is refused, naming it); the built-in catalog's tables are master after
+v2.30.7 (`catalog/nccl.toml` [nccl] version). What changes by release, each
 read from the tagged source (data/nccl_constants.md quotes the tables):
 
 * symmetric-memory kernels exist from 2.27 (src/device/symmetric at v2.27.3; comm/nccl_symmetric.py);
@@ -50,9 +51,17 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     symmetric buffers. A named version is `stated` (an engine's shipped one does not replace it)
     unless told otherwise. The same catalog object back when nothing changes (caches stay warm)."""
     nccl = catalog.nccl
-    ver = parse_version(version) if version else nccl.version
+    newest, oldest = "{}.{}".format(*nccl.tables_version), "{}.{}".format(*OLDEST)
+    known = f"give a release from {oldest} to {newest}, the newest the catalog knows"  # every refusal names it
+    try:
+        ver = parse_version(version) if version else nccl.version
+    except CatalogError as err:
+        raise CatalogError(f"{err}; {known}") from None
     if version and ver < OLDEST:
-        raise CatalogError(f"--nccl: {version!r} is older than {OLDEST[0]}.{OLDEST[1]}, the oldest release modelled")
+        raise CatalogError(f"--nccl: {version!r} is older than {oldest}, the oldest release modelled; {known}")
+    if version and ver > nccl.tables_version:  # a release past the tables: its rules are not read (issue 34)
+        raise CatalogError(f"--nccl: {version!r} is newer than {newest}, the newest release the catalog knows "
+                           f"(its tables are NCCL {newest}'s); give {newest} or an older release")
     stated = (nccl.stated or version is not None) if stated is None else stated
     if ver == nccl.version and symmetric == nccl.symmetric and stated == nccl.stated:
         return catalog
@@ -89,7 +98,7 @@ def at_stated(catalog: Catalog, version: str | None) -> Catalog:
     older than the oldest modelled takes that one's rules (no rule modelled here changed before it)."""
     if version is None:
         return catalog
-    return _priced(catalog, version if parse_version(version) >= OLDEST else "{}.{}".format(*OLDEST), True)
+    return _priced(catalog, _known(catalog, version), True)
 
 
 def at_shipped(catalog: Catalog, release: str | None) -> Catalog:
@@ -103,7 +112,16 @@ def at_shipped(catalog: Catalog, release: str | None) -> Catalog:
         if nccl.version == nccl.tables_version:
             return catalog
         release = "{}.{}".format(*nccl.tables_version)
-    return _priced(catalog, release, False)
+    return _priced(catalog, _known(catalog, release), False)
+
+
+def _known(catalog: Catalog, version: str) -> str:
+    """`version`, or the nearest release the catalog models (OLDEST, its tables' own): a measurement's
+    or an engine's release outside that range takes the rules of its end (--nccl is refused there)."""
+    ver, newest = parse_version(version), catalog.nccl.tables_version
+    if ver < OLDEST:
+        return "{}.{}".format(*OLDEST)
+    return "{}.{}".format(*newest) if ver > newest else version
 
 
 def _ll128_per_channel(table, ver: tuple[int, int]):

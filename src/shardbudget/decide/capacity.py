@@ -9,7 +9,7 @@ holds its slot for output_len x cycle_s and
     requests/s = replicas x batch / (output_len x cycle_s)         users served = replicas x batch
 
 The batch grows only while the budgets hold (deploy's largest batch per plan, with its binding:
-memory, ITL, TTFT or the sweep's end), so each plan serves at most `capacity` per replica and needs
+memory, TPOT, TTFT or the sweep's end), so each plan serves at most `capacity` per replica and needs
 ceil(load / capacity) replicas. The fewest GPUs is the least replicas x GPUs-per-replica over every
 plan deploy would consider (a replica inside a node, or over up to MAX_REPLICA_NODES whole nodes);
 `deploy` on that many GPUs then prices the split that serves the load (for a rate its best option,
@@ -99,23 +99,27 @@ class LoadAnswer:
     result: DeployResult | None
     """`deploy` on those GPUs, its best option the split that serves the load."""
     batch: int
-    """Sequences per replica that serve the load (at most the option's max batch)."""
+    """Sequences in flight per replica at this load (at most the option's batch cap, max_batch)."""
+    tpot_s: float
+    """The TPOT at that batch (what the budget judges; the ITL under a decode-only --context)."""
     itl_s: float
+    """One decode step at that batch."""
     ttft_s: float
     served: float
-    """What the option serves at its max batch, in the load's unit (>= the load)."""
+    """What the option serves at its batch cap, in the load's unit (>= the load)."""
     binding: str
-    """The constraint that caps a replica's batch: memory, itl, ttft or max-batch."""
+    """The constraint that caps a replica's batch: memory, tpot (itl), ttft or max-batch."""
     fabric: dict | None
     """The better-fabric what-if: label, gpus (None: it serves nothing), saves."""
     closest: PlanCapacity | None = None
-    """Where nothing meets the budgets: the plan with the lowest ITL at batch 1."""
+    """Where nothing meets the budgets: the plan with the lowest TPOT at batch 1."""
     text: str = ""
 
     def to_dict(self) -> dict:
         return {"rate_per_s": self.load.rate_per_s, "users": self.load.users, "gpus": self.gpus,
-                "batch_per_replica": self.batch, "itl_s": self.itl_s, "ttft_s": self.ttft_s,
-                "served_at_max_batch": self.served, "binding": self.binding, "fabric": self.fabric,
+                "in_flight_per_replica": self.batch,
+                "batch_cap_per_replica": self.result.best.max_batch if self.result and self.result.best else None,
+                "tpot_s": self.tpot_s, "itl_s": self.itl_s, "ttft_s": self.ttft_s, "served_at_batch_cap": self.served, "binding": self.binding, "fabric": self.fabric,
                 "verdict": self.text, "deploy": self.result.to_dict() if self.result else None}
 
 
@@ -184,13 +188,14 @@ def deploy_for_load(req: Request, load: Load) -> LoadAnswer:
     best = fewest(caps)
     if best is None:
         _check_within_bound(sysm, load, caps)
-        return _none_serves(cfg, sysm, load, caps, req.budgets)
+        return _none_serves(cfg, sysm, load, caps, req.budgets, workload.judged)
     result = deploy(dataclasses.replace(req, scenario=dataclasses.replace(sc, nodes=None)), gpus=best.gpus)
     result = _serving(result, load, cfg, sysm, catalog)
     o = result.best
-    batch, itl, ttft = _batch_for(sc, o, load, **search)
+    batch, tpot, itl, ttft = _batch_for(sc, o, load, **search)
+    result = _at_load(result, load, batch, cfg, sysm, catalog)
     fabric = _fabric(sc, load, best.gpus, search)
-    answer = LoadAnswer(load=load, gpus=best.gpus, result=result, batch=batch, itl_s=itl, ttft_s=ttft,
+    answer = LoadAnswer(load=load, gpus=best.gpus, result=result, batch=batch, tpot_s=tpot, itl_s=itl, ttft_s=ttft,
                         served=load.served(o.replicas, o.max_batch, o.cycle_s, workload.output_len),
                         binding=o.binding, fabric=fabric)
     return dataclasses.replace(answer, text=answer_text(answer))
@@ -210,15 +215,24 @@ def _serving(result: DeployResult, load: Load, cfg: ModelConfig, system: System,
     return deploying._with_words(chosen, *deploying.build_launches(chosen, cfg, system, catalog))
 
 
-def _batch_for(sc: Scenario, o: Option, load: Load, *, budgets: Budgets, work: Workload) -> tuple[int, float, float]:
-    """The smallest batch per replica of option `o` that serves the load, with its ITL and TTFT."""
+def _at_load(result: DeployResult, load: Load, batch: int, cfg: ModelConfig, system: System,
+             catalog: Catalog) -> DeployResult:
+    """The result that names the load and its best option's sequences in flight per replica, with
+    launch lines that say both beside the batch cap they set."""
+    at = dataclasses.replace(result, load=load.words(), in_flight=batch)
+    return deploying._with_words(at, *deploying.build_launches(at, cfg, system, catalog))
+
+
+def _batch_for(sc: Scenario, o: Option, load: Load, *, budgets: Budgets,
+               work: Workload) -> tuple[int, float, float, float]:
+    """The smallest batch per replica of option `o` that serves the load, with its TPOT, ITL and TTFT."""
     p = Plan(o.tp, o.pp, o.ep, o.dp)
     c = deploying._curve(sc, p, work=work)
     n = int(c.seqs.searchsorted(o.max_batch, side="right"))  # entries up to the largest good batch
     for i in range(n):
         if load.served(o.replicas, c.seqs[i], c.cycle_s[i], work.output_len) >= load.amount * (1 - 1e-9):
-            return int(c.seqs[i]), float(c.itl_s[i]), float(c.ttft_s[i])
-    return o.max_batch, o.itl_s, o.ttft_s
+            return int(c.seqs[i]), float(c.tpot_s[i]), float(c.itl_s[i]), float(c.ttft_s[i])
+    return o.max_batch, o.tpot_s, o.itl_s, o.ttft_s
 
 
 def _fabric(sc: Scenario, load: Load, gpus: int, search: dict) -> dict | None:
@@ -246,16 +260,18 @@ def _check_within_bound(system: System, load: Load, caps: list[PlanCapacity]) ->
                     f"the {MAX_LOAD_GPUS:,} an answer may take (about the largest clusters built)")
 
 
-def _none_serves(cfg: ModelConfig, system: System, load: Load, caps: list[PlanCapacity], budgets: Budgets) -> LoadAnswer:
+def _none_serves(cfg: ModelConfig, system: System, load: Load, caps: list[PlanCapacity], budgets: Budgets,
+                 token: str) -> LoadAnswer:
     fitting = [c for c in caps if not (c.option.binding == "memory" and c.option.max_batch == 0)]
-    closest = min(fitting, key=lambda c: c.option.itl_s, default=None)
-    answer = LoadAnswer(load=load, gpus=None, result=None, batch=0, itl_s=math.nan, ttft_s=math.nan, served=0.0,
+    closest = min(fitting, key=lambda c: c.option.tpot_s, default=None)
+    answer = LoadAnswer(load=load, gpus=None, result=None, batch=0, tpot_s=math.nan, itl_s=math.nan, ttft_s=math.nan,
+                        served=0.0,
                         binding=closest.option.binding if closest else "memory", fabric=None, closest=closest)
-    return dataclasses.replace(answer, text=_none_text(cfg, system, answer, budgets))
+    return dataclasses.replace(answer, text=_none_text(cfg, system, answer, budgets, token))
 
 
-def _none_text(cfg: ModelConfig, system: System, a: LoadAnswer, budgets: Budgets) -> str:
-    within = " and ".join(w for w in (f"{format_seconds(budgets.budget_s)} ITL" if budgets.budget_s else "",
+def _none_text(cfg: ModelConfig, system: System, a: LoadAnswer, budgets: Budgets, token: str) -> str:
+    within = " and ".join(w for w in (f"{format_seconds(budgets.budget_s)} {token}" if budgets.budget_s else "",
                                       f"{format_seconds(budgets.ttft_budget_s)} TTFT" if budgets.ttft_budget_s else "")
                           if w) or "the budgets"
     c = a.closest
@@ -266,11 +282,13 @@ def _none_text(cfg: ModelConfig, system: System, a: LoadAnswer, budgets: Budgets
     ttft = "" if math.isnan(o.ttft_s) else f", TTFT {format_seconds(o.ttft_s)}"
     return (f"No replica of {cfg.name} on {system.name} meets {within} even at batch 1, so no number of GPUs serves "
             f"{a.load.words()}: the closest is one {c.plan.label().replace(' ', '/')} replica at "
-            f"{format_seconds(o.itl_s)} ITL{ttft} (binding: {o.binding}).")
+            f"{format_seconds(o.tpot_s)} {token}{ttft} (binding: {o.binding}).")
 
 
-BINDING_WORDS = {"itl": "the ITL budget", "ttft": "the TTFT budget", "memory": "memory (the KV cache)",
-                 "max-batch": "no budget (the batch sweep's end)", "prefill": "the prefill side"}
+CAP_WORDS = {"itl": "the most the ITL budget allows", "tpot": "the most the TPOT budget allows",
+             "ttft": "the most the TTFT budget allows", "memory": "the most memory (the KV cache) holds",
+             "max-batch": "the batch sweep's end (no budget binds)", "prefill": "the most the prefill side feeds"}
+"""What sets a replica's batch cap, by the binding constraint."""
 
 
 def _cap(words: str) -> str:
@@ -281,12 +299,15 @@ def answer_text(a: LoadAnswer) -> str:
     """One paragraph, with numbers: GPUs, split, batch, which budget binds, the fabric what-if."""
     r, o = a.result, a.result.best
     unit = "requests/s" if a.load.rate_per_s is not None else "users"
+    times = f"{r.judged} {format_seconds(a.tpot_s)}" + (f", ITL {format_seconds(a.itl_s)}"
+                                                          if format_seconds(a.itl_s) != format_seconds(a.tpot_s) else "")
+    # the load and the cap in the words the table ('in flight', 'batch cap') and the launch lines' note use
     text = (f"{_cap(a.load.words())} take {a.gpus} GPU{'s' if a.gpus > 1 else ''} of {r.system} ({r.nodes} node"
-            f"{'s' if r.nodes > 1 else ''}): {o.label()} at batch {a.batch} per replica (ITL {format_seconds(a.itl_s)}"
-            + ("" if math.isnan(a.ttft_s) else f", TTFT {format_seconds(a.ttft_s)}") + "). "
-            f"{_cap(BINDING_WORDS.get(a.binding, a.binding))} binds: a replica takes at most {o.max_batch} "
-            f"sequences, so {o.replicas} replica{'s serve' if o.replicas > 1 else ' serves'} up to {a.served:,.4g} {unit}; "
-            f"one fewer GPU does not serve the load.")
+            f"{'s' if r.nodes > 1 else ''}): {o.label()}, with {a.batch} sequences in flight per replica at {a.load.words()} "
+            f"({times}" + ("" if math.isnan(a.ttft_s) else f", TTFT {format_seconds(a.ttft_s)}") + f") and a batch "
+            f"cap of {o.max_batch} sequences per replica, {CAP_WORDS.get(a.binding, a.binding)}, which the launch lines set as "
+            f"each engine's largest batch. {o.replicas} replica{'s' if o.replicas > 1 else ''} at that cap serve"
+            f"{'' if o.replicas > 1 else 's'} up to {a.served:,.4g} {unit}; one fewer GPU does not serve the load.")
     f = a.fabric
     if f is None:
         text += f" The catalog has no faster fabric for {r.system}'s GPUs to price."

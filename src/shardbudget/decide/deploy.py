@@ -5,25 +5,28 @@ For every split of the GPUs into `replicas` copies of a plan, the batch (sequenc
 continuous batching) grows while it
 
 * fits memory: weights + KV cache for every sequence at its longest (input + output tokens) + workspace;
-* meets the ITL budget: the mean time between two tokens of one sequence;
+* meets the budget: the mean time per output token of one sequence, the TPOT (request.Workload.judged);
 * meets the TTFT budget, where one is given.
 
 Continuous batching mixes prefill into decode (chunked prefill, the default of vLLM V1, SGLang and
 TensorRT-LLM): every finished sequence is replaced by a new one, whose prompt rides in the decode
-steps of the others. The ITL is the served TPOT of `step.served` (the one formula `plan
---input-len/--output-len` shows too), and throughput is b over the per-token cycle that adds each
-sequence's own prompt:
+steps of the others. The budget judges the served TPOT of `step.served` (the one formula `plan
+--input-len/--output-len` shows and judges too), and throughput is b over the per-token cycle that
+adds each sequence's own prompt:
 
-    itl(b) = decode_step(b) + c_p x (b - 1) x input_len / output_len,   b / (itl(b) + c_p x input_len / output_len)
+    tpot(b) = itl(b) + c_p x (b - 1) x input_len / output_len,   b / (tpot(b) + c_p x input_len / output_len)
 
-with c_p what one prompt token adds to a step; a new prompt's TTFT is its ceil(input_len / chunk)
-chunks, each a decode step of the batch plus its share of the prompt. `--context L` instead prices
-a fixed context of L tokens with no prefill (a decode-only question).
+with itl(b) one decode step and c_p what one prompt token adds to a step; the communication share
+is of the TPOT, the mixed prompts' collectives counted. A new prompt's TTFT is its
+ceil(input_len / chunk) chunks, each a decode step of the batch plus its share of the prompt.
+`--context L` instead prices a fixed context of L tokens with no prefill (a decode-only question):
+the TPOT is then the ITL, and the budget judges it by that name. Every table, JSON key and sentence
+says ITL for one decode step and TPOT for the time per output token as served.
 
 A pipeline-parallel replica keeps pp micro-batches of b sequences in flight (vLLM's virtual engines,
 and SGLang's and TensorRT-LLM's pipeline schedulers alike): a sequence's next token takes one pass
 through every stage, itl(b), while the other stages work on the other micro-batches, so the replica
-holds pp x b sequences (memory) and makes pp x b / itl(b) tokens per second.
+holds pp x b sequences (memory) and makes pp x b / tpot(b) tokens per second.
 """
 
 from __future__ import annotations
@@ -68,12 +71,16 @@ class Option:
     max_batch: int
     """Sequences in flight per replica (0: none meets the constraints: no throughput, batch 1's times);
     with a fixed batch, those of that batch (0 where it does not fit in memory)."""
+    tpot_s: float
+    """Time per output token of one sequence as served (step.served): the decode step with the other
+    requests' prompts mixed in; with speculation, over the tokens a step yields. What the budget
+    judges (equal to itl_s where no prompt is mixed in and no draft: --context, disaggregated)."""
     itl_s: float
-    """The served TPOT: time between two tokens of one sequence (step.served); with speculation, a
-    step over the tokens it yields."""
+    """One decode step alone, no prompt mixed in (with speculation: the verify step and its drafts),
+    as plan's ITL."""
     cycle_s: float
     """Per token of one sequence with its own prompt's share: tokens/s = replicas x max_batch / cycle_s
-    (equal to itl_s where no prompts are mixed in: --context, disaggregated)."""
+    (equal to tpot_s where no prompts are mixed in: --context, disaggregated)."""
     ttft_s: float
     """NaN under a fixed --context: nothing is prefilled."""
     tokens_per_s: float
@@ -82,10 +89,12 @@ class Option:
     tokens_per_s_per_user: float
     mem_bytes_per_gpu: float
     binding: str
-    """What stops the batch from growing: memory, itl, ttft, or max-batch (the sweep's end); with a
-    fixed batch, what it misses (memory, itl, ttft), or batch where it meets every budget."""
+    """What stops the batch from growing: memory, tpot (itl where the budget judges the ITL), ttft, or
+    max-batch (the sweep's end); with a fixed batch, what it misses (memory, tpot / itl, ttft), or
+    batch where it meets every budget."""
     meets_budget: bool
     comm_share: float
+    """Communication's share of tpot_s, the mixed prompts' collectives counted."""
     gpus_per_replica: int
     tokens_per_step: float = 1.0  # tokens a sequence gains per decode step (speculation's yield)
     memory_fraction: float | None = None  # the engine fraction it needs above the default (memory.raised_fraction)
@@ -97,10 +106,6 @@ class Option:
     """GPUs of those given that the option leaves idle (`partial_splits`: fewer than all meet the
     budgets where no split of all does); tokens_per_s_per_gpu is per GPU it runs on."""
 
-    @property
-    def step_itl_s(self) -> float:  # one decode step (speculation: verify and drafts), the ITL as defined
-        return self.itl_s * self.tokens_per_step
-
     def label(self) -> str:
         plan = Plan(self.tp, self.pp, self.ep, self.dp).label().replace("DP-attention", "DP")
         return f"{self.replicas}x{plan.replace(' ', '/')}"
@@ -108,7 +113,6 @@ class Option:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("gpus_per_replica")
-        d["step_itl_s"] = self.step_itl_s
         return d
 
 
@@ -151,6 +155,16 @@ class DeployResult:
     """What the options' itl_p99_s come from (Jitter.describe, as plan's header), or None without --jitter."""
     nccl: str = ""
     """The NCCL release whose rules price it (release_words.nccl_words; --nccl)."""
+    judged: str = "TPOT"
+    """What the budget judges: TPOT, or ITL under a decode-only --context (request.Workload.judged)."""
+    judged_words: str = ""
+    """The header's sentence saying what the budget judges (Workload.judged_words, or the decode side's
+    under --disaggregate, whose prompts are prefilled elsewhere)."""
+    load: str | None = None
+    """The load the best option serves, under deploy --rate/--users ('20 requests/s'; None: --gpus)."""
+    in_flight: int | None = None
+    """Under a load: the sequences in flight per replica of the best option at that load (at most its
+    batch cap, max_batch; capacity.deploy_for_load), which the table's header and the launch lines name."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -161,7 +175,8 @@ class DeployResult:
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
                 "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch, "impl": self.impl, "tail": self.tail}
+                "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged,
+                "judged_words": self.judged_words, "load": self.load, "in_flight_per_replica": self.in_flight}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -206,9 +221,12 @@ def partial_splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[in
 
 @dataclass(frozen=True)
 class _Curve:
-    """Per batch b = 1..MAX_BATCH of one plan: ITL, TTFT, memory, communication share."""
+    """Per batch b = 1..MAX_BATCH of one plan: TPOT, ITL, TTFT, memory, communication share."""
 
+    tpot_s: np.ndarray
+    """What the budget judges (Option.tpot_s)."""
     itl_s: np.ndarray
+    """One decode step (Option.itl_s)."""
     ttft_s: np.ndarray
     mem_bytes: np.ndarray
     comm_share: np.ndarray
@@ -216,9 +234,11 @@ class _Curve:
     """Sequences in flight per replica at each entry: pp micro-batches of b."""
     cycle_s: np.ndarray
     """Per token of one sequence with its own prompt's share (served.ServedCurve): seqs / cycle_s
-    tokens/s per replica; equal to itl_s where no prompts are mixed in."""
+    tokens/s per replica; equal to tpot_s where no prompts are mixed in."""
     fits: np.ndarray
     """Whether each entry fits as the engine counts memory (memory.fits)."""
+    token: str = "TPOT"
+    """What tpot_s is called where the budget binds it (request.Workload.judged)."""
     tokens_per_step: float = 1.0
     fraction: np.ndarray | None = None  # memory.raised_fraction per entry
     need: MemoryNeed | None = None  # what mem_bytes is made of (kv_cache per entry)
@@ -239,17 +259,19 @@ def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = N
     yield_ = work.speculation.tokens_per_step if work.speculation else 1.0
     if work.context or prefill is not None:  # decode only: no prompts mixed in
         step, comm, _ = decode_per_token(sc, p, b=b, context=work.mean_context, spec=work.speculation)
-        # disaggregated: prompts are prefilled elsewhere and handed over; --context: none arrive (no TTFT)
-        ttft = np.full_like(b, prefill.ttft_s if prefill is not None else np.nan)
-        return _Curve(step, ttft, mem, comm / step, seqs, step, fit, yield_, frac, need)
+        # disaggregated: prompts are prefilled elsewhere and handed over; --context: one prompt of the
+        # context prefilled alone, as plan prices a decode-only row's TTFT (issue 34: one verdict)
+        ttft = np.full_like(b, prefill.ttft_s if prefill is not None else sc.prompt_alone_s(p, work.context))
+        return _Curve(step, step * yield_, ttft, mem, comm / step, seqs, step, fit, work.judged, yield_, frac, need)
     s = served_curve(sc, p, batch=b, input_len=work.input_len, output_len=work.output_len, spec=work.speculation)
-    return _Curve(s.tpot_s, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, yield_, frac, need)
+    return _Curve(s.tpot_s, s.decode_s * yield_, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, work.judged,
+                  yield_, frac, need)
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
     """The split at its largest batch within the budgets, or (`batch`) at that decode batch."""
     fits = c.fits
-    itl_ok = c.itl_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
+    itl_ok = c.tpot_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
     ttft_ok = ~(c.ttft_s > budgets.ttft_budget_s) if budgets.ttft_budget_s is not None else np.ones_like(fits)  # NaN: no TTFT
     ok = fits & itl_ok & ttft_ok
     if batch is None:  # the batch grows while every smaller batch also meets the constraints
@@ -259,13 +281,13 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
         n = i = batch - 1
         runs, meets = bool(fits[i]), bool(ok[i])
     binding = ("max-batch" if n == MAX_BATCH else "batch" if ok[n] else "memory" if not fits[n]
-               else "itl" if not itl_ok[n] else "ttft")
+               else c.token.lower() if not itl_ok[n] else "ttft")
     per_replica = float(c.seqs[i]) / c.cycle_s[i] if runs else 0.0  # no batch runs: no throughput
     return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if runs else 0,
-                  itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
+                  tpot_s=float(c.tpot_s[i]), itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
                   ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
                   tokens_per_s_per_gpu=float(per_replica / p.gpus),
-                  tokens_per_s_per_user=float(1 / c.itl_s[i]) if runs else 0.0,
+                  tokens_per_s_per_user=float(1 / c.tpot_s[i]) if runs else 0.0,
                   mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
                   comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
                   memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i])
@@ -322,13 +344,21 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           options=tuple(options), best=best, pareto=tuple(pareto_front(curves, options)),
                           curves=curves,
                           prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
-                          notes=tuple(sc.precision_notes) + _unbound(workload, budgets.ttft_budget_s),
+                          notes=tuple(sc.precision_notes),
                           memory_utilization=sc.settings.memory_utilization, precision=sc.precision,
                           chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
+                          judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
                           without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
                                                           batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
+
+
+def _judged_words(work: Workload, disaggregate: tuple[int, int] | None) -> str:
+    if disaggregate is None:
+        return work.judged_words
+    return (f"the budget judges the TPOT: time per output token of the decode side; its prompts are prefilled on "
+            f"the other {disaggregate[0]} GPUs and handed over, none is mixed in, so the TPOT is the ITL")
 
 
 def _check_request(req: Request, workload: Workload) -> None:
@@ -349,26 +379,21 @@ def _check_request(req: Request, workload: Workload) -> None:
 def _rank(o: Option) -> tuple:
     """Best first: the most tokens/s per GPU given among the options that meet the budgets (an
     option that leaves GPUs idle counts them: used / given is 1.0 exactly where it leaves none),
-    then the rest."""
+    then the rest (the least judged time first)."""
     used = o.replicas * o.gpus_per_replica
     per_given = o.tokens_per_s_per_gpu * (used / (used + o.gpus_left))
-    return (-per_given, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.itl_s)
+    return (-per_given, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.tpot_s)
 
 
 def _left(o: Option, gpus: int) -> Option:
     return dataclasses.replace(o, gpus_left=gpus - o.replicas * o.gpus_per_replica)
 
 
-def _unbound(work: Workload, ttft_budget_s: float | None) -> tuple[str, ...]:
-    """A budget the request gives that nothing can meet or miss, as a warning."""
-    return ("warning: the TTFT budget cannot bind: --context prices decode only (no prompt is prefilled, so there "
-            "is no TTFT); give --input-len/--output-len to price prefill",) if work.context and ttft_budget_s else ()
-
-
 def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,
                    batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
     """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
-    (best first) at each ITL budget of `budgets_s`, each split priced once (the report's controls)."""
+    (best first) at each budget of `budgets_s` (on the request's judged time: TPOT served, ITL decode
+    only), each split priced once (the report's controls)."""
     sc = req.scenario
     _nodes(sc.system, gpus, sc.nodes)
     for b in batches:
@@ -416,16 +441,17 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
     n = int(np.searchsorted(c.seqs, opt.max_batch, side="right"))  # entries up to the largest good batch
     takes = opt.replicas * c.seqs[:n] / c.cycle_s[:n] >= fed
     i = int(np.argmax(takes)) if takes.any() else n - 1
-    itl = float(c.itl_s[i])
-    return Option(**{**fields, "max_batch": int(c.seqs[i]), "itl_s": itl, "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
-                     "tokens_per_s_per_user": 1 / itl, "mem_bytes_per_gpu": float(c.mem_bytes[i]), "memory": c.memory_at(i),
+    tpot = float(c.tpot_s[i])
+    return Option(**{**fields, "max_batch": int(c.seqs[i]), "tpot_s": tpot, "itl_s": float(c.itl_s[i]),
+                     "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
+                     "tokens_per_s_per_user": 1 / tpot, "mem_bytes_per_gpu": float(c.mem_bytes[i]), "memory": c.memory_at(i),
                      "comm_share": float(c.comm_share[i]), "binding": "prefill"})
 
 
 def _with_tail(opt: Option, sc: Scenario, p: Plan, *, work: Workload, jitter: Jitter, batch: int | None) -> Option:
     """The option with its ITL's p99 at the decode batch it shows (a PP replica's micro-batch; batch
     1, or --batch, where none runs), from the function plan's rows use (Jitter.row_p99s): its decode
-    step's collectives jitter, the rest of its ITL (the mixed-in prompts' share too) is fixed."""
+    step's collectives jitter, the rest of its ITL is fixed (as plan's p99 ITL column)."""
     b = opt.max_batch // opt.pp if opt.max_batch else (batch or 1)
     step = sc.step(p, "decode")
     return dataclasses.replace(opt, itl_p99_s=jitter.row_p99s(step, [b], work.mean_context, [opt.itl_s])[0])
@@ -452,7 +478,7 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
 
 def _frontier_curve(c: _Curve, opt: Option) -> tuple[np.ndarray, np.ndarray]:
     fit = c.fits
-    return 1 / c.itl_s[fit], c.seqs[fit] / c.cycle_s[fit] / opt.gpus_per_replica
+    return 1 / c.tpot_s[fit], c.seqs[fit] / c.cycle_s[fit] / opt.gpus_per_replica
 
 
 def _with_words(r: DeployResult, launches: dict, skipped: dict) -> DeployResult:

@@ -97,6 +97,8 @@ class Assumptions:
     """What the rows' p99 ITLs come from (--jitter), or None."""
     tpot: str
     """What the latency columns answer: decode only, or the served TPOT too."""
+    judged: str = "ITL"
+    """What the budget and every verdict judge: ITL (decode only) or TPOT (a served workload)."""
 
     def to_dict(self) -> dict:
         eff = {**self.efficiency.to_dict(), **self.settings.to_dict(), "memory_utilization": self.memory_utilization}
@@ -105,7 +107,8 @@ class Assumptions:
                 "kv_dtype": self.kv_dtype, "act_dtype": self.act_dtype, "comm_threshold": self.comm_threshold,
                 "knee_threshold": self.knee_threshold, "ttft": self.ttft, "gpu": self.gpu,
                 "intra_fabric": self.intra_fabric, "nic": self.nic, "expert_dtype": self.expert_dtype,
-                "compute_dtype": self.compute_dtype, "notes": list(self.notes), "tail": self.tail, "tpot": self.tpot}
+                "compute_dtype": self.compute_dtype, "notes": list(self.notes), "tail": self.tail, "tpot": self.tpot,
+                "judged": self.judged}
 
 
 @dataclass(frozen=True)
@@ -216,9 +219,10 @@ def plan(req: Request) -> PlanResult:
 
     Without a workload, decode at the default context: each row's ITL is one decode step with that
     many tokens cached, its TTFT the prefill of one prompt that long. With a served workload
-    (input_len / output_len), each row also has the served TPOT (step.served, as deploy prices it);
-    the decode step (ITL, which the verdicts judge) is at the mean context input + output / 2,
-    memory at input + output, TTFT a new prompt's chunks in the batch's steps."""
+    (input_len / output_len), each row also has the served TPOT (step.served, as deploy prices it),
+    which the budget and every verdict then judge (request.Workload.judged), its communication share
+    counting the mixed prompts' collectives; the decode step (ITL) is at the mean context
+    input + output / 2, memory at input + output, TTFT a new prompt's chunks in the batch's steps."""
     sc, work = req.scenario, req.decode_workload
     if work.speculation is not None:
         raise PlanError("plan prices plain decode: speculative decoding is deploy's (--speculative)")
@@ -232,7 +236,7 @@ def plan(req: Request) -> PlanResult:
                     for p in plans}
     usable = usable_bytes(sysm.gpu, engine=sc.engine, plan=Plan(1), utilization=sc.settings.memory_utilization)
     results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), req.budgets,
-                             usable_bytes=usable)
+                             usable_bytes=usable, token=work.judged)
                for i, b in enumerate(req.batches)]
     return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=req.budgets.budget_s,
                       ttft_budget_s=req.budgets.ttft_budget_s, impl=sc.impl, dtype=sc.dtype or sc.precision.weights,
@@ -260,7 +264,8 @@ def _assumptions(req: Request, plans: Sequence[Plan], usable: float, served: tup
                        nic=f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
                        expert_dtype=precision.expert_dtype, compute_dtype=precision.compute_dtype,
                        notes=tuple(sc.precision_notes) + tuple(plan_notes(sc.model, sysm, sc.node_count, plans)),
-                       tail=req.jitter.describe() if req.jitter else None, tpot=served_words(served, context))
+                       tail=req.jitter.describe() if req.jitter else None, tpot=served_words(served, context),
+                       judged=req.decode_workload.judged)
 
 
 def allreduce_words(sc: Scenario, plans: Sequence[Plan]) -> dict:
@@ -289,12 +294,13 @@ def _forced_words(impl: str, group) -> str:
 def served_words(served: tuple[int, int] | None, context: int) -> str:
     """What the plan's latency columns answer: decode only, or the served TPOT too."""
     if served is None:
-        return (f"decode only: ITL is one decode step at context {context}, no prompts mixed in "
-                f"(give --input-len/--output-len for the served TPOT)")
+        return (f"decode only: ITL is one decode step at context {context}, no prompts mixed in; the budget and every "
+                f"verdict judge the ITL (give --input-len/--output-len for the served TPOT)")
     i, o = served
-    return (f"TPOT served at input {i} / output {o} tokens: the decode step (ITL, at context {i + o // 2}) plus the "
-            f"prompts of the other requests mixed in (chunked prefill), and TTFT a new prompt's chunks in the batch's "
-            f"steps, as deploy prices them; verdicts judge the ITL")
+    return (f"served at input {i} / output {o} tokens: ITL is the decode step alone (at context {i + o // 2}), TPOT "
+            f"the decode step with the other requests' prompts mixed in (chunked prefill), as deploy prices it; the "
+            f"budget and every verdict judge the TPOT; compute, comm and host split the TPOT (comm counts the "
+            f"prompts' collectives); TTFT is a new prompt's chunks in the batch's steps")
 
 
 def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budgets: Budgets,
@@ -314,22 +320,25 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
     if served:  # TPOT and TTFT at each batch as deploy prices them (a prompt's chunks ride in the batch's steps)
         from ..step.served import served_curve  # only here: plan's start-up loads neither it nor speculative
         curve = served_curve(sc, p, batch=batches, input_len=served[0], output_len=served[1])
-        tpots, ttfts = curve.tpot_s, curve.ttft_s
+        tpots, tpot_comms, ttfts = curve.tpot_s, curve.comm_s, curve.ttft_s
     else:  # one prompt of `context` tokens prefilled alone
-        ttft = float(sc.step(p, "prefill").evaluate(1.0, float(context)).total_s)
-        tpots, ttfts = [None] * len(batches), [ttft] * len(batches)
+        ttft = sc.prompt_alone_s(p, context)
+        tpots, tpot_comms, ttfts = [None] * len(batches), [None] * len(batches), [ttft] * len(batches)
     rows = []
     for i in range(len(batches)):
         itl, comm, fits, ttft = float(dec.total_s[i]), float(dec.comm_s[i]), bool(ok[i]), float(ttfts[i])
-        meets = fits and (budgets.budget_s is None or itl <= budgets.budget_s) and (
+        # the budget judges the TPOT where prompts are served, else the ITL (request.Workload.judged)
+        tpot = None if tpots[i] is None else float(tpots[i])
+        tpot_comm = None if tpot_comms[i] is None else float(tpot_comms[i])
+        judged, judged_comm = (itl, comm) if tpot is None else (tpot, tpot_comm)
+        meets = fits and (budgets.budget_s is None or judged <= budgets.budget_s) and (
             budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
         rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec.compute_s[i]),
-                        comm_s=comm, comm_share=comm / itl if itl else 0.0,
+                        comm_s=comm, comm_share=judged_comm / judged if judged else 0.0,
                         comm_latency_s=float(dec.comm_latency_s[i]), other_s=float(dec.other_s[i]),
                         ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
                         memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
-                        itl_p99_s=p99s[i], tpot_s=None if tpots[i] is None else float(tpots[i]),
-                        allreduce=calls[i]))
+                        itl_p99_s=p99s[i], tpot_s=tpot, tpot_comm_s=tpot_comm, allreduce=calls[i]))
     return rows
 
 
@@ -346,10 +355,12 @@ class _Where:
         return f"{self.cfg.name} on {name}"
 
 
-def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, *, usable_bytes: float) -> BatchResult:
+def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, *, usable_bytes: float,
+                  token: str) -> BatchResult:
     v = judge(batch, rows, where=where.text(), gpu_memory_bytes=where.system.gpu.memory_bytes, usable_bytes=usable_bytes,
               limits=Thresholds(budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
-                                comm_threshold=budgets.comm_threshold, knee_threshold=budgets.knee_threshold))
+                                comm_threshold=budgets.comm_threshold, knee_threshold=budgets.knee_threshold,
+                                token=token))
     fitting = [r for r in v.rows if r.fits_memory]
     return BatchResult(batch=batch, rows=v.rows, min_tp_memory=min((r.tp for r in fitting), default=None),
                        max_tp_budget=v.largest_tp_within_budget.tp if v.largest_tp_within_budget else None,

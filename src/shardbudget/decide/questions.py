@@ -2,11 +2,13 @@
 
 1. NVLink versus PCIe for tensor-parallel inference (`fabric_vs_fabric`): the same GPU, engine and
    plan on other fabrics (what-ifs built from the catalog, `whatif.py`), or the systems named, with
-   the GPU's share of a difference apart from the fabric's where their GPUs differ.
+   the GPU's share of a difference apart from the fabric's where their GPUs differ. The plan is the
+   planner's latency-optimal one (`compared_plan`), not the largest TP a node holds.
 2. When all-reduce limits sharding (`when_allreduce_limits`, `tp_limit.py`): per TP the work that
    shrinks, the fixed per-kernel costs that do not, and communication; where they eat the gain, by batch.
 3. Why the network is slow for decode (`why_the_network_is_slow`, `tp_limit.py`): what a TP group loses
-   when it leaves the node, priced.
+   when it leaves the node, priced: the model's TP group past the node, or the latency-optimal group
+   split over two nodes where none crosses (an NVL72 rack); its conclusion only what the numbers show.
 
 Every ITL, share and verdict is a Row of `planner.plan` with the request's engine, dtype, batch,
 context and budget, so `explain` never disagrees with `plan`; every per-call time is the call the
@@ -41,22 +43,59 @@ class FabricRow:
     """The same plan's call at the large batch (`big_batch`)."""
 
 
-def _fabric_rows(ask: Ask, cases: Sequence[FabricCase], tp: int, big_batch: int) -> list[FabricRow]:
+def _fabric_rows(ask: Ask, cases: Sequence[FabricCase], key: tuple[int, int, int, int],
+                 big_batch: int) -> list[FabricRow]:
     out = []
     for c in cases:
-        row = ask.row(c.system, (tp, 1, 1, 1), nodes=c.nodes)
-        sm = ask.step(c.system, Plan(tp))
+        # a case over two nodes holds one TP group on two of them: a PP plan takes PP such pairs
+        row = ask.row(c.system, key, nodes=c.nodes * key[1] if c.nodes > 1 else 1)
+        if row is None or row.allreduce is None:
+            continue  # the what-if cannot hold this plan
+        sm = ask.step(c.system, Plan(*key))
         out.append(FabricRow(c, row, row.allreduce, engine_call(sm, big_batch, ask.context)))
     return out
 
 
-def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
-    """Q1: one system against its own fabric what-ifs, or the systems named against the first."""
-    cfg = ask.cfg
-    tp = largest_tp(cfg, min(s.gpus_per_node for s in systems))
-    if tp < 2:
+def compared_plan(ask: Ask, systems: Sequence[System]) -> tuple[tuple[int, int, int, int], str]:
+    """The plan the fabrics are compared at, and why, in words (issue 34: the largest TP that fits a
+    node was compared, TP64 on an NVL72, a plan the second answer rejects): the planner's
+    latency-optimal plan on one node of the first system, at the request's batch. Where it sends no
+    TP all-reduce (TP1) the fastest plan that does; where it does not fit a node of every system, or
+    no plan fits one node, the largest TP that one node of each holds."""
+    cfg, first = ask.cfg, systems[0]
+    least = min(s.gpus_per_node for s in systems)
+    largest = largest_tp(cfg, least)
+    if largest < 2:
         raise ExplainError(f"explain cannot compare fabrics for {cfg.name} on {', '.join(s.name for s in systems)}: "
                            f"no TP of 2 or more fits one node and the model's heads")
+    br = ask.plan(first, 1).results[0]
+    best = br.judgement.best if br.judgement else None
+    where = f"one {first.name} at batch {ask.batch}"
+    if best is None:
+        return (largest, 1, 1, 1), (f"no plan fits {where}, so the fabrics are compared at TP{largest}, the largest TP "
+                                    f"one node holds")
+    chosen, why = best, f"the planner's latency-optimal plan on {where}"
+    if best.tp < 2:
+        sending = [r for r in br.rows if r.fits_memory and r.tp >= 2 and r.gpus <= least]
+        if not sending:
+            return (largest, 1, 1, 1), (f"the planner's latency-optimal plan on {where}, {best.label()}, sends no TP "
+                                        f"all-reduce and no plan that does fits; the fabrics are compared at TP{largest}")
+        chosen = min(sending, key=lambda r: (r.judged_s, r.gpus))
+        why = (f"the fastest plan that sends TP all-reduces on {where}; the planner's latency-optimal plan, "
+               f"{best.label()}, sends none, so no fabric sets its token")
+    if chosen.gpus > least:
+        small = min(systems, key=lambda s: s.gpus_per_node)
+        return (largest, 1, 1, 1), (f"TP{largest}, the largest TP one node of each system holds: the planner's "
+                                    f"latency-optimal plan on {where}, {chosen.label()}, does not fit one {small.name}")
+    return chosen.key, why
+
+
+def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
+    """Q1: one system against its own fabric what-ifs, or the systems named against the first, at the
+    planner's latency-optimal plan (`compared_plan`)."""
+    cfg = ask.cfg
+    key, why = compared_plan(ask, systems)
+    tp, label = key[0], Plan(*key).label().replace("DP-attention", "DP")  # as a plan row names it
     if len(systems) == 1:
         cases = fabric_cases(systems[0], ask.catalog, tp)
         if len(cases) < 2:
@@ -65,14 +104,17 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
     else:
         cases = [FabricCase(f"{s.name} ({FabricCase('', s).fabric})", s) for s in systems]
     big_batch = max(64, 4 * ask.batch)
-    rows = _fabric_rows(ask, cases, tp, big_batch)
+    rows = _fabric_rows(ask, cases, key, big_batch)
+    if len(rows) < 2:
+        raise ExplainError(f"explain cannot compare fabrics for {cfg.name} at {label}: fewer than two fabrics hold it")
     ref = rows[0]
     same_gpu = all(r.case.system.gpu is ref.case.system.gpu for r in rows)
-    who = (f"Same GPU ({ref.case.system.gpu.name}), same engine ({ask.engine}), same plan (TP{tp}): only the fabric "
-           "differs." if same_gpu else f"Same engine ({ask.engine}) and plan (TP{tp}) on each system.")
-    text = (f"{who} {cfg.name} at batch {ask.batch}, context {ask.context}: each token runs {ref.call.count} TP "
-            f"all-reduces of {format_bytes(ref.call.msg_bytes)}, each priced as the kernel the engine runs at that "
-            f"size on that fabric; the rest of a token's communication is its other collectives and the ranks' skew.")
+    who = (f"Same GPU ({ref.case.system.gpu.name}), same engine ({ask.engine}), same plan ({label}): only the fabric "
+           "differs." if same_gpu else f"Same engine ({ask.engine}) and plan ({label}) on each system.")
+    text = (f"{who} {label} is {why}. {cfg.name} at batch {ask.batch}, context {ask.context}: each token runs "
+            f"{ref.call.count} TP all-reduces of {format_bytes(ref.call.msg_bytes)}, each priced as the kernel the "
+            f"engine runs at that size on that fabric; the rest of a token's communication is its other collectives "
+            f"and the ranks' skew.")
     table = tuple((r.case.label, r.call.words, format_seconds(r.call.time_s), format_seconds(r.row.comm_s),
                    format_seconds(r.row.itl_s), f"{100 * r.row.comm_share:.0f}%",
                    f"{format_seconds(r.big.time_s)} ({r.big.words})") for r in rows)
@@ -81,7 +123,8 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
     take = _fabric_takeaway(rows, big_batch)
     if not same_gpu:
         take += " " + " ".join(_gpu_vs_fabric(ref, r) for r in rows[1:])
-    figures = {"tp": tp, "batch": ask.batch, "big_batch": big_batch, "same_gpu": same_gpu,
+    figures = {"tp": tp, "plan": dict(zip(("tp", "pp", "ep", "dp"), key)), "why": why, "batch": ask.batch,
+               "big_batch": big_batch, "same_gpu": same_gpu,
                "cases": [{"label": r.case.label, "system": r.case.system.name, "nodes": r.case.nodes,
                           "whatif": r.case.whatif, "fabric": r.case.fabric, "itl_s": r.row.itl_s,
                           "compute_s": r.row.compute_s, "comm_s": r.row.comm_s, "other_s": r.row.other_s,
@@ -153,5 +196,5 @@ def explain(req: Request, systems: Sequence[str | System] | None = None) -> Expl
                        budget_s=req.budgets.budget_s, answers=tuple(answers))
 
 
-__all__ = ["Answer", "ExplainError", "Explanation", "explain", "fabric_vs_fabric",
+__all__ = ["Answer", "ExplainError", "Explanation", "compared_plan", "explain", "fabric_vs_fabric",
            "when_allreduce_limits", "why_the_network_is_slow"]

@@ -25,7 +25,7 @@ from .deploy import DeployResult, deploy
 from .measured import MeasuredEntry, measured_entry
 from .planner import PlanResult, plan
 from .questions import explain
-from .report_grid import GridAnswers, answer_grid, check_budget_steps, decode_request
+from .report_grid import GridAnswers, answer_grid, check_budget_steps, deploy_request
 from .request import Request, request
 
 DEMO_MODEL = "llama-3.1-70b"
@@ -121,7 +121,8 @@ class ReportAnswers:
     plans: tuple[PlanResult, ...]
     """One per system."""
     deployments: tuple[DeployResult | str, ...]
-    """Per system: how to spend all its GPUs (decode at the report's context), or why there is no answer."""
+    """Per system: how to spend all its GPUs as `deploy --gpus N` answers with its defaults (served:
+    report_grid.deploy_request), or why there is no answer."""
     fabric: tuple[FabricCurve, ...]
     marks: tuple[tuple[float, str], ...]
     """(message bytes per rank, what sends it): a decode step's all-reduce per batch, a prefill's."""
@@ -221,7 +222,7 @@ def _settings(req: Request, specs: Sequence[SystemSpec]) -> ReportSettings:
 def _deployment(req: Request, gpus: int) -> DeployResult | str:
     """How to spend every GPU of the request's nodes, or the one-line reason there is no answer."""
     try:
-        return deploy(decode_request(req), gpus=gpus)
+        return deploy(deploy_request(req), gpus=gpus)
     except ShardbudgetError as err:
         return str(err)
 

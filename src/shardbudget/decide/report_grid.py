@@ -1,5 +1,7 @@
 """The interactive report's answers, priced once: every system under every engine the page offers,
-at every budget of its slider, as `plan` and `deploy` answer them.
+at every budget of its slider, as `plan` and `deploy` answer them: the plans decode at the report's
+context (the budget judges their ITL), the deployments are `deploy`'s with its defaults (served
+at input / output of defaults.INPUT_TOKENS / OUTPUT_TOKENS: the budget judges their TPOT).
 
 Per system and engine, the planner's rows are priced once (`plan`); under each budget of the slider
 the verdicts are `verdicts.judge`'s on those same rows (`rejudge`: no re-pricing, only
@@ -19,7 +21,7 @@ from ..errors import ShardbudgetError
 from ..fabric.hardware import Catalog
 from .deploy import MAX_BATCH, Option, budget_options
 from .planner import PlanResult, plan
-from .request import Request, Workload
+from .request import Request
 from .verdicts import Thresholds, Verdict, judge
 
 MAX_BUDGET_STEPS = 400
@@ -79,23 +81,25 @@ def answer_grid(reqs: Sequence[Request], plans: Sequence[PlanResult], gpus: Sequ
     engines, first = engine_dimension(reqs[0].scenario.engine)
     per_system = tuple(tuple(res if e.key == r.scenario.engine else plan(r.with_engine(e.key)) for e in engines)
                        for r, res in zip(reqs, plans))
-    itls = [row.itl_s for per in per_system for res in per for br in res.results for row in br.rows
+    itls = [row.judged_s for per in per_system for res in per for br in res.results for row in br.rows
             if row.fits_memory]
     budgets = tuple(budget_steps(itls, reqs[0].budgets.budget_s, steps))
     verdicts = tuple(tuple(tuple(tuple(rejudge(res, i, b, catalog=r.scenario.catalog) for b in budgets)
                                  for i in range(len(res.results))) for res in per)
                      for r, per in zip(reqs, per_system))
-    deploys = tuple(tuple(deploy_options(decode_request(r).with_engine(e.key), gpus=n, budgets_s=budgets)
+    deploys = tuple(tuple(deploy_options(deploy_request(r).with_engine(e.key), gpus=n, budgets_s=budgets)
                           for e in engines) for r, n in zip(reqs, gpus))
     return GridAnswers(engines=engines, initial_engine=first, budgets=budgets, plans=per_system, verdicts=verdicts,
                        deploys=deploys)
 
 
-def decode_request(req: Request) -> Request:
-    """The report's deployment question: decode at the report's context (as its plan tables), with
-    the ITL budget alone (decode at a fixed context prefills no prompt)."""
-    return replace(req, workload=Workload(context=req.decode_workload.context), jitter=None,
-                   budgets=replace(req.budgets, ttft_budget_s=None))
+def deploy_request(req: Request) -> Request:
+    """The report's deployment question: `deploy --gpus N` with the report's options and deploy's
+    own defaults (issue 34), so that the page and the command agree: the served workload
+    (Request.served_workload: prompts mixed into the decode steps), the budget judging the TPOT, the
+    TTFT budget applying. A user who reads "4xTP2 at a batch cap of 40" in the report and runs deploy
+    with the same model, system and budget gets that answer, not the answer to a decode-only question."""
+    return replace(req, workload=None, jitter=None)
 
 
 def deploy_options(req: Request, *, gpus: int, budgets_s: Sequence[float | None]) -> DeployOptions | None:
@@ -120,17 +124,17 @@ def where_text(result: PlanResult) -> str:
 def rejudge(result: PlanResult, batch_index: int, budget_s: float | None, *, catalog: Catalog) -> Verdict:
     """The planner's verdict on `result`'s rows at one batch, under `budget_s` instead of its own.
 
-    Only `meets_budget` depends on the ITL budget (fits, ITL <= budget, TTFT <= the TTFT budget, as
-    the planner defines it); every verdict is then `verdicts.judge`'s on the same rows."""
+    Only `meets_budget` depends on the budget (fits, the judged time <= budget, TTFT <= the TTFT
+    budget, as the planner defines it); every verdict is then `verdicts.judge`'s on the same rows."""
     br = result.results[batch_index]
     ttft_budget = result.ttft_budget_s
     rows = [replace(r, verdict="", comm_bound=False,
-                    meets_budget=r.fits_memory and (budget_s is None or r.itl_s <= budget_s)
+                    meets_budget=r.fits_memory and (budget_s is None or r.judged_s <= budget_s)
                     and (ttft_budget is None or r.ttft_s <= ttft_budget)) for r in br.rows]
     a = result.assumptions
     gpu = catalog.system(result.system).gpu
     limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a.comm_threshold,
-                        knee_threshold=a.knee_threshold)
+                        knee_threshold=a.knee_threshold, token=a.judged)
     return judge(br.batch, rows, where=where_text(result), gpu_memory_bytes=gpu.memory_bytes,
                  usable_bytes=gpu.memory_bytes * a.memory_utilization, limits=limits)
 
@@ -162,4 +166,4 @@ def check_budget_steps(count) -> int:
 
 
 __all__ = ["DeployOptions", "EngineChoice", "GridAnswers", "MAX_BUDGET_STEPS", "answer_grid", "budget_steps",
-           "check_budget_steps", "decode_request", "deploy_options", "engine_dimension", "rejudge", "where_text"]
+           "check_budget_steps", "deploy_request", "deploy_options", "engine_dimension", "rejudge", "where_text"]

@@ -33,10 +33,12 @@ class Budgets:
     """What a plan must meet and the thresholds of the verdicts, validated once for every caller."""
 
     budget_s: float | None = defaults.BUDGET_S
-    """Inter-token latency budget, seconds (None: no budget)."""
+    """Budget per output token, seconds (None: no budget): on the TPOT or the ITL, as the question's
+    workload says (Workload.judged)."""
     ttft_budget_s: float | None = None
     comm_threshold: float = defaults.COMM_THRESHOLD
-    """Communication share of the ITL above which a plan is flagged comm-bound (a warning)."""
+    """Communication share of the judged time (TPOT or ITL) above which a plan is flagged comm-bound
+    (a warning)."""
     knee_threshold: float = defaults.KNEE_THRESHOLD
     """Gain below which the next TP is not worth it (the latency-optimal TP)."""
 
@@ -71,6 +73,25 @@ class Workload:
     def served(self) -> tuple[int, int] | None:
         """(input_len, output_len) of a served workload; None for a decode-only one."""
         return None if self.context else (self.input_len, self.output_len)
+
+    @property
+    def judged(self) -> str:
+        """What a budget judges under this workload, in every view's words (issue 34): the TPOT, time
+        per output token with the other requests' prompts mixed in, where prompts are served (or a
+        speculative step yields several tokens); else the ITL, one decode step (equal to the TPOT
+        there: nothing else rides in the step)."""
+        return "TPOT" if self.served or self.speculation is not None else "ITL"
+
+    @property
+    def judged_words(self) -> str:
+        """The header's sentence: which time the budget judges, and what it is."""
+        if self.served:
+            return ("the budget judges the TPOT: time per output token, the decode step with the other requests' "
+                    "prompts mixed in (chunked prefill); comm % counts the prompts' collectives")
+        if self.speculation is not None:
+            return ("the budget judges the TPOT: time per output token, a verify step and its drafts over the "
+                    "tokens it yields; no prompt mixed in")
+        return "the budget judges the ITL: one decode step, no prompt mixed in"
 
     @property
     def mean_context(self) -> float:

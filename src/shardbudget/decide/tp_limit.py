@@ -1,5 +1,6 @@
 """`explain`'s second and third questions: what stops tensor parallelism from paying, and what a TP
-group loses when it leaves the node.
+group loses when it leaves the node (the planner's latency-optimal TP group, against the model's TP
+group past the node or, where none crosses, as on an NVL72 rack, the same group split over two).
 
 A decode step's time is split three ways, per TP degree, from the planner's own row:
 
@@ -24,9 +25,11 @@ from ..comm.nccl_algos import net_hop_s
 from ..fabric.hardware import Fabric, System
 from ..model import Plan
 from ..units import format_bytes, format_seconds
+from ..step.records import AllReduceCall
 from ..step.scenario import check_nodes
 from .ask import Answer, Ask, Table, largest_tp, ratio
 from .verdicts import Row
+from .whatif import two_nodes
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 """The batch sizes of the second answer's table."""
@@ -175,16 +178,32 @@ def when_allreduce_limits(ask: Ask, system: System, *, nodes: int = 1) -> Answer
                    _batch_table(table)))
 
 
+def _optimal_words(table: Sequence[dict]) -> str:
+    """The latency-optimal plan over the batches, one run of batches per plan (issue 34: not "goes
+    from TP8 to TP8", nor from TP8 back to TP8 with TP4 between unsaid)."""
+    runs: list[list] = []  # [plan, first batch, last batch]
+    for t in table:
+        best = t["best_plan"] or "none"
+        if runs and runs[-1][0] == best:
+            runs[-1][2] = t["batch"]
+        else:
+            runs.append([best, t["batch"], t["batch"]])
+    if len(runs) == 1:
+        return f"the latency-optimal plan is {runs[0][0]} at every batch from {runs[0][1]} to {runs[0][2]}"
+    spans = [f"{p} at batch {lo}" if lo == hi else f"{p} at batches {lo} to {hi}" for p, lo, hi in runs]
+    return "the latency-optimal plan is " + ", ".join(spans[:-1]) + f" and {spans[-1]}"
+
+
 def _limits_takeaway(where: str, table: Sequence[dict], crossing, threshold: float) -> str:
     first, last = table[0], table[-1]
 
     def at(t: dict) -> str:
         return f"after TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{t['largest_tp']}"
 
+    optimal = _optimal_words(table)
     text = (f"All-reduce limits sharding where communication plus the fixed per-kernel costs grow by more than the "
             f"work TP saves: on {where} the gain is eaten {at(first)} at batch {first['batch']} and {at(last)} at "
-            f"batch {last['batch']}; the latency-optimal plan goes from {first['best_plan'] or 'none'} to "
-            f"{last['best_plan'] or 'none'}.")
+            f"batch {last['batch']}; {optimal}.")
     if crossing is not None:
         text += (f" Communication passes {100 * threshold:.0f}% of the token from TP{crossing.tp} "
                  f"(the comm-bound warning).")
@@ -198,74 +217,148 @@ def _estimate(fabric: Fabric) -> str:
     return "an estimate (NCCL's tuning table)" if not src or "estimate" in src.lower() else f"from {src}"
 
 
-def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answer:
-    """Q3: TP inside one node against TP over `nodes` nodes: the calls each runs, priced."""
-    check_nodes(system, nodes)
+@dataclass(frozen=True)
+class Crossing:
+    """Q3's two TP groups: `inside` one node (the planner's latency-optimal TP where it stays inside;
+    where that is TP1, which sends none, the fastest pure-TP plan that does),
+    `across` over nodes: the model's own TP group past the node where the planner sweeps one, else
+    the same TP group split over two nodes (a what-if of whatif.two_nodes: an NVL72 rack holds every
+    TP its heads allow, so only a split group crosses racks)."""
+
+    tp_in: int
+    one: Row | None
+    tp_out: int
+    two: Row | None
+    across_system: System
+    """The system the crossing group is priced on (the request's, or the split what-if)."""
+    across_nodes: int
+    whatif: bool
+
+
+def _crossing(ask: Ask, system: System, nodes: int, best: Row | None) -> Crossing:
     cfg, g = ask.cfg, system.gpus_per_node
-    tp_in, tp_out = largest_tp(cfg, g), largest_tp(cfg, nodes * g)
-    res = ask.plan(system, nodes)
-    v = res.results[0].judgement
-    rows = {r.key: r for r in res.results[0].rows}
-    one, two = rows.get((tp_in, 1, 1, 1)), rows.get((tp_out, 1, 1, 1)) if tp_out > g else None
+    rows = {r.key: r for r in ask.plan(system, nodes).results[0].rows}
+    if best is not None and 1 < best.tp <= g:
+        tp_in = best.tp
+    elif best is not None and best.tp == 1:  # it sends no TP all-reduce: the fastest pure-TP plan that does
+        sending = [r for r in rows.values() if r.fits_memory and r.key == (r.tp, 1, 1, 1) and 1 < r.tp <= g]
+        tp_in = min(sending, key=lambda r: (r.judged_s, r.tp)).tp if sending else largest_tp(cfg, g)
+    else:  # no plan fits, or the latency-optimal one crosses nodes: the largest group one node holds
+        tp_in = largest_tp(cfg, g)
+    one = rows.get((tp_in, 1, 1, 1)) if tp_in > 1 else None
+    tp_out = largest_tp(cfg, nodes * g)
+    if tp_out > g and rows.get((tp_out, 1, 1, 1)) is not None:
+        return Crossing(tp_in, one, tp_out, rows[(tp_out, 1, 1, 1)], system, tp_out // g, False)
+    split = two_nodes(system, tp_in)
+    two = ask.row(split, (tp_in, 1, 1, 1), nodes=2) if split is not None and one is not None else None
+    return Crossing(tp_in, one, tp_in, two, split or system, 2, True)
+
+
+def _unit(system: System) -> str:
+    """What a node of the system is called: an NVL72 rack (--nodes counts racks) or a node."""
+    return "rack" if system.intra_fabric.kind == "nvl72" else "node"
+
+
+def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answer:
+    """Q3: the planner's latency-optimal TP group inside one node against a TP group over nodes
+    (`Crossing`): the calls each runs, priced, and what the numbers say about the network."""
+    check_nodes(system, nodes)
+    g = system.gpus_per_node
+    v = ask.plan(system, nodes).results[0].judgement
+    best = v.best if v else None
     nic = system.nic_fabric
     name = NETWORK_NAMES.get(nic.kind, nic.kind)
-    nvlink = system.intra_fabric.kind in NVLINK_KINDS
-    domain = "NVLink domain" if nvlink else "node"
-    text, figures = _network_facts(ask, system, tp_in, tp_out, one, two)
-    best = v.best if v else None
-    crosses = best is not None and best.gpus > g and best.tp > g
+    domain = "NVLink domain" if system.intra_fabric.kind in NVLINK_KINDS else "node"
+    unit = _unit(system)
+    cross = _crossing(ask, system, nodes, best)
+    text, figures = _network_facts(ask, system, cross)
     if best is None:
-        take = f"On {nodes} nodes no plan fits in memory."
-    elif crosses:
-        take = (f"On {nodes} nodes the planner's latency-optimal plan is {best.label()}: crossing nodes with TP still "
-                f"pays here, but {100 * best.comm_share:.0f}% of its token is communication.")
+        take = f"On {nodes} {unit}s no plan fits in memory."
+    elif best.gpus > g and best.tp > g:
+        take = (f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}: crossing {unit}s with TP "
+                f"still pays here, but {100 * best.comm_share:.0f}% of its token is communication.")
     else:
-        take = (f"On {nodes} nodes the planner's latency-optimal plan is {best.label()}: keep TP inside the {domain} "
-                f"({g} GPUs) and cross nodes with PP or data parallelism; {name}'s bandwidth is enough for decode, "
-                f"its per-message latency and the kernels a group loses off the node are not.")
+        group = (f", its TP group inside one {domain} ({g} GPUs)." if best.tp > 1 else
+                 f", which sends no TP all-reduce; the fastest plan that does, TP{cross.tp_in}, keeps its group inside "
+                 f"one {domain} ({g} GPUs).")
+        take = (f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}{group}"
+                + _across_words(cross, name, unit, figures.get("lost", [])))
     figures["best_plan_two_nodes"] = v.best_plan if v else None
     return Answer(f"Why is {name} slow for decode parallelism?", text, figures, take)
 
 
-def _network_facts(ask: Ask, system: System, tp_in: int, tp_out: int, one: Row | None,
-                   two: Row | None) -> tuple[str, dict]:
+def _across_words(c: Crossing, network: str, unit: str, lost: list[str]) -> str:
+    """What the numbers say of the crossing group: its call against the inside one, and which term
+    of it, latency or bandwidth, sets it (issue 34: only what the numbers show)."""
+    if c.one is None or c.two is None or c.one.allreduce is None or c.two.allreduce is None:
+        return ""
+    inside, across = c.one.allreduce, c.two.allreduce
+    group = f"the same TP{c.tp_in} group split over 2 {unit}s" if c.whatif else f"TP{c.tp_out} over {c.across_nodes} {unit}s"
+    latency = across.latency_s / across.time_s if across.time_s else 0.0  # the line's latency term's share
+    sets = ("its per-message latency, not its bandwidth, sets the call" if latency >= 0.5 else
+            "its bandwidth, more than its per-message latency, sets the call")
+    text = (f" Over {network}, {group} runs its all-reduce at {format_seconds(across.time_s)} per call against "
+            f"{format_seconds(inside.time_s)} inside ({ratio(across.time_s, inside.time_s):.1f}x), "
+            f"{100 * latency:.0f}% of it the latency term: {sets}")
+    text += f"; and it loses {' and '.join(lost)}." if lost else "."
+    return text + (f" Its token takes {format_seconds(c.two.itl_s)} against {format_seconds(c.one.itl_s)} "
+                   f"({ratio(c.two.itl_s, c.one.itl_s):.2f}x).")
+
+
+def _lost(inside: AllReduceCall, across: AllReduceCall, system: System, tp_in: int) -> list[str]:
+    """What the group runs inside the node that it does not run across: the engine's own kernel
+    (one host only), and NVLS where the inside call ran it and the crossing one does not keep it in
+    each node (NCCL's NVLSTree, 'hierarchical' here, does). Nothing the inside call did not run."""
+    lost = []
+    if inside.kind != "nccl" and across.kind == "nccl":
+        lost.append(f"{inside.words} ({format_seconds(inside.time_s)} per call)")
+    if inside.algorithm == "nvls" and across.algorithm != "hierarchical" and intra_path(system, tp_in).nvls:
+        lost.append(f"NVLS, the switch's in-network reduction ({format_seconds(inside.time_s)} per call)")
+    return lost
+
+
+def _network_facts(ask: Ask, system: System, c: Crossing) -> tuple[str, dict]:
     """The calls inside and across nodes, what the group loses, the network step, the rows."""
-    g, nic = system.gpus_per_node, system.nic_fabric
-    inside = one.allreduce if one is not None and tp_in > 1 else None  # the calls the rows were priced with
+    g, nic, unit = system.gpus_per_node, system.nic_fabric, _unit(system)
+    one, two = c.one, c.two
+    inside = one.allreduce if one is not None and c.tp_in > 1 else None  # the calls the rows were priced with
     across = two.allreduce if two is not None else None
-    figures = {"tp_one_node": tp_in, "tp_across": tp_out if two is not None else None,
+    figures = {"tp_one_node": c.tp_in, "tp_across": c.tp_out if two is not None else None,
+               "across_whatif": c.whatif if two is not None else None,
                "one_node_call": inside.to_dict() if inside else None,
                "across_call": across.to_dict() if across else None,
                "one_node_itl_s": one.itl_s if one else None, "two_node_itl_s": two.itl_s if two else None,
                "one_node_comm_share": one.comm_share if one else None,
                "two_node_comm_share": two.comm_share if two else None}
     if inside is None or across is None or one is None:
-        return (f"{ask.cfg.name} has no TP group that crosses nodes of {system.name} (TP{tp_out} at most).", figures)
-    path = intra_path(system, tp_in)
-    lost = []
-    if inside.kind != "nccl":
-        lost.append(f"{inside.words} ({format_seconds(inside.time_s)} per call)")
-    if path.nvls:
-        lost.append("NVLS, the switch's in-network reduction")
-    group = make_group(system, nodes=tp_out // g, gpus=tp_out, catalog=ask.catalog)
+        return (f"{ask.cfg.name} has no TP group of 2 or more GPUs to take across {unit}s of {system.name}.", figures)
+    lost = _lost(inside, across, system, c.tp_in)
+    per_node = c.tp_out // c.across_nodes
+    group = make_group(c.across_system, nodes=c.across_nodes, gpus=c.tp_out, catalog=ask.catalog)
     algo = across.algorithm if across.algorithm in ("ring", "tree") else "ring"
     hop = net_hop_s(group, across.protocol, algo, True)
-    figures.update(network_hop_s=hop, network_hop_algorithm=algo, network_hop_protocol=across.protocol,
-                   lost=lost)
-    text = (f"Inside one node TP{tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
-            f"{format_seconds(inside.time_s)} per call. Over {tp_out // g} nodes TP{tp_out}'s runs as {across.words} "
-            f"over {system.nics_per_node}x {nic.name}: {format_seconds(across.time_s)} per call "
+    figures.update(network_hop_s=hop, network_hop_algorithm=algo, network_hop_protocol=across.protocol, lost=lost)
+    nics = c.across_system.nics_per_node
+    if c.whatif:
+        where = (f"Split over 2 {unit}s, {per_node} GPUs in each (a what-if: no TP group of {ask.cfg.name} crosses "
+                 f"{unit}s of {system.name}, whose {g} GPUs hold TP{largest_tp(ask.cfg, g)}, the most its heads "
+                 f"allow), the same group's all-reduce runs as {across.words} over {nics}x {nic.name} per {unit}")
+    else:
+        where = (f"Over {c.across_nodes} {unit}s TP{c.tp_out}'s all-reduce runs as {across.words} over {nics}x "
+                 f"{nic.name} per {unit}")
+    text = (f"Inside one {unit} TP{c.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
+            f"{format_seconds(inside.time_s)} per call. {where}: {format_seconds(across.time_s)} per call "
             f"({ratio(across.time_s, inside.time_s):.1f}x). ")
-    text += (f"Leaving the node the group loses {' and '.join(lost)}, not only a few microseconds of wire: "
-             if lost else "")
-    text += (f"{'each' if lost else 'Each'} network step of NCCL's {algo} ({across.protocol.upper() if across.protocol != 'simple' else 'Simple'}) "
-             f"costs {format_seconds(hop)}, {_estimate(nic)}. With {across.count} such calls per token, communication "
-             f"goes from {100 * one.comm_share:.0f}% of TP{tp_in}'s {format_seconds(one.itl_s)} to "
-             f"{100 * two.comm_share:.0f}% of TP{tp_out}'s {format_seconds(two.itl_s)} "
+    text += f"Leaving the {unit} the group loses {' and '.join(lost)}; " if lost else ""
+    proto = across.protocol.upper() if across.protocol != "simple" else "Simple"
+    text += (f"{'each' if lost else 'Each'} network step of NCCL's {algo} ({proto}) costs {format_seconds(hop)}, "
+             f"{_estimate(nic)}. With {across.count} such calls per token, communication goes from "
+             f"{100 * one.comm_share:.0f}% of TP{c.tp_in}'s {format_seconds(one.itl_s)} to {100 * two.comm_share:.0f}% "
+             f"of {'the split ' if c.whatif else ''}TP{c.tp_out}'s {format_seconds(two.itl_s)} "
              f"({ratio(two.comm_s, one.comm_s):.1f}x the communication, {format_seconds(one.comm_s)} to "
              f"{format_seconds(two.comm_s)}).")
     return text, figures
 
 
-__all__ = ["BATCHES", "TpParts", "gain_eaten_after", "tp_parts", "when_allreduce_limits", "why_the_network_is_slow",
+__all__ = ["BATCHES", "Crossing", "TpParts", "gain_eaten_after", "tp_parts", "when_allreduce_limits", "why_the_network_is_slow",
            "work_s"]

@@ -95,7 +95,8 @@ def two_nodes(system: System, tp: int) -> System | None:
                                    nics_per_switch=0 if math.gcd(tree.gpus_per_switch, per_socket) < 2
                                    else tree.nics_per_switch)
     nics = max(1, system.nics_per_node * half // system.gpus_per_node)
-    return dataclasses.replace(system, name=f"{system.name} as 2 nodes x {half} GPUs",
+    unit = "racks" if system.intra_fabric.kind == "nvl72" else "nodes"  # an NVL72's node is its rack
+    return dataclasses.replace(system, name=f"{system.name} as 2 {unit} x {half} GPUs",
                                description=f"what-if: {system.name} with {half} GPUs per node", gpus_per_node=half,
                                gpus_per_socket=per_socket, domain_gpus=half, nics_per_node=nics, pcie=tree,
                                gpus_per_host=math.gcd(system.host_gpus, half))
@@ -118,7 +119,8 @@ def fabric_cases(system: System, catalog: Catalog, tp: int) -> list[FabricCase]:
             cases.append(FabricCase(f"{s.name} (what-if)", s, whatif=True))
     split = two_nodes(system, tp)
     if split is not None:
-        cases.append(FabricCase(f"{system.name}, TP{tp} over 2 nodes x {tp // 2} GPUs, "
+        unit = "racks" if system.intra_fabric.kind == "nvl72" else "nodes"  # an NVL72's node is its rack
+        cases.append(FabricCase(f"{system.name}, TP{tp} over 2 {unit} x {tp // 2} GPUs, "
                                 f"{split.nics_per_node}x {system.nic_fabric.name} each (what-if)",
                                 split, nodes=2, whatif=True))
     return cases

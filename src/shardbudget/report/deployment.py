@@ -1,9 +1,11 @@
 """The report's deployment section: how to spend each system's GPUs (deploy.py), its options, the
 Pareto front of tokens/s per user against tokens/s per GPU, and the launch lines of the choice.
 
-The report prices decode at its own context (as its plan tables do), so the deployment is the
-decode-only question: every GPU of the system's nodes, split into identical replicas (priced in
-decide.report_answers; this module only shows it).
+The deployment is `deploy --gpus N`'s answer with the report's options and deploy's defaults: every
+GPU of the system's nodes, split into identical replicas, served at deploy's default workload
+(prompts mixed into the decode steps), the budget judging the TPOT (priced in
+decide.report_answers; this module only shows it). The plan tables above decode at the report's
+context: the same budget judges their ITL.
 """
 
 from __future__ import annotations
@@ -16,9 +18,21 @@ from .tables import deploy_cells
 
 
 def _options_table(r: DeployResult) -> str:
-    rows = [[c for k, c in enumerate(deploy_cells(o)) if k != 3] for o in r.options[:SHOWN_OPTIONS]]  # no TTFT
-    return table(["option", "max batch", "ITL ms", "tok/s", "tok/s/GPU", "tok/s/user", "GB/GPU", "comm %", "binding",
-                  "meets"], rows, left=1)
+    tpot = r.judged == "TPOT"
+    rows = [deploy_cells(o, tpot=tpot) for o in r.options[:SHOWN_OPTIONS]]
+    return table(["option", "batch cap", "ITL ms", *(["TPOT ms"] if tpot else []), "TTFT ms", "tok/s", "tok/s/GPU",
+                  "tok/s/user", "GB/GPU", "comm %", "binding", "meets"], rows, left=1)
+
+
+def _workload_words(data) -> str:
+    """What the deployments answer, from the first one's record."""
+    r = next((d for d in data.deployments if not isinstance(d, str)), None)
+    if r is None:
+        return ""
+    w = r.workload
+    served = (f"served at input {w.input_len} / output {w.output_len} tokens (deploy's defaults: the other "
+              f"requests' prompts mixed into the decode steps)" if w.served else f"decode at context {w.context}")
+    return f" As <code>shardbudget deploy --gpus N</code> answers it: {esc(served)}; {esc(r.judged_words)}."
 
 
 def section_deploy(data) -> str:
@@ -26,8 +40,9 @@ def section_deploy(data) -> str:
     if not getattr(data, "deployments", None):
         return ""
     out = ['<h2 id="deploy">How to spend the GPUs</h2>',
-           '<p class="note">Every split of each system\'s GPUs into identical replicas, each at the largest batch '
-           'within the budget and memory (decode at the report\'s context); best tokens/s per GPU first.</p>']
+           '<p class="note">Every split of each system\'s GPUs into identical replicas, each at its batch cap (the '
+           'largest batch within the budgets and memory); best tokens/s per GPU first.'
+           + _workload_words(data) + '</p>']
     for k, (spec, r) in enumerate(zip(data.specs, data.deployments)):
         out.append(f"<h3>{esc(spec.label)}</h3>")
         if isinstance(r, str):

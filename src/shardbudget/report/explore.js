@@ -90,7 +90,7 @@
 
   // deploy --batch's options for the selected system, engine and batch, ranked under the selected
   // budget, each with deploy's own largest batch within that budget.
-  var DEPLOY_CLASS = ["ok", "warn", "warn", "bad"];  // per grid.deploy_labels: meets, ITL, TTFT, memory
+  var DEPLOY_CLASS = ["ok", "warn", "warn", "bad"];  // per grid.deploy_labels: meets, TPOT, TTFT, memory
 
   function fillDeploy(sel) {
     var body = byId("sb-deploy").tBodies[0], rows = [], picked = false;
@@ -100,7 +100,7 @@
       (sel.budget.s === null ? "no budget" : "budget " + sel.budget.label);
     step.order.forEach(function (j, n) {
       var d = grid.deploy_rows[cell.rows[sel.b][j]], tr = node("tr"), lab = step.labels[n];
-      [d.plan, String(d.gpus), String(d.in_flight), d.itl, d.tokens, d.mem, cell.largest[sel.k][j]]
+      [d.plan, String(d.gpus), String(d.in_flight), d.itl, d.tpot, d.tokens, d.mem, cell.largest[sel.k][j]]
         .forEach(function (v, k) { tr.appendChild(node("td", v, k === 0 ? "l" : "")); });
       tr.appendChild(node("td", grid.deploy_labels[lab], "l " + DEPLOY_CLASS[lab]));
       if (lab === 0 && !picked) { tr.className = "pick"; picked = true; }

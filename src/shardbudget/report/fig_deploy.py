@@ -31,7 +31,7 @@ pipeline stages give the same tokens/s per GPU to 0.6%)."""
 
 def pareto_figure(result: DeployResult) -> Figure:
     """Each option's curve as its batch grows (up to what fits in memory), the front no point beats
-    on both axes, the ITL budget as a vertical line, the choice as a star."""
+    on both axes, the budget (on the TPOT, or the ITL decode only) as a vertical line, the choice as a star."""
     if not result.curves:
         raise FigureError("the deployment figure needs at least one option")
     shown = [o.label() for o in result.options[:MAX_CURVES]]
@@ -47,14 +47,14 @@ def pareto_figure(result: DeployResult) -> Figure:
         ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
                 lw=1.2, label="Pareto front")
         if result.budget_s:
-            ax.axvline(1 / result.budget_s, color="black", ls=":", lw=1.2, label="ITL budget")
+            ax.axvline(1 / result.budget_s, color="black", ls=":", lw=1.2, label=f"{result.judged} budget")
         if result.best is not None:
             b = result.best
             ax.plot([b.tokens_per_s_per_user], [b.tokens_per_s_per_gpu], "*", ms=16, color="black",
-                    label=f"choice: {b.label()}, batch {b.max_batch}")
+                    label=f"choice: {b.label()}, batch cap {b.max_batch}")
         ax.set_xscale("log")
         log_axis(ax.xaxis, lambda v: f"{v:g}")  # 20, 30, 40, 60, 100: not 2×10¹
-        ax.set_xlabel("tokens/s per user (1 / ITL)")
+        ax.set_xlabel(f"tokens/s per user (1 / {result.judged})")
         ax.set_ylabel("tokens/s per GPU")
         ax.legend(fontsize=8, ncols=2)
         finding_title(fig, _title(result))

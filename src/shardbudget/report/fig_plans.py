@@ -84,9 +84,11 @@ def _token_legend(results: Sequence[PlanResult]) -> list:
         handles.append(legend_patch(PART_COLORS["other"], "other (step overhead, host launches)", edge="#AAAAAA"))
     handles += [legend_patch("white", "does not fit in memory", hatch="///", edge="#777777"),
                 legend_patch(TOO_FAR_COLOR, "sharded too far", alpha=0.12)]
-    budget = results[0].budget_s
-    if budget:
-        handles.append(legend_line(f"ITL budget ({fmt_seconds(budget)})", color="black", ls="--", lw=1.3))
+    budget, judged = results[0].budget_s, results[0].assumptions.judged
+    if budget:  # served (plan --input-len/--output-len): the budget judges the TPOT, not these ITL bars
+        words = f"ITL budget ({fmt_seconds(budget)})" if judged == "ITL" else \
+            f"TPOT budget ({fmt_seconds(budget)}; it judges the served TPOT, not these ITL bars)"
+        handles.append(legend_line(words, color="black", ls="--", lw=1.3))
     return handles
 
 

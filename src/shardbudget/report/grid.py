@@ -14,13 +14,13 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
      "systems": ["hgx-h100", ...], "engines": [{"key": "nccl", "label": "..."}, ...],
      "batches": [1, 64], "budgets": [{"s": 0.05, "label": "50 ms"}, ..., {"s": null, "label": "no budget"}],
      "initial": {"system": 0, "engine": 0, "batch": 0, "budget": 7},
-     "labels": ["does not fit", "latency-optimal", "sharded too far", "over budget", "ok"],
+     "labels": ["does not fit", "latency-optimal", "over budget", "sharded too far", "ok"],
      "parts": [{"key": "compute_s", "label": "compute", "color": "#9AA8BA"}, ...],
      "strings": ["Batch 1: llama-3.1-70b on hgx-h100 fits on ...", ...],
      "cells": [[[cell, ...per batch], ...per engine], ...per system],
      "deploy": [[deploy cell, ...per engine], ...per system],
      "deploy_rows": [entry, ...],                 # `deployment_entry`, each distinct one once
-     "deploy_labels": ["meets the budget", "over the ITL budget", ...],
+     "deploy_labels": ["meets the budget", "over the TPOT budget", ...],
      "deploy_note": "..."}
 
     cell = {"rows": [{"plan": "TP8", "tp": 8, "pp": 1, "ep": 1, "dp": 1, "gpus": 8, "itl_s": ...,
@@ -35,7 +35,8 @@ The format (``GRID_FORMAT``), as JSON with sorted keys::
                    "largest": [["12" | "–" per split], ...per budget],     # `deploy`'s own max batch
                    "steps": [[{"order": [split, ...best first], "labels": [deploy_labels index, ...]},
                               ...per budget], ...per batch]}
-    entry = {"plan": "1 × TP8", "gpus": 8, "in_flight": 64, "itl_s": ..., "itl": "17.1 ms",
+    entry = {"plan": "1 × TP8", "gpus": 8, "in_flight": 64, "itl_s": ..., "itl": "17.1 ms", "tpot_s": ...,
+             "tpot": "24.3 ms",
              "tokens_per_s_per_gpu": ..., "tokens": "468", "mem_bytes_per_gpu": ..., "mem": "31.2 GB"}
 
 Every control drives the deployment table too: the batch selects each option at that decode batch
@@ -62,7 +63,7 @@ from .style import PART_COLORS
 GRID_FORMAT = "shardbudget.report-grid/1"
 MAX_GRID_BYTES = 4_000_000
 """The most a report embeds (4 MB, decimal): beyond it a browser parses the page for seconds."""
-DEPLOY_KEYS = ("replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tokens_per_s_per_gpu")
+DEPLOY_KEYS = ("replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tpot_s", "tokens_per_s_per_gpu")
 PARTS = (("compute_s", "compute", PART_COLORS["compute"]), ("comm_s", "communication", PART_COLORS["latency"]),
          ("host_s", "host and per-step overhead", PART_COLORS["other"]))
 
@@ -76,8 +77,8 @@ class GridTooLargeError(FigureError):
 SHOWN_OPTIONS = 8
 """Options the table shows per selection: the best ones, as deploy ranks them."""
 DEFAULT_DEPLOY_NOTE = "No deployment options: the report was built without them."
-DEPLOY_LABELS = ("meets the budget", "over the ITL budget", "over the TTFT budget", "does not fit in memory")
-_BINDING_LABEL = {"batch": 0, "itl": 1, "ttft": 2, "memory": 3}  # deploy's binding at a given batch
+DEPLOY_LABELS = ("meets the budget", "over the TPOT budget", "over the TTFT budget", "does not fit in memory")
+_BINDING_LABEL = {"batch": 0, "tpot": 1, "ttft": 2, "memory": 3}  # deploy's binding at a given batch (served)
 
 
 def _option_dicts(options: DeployOptions | None, budgets: Sequence, batches: Sequence) -> dict:
@@ -111,6 +112,7 @@ def deployment_entry(opt: dict, batch: int) -> dict:
     runs, mem = int(opt["max_batch"]) > 0, opt["mem_bytes_per_gpu"]
     return {"plan": f"{int(opt['replicas'])} × {label}", "gpus": int(opt["replicas"]) * tp * pp, "in_flight": pp * batch,
             "itl_s": _num(opt["itl_s"]), "itl": fmt_seconds(opt["itl_s"]),
+            "tpot_s": _num(opt["tpot_s"]), "tpot": fmt_seconds(opt["tpot_s"]),
             "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
             "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if runs else "–",
             "mem_bytes_per_gpu": _num(mem), "mem": f"{mem / 1e9:.1f} GB"}
@@ -168,12 +170,12 @@ def lead_sentence(v: Verdict, budget_s: float | None) -> str:
         p = v.pick
         run = (f"Within the {fmt_seconds(budget_s)} budget, run {p.label()}" if budget_s is not None else
                f"With no budget, run the latency-optimal {p.label()}")
-        return (f"{run}: {fmt_seconds(p.itl_s)} per token on {p.gpus} GPU{'s' if p.gpus > 1 else ''}, "
+        return (f"{run}: {fmt_seconds(p.judged_s)} per token on {p.gpus} GPU{'s' if p.gpus > 1 else ''}, "
                 f"{fmt_pct(p.comm_share)} of it communication.")
     c = v.closest
     budget = f"the {fmt_seconds(budget_s)} budget" if budget_s is not None else "the TTFT budget"
     return (f"No plan meets {budget}: the closest is {c.label()} at "
-            f"{fmt_seconds(c.itl_s)} per token.")
+            f"{fmt_seconds(c.judged_s)} per token.")
 
 
 def _row_entry(r: Row) -> dict:
@@ -192,7 +194,7 @@ def _cell(rows: Sequence[Row], verdicts: Sequence[Verdict], budgets: Sequence[fl
         steps.append({"lead": strings(lead_sentence(v, budget_s)), "sentences": [strings(s) for s in v.sentences],
                       "labels": [LABELS.index(r.verdict) for r in v.rows],
                       "pick": index[v.pick.key] if v.pick else None, "best": index[v.best.key] if v.best else None})
-    order = sorted(range(len(rows)), key=lambda k: (rows[k].gpus, rows[k].itl_s, rows[k].key))
+    order = sorted(range(len(rows)), key=lambda k: (rows[k].gpus, rows[k].judged_s, rows[k].key))
     return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps}
 
 

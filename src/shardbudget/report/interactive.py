@@ -54,7 +54,7 @@ def _select(ctl_id: str, what: str, names: list[str], selected: int) -> str:
 def _controls(grid: dict) -> str:
     init, budgets = grid["initial"], grid["budgets"]
     first = budgets[init["budget"]]["label"]
-    slider = (f'<label for="sb-budget">ITL budget<input type="range" id="sb-budget" min="0" '
+    slider = (f'<label for="sb-budget">budget<input type="range" id="sb-budget" min="0" '
               f'max="{len(budgets) - 1}" step="1" value="{init["budget"]}" aria-valuetext="{esc(first)}"></label>'
               f'<output id="sb-budget-value" for="sb-budget">{esc(first)}</output>')
     return ('<div class="controls">' + slider
@@ -76,8 +76,8 @@ def section_explore(data: ReportData) -> str:
     if data.grid is None or data.grid_json is None:
         return ""
     grid = data.grid
-    headers = ["deployment", "GPUs", "in flight per replica", "ITL", "tokens/s per GPU", "memory per GPU",
-               "largest batch in budget", "budget"]
+    headers = ["deployment", "GPUs", "in flight per replica", "ITL", "TPOT", "tokens/s per GPU", "memory per GPU",
+               "batch cap in budget", "budget"]
     head = "".join(f'<th class="l">{esc(h)}</th>' if h in ("deployment", "budget") else f"<th>{esc(h)}</th>"
                    for h in headers)
     return "\n".join([

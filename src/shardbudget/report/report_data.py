@@ -45,11 +45,15 @@ class ReportData:
     """The fabric table's message sizes (each curve's `table` is priced at them)."""
 
 
-GRID_DEPLOY_NOTE = ("Every way to split the system's GPUs into identical replicas (shardbudget deploy --batch B: every "
-                    "GPU of its nodes, decode at the report's context), each at the selected batch (a PP replica keeps "
-                    "PP micro-batches of it in flight), best tokens/s per GPU first among those that meet the budget; "
-                    "the last but one column is deploy's own answer, the largest batch within the budget. No TTFT: "
-                    "decode at a fixed context prefills no prompt.")
+def grid_deploy_note(req: Request) -> str:
+    """What the interactive deployment table answers: deploy --batch B with deploy's defaults."""
+    w = req.served_workload
+    return ("Every way to split the system's GPUs into identical replicas (shardbudget deploy --batch B: every GPU of "
+            f"its nodes, served at input {w.input_len} / output {w.output_len} tokens, deploy's defaults), each at "
+            "the selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s per GPU first "
+            f"among those that meet the budget; {w.judged_words}. The plans above decode at the report's context: the "
+            "same budget judges their ITL. The last but one column is deploy's own answer, the batch cap within the "
+            "budget.")
 
 
 def view(ans: ReportAnswers) -> ReportData:
@@ -57,7 +61,7 @@ def view(ans: ReportAnswers) -> ReportData:
     answers' verdicts and options, one colour per system."""
     labels = [s.label for s in ans.specs]
     grid = (build_grid(ans.grid, model=ans.request.model.name, systems=labels, budget_s=ans.settings.budget_s,
-                       deploy_note=GRID_DEPLOY_NOTE) if ans.grid else None)
+                       deploy_note=grid_deploy_note(ans.request)) if ans.grid else None)
     return ReportData(model=ans.request.model.name, model_cfg=ans.request.model, request=ans.request,
                       specs=list(ans.specs), plans=list(ans.plans), fabric=list(ans.fabric), marks=list(ans.marks),
                       answers=list(ans.answers), answers_error=ans.answers_error, measured=list(ans.measured),

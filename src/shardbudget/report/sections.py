@@ -51,7 +51,7 @@ def section_token(data: ReportData) -> str:
            fig_block("fig-token", fig, "Inter-token latency per TP degree (pure tensor parallelism, PP = 1), "
                      "split into compute and the two terms of communication. Hatched: the plan does not fit in "
                      "GPU memory. Outlined and starred: the latency-optimal TP. Red shading: TPs the planner "
-                     "calls sharded too far (more GPUs or a higher TP than a plan at most the knee threshold slower).")]
+                     "calls sharded too far (within the budget, more GPUs or a higher TP than a plan that is faster or at most the knee threshold slower).")]
     for spec, res in zip(data.specs, data.plans):
         rows, cls = [], []
         for br in res.results:
@@ -206,7 +206,7 @@ def section_assumptions(data: ReportData) -> str:
     rows = [["model", data.model], ["weights dtype", weights_words(data)],
             ["KV-cache dtype", assumed.kv_dtype], ["activations dtype", assumed.act_dtype],
             ["context (tokens in the KV cache)", st.context],
-            ["ITL budget", fmt_seconds(st.budget_s) if st.budget_s else "none"],
+            ["budget (on the plans' ITL, the deployments' TPOT)", fmt_seconds(st.budget_s) if st.budget_s else "none"],
             *([["TTFT budget", fmt_seconds(st.ttft_budget_s)]] if st.ttft_budget_s else []),
             ["engine and all-reduce", engine_words(data) + (" (custom kernels fall back to NCCL where the hardware "
                                                            "cannot run them)" if st.impl == "custom" else "")],

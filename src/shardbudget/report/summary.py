@@ -78,7 +78,7 @@ def recommendations(data: ReportData) -> dict[int, tuple | None]:
             br = batch_result(res, b)
             if br is not None and br.judgement and br.judgement.pick is not None:
                 picks.append((br.judgement.pick, spec.label))
-        out[b] = min(picks, key=lambda c: (c[0].itl_s, c[0].gpus)) if picks else None
+        out[b] = min(picks, key=lambda c: (c[0].judged_s, c[0].gpus)) if picks else None
     return out
 
 
@@ -123,7 +123,7 @@ def summary_sentences(data: ReportData) -> list[str]:
             continue
         r, label = rec
         out.append(f"At batch {b}, the plan to pick within {within} is {label} at {r.label()}: "
-                   f"{fmt_seconds(r.itl_s)} per token, {100 * r.comm_share:.0f}% of it communication.")
+                   f"{fmt_seconds(r.judged_s)} per token, {100 * r.comm_share:.0f}% of it communication.")
     for res in data.plans:
         for br in res.results:
             out.append(f"{result_label(res)}, {br.verdict}")

@@ -258,7 +258,7 @@ def print_plan(result) -> None:
     weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
     engine = " ".join(str(x) for x in (a.engine, a.engine_version) if x)
     nccl = f", NCCL {a.nccl}" if a.nccl else ""
-    say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, budget {budget}{ttft}, "
+    say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, {a.judged} budget {budget}{ttft}, "
           f"engine {engine}{nccl}, weights {weights}")
     for tp, words in a.allreduce.items():
         say(f"# all-reduce at {tp}: {words}")
@@ -284,8 +284,9 @@ def print_plan(result) -> None:
             p99 = [f"{r.itl_p99_s * 1e3:.2f}" if r.itl_p99_s is not None else "-"] if tail else []
             tpot = [f"{r.tpot_s * 1e3:.2f}" if r.tpot_s is not None else "-"] if served else []
             ok = ["yes" if r.ttft_s <= result.ttft_budget_s else "no"] if ttft_ok else []
+            compute, comm, host = r.judged_parts  # of the time the budget judges: the TPOT where served, else the ITL
             rows.append([str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
-                         f"{r.compute_s * 1e3:.2f}", f"{r.comm_s * 1e3:.2f}", f"{r.other_s * 1e3:.2f}",
+                         f"{compute * 1e3:.2f}", f"{comm * 1e3:.2f}", f"{host * 1e3:.2f}",
                          f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", *ok, f"{r.mem_bytes_per_gpu / 1e9:.1f}",
                          "yes" if r.fits_memory else "no", verdict])
         print_table(f"batch {br.batch}", cols, rows, keys=4)
@@ -336,12 +337,13 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     """The options, best first (the first `rows`; None: all), then the choice in words and its
     launch lines: with `rows` None (--all) every line, else one per shape of step where a launch
     has more than launch.layout.SUMMARY_STEPS (Launch.summary; --emit writes them all)."""
-    budgets = ", ".join(w for w in (f"ITL budget {format_seconds(result.budget_s)}" if result.budget_s else "",
+    budgets = ", ".join(w for w in (f"{result.judged} budget {format_seconds(result.budget_s)}" if result.budget_s else "",
                                     f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "")
                         if w) or "no budget"
     w = result.workload
     load = f"context {w.context}" if w.context else f"input {w.input_len}, output {w.output_len} tokens"
-    load += f", every option at batch {result.batch}" if getattr(result, "batch", None) else ""
+    b = getattr(result, "batch", None)  # a PP replica: PP micro-batches of b, where plan's PP row holds b
+    load += f", every option at batch {b} (a PP replica holds PP x {b}: its memory is plan's at PP x {b})" if b else ""
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
     nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
@@ -350,23 +352,29 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     shown = result.options if rows is None else result.options[:rows]
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
+    say(f"# {result.judged_words}")
+    if getattr(result, "load", None) and result.best is not None:  # --rate/--users: the load beside the cap
+        say(f"# at {result.load}: {result.best.label()} runs {result.in_flight} sequences in flight per replica; "
+            f"the batch cap is each option's most within the budgets, the engines' largest batch")
     if getattr(result, "tail", None):
         say(f"# {result.tail}")
     tail = any(o.itl_p99_s is not None for o in shown)  # --jitter: the p99 beside the mean, as plan's table
-    itl = [Col("step ITL ms", "step"), Col("ms/token", "ms/tok")] if w.speculation else [Col("ITL ms", "ITL")]
+    tpot = result.judged == "TPOT"  # prompts mixed in, or a speculative step's several tokens: another number
+    itl = [Col("ITL ms", "ITL"), *([Col("TPOT ms", "TPOT")] if tpot else [])]
     itl += [Col("p99 ITL ms", "p99")] if tail else []
-    batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("max batch", "batch")  # per replica
+    # per replica: the batch given (--batch), or the largest within the budgets, which the launch lines set
+    batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("batch cap", "cap")
     cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
             Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
-    rows = [deploy_cells(o, speculative=w.speculation is not None, tail=tail) for o in shown]
+    rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
         if note.startswith("warning:"):
             say(f"# {note}")
     if w.context:
-        say(f"# TTFT –: --context {w.context} prices decode only; no prompt is prefilled")
+        say(f"# TTFT: one {w.context}-token prompt prefilled alone, as plan prices a decode-only row's")
     say(result.verdict)
     launches = getattr(result, "launches", {})
     for engine, text in result.launch.items():  # a multi-line launch indented under its engine
@@ -375,12 +383,13 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
         _out(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
-def deploy_cells(o, *, speculative: bool = False, tail: bool = False) -> list[str]:
+def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
     """One deploy option as the table prints it: no throughput where no batch meets the budgets
-    (max batch 0), no TTFT where nothing is prefilled (NaN), step and per-token times apart under
-    speculation, the ITL's p99 after it with --jitter (`tail`)."""
+    (max batch 0), no TTFT where nothing is prefilled (NaN), the ITL (one decode step) and, with
+    `tpot`, the TPOT the budget judges after it (prompts mixed in, or a speculative step's tokens),
+    the ITL's p99 after them with --jitter (`tail`)."""
     none = o.max_batch == 0
-    itl = [f"{o.step_itl_s * 1e3:.2f}", f"{o.itl_s * 1e3:.2f}"] if speculative else [f"{o.itl_s * 1e3:.2f}"]
+    itl = [f"{o.itl_s * 1e3:.2f}", *([f"{o.tpot_s * 1e3:.2f}"] if tpot else [])]
     itl += [f"{o.itl_p99_s * 1e3:.2f}" if o.itl_p99_s is not None else "-"] if tail else []
     left = f" ({o.gpus_left} left)" if getattr(o, "gpus_left", 0) else ""  # GPUs it leaves idle (deploy.partial_splits)
     return [o.label() + left, str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",

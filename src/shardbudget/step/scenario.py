@@ -59,6 +59,12 @@ class Scenario:
         return compile_step(self.model, self.system, plan, self.catalog, impl=self.impl, engine=self.engine,
                             precision=self.precision, phase=phase, eff=self.eff, settings=self.settings)
 
+    def prompt_alone_s(self, plan: Plan, tokens: int) -> float:
+        """The TTFT of a decode-only request (no served workload): one prompt of `tokens` tokens
+        prefilled alone by `plan`, no decode step sharing its steps. plan's rows and deploy --context's
+        options both take it, so a TTFT budget judges the same number in both."""
+        return float(self.step(plan, "prefill").evaluate(1.0, float(tokens)).total_s)
+
     def step_of(self, model: ModelConfig, plan: Plan, phase: str = "decode") -> StepModel:
         """Another model's step in this scenario (a speculative draft model beside its target)."""
         return compile_step(model, self.system, plan, self.catalog, impl=self.impl, engine=self.engine,

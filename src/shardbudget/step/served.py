@@ -13,7 +13,11 @@ SGLang and TensorRT-LLM all default to it); its own prompt is in its TTFT. So
 
 and the b slots give b / cycle(b) tokens per second. c_p is what one prompt token adds to a step
 it rides in: one prompt's prefill less a one-token decode step (weights, launches, collective
-latencies and host time, which the decode step pays anyway), over the prompt's length. In the
+latencies and host time, which the decode step pays anyway), over the prompt's length. Its
+communication part c_p,comm is the same difference of the two steps' communication (the prefill's
+all-reduces of input_len x hidden bytes less a one-token step's), so the communication inside the
+TPOT is the decode step's plus c_p,comm x (b - 1) x input_len / output_len: on PCIe, where a
+prompt's all-reduces cost more than its GEMMs, most of what the prompts add is communication. In the
 InferenceX runs of DeepSeek-R1 FP8 on 8x H200 (TensorRT-LLM 1.1, TP8), ISL 8192 / OSL 1024 adds
 1.2, 2.8 and 5.7 ms to the ISL 1024 / OSL 8192 TPOT at concurrency 4, 8 and 16: 50, 50 and 48 us
 per mixed prompt token over (b - 1) x 8 tokens, against 38, 44 and 45 us over b x 8.
@@ -48,9 +52,16 @@ class ServedCurve:
     """Per generated token of one slot with its own prompt's share: b / cycle_s tokens/s."""
     ttft_s: np.ndarray
     comm_s: np.ndarray
-    """Communication inside tpot_s (decode collectives; the mixed prompts' are in c_p)."""
+    """Communication inside tpot_s: the decode step's collectives and the mixed prompts'."""
+    decode_s: np.ndarray
+    """The decode step alone per generated token, no prompt mixed in (the ITL; with speculation the
+    verify step and the drafts over the tokens a step yields)."""
+    decode_comm_s: np.ndarray
+    """Communication inside decode_s."""
     prompt_token_s: float
     """c_p: what one prompt token adds to a step it is mixed into."""
+    prompt_comm_s: float
+    """c_p,comm: the communication part of c_p (module doc)."""
 
 
 def decode_per_token(sc: Scenario, p: Plan, *, b: np.ndarray, context: float,
@@ -85,10 +96,17 @@ def draft_tp(small: ModelConfig, tp: int) -> int:
 
 def prompt_token_s(sc: Scenario, p: Plan, *, input_len: int) -> float:
     """c_p: one prompt's prefill less a one-token decode step, over its length (module doc)."""
+    return prompt_token_parts(sc, p, input_len=input_len)[0]
+
+
+def prompt_token_parts(sc: Scenario, p: Plan, *, input_len: int) -> tuple[float, float]:
+    """(c_p, c_p,comm): what one prompt token adds to a step, and the communication in it: the
+    prefill's collectives less a one-token decode step's, over the prompt (at most c_p)."""
     pre, dec = sc.step(p, "prefill"), sc.step(p, "decode")
-    one = float(pre.evaluate(1.0, float(input_len)).total_s)
-    base = float(dec.evaluate(1.0, 1.0).total_s)
-    return max(one - base, 0.0) / input_len
+    one, base = pre.evaluate(1.0, float(input_len)), dec.evaluate(1.0, 1.0)
+    c_p = max(float(one.total_s) - float(base.total_s), 0.0) / input_len
+    comm = max(float(one.comm_s) - float(base.comm_s), 0.0) / input_len
+    return c_p, min(comm, c_p)
 
 
 def served_curve(sc: Scenario, p: Plan, *, batch, input_len: int, output_len: int, spec: Speculation | None = None,
@@ -97,12 +115,15 @@ def served_curve(sc: Scenario, p: Plan, *, batch, input_len: int, output_len: in
     at the mean context a request sees, input_len + output_len / 2."""
     b = np.asarray(batch, dtype=float)
     step, comm, yield_ = decode_per_token(sc, p, b=b, context=input_len + output_len / 2, spec=spec)
-    c_p = prompt_token_s(sc, p, input_len=input_len)
+    c_p, c_comm = prompt_token_parts(sc, p, input_len=input_len)
+    mixed = (b - 1.0) * input_len / output_len  # prompt tokens of the other slots per generated token
     per_request = c_p * input_len / output_len  # a prompt's cost spread over its request's tokens
-    tpot = step + per_request * (b - 1.0)
+    tpot = step + c_p * mixed
     chunks = np.ceil(input_len / np.maximum(chunk_tokens - b, 1.0))
     ttft = chunks * (step * yield_ + c_p * input_len / chunks)
-    return ServedCurve(tpot_s=tpot, cycle_s=tpot + per_request, ttft_s=ttft, comm_s=comm, prompt_token_s=c_p)
+    return ServedCurve(tpot_s=tpot, cycle_s=tpot + per_request, ttft_s=ttft, comm_s=comm + c_comm * mixed,
+                       decode_s=step, decode_comm_s=comm, prompt_token_s=c_p, prompt_comm_s=c_comm)
 
 
-__all__ = ["CHUNK_TOKENS", "ServedCurve", "decode_per_token", "draft_tp", "prompt_token_s", "served_curve"]
+__all__ = ["CHUNK_TOKENS", "ServedCurve", "decode_per_token", "draft_tp", "prompt_token_parts", "prompt_token_s",
+           "served_curve"]

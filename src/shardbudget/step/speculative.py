@@ -57,7 +57,7 @@ def comparison_text(spec: Speculation, best, plain) -> str:
     how = f"Speculation ({spec.method}, k={spec.draft_tokens}, a={spec.acceptance:g}, {spec.tokens_per_step:.2f} tokens per step)"
     if plain is None:
         return f" {how} is what makes the budgets reachable: without it no option meets them." if best else ""
-    plain_text = (f"{plain.label()} at batch {plain.max_batch}, {plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
+    plain_text = (f"{plain.label()} at a batch cap of {plain.max_batch}, {plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
                   f"{100 * plain.comm_share:.0f}% communication")
     if best is None:
         return f" Without speculation {plain_text} meets the budgets; {how} does not."
@@ -67,10 +67,10 @@ def comparison_text(spec: Speculation, best, plain) -> str:
         return f" {how} pays: {ratio:.2f}x the tokens/s per GPU of {against}."
     rise = best.comm_share - plain.comm_share
     eater = (f"the fabric eats the gain: the verify step's {spec.draft_tokens + 1}x larger all-reduces raise "
-             f"communication from {100 * plain.comm_share:.0f}% to {100 * best.comm_share:.0f}% of the step"
+             f"communication from {100 * plain.comm_share:.0f}% to {100 * best.comm_share:.0f}% of the TPOT"
              if rise > 0.05 else
              f"the compute of {spec.draft_tokens + 1} tokens per sequence per step eats the gain (communication "
-             f"{100 * best.comm_share:.0f}% of the step, {100 * plain.comm_share:.0f}% without)")
+             f"{100 * best.comm_share:.0f}% of the TPOT, {100 * plain.comm_share:.0f}% without)")
     return f" {how} does not pay: {ratio:.2f}x the tokens/s per GPU of {against}; {eater}."
 
 

@@ -73,7 +73,8 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
                   max_model_len=w.max_context, max_num_tokens=result.chunk_tokens,
                   memory_fraction=result.memory_utilization, needed_fraction=o.memory_fraction,
                   quantize_to=quantize_to(cfg, precision.weights) if precision is not None else None,
-                  kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation, draft_id=draft)
+                  kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation, draft_id=draft,
+                  load=(result.in_flight, result.load) if getattr(result, "load", None) else None)
 
 
 def why_not(engine: str, p: Priced) -> str | None:

@@ -87,6 +87,10 @@ def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], fil
     preset = load_engine(engine)
     gpn = p.system.host_gpus
     nodes = max([s.node + 1 for s in steps] + [-(-p.gpus // gpn)])  # the last server may span nodes
+    caps = [s.max_batch for s in p.sides if s.role != "prefill" and s.max_batch]
+    if caps:  # the batch cap and the load in the words of deploy's table and --rate's answer (issue 34)
+        load = [f"{p.load[0]} sequences in flight per replica at {p.load[1]}"] if p.load else []
+        notes = [f"batch cap {caps[0]} sequences per replica", *load, *notes]
     return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
                   commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
                   nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu),

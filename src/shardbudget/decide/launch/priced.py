@@ -73,6 +73,8 @@ class Priced:
     speculation: Speculation | None
     draft_id: str | None
     """The draft's Hugging Face id (a draft model or an EAGLE head); None where it is the model's own MTP."""
+    load: tuple[int, str] | None = None
+    """Under deploy --rate/--users: (sequences in flight per replica at the load, the load in words)."""
 
     @property
     def disaggregated(self) -> bool:
