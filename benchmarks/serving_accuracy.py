@@ -1,13 +1,15 @@
 """Served TPOT against public serving benchmarks: the step as `vllm bench serve`, SGLang's
 bench_serving, AIPerf and InferenceX measure it (issue 21).
 
-    python benchmarks/serving_accuracy.py [--rows]
+    python benchmarks/serving_accuracy.py [--rows] [--as-stated]
 
 Every row of data/serving_measurements.csv (data/README.md: what each source
 timed), and the concurrency-1 TPOT rows of decode_measurements.csv whose model, system and ISL/OSL
 are known, priced by step.served (the function `plan --input-len/--output-len` and `deploy` share)
-at batch = concurrency. Prints every row with --rows, then median and p90 of |predicted / measured
-- 1| per engine, GPU and model family, and three targets:
+at batch = concurrency, each InferenceX row as its launch line ran it (data/serving_launch.csv: FP8
+KV cache, mean lengths; --as-stated: without). Prints every row with --rows, then median and p90 of
+|predicted / measured - 1| and the signed bias per engine, GPU, model family, family x dtype,
+concurrency band and source, and three targets:
 
 * TPOT over the NVIDIA rows (the GPUs the catalog has kernel floors for): median <= 12%, p90 <= 30%;
 * fastest plan: among measured alternatives of one model on one GPU type under one engine and
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -34,32 +37,41 @@ from shardbudget.calibrate.serving import ISSUE_EXAMPLE, fastest_plan_cases, pre
 from shardbudget.fabric.catalog import load_catalog
 
 
+GROUP_KEYS = ("engine", "gpu", "family", "family_dtype", "band", "source_name")
+
+
 def group_records(table: list[dict]) -> list[dict]:
-    """Median and p90 of |error| per engine, GPU and model family: group, rows, median, p90."""
+    """Per engine, GPU, model family, family x dtype, concurrency band and source: rows, median and
+    p90 of |error|, and the bias (median signed error: > 0 predicted slower than measured)."""
     out = []
-    for key in ("engine", "gpu", "family"):
+    for key in GROUP_KEYS:
         by = defaultdict(list)
         for t in table:
-            by[f"{key} {t[key]}"].append(t["err"])
+            by[f"{key.replace('_', ' ')} {t[key]}"].append(t["err"])
         for name, errs in sorted(by.items()):
             med, p90 = summary(errs)
-            out.append({"group": name, "rows": len(errs), "median": med, "p90": p90})
+            out.append({"group": name, "rows": len(errs), "median": med, "p90": p90,
+                        "bias": statistics.median(errs)})
     return out
 
 
 def _groups(table: list[dict]) -> str:
-    lines = [f"{'group':<44} {'rows':>4} {'median':>8} {'p90':>8}"]
+    lines = [f"{'group':<52} {'rows':>4} {'median':>8} {'p90':>8} {'bias':>8}"]
     for g in group_records(table):
-        lines.append(f"{g['group']:<44} {g['rows']:>4} {100 * g['median']:>7.1f}% {100 * g['p90']:>7.1f}%")
+        lines.append(f"{g['group']:<52} {g['rows']:>4} {100 * g['median']:>7.1f}% {100 * g['p90']:>7.1f}% "
+                     f"{100 * g['bias']:>+7.1f}%")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", action="store_true", help="print every row")
+    ap.add_argument("--as-stated", action="store_true",
+                    help="price the rows without their launch lines (data/serving_launch.csv): the engines' auto "
+                         "KV cache and the stated lengths, as before issue 36")
     args = ap.parse_args(argv)
     cat = load_catalog()
-    table, refused = priced_table(cat)
+    table, refused = priced_table(cat, as_stated=args.as_stated)
     example_fits = predict(ISSUE_EXAMPLE, cat)[1]
     if not example_fits:
         refused.append(f"issue example: {ISSUE_EXAMPLE['source']}")

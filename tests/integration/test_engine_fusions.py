@@ -2,6 +2,8 @@
 one TRT-LLM-gen call (routing, both grouped GEMMs, finalize) and fuses all-reduce + residual + RMSNorm
 there; elsewhere the routing ops stay separate kernels."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,27 @@ def test_sglang_rules_from_server_args():
     assert sglang.fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False) == (False, True)
     assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (False, False)
     assert load_engine("trtllm").fused_for("llama", "hopper", one_node=True, quantized=False) == (True, False)
+
+
+def test_vllm_runs_fp4_experts_as_the_trtllm_gen_call_on_sm100_only():
+    # vLLM's NVFP4 oracle tries FLASHINFER_TRTLLM first; its MXFP4 default on SM 10.x is
+    # SM100_FI_MXFP4_BF16: both the TRT-LLM-gen routed call, for any model type
+    vllm = load_engine("vllm")
+    assert vllm.fused_for("kimi_k2", "blackwell", one_node=True, quantized=True, fp4_experts=True)[1]
+    assert vllm.fused_for("gpt_oss", "blackwell", one_node=True, quantized=True, fp4_experts=True)[1]
+    assert not vllm.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True)[1]  # FP8 experts
+    assert not vllm.fused_for("deepseek_v3", "hopper", one_node=True, quantized=True, fp4_experts=True)[1]
+    nvfp4 = _step("deepseek-v3", "hgx-b200", "vllm", dtype="nvfp4")
+    assert nvfp4.ops.fused_moe_routing
+    assert not _step("deepseek-v3", "hgx-b200", "vllm", dtype="fp8").ops.fused_moe_routing
+    # RTX PRO 6000 is Blackwell at SM 12.0: no TRT-LLM-gen MoE there (CUTLASS / Marlin instead)
+    assert not _step("qwen3.5-397b-a17b", "rtx-pro-6000-pcie", "vllm", tp=4, dtype="nvfp4").ops.fused_moe_routing
+    # per DeepSeek MoE layer at batch 4 the Triton block-FP8 call's fixed part (43 us) is gone:
+    # the TRT-LLM-gen call reads the same FP4 bytes for 11 us per GEMM at least
+    work = nvfp4.work(np.asarray(4.0), np.asarray(1100.0))
+    triton = dataclasses.replace(nvfp4.ops, fused_moe_routing=False)
+    saved = float(triton.compute_s(work, ())[0] - nvfp4.ops.compute_s(work, ())[0]) / 58
+    assert 20e-6 < saved < 60e-6, saved
 
 
 def test_fused_call_drops_the_routing_kernels_on_b200_only():

@@ -71,10 +71,52 @@ def release_engine(r: dict) -> str:
     return "sglang-0.4" if when and when < SGLANG_0_5 else "sglang"
 
 
+BANDS = ((1, 16, "c1-16"), (17, 64, "c17-64"), (65, 10**9, "c65+"))
+"""Concurrency bands of the served-TPOT tables (issue 36: up to 64, and above)."""
+
+
+def band(concurrency: int) -> str:
+    return next(name for low, high, name in BANDS if low <= concurrency <= high)
+
+
+def source_name(source: str) -> str:
+    """A row's source as one name per publisher: its GitHub repository (InferenceX's API snapshot and
+    its issues are one source), else the web host; rows of one source are held out together."""
+    repo = re.search(r"github\.com/([^/\s]+/[^/\s#]+)", source)
+    if repo:
+        name = repo.group(1)
+        return "SemiAnalysisAI/InferenceX" if name.startswith("SemiAnalysisAI/InferenceX") else name
+    host = re.search(r"https?://([^/\s]+)", source)
+    return host.group(1) if host else source.split(" ")[0]
+
+
+def _launches() -> list[dict]:
+    """data/serving_launch.csv: how a source's runs were launched (KV-cache dtype, the benchmark
+    client's random-range-ratio), each row with the launch script it was read from."""
+    return list(csv.DictReader((DATA / "serving_launch.csv").open(newline="")))
+
+
+def launch(r: dict, launches: list[dict] | None = None) -> tuple[str | None, float]:
+    """(KV-cache dtype, mean / stated ISL and OSL) a serving row ran with: its source's launch line
+    (serving_launch.csv: InferenceX runs an FP8 KV cache on B200 and under TensorRT-LLM, and draws
+    each prompt's and output's length uniformly from [int(0.8 L), L], a mean of 0.9 L); (None, 1.0)
+    where no launch line is known (the engine's 'auto' KV cache, the lengths as stated)."""
+    for row in _launches() if launches is None else launches:
+        if row["source_contains"] in r["source"] and (row["engine"], row["system"], row["dtype"]) == \
+                (r["engine"].split("-")[0], r["system"], r["dtype"].split(" ")[0]):
+            kv = None if row["kv_dtype"] == "auto" else row["kv_dtype"]
+            return kv, (1.0 + float(row["random_range_ratio"])) / 2.0
+    return None, 1.0
+
+
 def _rows() -> list[dict]:
-    """Serving rows, then decode_measurements' concurrency-1 TPOT rows with a known workload; each
-    priced under its engine release's preset (`release_engine`)."""
+    """Serving rows, each with its launch line's KV cache and mean lengths (`launch`), then
+    decode_measurements' concurrency-1 TPOT rows with a known workload (and their stated KV dtype);
+    each priced under its engine release's preset (`release_engine`)."""
     out = [dict(r) for r in csv.DictReader((DATA / "serving_measurements.csv").open(newline=""))]
+    launches = _launches()
+    for r in out:
+        r["kv_dtype"], r["length_scale"] = launch(r, launches)
     for r in csv.DictReader((DATA / "decode_measurements.csv").open(newline="")):
         if r["metric"] == "tpot_ms" and r["engine"] != "unknown" and r["system"] and r["batch"] == "1" \
                 and r["model"] in FAMILIES and r["input_len"] and r["output_len"]:
@@ -82,11 +124,12 @@ def _rows() -> list[dict]:
     return [{**r, "engine": release_engine(r)} for r in out]
 
 
-def _precision(cfg, system, dtype: str):
-    """The checkpoint's own precision where it is the row's, else every weight in the row's dtype."""
+def _precision(cfg, system, dtype: str, kv_dtype: str | None = None):
+    """The checkpoint's own precision where it is the row's, else every weight in the row's dtype;
+    the KV cache in `kv_dtype` (None: the engines' 'auto')."""
     if dtype.split(" ")[0] in ("bf16", "auto") or cfg.checkpoint.weight_dtype == dtype:
-        return precision_for(cfg, system)[0]
-    return precision_for(cfg, system, dtype)[0]
+        return precision_for(cfg, system, kv_dtype=kv_dtype)[0]
+    return precision_for(cfg, system, dtype, kv_dtype=kv_dtype)[0]
 
 
 def predict(r: dict, cat) -> tuple[float, bool]:
@@ -94,8 +137,10 @@ def predict(r: dict, cat) -> tuple[float, bool]:
     cfg, system = load_model(r["model"]), cat.system(r["system"])
     plan = Plan(int(r["tp"]), 1, int(r["ep"] or 1))
     engine = r["engine"]
-    sc = scenario(cfg, system, engine=engine, catalog=cat, precision=_precision(cfg, system, r["dtype"]))
-    i, o, b = int(r["input_len"]), int(r["output_len"]), float(r["concurrency"])
+    kv = None if r.get("kv_dtype") in (None, "", "auto") else r["kv_dtype"]
+    sc = scenario(cfg, system, engine=engine, catalog=cat, precision=_precision(cfg, system, r["dtype"], kv))
+    scale = float(r.get("length_scale") or 1.0)  # the client's mean lengths (serving_launch.csv)
+    i, o, b = round(int(r["input_len"]) * scale), round(int(r["output_len"]) * scale), float(r["concurrency"])
     tpot = float(served_curve(sc, plan, batch=b, input_len=i, output_len=o).tpot_s)
     need = memory_need(cfg, plan, precision=sc.precision, engine=engine, batch=b, context=float(i + o))
     return tpot, bool(fits(need, system.gpu, engine=engine, plan=plan))
@@ -129,17 +174,23 @@ def fastest_plan_cases(table: list[dict]) -> list[tuple[str, bool]]:
     return out
 
 
-def priced_table(cat) -> tuple[list[dict], list[str]]:
+def priced_table(cat, as_stated: bool = False) -> tuple[list[dict], list[str]]:
     """Every row priced: (table of rows with prediction, measurement, error and source; the
-    configurations at concurrency <= 16 called 'does not fit')."""
+    configurations at concurrency <= 16 called 'does not fit'). `as_stated`: the serving rows without
+    their launch lines (the engines' auto KV cache, the stated lengths), as before issue 36."""
     table, refused = [], []
+    serving = {r["source"] for r in csv.DictReader((DATA / "serving_measurements.csv").open(newline=""))}
     for r in _rows():
+        if as_stated:
+            r = {**r, "kv_dtype": None if r["source"] in serving else r.get("kv_dtype"), "length_scale": 1.0}
         pred, ok = predict(r, cat)
         meas = float(r["value"]) * 1e-3
         t = {"model": r["model"], "gpu": r["system"], "engine": r["engine"], "dtype": r["dtype"],
              "family": FAMILIES.get(r["model"], r["model"]), "plan": f"TP{r['tp']} EP{r['ep'] or 1}",
              "input_len": r["input_len"], "output_len": r["output_len"], "concurrency": int(r["concurrency"]),
              "pred": pred, "meas": meas, "err": pred / meas - 1, "source": r["source"],
+             "family_dtype": f"{FAMILIES.get(r['model'], r['model'])} x {r['dtype'].split(' ')[0]}",
+             "band": band(int(r["concurrency"])), "source_name": source_name(r["source"]),
              "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS}
         table.append(t)
         if not ok and t["concurrency"] <= 16:

@@ -382,25 +382,35 @@ class EnginePreset:
     nccl: str = ""
     """The NCCL release the pinned version installs (its torch's nvidia-nccl pin), "" if not known."""
     fused_moe_routing_auto: tuple[str, ...] = ()
-    """model_type@arch[:quantized] whose MoE the engine runs as one fused routed-experts call
-    (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel)."""
+    """model_type@arch[:quantized|:fp4] whose MoE the engine runs as one fused routed-experts call
+    (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel); '*' for any
+    model type, ':fp4' for experts computed in an FP4 format (NVFP4 / MXFP4) alone."""
     moe_call_floor: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
     fusions: Fusions = Fusions()
 
-    def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool) -> tuple[bool, bool]:
+    def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool,
+                  fp4_experts: bool = False) -> tuple[bool, bool]:
         """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
         generation: the preset's defaults and its model_type@arch rules (the first needs one node
         without DP attention)."""
         ar = self.allreduce.fused_residual_rmsnorm or (
             one_node and self.runs(self.fused_allreduce_norm_auto, model_type, arch, quantized=quantized))
-        return ar, self.runs(self.fused_moe_routing_auto, model_type, arch, quantized=quantized)
+        return ar, self.runs(self.fused_moe_routing_auto, model_type, arch, quantized=quantized,
+                             fp4_experts=fp4_experts)
 
-    def runs(self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool) -> bool:
-        """Whether one of `rules` (model_type@arch, ':quantized' for quantized GEMMs only) matches."""
-        parts = (rule.partition(":") for rule in rules)
-        return any(target == f"{model_type}@{arch}" and (need != "quantized" or quantized) for target, _, need in parts)
+    def runs(self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool,
+             fp4_experts: bool = False) -> bool:
+        """Whether one of `rules` matches: model_type@arch ('*' any model type), ':quantized' for
+        quantized GEMMs only, ':fp4' for experts computed in FP4 only."""
+        held = {"": True, "quantized": quantized, "fp4": fp4_experts}
+        for rule in rules:
+            target, _, need = rule.partition(":")
+            model, _, where = target.partition("@")
+            if model in ("*", model_type) and where == arch and held.get(need, False):
+                return True
+        return False
 
 
 # --- loading --------------------------------------------------------------------------------

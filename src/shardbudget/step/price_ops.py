@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from ..dtypes import FP4_DTYPES
 from ..engines.presets import load_engine
 from ..fabric.hardware import System
 from ..model import Precision, StepWork
@@ -170,8 +171,13 @@ def engine_op_pricer(model, system: System, plan, *, precision: Precision, eff: 
     FP8 input quantisation inside the norm that writes it."""
     one_node = plan.dp == 1 and plan.gpus <= system.gpus_per_node
     preset = load_engine(engine)
+    fp4_experts = precision.uses_fp4_gemms and precision.expert_dtype in FP4_DTYPES
     ar, moe = preset.fused_for(model.model_type, system.gpu.arch, one_node=one_node,
-                               quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms)
+                               quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms,
+                               fp4_experts=fp4_experts)
+    # the TRT-LLM-gen fused MoE kernels are built for SM 10.x alone (FlashInfer's trtllm_*_moe,
+    # vLLM's is_device_capability_family(100) checks): SM 12.x Blackwell runs the engines' other MoE
+    moe = moe and system.gpu.sm.startswith("10.")
     return OpPricer(system=system, precision=precision, eff=eff, fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
                     fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant,
                     moe_call_floor_s=preset.moe_call_floor.get(system.gpu.arch))
