@@ -22,6 +22,11 @@ July 2025 vLLM rows (its Triton fused-MoE call at small batch)."""
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""
 
+MOE_A2A = "nccl"
+"""How a plan's MoE dispatch and combine run where expert ranks hold other tokens (comm/moe_a2a.py
+BACKENDS): NCCL's all-to-all, as the engines run it without a DeepEP backend named (vLLM's
+--all2all-backend, SGLang's --moe-a2a-backend)."""
+
 BUDGET_S = 0.030
 """Budget on the time per output token, seconds: 30 ms, about 33 tokens/s per user, the interactive
 chat target most serving SLOs quote. It judges the served TPOT where a workload serves prompts, the

@@ -108,6 +108,9 @@ def size_opt(default: str):
 
 OverlapOpt = Annotated[str, typer.Option("--overlap", help="How communication overlaps compute: none | tbo (two-batch overlap) | fused (GEMM + collective kernels).")]
 SequenceParallelOpt = Annotated[bool, typer.Option("--sequence-parallel", help="TP all-reduces become reduce-scatter + all-gather.")]
+MoeA2AOpt = Annotated[str, typer.Option(
+    "--moe-a2a", help="What runs MoE dispatch and combine: nccl | deepep (normal for prefill, low-latency for decode) "
+    "| deepep-normal | deepep-ll.")]
 GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
 NcclOpt = Annotated[Optional[str], typer.Option(

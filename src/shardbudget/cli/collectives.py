@@ -22,7 +22,7 @@ def allreduce(
     gpus: GpusOpt = None,
     op: OpOpt = "all-reduce",
     size: size_opt("8B:1GiB") = None,
-    algo: Annotated[str, typer.Option("--algo", help="auto | ring | tree | nvls | one-shot | two-shot | hierarchical")] = "auto",
+    algo: Annotated[str, typer.Option("--algo", help="auto | ring | tree | nvls | one-shot | two-shot | hierarchical | direct; all-to-all: deepep-normal | deepep-ll (DeepEP's dispatch + combine, their mean per call)")] = "auto",
     protocol: Annotated[str, typer.Option("--protocol", help="auto | ll | ll128 | simple")] = "auto",
     impl: ImplOpt = None,
     dtype: ElementDtypeOpt = None,

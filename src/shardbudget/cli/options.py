@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional, get_type_hints
 
-from ..defaults import BATCHES, COMM_THRESHOLD, DEFAULT_ENGINE, KNEE_THRESHOLD
+from ..defaults import BATCHES, COMM_THRESHOLD, DEFAULT_ENGINE, KNEE_THRESHOLD, MOE_A2A
 from . import args
 from .command_io import load_catalogs, model_name
 
@@ -58,11 +58,12 @@ class StepArgs:
     overlap: args.OverlapOpt = "none"
     sequence_parallel: args.SequenceParallelOpt = False
     gpu_memory_utilization: args.GpuMemoryOpt = None
+    moe_a2a: args.MoeA2AOpt = MOE_A2A
 
     def settings(self):
         from ..step.settings import PlanSettings
         return PlanSettings(overlap=self.overlap, sequence_parallel=self.sequence_parallel,
-                            memory_utilization=self.gpu_memory_utilization)
+                            memory_utilization=self.gpu_memory_utilization, moe_a2a=self.moe_a2a)
 
 
 @dataclass(frozen=True, kw_only=True)

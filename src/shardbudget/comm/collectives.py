@@ -35,10 +35,11 @@ from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (
 from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
                          nvls_small, protocols, ring, sendrecv, tree)
 from ..fabric.ring_path import Path, ring_path
+from . import moe_a2a
 
 # The operations this model prices (reduce is measured by nccl-tests but never inserted by a plan).
 OPS = tuple(op for op in CollectiveOp if op is not CollectiveOp.REDUCE)
-ALGORITHMS = ("ring", "tree", "nvls", "one-shot", "two-shot", "hierarchical", "direct")
+ALGORITHMS = ("ring", "tree", "nvls", "one-shot", "two-shot", "hierarchical", "direct") + moe_a2a.ALGORITHMS
 
 
 def normalize_op(op: str) -> CollectiveOp:
@@ -127,6 +128,14 @@ def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: s
         raise UnknownNameError("algorithm", algo, ("auto",) + ALGORITHMS)
     if protocol not in ("auto",) + PROTOCOLS:
         raise UnknownNameError("protocol", protocol, ("auto",) + PROTOCOLS)
+    if algo in moe_a2a.ALGORITHMS:
+        # DeepEP's dispatch + combine pair (comm/moe_a2a.py): an all-to-all run by other kernels than
+        # NCCL's, never chosen by `auto`; a bare all-to-all routes each token to DeepSeek-V3's 8 experts
+        mode = "low_latency" if algo == "deepep-ll" else "normal"
+        line = moe_a2a.pair_line(group, mode, moe_a2a.REFERENCE_TOPK) if op == "all-to-all" else None
+        if line is None or protocol not in ("auto", line.protocol):
+            raise PlanError(_why_not(group, op, impl, algo, protocol))
+        return (line,)
     pool = candidates(group, op, "custom" if algo in ("one-shot", "two-shot") and impl == "nccl" else impl)
     if algo == "tree" and op == "all-reduce" and group.nodes == 1:
         pool = pool + tuple(tree(group, p) for p in protocols(group))
@@ -148,6 +157,13 @@ def _why_not(group: Group, op: str, impl: str, algo: str, protocol: str) -> str:
         return f"NVLS needs NVSwitch with in-switch reduction inside one node; not available for {where}"
     if algo in ("one-shot", "two-shot"):
         return f"{algo} all-reduce is not possible for {where}: {custom_allreduce_allowed(group, impl)}"
+    if algo in moe_a2a.ALGORITHMS:
+        if op != "all-to-all":
+            return f"{algo} runs MoE dispatch and combine, an all-to-all; not {op}"
+        why = moe_a2a.available(group)
+        if why:
+            return f"{algo} is not possible for {where}: {why}"
+        return f"{algo} runs DeepEP's own kernels, which have no NCCL protocol; not {protocol} for {where}"
     if algo == "hierarchical":
         return f"hierarchical all-reduce needs 2+ nodes with 2+ GPUs each; not {where}"
     if protocol == "ll128" and not ll128_enabled(group):

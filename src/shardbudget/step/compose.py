@@ -89,7 +89,8 @@ class StepModel:
     @cached_property
     def comms(self) -> CommPricer:
         return CommPricer(model=self.model, system=self.system, plan=self.plan, catalog=self.catalog,
-                          impl=self.impl, engine=self.engine, precision=self.precision)
+                          impl=self.impl, engine=self.engine, precision=self.precision,
+                          moe_a2a=self.settings.moe_a2a, phase=self.phase)
 
     @property
     def groups(self) -> dict[str, Group | None]:

@@ -11,6 +11,7 @@ from functools import cached_property
 import numpy as np
 
 from ..comm.collectives import Group, candidates, make_group, times_and_latencies_s
+from ..comm.moe_a2a import moe_lines
 from ..comm.op import CollectiveOp
 from ..engines.allreduce import AllReduceRanges, allreduce_ranges_for, engine_allreduce_s
 from ..errors import PlanError
@@ -46,6 +47,10 @@ class CommPricer:
     """nccl or custom forces that implementation for every all-reduce; None lets `engine` decide."""
     engine: str
     precision: Precision
+    moe_a2a: str = "nccl"
+    """What runs the MoE dispatch and combine (comm/moe_a2a.py BACKENDS)."""
+    phase: str = "decode"
+    """decode or prefill: DeepEP's mode under `moe_a2a="deepep"`."""
 
     @cached_property
     def groups(self) -> dict[str, Group | None]:
@@ -73,10 +78,14 @@ class CommPricer:
 
     def call_s(self, call: CollectiveCall, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One call's (time, latency part): the engine's all-reduce rule for TP all-reduces, NCCL's
-        tuner (or the forced implementation) for everything else."""
+        tuner (or the forced implementation) for everything else; the MoE dispatch and combine as
+        `moe_a2a` runs them (NCCL's all-to-all or DeepEP's mode for the phase)."""
         group = self.groups[call.group]
         if self.impl is None and call.op == CollectiveOp.ALL_REDUCE and call.group == "tp":
             return _priced(engine_allreduce_s, self.allreduce_ranges, msg_bytes)
+        if call.op == CollectiveOp.ALL_TO_ALL and call.group == "ep" and self.moe_a2a != "nccl":
+            lines = moe_lines(group, self.moe_a2a, self.phase, max(1, self.model.experts_per_token))
+            return _priced(times_and_latencies_s, lines, msg_bytes)
         return _priced(times_and_latencies_s, candidates(group, call.op, self.impl or "nccl"), msg_bytes)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..defaults import DEFAULT_ENGINE
+from ..comm.moe_a2a import check_backend
+from ..defaults import DEFAULT_ENGINE, MOE_A2A
 from ..engines.presets import load_engine
 from ..errors import PlanError
 from .overlap import check_overlap
@@ -73,9 +74,13 @@ class PlanSettings:
     workspace_bytes: float | None = None
     """One figure for everything but weights and KV, bytes; None: the engine's own components
     (activation peak, CUDA-graph pool, communication buffers, CUDA context; memory.py)."""
+    moe_a2a: str = MOE_A2A
+    """What runs the MoE dispatch and combine (comm/moe_a2a.py BACKENDS): nccl, deepep (normal for
+    prefill, low-latency for decode, as SGLang's --deepep-mode auto), deepep-normal or deepep-ll."""
 
     def __post_init__(self) -> None:
         check_overlap(self.overlap)
+        check_backend(self.moe_a2a)
         u = self.memory_utilization
         if u is not None and (isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1):
             raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {u!r}")
