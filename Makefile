@@ -27,7 +27,8 @@ FORMATTED := benchmarks/bench_cli.py benchmarks/known_defects.py scripts/bench_d
 	tests/unit/test_routing.py tests/unit/test_tiers.py tests/unit/test_weight_scales.py \
 	tests/validation/test_decode_measurements.py tests/validation/test_deepseek_hopper.py \
 	tests/validation/test_fastest_plan.py tests/validation/test_serving_launch.py tests/validation/test_shm_prior.py \
-	src/shardbudget/comm/moe_a2a.py tests/unit/test_moe_a2a.py tests/validation/test_deepep.py
+	src/shardbudget/comm/moe_a2a.py tests/unit/test_moe_a2a.py tests/validation/test_deepep.py \
+	src/shardbudget/decide/split_search.py tests/integration/test_deploy_splits.py
 
 .PHONY: venv demo lint check test bench docs clean
 

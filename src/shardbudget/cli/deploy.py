@@ -33,7 +33,7 @@ def deploy(
     draft_tokens: Annotated[Optional[int], typer.Option("--draft-tokens", help=f"Tokens the draft proposes per step (default {args.DRAFT_TOKENS}).")] = None,
     acceptance: Annotated[Optional[float], typer.Option("--acceptance", help=f"Probability each draft token is accepted (default {args.ACCEPTANCE}).")] = None,
     draft_model: Annotated[Optional[str], typer.Option("--draft-model", help="The draft model for --speculative draft.")] = None,
-    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6.")] = None,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", help="P:D GPUs for prefill and decode, e.g. 2:6; auto: search every split beside the uniform options and answer the best, with its gain.")] = None,
     plot: PlotOpt = None,
     emit: Annotated[Optional[tuple[str, Path]], typer.Option("--emit", metavar="slurm|k8s DIR", help="Write a Slurm batch script or Kubernetes manifests for the best option into DIR (an existing DIR needs --force).")] = None,
     force: ForceOpt = False,
@@ -116,7 +116,15 @@ def _for_gpus(req, shown: dict, *, gpus, batch, disaggregate):
     """--gpus: deploy's options on those GPUs, shown; its result."""
     from ..decide.deploy import deploy as run_deploy
     from ..decide.disagg import parse_split
-    result = run_deploy(req, gpus=gpus, batch=batch, disaggregate=parse_split(disaggregate) if disaggregate else None)
+    from ..errors import PlanError
+    if disaggregate is not None and disaggregate.strip().lower() == "auto":
+        if batch is not None:
+            raise PlanError("--disaggregate auto searches prefill:decode splits of served prompts: "
+                            "give --batch or --disaggregate, not both")
+        from ..decide.split_search import deploy_searched
+        result = deploy_searched(req, gpus=gpus)
+    else:
+        result = run_deploy(req, gpus=gpus, batch=batch, disaggregate=parse_split(disaggregate) if disaggregate else None)
     _show(result, **shown)
     return result
 

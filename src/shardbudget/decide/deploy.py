@@ -49,7 +49,7 @@ from ..model.work import Precision
 from .planner import valid_plans
 from .release_words import nccl_words
 from .request import Budgets, Request, Workload
-from .disagg import Prefill, best_prefill
+from .disagg import Prefill, prefill_side, with_handoff
 from .pareto import pareto_front
 from ..step.scenario import Scenario, check_nodes
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
@@ -303,18 +303,19 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
     the replicas are over the other D (disagg.py). The request's scenario forces every all-reduce
     as plan's --impl does where it names one; its jitter (plan's --jitter) adds each option's p99
-    ITL at its batch. Its nodes: None for as few as the GPUs need."""
+    ITL at its batch. Its nodes: None for as few as the GPUs need. split_search.deploy_searched
+    searches the prefill:decode splits too (`--disaggregate auto`)."""
     sc, workload, budgets = req.scenario, req.served_workload, req.budgets
     cfg, sysm = sc.model, sc.system
     nodes = _nodes(sysm, gpus, sc.nodes)
     _check_request(req, workload)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
+    side = prefill_side(sc, gpus=disaggregate[0], input_len=workload.input_len,  # one for every decode plan
+                        candidates=splits(cfg, sysm, disaggregate[0])) if disaggregate else None
     for replicas, p in splits(cfg, sysm, decode_gpus):
-        pre = None
-        if disaggregate:
-            pre = best_prefill(sc, gpus=disaggregate[0], input_len=workload.input_len,
-                               candidates=splits(cfg, sysm, disaggregate[0]), decode_plan=p, decode_gpus=decode_gpus)
+        pre = with_handoff(sc, *side, gpus=disaggregate[0], input_len=workload.input_len, decode_plan=p,
+                           decode_gpus=decode_gpus) if side else None
         c = _curve(sc, p, work=workload, prefill=pre)
         opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:

@@ -60,24 +60,45 @@ def best_prefill(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tu
                  decode_gpus: int) -> Prefill:
     """The prefill split of `gpus` GPUs that fits one prompt in memory and feeds the most prompts
     per second."""
+    replicas, p, t = prefill_side(sc, gpus=gpus, input_len=input_len, candidates=candidates)
+    return with_handoff(sc, replicas, p, t, gpus=gpus, input_len=input_len, decode_plan=decode_plan,
+                        decode_gpus=decode_gpus)
+
+
+def with_handoff(sc: Scenario, replicas: int, p: Plan, t: float, *, gpus: int, input_len: int, decode_plan: Plan,
+                 decode_gpus: int) -> Prefill:
+    """The prefill side `prefill_side` chose, with its KV hand-off to `decode_plan`'s GPUs."""
+    system = sc.system
+    return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t,
+                   transfer_s=kv_handoff_s(sc.model, system, sc.catalog, input_len=input_len, decode_plan=decode_plan,
+                                           kv_dtype=sc.precision.kv_dtype,
+                                           same_node=gpus + decode_gpus <= system.gpus_per_node))
+
+
+def prefill_side(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tuple[int, Plan]],
+                 memo: dict | None = None) -> tuple[int, Plan, float]:
+    """(replicas, plan, one prompt's prefill seconds) of the split of `gpus` GPUs that fits one prompt
+    in memory and prefills the most prompts per second: the same for every decode side it feeds.
+    `memo` (plan -> prefill seconds, or None where one prompt does not fit) keeps each plan's price
+    across the prefill sides of a search."""
     cfg, system, settings, precision, engine = sc.model, sc.system, sc.settings, sc.precision, sc.engine
-    fitting = [(r, p) for r, p in candidates if memory_fits(
-        memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
-                    workspace_bytes=settings.workspace_bytes),
-        system.gpu, engine=engine, plan=p, utilization=settings.memory_utilization)]
+    memo = {} if memo is None else memo
+    for _, p in candidates:
+        if p not in memo:
+            fit = memory_fits(memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
+                                          workspace_bytes=settings.workspace_bytes),
+                              system.gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
+            memo[p] = float(sc.step(p, "prefill").evaluate(1.0, float(input_len)).total_s) if fit else None
+    fitting = [(r, p) for r, p in candidates if memo[p] is not None]
     if not fitting:
         raise PlanError(f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
                         f"give prefill more GPUs (--disaggregate P:D)")
     best = None
     for replicas, p in fitting:
-        t = float(sc.step(p, "prefill").evaluate(1.0, float(input_len)).total_s)
+        t = memo[p]
         if best is None or replicas / t > best[0] / best[2]:
             best = (replicas, p, t)
-    replicas, p, t = best
-    return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t,
-                   transfer_s=kv_handoff_s(cfg, system, sc.catalog, input_len=input_len, decode_plan=decode_plan,
-                                           kv_dtype=precision.kv_dtype,
-                                           same_node=gpus + decode_gpus <= system.gpus_per_node))
+    return best
 
 
 def kv_handoff_s(cfg: ModelConfig, system: System, catalog: Catalog, *, input_len: int, decode_plan: Plan,
@@ -91,4 +112,4 @@ def kv_handoff_s(cfg: ModelConfig, system: System, catalog: Catalog, *, input_le
                            catalog=catalog).time_s
 
 
-__all__ = ["Prefill", "best_prefill", "kv_handoff_s", "parse_split"]
+__all__ = ["Prefill", "best_prefill", "kv_handoff_s", "parse_split", "prefill_side", "with_handoff"]

@@ -1,0 +1,61 @@
+"""`deploy --disaggregate auto`: the prefill:decode split searched beside the uniform options (issue 38,
+build item 1), on an NVL72 rack and an HGX node."""
+
+from __future__ import annotations
+
+import pytest
+
+from shardbudget.decide.deploy import deploy
+from shardbudget.decide.request import request
+from shardbudget.decide.split_search import deploy_searched, search_splits
+
+
+@pytest.fixture(scope="module")
+def rack():
+    req = request("deepseek-v3", "gb200-nvl72", budget_s=0.030, ttft_budget_s=2.0)
+    return req, deploy(req, gpus=72)
+
+
+def test_deepseek_on_one_nvl72_answers_the_wide_ep_split(rack):
+    """The issue's case: the uniform answer is 9xTP8 at 208 tokens/s per GPU; the search finds 40:32,
+    decode 2xTP16/EP16/DP16 at 456 (what --disaggregate 40:32 gives by hand), at least 1.9x."""
+    req, uniform = rack
+    assert uniform.best.label() == "9xTP8"
+    assert uniform.best.tokens_per_s_per_gpu == pytest.approx(208, rel=0.02)
+    best = deploy_searched(req, gpus=72)
+    assert best.best.label() == "2xTP16/EP16/DP16"
+    assert best.prefill["gpus"] == 40
+    assert best.best.tokens_per_s_per_gpu >= 1.9 * uniform.best.tokens_per_s_per_gpu
+    by_hand = deploy(req, gpus=72, disaggregate=(40, 32))
+    assert best.best.tokens_per_s_per_gpu == pytest.approx(by_hand.best.tokens_per_s_per_gpu)
+    assert best.verdict.startswith("Layout: disaggregated 40:32 wins, prefill 10xTP4 + decode 2xTP16/EP16/DP16")
+    assert "2.19x the best uniform 9xTP8 (208)" in best.verdict
+
+
+def test_splits_that_cannot_feed_the_best_are_not_priced(rack):
+    req, uniform = rack
+    search = search_splits(req, gpus=72, uniform=uniform.best)
+    assert [s.prefill_gpus for s in search.splits] == list(range(8, 72, 8))
+    best = search.best
+    pruned = [s for s in search.splits if s.pruned]
+    assert pruned and all(s.option is None for s in pruned)
+    assert best.prefill_gpus == 40 and search.gain == pytest.approx(456 / 208, rel=0.02)
+    # a split priced in full is never better than the best, and a pruned one could not have been
+    assert all(s.tokens_per_s_per_gpu <= best.tokens_per_s_per_gpu for s in search.splits)
+
+
+def test_llama_70b_on_one_hgx_h100_is_unchanged():
+    """8 GPUs of one node: no split in steps of 8 leaves both sides GPUs, the uniform answer stands."""
+    req = request("llama-3.1-70b", "hgx-h100", budget_s=0.030, ttft_budget_s=2.0)
+    plain, searched = deploy(req, gpus=8), deploy_searched(req, gpus=8)
+    assert searched.best.label() == plain.best.label() == "1xTP8"
+    assert searched.best.tokens_per_s_per_gpu == plain.best.tokens_per_s_per_gpu
+    assert searched.prefill is None
+    assert searched.verdict.startswith("Layout: aggregated 1xTP8 wins; 0 prefill:decode splits searched.")
+
+
+def test_cli_disaggregate_auto_names_the_layout(cli):
+    r = cli("deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16", "--disaggregate", "auto")
+    assert r.returncode == 0, r.stderr
+    assert "Layout: disaggregated 8:8 wins" in r.stdout and "the best uniform 2xTP8" in r.stdout
+    assert "1 prefill:decode split searched" in r.stdout
