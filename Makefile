@@ -28,7 +28,7 @@ FORMATTED := benchmarks/bench_cli.py benchmarks/known_defects.py scripts/bench_d
 	tests/validation/test_decode_measurements.py tests/validation/test_deepseek_hopper.py \
 	tests/validation/test_fastest_plan.py tests/validation/test_serving_launch.py tests/validation/test_shm_prior.py \
 	src/shardbudget/comm/moe_a2a.py tests/unit/test_moe_a2a.py tests/validation/test_deepep.py \
-	src/shardbudget/decide/split_search.py tests/integration/test_deploy_splits.py
+	src/shardbudget/decide/split_search.py tests/integration/test_deploy_splits.py tests/integration/test_moe_a2a_cli.py
 
 .PHONY: venv demo lint check test bench docs clean
 

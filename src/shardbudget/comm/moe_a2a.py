@@ -50,6 +50,13 @@ MODES = ("normal", "low_latency")
 BACKENDS = ("nccl", "deepep", "deepep-normal", "deepep-ll")
 """How a plan's MoE all-to-all runs: nccl (NCCL's all-to-all); deepep (SGLang's --deepep-mode auto:
 normal for prefill, low-latency for decode); deepep-normal; deepep-ll (low latency)."""
+BACKEND_WORDS = {
+    "nccl": "NCCL's all-to-all",
+    "deepep": "DeepEP, normal kernels in prefill, low-latency in decode (SGLang's --deepep-mode auto)",
+    "deepep-normal": "DeepEP's normal kernels (hierarchical: the network once per node, then NVLink)",
+    "deepep-ll": "DeepEP's low-latency kernels (one-sided writes of every copy, FP8 dispatch)",
+}
+"""What each backend runs, in words (the headers of plan's table)."""
 ALGORITHMS = ("deepep-normal", "deepep-ll")
 """The `--algo` names of DeepEP's lines for an all-to-all (`allreduce --op all-to-all`)."""
 FP8_WIRE = (1 + 4 / 128) / 2

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from ..defaults import DEPLOY_ROWS
 from ..comm.custom_kernels import ENGINES
+from ..comm.moe_a2a import BACKEND_WORDS
 from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
 from ..decide.release_words import nccl_words
@@ -262,6 +263,8 @@ def print_plan(result) -> None:
           f"engine {engine}{nccl}, weights {weights}")
     for tp, words in a.allreduce.items():
         say(f"# all-reduce at {tp}: {words}")
+    if a.settings.moe_a2a != "nccl":
+        say(f"# MoE dispatch and combine: {BACKEND_WORDS[a.settings.moe_a2a]}")
     for note in a.notes:
         say(f"# note: {note}")
     if a.tail:
