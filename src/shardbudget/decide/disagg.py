@@ -56,15 +56,6 @@ def parse_split(text: str) -> tuple[int, int]:
     return int(left), int(right)
 
 
-def best_prefill(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tuple[int, Plan]], decode_plan: Plan,
-                 decode_gpus: int) -> Prefill:
-    """The prefill split of `gpus` GPUs that fits one prompt in memory and feeds the most prompts
-    per second."""
-    replicas, p, t = prefill_side(sc, gpus=gpus, input_len=input_len, candidates=candidates)
-    return with_handoff(sc, replicas, p, t, gpus=gpus, input_len=input_len, decode_plan=decode_plan,
-                        decode_gpus=decode_gpus)
-
-
 def with_handoff(sc: Scenario, replicas: int, p: Plan, t: float, *, gpus: int, input_len: int, decode_plan: Plan,
                  decode_gpus: int) -> Prefill:
     """The prefill side `prefill_side` chose, with its KV hand-off to `decode_plan`'s GPUs."""
@@ -112,4 +103,4 @@ def kv_handoff_s(cfg: ModelConfig, system: System, catalog: Catalog, *, input_le
                            catalog=catalog).time_s
 
 
-__all__ = ["Prefill", "best_prefill", "kv_handoff_s", "parse_split", "prefill_side", "with_handoff"]
+__all__ = ["Prefill", "kv_handoff_s", "parse_split", "prefill_side", "with_handoff"]
