@@ -115,7 +115,7 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
     from shardbudget.step.speculative import Speculation
     cat = load_catalog()
     requests = [("llama-3.1-70b", "hgx-h100", 8, {}), ("llama-3.1-70b", "hgx-h100", 64, {}),
-                ("llama-3.1-70b", "l40s-pcie", 8, {"budget_s": 0.1}),
+                ("llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, {"budget_s": 0.1}),
                 ("llama-3.1-70b", "hgx-h100", 8, {"dtype": "fp8", "kv_dtype": "fp8", "engine": "eager"}),
                 ("llama-3.1-70b", "hgx-h100", 16, {"disaggregate": (4, 12), "budget_s": 0.05}),
                 ("deepseek-v3", "hgx-h200", 32, {"budget_s": 0.1}),

@@ -34,7 +34,7 @@ ACCURACY_SCRIPTS = ("accuracy.py", "loso.py", "decode_accuracy.py", "serving_acc
 
 LOSO_NOTES = {
     ("nccl", "hgx-a100"): "no second Ampere source: the fold's floors are the other generations' mean",
-    ("nccl", "l40s-pcie"): "a degraded NPS1 box: its socket crossing is measured nowhere else",
+    ("nccl", "l40s-pcie-nps1-degraded"): "a degraded NPS1 box: its socket crossing is measured nowhere else",
     ("nccl", "rtx4090-pcie"): "its SHM hop latency in the catalog was read from its own rows, so this fold is "
     "not fully blind",
     ("multi", "gb200-nvl72"): "held out, its racks take HGX B200's NVLS efficiency, which a 72-GPU rack does not "

@@ -55,6 +55,12 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
+class RenamedName(FutureWarning):
+    """A catalog name renamed within this release and still taken until the next one: the library
+    warns (Python shows FutureWarning by default), the CLI prints the message as one "note:" line on
+    stderr (cli/app.py), and the answer carries the new name."""
+
+
 class UnitError(ShardbudgetError, ValueError):
     """A quantity that could not be read as the expected kind (size, time, rate)."""
 

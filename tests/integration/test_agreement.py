@@ -14,7 +14,7 @@ from shardbudget.decide.request import request
 
 REQUESTS = [  # (model, system, batch, budget_s)
     ("llama-3.1-70b", "hgx-h100", 1, 0.030), ("llama-3.1-70b", "hgx-h100", 64, 0.030),
-    ("llama-3.1-70b", "l40s-pcie", 1, 0.050), ("llama-3.1-70b", "l40s-pcie", 64, 0.050),
+    ("llama-3.1-70b", "l40s-pcie-nps1-degraded", 1, 0.050), ("llama-3.1-70b", "l40s-pcie-nps1-degraded", 64, 0.050),
     ("llama-3.1-70b", "hgx-b200", 1, 0.030), ("llama-3.1-70b", "mi300x", 64, 0.030),
     ("llama-3.1-8b", "rtx4090-pcie", 1, 0.030), ("llama-3.1-8b", "h100-pcie", 16, 0.020),
     ("llama-3.1-405b", "hgx-h200", 1, 0.100), ("llama-3.1-405b", "gb200-nvl72", 16, 0.050),
@@ -22,7 +22,7 @@ REQUESTS = [  # (model, system, batch, budget_s)
     ("mixtral-8x7b", "hgx-h100", 64, 0.030), ("mixtral-8x22b", "hgx-h200", 1, 0.030),
     ("deepseek-v3", "hgx-h200", 1, 0.050), ("deepseek-v3", "hgx-b200", 256, 0.100),
     ("qwen3-30b-a3b", "hgx-h100", 64, 0.020), ("qwq-32b", "hgx-a100", 8, 0.030),
-    ("codellama-34b", "l40s-pcie", 4, 0.060), ("llama-3.2-1b", "hgx-h100", 256, 0.010),
+    ("codellama-34b", "l40s-pcie-nps1-degraded", 4, 0.060), ("llama-3.2-1b", "hgx-h100", 256, 0.010),
 ]
 
 

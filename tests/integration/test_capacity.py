@@ -87,11 +87,11 @@ def test_the_binding_budget_is_named(catalog, rate10):
 def test_a_faster_fabric_saves_gpus_on_pcie_without_p2p(catalog):
     """L40S on PCIe without P2P: the same GPUs with P2P (explain's what-if) serve 2 requests/s on fewer;
     the what-if's count is the search's own on that system."""
-    a = deploy_for_load(request("llama-3.1-70b", "l40s-pcie", budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0))
+    a = deploy_for_load(request("llama-3.1-70b", "l40s-pcie-nps1-degraded", budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0))
     f = a.fabric
-    label, fast = better_fabric(catalog.system("l40s-pcie"), catalog)
+    label, fast = better_fabric(catalog.system("l40s-pcie-nps1-degraded"), catalog)
     assert f["label"] == label and "P2P" in label and "what-if" in label
-    assert fast.gpu is catalog.system("l40s-pcie").gpu and fast.pcie.gpu_p2p
+    assert fast.gpu is catalog.system("l40s-pcie-nps1-degraded").gpu and fast.pcie.gpu_p2p
     assert f["gpus"] == deploy_for_load(request("llama-3.1-70b", fast, budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0)).gpus
     assert f["gpus"] < a.gpus and f["saves"] == a.gpus - f["gpus"] and f"save {f['saves']} GPUs" in a.text
 

@@ -136,7 +136,7 @@ def test_json_shape_is_stable(capsys):
 
 
 @pytest.mark.parametrize("name, argv, words", [
-    ("vllm_llmd_l40s_llama32_3b_10qps.json", ["-s", "l40s-pcie"],
+    ("vllm_llmd_l40s_llama32_3b_10qps.json", ["-s", "l40s-pcie-nps1-degraded"],
      ["model 'meta-llama/Llama-3.2-3B-Instruct' is not one shardbudget can load", "give --model"]),
     ("genai_perf_llama70b_2xh100_c5.json", ["-s", "hgx-h100", "-m", "llama-3.1-70b"],
      ["does not record its tensor-parallel degree; give --tp"]),

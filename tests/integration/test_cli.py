@@ -22,7 +22,7 @@ def test_allreduce_json_keys_are_stable(cli):
 
 
 def test_allreduce_table_is_nccl_tests_like(cli):
-    r = cli("allreduce", "--system", "l40s-pcie", "--gpus", "4", "--size", "16KiB", "--size", "1MiB")
+    r = cli("allreduce", "--system", "l40s-pcie-nps1-degraded", "--gpus", "4", "--size", "16KiB", "--size", "1MiB")
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stdout.splitlines() if not l.startswith("#")]
     assert [int(l.split()[0]) for l in lines] == [16384, 1048576]
@@ -42,7 +42,7 @@ def test_plan_json(cli):
 
 
 def test_plan_table_and_verdict(cli):
-    r = cli("plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--batch", "64", "--budget", "50ms")
+    r = cli("plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--batch", "64", "--budget", "50ms")
     assert r.returncode == 0, r.stderr
     assert "latency-optimal (comm-bound)" in r.stdout and "fewest GPUs that fit: 8 (" in r.stdout
     # TP8 on the same 8 GPUs, its all-reduce in host memory: 278 ms misses 50 ms, so over budget first
@@ -51,10 +51,10 @@ def test_plan_table_and_verdict(cli):
 
 
 def test_compare(cli):
-    r = cli("compare", "--system", "hgx-h100", "--system", "l40s-pcie", "--json")
+    r = cli("compare", "--system", "hgx-h100", "--system", "l40s-pcie-nps1-degraded", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["systems"] == ["hgx-h100", "l40s-pcie"]
+    assert d["systems"] == ["hgx-h100", "l40s-pcie-nps1-degraded"]
     decode = [row for row in d["rows"] if row["label"].startswith("decode")]
     assert decode and all(row["ratio"] > 1 for row in decode)
 
@@ -105,7 +105,7 @@ def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
     assert "# sockets (NUMA domains, SYS between them): 2 (GPU0-3 | GPU4-7)" in r.stdout
     assert f"wrote {out}" in r.stderr and "warning" not in r.stderr
     a = cli("allreduce", "--catalog", str(out), "--system", "my-l40s", "--size", "512MiB", "--json")
-    b = cli("allreduce", "--system", "l40s-pcie", "--size", "512MiB", "--json")
+    b = cli("allreduce", "--system", "l40s-pcie-nps1-degraded", "--size", "512MiB", "--json")
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     # by hand: 8 GPUs over SHM, the socket crossing at the EPYC's 1.45 GB/s, as the built-in
     assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(1.45e9, rel=0.02)

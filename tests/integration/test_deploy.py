@@ -108,7 +108,7 @@ def test_plot_writes_png(cli, tmp_path):
 
 def test_plot_writes_svg(capsys, tmp_path):
     out = tmp_path / "pareto.svg"
-    rc, _, err = _run(capsys, "deploy", "--model", "llama-3.1-8b", "--system", "l40s-pcie", "--gpus", "8",
+    rc, _, err = _run(capsys, "deploy", "--model", "llama-3.1-8b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "8",
                       "--plot", str(out))
     assert rc == 0, err
     text = out.read_text()
@@ -231,19 +231,19 @@ def _as_chosen(result, catalog, model: str, system: str, tp: int, replicas: int)
 def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
     """PCIe L40S: vLLM's / SGLang's custom all-reduce needs NVLink between every pair above two GPUs,
     so TP8 and TP4 launch with --disable-custom-all-reduce; on NVSwitch (hgx-h100) TP8 keeps it."""
-    l40s = deploy(sb_request("llama-3.1-70b", "l40s-pcie", budget_s=None, catalog=catalog), gpus=8)
+    l40s = deploy(sb_request("llama-3.1-70b", "l40s-pcie-nps1-degraded", budget_s=None, catalog=catalog), gpus=8)
     h100 = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), gpus=8)
     for engine in ("vllm", "sglang"):
         flag = _preset(engine)["cli"]["disable_custom_allreduce"]
         assert flag == "--disable-custom-all-reduce"
-        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)[engine], flag) == ""
-        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 4, 2)[engine], flag) == ""
+        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)[engine], flag) == ""
+        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 4, 2)[engine], flag) == ""
         assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine], flag) is None
-    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie", 8, 1)["trtllm"]  # a YAML key instead
+    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)["trtllm"]  # a YAML key instead
 
 
 def test_custom_allreduce_flag_in_the_cli_output(capsys):
-    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--gpus", "8",
+    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "8",
                         "--budget", "100ms", "--json")
     assert rc == 0, err
     d = json.loads(out)
@@ -345,7 +345,7 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
 def test_verdict_compares_with_one_replica_of_the_widest_tp(catalog):
     """On PCIe the paragraph sets the choice against 1xTP8, the plan people reach for first, with
     its numbers: the ratio of tokens/s per GPU and TP8's communication share."""
-    r = deploy(sb_request("llama-3.1-8b", "l40s-pcie", budget_s=BUDGET_S, catalog=catalog), gpus=8)
+    r = deploy(sb_request("llama-3.1-8b", "l40s-pcie-nps1-degraded", budget_s=BUDGET_S, catalog=catalog), gpus=8)
     tp8 = next(o for o in r.options if o.replicas == 1 and o.tp == 8)
     assert r.best is not tp8 and r.best.replicas > 1
     ratio = r.best.tokens_per_s_per_gpu / tp8.tokens_per_s_per_gpu

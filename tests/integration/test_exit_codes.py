@@ -116,7 +116,7 @@ def test_verdicts_exit_1(tmp_path, capsys):
     slow = tmp_path / "slow.log"
     slow.write_text(LOG.replace("10.00", "900.00"))
     assert cli.main(["check", str(slow), "--system", "hgx-h100"]) == 1
-    assert cli.main(["deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie", "--gpus", "1", "--budget", "1ms"]) == 1
+    assert cli.main(["deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "1", "--budget", "1ms"]) == 1
     capsys.readouterr()
 
 
@@ -153,7 +153,7 @@ def test_the_fault_hook_is_inert_without_the_test_suites_hook_module(monkeypatch
     assert protocol.armed_faults() == ""
 
 
-@pytest.mark.parametrize("argv", [["compare", "--system", "hgx-h100", "--system", "l40s-pcie", "--gpus", "1"],
+@pytest.mark.parametrize("argv", [["compare", "--system", "hgx-h100", "--system", "l40s-pcie-nps1-degraded", "--gpus", "1"],
                                   ["allreduce", "--system", "hgx-h100", "--gpus", "1"],
                                   ["allreduce", "--system", "hgx-h100", "--gpus", "1", "--json"]])
 def test_a_collective_on_one_gpu_is_refused_alike(argv, capsys):

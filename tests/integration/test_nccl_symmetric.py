@@ -54,7 +54,7 @@ def test_symmetric_multimem_is_no_faster_than_the_nvls_line():
 def test_symmetric_needs_2_27_one_domain_and_direct_peers():
     assert "2.27" in symmetric_available(make_group("hgx-h100", catalog=at_nccl(CAT, "2.26", symmetric=True)))
     assert symmetric_available(make_group("hgx-h100", nodes=2, catalog=SYM)) is not None
-    assert symmetric_available(make_group("l40s-pcie", gpus=4, catalog=SYM)) is not None
+    assert symmetric_available(make_group("l40s-pcie-nps1-degraded", gpus=4, catalog=SYM)) is not None
     assert not any(c.algorithm.startswith("symmetric")
                    for c in candidates(make_group("hgx-h100", catalog=at_nccl(CAT, "2.26", symmetric=True)), "all-reduce"))
 

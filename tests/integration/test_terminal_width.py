@@ -18,14 +18,14 @@ COMMANDS = [
     ["fabrics", "--systems"],
     ["models"],
     ["allreduce", "-s", "hgx-h100", "--size", "8B:1GiB:16"],
-    ["compare", "-s", "hgx-h100", "-s", "h100-pcie", "-s", "l40s-pcie"],
+    ["compare", "-s", "hgx-h100", "-s", "h100-pcie", "-s", "l40s-pcie-nps1-degraded"],
     ["plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "1", "-b", "64", "--memory"],
     ["plan", "-m", "deepseek-v3", "-s", "hgx-h200", "--nodes", "2"],
     ["plan", "-m", "llama-4-scout", "-s", "hgx-h200", "--nodes", "2"],
     ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16"],
     ["deploy", "-m", "qwen3-30b-a3b", "-s", "hgx-h100", "--gpus", "8", "--all"],
     ["explain", "-m", "llama-3.1-8b"],
-    ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie"],
+    ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie-nps1-degraded"],
     ["explain", "-m", "deepseek-v3", "-s", "hgx-h200", "--nodes", "2"],
     ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--speculative", "eagle"],
     ["deploy", "-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16", "--speculative", "mtp"],
@@ -67,7 +67,7 @@ def test_every_command_fits_the_terminal_without_eliding(argv, columns, capsys, 
 def test_explain_folds_its_tables_and_keeps_every_number(capsys, monkeypatch):
     """explain's three-part table (fabric, call, per token, ITL, share, at batch 64) is 139 columns wide:
     at 80 it folds into tables that repeat the fabric column; every cell of the wide form is still there."""
-    argv = ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie"]
+    argv = ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie-nps1-degraded"]
     monkeypatch.setenv("COLUMNS", "200")
     assert cli.main(argv) == 0
     wide = capsys.readouterr().out

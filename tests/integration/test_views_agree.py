@@ -211,11 +211,11 @@ def same_requests(draw):
 @given(q=same_requests())
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow],
           phases=(Phase.explicit, Phase.generate))
-@example(q=dict(model="llama-3.1-8b", system="l40s-pcie", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=5,
+@example(q=dict(model="llama-3.1-8b", system="l40s-pcie-nps1-degraded", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=5,
                 budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
-@example(q=dict(model="llama-3.1-8b", system="l40s-pcie", nodes=1, key=(1, 8, 1, 1), engine="vllm", batch=5,
+@example(q=dict(model="llama-3.1-8b", system="l40s-pcie-nps1-degraded", nodes=1, key=(1, 8, 1, 1), engine="vllm", batch=5,
                 budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
-@example(q=dict(model="llama-3.1-70b", system="l40s-pcie", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=8,
+@example(q=dict(model="llama-3.1-70b", system="l40s-pcie-nps1-degraded", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=8,
                 budget_ms=100, ttft_ms=200, work=["--context", "4096"], judged="ITL"))
 def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     """Issue 34, one budget for plan and deploy: for a random request (any plan of plan's table, PP,
@@ -299,7 +299,7 @@ def _main(*argv: str) -> tuple[int, str]:
 
 
 SPECULATIVE = [("llama-3.1-70b", "hgx-h100", "eagle", "vllm"), ("deepseek-v3", "hgx-h200", "mtp", "sglang"),
-               ("llama-3.1-8b", "l40s-pcie", "eagle", "vllm")]
+               ("llama-3.1-8b", "l40s-pcie-nps1-degraded", "eagle", "vllm")]
 
 
 @pytest.mark.parametrize("model, system, method, engine", SPECULATIVE)
@@ -422,7 +422,7 @@ def test_explain_on_every_system_answers_at_the_planners_plan(system):
                 assert f["across_whatif"] and "split over 2 racks" in q3.takeaway and "no TP group" not in q3.takeaway
 
 
-REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie"), 1, 0.05), ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
+REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie-nps1-degraded"), 1, 0.05), ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
            ("llama-3.1-8b", ("rtx4090-pcie", "mi300x"), 16, 0.03)]
 
 
@@ -556,10 +556,10 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     """`report --engine` and `demo --engine`: their plans, tables and interactive selection are that
     engine's (plan --engine's numbers, not the default's); an unknown engine is one line, exit 2, no file."""
     out = tmp_path / "r.html"
-    d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie", "-b", "1", "--engine", "sglang",
+    d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie-nps1-degraded", "-b", "1", "--engine", "sglang",
                         "--budget-steps", "2", "-o", str(out), "--json"))
-    fresh = plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT)).results[0]
-    vllm = plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], budget_s=0.030, catalog=CAT)).results[0]
+    fresh = plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT)).results[0]
+    vllm = plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], budget_s=0.030, catalog=CAT)).results[0]
     rows = d["plans"][0]["results"][0]["rows"]
     assert d["settings"]["engine"] == "sglang" and [r["itl_s"] for r in rows] == [r.itl_s for r in fresh.rows]
     assert [r.itl_s for r in fresh.rows] != [r.itl_s for r in vllm.rows]  # the option is not a no-op

@@ -62,7 +62,7 @@ def _plan_rows(capsys, model, system, nodes, batch, log, *extra) -> dict:
 
 
 DECODE = [("llama-3.1-70b", "hgx-h100", 8, 8), ("qwen3-30b-a3b", "hgx-h200", 8, 64), ("mixtral-8x7b", "hgx-h100", 16, 16),
-          ("llama-3.1-8b", "l40s-pcie", 8, 1)]
+          ("llama-3.1-8b", "l40s-pcie-nps1-degraded", 8, 1)]
 
 
 @pytest.mark.parametrize("model, system, gpus, batch", DECODE)

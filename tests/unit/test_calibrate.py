@@ -105,7 +105,7 @@ def test_the_fit_covers_every_fitted_table(values):
     assert {("nccl.toml", f"nccl.calibrated.arch.{a}") for a in ("ampere", "hopper", "blackwell", "ada")} <= where
     assert {("custom_allreduce.toml", f"engines.{e}") for e in ("vllm", "sglang", "trtllm")} <= where
     assert {("fabrics.toml", "fabrics.pcie4-hostbridge"), ("fabrics.toml", "fabrics.pcie4-no-p2p"),
-            ("cpus.toml", "cpus.epyc-nps1")} <= where
+            ("cpus.toml", "cpus.epyc-nps1-degraded")} <= where
     assert len(values) >= 40
 
 

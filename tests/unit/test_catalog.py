@@ -6,7 +6,7 @@ import pytest
 from shardbudget.errors import CatalogError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
 
-REQUIRED_SYSTEMS = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "h100-pcie", "l40s-pcie",
+REQUIRED_SYSTEMS = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "h100-pcie", "l40s-pcie-nps1-degraded",
                     "rtx-pro-6000-pcie", "rtx4090-pcie", "mi300x"]
 
 

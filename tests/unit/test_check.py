@@ -97,7 +97,7 @@ def test_settings_from_command_lines_and_old_formats():
 # --- healthy runs pass; the verdict's arithmetic ------------------------------------------------
 
 @pytest.mark.parametrize(("system", "nodes", "gpus"), [
-    ("hgx-h100", 1, 8), ("hgx-h200", 2, 16), ("hgx-a100", 2, 16), ("l40s-pcie", 1, 4), ("mi300x", 1, 8),
+    ("hgx-h100", 1, 8), ("hgx-h200", 2, 16), ("hgx-a100", 2, 16), ("l40s-pcie-nps1-degraded", 1, 4), ("mi300x", 1, 8),
     ("rtx4090-pcie", 1, 2), ("gb200-nvl72", 1, 72),
 ])
 def test_the_models_own_curve_passes_in_every_region(system, nodes, gpus):
@@ -304,7 +304,7 @@ def test_a_log_whose_nodes_are_nvl72_trays_is_read_as_its_nvlink_domains(data_di
     trays = check_logs([log], system="gb200-nvl72", nodes=18, gpus=72).tables[0]
     assert trays.nodes == 18 and not trays.ok
     # a log of 2 GPUs on each of 2 L40S boxes really crossed the network: a note, no such cause
-    l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie").tables[0]
+    l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie-nps1-degraded").tables[0]
     assert any("2 GPUs per node" in n for n in l40s.notes) and all(c.kind != "node-shape" for c in l40s.causes)
 
 

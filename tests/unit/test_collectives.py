@@ -84,7 +84,7 @@ def test_small_messages_latency_bound_large_bandwidth_bound():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.sampled_from(["hgx-h100", "l40s-pcie", "mi300x", "rtx4090-pcie", "h100-pcie"]),
+@given(st.sampled_from(["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "rtx4090-pcie", "h100-pcie"]),
        st.sampled_from([2, 4, 8]), st.sampled_from(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]))
 def test_time_never_decreases_with_size(system, p, op):
     sizes = [2.0 ** k for k in range(3, 34)]
@@ -109,7 +109,7 @@ def test_pcie_slower_than_nvswitch_at_decode_sizes():
     # Llama-70B decode at batch 64: 64 x 8192 x 2 B = 1 MiB per all-reduce
     n = 64 * 8192 * 2
     nv = collective_cost("all-reduce", n, "hgx-h100").time_s
-    pcie = collective_cost("all-reduce", n, "l40s-pcie").time_s
+    pcie = collective_cost("all-reduce", n, "l40s-pcie-nps1-degraded").time_s
     assert pcie > 3 * nv
 
 
@@ -129,10 +129,10 @@ def test_multi_node_goes_over_the_network():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(system="hgx-h100", gpus=16), "add --nodes"),
-    (dict(system="l40s-pcie", algo="nvls"), "NVLS needs NVSwitch"),
+    (dict(system="l40s-pcie-nps1-degraded", algo="nvls"), "NVLS needs NVSwitch"),
     (dict(system="hgx-h100", nodes=2, algo="one-shot"), "across nodes"),
     (dict(system="hgx-h100", gpus=3, nodes=2), "evenly"),
-    (dict(system="l40s-pcie", algo="one-shot"), "peer-to-peer|limited to 2 GPUs"),
+    (dict(system="l40s-pcie-nps1-degraded", algo="one-shot"), "peer-to-peer|limited to 2 GPUs"),
     # two NVL72 racks are two NVLink domains: no custom kernel spans them
     (dict(system="gb200-nvl72", nodes=2, gpus=4, algo="two-shot"), "across nodes"),
 ])
@@ -142,10 +142,10 @@ def test_impossible_requests(kwargs, message):
         collective_cost("all-reduce", 1024, system, **kwargs)
 
 
-@pytest.mark.parametrize("system", ["l40s-pcie", "rtx-pro-6000-pcie", "h100-pcie", "hgx-h100"])
+@pytest.mark.parametrize("system", ["l40s-pcie-nps1-degraded", "rtx-pro-6000-pcie", "h100-pcie", "hgx-h100"])
 def test_one_gpu_per_node_cannot_drive_every_shared_nic(system):
     # one GPU per node reaches the network through its own PCIe slot: at most one NIC's worth,
-    # not the sum of all of the node's shared NICs (was 87.6 GB/s busbw on l40s-pcie's 4x roce-200)
+    # not the sum of all of the node's shared NICs (was 87.6 GB/s busbw on l40s-pcie-nps1-degraded's 4x roce-200)
     cat = load_catalog()
     nic = cat.system(system).nic_fabric
     for op in ("all-reduce", "all-to-all"):

@@ -25,9 +25,9 @@ def test_vllm_thresholds_from_its_source():
 
 def test_pcie_rules():
     # vLLM/SGLang: at most 2 PCIe-only GPUs (and only with P2P); TensorRT-LLM needs NVLink
-    assert algo("l40s-pcie", 64 << 10, "vllm", gpus=2) == "one-shot"
-    assert algo("l40s-pcie", 64 << 10, "vllm", gpus=4) == "ring"
-    assert algo("l40s-pcie", 64 << 10, "trtllm", gpus=2) == "ring"
+    assert algo("l40s-pcie-nps1-degraded", 64 << 10, "vllm", gpus=2) == "one-shot"
+    assert algo("l40s-pcie-nps1-degraded", 64 << 10, "vllm", gpus=4) == "ring"
+    assert algo("l40s-pcie-nps1-degraded", 64 << 10, "trtllm", gpus=2) == "ring"
     assert "peer-to-peer" in custom_allreduce_allowed(make_group("rtx4090-pcie", gpus=2), "vllm")
 
 
@@ -105,9 +105,9 @@ def test_per_host_rule_in_deploy():
 
 
 def test_forced_custom_is_labelled_as_priced():
-    """plan --impl custom on l40s-pcie: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
+    """plan --impl custom on l40s-pcie-nps1-degraded: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
     from shardbudget.decide.planner import plan as run_plan
-    words = run_plan(request("llama-3.1-8b", "l40s-pcie", batches=[1], impl="custom")).assumptions.allreduce
+    words = run_plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], impl="custom")).assumptions.allreduce
     assert words["TP2"] == "custom (forced by --impl)"
     assert words["TP4"].startswith("NCCL: --impl custom cannot run here") and "peer-to-peer" in words["TP4"]
 

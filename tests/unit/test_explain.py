@@ -20,9 +20,9 @@ T = r"(\d+(?:\.\d+)?) (ns|µs|ms|s)"
 R = r"(\d+\.\d+)x"
 REQUESTS = [  # (model, systems, batch, engine)
     ("llama-3.1-70b", ("hgx-h100",), 1, "vllm"), ("llama-3.1-70b", ("hgx-h100",), 64, "sglang"),
-    ("llama-3.1-70b", ("h100-pcie",), 1, "vllm"), ("llama-3.1-70b", ("l40s-pcie",), 8, "vllm"),
+    ("llama-3.1-70b", ("h100-pcie",), 1, "vllm"), ("llama-3.1-70b", ("l40s-pcie-nps1-degraded",), 8, "vllm"),
     ("deepseek-v3", ("hgx-h200", "mi300x"), 1, "vllm"), ("llama-3.1-8b", ("rtx4090-pcie",), 16, "trtllm"),
-    ("qwen3-30b-a3b", ("hgx-b200",), 32, "vllm"), ("llama-3.1-70b", ("mi300x", "hgx-h100", "l40s-pcie"), 4, "vllm"),
+    ("qwen3-30b-a3b", ("hgx-b200",), 32, "vllm"), ("llama-3.1-70b", ("mi300x", "hgx-h100", "l40s-pcie-nps1-degraded"), 4, "vllm"),
 ]
 
 
@@ -132,7 +132,7 @@ def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
 
 
 def test_no_nvlink_advice_on_a_box_without_nvlink():
-    q3 = explain(sb_request("llama-3.1-70b", "l40s-pcie", catalog=CAT))[2]
+    q3 = explain(sb_request("llama-3.1-70b", "l40s-pcie-nps1-degraded", catalog=CAT))[2]
     assert "NVLink" not in q3.text + q3.takeaway and "NVLS" not in q3.text
 
 
@@ -182,7 +182,7 @@ def test_nvl72_is_answered_at_the_planners_plan_and_across_racks():
     assert "the same TP8 group split over 2 racks" in q3.takeaway and "InfiniBand" in q3.takeaway
 
 
-@pytest.mark.parametrize("system", ["hgx-h100", "l40s-pcie", "mi300x", "gb200-nvl72", "hgx-b200", "h100-pcie"])
+@pytest.mark.parametrize("system", ["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "gb200-nvl72", "hgx-b200", "h100-pcie"])
 def test_every_system_is_compared_at_the_planners_plan(system):
     """explain's first answer is at the plan `plan` calls latency-optimal on one node (issue 34)."""
     for batch in (1, 64):
@@ -210,4 +210,4 @@ def test_the_group_loses_only_what_its_inside_call_ran():
     assert _lost(nvls, tree, system, 8) == []  # NVLSTree keeps NVLS inside each node
     assert _lost(ring, tree, system, 8) == []  # nothing the inside call did not run
     assert _lost(call("one-shot", "one-shot", 5e-6), ring, system, 8) == ["vllm one-shot (5 µs per call)"]
-    assert _lost(nvls, ring, CAT.system("l40s-pcie"), 8) == []  # no NVLink switch: no NVLS to lose
+    assert _lost(nvls, ring, CAT.system("l40s-pcie-nps1-degraded"), 8) == []  # no NVLink switch: no NVLS to lose

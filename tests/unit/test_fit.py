@@ -166,8 +166,8 @@ def test_forced_algorithms_are_read_from_the_log_notes():
 FITTED_LOGS = {
     "nccl_01_a3mega_2node.txt": "hgx-h100", "nccl_02_h100_1node_8gpu_large.txt": "hgx-h100",
     "nccl_03_mi300x_1node.txt": "mi300x", "nccl_05_mi325x_multinode.txt": "mi325x",
-    "nccl_06_mi355x_2node_pollara.txt": "mi355x", "nccl_07_l40s_2node_socket.txt": "l40s-pcie",
-    "nccl_08_l40s_2node_2gpu_rdma.txt": "l40s-pcie", "nccl_09_h200_2node_socket_ring.txt": "hgx-h200",
+    "nccl_06_mi355x_2node_pollara.txt": "mi355x", "nccl_07_l40s_2node_socket.txt": "l40s-pcie-nps1-degraded",
+    "nccl_08_l40s_2node_2gpu_rdma.txt": "l40s-pcie-nps1-degraded", "nccl_09_h200_2node_socket_ring.txt": "hgx-h200",
     "nccl_10_rtx4090_docker_2gpu.txt": "rtx4090-pcie", "nccl_11_rtx4090_docker_4gpu.txt": "rtx4090-pcie",
     "nccl_12_rtx4090_k8s_2gpu.txt": "rtx4090-pcie", "nccl_14_coreweave_h100_64gpu_sharp.txt": "hgx-h100",
     "nccl_15_coreweave_gb200.txt": "gb200-nvl72", "nccl_16_gcm_a100.txt": "hgx-a100",

@@ -46,7 +46,7 @@ def cat():
 @pytest.mark.parametrize("system, path, on", [
     ("hgx-h100", "pxb", True),        # NIC under the GPU's PCIe switch
     ("gb200-nvl72", "p2c", True),     # NIC on Grace, GPU over C2C: NET_GDR_C2C on from 2.27
-    ("l40s-pcie", "phb", False),      # NICs on a CPU root port: PHB > PXB
+    ("l40s-pcie-nps1-degraded", "phb", False),      # NICs on a CPU root port: PHB > PXB
     ("rtx-pro-6000-pcie", "pxb", True),
 ])
 def test_gdr_follows_the_gpu_nic_distance(cat, system, path, on):
@@ -66,15 +66,15 @@ def test_c2c_gdr_is_off_before_2_27(cat):
 
 def test_socket_transport_is_not_staged_twice(cat):
     """A TCP NIC's measured figure already holds its copies through the host."""
-    tcp = replace(cat.system("l40s-pcie"), nic_fabric=cat.fabric("tcp-100"))
+    tcp = replace(cat.system("l40s-pcie-nps1-degraded"), nic_fabric=cat.fabric("tcp-100"))
     assert not gdr(tcp, cat.nccl) and not staged(tcp, cat.nccl)
 
 
 def test_staged_bandwidth_and_hop_by_hand(cat):
-    """l40s-pcie, 2 nodes x 8 GPUs: 4 shared RoCE 200G NICs at 83% (host-staged), under half of
+    """l40s-pcie-nps1-degraded, 2 nodes x 8 GPUs: 4 shared RoCE 200G NICs at 83% (host-staged), under half of
     each socket's root complex (EPYC NPS1: host_bandwidth per socket); one more PCIe hop per
     network step (tuning.cc hwLat PCI ring Simple 5.7 us)."""
-    s = cat.system("l40s-pcie")
+    s = cat.system("l40s-pcie-nps1-degraded")
     group = make_group(s, nodes=2, catalog=cat)
     nic = s.nic_fabric.achievable_bytes_per_s
     expected = min(4 * nic * STAGED_SHARE, 2 * s.cpu.host_bytes_per_s / 2)

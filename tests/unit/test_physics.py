@@ -208,12 +208,12 @@ def test_nccls_own_estimate_does_not_fall_with_size(system, gpus, msg, step):
 
 
 @PROPERTY
-@example(system="l40s-pcie", gpus=8, msg=615354.2939317843, step=618443.0 / 615354.2939317843)
+@example(system="l40s-pcie-nps1-degraded", gpus=8, msg=615354.2939317843, step=618443.0 / 615354.2939317843)
 @example(system="rtx4090-pcie", gpus=4, msg=478000.0, step=1.01)
 @given(**groups)
 def test_nccl_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step):
     """NCCL's choice (its estimate) timed by the real lines: it falls only where NCCL's estimate
-    switches line later than the real crossover and a listed switch says so (l40s-pcie on 8 GPUs:
+    switches line later than the real crossover and a listed switch says so (l40s-pcie-nps1-degraded on 8 GPUs:
     ring LL -> Simple at 618443 B, 1070 -> 836 us; measured 8x L40S NCCL 2.27.3 falls there too)."""
     group = _group(system, gpus)
     lines = candidates(group, "all-reduce", "nccl")
@@ -300,12 +300,12 @@ def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str
 
 
 @settings(max_examples=15, deadline=None, derandomize=True, database=None)
-@example(model="llama-3.1-70b", system="l40s-pcie", engine="vllm", batch=16, factor=2.0)
+@example(model="llama-3.1-70b", system="l40s-pcie-nps1-degraded", engine="vllm", batch=16, factor=2.0)
 @given(model=st.sampled_from(MODELS), system=st.sampled_from(SYSTEMS), engine=st.sampled_from(ENGINES[:3]),
        batch=st.sampled_from((1, 16, 64, 256)), factor=st.floats(min_value=1.1, max_value=4.0))
 def test_no_plan_is_faster_on_a_worse_fabric(model, system, engine, batch, factor):
     """Except where the slower link moves NCCL's choice onto a line the system itself reaches only past
-    a listed switch (llama-3.1-70b TP4 on l40s-pcie, vllm, batch 16: 85.59 ms, 85.39 ms with half the
+    a listed switch (llama-3.1-70b TP4 on l40s-pcie-nps1-degraded, vllm, batch 16: 85.59 ms, 85.39 ms with half the
     bandwidth; its 256 KiB all-reduce runs ring Simple there, ring LL on the system, whose LL -> Simple
     switch at 480774 B the 4x L40S rows measure: 196.10 -> 154.11 us at the edge)."""
     s, w = _worse(system, factor)

@@ -30,14 +30,14 @@ def test_pcie_tp8_is_sharded_too_far_at_batch_64():
     memory, measured_comm.csv): TP8 spends 82% of its token in all-reduce and is slower than TP4 x PP2
     on the same eight GPUs, which is latency-optimal and still comm-bound. Under a 50 ms budget that
     TP8 misses (278 ms) it is "over budget" first, and no sentence calls it sharded too far (issue 34)."""
-    r = plan(request("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=None))
+    r = plan(request("llama-3.1-70b", "l40s-pcie-nps1-degraded", batches=[64], budget_s=None))
     b = r.results[0]
     assert b.min_tp_memory == 1  # TP1 PP8 fits
     tp8 = next(x for x in b.rows if x.key == (8, 1, 1, 1))
     assert tp8.comm_share > 0.7 and tp8.verdict == "sharded too far" and tp8.comm_bound
     assert b.best_plan == {"tp": 4, "pp": 2, "ep": 1, "dp": 1}
     assert "Warning: communication is" in b.verdict and "sharded too far" in b.verdict
-    b = plan(request("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=0.05)).results[0]
+    b = plan(request("llama-3.1-70b", "l40s-pcie-nps1-degraded", batches=[64], budget_s=0.05)).results[0]
     tp8 = next(x for x in b.rows if x.key == (8, 1, 1, 1))
     assert tp8.itl_s > 0.05 and tp8.verdict == "over budget" and "TP8 " not in b.verdict.split("sharded too far")[-1]
 
@@ -72,7 +72,7 @@ def test_comm_threshold_warns_but_does_not_call_the_fastest_plan_too_far():
     assert far and all(x.pp > 1 for x in far)
     assert f"{len(far)} plans are sharded too far" in r.verdict
     # one plan too far is one plan, not "each" of one (issue 24, item 12 re-checked)
-    one = plan(request("llama-3.1-70b", "l40s-pcie", batches=[64], budget_s=None)).results[0]
+    one = plan(request("llama-3.1-70b", "l40s-pcie-nps1-degraded", batches=[64], budget_s=None)).results[0]
     assert sum(x.verdict == "sharded too far" for x in one.rows) == 1
     assert "1 plan is sharded too far, using more GPUs" in one.verdict and "each" not in one.verdict
 

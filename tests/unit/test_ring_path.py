@@ -18,7 +18,7 @@ def test_l40s_collapse_comes_from_the_transports(cat):
     passes of the socket's 41.1 GB/s host path each: 41.1 / 8 = 5.14 GB/s. 8 GPUs: two hops cross the
     sockets at 1.45 GB/s per host-staged stream. (measured_comm.csv l40s NCCL 2.27.3 all-reduce busbw
     at 512 MiB: 20.1, 5.16, 1.45 GB/s)"""
-    s = cat.system("l40s-pcie")
+    s = cat.system("l40s-pcie-nps1-degraded")
     two, four, eight = (ring_path(s, g) for g in (2, 4, 8))
     assert two.transports == ("p2p", "p2p") and two.busbw_bytes_per_s == pytest.approx(20.1e9)
     assert set(four.transports) == {"shm"} and four.busbw_bytes_per_s == pytest.approx(41.1e9 / 8)
@@ -28,7 +28,7 @@ def test_l40s_collapse_comes_from_the_transports(cat):
 
 
 def test_nccl_p2p_level_rules(cat):
-    amd, intel = cat.system("l40s-pcie"), cat.system("h100-pcie")
+    amd, intel = cat.system("l40s-pcie-nps1-degraded"), cat.system("h100-pcie")
     assert p2p_level(amd, 2) == "sys" and p2p_level(amd, 3) == "pxb"
     assert p2p_level(intel, 2) == "pxb"
     assert path_type(amd, 0, 1) == "phb" and path_type(amd, 3, 4) == "sys"
@@ -87,7 +87,7 @@ gpu = "l40s"
 gpus_per_node = 8
 topology = "pcie"
 intra_fabric = "pcie4"
-cpu = "epyc-nps1"
+cpu = "epyc-nps1-degraded"
 source = "my lab"
 [systems.my-box.pcie]
 sockets = 2
@@ -108,8 +108,8 @@ def test_a_user_tree(tmp_path):
 @pytest.mark.parametrize("change, message", [
     (("gpus_per_switch = 4", "gpus_per_switch = 3"), "gpus_per_switch \\(3\\) must divide"),
     (('switch_uplink = "pcie4"\n', ""), "need a switch_uplink"),
-    (('cpu = "epyc-nps1"\n', ""), "needs a cpu"),
-    (('cpu = "epyc-nps1"', 'cpu = "epyc-nps"'), "did you mean 'epyc-nps1'"),
+    (('cpu = "epyc-nps1-degraded"\n', ""), "needs a cpu"),
+    (('cpu = "epyc-nps1-degraded"', 'cpu = "epyc-nps1-degarded"'), "did you mean 'epyc-nps1-degraded'"),
     (('shm = "pcie4-shm"', 'shm = "nvlink4"'), "expected a pcie one"),
     (("sockets = 2", "sockets = 3"), "sockets \\(3\\) must divide"),
     (('source = "nvidia-smi topo -m"', 'source = "x"\np2p_level = "far"'), "is not one of"),

@@ -62,7 +62,7 @@ def test_prompts_all_reduces_are_most_of_a_pcie_tpot():
     slots' prompts add 32 prompt tokens per generated token at c_p = 655 us each, 644 us of it
     all-reduce: TPOT 32.19 ms of which 27.37 ms is communication (85%), where the decode-only share
     said 60% and the old served share (decode communication over the TPOT) 21%."""
-    sc = request("llama-3.1-8b", "l40s-pcie").scenario
+    sc = request("llama-3.1-8b", "l40s-pcie-nps1-degraded").scenario
     s = served_curve(sc, Plan(8), batch=[5.0], input_len=2048, output_len=256)
     assert s.decode_s[0] == pytest.approx(11.24e-3, abs=0.01e-3) and s.tpot_s[0] == pytest.approx(32.19e-3, abs=0.01e-3)
     assert s.decode_comm_s[0] / s.decode_s[0] == pytest.approx(0.60, abs=0.005)

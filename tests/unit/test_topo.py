@@ -56,16 +56,23 @@ def test_hgx_h100_nv18_is_an_nvswitch_with_rail_nics(tmp_path):
 def test_l40s_dual_socket_prices_like_the_builtin(tmp_path):
     with pytest.raises(CatalogError, match="does not name the GPU model.*--gpu"):
         topo_profile([FIX / "l40s_8gpu_dual_socket.txt"], name="my-l40s")
-    p = topo_profile([FIX / "l40s_8gpu_dual_socket.txt"], name="my-l40s", gpu="l40s")
+    # the input names no CPU: it is taken from the healthy built-in of the same GPU, never the degraded one
+    healthy = topo_profile([FIX / "l40s_8gpu_dual_socket.txt"], name="my-l40s", gpu="l40s")
+    assert healthy.system["cpu"] == "xeon-spr"
+    assert "cpu: xeon-spr (not in the input; from built-in l40s-pcie-p2p, same GPU)" in healthy.notes
+    assert not any("degraded" in w for w in healthy.warnings)
+    # named, the degraded EPYC-in-NPS1 host prices the box as the built-in measured on it, and says so
+    p = topo_profile([FIX / "l40s_8gpu_dual_socket.txt"], name="my-l40s", gpu="l40s", cpu="epyc-nps1-degraded")
+    assert any("cpu epyc-nps1-degraded is a degraded host profile" in w for w in p.warnings), p.warnings
     s = p.system
-    assert (s["topology"], s["intra_fabric"], s["cpu"]) == ("pcie", "pcie4", "epyc-nps1")
+    assert (s["topology"], s["intra_fabric"], s["cpu"]) == ("pcie", "pcie4", "epyc-nps1-degraded")
     assert s["pcie"] == {"sockets": 2, "gpus_per_switch": 1, "host_bridge": "pcie4-hostbridge", "shm": "pcie4-shm",
                          "p2p_level": "auto", "source": s["pcie"]["source"]}
     assert (s["nics_per_node"], s["rail_optimized"]) == (1, False)  # NIC0 is SYS to every GPU: shared
     cat = _profile_catalog(p, tmp_path)
     for g in (2, 4, 8):
         for n in SIZES:
-            assert _ratio(cat, "my-l40s", "l40s-pcie", g, n) == pytest.approx(1.0, abs=0.03)
+            assert _ratio(cat, "my-l40s", "l40s-pcie-nps1-degraded", g, n) == pytest.approx(1.0, abs=0.03)
     # by hand: 8 GPUs, every hop SHM, the two socket crossings at the EPYC's 1.45 GB/s per stream
     big = collective_cost("all-reduce", 512 << 20, "my-l40s", gpus=8, catalog=cat)
     assert big.busbw_bytes_per_s == pytest.approx(1.45e9, rel=0.02)
@@ -79,7 +86,9 @@ def test_rtx4090_box_tab_separated(tmp_path):
     assert p.system["pcie"]["shm"] == "pcie4-no-p2p"  # GeForce: NCCL stages through host memory
     cat = _profile_catalog(p, tmp_path)
     path = ring_path(cat.system("my-4090"), 4)
-    assert path.transports == ("shm",) * 4 and path.busbw_bytes_per_s == pytest.approx(3.74e9)  # pcie4-no-p2p
+    # four GPUs of one socket, each hop at a healthy Gen4 host's SHM hop: 18 GB/s (host_staged.gen4-1s-root-ports,
+    # NVIDIA/nccl#1603), not the 3.74 GB/s of a pair across the sockets in a pod (issue 34)
+    assert path.transports == ("shm",) * 4 and path.busbw_bytes_per_s == pytest.approx(18e9)
 
 
 def test_two_gpus_on_an_nvlink_bridge_get_a_bridge_fabric(tmp_path):
@@ -165,7 +174,7 @@ def test_nccl_topology_xml_alone(tmp_path):
     assert len({g.switch for g in x.gpus}) == 8  # one GPU per PCIe switch, 4 NICs beside it
     p = infer_profile(topo, name="p5", gpu="h100-sxm")
     s = p.system
-    assert (s["nic_fabric"], s["nics_per_node"], s["rail_optimized"], s["cpu"]) == ("efa", 32, True, "epyc-nps1")
+    assert (s["nic_fabric"], s["nics_per_node"], s["rail_optimized"], s["cpu"]) == ("efa", 32, True, "epyc-nps1-degraded")
     assert s["topology"] == "pcie" and any("lists no NVLink" in w for w in p.warnings)
 
 
@@ -244,8 +253,10 @@ def test_unequal_numa_domains_and_name_checks(tmp_path):
                                           .replace("GPU2\tSYS\tSYS", "GPU2\tSYS\tPIX").replace("GPU3\tSYS\tSYS", "GPU3\tSYS\tPIX")),
                       name="odd", gpu="l40s")
     with pytest.raises(CatalogError, match="already a catalog system"):
-        infer_profile(parse_topology_text(SMALL), name="l40s-pcie", gpu="l40s")
-    with pytest.raises(CatalogError, match=r"'L40S-PCIe' is already a catalog system \('l40s-pcie'"):
+        infer_profile(parse_topology_text(SMALL), name="l40s-pcie-nps1-degraded", gpu="l40s")
+    with pytest.raises(CatalogError, match=r"'L40S-PCIe-NPS1-degraded' is already a catalog system \('l40s-pcie-nps1"):
+        infer_profile(parse_topology_text(SMALL), name="L40S-PCIe-NPS1-degraded", gpu="l40s")
+    with pytest.raises(CatalogError, match=r"'L40S-PCIe' is the old name of catalog system 'l40s-pcie-nps1-degraded'"):
         infer_profile(parse_topology_text(SMALL), name="L40S-PCIe", gpu="l40s")
     p = infer_profile(parse_topology_text(SMALL), name="fine", gpu="l40s")
     write_topo_profile(p, tmp_path / "fine.toml")

@@ -30,7 +30,7 @@ RUNS = [
     ("nccl_15_coreweave_gb200.txt", "gb200-nvl72", {"gpus": 72, "nodes": 1}, 0, None),  # one NVL72 rack
     # 2 nodes x 8 H200 with NCCL_IB_DISABLE=1: NCCL's Socket transport over one interface, 92 GB/s busbw
     ("nccl_09_h200_2node_socket_ring.txt", "hgx-h200", {"nodes": 2}, 1, "socket"),
-    ("nccl_07_l40s_2node_socket.txt", "l40s-pcie", {}, 1, "socket"),        # 2 x 1 L40S, NCCL_IB_DISABLE=1
+    ("nccl_07_l40s_2node_socket.txt", "l40s-pcie-nps1-degraded", {}, 1, "socket"),        # 2 x 1 L40S, NCCL_IB_DISABLE=1
     ("nccl_17_h100_2node_dgx0607.txt", "hgx-h100", {}, 1, "erratic"),       # "mid-size rows erratic" (README)
     ("nccl_20_h200_misc.txt", "hgx-h200", {"gpus": 16}, 1, "erratic"),      # "many rows erratic" (README)
     ("nccl_10_rtx4090_docker_2gpu.txt", "rtx4090-pcie", {}, 1, "fewer-channels"),  # "slow RTX 4090 boxes" (README)

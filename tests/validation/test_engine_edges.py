@@ -52,7 +52,7 @@ def test_vllm_0_14_rows_stand_for_0_19(data_dir, gpus):
     assert len(custom) >= 10, custom
     worst = max(abs(new[n] / old[n] - 1) for n in custom)
     assert worst < 0.05, worst
-    for system in ("hgx-a100", "l40s-pcie"):
+    for system in ("hgx-a100", "l40s-pcie-nps1-degraded"):
         r = allreduce_ranges_for("vllm", make_group(system, gpus=2), 8192.0)
         assert not any(k.startswith("symm-mem") for k in r.kinds + r.at_edge), (system, r.describe())
 
@@ -76,8 +76,8 @@ def test_a_one_shot_over_one_link_reads_at_the_links_rate(data_dir):
     assert one.algbw_bytes_per_s == pytest.approx(0.934 * 48e9, rel=0.01)
     measured = _rows(data_dir, "l40s", "vLLM_custom_graph", "0.14.0", 2)[4194304]
     assert measured == pytest.approx(229.41, abs=0.01)
-    l40s = custom_candidate(make_group("l40s-pcie", gpus=2), 1, engine="vllm")
-    t, _ = engine_allreduce_s(allreduce_ranges_for("vllm", make_group("l40s-pcie", gpus=2), 8192.0), np.array([4194304.0]))
+    l40s = custom_candidate(make_group("l40s-pcie-nps1-degraded", gpus=2), 1, engine="vllm")
+    t, _ = engine_allreduce_s(allreduce_ranges_for("vllm", make_group("l40s-pcie-nps1-degraded", gpus=2), 8192.0), np.array([4194304.0]))
     assert l40s is not None and t[0] * 1e6 == pytest.approx(measured, rel=0.03)
     for system in ("rtx-pro-6000-pcie", "rtx-pro-6000-2s-epyc", "h100-pcie"):
         ranges = allreduce_ranges_for("vllm", make_group(system, gpus=2), 8192.0)

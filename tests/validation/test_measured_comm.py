@@ -43,21 +43,21 @@ def test_the_file_is_what_the_loader_expects(rows):
 @pytest.mark.parametrize("gpus, measured_busbw", [(2, 20.11e9), (4, 5.16e9), (8, 1.45e9)])
 def test_l40s_collapse(rows, gpus, measured_busbw):
     """measured_comm.csv l40s NCCL 2.27.3 all_reduce at 512 MiB: busbw 20.1 / 5.16 / 1.45 GB/s at
-    2 / 4 / 8 GPUs. The structure (catalog l40s-pcie, ring_path.py): P2P through the AMD root
+    2 / 4 / 8 GPUs. The structure (catalog l40s-pcie-nps1-degraded, ring_path.py): P2P through the AMD root
     complex at 2 GPUs; no P2P through host bridges beyond, so SHM, every hop through one socket's
     41.1 GB/s host path twice (41.1 / 8); two hops crossing the sockets at 1.45 GB/s per stream.
     Tolerance 3% (the host path and stream figures are fitted on these rows)."""
     n = 512 * 2**20
-    t = _t(rows, "l40s-pcie", gpus, n)
+    t = _t(rows, "l40s-pcie-nps1-degraded", gpus, n)
     assert n / t * 2 * (gpus - 1) / gpus == pytest.approx(measured_busbw, rel=0.01)
-    c = collective_cost("all-reduce", n, "l40s-pcie", gpus=gpus)
+    c = collective_cost("all-reduce", n, "l40s-pcie-nps1-degraded", gpus=gpus)
     assert c.busbw_bytes_per_s == pytest.approx(measured_busbw, rel=0.03)
     assert c.time_s == pytest.approx(t, rel=0.03)
 
 
 def test_l40s_transports_explain_the_collapse():
     from shardbudget.fabric.catalog import load_catalog
-    s = load_catalog().system("l40s-pcie")
+    s = load_catalog().system("l40s-pcie-nps1-degraded")
     assert ring_path(s, 2).transports == ("p2p",) * 2
     assert set(ring_path(s, 4).transports) == {"shm"} and "host0" in ring_path(s, 4).bottleneck
     # the single-root box in the field keeps P2P: no collapse (SGLang 0.5.12's L40S rows: ~21 GB/s)

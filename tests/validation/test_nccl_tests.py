@@ -115,7 +115,7 @@ def test_busbw_only_rows_derive_time_from_the_nccl_tests_factor(rows):
 
 def test_variants_are_used_where_the_network_differs(rows):
     tcp = [r for r in rows if r.kept and "NCCL_IB_DISABLE=1" in r.source + r.reason and r.nodes > 1]
-    assert tcp and all(r.variant == "l40s-pcie-tcp" for r in tcp)
+    assert tcp and all(r.variant == "l40s-pcie-nps1-degraded-tcp" for r in tcp)
     efa = [r for r in rows if r.kept and "p5en" in r.hardware]
     assert efa and all(r.variant == "hgx-h200-efa" for r in efa)
 
@@ -173,7 +173,7 @@ def test_nvls_bandwidth_and_fixed_cost_on_hgx_h200():
 
 def test_ll128_only_over_nvlink():
     assert ll128_enabled(make_group("hgx-h100"))
-    assert not ll128_enabled(make_group("l40s-pcie"))
+    assert not ll128_enabled(make_group("l40s-pcie-nps1-degraded"))
     assert not ll128_enabled(make_group("h100-pcie", gpus=4))  # the pairs meet over PCIe
     assert ll128_enabled(make_group("h100-pcie", gpus=2))      # one NVLink bridge
 

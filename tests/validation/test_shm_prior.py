@@ -1,5 +1,5 @@
 """The prior a held-out PCIe box's SHM hop starts from (calibrate.fallback.shm_prior), pinned to
-the public rows of data/shm_public.csv (issue 20: the l40s-pcie and rtx4090-pcie folds no longer take
+the public rows of data/shm_public.csv (issue 20: the l40s-pcie-nps1-degraded and rtx4090-pcie folds no longer take
 the other box's figure alone).
 
 By hand, from the sources:
@@ -8,7 +8,7 @@ By hand, from the sources:
 - Gen5, one socket: 4x RTX PRO 6000 on EPYC Turin (NVIDIA/nccl PR #2080, stock SHM) 37.64 GB/s at
   128 MiB; 4x RTX 5090 on Xeon 8480+ (NVIDIA/nccl#1639) 35 GB/s. Their median 36.3 is the catalog's
   pcie5-no-p2p 35 GB/s within 5%.
-- The folds: l40s-pcie held out takes median(3.10 public, 3.74 fitted RTX 4090) = 3.42 GB/s (its own
+- The folds: l40s-pcie-nps1-degraded held out takes median(3.10 public, 3.74 fitted RTX 4090) = 3.42 GB/s (its own
   4-GPU rings carry 5.15); rtx4090-pcie held out takes median(3.10, 5.15 fitted L40S) = 4.12 (its own
   2-GPU ring 3.74). Gen4 SHM hosts span 3.10-5.15 (1.66x), Gen5 35-37.6: the generation alone does
   not fix a Gen4 host's hop to better than +-25% (the L40S box is the fastest Gen4 host known).
@@ -55,7 +55,7 @@ def test_catalog_gen5_shm_hop_matches_public_hosts():
     assert pcie_generation(cat, cat.fabrics["pcie4-shm"]) == 4
 
 
-@pytest.mark.parametrize("system, prior_gbps", [("l40s-pcie", 3.42), ("rtx4090-pcie", 4.12)])
+@pytest.mark.parametrize("system, prior_gbps", [("l40s-pcie-nps1-degraded", 3.42), ("rtx4090-pcie", 4.12)])
 def test_held_out_fold_takes_the_generation_prior(data_dir, system, prior_gbps):
     fold = loso.fit_without(system, data_dir)
     shm = load_catalog().system(system).pcie.shm

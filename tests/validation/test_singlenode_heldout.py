@@ -13,7 +13,7 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     hgx-b300        63    4.5%  11.0%
     hgx-h100        72    4.3%  12.1%   [7.6 / 32.3: Hopper's floor line from H200 alone, _scaled_floor]
     hgx-h200        33    2.4%  10.0%
-    l40s-pcie       63   25.5%  57.7%   [25.5 / 60.1: SHM hop now the Gen4 prior, calibrate.fallback.shm_prior;
+    l40s-pcie-nps1-degraded       63   25.5%  57.7%   [25.5 / 60.1: SHM hop now the Gen4 prior, calibrate.fallback.shm_prior;
                                          the degraded box, measured nowhere else: its 8-GPU rows
                                          (cross-socket stream 1.45 GB/s) are 60% fast held out]
     mi300x          31    9.9%  22.2%
@@ -29,7 +29,7 @@ rows). Figures at this commit (before this change, at cb534a9, in brackets):
     hgx-b200       142    6.1%  18.0%
     hgx-b300       142    4.1%  16.0%
     hgx-h100       142    9.8%  26.0%   [41.9 / 82.9: launch from the NCCL floor ratio, engine_fallback]
-    l40s-pcie       32   10.9%  31.0%   [19.4 / 66.7: vLLM's one-shot took the NVLink generations' 2-GPU
+    l40s-pcie-nps1-degraded       32   10.9%  31.0%   [19.4 / 66.7: vLLM's one-shot took the NVLink generations' 2-GPU
                                          share of the ring (0.52) and was +70% slow above 128 KiB; now at
                                          the PCIe link's rate (calibrate.fallback.pcie_kernel_efficiency); SGLang's
                                          small rows stay -30% (the others' mean launch, 3.7 us vs 5.3)]
@@ -52,10 +52,10 @@ from shardbudget.calibrate.fit_nccl import _scaled_floor
 
 NCCL = {"gb300-nvl72": (0.058, 0.126), "h100-pcie": (0.003, 0.003), "hgx-a100": (0.082, 0.272),
         "hgx-b200": (0.042, 0.102), "hgx-b300": (0.045, 0.109), "hgx-h100": (0.042, 0.110),
-        "hgx-h200": (0.011, 0.093), "l40s-pcie": (0.255, 0.577), "mi300x": (0.099, 0.222),
+        "hgx-h200": (0.011, 0.093), "l40s-pcie-nps1-degraded": (0.255, 0.577), "mi300x": (0.099, 0.222),
         "rtx4090-pcie": (0.118, 0.203)}
 CUSTOM = {"gb300-nvl72": (0.084, 0.247), "hgx-a100": (0.143, 0.303), "hgx-b200": (0.061, 0.180),
-          "hgx-b300": (0.041, 0.160), "hgx-h100": (0.098, 0.260), "l40s-pcie": (0.109, 0.310)}
+          "hgx-b300": (0.041, 0.160), "hgx-h100": (0.098, 0.260), "l40s-pcie-nps1-degraded": (0.109, 0.310)}
 TARGETS = {"nccl": (0.10, 0.25), "custom": (0.12, 0.30)}
 MEDIAN_TOL, P90_TOL = 0.015, 0.03
 
@@ -177,13 +177,13 @@ def test_mnnvl_rates_without_rows_are_the_ring_busbw():
 
 
 def test_pcie_fold_runs_the_kernels_at_the_link_rate(data_dir):
-    """l40s-pcie held out: each engine's slowest one-shot throughput over NVLink (kernel_caps) is
+    """l40s-pcie-nps1-degraded held out: each engine's slowest one-shot throughput over NVLink (kernel_caps) is
     A100's at 4 GPUs for vLLM (0.694 x 232 GB/s = 161 GB/s) and SGLang (0.702 x 232 = 163), A100's
     at 8 for TensorRT-LLM 1.0 (0.446 x 232 = 103; its one-shot to 1 MiB, 83.2 us there), each over 4x
     the L40S ring's 21.0 GB/s (2/3 of Gen4's
     31.5, the fold's neutral root-complex estimate): min(1, cap / 21) = 1, the link binds. In
     sample the L40S rows give 0.93 for both engines; the fold used to take 0.52 for vLLM."""
-    cal = loso.fit_without("l40s-pcie", data_dir)
+    cal = loso.fit_without("l40s-pcie-nps1-degraded", data_dir)
     assert cal.kernel_cap["vllm"] == pytest.approx(161e9, rel=0.03)
     assert cal.kernel_cap["sglang"] == pytest.approx(163e9, rel=0.03)
     assert cal.kernel_cap["trtllm"] == pytest.approx(103e9, rel=0.03)

@@ -121,5 +121,5 @@ def neutral(catalog: Catalog) -> Catalog:
                    cpus=cpus, engines=engines)
 
 
-FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p")
+FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p-pod")
 """The fabrics whose achievable figure fit_pcie measures (the rest cite their own sources)."""

@@ -16,7 +16,7 @@ NOISE = 0.01
 """A measured fall must exceed 1% to count (repeats of one size in measured_comm.csv differ by 1-5%)."""
 
 MEASURED_COMM = {"hgx-a100": "a100_sxm", "hgx-h100": "h100_sxm", "hgx-b200": "b200_sxm", "hgx-b300": "b300_sxm",
-                 "gb300-nvl72": "gb300", "l40s-pcie": "l40s"}
+                 "gb300-nvl72": "gb300", "l40s-pcie-nps1-degraded": "l40s"}
 
 
 SAME_ENGINE_KERNELS = {"hgx-h200": "hgx-h100", "hgx-h20": "hgx-h100"}

@@ -105,21 +105,21 @@ MEASURED = {
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 10.17 us at 262144 B, 17.60 us at 524288 B, 25.96 us at 1048576 B, 35.49 us at 2097152 B',
     ('hgx-h200', 8, 'trtllm', 'two-shot', 'nccl', 8000000):
         'measured_comm.csv h100_sxm TRTLLM 1.3.0rc20 (for hgx-h200: SAME_ENGINE_KERNELS), 8 GPUs: 35.49 us at 2097152 B, 51.90 us at 4194304 B, 79.43 us at 8388608 B, 122.32 us at 16777216 B',
-    ('l40s-pcie', 2, 'eager', 'one-shot', 'nccl', 8388608):
+    ('l40s-pcie-nps1-degraded', 2, 'eager', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv l40s vLLM_custom_eager 0.14.0, 2 GPUs: 123.66 us at 2097152 B, 238.16 us at 4194304 B, 454.82 us at 8388608 B, 902.24 us at 16777216 B',
-    ('l40s-pcie', 2, 'vllm', 'one-shot', 'nccl', 8388608):
+    ('l40s-pcie-nps1-degraded', 2, 'vllm', 'one-shot', 'nccl', 8388608):
         'measured_comm.csv l40s vLLM_custom_graph 0.14.0, 2 GPUs: 116.82 us at 2097152 B, 229.41 us at 4194304 B, 449.95 us at 8388608 B, 891.88 us at 16777216 B',
-    ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple'):
+    ('l40s-pcie-nps1-degraded', 4, 'nccl', 'ring/ll', 'ring/simple'):
         'measured_comm.csv l40s NCCL 2.27.3, 4 GPUs: 57.72 us at 131072 B, 109.70 us at 262144 B, 163.00 us at 524288 B, 268.30 us at 1048576 B',
-    ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
+    ('l40s-pcie-nps1-degraded', 4, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
         'measured_comm.csv l40s NCCL 2.27.3 all-gather, 4 GPUs: 36.15 us at 131072 B, 66.63 us at 262144 B, 98.57 us at 524288 B, 154.60 us at 1048576 B',
-    ('l40s-pcie', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
+    ('l40s-pcie-nps1-degraded', 4, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
         'measured_comm.csv l40s NCCL 2.27.3 reduce-scatter, 4 GPUs: 36.75 us at 131072 B, 67.37 us at 262144 B, 108.70 us at 524288 B, 152.40 us at 1048576 B',
-    ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple'):
+    ('l40s-pcie-nps1-degraded', 8, 'nccl', 'ring/ll', 'ring/simple'):
         'measured_comm.csv l40s NCCL 2.27.3, 8 GPUs: 426.00 us at 262144 B, 502.60 us at 524288 B, 863.20 us at 1048576 B, 2618.20 us at 2097152 B',
-    ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
+    ('l40s-pcie-nps1-degraded', 8, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'):
         'measured_comm.csv l40s NCCL 2.27.3 all-gather, 8 GPUs: 315.50 us at 262144 B, 619.80 us at 524288 B, 509.90 us at 1048576 B, 1489.60 us at 2097152 B',
-    ('l40s-pcie', 8, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
+    ('l40s-pcie-nps1-degraded', 8, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'):
         'measured_comm.csv l40s NCCL 2.27.3 reduce-scatter, 8 GPUs: 333.30 us at 262144 B, 629.60 us at 524288 B, 540.00 us at 1048576 B, 1232.80 us at 2097152 B',
     ('rtx4090-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'):
         'nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod), 2 GPUs: 64.38 us at 131072 B, 97.63 us at 262144 B, 161.80 us at 524288 B, 300.60 us at 1048576 B',
@@ -214,10 +214,10 @@ KNOWN = {
     ('hgx-h800', 8, 'trtllm-1.0', 'one-shot', 'nccl', 524288): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'one-shot', 'symm-mem-multimem', 262144): 'no rows measured at this release',
     ('hgx-h800', 8, 'vllm', 'symm-mem-multimem', 'nccl', 67108864): 'no rows measured at this release',
-    ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple'): 'measured 31.27 -> 37.96 us at the edge, no fall',
-    ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'measured 20.54 -> 30.05 us at the edge, no fall',
-    ('l40s-pcie', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'measured 20.33 -> 28.37 us at the edge, no fall',
-    ('l40s-pcie', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'measured 458.88 -> 456.71 us at the edge, no fall',
+    ('l40s-pcie-nps1-degraded', 2, 'nccl', 'ring/ll', 'ring/simple'): 'measured 31.27 -> 37.96 us at the edge, no fall',
+    ('l40s-pcie-nps1-degraded', 2, 'nccl', 'ring/ll', 'ring/simple', 'all-gather'): 'measured 20.54 -> 30.05 us at the edge, no fall',
+    ('l40s-pcie-nps1-degraded', 2, 'nccl', 'ring/ll', 'ring/simple', 'reduce-scatter'): 'measured 20.33 -> 28.37 us at the edge, no fall',
+    ('l40s-pcie-nps1-degraded', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'measured 458.88 -> 456.71 us at the edge, no fall',
     ('l40s-pcie-p2p', 2, 'eager', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'sglang', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',
     ('l40s-pcie-p2p', 2, 'vllm', 'one-shot', 'nccl', 8388608): 'no rows measured at this release',

@@ -35,7 +35,7 @@ from ..engines import load_engine
 from .paths import data_file
 
 SYSTEMS = {"a100_sxm": "hgx-a100", "h100_sxm": "hgx-h100", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
-           "gb300": "gb300-nvl72", "l40s": "l40s-pcie"}
+           "gb300": "gb300-nvl72", "l40s": "l40s-pcie-nps1-degraded"}
 """The file's system keys -> catalog systems (the README names the hardware only by device)."""
 OPS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
        "alltoall": "all-to-all"}

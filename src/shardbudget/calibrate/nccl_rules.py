@@ -25,9 +25,9 @@ MiB = 1 << 20
 VARIANTS: dict[str, str] = {
     # schmaustech/nvidia-tools-image run 1: 2 nodes x 1 L40S, NCCL_IB_DISABLE=1 -> NCCL's socket
     # transport over one Ethernet interface. The catalog's tcp-100 fabric describes that transport.
-    "l40s-pcie-tcp": """
-[systems.l40s-pcie-tcp]
-description = "l40s-pcie nodes joined by NCCL's TCP socket transport over one 100 GbE interface"
+    "l40s-pcie-nps1-degraded-tcp": """
+[systems.l40s-pcie-nps1-degraded-tcp]
+description = "l40s-pcie-nps1-degraded nodes joined by NCCL's TCP socket transport over one 100 GbE interface"
 gpu = "l40s"
 gpus_per_node = 8
 topology = "pcie"
@@ -209,8 +209,8 @@ RULES: tuple[Rule, ...] = (
          "Broadcom RoCE NICs of unstated speed)"),
     Rule("rccl-mi355x", "AAC14 MI355X", drop="MI355X / Pollara 400 is not a catalog system"),
     Rule("schmaustech-l40s", "schmaustech/nvidia-tools-image", note="-g 1; NCCL_IB_DISABLE=1",
-         system="l40s-pcie", variant="l40s-pcie-tcp",
-         note_kept="TCP socket transport (NCCL_IB_DISABLE=1): predicted with variant l40s-pcie-tcp (tcp-100)"),
+         system="l40s-pcie-nps1-degraded", variant="l40s-pcie-nps1-degraded-tcp",
+         note_kept="TCP socket transport (NCCL_IB_DISABLE=1): predicted with variant l40s-pcie-nps1-degraded-tcp (tcp-100)"),
     Rule("schmaustech-l40s", "schmaustech/nvidia-tools-image", note="-g 2 (2 procs x 2 GPUs)",
          drop="two SR-IOV RDMA virtual functions (mlx5_2, mlx5_8) of unstated speed instead of the "
               "catalog's 4x 200 GbE; no published number to build a variant from"),

@@ -17,11 +17,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import warnings
 from typing import Annotated
 
 import typer
 
-from ..errors import ShardbudgetError
+from ..errors import RenamedName, ShardbudgetError
 
 EXIT_OK, EXIT_VERDICT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 """The exit-code contract of every command (module docstring; docs/commands.md "Exit codes")."""
@@ -102,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     on stderr (exit 2), a bug one line "internal error: ..." (exit 3), never a traceback."""
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
+        with warnings.catch_warnings():
+            _notes_for_renamed_names()
+            code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
         from ..quoting import one_line  # a path or name in the message: one line, no escape sequence
         typer.echo(f"error: {one_line(err)}", err=True)
@@ -131,6 +134,25 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo(f"internal error: {text} ({REPORT_BUGS})", err=True)
         return EXIT_INTERNAL
     return code if isinstance(code, int) else EXIT_OK
+
+
+def _notes_for_renamed_names() -> None:
+    """A renamed catalog name (`RenamedName`: l40s-pcie, now l40s-pcie-nps1-degraded) is said once, as
+    one "note:" line on stderr, not as Python's two-line warning with a file and line number."""
+    said: set[str] = set()
+    show = warnings.showwarning
+
+    def note(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, RenamedName):
+            return show(message, category, filename, lineno, file, line)
+        text = str(message)
+        if text not in said:
+            said.add(text)
+            from ..quoting import one_line
+            typer.echo(f"note: {one_line(text)}", err=True)
+
+    warnings.simplefilter("always", RenamedName)
+    warnings.showwarning = note
 
 
 def _stdout_closed() -> bool:

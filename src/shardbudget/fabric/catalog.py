@@ -21,7 +21,7 @@ from ..datafile import Table, check_name, find, fold, parse_toml, read_record, r
 from ..errors import CatalogError
 from . import nccl_constants
 from .hardware import (CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
-                       TOPOLOGIES, Arch, Catalog, Fabric, PcieTree, System, lookup)
+                       TOPOLOGIES, Arch, Catalog, Fabric, HostStaged, PcieTree, System, current_name, lookup)
 from .nccl_constants import NcclConstants
 
 
@@ -54,12 +54,13 @@ def _hop_latencies(entry: Table, nccl_link: str, nccl: NcclConstants) -> dict[st
     return out
 
 
-def _read_fabric(e: Table, name: str, nccl: NcclConstants) -> Fabric:
+def _read_fabric(e: Table, name: str, nccl: NcclConstants, host_staged: Mapping[str, HostStaged]) -> Fabric:
     nccl_link = e.choice("nccl_link", NCCL_LINKS)
     peak = _rate(e, "bandwidth", "bandwidth_direction")
     links = e.integer("links_per_gpu", 1)
     per_link = _rate(e, "link_bandwidth", "bandwidth_direction", None)
-    achievable = _rate(e, "achievable_bandwidth", "achievable_direction", peak)
+    staged = _staged_row(e, host_staged)
+    achievable = staged.busbw_bytes_per_s if staged else _rate(e, "achievable_bandwidth", "achievable_direction", peak)
     if achievable > peak * 1.0001:
         raise CatalogError(f"{e.where}: achievable_bandwidth ({units.format_rate(achievable)}) "
                            f"exceeds the peak bandwidth ({units.format_rate(peak)})")
@@ -71,12 +72,30 @@ def _read_fabric(e: Table, name: str, nccl: NcclConstants) -> Fabric:
         nvls_efficiency=_fraction(e, "nvls_efficiency"),
         links_per_gpu=links, per_link_bytes_per_s=per_link,
         figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
-        achievable_source=e.text("achievable_source", ""), latency_source=e.text("latency_source", ""),
+        achievable_source=(f"host_staged.{staged.name}: {staged.source}" if staged
+                           else e.text("achievable_source", "")),
+        latency_source=e.text("latency_source", ""),
         nccl_bytes_per_s=_rate(e, "nccl_bandwidth", "bandwidth_direction", achievable),
-        achievable_gpus=e.raw("achievable_gpus", None, int),
+        achievable_gpus=e.raw("achievable_gpus", None, int), host_staged=staged.name if staged else "",
     )
     e.done()  # nccl_source: where the NCCL figure comes from, a note for the reader
     return fabric
+
+
+def _staged_row(e: Table, rows: Mapping[str, HostStaged]) -> HostStaged | None:
+    """The host-staged path (`[host_staged.<name>]`) a fabric's achievable figure is: one SHM hop inside
+    one socket of a healthy platform, so that every generation's figure is of the same platform (a
+    socket crossing or a degraded host is the CPU entry's, not the fabric's)."""
+    if not e.has("host_staged"):
+        return None
+    for clash in ("achievable_bandwidth", "achievable_source"):
+        if e.has(clash):
+            raise e.fail(clash, "the fabric names a host_staged row, which is its achievable figure and its source")
+    row = lookup("host-staged path", e.text("host_staged"), rows, e.at("host_staged"))
+    if row.sockets != 1 or row.degraded:
+        raise e.fail("host_staged", f"host_staged.{row.name} is {'degraded' if row.degraded else 'a ring across sockets'}:"
+                                    " a fabric's figure is one hop inside one socket of a healthy host")
+    return row
 
 
 def _source(e: Table) -> str:
@@ -130,13 +149,25 @@ def _read_cpu(e: Table, name: str) -> CPU:
         host_bytes_per_s=_rate(e, "host_bandwidth", "bandwidth_direction", float("inf")),
         socket_latency_s=e.quantity("socket_latency", _seconds_or_zero, 0.0),
         net_overhead_s=e.quantity("net_overhead", _seconds_or_zero, _NET_OVERHEAD_S.get(vendor, 1e-6)),
-        source=_source(e),
+        source=_source(e), degraded=_degraded(e, name),
     )
     e.done()  # socket_link_source, host_source, latency_source: provenance, notes for the reader
     if cpu.socket_stream_bytes_per_s > cpu.socket_link_bytes_per_s * 1.0001:
         raise CatalogError(f"{e.where}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
                            f" exceeds socket_link_bandwidth ({units.format_rate(cpu.socket_link_bytes_per_s)})")
     return cpu
+
+
+def _degraded(e: Table, name: str) -> str:
+    """`degraded`: why the profile is degraded and what it was measured on. Its name must say so, so
+    that every view that prints the name prints the word (issue 34: the demo's PCIe box was a
+    degraded one and nothing said it)."""
+    why = e.text("degraded", "")
+    if e.has("degraded") and not why.strip():
+        raise e.fail("degraded", "must say why the profile is degraded and where it was measured")
+    if why and "degraded" not in name.lower():
+        raise e.fail("degraded", f"a degraded profile's name says so: rename {name!r} (e.g. {name}-degraded)")
+    return why
 
 
 def _read_pcie(e: Table, fabrics: Mapping[str, Fabric]) -> PcieTree:
@@ -170,7 +201,7 @@ def _legacy_pcie(topology: str, gpus_per_node: int, gpus_per_socket: int, intra:
 
 
 def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU],
-                 cpus: Mapping[str, CPU] | None = None) -> System:
+                 cpus: Mapping[str, CPU] | None = None, renamed: Mapping[str, str] | None = None) -> System:
     gpus_per_node = e.integer("gpus_per_node")
     topology = e.choice("topology", TOPOLOGIES)
     nic_name = e.raw("nic_fabric", None, str)
@@ -179,7 +210,8 @@ def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mappi
     if topology == "pairs" and fallback is None:
         raise CatalogError(f"{e.where}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
     cpu_name = e.raw("cpu", None, str)
-    cpu = lookup("CPU", cpu_name, cpus or {}, e.at("cpu")) if cpu_name else None
+    cpu = (lookup("CPU", current_name(cpu_name, cpus or {}, renamed or {}, "CPU"), cpus or {}, e.at("cpu"))
+           if cpu_name else None)
     pcie_table = e.opt_table("pcie")
     pcie = _read_pcie(pcie_table, fabrics) if pcie_table is not None else None
     system = System(
@@ -199,6 +231,8 @@ def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mappi
         profile_source=e.text("profile_source", ""),
         cpu=cpu, pcie=pcie, gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
         nic_path=e.choice("nic_path", NIC_PATHS, _default_nic_path(topology, cpu, pcie, e.flag("rail_optimized", True))),
+        # a node on a degraded host is degraded: its own reason, else its CPU's
+        degraded=_degraded(e, name) or (f"on CPU {cpu.name}: {cpu.degraded}" if cpu is not None and cpu.degraded else ""),
     )
     e.done()
     if system.pcie is None:
@@ -277,14 +311,14 @@ def _validate_system(s: System, where: str) -> None:
 
 def _builtin_texts() -> list[tuple[str, str]]:
     return [(f"catalog/{n}", read_builtin(f"catalog/{n}"))
-            for n in ("nccl.toml", "archs.toml", "fabrics.toml", "gpus.toml", "cpus.toml", "systems.toml",
-                      "custom_allreduce.toml")]
+            for n in ("nccl.toml", "archs.toml", "host_staged.toml", "fabrics.toml", "gpus.toml", "cpus.toml",
+                      "systems.toml", "custom_allreduce.toml")]
 
 
-_SECTIONS = ("nccl", "archs", "fabrics", "gpus", "cpus", "systems", "engines")
+_SECTIONS = ("nccl", "archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines")
 
 
-NAMED_SECTIONS = ("archs", "fabrics", "gpus", "cpus", "systems", "engines")
+NAMED_SECTIONS = ("archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines")
 """Sections whose entries are names: each name is defined once, compared ignoring case (a user's
 [systems.HGX-H100] is the built-in hgx-h100's name). The engines' kernel tables alone may be
 replaced by a user file, under the built-in entry's own spelling."""
@@ -296,6 +330,7 @@ class _Merged:
     def __init__(self) -> None:
         self.sections: dict[str, dict[str, Any]] = {s: {} for s in _SECTIONS}
         self.origin: dict[tuple[str, str], tuple[str, str]] = {}  # (section, folded name) -> (file, name)
+        self.renamed: list[tuple[str, dict]] = []  # (file, its [renamed] table)
 
     def tables(self, section: str) -> list[tuple[str, Table]]:
         """(name, table) of a section's entries, each table naming its file and place."""
@@ -324,7 +359,7 @@ def _merge(docs: list[tuple[str, dict]]) -> _Merged:
     merged = _Merged()
     generations = {fold(n) for _, doc in docs if isinstance(doc.get("archs"), dict) for n in doc["archs"]}
     for where, doc in docs:
-        unknown = set(doc) - set(_SECTIONS) - {"meta"}
+        unknown = set(doc) - set(_SECTIONS) - {"meta", "renamed"}
         if unknown:
             raise CatalogError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} "
                                f"(expected {', '.join(_SECTIONS[1:])})")
@@ -338,7 +373,38 @@ def _merge(docs: list[tuple[str, dict]]) -> _Merged:
                 merged.sections["nccl"].update(part)
             else:
                 merged.add(where, section, part)
+        if "renamed" in doc:
+            merged.renamed.append((where, doc["renamed"]))
     return merged
+
+
+RENAMED_SECTIONS = ("systems", "cpus")
+"""Sections whose old names a `[renamed.<section>]` table may keep for one release."""
+
+
+def _renamed(merged: _Merged, tables: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """`[renamed.<section>] "old" = "new"` of the sections in `tables`: an old name still taken, with a
+    warning (Catalog.system), until the next release. The new name must be an entry; the old one no
+    entry, in any case."""
+    out: dict[str, dict[str, str]] = {s: {} for s in tables}
+    for where, data in merged.renamed:
+        top = Table(data, "renamed", where)
+        for section, part in top.entries():
+            if section not in RENAMED_SECTIONS:
+                raise top.fail(section, f"names of [{section}] cannot be renamed here (only {', '.join(RENAMED_SECTIONS)})")
+            t = top.table(section)
+            if section not in tables:  # read in a later pass
+                continue
+            for old, new in t.entries():
+                check_name(old, f"{t.where}.{old}")
+                if not isinstance(new, str) or find(new, tables[section]) is None:
+                    raise t.fail(old, f"renamed to {new!r}, which is no entry of [{section}]")
+                if find(old, tables[section]) is not None or find(old, out[section]) is not None:
+                    raise t.fail(old, f"{old!r} is still the name of an entry: it cannot also be an old name")
+                out[section][old] = find(new, tables[section])
+            t.done()
+        top.done()
+    return out
 
 
 def builtin_archs() -> Mapping[str, Arch]:
@@ -367,16 +433,22 @@ def _build(builtin: list[tuple[str, str]], extra: tuple[str, ...]) -> Catalog:
     merged = _merge(docs)
     nccl = nccl_constants.read_nccl(merged.sections["nccl"])
     archs = {n: _read_arch(t, n, nccl) for n, t in merged.tables("archs")}
-    fabrics = {n: _read_fabric(t, n, nccl) for n, t in merged.tables("fabrics")}
+    host_staged = {n: read_record(HostStaged, t, name=n) for n, t in merged.tables("host_staged")}
+    for row in host_staged.values():
+        if row.degraded and "degraded" not in row.name.lower():
+            raise CatalogError(f"host_staged.{row.name}: a degraded platform's name says so (e.g. {row.name}-degraded)")
+    fabrics = {n: _read_fabric(t, n, nccl, host_staged) for n, t in merged.tables("fabrics")}
     for arch in archs.values():  # the generation's NVSwitch names a fabric of the catalog
         if arch.nvswitch_fabric:
             lookup("fabric", arch.nvswitch_fabric, fabrics, f"archs.{arch.name}.nvswitch_fabric")
     gpus = {n: _read_gpu(t, n, archs) for n, t in merged.tables("gpus")}
     cpus = {n: _read_cpu(t, n) for n, t in merged.tables("cpus")}
-    systems = {n: _read_system(t, n, fabrics, gpus, cpus) for n, t in merged.tables("systems")}
+    renamed_cpus = _renamed(merged, {"cpus": cpus})["cpus"]  # systems may name a CPU by its old name
+    systems = {n: _read_system(t, n, fabrics, gpus, cpus, renamed_cpus) for n, t in merged.tables("systems")}
+    renamed = _renamed(merged, {"systems": systems, "cpus": cpus})
     engines = nccl_constants.read_engines(merged.tables("engines"))
     return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
-                   engines=engines, archs=archs)
+                   engines=engines, archs=archs, host_staged=host_staged, renamed=renamed)
 
 
 def _read_arch(t: Table, name: str, nccl: NcclConstants) -> Arch:

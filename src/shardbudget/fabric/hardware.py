@@ -7,12 +7,13 @@ as frozen dataclasses of SI floats, and the `Catalog` that looks them up by name
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..datafile import find, key
-from ..errors import UnknownNameError
+from ..errors import RenamedName, UnknownNameError
 from .nccl_constants import EngineKernels, NcclConstants
 
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -136,6 +137,9 @@ class Fabric:
     """What NCCL's topology assigns this link per GPU per direction (topo.h: SM90_NVLINK_BW x links,
     PCIe width x speed / 80, ...), bytes/s: NCCL chooses algorithms by it. The loader defaults it to
     the achievable figure."""
+    host_staged: str = ""
+    """The `[host_staged.<name>]` row `achievable_bytes_per_s` is (an SHM fabric: one hop inside one
+    socket of a healthy host), "" where the fabric states its own figure."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -202,6 +206,47 @@ class CPU:
     net_overhead_s: float
     """NCCL's per-step network post overhead on this CPU (tuning.cc getNetOverhead), seconds."""
     source: str
+    degraded: str = ""
+    """Why this platform profile is degraded (a BIOS setting, a container, ...) and the measurement it
+    rests on; "" for a healthy one. A degraded profile's name says so (the loader holds it)."""
+
+
+HOST_ATTACH = ("root-ports", "switches", "not-stated")
+"""How the GPUs of a host-staged ring hang off their CPU: each on its own CPU root port, or under
+PCIe switches (whose uplinks the staged copies cross)."""
+NUMA_MODES = ("nps1", "nps2", "nps4", "one-node", "not-stated")
+"""The host's NUMA mode where the source states it: AMD EPYC's NUMA nodes per socket (NPS1, the BIOS
+default, interleaves every GPU's host-memory traffic across the socket's memory controllers:
+NVIDIA/nccl#1285), "one-node" where the ring's GPUs sit on one NUMA node and nothing more is said."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
+class HostStaged:
+    """One measured (or estimated) host-staged path: an all-reduce ring whose every hop NCCL stages
+    through host memory (SHM), on one platform (`[host_staged.<name>]` of catalog/host_staged.toml).
+    A ring's bus bandwidth is what each of its hops carries, so `busbw_bytes_per_s` is one SHM hop of
+    that platform. The PCIe fabrics and CPU entries that price host-staged hops name the row their
+    figure is, so that two generations compare on the same platform."""
+
+    name: str
+    description: str = key("description", default="")
+    pcie_gen: int = key("pcie_gen", "integer", minimum=1, maximum=7)
+    sockets: int = key("sockets", "integer", maximum=8)
+    """CPU sockets the ring spans: 1 (every hop inside one socket), 2 (it crosses the socket link)."""
+    numa: str = key("numa", "choice", allowed=NUMA_MODES)
+    attach: str = key("attach", "choice", allowed=HOST_ATTACH)
+    cpu: str = key("cpu")
+    """The host's CPUs as the source names them (text: the platform, not a catalog entry)."""
+    gpus: int = key("gpus", "integer", maximum=72)
+    """GPUs of the measured ring."""
+    environment: str = key("environment", "choice", allowed=("bare-metal", "container", "vm", "not-stated"))
+    busbw_bytes_per_s: float = key("busbw", "rate")
+    """The ring's all-reduce bus bandwidth (nccl-tests' busbw), per direction, bytes/s."""
+    measured: bool = key("measured")
+    """A figure read from the source (true), or an estimate derived from other rows (false: `basis`)."""
+    degraded: str = key("degraded", default="")
+    """Why this platform is slow where it is ("" for a healthy one): never a reference."""
+    source: str = key("source")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # identity: catalog entries are hashed in caches
@@ -274,6 +319,10 @@ class System:
     gpus_per_host: int | None = None
     """GPUs one host (one OS, one process launcher) holds when a node is larger than a host: an NVL72
     rack is one NVLink node of 18 compute trays, each a host of 4 GPUs. None: the whole node."""
+    degraded: str = ""
+    """Why this node profile is degraded and where it was measured ("" for a healthy one): kept so that
+    the rows measured on it are priced on it, never a reference. Its name says so (the loader holds
+    it), so every view that prints the name prints the word."""
 
     @property
     def host_gpus(self) -> int:
@@ -296,12 +345,16 @@ class Catalog:
     cpus: Mapping[str, CPU] = field(default_factory=dict)
     engines: Mapping[str, EngineKernels] = field(default_factory=dict)
     archs: Mapping[str, Arch] = field(default_factory=dict)
+    host_staged: Mapping[str, HostStaged] = field(default_factory=dict)
+    renamed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """section -> old name -> new name: names renamed within a release, still taken with a warning
+    (`[renamed.<section>]` of the catalog files)."""
 
     def arch(self, name: str) -> Arch:
         return lookup("GPU generation", name, self.archs)
 
     def cpu(self, name: str) -> CPU:
-        return lookup("CPU", name, self.cpus)
+        return lookup("CPU", current_name(name, self.cpus, self.renamed.get("cpus", {}), "CPU"), self.cpus)
 
     def fabric(self, name: str) -> Fabric:
         return lookup("fabric", name, self.fabrics)
@@ -310,7 +363,24 @@ class Catalog:
         return lookup("GPU", name, self.gpus)
 
     def system(self, name: str) -> System:
-        return lookup("system", name, self.systems)
+        return lookup("system", current_name(name, self.systems, self.renamed.get("systems", {}), "system"),
+                      self.systems)
+
+
+def current_name(name: str, table: Mapping[str, Any], renamed: Mapping[str, str], kind: str) -> str:
+    """`name`, or the name it was renamed to where the table has no entry of that name, with a
+    `RenamedName` warning that says why when the new entry is degraded (the old name goes in the next
+    release)."""
+    if not renamed or find(name, table) is not None:
+        return name
+    old = find(name, renamed)
+    if old is None:
+        return name
+    new = renamed[old]
+    why = getattr(table.get(new), "degraded", "")
+    warnings.warn(f"{kind} {old!r} is now {new!r}" + (f", a degraded profile: {why}" if why else "")
+                  + f"; the name {old!r} goes in the next release", RenamedName, stacklevel=3)
+    return new
 
 
 def lookup(kind: str, name: str, table: Mapping[str, Any], where: str = ""):

@@ -72,28 +72,39 @@ def pcie_fabrics(topo: TopoInput, facts: Facts, catalog: Catalog) -> dict:
 
 def choose_cpu(topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None, requested: str | None) -> str:
     if requested is not None:
-        facts.notes.append(f"cpu: {catalog.cpu(requested).name} (--cpu)")
-        return requested
+        name = catalog.cpu(requested).name  # the current name, where an old one was given
+        facts.notes.append(f"cpu: {name} (--cpu)")
+        return _said_if_degraded(catalog, name, facts)
     pcie_box = facts.topology in ("pcie", "pairs")
     for found, why in ((_cpu_from_xml(topo, pcie_box), "the NCCL topology XML's <cpu>"),
                        (_cpu_from_name(topo, pcie_box), f"lscpu's model {topo.cpu_model!r}")):
         if found and found in catalog.cpus:
             facts.notes.append(f"cpu: {found} (from {why})")
-            return found
+            return _said_if_degraded(catalog, found, facts)
     if template is not None and template.cpu is not None:
         facts.notes.append(f"cpu: {template.cpu.name} (not in the input; from built-in {template.name}, same GPU)")
-        return template.cpu.name
+        return _said_if_degraded(catalog, template.cpu.name, facts)
     facts.warnings.append("the input does not say which CPU the node has: assuming xeon-spr (Intel Sapphire "
                           "Rapids); pass --cpu NAME")
     return "xeon-spr"
+
+
+def _said_if_degraded(catalog: Catalog, cpu: str, facts: Facts) -> str:
+    """`cpu`, with a warning where the catalog marks it degraded: the profile inherits it."""
+    why = catalog.cpu(cpu).degraded
+    if why:
+        facts.warnings.append(f"cpu {cpu} is a degraded host profile ({why}); the profile is priced on it: "
+                              "name it so, or pass --cpu for a healthy host (epyc-turin: a dual-socket EPYC measured healthy)")
+    return cpu
 
 
 def _amd(family: int | None, pcie_box: bool) -> str:
     if family == 23:
         return "epyc-rome"
     # GPU traffic through an EPYC host (Milan and later) as measured on the l40s box in NPS1, the BIOS
-    # default (cpus.toml epyc-nps1); on NVLink boxes only NCCL's AMD_BW matters
-    return "epyc-nps1" if pcie_box else "epyc-genoa"
+    # default (cpus.toml epyc-nps1-degraded: the profile says it is degraded, and choose_cpu warns);
+    # on NVLink boxes only NCCL's AMD_BW matters
+    return "epyc-nps1-degraded" if pcie_box else "epyc-genoa"
 
 
 def _cpu_from_xml(topo: TopoInput, pcie_box: bool) -> str | None:

@@ -185,6 +185,9 @@ def _check_name(name: str, catalog: Catalog) -> None:
     if (same := find(name, catalog.systems)) is not None:  # names are one ignoring case (datafile)
         was = "" if same == name else f" ({same!r}: names are compared ignoring case)"
         raise CatalogError(f"profile name {name!r} is already a catalog system{was}; choose another --name")
+    if (old := find(name, catalog.renamed.get("systems", {}))) is not None:  # still taken, for one release
+        raise CatalogError(f"profile name {name!r} is the old name of catalog system "
+                           f"{catalog.renamed['systems'][old]!r}; choose another --name")
 
 
 def _gpu_count(topo: TopoInput) -> int:
@@ -372,12 +375,14 @@ def _span(gpus: list[int]) -> str:
 
 
 def _template(catalog: Catalog, gpu: GPU, topology: str) -> System | None:
-    """The built-in system of the same GPU whose topology is closest: what the input does not say is taken from it."""
+    """The built-in system of the same GPU whose topology is closest, a healthy one before a degraded one
+    (issue 34): what the input does not say is taken from it."""
     same = [s for s in catalog.systems.values() if s.gpu is gpu and not s.profile_source]
     if not same:
         return None
     kind = "switch" if topology in ("switch", "mesh") else "pcie"
-    return min(same, key=lambda s: (("switch" if s.topology in ("switch", "mesh") else "pcie") != kind, s.name))
+    return min(same, key=lambda s: (("switch" if s.topology in ("switch", "mesh") else "pcie") != kind,
+                                    bool(s.degraded), s.name))
 
 
 # --- the profile ---------------------------------------------------------------------------

@@ -225,6 +225,8 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
           + f"), {impl_words(impl, costs, why_not_custom)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
     if impl == "custom" and why_not_custom:
         _out(f"# note: {why_not_custom}")
+    if s.degraded:  # the catalog's words, read, not priced (issue 34: a degraded box says so where shown)
+        _out(f"# note: {s.name} is a degraded profile, not a reference: {s.degraded}")
     if rule:
         _out(f"# {impl} rule: {rule}")
     if group.nodes > 1 and s.nic_fabric is not None:

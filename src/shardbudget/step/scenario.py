@@ -44,7 +44,8 @@ class Scenario:
     precision: Precision
     """What the weights, activations and KV cache are priced in on this system's GPU."""
     precision_notes: tuple[str, ...] = ()
-    """What was decided about the precision and why, one line each."""
+    """What was decided about the precision and why, one line each; and, first, that the system is a
+    degraded node profile where it is one (`degraded_note`), so that every header says so."""
     eff: Efficiency
     settings: PlanSettings = PlanSettings()
     impl: str | None = None
@@ -77,7 +78,8 @@ class Scenario:
             return self
         precision, notes = precision_for(self.model, system, self.dtype, self.kv_dtype)
         check_nodes(system, nodes or 1)
-        return replace(self, system=system, nodes=nodes, precision=precision, precision_notes=notes)
+        return replace(self, system=system, nodes=nodes, precision=precision,
+                       precision_notes=degraded_note(system) + notes)
 
     def with_engine(self, engine: str) -> Scenario:
         """The same request under another engine: its NCCL release, its efficiencies."""
@@ -110,6 +112,7 @@ def scenario(model: str | ModelConfig, system: str | System, *, nodes: int | Non
         precision, notes = precision_for(cfg, sysm, dtype, kv_dtype)
     else:
         notes = ()
+    notes = degraded_note(sysm) + tuple(notes)
     return Scenario(model=cfg, system=sysm, catalog=catalog, nodes=nodes, engine=engine, dtype=dtype,
                     kv_dtype=kv_dtype, precision=precision, precision_notes=tuple(notes),
                     eff=eff or engine_efficiency(engine), settings=settings, impl=check_impl(impl))
@@ -137,6 +140,14 @@ def precision_for(cfg: ModelConfig, system: System, dtype: str | None = None,
     GPU has no tensor cores for priced weight-only. With notes that say what was chosen and why."""
     precision, notes = default_precision(cfg, system.gpu, dtype_override=dtype, kv_override=kv_dtype)
     return precision, tuple(notes)
+
+
+def degraded_note(system: System) -> tuple[str, ...]:
+    """One line saying that the system is a degraded node profile, and why (issue 34: the demo's PCIe
+    box was one and no header said so); () for a healthy one."""
+    if not system.degraded:
+        return ()
+    return (f"{system.name} is a degraded profile, not a reference: {system.degraded}",)
 
 
 def check_nodes(system: System, nodes: int) -> None:
