@@ -29,14 +29,16 @@ from .report_grid import GridAnswers, answer_grid, check_budget_steps, deploy_re
 from .request import Request, request
 
 DEMO_MODEL = "llama-3.1-70b"
-DEMO_SYSTEMS = ("hgx-h100", "l40s-pcie", "hgx-h100:2")
+DEMO_SYSTEMS = ("hgx-h100", "l40s-pcie-switch", "hgx-h100:2")
 DEMO_BATCHES = (1, 64)
 DEMO_CONTEXT = 4096
 DEMO_BUDGET_S = 0.050
 DEMO_DTYPE = "bf16"
 """The demo's one well-known case (`shardbudget demo`): Llama-3.1-70B in bf16, decode at batch 1 and 64
 with 4096 tokens of context, a 50 ms budget, on an HGX H100 (NVSwitch), eight L40S on PCIe across two
-sockets, and two HGX H100 nodes joined by InfiniBand NDR: three machines that differ mainly by fabric."""
+sockets (the catalog's healthy PCIe reference: P2P under each socket's switch, host-staged across; issue
+34: not the degraded EPYC-in-NPS1 box), and two HGX H100 nodes joined by InfiniBand NDR: three machines
+that differ mainly by fabric."""
 
 Progress = Callable[[str, int, int], None]
 """progress(what, done, total): called before each long step."""
