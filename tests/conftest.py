@@ -72,6 +72,10 @@ SLOW_UNIT = {
         "test_every_quoted_ratio_is_the_ratio_of_the_quoted_numbers",
         "test_the_gpu_and_the_fabric_add_up_to_the_difference",
     ],
+    "test_explain_pcie.py": [
+        "test_the_network_answer_says_when_the_network_is_the_faster_fabric",
+        "test_the_network_answer_keeps_its_question_where_the_network_is_slower",
+    ],
     "test_fit.py": [
         "test_a_fit_prints_the_same_on_any_machine",
         "test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit",

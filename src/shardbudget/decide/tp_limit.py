@@ -24,7 +24,7 @@ from ..comm.collectives import intra_path, make_group
 from ..comm.nccl_algos import net_hop_s
 from ..fabric.hardware import Fabric, System
 from ..model import Plan
-from ..units import format_bytes, format_seconds
+from ..units import format_bytes, format_rate, format_seconds
 from ..step.records import AllReduceCall
 from ..step.scenario import check_nodes
 from .ask import Answer, Ask, Table, largest_tp, ratio
@@ -284,7 +284,50 @@ def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answ
         take = (f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}{group}"
                 + _across_words(cross, name, unit, figures.get("lost", [])))
     figures["best_plan_two_nodes"] = v.best_plan if v else None
-    return Answer(f"Why is {name} slow for decode parallelism?", text, figures, take)
+    # the question presumes the network is the slower fabric; on a PCIe node it may not be (issue 34: on the
+    # degraded L40S box TP8's call takes 1.355 ms inside the node and 539.5 us split over two nodes of RoCE).
+    # Like with like: the same TP group and message, inside one node and split over two (whatif.two_nodes)
+    inside, split = _split_calls(ask, system, cross)
+    pace = split.time_s / inside.time_s if inside is not None and split is not None else None
+    figures.update(split_call=split.to_dict() if split else None, split_over_inside_call=pace)
+    if pace is None or pace > NETWORK_SAME_PACE:
+        return Answer(f"Why is {name} slow for decode parallelism?", text, figures, take)
+    words = (f"{1 / pace:.1f}x faster than" if pace < 1 / NETWORK_SAME_PACE
+             else f"about as fast as ({pace:.2f}x the time of)")
+    verdict = (f"{name} is not the slow fabric here: TP{cross.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce "
+               f"split over 2 {unit}s x {cross.tp_in // 2} GPUs runs as {split.words} at "
+               f"{format_seconds(split.time_s)} per call, {words} the same group inside one {unit} "
+               f"({format_seconds(inside.time_s)}), whose ring has {_node_path_words(system, cross.tp_in)}. ")
+    return Answer(f"Is {name} slower than staying inside one {system.name} for decode?", text, figures, verdict + take)
+
+
+NETWORK_SAME_PACE = 1.10
+"""Q3 calls the network slow where the split group's call takes more than 1.1x the in-node one; within
+10% either way the two are "about as fast", below 1/1.1 the network is the faster fabric (a PCIe node
+whose hops are staged through host memory)."""
+
+
+def _split_calls(ask: Ask, system: System, c: Crossing) -> tuple[AllReduceCall | None, AllReduceCall | None]:
+    """The in-node group's call, and the same group's split over two nodes (the crossing's own where it
+    is that split, else priced here)."""
+    inside = c.one.allreduce if c.one is not None and c.tp_in > 1 else None
+    if inside is None:
+        return None, None
+    if c.whatif:
+        return inside, c.two.allreduce if c.two is not None else None
+    split = two_nodes(system, c.tp_in)
+    halves = ask.row(split, (c.tp_in, 1, 1, 1), nodes=2) if split is not None else None
+    return inside, halves.allreduce if halves is not None else None
+
+
+def _node_path_words(system: System, tp: int) -> str:
+    """How TP's ring moves inside the node, in the path's own words: its transports and the rate of the
+    hop that binds it."""
+    path = intra_path(system, tp)
+    staged = "shm" in path.transports
+    how = "hops staged through host memory" if staged and "p2p" not in path.transports else (
+        "P2P hops, and hops staged through host memory" if staged else "P2P hops")
+    return f"{how}, {format_rate(path.busbw_bytes_per_s)} busbw for TP{tp}"
 
 
 def _across_words(c: Crossing, network: str, unit: str, lost: list[str]) -> str:
