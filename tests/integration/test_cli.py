@@ -105,9 +105,18 @@ def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
     assert "# sockets (NUMA domains, SYS between them): 2 (GPU0-3 | GPU4-7)" in r.stdout
     assert f"wrote {out}" in r.stderr and "warning" not in r.stderr
     a = cli("allreduce", "--catalog", str(out), "--system", "my-l40s", "--size", "512MiB", "--json")
+    assert a.returncode == 0, a.stderr
+    # by hand: no CPU in the input, so the healthy template's (xeon-spr): 8 GPUs over SHM, each hop at a
+    # healthy Gen4 host's 18 GB/s, the UPI crossing at 28 (issue 34: it was the degraded EPYC's 1.45)
+    assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(18e9, rel=0.02)
+    # the degraded host, named: priced as the built-in measured on it, warned about, its name says so
+    bad = tmp_path / "my-l40s-degraded.toml"
+    r = cli("topo", str(fixture), "--gpu", "l40s", "--cpu", "epyc-nps1-degraded", "--name", "my-l40s-degraded",
+            "--out", str(bad))
+    assert r.returncode == 0 and "warning: cpu epyc-nps1-degraded is a degraded host profile" in r.stderr, r.stderr
+    a = cli("allreduce", "--catalog", str(bad), "--system", "my-l40s-degraded", "--size", "512MiB", "--json")
     b = cli("allreduce", "--system", "l40s-pcie-nps1-degraded", "--size", "512MiB", "--json")
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
-    # by hand: 8 GPUs over SHM, the socket crossing at the EPYC's 1.45 GB/s, as the built-in
     assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(1.45e9, rel=0.02)
     assert json.loads(a.stdout)["rows"][0]["time_s"] == pytest.approx(json.loads(b.stdout)["rows"][0]["time_s"], rel=0.03)
     p = cli("plan", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--json")

@@ -62,7 +62,7 @@ def test_the_old_name_note_points_at_the_healthy_reference(cat):
 
 def test_degraded_note_is_said_for_degraded_systems_only(cat):
     (note,) = degraded_note(cat.systems["l40s-pcie-nps1-degraded"])
-    assert note.startswith("l40s-pcie-nps1-degraded is a degraded profile, not a reference: EPYC in NPS1")
+    assert note.startswith("warning: l40s-pcie-nps1-degraded is a degraded profile, not a reference: EPYC in NPS1")
     assert degraded_note(cat.systems["l40s-pcie-switch"]) == ()
 
 
@@ -98,7 +98,7 @@ def test_a_user_node_on_a_degraded_cpu_is_degraded(tmp_path):
     s = cat.system("my-box")
     assert s.cpu.name == "epyc-nps1-degraded"  # the old CPU name, read as the new one
     assert s.degraded.startswith("on CPU epyc-nps1-degraded: EPYC in NPS1")
-    assert degraded_note(s)[0].startswith("my-box is a degraded profile")  # its name lacks the word: the note says it
+    assert degraded_note(s)[0].startswith("warning: my-box is a degraded profile")  # its name lacks the word: the note says it
 
 
 # --- host-staged paths -----------------------------------------------------------------------

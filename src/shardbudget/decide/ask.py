@@ -62,6 +62,8 @@ class Explanation:
     dtype: str | None
     budget_s: float | None
     answers: tuple[Answer, ...]
+    notes: tuple[str, ...] = ()
+    """Said before the answers: that a system asked about is a degraded profile (step.scenario.degraded_note)."""
 
     def __iter__(self):
         return iter(self.answers)
@@ -75,7 +77,7 @@ class Explanation:
     def to_dict(self) -> dict:
         return {"model": self.model, "systems": list(self.systems), "engine": self.engine, "batch": self.batch,
                 "context": self.context, "nodes": self.nodes, "dtype": self.dtype, "budget_s": self.budget_s,
-                "answers": [a.to_dict() for a in self.answers]}
+                "answers": [a.to_dict() for a in self.answers], "notes": list(self.notes)}
 
 
 def shown(t_s: float) -> float:

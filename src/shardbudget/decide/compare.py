@@ -91,7 +91,8 @@ def compare_systems(req: Request, systems: Sequence[str | System] | None = None,
                               catalog=catalog)) for g in groups) if curves else ()
     crossovers = tuple(crossover_bytes(g, op, effective_impl(g, impl)) for g in groups)
     notes = tuple(f"latency floor {format_seconds(per_system[i][0].latency_s)}, "
-                  f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}" for i in range(len(groups)))
+                  f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}"
+                  + (f"; degraded: {entries[i].degraded}" if entries[i].degraded else "") for i in range(len(groups)))
     return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
                          crossovers=crossovers, notes=notes, rows=rows, impl=impl, curves=lines)
 

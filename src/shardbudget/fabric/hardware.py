@@ -211,6 +211,11 @@ class CPU:
     rests on; "" for a healthy one. A degraded profile's name says so (the loader holds it)."""
 
 
+DEGRADED_WORDS = "is a degraded profile, not a reference"
+"""What a header says of a degraded system (step.scenario.degraded_note; the views find the note by it
+to put it in their header)."""
+
+
 HOST_ATTACH = ("root-ports", "switches", "not-stated")
 """How the GPUs of a host-staged ring hang off their CPU: each on its own CPU root port, or under
 PCIe switches (whose uplinks the staged copies cross)."""

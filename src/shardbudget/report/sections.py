@@ -175,7 +175,8 @@ def section_catalog(data: ReportData) -> str:
            '<p class="note">Sources are shown as text, not links: the report loads nothing.</p>']
     out.append("<h3>Systems</h3>")
     out.append(table(["system", "description", "GPUs per node", "topology", "scale-out", "source"],
-                     [[s.name, s.description, s.gpus_per_node, s.topology,
+                     [[s.name, f"DEGRADED, not a reference: {s.degraded}. {s.description}" if s.degraded else s.description,
+                       s.gpus_per_node, s.topology,
                        f"{s.nics_per_node}× {s.nic_fabric.name}" if s.nic_fabric else "none", s.source]
                       for s in systems], left=2))
     out.append("<h3>GPUs</h3>")

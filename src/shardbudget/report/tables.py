@@ -29,7 +29,7 @@ from ..comm.moe_a2a import BACKEND_WORDS
 from ..comm.op import nccl_tests_count
 from ..comm.net_path import describe as describe_net_path
 from ..decide.release_words import nccl_words
-from ..fabric.hardware import Catalog, to_dict
+from ..fabric.hardware import DEGRADED_WORDS, Catalog, to_dict
 from ..quoting import terminal
 from ..units import format_bytes, format_decimal_bytes, format_rate, format_seconds
 
@@ -165,7 +165,7 @@ def _system_summary(s) -> dict:
             "socket_fabric": s.socket_fabric.name if s.socket_fabric else None,
             "gpus_per_socket": s.gpus_per_socket,
             "nic_fabric": s.nic_fabric.name if s.nic_fabric else None, "nics_per_node": s.nics_per_node,
-            "rail_optimized": s.rail_optimized, "source": s.source}
+            "rail_optimized": s.rail_optimized, "degraded": s.degraded, "source": s.source}
 
 
 def print_fabrics(cat: Catalog, systems: bool = False) -> None:
@@ -185,7 +185,9 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
     for sy in cat.systems.values():
         nic = f"{sy.nics_per_node}x {sy.nic_fabric.name}" if sy.nic_fabric else "-"
         intra = sy.intra_fabric.name + (f" / {sy.socket_fabric.name}" if sy.socket_fabric else "")
-        rows.append([sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, sy.source])
+        # a degraded profile says so and why, first (issue 34); its name says it too, but a user's on a degraded CPU may not
+        source = f"DEGRADED, not a reference: {sy.degraded}. {sy.source}" if sy.degraded else sy.source
+        rows.append([sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, source])
     print_table("Systems (nodes)", cols, rows)
     cols = [Col("name", justify="left"), Col("memory"), Col("mem bandwidth", "mem BW"), Col("BF16"), Col("FP8"),
             Col("source", justify="left", wrap=True, min_wrap=30)]
@@ -226,7 +228,7 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
     if impl == "custom" and why_not_custom:
         _out(f"# note: {why_not_custom}")
     if s.degraded:  # the catalog's words, read, not priced (issue 34: a degraded box says so where shown)
-        _out(f"# note: {s.name} is a degraded profile, not a reference: {s.degraded}")
+        _out(f"# warning: {s.name} {DEGRADED_WORDS}: {s.degraded}")
     if rule:
         _out(f"# {impl} rule: {rule}")
     if group.nodes > 1 and s.nic_fabric is not None:
@@ -267,8 +269,8 @@ def print_plan(result) -> None:
         say(f"# all-reduce at {tp}: {words}")
     if a.settings.moe_a2a != "nccl":
         say(f"# MoE dispatch and combine: {BACKEND_WORDS[a.settings.moe_a2a]}")
-    for note in a.notes:
-        say(f"# note: {note}")
+    for note in a.notes:  # a warning (a degraded system) is said as one, as deploy says it
+        say(f"# {note}" if note.startswith("warning:") else f"# note: {note}")
     if a.tail:
         say(f"# {a.tail}")
     if a.tpot:
@@ -354,6 +356,9 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
     say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}{nccl}, "
           f"{load}{spec}; {budgets}")
+    degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
+    for note in degraded:
+        say(f"# {note}")
     shown = result.options if rows is None else result.options[:rows]
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
@@ -376,7 +381,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
-        if note.startswith("warning:"):
+        if note.startswith("warning:") and note not in degraded:
             say(f"# {note}")
     if w.context:
         say(f"# TTFT: one {w.context}-token prompt prefilled alone, as plan prices a decode-only row's")

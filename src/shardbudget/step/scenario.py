@@ -19,7 +19,7 @@ from ..engines.presets import load_engine
 from ..engines.release import engine_catalog
 from ..errors import PlanError, UnknownNameError
 from ..fabric.catalog import load_catalog
-from ..fabric.hardware import Catalog, System
+from ..fabric.hardware import DEGRADED_WORDS, Catalog, System
 from ..model import ModelConfig, Plan, Precision, default_precision, load_model
 from .compose import StepModel, StepTime, compile_step
 from .settings import Efficiency, PlanSettings, engine_efficiency
@@ -147,7 +147,7 @@ def degraded_note(system: System) -> tuple[str, ...]:
     box was one and no header said so); () for a healthy one."""
     if not system.degraded:
         return ()
-    return (f"{system.name} is a degraded profile, not a reference: {system.degraded}",)
+    return (f"warning: {system.name} {DEGRADED_WORDS}: {system.degraded}",)
 
 
 def check_nodes(system: System, nodes: int) -> None:
