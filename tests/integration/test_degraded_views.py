@@ -59,8 +59,12 @@ def test_fabrics_systems_says_degraded_and_why(cli, user_catalog):
     systems = {s["name"]: s for s in json.loads(r.stdout)["systems"]}
     for name, s in systems.items():
         assert bool(s["degraded"]) == (name in ("l40s-pcie-nps1-degraded", "my-box")), name
+    rows = {r["name"]: r for r in json.loads(r.stdout)["host_staged"]}
+    assert {n for n, r in rows.items() if r["degraded"]} == {
+        "gen4-epyc-nps1-1s-degraded", "gen4-epyc-nps1-2s-degraded", "gen4-epyc-rome-nps1-1s-degraded"}
     text = cli("fabrics", "--systems", "--catalog", user_catalog).stdout
-    assert text.count("DEGRADED, not a reference:") == 2
+    assert "Host-staged paths" in text
+    assert text.count("DEGRADED, not a reference:") == 2 + 3  # the two systems, the three host-staged rows
 
 
 def test_the_old_name_answers_with_one_note(cli):

@@ -155,7 +155,8 @@ def say(text: str) -> None:
 def fabrics_dict(cat: Catalog) -> dict:
     return {"fabrics": [to_dict(f) for f in cat.fabrics.values()],
             "gpus": [to_dict(g) for g in cat.gpus.values()],
-            "systems": [_system_summary(s) for s in cat.systems.values()]}
+            "systems": [_system_summary(s) for s in cat.systems.values()],
+            "host_staged": [to_dict(r) for r in cat.host_staged.values()]}
 
 
 def _system_summary(s) -> dict:
@@ -194,6 +195,24 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
     rows = [[gpu.name, format_decimal_bytes(gpu.memory_bytes), format_rate(gpu.mem_bytes_per_s),
              f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s", _fp8_cell(gpu), gpu.source] for gpu in cat.gpus.values()]
     print_table("GPUs (dense tensor-core peaks)", cols, rows)
+    if cat.host_staged:
+        print_host_staged(cat)
+
+
+def print_host_staged(cat: Catalog) -> None:
+    """The host-staged (SHM) rings by platform, by generation within each (issue 34): what the pcieN-no-p2p
+    fabrics and the CPU entries' socket streams quote."""
+    cols = [Col("name", justify="left"), Col("Gen"), Col("sockets", "skt"), Col("NUMA", justify="left"),
+            Col("GPUs on", "attach", justify="left"), Col("where", justify="left"), Col("GPUs"), Col("busbw"),
+            Col("source", justify="left", wrap=True, min_wrap=30)]
+    rows = []
+    for r in sorted(cat.host_staged.values(), key=lambda r: (bool(r.degraded), r.sockets, r.pcie_gen, r.name)):
+        source = r.source if r.measured else f"estimate: {r.source}"
+        rows.append([r.name, str(r.pcie_gen), str(r.sockets), r.numa, r.attach, r.environment, str(r.gpus),
+                     format_rate(r.busbw_bytes_per_s),
+                     f"DEGRADED, not a reference: {r.degraded}. {source}" if r.degraded else source])
+    print_table("Host-staged paths (all-reduce busbw of rings whose every hop is staged through host memory)",
+                cols, rows)
 
 
 def _fp8_cell(gpu) -> str:
