@@ -354,7 +354,7 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
     assert not driver.find_elements(By.ID, "sb-budget-line")
 
     other_engine = (init["engine"] + 1) % len(g["engines"])
-    for control, value, where, index in (("sb-system", "l40s-pcie-nps1-degraded", 0, g["systems"].index("l40s-pcie-nps1-degraded")),
+    for control, value, where, index in (("sb-system", "l40s-pcie-switch", 0, g["systems"].index("l40s-pcie-switch")),
                                          ("sb-batch", "64", 2, g["batches"].index(64)),
                                          ("sb-engine", g["engines"][other_engine]["label"], 1, other_engine)):
         before = driver.find_element(By.ID, "sb-deploy").text
@@ -362,7 +362,7 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
         sel[where] = index
         _expect(driver, g, tuple(sel))
         assert driver.find_element(By.ID, "sb-deploy").text != before, control  # every control moves the table
-    assert "l40s-pcie-nps1-degraded" in driver.find_element(By.ID, "sb-verdict").text
+    assert "l40s-pcie-switch" in driver.find_element(By.ID, "sb-verdict").text
     slider.send_keys(Keys.HOME)
     sel[3] = 0
     _expect(driver, g, tuple(sel))
