@@ -104,7 +104,7 @@ def test_the_fit_covers_every_fitted_table(values):
     where = {(f.file, f.table) for f in values}
     assert {("nccl.toml", f"nccl.calibrated.arch.{a}") for a in ("ampere", "hopper", "blackwell", "ada")} <= where
     assert {("custom_allreduce.toml", f"engines.{e}") for e in ("vllm", "sglang", "trtllm")} <= where
-    assert {("fabrics.toml", "fabrics.pcie4-hostbridge"), ("fabrics.toml", "fabrics.pcie4-no-p2p"),
+    assert {("fabrics.toml", "fabrics.pcie4-hostbridge"), ("fabrics.toml", "fabrics.pcie4-no-p2p-pod"),
             ("cpus.toml", "cpus.epyc-nps1-degraded")} <= where
     assert len(values) >= 40
 
