@@ -139,7 +139,7 @@ CASES = [
     (["allreduce", "-s", "hgx-h100", "--protocol", "ll129"], ["'ll129'", "did you mean 'll128'"], None),
     (["allreduce", "-s", "hgx-h100", "--dtype", "bf61"], ["unknown dtype 'bf61'", "did you mean 'bf16'"], None),
     (["allreduce", "-s", "hgx-h100", "--impl", "cuda"], ["'cuda'", "did you mean 'custom'"], None),
-    (["allreduce", "-s", "l40s-pcie", "--op", "all-to-all", "--algo", "deepep-ll"],
+    (["allreduce", "-s", "l40s-pcie-switch", "--op", "all-to-all", "--algo", "deepep-ll"],
      ["deepep-ll is not possible", "need NVLink"], None),
     (["allreduce", "-s", "hgx-h100", "--op", "all-to-all", "--algo", "deepep-ll", "--protocol", "simple"],
      ["no NCCL protocol", "not simple"], None),

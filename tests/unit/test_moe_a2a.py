@@ -73,7 +73,7 @@ def test_nvl72_rack_runs_over_nvlink_and_racks_over_rdma():
 
 
 def test_no_deepep_without_nvlink_and_the_engine_runs_nccl():
-    group = make_group("l40s-pcie")
+    group = make_group("l40s-pcie-switch")
     assert "NVLink" in moe_a2a.available(group)
     assert moe_a2a.pair_line(group, "low_latency", 8) is None
     assert moe_a2a.moe_lines(group, "deepep", "decode", 8) == (alltoall(group),)
