@@ -230,6 +230,9 @@ RULES: tuple[Rule, ...] = (
          "erratic at 8 KB-64 MB (misconfigured or contended)"),
     Rule("h100-readme-2node", "'# Multiple Nodes NCCL Test' README", system="hgx-h100",
          note_kept="8 HCAs per node of unstated speed: predicted with the catalog's 8x NDR 400 Gb/s"),
+    Rule("nccl-tests#309", "nccl-tests/issues/309", system="hgx-h100",
+         note_kept="Dell XE9680: 8x CX-7 NDR 400 Gb/s per node as the catalog, NCCL 2.26.2, default algorithm; "
+                   "the 4-node run is 4 VMs with a topology file"),
     Rule("nccl#1244", "nccl/issues/1244", drop="H20 is not a catalog system (and NCCL_ALGO=NVLSTree)"),
     Rule("nccl#652", "nccl/issues/652", system="hgx-a100", variant="hgx-a100-4hdr",
          note_kept="4 HDR HCAs per node (stated): predicted with variant hgx-a100-4hdr"),
