@@ -46,10 +46,12 @@ TOLERANCES: dict[str, tuple[float, float, str]] = {
     "coreweave-gb200": (0.15, 0.75, "NVL72: 1 rack within 4%, 2 racks within 15%; 20 racks run at half the "
                         "modelled bandwidth with a ~5 ms intercept the model does not have (50-72% fast)"),
     "h100-readme-2node": (0.15, 0.20, "2 nodes x 8 H100 NVLSTree 256 MiB-8 GiB: 9-15% fast"),
-    "nccl-tests#309": (0.09, 0.37, "2 and 4 nodes x 8 H100 over 8x NDR, 8 B-16 GiB: tree LL at 1-128 KiB "
-                       "15-28% above the model; 8, 256 and 512 B rows carry first-call spikes (2-3x)"),
-    "nccl#652": (0.06, 0.10, "32 nodes x 8 A100, 4x HDR, 4-256 B: NCCL's tree LL latency plus Ampere's "
-                 "measured launch offset (+1.7 us): 4-7% slow"),
+    "nccl-tests#309": (0.07, 0.36, "2 and 4 nodes x 8 H100 over 8x NDR, 8 B-16 GiB: tree LL at 1-128 KiB "
+                       "within 6% at 2 nodes (the LL proxy's per-line cost is read off it), 5-19% slow at 4; "
+                       "8, 256 and 512 B rows carry first-call spikes (2-3x)"),
+    "nccl#652": (0.07, 0.10, "32 nodes x 8 A100, 4x HDR, 4-256 B: NCCL's tree LL latency plus Ampere's "
+                 "measured launch offset (+1.7 us): 4-7% slow; the LL proxy's per-line cost over 10 network "
+                 "steps adds 0.1-2.6 us, which the flat measured rows do not show"),
     "nccl-tests#150": (0.20, 0.25, "2 nodes x 1 A100 over HDR, 8-64 B: 19-20 us measured, 16.6 us modelled"),
     "stas00-p5en": (0.08, 0.08, "4 nodes x 8 H200 on EFA, ring at 4 GiB"),
 }

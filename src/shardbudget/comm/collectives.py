@@ -207,6 +207,8 @@ class Cost:
 def cost_of(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
     """One line's price for one size, as a `Cost` (the row of an nccl-tests-like table)."""
     bandwidth_s = msg_bytes / c.algbw_bytes_per_s if math.isfinite(c.algbw_bytes_per_s) else 0.0
+    if c.ll_staging is not None:  # grows with the size until a channel's share stops growing
+        bandwidth_s += c.ll_staging.extra_s(msg_bytes)
     time_s = c.latency_s + bandwidth_s
     algbw = msg_bytes / time_s if time_s > 0 else math.inf
     return Cost(op=op, msg_bytes=msg_bytes, ranks=group.ranks, nodes=group.nodes,

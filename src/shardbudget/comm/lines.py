@@ -45,6 +45,39 @@ class Group:
 
 
 @dataclass(frozen=True)
+class LLNetStaging:
+    """LL's store-and-forward at each network step (NCCL transport/net.cc): LL send buffers live in
+    host memory even with GPUDirect RDMA (protoLoc: LL -> LOC_HOSTMEM), and the proxy thread posts a
+    step's send only once it has read every 16-byte line's two flags there. So each network step on
+    the critical path waits for its whole step of lines to be read back by the CPU, where an NVLink
+    hop forwards line by line. A step is what one channel carries: NCCL gives each channel at least
+    nt x threshold bytes (enqueue.cc: nc-- while nBytes < nc x nt x threshold), a ring one of its
+    `chunks` (ranks) of that."""
+
+    steps: float
+    """Network steps on the critical path (tree: 2 log2i(nodes); ring: 2 (nodes - 1))."""
+    line_s: float
+    """Proxy time per LL line of a step."""
+    split_bytes: float
+    """nt x threshold x chunks: the bytes per channel below which NCCL drops a channel."""
+    max_channels: float
+    chunks: float = 1.0
+
+    def extra_s(self, msg_bytes):
+        n = np.asarray(msg_bytes, dtype=float)
+        # NCCL's channel count floor(n / split) makes a saw-tooth between split and 2 x split per
+        # channel; its lower edge (n / (n / split)) is taken, which keeps the time rising with n
+        nc = np.clip(n / self.split_bytes, 1.0, self.max_channels)
+        lines = np.ceil(n / nc / self.chunks / LL_LINE_DATA_BYTES)
+        out = self.steps * self.line_s * lines
+        return float(out) if np.ndim(out) == 0 else out
+
+
+LL_LINE_DATA_BYTES = 8
+"""Data bytes in one LL line (union ncclLLFifoLine: data1, flag1, data2, flag2 of 4 bytes)."""
+
+
+@dataclass(frozen=True)
 class Candidate:
     algorithm: str
     protocol: str
@@ -63,6 +96,9 @@ class Candidate:
     """Bandwidth factor by floor(log2(n / 64)), for n from 64 B (tuning.cc treeCorrectionFactor)."""
     impl: str = "nccl"
     """Which library runs it: nccl, or custom (an engine's one-/two-shot or symmetric-memory kernel)."""
+    ll_staging: LLNetStaging | None = None
+    """LL's per-step store-and-forward over the network, in the real time only (NCCL's estimate,
+    by which it chooses, does not have it)."""
 
     def _factor(self, msg_bytes):
         if self.bw_factors is None:
@@ -74,7 +110,8 @@ class Candidate:
         return float(factor) if np.ndim(factor) == 0 else factor
 
     def time_s(self, msg_bytes):
-        return self.latency_s + msg_bytes / (self.algbw_bytes_per_s * self._factor(msg_bytes))
+        t = self.latency_s + msg_bytes / (self.algbw_bytes_per_s * self._factor(msg_bytes))
+        return t if self.ll_staging is None else t + self.ll_staging.extra_s(msg_bytes)
 
     def select_time_s(self, msg_bytes):
         """The time the chooser believes this line takes."""
@@ -104,9 +141,10 @@ def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:
 def _line(c: Candidate, msg: np.ndarray, select: bool) -> np.ndarray:
     """A line's real (or estimated) time for every size, without the method-call overhead."""
     lat, bw = (c.select_latency_s, c.select_algbw_bytes_per_s) if select else (c.latency_s, c.algbw_bytes_per_s)
-    if c.bw_factors is not None:
-        return lat + msg / (bw * c._factor(msg))
-    return lat + msg * (1.0 / bw)
+    t = lat + msg / (bw * c._factor(msg)) if c.bw_factors is not None else lat + msg * (1.0 / bw)
+    if c.ll_staging is not None and not select:
+        t = t + c.ll_staging.extra_s(msg)
+    return t
 
 
 def times_and_latencies_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,4 +184,4 @@ def times_and_latencies_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> 
     return out_t, out_lat
 
 
-__all__ = ["Candidate", "Group", "pick", "times_and_latencies_s", "times_s"]
+__all__ = ["Candidate", "Group", "LLNetStaging", "pick", "times_and_latencies_s", "times_s"]

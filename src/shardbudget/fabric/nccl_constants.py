@@ -275,6 +275,8 @@ class NcclConstants:
     """[GPU generation or 'default'] -> multi-node Simple ring all-reduce latency factor."""
     net_overhead_s: float
     """Per intra step of an inter-node ring (tuning.cc getNetOverhead), seconds (x3 for Simple)."""
+    ll_net_proxy_line_s: float
+    """Proxy time per LL line of a network step held in host memory (comm/lines.LLNetStaging), seconds."""
     custom: CustomAllReduce
     version: tuple[int, int] = (2, 30)
     """The NCCL release (major, minor) whose rules apply where they changed between releases."""
@@ -337,6 +339,7 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
         nvls_small_latency_per_doubling_s=cal.number("nvls_small_latency_per_doubling_us") * US,
         ring_plateau_factor=_frozen(cal.raw("ring_plateau_factor", types=dict)),
         net_overhead_s=cal.number("net_overhead_us") * US,
+        ll_net_proxy_line_s=cal.number("ll_net_proxy_line_ns") * 1e-9,
         version=version, tables_version=version,
         custom=CustomAllReduce(
             launch_s=custom.number("launch_us") * US, sync_s=custom.number("sync_us") * US,
