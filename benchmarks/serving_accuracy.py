@@ -33,7 +33,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from shardbudget.calibrate.serving import ISSUE_EXAMPLE, fastest_plan_cases, predict, priced_table, summary
+from shardbudget.calibrate.serving import (ISSUE_EXAMPLE, fastest_plan_cases, predict, priced_table, release_lines,
+                                           release_records, summary)
 from shardbudget.fabric.catalog import load_catalog
 
 
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{t['input_len'] + '/' + t['output_len']:>10} {t['concurrency']:>4} {t['pred'] * 1e3:>8.2f}ms "
                   f"{t['meas'] * 1e3:>7.2f}ms {100 * t['err']:>+6.1f}%" + ("" if t["target"] else "  (no kernel floors)"))
     print(_groups(table))
+    print(release_lines(table))
     med, p90 = summary([t["err"] for t in table if t["target"]])
     cases = fastest_plan_cases(table)
     agree = sum(ok for _, ok in cases) / len(cases) if cases else None
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
         Path(out).write_text(json.dumps({"benchmark": "serving_accuracy", "targets": targets, "tables": {
-            "groups": group_records(table), "fastest_plan": [{"case": c, "agrees": ok} for c, ok in cases]}}),
+            "groups": group_records(table), "releases": release_records(table), "fastest_plan": [{"case": c, "agrees": ok} for c, ok in cases]}}),
             encoding="utf-8")
     return 0 if all(t["passed"] for t in targets) else 1
 

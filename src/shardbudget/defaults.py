@@ -11,13 +11,16 @@ from __future__ import annotations
 DEFAULT_ENGINE = "vllm"
 """The engine whose kernels, CUDA graphs and host costs a step has when none is named."""
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0", "vllm-0.9")
+ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0", "vllm-0.9",
+                "vllm-0.19", "sglang-0.5.14")
 """Engines with a preset file (engines/<name>.toml); vllm-v0 (vLLM 0.7's V0 engine) and tgi
 (text-generation-inference without CUDA graphs) are the older engines behind published decode
 measurements; sglang-0.4 (SGLang 0.4.x, 2025) the release behind the 2025 SGLang rows of
 data/; trtllm-1.0 (TensorRT-LLM 1.0.0) the release behind the A100 and L40S
 TensorRT-LLM rows of the collective measurements; vllm-0.9 (vLLM 0.9.x, mid-2025) the release behind the
-July 2025 vLLM rows (its Triton fused-MoE call at small batch)."""
+July 2025 vLLM rows (its Triton fused-MoE call at small batch); vllm-0.19 (vLLM 0.19.0) and sglang-0.5.14
+(SGLang 0.5.14) the releases the engines' measured all-reduce rows were taken at, which vllm and sglang
+priced until they moved to vLLM 0.34.0 and SGLang 0.5.23 (engines/releases.py lists them all)."""
 
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""

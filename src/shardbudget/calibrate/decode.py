@@ -61,12 +61,14 @@ TP_CASES = [
     # TGI per-token latency, eager PyTorch (no CUDA graphs), prompt length not stated: ~300 context.
     *[TpCase(T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "tgi", None, 300,
            1e-3, 0.20) for hw, system in (("A100", "hgx-a100"), ("H100", "hgx-h100")) for tp in (1, 2, 4)],
-    # SGLang, concurrency 1, 1000 in / 1000 out: ITL = 1 / output throughput; custom all-reduce.
+    # SGLang, concurrency 1, 1000 in / 1000 out: ITL = 1 / output throughput; custom all-reduce. Measured
+    # before SGLang 0.5.23 (release not stated): priced at sglang-0.5.14, the release current then.
     TpCase("sgl-project/sglang/issues/28224", "Llama-3.3-70B", "GB200", "output_throughput", 4, 1, "llama-3.1-70b",
-         "gb200-nvl72", "sglang", None, 1500, -1.0, 0.20, "before the regression"),
+         "gb200-nvl72", "sglang-0.5.14", None, 1500, -1.0, 0.20, "before the regression"),
     # vLLM V1 serving at QPS 1 on B200: TPOT of steps that also carry other requests' prefill chunks.
+    # A 2025 pull request's numbers: priced at vllm-0.19, the oldest preset released after them.
     TpCase("vllm-project/vllm/pull/20759", "Llama-3.1-7", "B200", "median_TPOT", 4, 2, "llama-3.1-70b", "hgx-b200",
-         "vllm", None, 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
+         "vllm-0.19", None, 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
 ]
 
 
@@ -130,7 +132,7 @@ def measurement_cases() -> list[Case]:
     for inp, outp in (("128", "128"), ("128", "1024"), ("1024", "128"), ("2048", "128"), ("3072", "128"),
                       ("4096", "128"), ("8192", "128")):
         out.append(Case(f"qwen3-30b-a3b a100 TP1 {inp}/{outp}", "tt-inference-server#340", "qwen3-30b-a3b",
-                        "hgx-a100", Plan(1), 1, int(inp) + int(outp) // 2, "vllm",
+                        "hgx-a100", Plan(1), 1, int(inp) + int(outp) // 2, "vllm-0.19",
                         _measurement("issues/340", "", model="qwen3-30b-a3b", input_len=inp, output_len=outp), True))
     out.append(Case("deepseek-v3 b200 TRT-LLM EP8 TP8 nvfp4", "TensorRT-LLM blog1", "deepseek-v3", "hgx-b200",
                     Plan(8, 1, 8), 1, 2048, "trtllm", _measurement("blog1", "Baseline: CUDA Graph"), True,

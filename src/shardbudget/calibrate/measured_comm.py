@@ -11,7 +11,7 @@ Choices, each deliberate:
 - NCCL: the newest library version per system. An engine: the version its preset is pinned to
   (engines/<engine>.toml [engine] version), else the newest below it, else the oldest above it: the
   kernels' costs are fitted to the release whose rule the preset reads. A row of an older release
-  with a preset of its own (`RELEASE_PRESETS`: TensorRT-LLM 1.0.x -> trtllm-1.0) is that preset's
+  with a preset of its own (`release_preset`: TensorRT-LLM 1.0.x -> trtllm-1.0, vLLM 0.19.0 -> vllm-0.19) is that preset's
   row (`library`), chosen among that preset's versions alike. Repeats of a size (several
   runs of one version) are reduced to their median.
 - `bytes` is nccl-tests' size: checked on l40s, where 2-GPU all_gather at 512 MiB gives busbw 19.6 GB/s
@@ -45,16 +45,12 @@ ENGINES = {"vLLM_custom_graph": ("vllm", "graph"), "vLLM_custom_eager": ("vllm",
            "TRTLLM_MNNVL_twoshot": ("trtllm", "graph")}
 """library column -> (engine, mode). TensorRT-LLM's benchmark captures its all-reduce in a CUDA graph
 (its 512 B times, 2.6-4.6 us on NVLink, have no host launch in them)."""
-RELEASE_PRESETS = {("trtllm", "1.0"): "trtllm-1.0"}
-"""(engine, release line) -> the preset of an older release whose rule differs from the engine's pinned
-one: a row stating TensorRT-LLM 1.0.x (A100, L40S) is priced by trtllm-1.0 (NCCL above 128 tokens),
-not by 1.3.0rc20's lookup table (engines/trtllm-1.0.toml)."""
-
-
 def release_preset(engine: str, version: str) -> str:
-    """The preset that prices a row of `engine` at `version`: an older release's own, else the engine's."""
-    line = ".".join(version.split(".")[:2])
-    return RELEASE_PRESETS.get((engine, line), engine)
+    """The preset that prices a row of `engine` at `version`: the oldest preset of the engine's line at
+    or after that release (shardbudget.engines.releases.preset_for): TensorRT-LLM 1.0.0 -> trtllm-1.0,
+    1.3.0rc20 -> trtllm; vLLM 0.14.0 / 0.19.0 -> vllm-0.19; SGLang 0.5.10 / 0.5.14 -> sglang-0.5.14."""
+    from shardbudget.engines.releases import preset_for
+    return preset_for(engine, version).preset
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ class CommRow:
     system: str
     """Catalog system."""
     library: str
-    """"nccl" or an engine preset: vllm, sglang, trtllm, or an older release's (trtllm-1.0)."""
+    """"nccl" or the engine preset of the row's release: vllm-0.19, sglang-0.5.14, trtllm, trtllm-1.0."""
     mode: str
     """"graph" or "eager" for engine rows, "" for NCCL."""
     version: str

@@ -17,6 +17,7 @@ import re
 import statistics
 from collections import defaultdict
 
+from ..engines.releases import PresetChoice, preset_for
 from ..model import Plan, load_model
 from ..step.memory import fits, memory_need
 from ..step.scenario import precision_for, scenario
@@ -34,41 +35,40 @@ ISSUE_EXAMPLE = dict(model="deepseek-v3", system="hgx-b200", tp=4, ep=1, engine=
                             "measured at concurrency <= 16 (output length not stated; 1024 assumed)")
 
 
-SGLANG_0_5 = "2025-08"
-"""SGLang 0.5.0rc0, the first 0.5 release, was out by 2025-08-13 (zai-org/GLM-V#120: 'sglang max version is
-0.5.0rc0'); an SGLang row of an earlier date ran a 0.4.x release: the sglang-0.4 preset prices it."""
-
-
-VLLM_0_9 = ("2025-05-15", "2025-07-24")
-"""vLLM 0.9.0 was released 2025-05-15 and 0.10.0 2025-07-24 (github.com/vllm-project/vllm/releases):
-a vLLM row of no stated version dated between them ran 0.9.x, which the vllm-0.9 preset prices."""
-
-
-def _row_date(r: dict) -> str:
-    return r.get("date") or (re.search(r"20\d\d-\d\d-\d\d", r["source"]) or [""])[0]
+def release_choice(r: dict):
+    """The preset of the row's engine release (engines.releases.preset_for): the oldest preset at or
+    after the release it states, or where it states none, the one current at its date (the row's date,
+    else the first date in its source: vLLM rows of 2025-05..07 are vllm-0.9's, SGLang rows before
+    2025-08 sglang-0.4's). TensorRT-LLM rows stating no release are main builds of 2025-03..05, before
+    1.0's token rule (PR #5432) and so not trtllm-1.0's: trtllm."""
+    when = r.get("date") or (re.search(r"20\d\d-\d\d(-\d\d)?", r["source"]) or [""])[0]
+    choice = preset_for(r["engine"], r["engine_version"], date=when)
+    if r["engine"] == "trtllm" and choice.preset == "trtllm-1.0" and "not stated" in choice.why:
+        return PresetChoice(preset="trtllm", exact=False, why="TensorRT-LLM main before 1.0: priced by trtllm")
+    return choice
 
 
 def release_engine(r: dict) -> str:
-    """The preset of the row's engine release: sglang-0.4 for SGLang rows of 0.4.x (stated, or dated
-    before 0.5.0: the row's date, else the first date in its source); vllm-0.9 for vLLM rows of 0.9.x
-    (stated, or dated within `VLLM_0_9`); trtllm-1.0 for TensorRT-LLM rows stating a 1.0.x release (no
-    row does yet: 1.1.0rc2 and 1.2.0rc6 are not 1.0's rule, the 2025-03..05 main builds are before it,
-    PR #5432); else the row's engine."""
-    if r["engine"] == "trtllm":
-        return "trtllm-1.0" if re.match(r"1\.0(\.|rc|$)", r["engine_version"].strip()) else "trtllm"
-    if r["engine"] == "vllm":
-        stated = re.match(r"0\.(\d+)\.", r["engine_version"].strip())
-        if stated:
-            return "vllm-0.9" if stated.group(1) == "9" else "vllm"
-        when = _row_date(r)
-        return "vllm-0.9" if when and VLLM_0_9[0] <= when < VLLM_0_9[1] else "vllm"
-    if r["engine"] != "sglang":
-        return r["engine"]
-    version = re.search(r"\b0\.(\d+)\.", r["engine_version"])
-    if version:
-        return "sglang-0.4" if version.group(1) == "4" else "sglang"
-    when = _row_date(r)
-    return "sglang-0.4" if when and when < SGLANG_0_5 else "sglang"
+    """The preset that prices the row (`release_choice`)."""
+    return release_choice(r).preset
+
+
+def release_records(table: list[dict]) -> list[dict]:
+    """Rows and median |error| per preset, and the rows whose stated release the catalog has no
+    preset of its own for (priced by the nearest, `why`)."""
+    by = defaultdict(list)
+    for t in table:
+        by[(t["engine"], t["release"].exact, t["release"].why)].append(t["err"])
+    return [{"preset": p, "exact": exact, "why": why, "rows": len(errs), "median": summary(errs)[0]}
+            for (p, exact, why), errs in sorted(by.items())]
+
+
+def release_lines(table: list[dict]) -> str:
+    lines = ["per release: preset, rows, median |error|; the rows whose release the catalog lacks say so"]
+    for r in release_records(table):
+        mark = "" if r["exact"] else "  [release not in the catalog] " + r["why"]
+        lines.append(f"  {r['preset']:<14} {r['rows']:>3} rows  {100 * r['median']:5.1f}%{mark}")
+    return "\n".join(lines)
 
 
 BANDS = ((1, 16, "c1-16"), (17, 64, "c17-64"), (65, 10**9, "c65+"))
@@ -121,7 +121,7 @@ def _rows() -> list[dict]:
         if r["metric"] == "tpot_ms" and r["engine"] != "unknown" and r["system"] and r["batch"] == "1" \
                 and r["model"] in FAMILIES and r["input_len"] and r["output_len"]:
             out.append({**r, "concurrency": r["batch"], "value": r["value"], "ep": r["ep"] or "1"})
-    return [{**r, "engine": release_engine(r)} for r in out]
+    return [{**r, "engine": release_engine(r), "release": release_choice(r)} for r in out]
 
 
 def _precision(cfg, system, dtype: str, kv_dtype: str | None = None):
@@ -191,7 +191,7 @@ def priced_table(cat, as_stated: bool = False) -> tuple[list[dict], list[str]]:
              "pred": pred, "meas": meas, "err": pred / meas - 1, "source": r["source"],
              "family_dtype": f"{FAMILIES.get(r['model'], r['model'])} x {r['dtype'].split(' ')[0]}",
              "band": band(int(r["concurrency"])), "source_name": source_name(r["source"]),
-             "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS}
+             "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS, "release": r["release"]}
         table.append(t)
         if not ok and t["concurrency"] <= 16:
             refused.append(f"{t['model']} {t['gpu']} {t['engine']} {t['plan']} c{t['concurrency']}")

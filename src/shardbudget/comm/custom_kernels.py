@@ -181,9 +181,11 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 
 
 # Presets whose custom kernel is another engine's (engines/*.toml): vLLM's kernel in its older and
-# eager configurations, SGLang's in its 0.4 release line (the same REDUCE_CASE kernel), TensorRT-LLM's
+# eager configurations and in 0.19 (vllm-0.19: the release its costs are fitted on), SGLang's in its 0.4
+# release line (the same REDUCE_CASE kernel) and 0.5.14 (CustomAllReduceV2 under 0.5.14's limits), TensorRT-LLM's
 # in 1.0 (the same allReduceFusionKernels one-shot / two-shot, under 1.0's token rule).
-KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "sglang-0.4": "sglang", "trtllm-1.0": "trtllm", "vllm-0.9": "vllm"}
+KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "vllm-0.9": "vllm", "vllm-0.19": "vllm", "sglang-0.4": "sglang",
+             "sglang-0.5.14": "sglang", "trtllm-1.0": "trtllm"}
 
 
 def custom_candidate(group: Group, shots: int, *, engine: str = DEFAULT_ENGINE) -> Candidate | None:

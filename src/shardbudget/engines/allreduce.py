@@ -22,6 +22,7 @@ from .presets import EnginePreset, load_engine
 from .rules import allreduce_choice
 
 KIND_WORDS = {"none": "no collective", "one-shot": "one-shot", "two-shot": "two-shot",
+              "flashinfer-one-shot": "FlashInfer one-shot", "flashinfer-two-shot": "FlashInfer two-shot",
               "symm-mem-multimem": "symmetric-memory multimem", "symm-mem-two-shot": "symmetric-memory two-shot",
               "mnnvl": "MNNVL", "nccl": "NCCL"}
 
@@ -83,6 +84,10 @@ def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
         return lines or candidates(group, "all-reduce", "nccl")
     if kind in ("one-shot", "two-shot"):
         c = custom_candidate(group, 1 if kind == "one-shot" else 2, engine=engine)
+    elif kind.startswith("flashinfer-"):
+        # FlashInfer's port of TensorRT-LLM's Lamport kernels: priced by the kernel it ports
+        fi = load_engine(engine).allreduce.flashinfer
+        c = custom_candidate(group, 1 if kind == "flashinfer-one-shot" else 2, engine=fi.kernel)
     else:
         c = symm_mem_candidate(group, engine=engine, multimem=kind == "symm-mem-multimem")
     # where the model cannot price the engine's kernel on this group, NCCL's tuner stands in
@@ -138,6 +143,8 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         out.add(preset.allreduce.mnnvl.max_bytes)
     if preset.allreduce.nccl_symm is not None:
         out |= {b for span in preset.allreduce.nccl_symm.custom_preferred.values() for b in span}
+    if preset.allreduce.flashinfer is not None:
+        out |= preset.allreduce.flashinfer.edges()
     return {e for e in out if e > 0}
 
 

@@ -42,10 +42,12 @@ from ..defaults import ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.catalog import builtin_archs
 
-ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "symm-mem-multimem", "symm-mem-two-shot", "mnnvl", "nccl")
+ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "flashinfer-one-shot", "flashinfer-two-shot", "symm-mem-multimem",
+                   "symm-mem-two-shot", "mnnvl", "nccl")
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
-two-shot IPC kernel, torch symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or
-its two-shot), the engine's multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
+two-shot IPC kernel, FlashInfer's one-shot or two-shot (vLLM 0.34's first choice), torch
+symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or its two-shot), the engine's
+multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
 
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
 _FRACTION_OF = ("total", "static", "free_after_weights")
@@ -290,6 +292,37 @@ class NcclSymm:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FlashInferAllReduce:
+    """FlashInfer's all-reduce, first in vLLM 0.34's order where it runs (flashinfer_all_reduce.py):
+    CUDA, one host, every pair on NVLink, a world size of its capability's table, message <= its
+    limit; one-shot to `one_shot_max`, two-shot above. Priced by `kernel`'s fitted costs (the
+    engine whose kernel FlashInfer ports: TensorRT-LLM's Lamport one-shot / two-shot)."""
+
+    default_enabled: bool = key("default_enabled")
+    kernel: str = key("kernel")
+    """The engine of catalog/custom_allreduce.toml whose kernel costs price it."""
+    needs_nvlink: bool = key("needs_nvlink", default=True)
+    max_bytes: Mapping[str, Mapping[int, float]] = key("max_bytes", sizes_by_world)
+    """[capability][world size] -> largest message (inclusive), bytes."""
+    one_shot_max: Mapping[str, Mapping[int, float]] = key("one_shot_max", sizes_by_world)
+    """[capability][world size] -> largest one-shot message (inclusive), bytes."""
+    source: str = key("source")
+
+    def shot(self, world_size: int, msg_bytes: float, arch: str | None, *, nvlink: bool, p2p: bool,
+             hosts: int) -> str | None:
+        """'flashinfer-one-shot' / 'flashinfer-two-shot' where it takes the message, else None."""
+        limit = self.max_bytes.get(arch or "", {}).get(world_size)
+        if (not self.default_enabled or limit is None or hosts > 1 or not p2p or (self.needs_nvlink and not nvlink)
+                or msg_bytes > limit):
+            return None
+        one = self.one_shot_max.get(arch or "", {}).get(world_size, limit)
+        return "flashinfer-one-shot" if msg_bytes <= one else "flashinfer-two-shot"
+
+    def edges(self) -> set[float]:
+        return {b for table in (self.max_bytes, self.one_shot_max) for per in table.values() for b in per.values()}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Mnnvl:
     """The engine's multi-node NVLink all-reduce (TensorRT-LLM MNNVLAllReduce): taken first when the
     group spans hosts of one NVLink domain with aarch64 (Grace) hosts, at any world size."""
@@ -310,6 +343,8 @@ class AllReducePolicy:
     mnnvl: Mnnvl | None = key("mnnvl", Mnnvl, default=None)
     nccl_symm: NcclSymm | None = key("nccl_symm", NcclSymm, default=None)
     """The engine's gate for NCCL's symmetric kernels (first in its order when switched on)."""
+    flashinfer: FlashInferAllReduce | None = key("flashinfer", FlashInferAllReduce, default=None)
+    """FlashInfer's all-reduce, before the custom kernel (vLLM 0.34), else None."""
     flashinfer_allreduce: bool = key("flashinfer_allreduce", default=False)
     torch_symm_mem_default: bool = key("torch_symm_mem_default", default=False)
     mscclpp_default: bool = key("mscclpp_default", default=False)
@@ -389,6 +424,8 @@ class EnginePreset:
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
     fusions: Fusions = Fusions()
+    released: str = ""
+    """The release's date as the file states it ('2026-04-03', '2026-11'), "" if not stated."""
 
     def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool,
                   fp4_experts: bool = False) -> tuple[bool, bool]:
@@ -439,8 +476,8 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         fused_moe_routing_auto=(_rules(kernels, "fused_moe_routing_auto")
                                 if kernels and kernels.has("fused_moe_routing_auto") else ()),
         moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
-        fusions=read_record(Fusions, fusions) if fusions is not None else Fusions())
-    eng.text("released", ""), eng.text("allreduce_commit", "")  # the release's date and commit, for the reader
+        fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(), released=eng.text("released", ""))
+    eng.text("allreduce_commit", "")  # the commit the all-reduce rule was read at, for the reader
     for table in (eng, kernels, top):
         if table is not None:
             table.done()

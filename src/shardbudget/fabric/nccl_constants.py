@@ -90,7 +90,8 @@ class EngineKernels:
     """One copy kernel's fixed cost on the torch symmetric-memory path (input into the symmetric
     buffer, result out of it), seconds."""
     releases: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=lambda: MappingProxyType({}))
-    """[older preset (trtllm-1.0)] -> its own `max_bytes` and `one_shot_max_bytes` (by GPU count):
+    """[older preset (trtllm-1.0)] -> its own `max_bytes` and `one_shot_max_bytes` (by GPU count), and
+    `one_shot_max_bytes_by_arch` where its release tuned them by generation (sglang-0.5.14):
     an older release runs these kernels, at these costs, under another rule (`for_release`)."""
     source: str
 
@@ -98,7 +99,8 @@ class EngineKernels:
         """These kernels as the older release `preset` runs them: its limits, these costs."""
         limits = self.releases[preset]
         return replace(self, name=preset, max_bytes=limits["max_bytes"], one_shot_max_bytes=limits["one_shot_max_bytes"],
-                       one_shot_max_bytes_by_arch=MappingProxyType({}), releases=MappingProxyType({}))
+                       one_shot_max_bytes_by_arch=limits.get("one_shot_max_bytes_by_arch", MappingProxyType({})),
+                       releases=MappingProxyType({}))
 
     def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
         return float(table.get(str(gpus), table.get("default", 0.0)))
@@ -207,7 +209,10 @@ def _engine(e: Table, name: str) -> EngineKernels:
 
 
 def _release_limits(t: Table) -> Mapping[str, Mapping[str, float]]:
-    limits = MappingProxyType({k: _frozen(t.raw(k, types=_TABLE_OR_NUM)) for k in ("max_bytes", "one_shot_max_bytes")})
+    limits = {k: _frozen(t.raw(k, types=_TABLE_OR_NUM)) for k in ("max_bytes", "one_shot_max_bytes")}
+    if t.has("one_shot_max_bytes_by_arch"):
+        limits["one_shot_max_bytes_by_arch"] = _frozen(t.raw("one_shot_max_bytes_by_arch", types=dict))
+    limits = MappingProxyType(limits)
     t.done()
     return limits
 
