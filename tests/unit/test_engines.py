@@ -22,7 +22,7 @@ KiB, MiB, MB = 1024, 1024 ** 2, 1e6
 
 @pytest.fixture(scope="module")
 def vllm():
-    return load_engine("vllm")
+    return load_engine("vllm-0.19")  # the 0.19 rule these tests quote; 0.34: test_vllm_034_*
 
 
 def test_every_engine_loads_with_sources():
@@ -109,7 +109,7 @@ def test_vllm_ranges_for_the_plan_header(vllm):
 # --- SGLang 0.5.14: JIT CustomAllReduceV2 by default on NVLink, the sgl-kernel kernel on 2 PCIe GPUs -
 
 def test_sglang_custom_allreduce_and_defaults():
-    sg = load_engine("sglang")
+    sg = load_engine("sglang-0.5.14")
     # custom_all_reduce_v2.py _maybe_init_config, H200 table (every capability but 10.x), 8 GPUs:
     # ModeConfig(160 * KB, 160 * KB): one-shot while bytes <= 160 KiB, two-shot to the 16 MiB buffer
     assert allreduce_choice(sg, 8, 160 * KiB, True, True, arch="hopper") == "one-shot"
@@ -139,7 +139,7 @@ def test_sglang_custom_allreduce_and_defaults():
 
 
 def test_sglang_mem_fraction_static_rule():
-    sg = load_engine("sglang")
+    sg = load_engine("sglang-0.5.14")
     mib = 2 ** 20
     # H100 80GB (81559 MiB), TP8: reserved = 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 = 14848 MiB
     # (>= the 10 GiB minimum), fraction = (81559 - 14848) / 81559 = 0.818
@@ -245,7 +245,7 @@ def test_cli_flags_for_launch_lines():
     assert "port" in ROLES and "flags" not in ROLES and "positional" not in ROLES
     assert load_cli("sglang").programs["router"].package == "sglang-router==0.3.2"
     assert load_cli("sglang").disaggregation.bootstrap_port == 8998
-    assert load_cli("sglang").support.images == {"cdna4": "lmsysorg/sglang:v0.5.14-rocm720-mi35x"}
+    assert load_cli("sglang").support.images == {"cdna4": "lmsysorg/sglang:v0.5.23-rocm720-mi35x"}
 
 
 def _raw(name: str) -> dict:
@@ -354,7 +354,8 @@ def test_every_preset_reads_strictly_and_keeps_its_numbers():
         assert read_engine(raw, f"engines/{name}.toml").name == name
     sglang = load_engine("sglang")
     assert sglang.memory.computed_default and sglang.memory.reserve.reserved_base_bytes == 512 * MiB
-    assert sglang.cuda_graphs.max_batch_by_memory[0] == (35 * 2 ** 30, 24, 80)
+    assert sglang.cuda_graphs.max_batch_by_memory[0] == (20 * 2 ** 30, 8, 8)  # 0.5.23's T4 / 4080 row
+    assert load_engine("sglang-0.5.14").cuda_graphs.max_batch_by_memory[0] == (35 * 2 ** 30, 24, 80)
     assert load_engine("vllm").memory.max_num_batched_tokens == 8192 and not load_engine("vllm").memory.computed_default
     assert load_engine("trtllm").memory.allreduce_workspace_bytes == 8e6
 
@@ -366,3 +367,65 @@ def test_engine_names_are_spelt_as_the_presets_name_them():
         load_engine("VLLM")
     with pytest.raises(UnknownNameError, match=r"unknown engine 'SGLang'; did you mean 'sglang'"):
         load_cli("SGLang")
+
+
+# --- vLLM 0.34.0 and SGLang 0.5.23 (issue 37): what each release's own source says -----------------
+
+def test_vllm_034_flashinfer_first():
+    v = load_engine("vllm")
+    assert (v.version, v.nccl) == ("0.34.0", "2.30.7")  # torch 2.14.0 pins nvidia-nccl-cu13 2.30.7
+    # FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][8] = 0.5, _FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB[90][8] = 0.5: FlashInfer
+    # one-shot to 512 KiB (inclusive); then 0.19's order (custom capped at 256 KiB: symmetric memory to 64 MiB)
+    assert allreduce_choice(v, 8, 512 * KiB, True, True, arch="hopper") == "flashinfer-one-shot"
+    assert allreduce_choice(v, 8, 512 * KiB + 16, True, True, arch="hopper") == "symm-mem-multimem"
+    # [100][4] = 32 MiB max, one-shot to 4 MiB; B300 (103) 8 GPUs: 4 MiB, one-shot to 2 MiB
+    assert allreduce_choice(v, 4, 4 * MiB + 16, True, True, arch="10.0") == "flashinfer-two-shot"
+    assert allreduce_choice(v, 8, 2 * MiB + 16, True, True, arch="10.3") == "flashinfer-two-shot"
+    # no row for Ampere / Ada (SM 8.x) and none without NVLink: the custom kernel as in 0.19
+    assert allreduce_choice(v, 8, 64 * KiB, True, True, arch="ampere") == "one-shot"
+    assert allreduce_choice(v, 2, 64 * KiB, False, True, arch="hopper") == "one-shot"
+    # the all-reduce + RMSNorm fusion pass: any model at TP > 1 on one Hopper / Blackwell node
+    assert v.fused_for("llama", "hopper", one_node=True, quantized=False) == (True, False)
+    assert v.fused_for("llama", "ampere", one_node=True, quantized=False) == (False, False)
+    assert load_engine("vllm-0.19").fused_for("llama", "hopper", one_node=True, quantized=False) == (False, False)
+    # resolved_gpu_memory_utilization: 1.0 under the extensible KV cache; get_batch_defaults: 1024 sequences
+    assert v.memory.fraction == 1.0 and v.memory.max_num_seqs == 1024
+
+
+def test_sglang_0523_tuned_tables():
+    sg = load_engine("sglang")
+    assert (sg.version, sg.nccl) == ("0.5.23", "2.30.7")  # torch 2.14.1 pins nvidia-nccl-cu13 2.30.7
+    # _sm90_configs()[8].graph = (128 KiB, 128 KiB, 32 MiB, mc 512 KiB..128 MiB), clipped to the 16 MiB buffer
+    assert allreduce_choice(sg, 8, 128 * KiB, True, True, arch="hopper") == "one-shot"
+    assert allreduce_choice(sg, 8, 128 * KiB + 16, True, True, arch="hopper") == "two-shot"
+    assert allreduce_choice(sg, 8, 16 * MiB + 16, True, True, arch="hopper") == "nccl"
+    # _sm100_configs()[4].graph one-shot to 0.625 MiB; every capability but 9.x / 10.x: 1 MiB
+    assert allreduce_choice(sg, 4, 640 * KiB + 16, True, True, arch="10.0") == "two-shot"
+    assert allreduce_choice(sg, 4, 1 * MiB, True, True, arch="ampere") == "one-shot"
+    assert allreduce_choice(sg, 2, 1 * MiB + 16, True, True, arch="ampere") == "two-shot"
+    # memory_hook.py: the 20-35 GiB row is 4096 tokens and 48 graph batches at TP < 4: RTX 4090 (24564
+    # MiB) TP1 reserves 512 + 1.5 x 4096 + 2 x 48 + 128 = 6880 MiB -> 0.72
+    assert default_memory_fraction(sg, 24564 * 2 ** 20, tp=1) == pytest.approx(0.720, abs=1e-9)
+
+
+def test_release_presets_and_rows():
+    from shardbudget.engines.releases import LINES, age_note, diff, preset_for
+    for engine, names in LINES.items():
+        assert names[-1] == engine and all(n in ENGINE_NAMES for n in names)
+    # a row is priced by the oldest preset at or after its release; exact where it was read there
+    assert preset_for("vllm", "0.19.0").preset == "vllm-0.19" and preset_for("vllm", "0.19.0").exact
+    assert preset_for("vllm", "0.14.0").preset == "vllm-0.19" and not preset_for("vllm", "0.14.0").exact
+    assert preset_for("sglang", "v0.5.9 (lmsysorg/sglang:v0.5.9-cu130)").preset == "sglang-0.5.14"
+    assert preset_for("sglang", "0.5.23").preset == "sglang"
+    assert preset_for("trtllm", "1.0.0").preset == "trtllm-1.0"
+    assert preset_for("vllm", "0.40.0").preset == "vllm" and not preset_for("vllm", "0.40.0").exact
+    # no release stated: the preset current at the row's date
+    assert preset_for("vllm", "not stated", date="2026-03").preset == "vllm-0.19"
+    assert preset_for("sglang", "not stated", date="2025-07").preset == "sglang-0.4"
+    assert preset_for("eager").preset == "eager"
+    assert age_note("vllm-0.19").endswith("15 minor releases newer") and age_note("vllm") is None
+    changed = {(c.table, c.field): (c.old, c.new) for c in diff("vllm-0.19", "vllm")}
+    assert changed[("engine", "version")] == ("0.19.0", "0.34.0")
+    assert changed[("memory", "fraction")] == ("0.9", "1.0")
+    assert changed[("allreduce.flashinfer.max_bytes.9.0", "8")] == ("-", "512 KiB")
+    assert not diff("vllm", "vllm")

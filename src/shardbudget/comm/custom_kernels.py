@@ -17,7 +17,7 @@ from ..fabric.nccl_constants import EngineKernels
 from .nccl_algos import intra_hop_s, nvls
 from ..fabric.ring_path import ring_path
 
-ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
+ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0", "vllm-0.19", "sglang-0.5.14")
 IMPLS = ("nccl", "custom") + ENGINES
 """nccl: NCCL alone; custom: the generic kernel ([nccl.custom]); an engine: its own kernels and rules
 (catalog/custom_allreduce.toml), NCCL above them; an older release (trtllm-1.0): its engine's kernels

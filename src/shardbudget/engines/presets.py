@@ -35,12 +35,15 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
-from .tuned import TunedCustom, load_tuned
+from .tuned import FlashInferAllReduce, TunedCustom, capability, load_tuned, sizes_by_world
 from ..datacache import cached, read_builtin
 from ..datafile import Table, key, parse_toml, read_record, world_size
 from ..defaults import ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.catalog import builtin_archs
+
+__all__ = ["ALLREDUCE_KINDS", "EnginePreset", "capability", "engine_name", "load_engine", "read_engine",
+           "sizes_by_world"]
 
 ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "flashinfer-one-shot", "flashinfer-two-shot", "symm-mem-multimem",
                    "symm-mem-two-shot", "mnnvl", "nccl")
@@ -57,27 +60,6 @@ _KERNEL_ROLES = ("moe", "attention_mha_gqa", "attention_mla")
 
 
 # --- how the tables' special fields are read (datafile.key kinds) -------------------------------------
-
-def capability(arch: str | None) -> str | None:
-    """The engines' tables are keyed by CUDA compute capability ("9.0", "10.3"), as vLLM's are; a
-    generation's name stands for its first capability (hopper -> 9.0, blackwell -> 10.0; catalog/archs.toml)."""
-    return _capabilities().get(arch, arch) if arch else arch
-
-
-@lru_cache(maxsize=1)
-def _capabilities() -> Mapping[str, str]:
-    """[generation] -> its first compute capability, or its own name where it has none (AMD)."""
-    return MappingProxyType({name: a.capability or name for name, a in builtin_archs().items()})
-
-
-def sizes_by_world(t: Table, name: str) -> Mapping[str, Mapping[int, float]]:
-    """[capability] -> {world size: bytes} from tables like `[x."9.0"] 2 = "64 MiB"`."""
-    out: dict[str, Mapping[int, float]] = {}
-    for arch, _ in t.table(name).entries():
-        sub = t.table(name).table(arch)
-        out[capability(arch)] = MappingProxyType({world_size(ws, sub.at(ws)): sub.size(ws) for ws, _ in sub.entries()})
-    return MappingProxyType(out)
-
 
 def _one_shot_below(t: Table, name: str) -> tuple[tuple[int, float], ...]:
     rows = []
@@ -289,37 +271,6 @@ class NcclSymm:
         if span is not None:
             return msg_bytes <= span[0] or msg_bytes >= span[1]
         return world_size > self.always_above
-
-
-@dataclass(frozen=True, kw_only=True)
-class FlashInferAllReduce:
-    """FlashInfer's all-reduce, first in vLLM 0.34's order where it runs (flashinfer_all_reduce.py):
-    CUDA, one host, every pair on NVLink, a world size of its capability's table, message <= its
-    limit; one-shot to `one_shot_max`, two-shot above. Priced by `kernel`'s fitted costs (the
-    engine whose kernel FlashInfer ports: TensorRT-LLM's Lamport one-shot / two-shot)."""
-
-    default_enabled: bool = key("default_enabled")
-    kernel: str = key("kernel")
-    """The engine of catalog/custom_allreduce.toml whose kernel costs price it."""
-    needs_nvlink: bool = key("needs_nvlink", default=True)
-    max_bytes: Mapping[str, Mapping[int, float]] = key("max_bytes", sizes_by_world)
-    """[capability][world size] -> largest message (inclusive), bytes."""
-    one_shot_max: Mapping[str, Mapping[int, float]] = key("one_shot_max", sizes_by_world)
-    """[capability][world size] -> largest one-shot message (inclusive), bytes."""
-    source: str = key("source")
-
-    def shot(self, world_size: int, msg_bytes: float, arch: str | None, *, nvlink: bool, p2p: bool,
-             hosts: int) -> str | None:
-        """'flashinfer-one-shot' / 'flashinfer-two-shot' where it takes the message, else None."""
-        limit = self.max_bytes.get(arch or "", {}).get(world_size)
-        if (not self.default_enabled or limit is None or hosts > 1 or not p2p or (self.needs_nvlink and not nvlink)
-                or msg_bytes > limit):
-            return None
-        one = self.one_shot_max.get(arch or "", {}).get(world_size, limit)
-        return "flashinfer-one-shot" if msg_bytes <= one else "flashinfer-two-shot"
-
-    def edges(self) -> set[float]:
-        return {b for table in (self.max_bytes, self.one_shot_max) for per in table.values() for b in per.values()}
 
 
 @dataclass(frozen=True, kw_only=True)

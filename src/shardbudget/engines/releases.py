@@ -16,13 +16,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from types import MappingProxyType
 
+from .. import units
 from .presets import EnginePreset, load_engine
 
-LINES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "vllm": ("vllm-0.9", "vllm-0.19", "vllm"),
-    "sglang": ("sglang-0.4", "sglang-0.5.14", "sglang"),
-    "trtllm": ("trtllm-1.0", "trtllm"),
-})
+LINES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "vllm": ("vllm-0.9", "vllm-0.19", "vllm"),
+        "sglang": ("sglang-0.4", "sglang-0.5.14", "sglang"),
+        "trtllm": ("trtllm-1.0", "trtllm"),
+    }
+)
 """Engine -> its release presets, oldest first; the last is the engine's default. vllm-v0 (the V0
 engine), tgi and eager are configurations, not releases of a line: a row names them itself."""
 
@@ -74,21 +77,30 @@ def preset_for(engine: str, version_text: str = "", *, date: str = "") -> Preset
     for name, p in presets:
         if key <= version_key(p.version):
             exact = key[:3] == version_key(p.version)[:3]
-            return PresetChoice(preset=name, exact=exact,
-                                why=f"{ENGINE_WORDS[engine]} {version}" + ("" if exact else f": priced by {name} ({p.version}), "
-                                                                             "the oldest preset at or after it"))
+            return PresetChoice(
+                preset=name,
+                exact=exact,
+                why=f"{ENGINE_WORDS[engine]} {version}"
+                + ("" if exact else f": priced by {name} ({p.version}), the oldest preset at or after it"),
+            )
     name, p = presets[-1]
-    return PresetChoice(preset=name, exact=False,
-                        why=f"{ENGINE_WORDS[engine]} {version} is newer than {name} ({p.version}), the newest preset")
+    return PresetChoice(
+        preset=name,
+        exact=False,
+        why=f"{ENGINE_WORDS[engine]} {version} is newer than {name} ({p.version}), the newest preset",
+    )
 
 
 def _by_date(engine: str, presets, date: str) -> PresetChoice:
     """No release stated: the oldest preset released at or after the row's date, else the newest."""
     for name, p in presets:
         if date and _released(name) >= date[:7]:
-            return PresetChoice(preset=name, exact=False,
-                                why=f"{ENGINE_WORDS[engine]} release not stated ({date[:7]}): priced by {name} ({p.version}, "
-                                    f"released {_released(name)})")
+            return PresetChoice(
+                preset=name,
+                exact=False,
+                why=f"{ENGINE_WORDS[engine]} release not stated ({date[:7]}): priced by {name} ({p.version}, "
+                f"released {_released(name)})",
+            )
     name, p = presets[-1]
     return PresetChoice(preset=name, exact=False, why=f"{ENGINE_WORDS[engine]} release not stated: priced by {name}")
 
@@ -119,8 +131,15 @@ class ReleaseInfo:
 def release_info(name: str) -> ReleaseInfo:
     p = load_engine(name)
     line = line_of(name)
-    return ReleaseInfo(name=name, engine=line or name, version=p.version, released=p.released,
-                       nccl=p.nccl, newest=line is None or LINES[line][-1] == name, source=p.source)
+    return ReleaseInfo(
+        name=name,
+        engine=line or name,
+        version=p.version,
+        released=p.released,
+        nccl=p.nccl,
+        newest=line is None or LINES[line][-1] == name,
+        source=p.source,
+    )
 
 
 def age_note(name: str) -> str | None:
@@ -131,14 +150,21 @@ def age_note(name: str) -> str | None:
         return None
     old, new = release_info(name), release_info(LINES[line][-1])
     a, b = version_key(old.version), version_key(new.version)
-    gap = (f"{b[1] - a[1]} minor release{'s' if b[1] - a[1] != 1 else ''} newer" if a[0] == b[0] and b[1] > a[1]
-           else f"{b[2] - a[2]} patch release{'s' if b[2] - a[2] != 1 else ''} newer" if a[:2] == b[:2] and b[2] > a[2]
-           else "newer")
-    return (f"{name} is {ENGINE_WORDS[line]} {old.version} ({old.released}); the newest preset, {new.name}, is "
-            f"{new.version} ({new.released}): {gap}")
+    gap = (
+        f"{b[1] - a[1]} minor release{'s' if b[1] - a[1] != 1 else ''} newer"
+        if a[0] == b[0] and b[1] > a[1]
+        else f"{b[2] - a[2]} patch release{'s' if b[2] - a[2] != 1 else ''} newer"
+        if a[:2] == b[:2] and b[2] > a[2]
+        else "newer"
+    )
+    return (
+        f"{name} is {ENGINE_WORDS[line]} {old.version} ({old.released}); the newest preset, {new.name}, is "
+        f"{new.version} ({new.released}): {gap}"
+    )
 
 
 # --- what two presets state differently -------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class FieldChange:
@@ -156,6 +182,7 @@ def diff(a: str, b: str) -> tuple[FieldChange, ...]:
     """Every field of the two presets (their records, the launch flags) whose value differs, with
     sizes and times in the units people read. Notes (`source`, `*_basis`) are left out."""
     from .cli_tables import load_cli
+
     left = dict(_flat("", load_engine(a))) | dict(_flat("cli", load_cli(a)))
     right = dict(_flat("", load_engine(b))) | dict(_flat("cli", load_cli(b)))
     out = []
@@ -182,8 +209,11 @@ def _flat(prefix: str, value) -> Iterable[tuple[str, str]]:
         yield "engine.version", value.version
         yield "engine.released", value.released or "-"
         yield "engine.nccl", value.nccl or "-"
-        value = {f.name: getattr(value, f.name) for f in fields(value)
-                 if f.name not in ("version", "nccl", "source", "name", "launcher", "released")}
+        value = {
+            f.name: getattr(value, f.name)
+            for f in fields(value)
+            if f.name not in ("version", "nccl", "source", "name", "launcher", "released")
+        }
     elif is_dataclass(value):
         value = {f.name: getattr(value, f.name) for f in fields(value)}
     if isinstance(value, Mapping):
@@ -196,22 +226,33 @@ def _flat(prefix: str, value) -> Iterable[tuple[str, str]]:
 
 
 def _text(path: str, value) -> str:
-    from .. import units
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, float) and path.endswith(("_s", "latency")):
         return units.format_seconds(value)
-    if isinstance(value, float) and (path.endswith(("bytes", "max", "bytes_per_s")) or re.search(r"\.\d+$", path)
-                                     and value >= 1024):
+    if isinstance(value, float) and (
+        path.endswith(("bytes", "max", "bytes_per_s")) or re.search(r"\.\d+$", path) and value >= 1024
+    ):
         return units.format_bytes(value)
-    if isinstance(value, float) and value >= 2 ** 20 and value % 1024 == 0:
+    if isinstance(value, float) and value >= 2**20 and value % 1024 == 0:
         return units.format_bytes(value)  # a GPU-memory bound in a table of rows
     if isinstance(value, (tuple, list)):
         return ", ".join(_text(path, v) for v in value) or "-"
     return str(value)
 
 
-__all__ = ["FieldChange", "LINES", "PresetChoice", "ReleaseInfo", "age_note", "diff", "line_of", "preset_for",
-           "release_info", "stated_version", "version_key"]
+__all__ = [
+    "FieldChange",
+    "LINES",
+    "PresetChoice",
+    "ReleaseInfo",
+    "age_note",
+    "diff",
+    "line_of",
+    "preset_for",
+    "release_info",
+    "stated_version",
+    "version_key",
+]

@@ -48,12 +48,11 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
                and nodes == 1 and (hosts == 1 or symm.across_hosts) and arch in symm.archs
                and (multicast or not symm.needs_multicast)
                and world_size in symm.max_bytes.get(arch, {}))
-    fi = policy.flashinfer
-    if fi is not None and nodes == 1:
-        # vLLM 0.34: FlashInfer's all-reduce runs before the custom kernel where it takes the message
-        shot = fi.shot(world_size, msg_bytes, arch, nvlink=nvlink, p2p=p2p, hosts=hosts)
-        if shot is not None:
-            return shot
+    # vLLM 0.34: FlashInfer's all-reduce runs before the custom kernel where it takes the message
+    fi = policy.flashinfer and nodes == 1 and policy.flashinfer.shot(world_size, msg_bytes, arch, nvlink=nvlink,
+                                                                      p2p=p2p, hosts=hosts)
+    if fi:
+        return fi
     if custom is not None and custom.tuned is not None and custom.tuned.eligible(world_size, nvlink, p2p, single, arch):
         # the engine's tuned kernel (SGLang 0.5.14 CustomAllReduceV2) takes the group from the older one
         if msg_bytes <= custom.tuned.max_bytes:
