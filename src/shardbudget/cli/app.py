@@ -38,7 +38,8 @@ app = typer.Typer(help=HELP, **TYPER)
 
 COMMANDS = {  # command -> the module of this package that defines it
     "fabrics": "fabrics", "allreduce": "collectives", "compare": "collectives", "plan": "plan",
-    "deploy": "deploy", "explain": "explain", "models": "fabrics", "measure": "measure", "fit": "measure",
+    "deploy": "deploy", "explain": "explain", "models": "fabrics", "engines": "engines", "measure": "measure",
+    "fit": "measure",
     "check": "check", "topo": "topo", "lab": "measure", "report": "report", "demo": "report",
 }
 SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --help` (a test holds them equal)
@@ -49,6 +50,7 @@ SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --
     "deploy": "How to spend N GPUs: replicas x TP x PP at the largest batch within the budgets, tokens/s per GPU, launch lines.",
     "explain": "Fabric against fabric, when all-reduce limits sharding, why the network is slow for decode: with numbers.",
     "models": "The model configs shipped with shardbudget.",
+    "engines": "The engine presets: each one's release, date, the NCCL it ships and where its rules were read; --diff A B.",
     "measure": "Time real collectives with torch.distributed: nccl-tests' columns on stdout, every sample as JSON with --out.",
     "fit": "Fit the collective model's constants to measurements and write a profile usable as --catalog.",
     "check": "Is this nccl-tests result or serving benchmark normal for the system? Per size and region, or per metric, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug.",

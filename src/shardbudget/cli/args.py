@@ -54,6 +54,7 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
 MaybeModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help=MODEL_HELP)]
 """check: the model a serving benchmark's file names unless given."""
 SystemOpt = Annotated[str, typer.Option("--system", "-s", help="System (node type) name, e.g. hgx-h100: `shardbudget fabrics --systems` lists them.")]
+OptSystemOpt = Annotated[Optional[str], typer.Option("--system", "-s", help="System (node type) name, e.g. hgx-h100: `shardbudget fabrics --systems` lists them.")]
 SystemsOpt = Annotated[list[str], typer.Option("--system", "-s", help="Systems to compare, e.g. -s hgx-h100 -s h100-pcie (repeat).")]
 NodesOpt = Annotated[Optional[int], typer.Option(
     "--nodes", callback=_bounded("--nodes", 1, MAX_NODES, "nodes of one deployment"),
@@ -91,9 +92,10 @@ ElementDtypeOpt = Annotated[Optional[str], typer.Option(
     "--dtype", help="Element type of the message: bf16 | fp16 | fp32 | ... (nccl-tests' count column; measure: the tensor's).")]
 KvDtypeOpt = Annotated[Optional[str], typer.Option(
     "--kv-dtype", help="KV-cache dtype: bf16 | fp8 | ... (default auto: the activation dtype, as the engines do).")]
-ENGINE_HELP = ("vllm | sglang | trtllm | eager (vLLM without CUDA graphs) | vllm-v0 | tgi | sglang-0.4 "
-               "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-0.9 (vLLM 0.9.x): the engine whose "
-               "all-reduce kernels, CUDA graphs and host costs a step has.")
+ENGINE_HELP = ("vllm (vLLM 0.34.0) | sglang (SGLang 0.5.23) | trtllm (TensorRT-LLM 1.3.0rc20) | eager (vLLM "
+               "without CUDA graphs) | older releases: vllm-0.19 | vllm-0.9 (vLLM 0.9.x) | sglang-0.5.14 | sglang-0.4 "
+               "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-v0 | tgi: the engine release whose "
+               "all-reduce kernels, CUDA graphs and host costs a step has (`shardbudget engines` lists them).")
 EngineOpt = Annotated[str, typer.Option("--engine", help=ENGINE_HELP)]
 MaybeEngineOpt = Annotated[Optional[str], typer.Option("--engine", help=ENGINE_HELP)]
 OpOpt = Annotated[str, typer.Option("--op", help="Collective: all-reduce | reduce-scatter | all-gather | all-to-all | broadcast | send/recv.")]

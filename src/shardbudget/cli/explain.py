@@ -51,6 +51,9 @@ def explain(
     width = text_width()  # None when piped: one line per paragraph, tables whole
     for note in result.notes:  # a degraded system, said before anything is answered on it
         print(terminal(wrap(f"# {note}", width)))
+    for note in req.scenario.precision_notes:
+        if note.startswith("engine:"):  # an older release than its engine's newest says how old
+            print(terminal(wrap(f"# note: {note}", width)))
     for a in result.answers:
         print(terminal(f"## {a.question}\n{wrap(a.text, width)}"))
         for t in a.tables:

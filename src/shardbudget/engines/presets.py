@@ -463,7 +463,11 @@ def _per_arch_seconds(table: Table | None, name: str) -> Mapping[str, float]:
 def engine_name(name: str) -> str:
     """`name` if it is an engine (`ENGINE_NAMES`), else a one-line error with the closest."""
     if name not in ENGINE_NAMES:
-        raise UnknownNameError("engine", name, ENGINE_NAMES)
+        err = UnknownNameError("engine", name, ENGINE_NAMES)
+        if "(known:" not in err.args[0]:  # an unknown release: every preset named, not only the closest
+            err.args = (f"{err.args[0]} (presets: {', '.join(ENGINE_NAMES)}; `shardbudget engines` lists their "
+                        "releases)",)
+        raise err
     return name
 
 

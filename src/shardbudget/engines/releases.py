@@ -122,6 +122,8 @@ class ReleaseInfo:
     nccl: str
     newest: bool
     """The newest preset of its line (the engine's default), or a configuration of its own."""
+    line: str | None
+    """The engine whose release line it is in (LINES), None for a configuration (eager, tgi, vllm-v0)."""
     source: str
 
     def to_dict(self) -> dict:
@@ -138,6 +140,7 @@ def release_info(name: str) -> ReleaseInfo:
         released=p.released,
         nccl=p.nccl,
         newest=line is None or LINES[line][-1] == name,
+        line=line,
         source=p.source,
     )
 

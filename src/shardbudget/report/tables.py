@@ -400,7 +400,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     print_table("options (best first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
-        if note.startswith("warning:") and note not in degraded:
+        if (note.startswith("warning:") and note not in degraded) or note.startswith("engine:"):  # engine: an older release
             say(f"# {note}")
     if w.context:
         say(f"# TTFT: one {w.context}-token prompt prefilled alone, as plan prices a decode-only row's")

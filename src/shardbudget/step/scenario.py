@@ -17,6 +17,7 @@ from ..comm.collectives import IMPLS
 from ..dtypes import canonical
 from ..engines.presets import load_engine
 from ..engines.release import engine_catalog
+from ..engines.releases import age_note
 from ..errors import PlanError, UnknownNameError
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import DEGRADED_WORDS, Catalog, System
@@ -45,7 +46,8 @@ class Scenario:
     """What the weights, activations and KV cache are priced in on this system's GPU."""
     precision_notes: tuple[str, ...] = ()
     """What was decided about the precision and why, one line each; and, first, that the system is a
-    degraded node profile where it is one (`degraded_note`), so that every header says so."""
+    degraded node profile where it is one (`degraded_note`), so that every header says so; and where the
+    engine is an older release than its line's newest, how old (`engine_notes`)."""
     eff: Efficiency
     settings: PlanSettings = PlanSettings()
     impl: str | None = None
@@ -79,15 +81,23 @@ class Scenario:
         precision, notes = precision_for(self.model, system, self.dtype, self.kv_dtype)
         check_nodes(system, nodes or 1)
         return replace(self, system=system, nodes=nodes, precision=precision,
-                       precision_notes=degraded_note(system) + notes)
+                       precision_notes=degraded_note(system) + tuple(notes) + engine_notes(self.engine))
 
     def with_engine(self, engine: str) -> Scenario:
         """The same request under another engine: its NCCL release, its efficiencies."""
         if engine == self.engine:
             return self
         load_engine(engine)
+        notes = tuple(n for n in self.precision_notes if n not in engine_notes(self.engine)) + engine_notes(engine)
         return replace(self, engine=engine, catalog=engine_catalog(self.catalog, engine),
-                       eff=engine_efficiency(engine))
+                       eff=engine_efficiency(engine), precision_notes=notes)
+
+
+def engine_notes(engine: str) -> tuple[str, ...]:
+    """('engine: vllm-0.19 is vLLM 0.19.0 (2026-04-03); the newest preset, vllm, is 0.34.0 ...',) where
+    `engine` is an older release than its line's newest (engines.releases.age_note), else ()."""
+    note = age_note(engine)
+    return (f"engine: {note}",) if note else ()
 
 
 def scenario(model: str | ModelConfig, system: str | System, *, nodes: int | None = None,
@@ -114,7 +124,7 @@ def scenario(model: str | ModelConfig, system: str | System, *, nodes: int | Non
         notes = ()
     notes = degraded_note(sysm) + tuple(notes)
     return Scenario(model=cfg, system=sysm, catalog=catalog, nodes=nodes, engine=engine, dtype=dtype,
-                    kv_dtype=kv_dtype, precision=precision, precision_notes=tuple(notes),
+                    kv_dtype=kv_dtype, precision=precision, precision_notes=tuple(notes) + engine_notes(engine),
                     eff=eff or engine_efficiency(engine), settings=settings, impl=check_impl(impl))
 
 
