@@ -51,7 +51,8 @@ from shardbudget.calibrate.switches import NVL72_STEPS, Switch, engine_switch, m
 CAT = load_catalog()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
 SYSTEMS = tuple(sorted(CAT.systems))
-ENGINES = ("vllm", "sglang", "trtllm", "eager")
+ENGINES = ("vllm", "vllm-0.19", "sglang", "trtllm", "eager")
+"""The default presets, and vllm-0.19: the release measured_comm.csv's vLLM rows (and their steps) were taken at."""
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
 REL = 1e-9  # float noise: a fall smaller than this is no fall
@@ -103,12 +104,12 @@ def _allowed(switch: Switch | None) -> bool:
 
 
 @PROPERTY
-@example(model="llama-3.1-70b", system="hgx-h800", tp=8, engine="vllm", batch=15)
-@example(model="llama-3.1-70b", system="hgx-b200", tp=8, engine="vllm", batch=63)
+@example(model="llama-3.1-70b", system="hgx-h800", tp=8, engine="vllm-0.19", batch=15)
+@example(model="llama-3.1-70b", system="hgx-b200", tp=8, engine="vllm-0.19", batch=63)
 @given(**requests)
 def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
     """Except where the TP all-reduce crosses a kernel switch listed in shardbudget/calibrate/falls.py: a
-    measured one (vLLM's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
+    measured one (vLLM 0.19's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
     16.67 us at 1 MiB), or a known defect (test_every_known_fall_still_happens)."""
     sm = _step(model, system, tp, engine)
     itl = sm.evaluate(np.array([batch, batch + 1.0]), 4096.0).total_s
@@ -119,8 +120,8 @@ def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
 
 def test_every_fall_of_the_models_itl_is_listed():
     """The property above on every request, not 40 samples: the 4 models x every system x TP 2-8 x
-    4 engines x batch 1-256. Each fall crosses a listed switch, among them the measured B200 TP8 vllm
-    step at 1 MiB and the known H800 TP8 vllm fall at 256 KiB."""
+    5 engines x batch 1-256. Each fall crosses a listed switch, among them the measured B200 TP8
+    vllm-0.19 step at 1 MiB and the known H800 TP8 vllm-0.19 fall at 256 KiB."""
     met = set()
     b = np.arange(1, 257, dtype=float)
     for model in MODELS:
@@ -135,21 +136,21 @@ def test_every_fall_of_the_models_itl_is_listed():
                         switch = _tp_switch(model, system, tp, engine, int(b[i]))
                         assert _allowed(switch), (model, system, tp, engine, int(b[i]), switch)
                         met.add(switch.key)
-    assert ("hgx-b200", 8, "vllm", "two-shot", "symm-mem-multimem", 1048576) in met
-    assert ("hgx-h800", 8, "vllm", "one-shot", "symm-mem-multimem", 262144) in met
+    assert ("hgx-b200", 8, "vllm-0.19", "two-shot", "symm-mem-multimem", 1048576) in met
+    assert ("hgx-h800", 8, "vllm-0.19", "one-shot", "symm-mem-multimem", 262144) in met
 
 
 def test_the_measured_steps_are_in_the_data(data_dir):
     """Every step MEASURED allows falls in its measured rows (each side's two rows extended to the
     edge, by more than NOISE), its citation quotes those rows (it cannot go stale), and the model
-    falls at the same switch (llama-3.1-70b on 8 B200s: 12.10 ms at batch 63, 10.84 ms at 64)."""
+    falls at the same switch (llama-3.1-70b on 8 B200s under vllm-0.19: 12.10 ms at batch 63, 10.84 ms at 64)."""
     for key, quoted in MEASURED.items():
         switch, before_us, after_us = model_switch(key)
         measured = measured_at_edge(switch)
         assert measured is not None and measured[2] == quoted, (key, measured)
         assert measured[0] > measured[1] * (1 + NOISE), (key, measured)
         assert after_us < before_us, (key, before_us, after_us)
-    assert _tp_switch("llama-3.1-70b", "hgx-b200", 8, "vllm", 63).key in MEASURED
+    assert _tp_switch("llama-3.1-70b", "hgx-b200", 8, "vllm-0.19", 63).key in MEASURED
 
 
 def test_the_known_falls_are_not_measured_ones(data_dir):
@@ -177,13 +178,13 @@ def test_every_known_fall_still_happens():
 
 
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():
-    """The numbers the examples above quote: B200 TP8 vllm falls at its measured 1 MiB step, and
-    H800 TP8 vllm at 256 KiB (12.96 -> 12.32 ms), a known fall (no H800 rows)."""
-    itl = _step("llama-3.1-70b", "hgx-b200", 8, "vllm").evaluate(np.array([48.0, 63.0, 64.0]), 4096.0).total_s
+    """The numbers the examples above quote: B200 TP8 vllm-0.19 (the release of the rows) falls at its
+    measured 1 MiB step, and H800 TP8 vllm-0.19 at 256 KiB (12.96 -> 12.32 ms), a known fall (no H800 rows)."""
+    itl = _step("llama-3.1-70b", "hgx-b200", 8, "vllm-0.19").evaluate(np.array([48.0, 63.0, 64.0]), 4096.0).total_s
     assert itl * 1e3 == pytest.approx([11.24, 12.10, 10.84], abs=0.01)
-    itl = _step("llama-3.1-70b", "hgx-h800", 8, "vllm").evaluate(np.array([15.0, 16.0]), 4096.0).total_s
+    itl = _step("llama-3.1-70b", "hgx-h800", 8, "vllm-0.19").evaluate(np.array([15.0, 16.0]), 4096.0).total_s
     assert itl * 1e3 == pytest.approx([12.96, 12.32], abs=0.01)
-    assert _tp_switch("llama-3.1-70b", "hgx-h800", 8, "vllm", 15).key in KNOWN
+    assert _tp_switch("llama-3.1-70b", "hgx-h800", 8, "vllm-0.19", 15).key in KNOWN
 
 
 # --- collective time against message size -----------------------------------------------------

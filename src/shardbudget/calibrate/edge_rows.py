@@ -27,8 +27,8 @@ rule edges at the same cost there (the model prices them alike: custom_allreduce
 generation and the ring's busbw is the fabric's). Their steps are H100's rows (engines only; NCCL's
 own choice is left to its own tables)."""
 
-SAME_RELEASE = {("vllm", "a100_sxm"): "0.14.0", ("vllm", "l40s"): "0.14.0"}
-"""Where vLLM's pinned release (0.19.0) runs the same kernels by the same rule as the release
+SAME_RELEASE = {("vllm-0.19", "a100_sxm"): "0.14.0", ("vllm-0.19", "l40s"): "0.14.0"}
+"""Where vllm-0.19's release (0.19.0) runs the same kernels by the same rule as the release
 measured: on SM 8.0 and 8.9 there is no symmetric-memory path (vllm.toml symm_mem archs 9.0, 10.0,
 10.3), and custom_all_reduce's kernels and thresholds did not change from 0.14.0 to 0.19.0 (the
 H100 rows of the two releases agree within 5% at every size the custom kernel runs in both:
@@ -48,14 +48,16 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
     if (stand_in or system) not in MEASURED_COMM:
         return xla_series(system, gpus, impl, op)
     key = MEASURED_COMM[stand_in or system]
-    library, mode = ("vllm", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
-    pin = mc.pinned_version("vllm" if impl == "eager" else impl)
+    # eager: vLLM's kernel launched without graphs, measured at vllm-0.19's release (the rows' own preset)
+    library, mode = ("vllm-0.19", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
+    pin = mc.pinned_version(library)
     pin = SAME_RELEASE.get((library, key), pin)
     rows = [r for r in mc.load_rows() if r.key == key and r.library == library and r.mode == mode
             and r.op == op and r.gpus == gpus and (pin is None or r.version == pin)]
     if not rows:
         return xla_series(system, gpus, impl, op)
-    label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "sglang": "SGLang_CustomAllReduce_graph",
+    label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "vllm-0.19": "vLLM_custom_graph",
+             "sglang": "SGLang_CustomAllReduce_graph", "sglang-0.5.14": "SGLang_CustomAllReduce_graph",
              "trtllm": "TRTLLM", "trtllm-1.0": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
     what = "" if op == "all-reduce" else f" {op}"
     whose = f" (for {system}: SAME_ENGINE_KERNELS)" if stand_in else ""

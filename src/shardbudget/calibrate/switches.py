@@ -31,6 +31,11 @@ from ..engines.allreduce import allreduce_ranges_for, engine_allreduce_s
 from ..fabric.catalog import load_catalog
 
 
+SCAN_ENGINES = ("vllm", "vllm-0.19", "sglang", "sglang-0.5.14", "trtllm", "eager", "trtllm-1.0")
+"""The engine presets whose rule edges are scanned: the defaults and the releases measured_comm.csv's
+rows were taken at (vllm-0.19, sglang-0.5.14, trtllm, trtllm-1.0)."""
+
+
 @dataclass(frozen=True)
 class Switch:
     """One kernel switch of the model: on `gpus` GPUs of `system`, `impl` (nccl, or an engine) goes
@@ -158,7 +163,7 @@ def scan() -> dict[tuple, tuple[Switch, float, float]]:
                 t, _ = times_and_latencies_s(lines, sizes)
                 for i in falls(t):
                     add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1], op=op), t[i], t[i + 1])
-            for engine in ("vllm", "sglang", "trtllm", "eager", "trtllm-1.0"):
+            for engine in SCAN_ENGINES:
                 for per_token in SCAN_BYTES_PER_TOKEN:
                     ranges = allreduce_ranges_for(engine, group, per_token)
                     t, _ = engine_allreduce_s(ranges, sizes)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from .. import defaults
 from ..engines.presets import engine_name, load_engine
+from ..errors import PlanError
+from ..model import Plan
 from ..engines.releases import ENGINE_WORDS, LINES, FieldChange, ReleaseInfo, age_note, diff, line_of, release_info
 from ..step.memory import usable_bytes
 from .planner import plan
@@ -135,7 +137,6 @@ def engine_diff(
 ) -> EngineDiff:
     """What changes from preset `a` to preset `b`; with `model` and `system`, the plan of one model on
     one system under each (decode at `batch`, the served TPOT of `input_len` / `output_len` requests)."""
-    from ..errors import PlanError
 
     a, b = engine_name(a), engine_name(b)
     if (model is None) != (system is None):
@@ -163,7 +164,6 @@ def _engine_plan(engine: str, model: str, system: str, batch: int, input_len: in
     best = result.best_plan
     tp = best["tp"] if best else 1
     gpu = req.scenario.system.gpu
-    from ..model import Plan
 
     fraction = usable_bytes(gpu, engine=engine, plan=Plan(tp)) / gpu.memory_bytes
     preset = load_engine(engine)
