@@ -106,8 +106,32 @@ def results(measured, rows, compared) -> dict:
     return {"benchmark": "accuracy", "targets": targets, "tables": {
         "single_node": system_records(measured, single),
         "multi_node": system_records(measured, [c for c in compared if c.row.multi_node]),
-        "breakdown": breakdown,
+        "breakdown": breakdown, "releases": release_records(measured, compared),
         "rows": {"kept": len(compared), "dropped": sum(not r.kept for r in rows), "all": len(rows)}}}
+
+
+def release_records(measured, compared) -> list[dict]:
+    """Per NCCL release the rows state: rows, median and p90 |error|, and why the catalog has no rules
+    of that release's own (comm/versions.stated_release; None where it has)."""
+    from shardbudget.comm.versions import stated_release
+    from shardbudget.fabric.catalog import load_catalog
+
+    catalog = load_catalog()
+    out = []
+    for version, group in sorted(measured.by(compared, lambda c: c.row.nccl or "").items()):
+        words, lacks = stated_release(catalog, version or None)
+        s = measured.summarize(group)
+        out.append({"release": words, "rows": s.n, "median": s.median, "p90": s.p90, "lacks": lacks})
+    return out
+
+
+def release_lines(measured, compared) -> list[str]:
+    lines = ["Per NCCL release the rows state (each priced at its own release's rules; [lacks]: the catalog "
+             "has none of that release's own)", f"  {'release':22} {'rows':>5} {'median':>8} {'p90':>8}"]
+    for r in release_records(measured, compared):
+        lines.append(f"  {r['release']:22} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
+                     + (f"  [lacks] {r['lacks']}" if r["lacks"] else ""))
+    return lines
 
 
 def dropped_lines(rows, full: bool) -> list[str]:
@@ -138,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     multi = [c for c in compared if c.row.multi_node]
     out = system_table(measured, single, "Single-node (one host): |predicted - measured| / measured time")
     out += [""] + system_table(measured, multi, "Multi-node (2+ hosts; an NVL72 rack is 18 trays)")
+    out += [""] + release_lines(measured, compared)
     out += [""] + worst_rows(compared, args.worst)
     targets, ok = target_lines(measured, compared)
     out += [""] + targets + [""] + dropped_lines(rows, args.dropped)

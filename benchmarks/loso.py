@@ -6,7 +6,9 @@ What is held out, fitted and scored is `shardbudget.calibrate.loso` (its docstri
 held-out system, the median and 90th percentile of |predicted - measured| / measured time of each
 metric with the in-sample figures (constants fitted on every system) beside them; `--rows` lists,
 per held-out system, every single-node NCCL row with its measured and held-out predicted time, the
-error and the line that ran. Exits 1 when a held-out system misses a target, 2 when the data is
+error and the line that ran. Every row is priced at the release it states (NCCL's, or the engine
+preset of its release); the held-out figures are also given per release, naming the rows whose release
+the catalog has no rules or preset of its own for. Exits 1 when a held-out system misses a target, 2 when the data is
 missing (`--data`: a folder other than the repository's data/). With $SHARDBUDGET_BENCH_RESULTS set,
 writes one target record per metric for run_all.py, and the table per held-out system
 (docs/accuracy.md is generated from it: scripts/bench_docs.py).
@@ -20,7 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-from shardbudget.calibrate.loso import LABELS, TARGETS, cases, errors, fit_without, row_lines, summary
+from shardbudget.calibrate.loso import (LABELS, TARGETS, case_errors, cases, errors, fit_without, release_lines,
+                                        release_records, row_lines, summary)
 
 
 def _cell(s: tuple[float, float] | None, target: tuple[float, float | None]) -> tuple[str, bool]:
@@ -53,10 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     met: dict[str, int] = {m: 0 for m in TARGETS}
     pooled: dict[str, list[float]] = {m: [] for m in TARGETS}
     table: list[dict] = []  # per held-out system and metric, for run_all.py (docs/accuracy.md)
+    held_all = []  # (case, held-out error) of every system: the figures per stated release
     for system in systems:
         mine = [c for c in rows if c.system == system]
         fold = fit_without(system, args.data)
-        loo = errors(fold, mine)
+        held = case_errors(fold, mine)
+        held_all += held
+        loo = {m: [e for c, e in held if c.metric == m] for m in TARGETS}
         ins = errors(insample, mine)
         cells, cells_in = [], []
         for m in TARGETS:
@@ -77,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"  {'all rows, held out':18} "
                  + " ".join(f"{len(pooled[m]):>5} " + (f"{'-':>17} " if not pooled[m] else
                             "{:>7.1%} {:>7.1%}  ".format(*summary(pooled[m]))) for m in TARGETS))
+    lines += [""] + release_lines(held_all)
     lines.append("")
     lines.append("Targets per held-out system: NCCL median <= 10%, p90 <= 25%; custom median <= 12%, p90 <= 30%; "
                  "multi-node median <= 15%")
@@ -95,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         targets_table = [{"metric": m, "label": LABELS[m], "median": TARGETS[m][0], "p90": TARGETS[m][1]}
                          for m in TARGETS]
         Path(out).write_text(json.dumps({"benchmark": "loso", "targets": records, "tables": {
-            "held_out": table, "pooled": pooled_rows, "targets": targets_table}}), encoding="utf-8")
+            "held_out": table, "pooled": pooled_rows, "targets": targets_table,
+            "releases": release_records(held_all)}}), encoding="utf-8")
     return 0 if not any(missed.values()) else 1
 
 

@@ -90,3 +90,26 @@ def test_an_engine_that_names_no_release_is_priced_at_the_catalogs_own():
     assert load_engine("trtllm").nccl == ""
     assert engine_catalog(vllm, "trtllm").nccl == engine_catalog(base, "trtllm").nccl == base.nccl
     assert engine_catalog(engine_catalog(vllm, "trtllm"), "vllm-0.19").nccl == vllm.nccl
+
+
+def test_a_measured_rows_nccl_release_says_when_the_catalog_lacks_its_rules():
+    """The validation scripts (benchmarks/accuracy.py, loso.py) report per release which rows the
+    catalog has no rules of their own for: older than 2.18, newer than its tables (2.30), or none stated."""
+    from shardbudget.comm.versions import stated_release
+
+    catalog = load_catalog()
+    assert stated_release(catalog, "2.29.2") == ("NCCL 2.29.2", None)
+    assert stated_release(catalog, "2.30.7") == ("NCCL 2.30.7", None)
+    assert stated_release(catalog, "2.12.12")[1] == "older than 2.18, the oldest modelled: priced at its rules"
+    assert stated_release(catalog, "2.32.3")[1] == "newer than 2.30, the catalog's tables: priced at them"
+    assert stated_release(catalog, None) == ("NCCL (not stated)", "no release stated: priced at the catalog's 2.30")
+
+
+def test_explain_names_the_release_it_prices():
+    """explain's record and header carry the engine release and the NCCL it prices (issue 37)."""
+    from shardbudget.decide.questions import explain
+
+    e = explain(request("llama-3.1-70b", "hgx-h100", engine="vllm-0.19"))
+    assert (e.engine, e.release, e.nccl) == ("vllm-0.19", "0.19.0", "2.27 (vllm-0.19 0.19.0 ships 2.27.5)")
+    assert e.to_dict()["release"] == "0.19.0"
+    assert explain(request("llama-3.1-70b", "hgx-h100")).release == load_engine("vllm").version == "0.34.0"

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ..comm.collectives import make_group, sweep
 from ..comm.custom_kernels import runs_custom_kernel
-from ..comm.versions import at_stated
+from ..comm.versions import at_stated, stated_release
+from ..engines.releases import ENGINE_WORDS, line_of, preset_for
 from ..fabric.catalog import load_catalog
 from ..fabric.hardware import Catalog
 from . import measured_comm, nccl_tests
@@ -56,6 +57,10 @@ class Case:
     variant: str | None = None
     nccl: str | None = None
     """The NCCL release the row was measured with (or states), priced at its rules."""
+    release: str = ""
+    """The release the row states, in words ('NCCL 2.29.2', 'vllm-0.19 (vLLM 0.14.0)')."""
+    lacks: str | None = None
+    """Why the catalog has no rules of that release's own (priced by the nearest), None where it has."""
 
 
 def cases(data_dir: Path | None) -> list[Case]:
@@ -65,14 +70,18 @@ def cases(data_dir: Path | None) -> list[Case]:
         if r.op != "all-reduce" or r.size_bytes > MAX_BYTES:
             continue
         if r.library == "nccl":
-            out.append(Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s, nccl=r.version))
+            words, lacks = stated_release(catalog, r.version)
+            out.append(Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s, nccl=r.version, release=words,
+                            lacks=lacks))
         elif r.mode == "graph" and runs_custom_kernel(make_group(r.system, gpus=r.gpus, catalog=catalog), r.library,
                                                       r.size_bytes):
-            out.append(Case("custom", r.system, r.gpus, 1, r.size_bytes, r.time_s, impl=r.library))
+            out.append(Case("custom", r.system, r.gpus, 1, r.size_bytes, r.time_s, impl=r.library,
+                            **engine_release(r.library, r.version)))
     for r in nccl_tests.load_rows(data_dir):
         if r.kept and r.op == "all-reduce":
+            words, lacks = stated_release(catalog, r.nccl)
             out.append(Case("multi" if r.multi_node else "nccl", r.system, r.gpus, r.nodes, r.size_bytes, r.time_s,
-                            algo=r.algo, variant=r.variant, nccl=r.nccl))
+                            algo=r.algo, variant=r.variant, nccl=r.nccl, release=words, lacks=lacks))
     return out
 
 
@@ -85,8 +94,20 @@ def fold_catalog(cal: Calibration, variant: str | None) -> Catalog:
     return apply(neutral(_variant_base(variant)), cal)
 
 
-def errors(cal: Calibration, rows: list[Case]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {k: [] for k in TARGETS}
+def engine_release(preset: str, version: str) -> dict:
+    """A measured_comm.csv engine row's release in words, and why no preset was read at it (the
+    preset of the oldest release at or after it prices it: engines/releases.preset_for)."""
+    line = line_of(preset)
+    if line is None:
+        return {"release": f"{preset} ({version})", "lacks": None}
+    choice = preset_for(line, version)
+    return {"release": f"{preset} ({ENGINE_WORDS[line]} {version})",
+            "lacks": None if choice.exact else f"no preset read at {version}: priced by {choice.preset}"}
+
+
+def case_errors(cal: Calibration, rows: list[Case]) -> list[tuple[Case, float]]:
+    """Each case with its |predicted - measured| / measured under `cal`."""
+    out = []
     catalogs: dict[str | None, Catalog] = {}
     for c in rows:
         if c.variant not in catalogs:
@@ -94,8 +115,34 @@ def errors(cal: Calibration, rows: list[Case]) -> dict[str, list[float]]:
         system = c.variant or c.system
         cost = sweep("all-reduce", [c.size_bytes], system, nodes=c.nodes, gpus=c.gpus, algo=c.algo, impl=c.impl,
                      catalog=at_stated(catalogs[c.variant], c.nccl))[0]
-        out[c.metric].append(abs(cost.time_s / c.time_s - 1))
+        out.append((c, abs(cost.time_s / c.time_s - 1)))
     return out
+
+
+def errors(cal: Calibration, rows: list[Case]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {k: [] for k in TARGETS}
+    for c, e in case_errors(cal, rows):
+        out[c.metric].append(e)
+    return out
+
+
+def release_records(held: list[tuple[Case, float]]) -> list[dict]:
+    """The held-out errors per metric and stated release: rows, median, p90, and why the catalog
+    lacks that release's own rules (None where it has them)."""
+    groups: dict[tuple, list[float]] = {}
+    for c, e in held:
+        groups.setdefault((c.metric, c.release, c.lacks), []).append(e)
+    return [{"metric": m, "release": rel, "lacks": lacks, "rows": len(errs), "median": summary(errs)[0],
+             "p90": summary(errs)[1]} for (m, rel, lacks), errs in sorted(groups.items(), key=lambda kv: kv[0][:2])]
+
+
+def release_lines(held: list[tuple[Case, float]]) -> list[str]:
+    lines = ["Per release the rows state, held out ([lacks]: no rules of that release's own; priced by the nearest)",
+             f"  {'metric':8} {'release':34} {'n':>5} {'median':>8} {'p90':>8}"]
+    for r in release_records(held):
+        lines.append(f"  {r['metric']:8} {r['release']:34} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
+                     + (f"  [lacks] {r['lacks']}" if r["lacks"] else ""))
+    return lines
 
 
 def row_lines(cal: Calibration, rows: list[Case]) -> list[str]:

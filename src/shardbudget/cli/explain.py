@@ -49,6 +49,8 @@ def explain(
     from ..quoting import terminal  # names in the answers: no escape sequence reaches the terminal raw
     from ..report.tables import text_width, wrap
     width = text_width()  # None when piped: one line per paragraph, tables whole
+    print(terminal(wrap(f"# {result.model} on {', '.join(result.systems)}, engine {result.engine} {result.release}, "
+                        f"NCCL {result.nccl}", width)))
     for note in result.notes:  # a degraded system, said before anything is answered on it
         print(terminal(wrap(f"# {note}", width)))
     for note in req.scenario.precision_notes:

@@ -124,6 +124,21 @@ def _known(catalog: Catalog, version: str) -> str:
     return "{}.{}".format(*newest) if ver > newest else version
 
 
+def stated_release(catalog: Catalog, version: str | None) -> tuple[str, str | None]:
+    """The NCCL release a measurement states, in words, and why the catalog has no rules of its own
+    for it (None where it has): one older than OLDEST takes OLDEST's rules, one newer than the
+    catalog's tables takes theirs, and a row stating none is priced at the catalog's own."""
+    newest = "{}.{}".format(*catalog.nccl.tables_version)
+    if not version:
+        return "NCCL (not stated)", f"no release stated: priced at the catalog's {newest}"
+    ver = parse_version(version, where="a measured row")
+    if ver < OLDEST:
+        return f"NCCL {version}", "older than {}.{}, the oldest modelled: priced at its rules".format(*OLDEST)
+    if ver > catalog.nccl.tables_version:
+        return f"NCCL {version}", f"newer than {newest}, the catalog's tables: priced at them"
+    return f"NCCL {version}", None
+
+
 def _ll128_per_channel(table, ver: tuple[int, int]):
     for last, gbps in BLACKWELL_RING_LL128_GBPS:
         if ver <= last:
@@ -139,4 +154,4 @@ def _search_speeds(table, ver: tuple[int, int]):
     return MappingProxyType({**table, "blackwell": tuple(sorted(speeds, reverse=True))})
 
 
-__all__ = ["at_nccl", "at_shipped", "at_stated"]
+__all__ = ["at_nccl", "at_shipped", "at_stated", "stated_release"]

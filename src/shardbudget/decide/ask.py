@@ -64,6 +64,10 @@ class Explanation:
     answers: tuple[Answer, ...]
     notes: tuple[str, ...] = ()
     """Said before the answers: that a system asked about is a degraded profile (step.scenario.degraded_note)."""
+    release: str = ""
+    """The engine release priced ('0.34.0': engines/*.toml [engine] version)."""
+    nccl: str = ""
+    """The NCCL release priced, in the header's words (release_words.nccl_words)."""
 
     def __iter__(self):
         return iter(self.answers)
@@ -77,7 +81,8 @@ class Explanation:
     def to_dict(self) -> dict:
         return {"model": self.model, "systems": list(self.systems), "engine": self.engine, "batch": self.batch,
                 "context": self.context, "nodes": self.nodes, "dtype": self.dtype, "budget_s": self.budget_s,
-                "answers": [a.to_dict() for a in self.answers], "notes": list(self.notes)}
+                "release": self.release, "nccl": self.nccl, "answers": [a.to_dict() for a in self.answers],
+                "notes": list(self.notes)}
 
 
 def shown(t_s: float) -> float:

@@ -21,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..engines.presets import load_engine
 from ..fabric.hardware import System
 from ..model import Plan
 from ..units import format_bytes, format_seconds
 from ..step.records import AllReduceCall, engine_call
 from ..step.scenario import degraded_note
 from .ask import Answer, Ask, ExplainError, Explanation, Table, largest_tp, ratio
+from .release_words import nccl_words
 from .request import Request
 from .tp_limit import when_allreduce_limits, why_the_network_is_slow
 from .verdicts import Row
@@ -195,7 +197,8 @@ def explain(req: Request, systems: Sequence[str | System] | None = None) -> Expl
     return Explanation(model=sc.model.name, systems=tuple(s.name for s in found), engine=sc.engine,
                        batch=ask.batch, context=ask.context, nodes=nodes, dtype=sc.dtype,
                        budget_s=req.budgets.budget_s, answers=tuple(answers),
-                       notes=tuple(n for s in found for n in degraded_note(s)))
+                       notes=tuple(n for s in found for n in degraded_note(s)), release=load_engine(sc.engine).version,
+                       nccl=nccl_words(sc.catalog, sc.engine))
 
 
 __all__ = ["Answer", "ExplainError", "Explanation", "compared_plan", "explain", "fabric_vs_fabric",
