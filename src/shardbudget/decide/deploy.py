@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import defaults
+from ..engines.presets import load_engine
 from ..errors import PlanError
 from ..fabric.hardware import System
 from .launch import build_launches, check_request
@@ -165,11 +166,13 @@ class DeployResult:
     in_flight: int | None = None
     """Under a load: the sequences in flight per replica of the best option at that load (at most its
     batch cap, max_batch; capacity.deploy_for_load), which the table's header and the launch lines name."""
+    engine_version: str = ""
+    """The engine release priced (engines/*.toml [engine] version)."""
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
                 "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "engine": self.engine,
-                "nccl": self.nccl,
+                "engine_version": self.engine_version, "nccl": self.nccl,
                 "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
                 "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
                 "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
@@ -350,6 +353,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
                           judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
+                          engine_version=load_engine(sc.engine).version,
                           without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
                                                           batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))

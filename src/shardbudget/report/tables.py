@@ -373,7 +373,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
         if w.speculation else ""
     nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
-    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {result.engine}{nccl}, "
+    engine = " ".join(x for x in (result.engine, getattr(result, "engine_version", "")) if x)
+    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {engine}{nccl}, "
           f"{load}{spec}; {budgets}")
     degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
     for note in degraded:
