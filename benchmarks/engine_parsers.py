@@ -3,11 +3,11 @@
 `make test` checks the lines against the flag tables in engines/*.toml (read from the engines'
 sources); this script checks them against the real parsers, where an engine installs on this CPU
 machine: each engine in its own venv (benchmarks/.venvs/<engine>), `pip install --no-deps` of the
-pinned release plus what its parser module imports. SGLang 0.5.14: `ServerArgs.add_cli_args` on an
+pinned release plus what its parser module imports. SGLang 0.5.23 (the default preset): `ServerArgs.add_cli_args` on an
 argparse parser (sglang/srt/server_args.py), and the router lines by sglang-router 0.3.2's
 `RouterArgs.add_cli_args` (sglang_router/router_args.py, the parser of `python3 -m
-sglang_router.launch_router`); vLLM 0.19.0: `make_arg_parser` of `vllm serve`
-(vllm/entrypoints/openai/cli_args.py), the model passed as --model. Parsing only: no server starts
+sglang_router.launch_router`); vLLM 0.34.0 (the default preset): `make_arg_parser` of `vllm serve`
+(vllm/entrypoints/common/cli_args.py at 0.34.0, openai/cli_args.py before), the model passed as --model. Parsing only: no server starts
 and no GPU is needed. An engine that does not install is reported as such (not a failure of the
 lines). TensorRT-LLM's multi-node wrappers (mpirun ... trtllm-llmapi-launch trtllm-serve ...) are
 run by the system's Open MPI mpirun with --do-not-launch (it parses and maps the ranks, starting
@@ -32,18 +32,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENVS = ROOT / ".venvs"
-PINS = {"sglang": ["sglang==0.5.14", "sglang-router==0.3.2"], "vllm": ["vllm==0.19.0"]}
+PINS = {"sglang": ["sglang==0.5.23", "sglang-router==0.3.2"], "vllm": ["vllm==0.34.0"]}
 EXTRA = {  # what the parser modules import, beyond the engine itself (pure-Python wheels)
-    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==5.8.1", "orjson",
+    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==5.19.0", "orjson",
                "packaging", "aiohttp", "fastapi", "uvicorn", "uvloop", "pyzmq", "setproctitle", "msgspec", "pillow",
                "tqdm", "pybase64", "IPython", "triton", "openai", "xgrammar", "partial_json_parser", "sentencepiece",
                "dill", "setproctitle"],
-    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers<5", "msgspec", "cachetools",
+    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers>=5.16.1,<5.23.0", "msgspec", "cachetools",
              "cloudpickle", "pyzmq", "fastapi", "uvicorn", "openai", "prometheus_client", "tqdm", "regex",
              "sentencepiece", "blake3", "cbor2", "gguf", "pybase64", "typing_extensions", "openai-harmony",
              "partial-json-parser", "diskcache", "einops", "py-cpuinfo", "tokenizers", "pillow", "watchfiles",
              "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp",
-             "pyyaml", "ijson", "anthropic", "uvloop"],
+             "pyyaml", "ijson", "anthropic", "uvloop",
+             # 0.34.0's first parse reads its config dataclasses' annotations: the structured-output
+             # backends' types among them (its own pins)
+             "llguidance>=1.7.0,<1.8.0", "xgrammar==0.2.8", "outlines_core==0.2.14", "lm-format-enforcer==0.11.3"],
 }
 WORKER = r'''
 import argparse, json, shlex, sys
@@ -73,7 +76,10 @@ else:
     import vllm.platforms as platforms
     from vllm.platforms.cpu import CpuPlatform
     platforms._current_platform = CpuPlatform()  # no GPU here: the parser's defaults as on a CPU build
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser  # 0.34: moved from openai/
+    except ImportError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # before 0.12
