@@ -113,7 +113,7 @@ SequenceParallelOpt = Annotated[bool, typer.Option("--sequence-parallel", help="
 MoeA2AOpt = Annotated[str, typer.Option(
     "--moe-a2a", help="What runs MoE dispatch and combine: nccl | deepep (normal for prefill, low-latency for decode) "
     "| deepep-normal | deepep-ll.")]
-GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.9).")]
+GpuMemoryOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="Share of GPU memory the engine may use (default: the engine's, e.g. vLLM 0.34.0: 1.0).")]
 CatalogOpt = Annotated[Optional[list[Path]], typer.Option("--catalog", help="Extra catalog TOML file(s): fabrics, GPUs, systems, fitted profiles; their names may not reuse a built-in one.")]
 NcclOpt = Annotated[Optional[str], typer.Option(
     "--nccl", help="Price NCCL's rules of this release (2.18 up to the catalog's own, e.g. 2.26 or 2.27.3; a later "
