@@ -42,18 +42,19 @@ def test_vllm_0_14_rows_stand_for_0_19(data_dir, gpus):
     symmetric memory: below 8 MiB at 2 and 4 GPUs, below 256 KiB at 8) the two releases agree within
     5% (at most 2.0, 2.5 and 4.0% at 2, 4 and 8 GPUs; widest 8 GPUs at 512 B, 4.77 vs 4.57 us), so
     the kernels and thresholds did not change.
+    The rule is vllm-0.19's, the preset of those rows (vllm is 0.34.0, whose FlashInfer kernel they never ran).
     On SM 8.0 and 8.9 the 0.19.0 rule has no symmetric-memory range, so there it runs what 0.14.0 ran."""
-    assert SAME_RELEASE == {("vllm", "a100_sxm"): "0.14.0", ("vllm", "l40s"): "0.14.0"}
+    assert SAME_RELEASE == {("vllm-0.19", "a100_sxm"): "0.14.0", ("vllm-0.19", "l40s"): "0.14.0"}
     old = _rows(data_dir, "h100_sxm", "vLLM_custom_graph", "0.14.0", gpus)
     new = _rows(data_dir, "h100_sxm", "vLLM_custom_graph", "0.19.0", gpus)
-    ranges = allreduce_ranges_for("vllm", make_group("hgx-h100", gpus=gpus), 8192.0)
+    ranges = allreduce_ranges_for("vllm-0.19", make_group("hgx-h100", gpus=gpus), 8192.0)
     kinds = ranges.kinds + ranges.at_edge
     custom = [n for n in sorted(new) if kinds[int(ranges.kind_index(np.array([float(n)]))[0])] in ("one-shot", "two-shot")]
     assert len(custom) >= 10, custom
     worst = max(abs(new[n] / old[n] - 1) for n in custom)
     assert worst < 0.05, worst
     for system in ("hgx-a100", "l40s-pcie-nps1-degraded"):
-        r = allreduce_ranges_for("vllm", make_group(system, gpus=2), 8192.0)
+        r = allreduce_ranges_for("vllm-0.19", make_group(system, gpus=2), 8192.0)
         assert not any(k.startswith("symm-mem") for k in r.kinds + r.at_edge), (system, r.describe())
 
 
