@@ -25,10 +25,21 @@ No public measurement was found for DeepSeek-V3.2 itself, Gemma 4 (DGX Spark onl
 (MTP on); see data/README.md.
 """
 
+import re
+
 import pytest
 
 from shardbudget.calibrate.decode import MEASUREMENTS, Case, predicted_s
+from shardbudget.engines.releases import preset_for
 from shardbudget.model import Plan, Precision
+
+
+def _preset(row: dict) -> str:
+    """The preset of the row's release (engines.releases.preset_for: the oldest preset at or after the
+    release it states, else the one current at the date its source gives): vLLM 0.16.0 / 0.17.0rc1 and
+    the 2026-03 InferenceX run price at vllm-0.19, SGLang's 2026-02 image at sglang-0.5.14."""
+    when = re.search(r"20\d\d-\d\d(-\d\d)?", row["source"])
+    return preset_for(row["engine"], row["engine_version"], date=when.group(0) if when else "").preset
 
 SOURCE = "voipmonitor/rtx6kpro"
 FORMATS = {"int4": "AWQ MTP OFF", "nvfp4": "nvidia MTP OFF"}
@@ -42,7 +53,7 @@ def _cases() -> list[Case]:
             assert len(rows) == 1
             measured = 1.0 / float(rows[0]["value"])
             out.append(Case(f"qwen3.5-397b-a17b rtx-pro-6000 TP4 {dtype} {label}", SOURCE, "qwen3.5-397b-a17b",
-                            "rtx-pro-6000-pcie", Plan(4), 1, ctx + 256, "vllm", measured, True,
+                            "rtx-pro-6000-pcie", Plan(4), 1, ctx + 256, _preset(rows[0]), measured, True,
                             precision=Precision(weights=dtype, head_weights="bf16")))
     return out
 
@@ -93,7 +104,7 @@ def _case(row: dict, model: str, plan: Plan) -> Case:
         (model, "hgx-b200", str(plan.tp), "1", "tpot_ms")
     i, o = int(row["input_len"]), int(row["output_len"])
     return Case(f"{model} b200 TP{plan.tp} fp8", row["source"], model, "hgx-b200", plan, 1, i + o // 2,
-                row["engine"], float(row["value"]) * 1e-3, True, precision=Precision(weights="fp8"))
+                _preset(row), float(row["value"]) * 1e-3, True, precision=Precision(weights="fp8"))
 
 
 def test_dsa_decode_within_25_percent():
@@ -133,7 +144,7 @@ def test_sliding_window_decode_within_10_percent():
         ("gpt-oss-120b", "hgx-h100", "8", "4", "tpot_ms")
     i, o = int(row["input_len"]), int(row["output_len"])
     case = Case("gpt-oss-120b h100 TP8 c4", row["source"], "gpt-oss-120b", "hgx-h100", Plan(8), 4, i + o // 2,
-                "vllm", float(row["value"]) * 1e-3, True)
+                _preset(row), float(row["value"]) * 1e-3, True)
     err = predicted_s(case) / case.measured_s - 1
     assert -0.10 <= err <= 0.10, f"{100 * err:+.1f}%"
     short = predicted_s(Case(**{**case.__dict__, "context": 1536}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..comm.custom_kernels import KERNEL_OF
 from . import measured_comm as mc
 from . import nccl_tests, xla_nvl72
 
@@ -68,4 +69,6 @@ def _older_kernel_nccl(r: mc.CommRow) -> bool:
     rows are 0.5.10) ran sgl-kernel's kernel to 8 MiB and NCCL above, where 0.5.14's CustomAllReduceV2
     (sgl-project/sglang#24363, default from 0.5.12) runs its two-shot to 16 MiB: such rows are
     not the kernel's, and its 0.5.14 limits would fit them as two-shot rows."""
-    return r.library == "sglang" and mc._version_key(r.version) < (0, 5, 12) and r.size_bytes > 8 * 2 ** 20
+    # r.library is the preset of the row's release (sglang-0.5.14 for 0.5.10's rows): its kernel's engine
+    return KERNEL_OF.get(r.library, r.library) == "sglang" and mc._version_key(r.version) < (0, 5, 12) \
+        and r.size_bytes > 8 * 2 ** 20
