@@ -186,7 +186,7 @@ def test_no_command_may_redefine_a_catalog_name(tmp_path, capsys):
 
 def test_report_and_demo_take_the_engine(tmp_path, capsys):
     """report --engine / demo --engine (issue 24): the report's plans, header and settings are the
-    engine's: under sglang the plans name SGLang 0.5.14 and pick what `plan --engine sglang` picks."""
+    engine's: under sglang the plans name SGLang 0.5.23 and pick what `plan --engine sglang` picks."""
     import json
 
     from shardbudget.decide.planner import plan
@@ -196,7 +196,7 @@ def test_report_and_demo_take_the_engine(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["engine"] == "sglang"
     assumptions = doc["plans"][0]["assumptions"]
-    assert (assumptions["engine"], assumptions["engine_version"]) == ("sglang", "0.5.14")
+    assert (assumptions["engine"], assumptions["engine_version"]) == ("sglang", "0.5.23")
     expected = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, engine="sglang")).results[0]
     best = doc["plans"][0]["results"][0]
     assert best["best_plan"] == expected.best_plan

@@ -230,7 +230,10 @@ def _as_chosen(result, catalog, model: str, system: str, tp: int, replicas: int)
 
 def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
     """PCIe L40S: vLLM's / SGLang's custom all-reduce needs NVLink between every pair above two GPUs,
-    so TP8 and TP4 launch with --disable-custom-all-reduce; on NVSwitch (hgx-h100) TP8 keeps it."""
+    so TP8 and TP4 launch with --disable-custom-all-reduce; on NVSwitch (hgx-h100) SGLang's TP8 keeps
+    it. vLLM 0.34.0's TP8 on Hopper reaches it at no size (FlashInfer's all-reduce to 512 KiB,
+    symmetric memory above; the custom kernel capped at 256 KiB beside it): the flag goes on, and
+    FlashInfer, which it does not gate, stays on; at TP4 the custom two-shot runs from 2 to 8 MiB."""
     l40s = deploy(sb_request("llama-3.1-70b", "l40s-pcie-nps1-degraded", budget_s=None, catalog=catalog), gpus=8)
     h100 = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), gpus=8)
     for engine in ("vllm", "sglang"):
@@ -238,7 +241,10 @@ def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
         assert flag == "--disable-custom-all-reduce"
         assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)[engine], flag) == ""
         assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 4, 2)[engine], flag) == ""
-        assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine], flag) is None
+        tp8 = _as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine]
+        assert _value_after(tp8, flag) == ("" if engine == "vllm" else None)
+        assert "VLLM_ALLREDUCE_USE_FLASHINFER" not in tp8
+        assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 4, 2)[engine], flag) is None
     assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)["trtllm"]  # a YAML key instead
 
 
@@ -284,7 +290,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, expected):
 
 MISSES = [
     (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
-                                                   "1xTP1 at 145.3 GB per GPU"]),
+                                                   "1xTP1 at 145.7 GB per GPU"]),  # vLLM 0.34.0 (0.19.0: 145.3)
     (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
     (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms TPOT",
                                           "the closest is 1xTP8 at"]),
@@ -590,8 +596,9 @@ def test_impl_prices_what_plan_prices(impl, catalog, capsys):
     tp8 = next(o for o in default.options if o.label() == "1xTP8")
     if impl == "nccl":
         assert by[(1, 8, 1)]["itl_s"] != pytest.approx(tp8.itl_s, rel=1e-6)
-        assert "--disable-custom-all-reduce" in d["launch"]["vllm"]
-        assert "--disable-custom-all-reduce" not in default.launch["vllm"]
+        # vLLM 0.34.0's FlashInfer all-reduce is not gated by --disable-custom-all-reduce: the env turns it off
+        assert "--disable-custom-all-reduce" in d["launch"]["vllm"] and "VLLM_ALLREDUCE_USE_FLASHINFER=0" in d["launch"]["vllm"]
+        assert "VLLM_ALLREDUCE_USE_FLASHINFER" not in default.launch["vllm"]
     rc, _, err = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--impl", "nvls")
     assert rc == 2 and "unknown implementation 'nvls'" in err and len(err.strip().splitlines()) == 1
 

@@ -45,7 +45,10 @@ def test_sglang_rules_from_server_args():
     assert sglang.fused_for("deepseek_v3", "blackwell", one_node=False, quantized=True) == (False, True)
     assert sglang.fused_for("deepseek_v3", "hopper", one_node=True, quantized=True) == (False, False)
     assert sglang.fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False) == (False, True)
-    assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (False, False)
+    # vLLM 0.34.0 fuses the all-reduce + RMSNorm at -O2 on Hopper and Blackwell (config/vllm.py
+    # enable_allreduce_rms_fusion); 0.19.0 did not
+    assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (True, False)
+    assert load_engine("vllm-0.19").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (False, False)
     assert load_engine("trtllm").fused_for("llama", "hopper", one_node=True, quantized=False) == (True, False)
 
 

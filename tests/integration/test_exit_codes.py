@@ -45,6 +45,7 @@ BAD = {
     "lab": (["lab", "--rate", "fast"], "'fast'"),
     "report": (["report", "--model", "llama-3.1-7b", "--system", "hgx-h100"], "unknown model 'llama-3.1-7b'"),
     "demo": (["demo", "--out", "demo.txt"], "demo.txt"),
+    "engines": (["engines", "--diff", "vllm-0.19", "vllm-0.2"], "unknown engine 'vllm-0.2'"),
 }
 # command -> arguments that parse (the command's function never runs: it is replaced)
 PARSES = {
@@ -54,6 +55,7 @@ PARSES = {
     "fit": ["fit", "run.log", "--name", "mine", "--base-system", "hgx-h100"],
     "check": ["check", "run.log", "--system", "hgx-h100"], "topo": ["topo", "topo.txt", "--name", "mine"],
     "lab": ["lab"], "report": ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100"], "demo": ["demo"],
+    "engines": ["engines", "--diff", "vllm-0.19", "vllm"],
 }
 
 

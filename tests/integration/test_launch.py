@@ -160,7 +160,7 @@ def test_sglang_sets_the_static_fraction_only_where_the_plan_needs_it(catalog):
     assert r.best.memory_fraction == pytest.approx(0.99)
     launches, _ = build_launches(r, load_model("qwen3-32b"), catalog.system("hgx-h100"), catalog)
     assert "--mem-fraction-static 0.99" in launches["sglang"].text()
-    assert re.search(r"--gpu-memory-utilization 0\.9\b", launches["vllm"].text())  # vLLM's constant default
+    assert re.search(r"--gpu-memory-utilization 1\.0\b", launches["vllm"].text())  # vLLM 0.34.0's default (extensible KV cache)
     plain = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, engine="sglang", catalog=catalog), gpus=8)
     assert plain.best.memory_fraction is None
     launches, _ = build_launches(plain, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)

@@ -44,6 +44,8 @@ class Side:
     """engine -> whether the preset's rule sends any of this group's all-reduces to its custom kernel."""
     symm_mem: dict
     """engine -> whether the rule uses symmetric memory on this group."""
+    flashinfer: dict
+    """engine -> whether the rule uses FlashInfer's all-reduce on this group (None: no all-reduce)."""
 
     @property
     def gpus(self) -> int:
@@ -97,15 +99,16 @@ def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, m
     """One side's layout and all-reduce kernels; with `impl` 'nccl' (deploy --impl nccl) every TP
     all-reduce was priced as NCCL, so the engines' own kernels are switched off."""
     plan = Plan(tp, pp, ep, dp)
-    custom, symm = {}, {}
+    custom, symm, fi = {}, {}, {}
     for engine in ENGINE_LABELS:
         kinds = _allreduce_kinds(engine, system, plan, catalog)
         if impl == "nccl" and kinds != {"none"}:
             kinds = {"nccl"}
         custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
         symm[engine] = any(k.startswith("symm-mem") for k in kinds)
+        fi[engine] = None if kinds == {"none"} else any(k.startswith("flashinfer") for k in kinds)
     return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
-                symm_mem=symm)
+                symm_mem=symm, flashinfer=fi)
 
 
 def quantize_to(cfg: ModelConfig, weights_dtype: str) -> str | None:

@@ -17,6 +17,7 @@ import json
 import math
 
 from ...engines.cli_tables import load_cli
+from ...engines.presets import load_engine
 from .builder_kit import Flags, assemble, draft_name, memory_fraction, spec_note
 from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
@@ -64,7 +65,13 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
 def _env(side: Side) -> tuple[tuple[str, str], ...]:
     # the preset assumes torch symmetric memory for the sizes its rule gives it: pinned on (0.19.0's
     # default too, vllm/envs.py), so that the line runs what was priced whatever the image sets
-    return (("VLLM_ALLREDUCE_USE_SYMM_MEM", "1"),) if side.symm_mem[ENGINE] else ()
+    env = (("VLLM_ALLREDUCE_USE_SYMM_MEM", "1"),) if side.symm_mem[ENGINE] else ()
+    # FlashInfer's all-reduce is on by default from 0.34.0 and --disable-custom-all-reduce does not
+    # reach it (CudaCommunicator gates it on VLLM_ALLREDUCE_USE_FLASHINFER alone): where the rule
+    # priced none of it (--impl nccl; a group it does not take), the line turns it off
+    if side.flashinfer[ENGINE] is False and load_engine(ENGINE).allreduce.flashinfer_allreduce:
+        env += (("VLLM_ALLREDUCE_USE_FLASHINFER", "0"),)
+    return env
 
 
 def _servers(p: Priced, side: Side) -> tuple[int, int]:
