@@ -44,8 +44,9 @@ class Side:
     """engine -> whether the preset's rule sends any of this group's all-reduces to its custom kernel."""
     symm_mem: dict
     """engine -> whether the rule uses symmetric memory on this group."""
-    flashinfer: dict
-    """engine -> whether the rule uses FlashInfer's all-reduce on this group (None: no all-reduce)."""
+    flashinfer_off: dict
+    """engine -> the rule takes FlashInfer's all-reduce on this group but the pricing did not (--impl nccl):
+    the line turns it off."""
 
     @property
     def gpus(self) -> int:
@@ -102,13 +103,13 @@ def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, m
     custom, symm, fi = {}, {}, {}
     for engine in ENGINE_LABELS:
         kinds = _allreduce_kinds(engine, system, plan, catalog)
+        fi[engine] = any(k.startswith("flashinfer") for k in kinds) and impl == "nccl"
         if impl == "nccl" and kinds != {"none"}:
             kinds = {"nccl"}
         custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
         symm[engine] = any(k.startswith("symm-mem") for k in kinds)
-        fi[engine] = None if kinds == {"none"} else any(k.startswith("flashinfer") for k in kinds)
     return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
-                symm_mem=symm, flashinfer=fi)
+                symm_mem=symm, flashinfer_off=fi)
 
 
 def quantize_to(cfg: ModelConfig, weights_dtype: str) -> str | None:

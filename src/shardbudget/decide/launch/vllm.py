@@ -17,7 +17,6 @@ import json
 import math
 
 from ...engines.cli_tables import load_cli
-from ...engines.presets import load_engine
 from .builder_kit import Flags, assemble, draft_name, memory_fraction, spec_note
 from .layout import DIST_PORT, ROUTER_PORT, Launch, Placer, Step, node_ip
 from .priced import Priced, Side
@@ -67,9 +66,9 @@ def _env(side: Side) -> tuple[tuple[str, str], ...]:
     # default too, vllm/envs.py), so that the line runs what was priced whatever the image sets
     env = (("VLLM_ALLREDUCE_USE_SYMM_MEM", "1"),) if side.symm_mem[ENGINE] else ()
     # FlashInfer's all-reduce is on by default from 0.34.0 and --disable-custom-all-reduce does not
-    # reach it (CudaCommunicator gates it on VLLM_ALLREDUCE_USE_FLASHINFER alone): where the rule
-    # priced none of it (--impl nccl; a group it does not take), the line turns it off
-    if side.flashinfer[ENGINE] is False and load_engine(ENGINE).allreduce.flashinfer_allreduce:
+    # reach it (CudaCommunicator gates it on VLLM_ALLREDUCE_USE_FLASHINFER alone): where its rule takes
+    # it but every all-reduce was priced as NCCL (--impl nccl), the line turns it off
+    if side.flashinfer_off[ENGINE]:
         env += (("VLLM_ALLREDUCE_USE_FLASHINFER", "0"),)
     return env
 
