@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..engines import load_engine
+from ..engines.releases import preset_for
 from .paths import data_file
 
 SYSTEMS = {"a100_sxm": "hgx-a100", "h100_sxm": "hgx-h100", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
@@ -49,7 +50,6 @@ def release_preset(engine: str, version: str) -> str:
     """The preset that prices a row of `engine` at `version`: the oldest preset of the engine's line at
     or after that release (shardbudget.engines.releases.preset_for): TensorRT-LLM 1.0.0 -> trtllm-1.0,
     1.3.0rc20 -> trtllm; vLLM 0.14.0 / 0.19.0 -> vllm-0.19; SGLang 0.5.10 / 0.5.14 -> sglang-0.5.14."""
-    from shardbudget.engines.releases import preset_for
     return preset_for(engine, version).preset
 
 
