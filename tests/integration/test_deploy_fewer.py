@@ -36,7 +36,7 @@ def test_three_gpus_run_tp2_and_say_one_is_left(capsys):
     data = json.loads(capsys.readouterr().out)
     best = data["best"]
     assert (best["replicas"], best["tp"], best["pp"], best["gpus_left"]) == (1, 2, 1, 1)
-    assert best["itl_s"] == pytest.approx(0.02923, abs=5e-5) and best["meets_budget"]  # vLLM 0.34.0 (0.19.0: 29.52 ms)
+    assert best["itl_s"] == pytest.approx(0.02842, abs=5e-5) and best["meets_budget"]  # vLLM 0.34.0 (0.19.0: 29.52 ms)
     # per GPU it runs on: its tokens/s over 2 GPUs, not 3
     assert best["tokens_per_s_per_gpu"] == pytest.approx(best["tokens_per_s"] / 2)
 
