@@ -24,8 +24,9 @@ import math
 from collections.abc import Callable, Sequence
 
 from .op import busbw_factor
-from ..fabric.hardware import PROTOCOLS, RDMA_NIC_KINDS, Catalog, System
-from .lines import Candidate, Group, LLNetStaging
+from ..fabric.hardware import PROTOCOLS, Catalog, System
+from .lines import Candidate, Group
+from .ll_staging import ll_staging
 from .net_path import node_nic_bytes_per_s, staged_hop_s
 from .nccl_graph import NVLS_MAX_HEADS, nvls_graph, nvls_graph_busbw, ring_ll128_cap
 from ..fabric.nccl_constants import NcclConstants
@@ -234,36 +235,9 @@ def _line(algo: str, proto: str, group: Group, real: tuple[float, float], estima
     return Candidate(algo, proto, *real, select_latency_s=estimate[0], select_algbw_bytes_per_s=estimate[1], **kw)
 
 
-LL_THREADS = 512
-"""NCCL_LL_MAX_NTHREADS: an LL channel's threads (device.h)."""
-LL_THREAD_THRESHOLD = 8
-"""NCCL_LL_THREAD_THRESHOLD (comm.h): bytes per thread below which NCCL drops a channel."""
-MAX_CHANNELS = 32
-"""NCCL's MAXCHANNELS (device.h, 2.x): the most channels a ring or tree call splits over."""
-
-
-def ll_staging(group: Group, algo: str, op: str, proto: str) -> LLNetStaging | None:
-    """LL's per-step store-and-forward through host memory at each network step of the critical path
-    (comm/lines.LLNetStaging): tree 2 log2i(N) steps, ring all-reduce 2 (N - 1) (tuning.cc's counts).
-    Only NCCL's RDMA transports: a socket transport stages every protocol, which its measured
-    figures already hold."""
-    nic = group.system.nic_fabric
-    if proto != "ll" or group.nodes < 2 or nic is None or nic.kind not in RDMA_NIC_KINDS:
-        return None
-    line_s = nccl(group).ll_net_proxy_line_s
-    if line_s <= 0:
-        return None
-    if algo == "tree":
-        steps, chunks = 2 * log2i(group.nodes), 1.0
-    else:
-        steps = (2 if op == "all-reduce" else 1) * (group.nodes - 1)
-        chunks = float(group.ranks)  # tuning.cc: the ring's LL threshold x nRanks; a step is 1/nRanks
-    return LLNetStaging(steps, line_s, LL_THREADS * LL_THREAD_THRESHOLD * chunks, MAX_CHANNELS, chunks)
-
-
 def ring(group: Group, op: str, proto: str) -> Candidate:
     return _line("ring", proto, group, _ring_line(group, op, proto, real=True), _ring_line(group, op, proto, real=False),
-                 ll_staging=ll_staging(group, "ring", op, proto))
+                 ll_staging=ll_staging(group, "ring", op, proto, nccl(group).ll_net_proxy_line_s))
 
 
 # --- tree ----------------------------------------------------------------------------------------
@@ -296,7 +270,8 @@ def tree(group: Group, proto: str) -> Candidate:
     bandwidth carries tuning.cc's treeCorrectionFactor by message size, in NCCL's estimate and in
     the time alike: NCCL applies it because "trees are not perfectly sticking to the model"."""
     return _line("tree", proto, group, _tree_line(group, proto, real=True), _tree_line(group, proto, real=False),
-                 bw_factors=nccl(group).tree_correction[proto], ll_staging=ll_staging(group, "tree", "all-reduce", proto))
+                 bw_factors=nccl(group).tree_correction[proto], ll_staging=ll_staging(group, "tree", "all-reduce", proto,
+                                                                                        nccl(group).ll_net_proxy_line_s))
 
 
 # --- NVLS ----------------------------------------------------------------------------------------
