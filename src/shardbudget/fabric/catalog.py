@@ -21,7 +21,8 @@ from ..datafile import Table, check_name, find, fold, parse_toml, read_record, r
 from ..errors import CatalogError
 from . import nccl_constants
 from .hardware import (CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
-                       TOPOLOGIES, Arch, Catalog, Fabric, HostStaged, PcieTree, System, current_name, lookup)
+                       TOPOLOGIES, Arch, Catalog, Fabric, GpuPower, HostStaged, NicPower, PcieTree, System,
+                       SystemCost, current_name, lookup)
 from .nccl_constants import NcclConstants
 
 
@@ -312,10 +313,16 @@ def _validate_system(s: System, where: str) -> None:
 def _builtin_texts() -> list[tuple[str, str]]:
     return [(f"catalog/{n}", read_builtin(f"catalog/{n}"))
             for n in ("nccl.toml", "archs.toml", "host_staged.toml", "fabrics.toml", "gpus.toml", "cpus.toml",
-                      "systems.toml", "custom_allreduce.toml")]
+                      "systems.toml", "custom_allreduce.toml", "prices.toml")]
 
 
-_SECTIONS = ("nccl", "archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines")
+_SECTIONS = ("nccl", "archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines", "gpu_power",
+             "system_costs", "nic_power")
+
+OVERLAYS = ("engines", "gpu_power", "system_costs", "nic_power")
+"""Sections a later file may set again for a name, under its own spelling: the engines' kernel
+tables, and the prices and powers of catalog/prices.toml (a price is the user's own: a negotiated
+GPU-hour, a measured board power)."""
 
 
 NAMED_SECTIONS = ("archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines")
@@ -341,7 +348,7 @@ class _Merged:
         for name, data in part.items():
             check_name(name, f"{where}: [{section}.{name}]")
             first = self.origin.get((section, fold(name)))
-            if first is not None and not (section == "engines" and first[1] == name):
+            if first is not None and not (section in OVERLAYS and first[1] == name):
                 kind = "a built-in" if first[0].startswith("catalog/") else f"{first[0]}'s"
                 same = "" if first[1] == name else f" {first[1]!r} (names are compared ignoring case)"
                 raise CatalogError(f"{where}: [{section}.{name}] redefines {kind} entry{same or ' of that name'}; a name "
@@ -448,7 +455,28 @@ def _build(builtin: list[tuple[str, str]], extra: tuple[str, ...]) -> Catalog:
     renamed = _renamed(merged, {"systems": systems, "cpus": cpus})
     engines = nccl_constants.read_engines(merged.tables("engines"))
     return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
-                   engines=engines, archs=archs, host_staged=host_staged, renamed=renamed)
+                   engines=engines, archs=archs, host_staged=host_staged, renamed=renamed,
+                   gpu_power=_priced(merged, "gpu_power", GpuPower, gpus, "GPU"),
+                   system_costs=_priced(merged, "system_costs", SystemCost, systems, "system"),
+                   nic_power=_priced(merged, "nic_power", NicPower, fabrics, "fabric"))
+
+
+def _priced(merged: _Merged, section: str, record: type, known: Mapping[str, Any], kind: str) -> dict:
+    """A section of prices.toml read into its records, keyed by the catalog's own spelling of the
+    GPU, system or fabric each names (which must exist); every number finite and above 0 (a price
+    or a power of 0 or less is a typo, never free hardware)."""
+    out = {}
+    for name, t in merged.tables(section):
+        entry = lookup(kind, name, known, t.where)
+        value = read_record(record, t)
+        for f in ("load_watts", "usd_per_gpu_hour", "switch_watts_per_node", "watts_per_nic"):
+            number = getattr(value, f, None)
+            if number is not None and not number > 0:
+                raise t.fail(f, f"{number!r} must be above 0")
+        if not value.source.strip():
+            raise t.fail("source", "must name where the numbers come from")
+        out[entry.name] = value
+    return out
 
 
 def _read_arch(t: Table, name: str, nccl: NcclConstants) -> Arch:

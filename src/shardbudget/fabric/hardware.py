@@ -340,6 +340,38 @@ class System:
         return self.nic_fabric.achievable_bytes_per_s if self.nic_fabric else 0.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuPower:
+    """`[gpu_power.<gpu>]` of catalog/prices.toml: what one board draws under load."""
+
+    load_watts: float = key("load_watts", "number")
+    """Board power under load, W: the datasheet's TDP (max power)."""
+    date: str = key("date")
+    source: str = key("source")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SystemCost:
+    """`[system_costs.<system>]`: the price of one of its GPUs by the hour, and the power of the
+    node's own GPU switches; either may be absent (None: not known)."""
+
+    usd_per_gpu_hour: float | None = key("usd_per_gpu_hour", "number", default=None)
+    """US dollars for one GPU of the system for one hour, on demand (the node around it included)."""
+    switch_watts_per_node: float | None = key("switch_watts_per_node", "number", default=None)
+    """The node's GPU switches (NVLink switch trays), W, counted once per node held."""
+    date: str = key("date")
+    source: str = key("source")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NicPower:
+    """`[nic_power.<fabric>]`: one scale-out link of that fabric, NIC side and switch side."""
+
+    watts_per_nic: float = key("watts_per_nic", "number")
+    date: str = key("date")
+    source: str = key("source")
+
+
 @dataclass(frozen=True, eq=False)  # identity hash: a loaded catalog is a cache key
 class Catalog:
     fabrics: Mapping[str, Fabric]
@@ -354,6 +386,9 @@ class Catalog:
     renamed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """section -> old name -> new name: names renamed within a release, still taken with a warning
     (`[renamed.<section>]` of the catalog files)."""
+    gpu_power: Mapping[str, GpuPower] = field(default_factory=dict)
+    system_costs: Mapping[str, SystemCost] = field(default_factory=dict)
+    nic_power: Mapping[str, NicPower] = field(default_factory=dict)
 
     def arch(self, name: str) -> Arch:
         return lookup("GPU generation", name, self.archs)
