@@ -42,6 +42,9 @@ def deploy(
     memory_table: MemoryOpt = False,
     jitter: JitterOpt = None,
     pp_all: Annotated[bool, typer.Option("--pp-all", hidden=True, help="plan's flag, accepted: deploy sweeps every PP degree always (every split of the GPUs).")] = False,  # noqa: ARG001
+    objective: Annotated[str, typer.Option("--objective", metavar="throughput|cost|energy", help="Rank the options by tokens/s per GPU (default), $ per million output tokens (cost) or output tokens per joule (energy); the Pareto figure's y-axis follows it.")] = "throughput",
+    gpu_hour_usd: Annotated[Optional[float], typer.Option("--gpu-hour-usd", help="US dollars for one GPU for one hour (default: the catalog's prices.toml, or a [system_costs.<system>] table in --catalog).")] = None,
+    gpu_watts: Annotated[Optional[float], typer.Option("--gpu-watts", help="One GPU board's power under load, W (default: the catalog's [gpu_power.<gpu>]).")] = None,
     show_all: Annotated[bool, typer.Option("--all", help=f"Show every option and every launch line (default: the best {args.DEPLOY_ROWS} options, and one line per kind of step where a launch has more than 16; --json and --emit have all).")] = False,
     json_out: JsonOpt = False,
     fabric: FabricArgs,
@@ -55,13 +58,16 @@ def deploy(
     Exit 0: an option meets the budgets; 1: the request is valid but none does (the table is printed,
     the closest option named); 2: bad input; 3: an internal error (a bug)."""
     load = _load(rate, users, gpus=gpus, nodes=nodes, disaggregate=disaggregate, batch=batch)
+    from ..decide.cost import Pricing  # deploy's alone (start-up)
+    pricing = Pricing(objective=objective, gpu_hour_usd=gpu_hour_usd, gpu_watts=gpu_watts)
     check_plot(plot, force=force)
     spec = args.speculation(speculative, draft_tokens, acceptance,
                             fabric.model(draft_model) if draft_model else draft_model)
     k8s = _k8s_options(rdma_resource, host_network, emit)
     _emit(None, emit, engine=fabric.engine, force=force)  # a bad --emit is refused before any work
     req = build_request(model, system, fabric=fabric, step=step, budgets=budgets, nodes=nodes, context=context,
-                        input_len=input_len, output_len=output_len, speculation=spec, jitter=jitter)
+                        input_len=input_len, output_len=output_len, speculation=spec, jitter=jitter,
+                        pricing=pricing)
     shown = dict(json_out=json_out, show_all=show_all, plot=plot, force=force, memory_table=memory_table)
     result = (_for_load(req, load, shown) if load is not None else
               _for_gpus(req, shown, gpus=gpus, batch=batch, disaggregate=disaggregate))
@@ -109,7 +115,7 @@ def _show(result, *, json_out: bool, show_all: bool, plot, force: bool, memory_t
             tables.print_deploy_memory(result, rows=rows)
     if plot:
         from ..report import figures
-        write_plot(lambda: figures.pareto_figure(result), plot, force=force)
+        write_plot(lambda: figures.pareto_figure(result, axis=result.objective), plot, force=force)
 
 
 def _for_gpus(req, shown: dict, *, gpus, batch, disaggregate):

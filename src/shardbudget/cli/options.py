@@ -109,7 +109,7 @@ def build_request(model: str, system: str, *, fabric: FabricArgs, step: StepArgs
                   context: Optional[int] = None, input_len: Optional[int] = None, output_len: Optional[int] = None,
                   speculation=None, jitter: Optional[list[Path]] = None, pp_all: bool = False,
                   comm_threshold: float = COMM_THRESHOLD,
-                  knee_threshold: float = KNEE_THRESHOLD):
+                  knee_threshold: float = KNEE_THRESHOLD, pricing=None):
     """The request a command's options describe (decide.request.Request), every value checked."""
     from ..decide.request import Budgets, Request, workload
     from ..step.scenario import scenario
@@ -122,7 +122,7 @@ def build_request(model: str, system: str, *, fabric: FabricArgs, step: StepArgs
     sc = scenario(fabric.model(model), system, nodes=nodes, engine=fabric.engine, dtype=step.dtype,
                   kv_dtype=step.kv_dtype, impl=fabric.impl, settings=step.settings(), catalog=fabric.load_catalog())
     return Request(scenario=sc, budgets=limits, workload=work, batches=tuple(batches), jitter=args.jitter(jitter),
-                   pp_all=pp_all)
+                   pp_all=pp_all, pricing=pricing)
 
 
 __all__ = ["BUDGETS", "BudgetArgs", "FABRIC", "FabricArgs", "STEP", "StepArgs", "build_request", "groups"]

@@ -27,6 +27,7 @@ from ..model import Plan
 from ..units import format_bytes, format_seconds
 from ..step.records import AllReduceCall, engine_call
 from ..step.scenario import degraded_note
+from .cost import fabric_cost_view
 from .ask import Answer, Ask, ExplainError, Explanation, Table, largest_tp, ratio
 from .release_words import nccl_words
 from .request import Request
@@ -118,12 +119,17 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
             f"{ref.call.count} TP all-reduces of {format_bytes(ref.call.msg_bytes)}, each priced as the kernel the "
             f"engine runs at that size on that fabric; the rest of a token's communication is its other collectives "
             f"and the ranks' skew.")
+    costs, cost_text = fabric_cost_view([(r.case.label, r.case.system, r.row.itl_s, ask.batch * key[1],
+                                          Plan(*key).gpus) for r in rows], ask.catalog)
     table = tuple((r.case.label, r.call.words, format_seconds(r.call.time_s), format_seconds(r.row.comm_s),
                    format_seconds(r.row.itl_s), f"{100 * r.row.comm_share:.0f}%",
-                   f"{format_seconds(r.big.time_s)} ({r.big.words})") for r in rows)
+                   f"{format_seconds(r.big.time_s)} ({r.big.words})",
+                   "-" if c is None or c.usd_per_mtok is None else f"{c.usd_per_mtok:.3f}",
+                   "-" if c is None or c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}")
+                  for r, c in zip(rows, costs))
     columns = ("fabric", "all-reduce (what runs)", "per call", "comm per token", "ITL", "comm share",
-               f"per call at batch {big_batch}")
-    take = _fabric_takeaway(rows, big_batch)
+               f"per call at batch {big_batch}", "$/Mtok", "tok/J")
+    take = _fabric_takeaway(rows, big_batch) + (" " + cost_text if cost_text else "")
     if not same_gpu:
         take += " " + " ".join(_gpu_vs_fabric(ref, r) for r in rows[1:])
     figures = {"tp": tp, "plan": dict(zip(("tp", "pp", "ep", "dp"), key)), "why": why, "batch": ask.batch,
@@ -132,7 +138,9 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
                           "whatif": r.case.whatif, "fabric": r.case.fabric, "itl_s": r.row.itl_s,
                           "compute_s": r.row.compute_s, "comm_s": r.row.comm_s, "other_s": r.row.other_s,
                           "comm_share": r.row.comm_share, "fits": r.row.fits_memory, "call": r.call.to_dict(),
-                          "big_call": r.big.to_dict()} for r in rows]}
+                          "big_call": r.big.to_dict(),
+                          "usd_per_mtok": c.usd_per_mtok if c else None,
+                          "tokens_per_joule": c.tokens_per_joule if c else None} for r, c in zip(rows, costs)]}
     return Answer(f"{ref.case.fabric} versus other fabrics for tensor-parallel inference" if len(systems) == 1
                   else " versus ".join(r.case.fabric for r in rows) + " for tensor-parallel inference",
                   text, figures, take, (Table(columns, table),))

@@ -25,6 +25,7 @@ from ..step.settings import Efficiency, PlanSettings
 
 if TYPE_CHECKING:  # tail_plan reads logs, speculative is deploy's: neither is loaded by `plan`
     from ..step.speculative import Speculation
+    from .cost import Pricing
     from .tail_plan import Jitter
 
 
@@ -119,6 +120,9 @@ class Request:
     """Measured per-iteration times of the calls (--jitter): the ITL's p99 beside its mean."""
     pp_all: bool = False
     """plan: sweep every PP degree, not only those that fill the nodes."""
+    pricing: Pricing | None = None
+    """deploy's objective and the user's GPU-hour price and board power (decide.cost); None: by
+    throughput, at the catalog's prices."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario, Scenario):

@@ -21,7 +21,7 @@ def _options_table(r: DeployResult) -> str:
     tpot = r.judged == "TPOT"
     rows = [deploy_cells(o, tpot=tpot) for o in r.options[:SHOWN_OPTIONS]]
     return table(["option", "batch cap", "ITL ms", *(["TPOT ms"] if tpot else []), "TTFT ms", "tok/s", "tok/s/GPU",
-                  "tok/s/user", "GB/GPU", "comm %", "binding", "meets"], rows, left=1)
+                  "$/Mtok", "tok/J", "tok/s/user", "GB/GPU", "comm %", "binding", "meets"], rows, left=1)
 
 
 def _workload_words(data) -> str:

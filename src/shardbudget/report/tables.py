@@ -379,6 +379,13 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
     for note in degraded:
         say(f"# {note}")
+    prices = getattr(result, "prices", None) or {}
+    if prices:
+        usd, watts = prices.get("usd_per_gpu_hour"), prices.get("gpu_watts")
+        say(f"# ranked by {getattr(result, 'objective', 'throughput')}; "
+            + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)") + ", "
+            + (f"{watts:g} W per GPU" if watts else "no board power (--gpu-watts)")
+            + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else ""))
     shown = result.options if rows is None else result.options[:rows]
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
@@ -395,10 +402,11 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     # per replica: the batch given (--batch), or the largest within the budgets, which the launch lines set
     batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("batch cap", "cap")
     cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
-            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("tok/s/user", "/user"), Col("GB/GPU", "GB"), Col("comm %", "c%"),
+            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("$/Mtok", "$/M"), Col("tok/J"), Col("tok/s/user", "/user"),
+            Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
     rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
-    print_table("options (best first)", cols, rows,
+    print_table(f"options (best {_BY.get(getattr(result, 'objective', ''), '')}first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
         if (note.startswith("warning:") and note not in degraded) or note.startswith("engine:"):  # engine: an older release
@@ -413,6 +421,9 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
         _out(f"{engine:>7}: " + text.replace("\n", "\n" + " " * 9))
 
 
+_BY = {"cost": "$/Mtok ", "energy": "tok/J "}
+
+
 def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
     """One deploy option as the table prints it: no throughput where no batch meets the budgets
     (max batch 0), no TTFT where nothing is prefilled (NaN), the ITL (one decode step) and, with
@@ -424,8 +435,20 @@ def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
     left = f" ({o.gpus_left} left)" if getattr(o, "gpus_left", 0) else ""  # GPUs it leaves idle (deploy.partial_splits)
     return [o.label() + left, str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
             "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
-            "–" if none else f"{o.tokens_per_s_per_user:.1f}", f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+            *_cost_cells(o.cost, none), "–" if none else f"{o.tokens_per_s_per_user:.1f}",
+            f"{o.mem_bytes_per_gpu / 1e9:.1f}",
             f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]
+
+
+def _cost_cells(c, none: bool) -> list[str]:
+    """$ per million output tokens and tokens per joule (decide.cost.OptionCost): '–' where the option
+    makes no tokens, '-' where the catalog has no price or power and none was given."""
+    if none:
+        return ["–", "–"]
+    if c is None:
+        return ["-", "-"]
+    return ["-" if c.usd_per_mtok is None else f"{c.usd_per_mtok:.3f}",
+            "-" if c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}"]
 
 
 def print_fit(result) -> None:
