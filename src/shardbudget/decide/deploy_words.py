@@ -31,8 +31,8 @@ def verdict_text(r) -> str:  # r: a deploy.DeployResult
                 f"left: no split of all {r.gpus} meets the budgets)")
     at = (f"with {b.max_batch} sequences in flight per replica" if r.batch else
           f"at its batch cap of {b.max_batch} per replica")  # the table's 'in flight' / 'batch cap'
-    text = (f"{where}, {b.label()}{left} {at} gives the most "
-            f"tokens/s per GPU {within}: {b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
+    text = (f"{where}, {b.label()}{left} {at} gives {_most(r.objective, b)} {within}: "
+            f"{b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
             f"{b.tokens_per_s_per_user:.0f} tokens/s per user ({_times(r, b)}; "
             f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "
             f"{100 * b.comm_share:.0f}% of its {r.judged} in communication).")
@@ -66,6 +66,16 @@ def _times(r, o) -> str:
     is another number (prompts mixed in, or a speculative step's several tokens)."""
     text = f"{r.judged} {format_seconds(o.tpot_s)}"
     return text + (f", ITL {format_seconds(o.itl_s)}" if format_seconds(o.itl_s) != format_seconds(o.tpot_s) else "")
+
+
+def _most(objective: str, b) -> str:
+    """What the best option is best at, by the objective (decide.cost)."""
+    c = b.cost
+    if objective == "cost" and c is not None and c.usd_per_mtok is not None:
+        return f"the fewest dollars per million output tokens (${c.usd_per_mtok:.3f})"
+    if objective == "energy" and c is not None and c.tokens_per_joule is not None:
+        return f"the most output tokens per joule ({c.tokens_per_joule:.2f})"
+    return "the most tokens/s per GPU"
 
 
 def _no_option_text(r, budgets: str) -> str:

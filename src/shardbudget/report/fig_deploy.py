@@ -29,9 +29,15 @@ on the ~5-inch axis): the legend says which covers it (2xTP4 under 1xTP4/PP2: tw
 pipeline stages give the same tokens/s per GPU to 0.6%)."""
 
 
-def pareto_figure(result: DeployResult) -> Figure:
+AXES = {"throughput": "tokens/s per GPU", "cost": "$ per million output tokens", "energy": "output tokens per joule"}
+"""The y-axis the figure can take (deploy --objective): the curves on cost and energy are
+decide.cost's (DeployResult.cost_curves); the dashed front is drawn on throughput only."""
+
+
+def pareto_figure(result: DeployResult, axis: str = "throughput") -> Figure:
     """Each option's curve as its batch grows (up to what fits in memory), the front no point beats
-    on both axes, the budget (on the TPOT, or the ITL decode only) as a vertical line, the choice as a star."""
+    on both axes, the budget (on the TPOT, or the ITL decode only) as a vertical line, the choice as a star;
+    y by `axis` (AXES)."""
     if not result.curves:
         raise FigureError("the deployment figure needs at least one option")
     shown = [o.label() for o in result.options[:MAX_CURVES]]
@@ -41,24 +47,37 @@ def pareto_figure(result: DeployResult) -> Figure:
         ax = fig.add_subplot()
         names = legend_names(shown, result.curves)
         for label in shown:
-            user, per_gpu = result.curves[label]
-            ax.plot(user, per_gpu, lw=1.6, color=colors[label], label=names[label])
+            user, y = result.curves[label][0], _y(result, label, axis)
+            if y is not None:
+                ax.plot(user, y, lw=1.6, color=colors[label], label=names[label])
         front = result.pareto
-        ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
-                lw=1.2, label="Pareto front")
+        if axis == "throughput":
+            ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
+                    lw=1.2, label="Pareto front")
         if result.budget_s:
             ax.axvline(1 / result.budget_s, color="black", ls=":", lw=1.2, label=f"{result.judged} budget")
         if result.best is not None:
             b = result.best
-            ax.plot([b.tokens_per_s_per_user], [b.tokens_per_s_per_gpu], "*", ms=16, color="black",
-                    label=f"choice: {b.label()}, batch cap {b.max_batch}")
+            star = {"throughput": b.tokens_per_s_per_gpu, "cost": b.cost and b.cost.usd_per_mtok,
+                    "energy": b.cost and b.cost.tokens_per_joule}[axis]
+            if star is not None:
+                ax.plot([b.tokens_per_s_per_user], [star], "*", ms=16, color="black",
+                        label=f"choice: {b.label()}, batch cap {b.max_batch}")
         ax.set_xscale("log")
         log_axis(ax.xaxis, lambda v: f"{v:g}")  # 20, 30, 40, 60, 100: not 2×10¹
         ax.set_xlabel(f"tokens/s per user (1 / {result.judged})")
-        ax.set_ylabel("tokens/s per GPU")
+        ax.set_ylabel(AXES[axis])
         ax.legend(fontsize=8, ncols=2)
         finding_title(fig, _title(result))
     return fig
+
+
+def _y(result: DeployResult, label: str, axis: str):
+    """One option's curve on the y-axis asked for (None: not priced)."""
+    if axis == "throughput":
+        return result.curves[label][1]
+    usd, per_joule = result.cost_curves.get(label, (None, None))
+    return usd if axis == "cost" else per_joule
 
 
 def legend_names(shown: list[str], curves: dict) -> dict[str, str]:
