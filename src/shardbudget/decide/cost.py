@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import PlanError
 
 OBJECTIVES = ("throughput", "cost", "energy")
@@ -140,7 +142,6 @@ def objective_key(objective: str, o) -> float:
 def cost_curves(curves: dict, costs: dict[str, OptionCost]) -> dict:
     """deploy's figure curves (label -> tokens/s/user, tokens/s/GPU arrays) on the other axes: label ->
     ($ per million tokens, tokens per joule) arrays along the same batches (None where not priced)."""
-    import numpy as np
     out = {}
     for label, (_, per_gpu) in curves.items():
         c, g = costs[label], np.asarray(per_gpu, dtype=float)
