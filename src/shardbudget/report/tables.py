@@ -402,9 +402,10 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     # per replica: the batch given (--batch), or the largest within the budgets, which the launch lines set
     batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("batch cap", "cap")
     cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
-            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("$/Mtok", "$/M"), Col("tok/J"), Col("tok/s/user", "/user"),
+            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("$/Mtok", "$/M"), Col("tok/J", "t/J"),
+            Col("tok/s/user", "/user"),
             Col("GB/GPU", "GB"), Col("comm %", "c%"),
-            Col("binding", justify="left", wrap=True, min_wrap=8), Col("meets")]
+            Col("binding", "binds", justify="left", wrap=True, min_wrap=8), Col("meets", "ok")]
     rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
     print_table(f"options (best {_BY.get(getattr(result, 'objective', ''), '')}first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
@@ -447,7 +448,8 @@ def _cost_cells(c, none: bool) -> list[str]:
         return ["–", "–"]
     if c is None:
         return ["-", "-"]
-    return ["-" if c.usd_per_mtok is None else f"{c.usd_per_mtok:.3f}",
+    usd = c.usd_per_mtok
+    return ["-" if usd is None else f"{usd:.2f}" if usd < 10 else f"{usd:.1f}" if usd < 100 else f"{usd:,.0f}",
             "-" if c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}"]
 
 
