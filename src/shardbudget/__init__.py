@@ -26,7 +26,7 @@ _WHERE = {
     "Efficiency": "step.settings", "PlanSettings": "step.settings", "engine_efficiency": "step.settings",
     "StepTime": "step.compose", "decode_step": "step.scenario", "Scenario": "step.scenario", "scenario": "step.scenario",
     "Request": "decide.request", "request": "decide.request", "Budgets": "decide.request", "Workload": "decide.request",
-    "deploy": "decide.deploy", "DeployResult": "decide.deploy",
+    "deploy": "decide.deploy", "DeployResult": "decide.deploy", "Pricing": "decide.cost",
 }
 
 
@@ -46,7 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
-    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ServingCheckResult",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Pricing", "Request", "Scenario", "ServingCheckResult",
     "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs",
     "check_serving", "collective_cost",
     "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",

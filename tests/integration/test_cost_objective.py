@@ -112,3 +112,27 @@ def test_explain_names_where_the_cheaper_fabric_wins_on_cost(capsys, tmp_path):
     assert "l40s-pcie-p2p (pcie4) wins on cost" in first["takeaway"]
     assert "while losing on latency" in first["takeaway"]
     assert first["tables"][0]["columns"][-2:] == ["$/Mtok", "tok/J"]
+
+
+def test_the_pareto_figure_takes_the_objectives_axis():
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    from shardbudget.decide.cost import Pricing
+    from shardbudget.decide.deploy import deploy
+    from shardbudget.decide.request import request
+    from shardbudget.report import figures
+
+    req = request("llama-3.1-8b", "hgx-h100")
+    r = deploy(dataclasses.replace(req, pricing=Pricing(objective="cost")), gpus=8)
+    best = r.best.label()
+    usd, per_joule = r.cost_curves[best]
+    per_gpu = r.curves[best][1]
+    assert usd == pytest.approx(3.9492 / 3600 / per_gpu * 1e6) and per_joule == pytest.approx(per_gpu / 700)
+    for axis, label, star in (("cost", "$ per million output tokens", r.best.cost.usd_per_mtok),
+                              ("energy", "output tokens per joule", r.best.cost.tokens_per_joule),
+                              ("throughput", "tokens/s per GPU", r.best.tokens_per_s_per_gpu)):
+        ax = figures.pareto_figure(r, axis=axis).axes[0]
+        assert ax.get_ylabel() == label
+        stars = [line for line in ax.get_lines() if line.get_marker() == "*"]
+        assert stars and stars[0].get_ydata()[0] == pytest.approx(star)

@@ -18,7 +18,7 @@ def _cli_json(*argv: str) -> str:
 
 EXPECTED = {
     "Budgets", "Catalog", "CatalogError", "CheckResult", "Cost", "DeployResult", "Efficiency", "Fabric", "GPU", "MeasureError",
-    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Request", "Scenario", "ServingCheckResult",
+    "ModelConfig", "Plan", "PlanError", "PlanResult", "PlanSettings", "Precision", "Pricing", "Request", "Scenario", "ServingCheckResult",
     "ShardbudgetError", "StepTime", "System", "UnitError", "UnknownNameError", "Workload", "__version__", "check_logs",
     "check_serving", "collective_cost",
     "compare_systems", "crossover_bytes", "decode_step", "deploy", "engine_efficiency", "explain", "list_models",

@@ -204,7 +204,8 @@ def request(model: str | ModelConfig, system: str | System, *, nodes: int | None
             knee_threshold: float = defaults.KNEE_THRESHOLD, engine: str = defaults.DEFAULT_ENGINE,
             impl: str | None = None, dtype: str | None = None, kv_dtype: str | None = None,
             settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None, eff: Efficiency | None = None,
-            precision: Precision | None = None, jitter: Jitter | None = None, pp_all: bool = False) -> Request:
+            precision: Precision | None = None, jitter: Jitter | None = None, pp_all: bool = False,
+            pricing: Pricing | None = None) -> Request:
     """The request these names and numbers describe, every one checked: the library's way to ask
     (the CLI builds the same objects from its options). `work` is a whole Workload; `context`, or
     `input_len` / `output_len`, build one (not both)."""
@@ -216,7 +217,7 @@ def request(model: str | ModelConfig, system: str | System, *, nodes: int | None
                   settings=settings, catalog=catalog, eff=eff, precision=precision)
     return Request(scenario=sc, budgets=budgets,
                    workload=work or workload(context=context, input_len=input_len, output_len=output_len),
-                   batches=tuple(batches), jitter=jitter, pp_all=pp_all)
+                   batches=tuple(batches), jitter=jitter, pp_all=pp_all, pricing=pricing)
 
 
 __all__ = ["Budgets", "Request", "Workload", "request", "workload"]
