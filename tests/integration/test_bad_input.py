@@ -239,6 +239,10 @@ CASES = [
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget", "1e9s"], ["--budget 1e9s", "at most 10 s per token"], None),
     (["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--ttft-budget", "7200s"], ["--ttft-budget 7200s", "at most 3600 s"], None),
     (["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--input-len", "99999999999"], ["--input-len", "1..10,000,000 tokens"], None),
+    # deploy's prices (issue 39): a price or a power is a finite number above 0
+    (["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--gpu-hour-usd", "-2"], ["--gpu-hour-usd", "above 0", "-2.0"], None),
+    (["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--gpu-watts", "nan"], ["--gpu-watts", "above 0", "nan"], SUB),
+    (["deploy", "-m", "llama-3.1-8b", "-s", "gb200-nvl72", "--gpus", "8", "--objective", "cost"], ["no GPU-hour price for gb200-nvl72", "--gpu-hour-usd"], None),
     (["measure", "--gpus", "0"], ["'--gpus'", "0 is outside 1.."], None),
     (["measure", "--iters", "0", "--gpus", "2"], ["iters (0)"], None),
     (["measure", "--port", "99999999", "--gpus", "2"], ["port 99999999"], None),

@@ -96,7 +96,7 @@ def test_dollars_per_million_tokens_and_tokens_per_joule_by_hand():
 
 def test_a_spanning_replica_without_a_sourced_link_power_says_so():
     c = option_cost(_rates(watts_per_nic=None), tokens_per_s_per_gpu=1.0, gpus_per_replica=16)
-    assert c.watts_per_gpu == 700 and "the NIC links" in c.uncounted
+    assert c.watts_per_gpu == 700 and "the NICs' links" in c.uncounted
 
 
 def test_the_overrides_replace_the_catalogs_figures():

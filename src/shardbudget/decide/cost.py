@@ -94,9 +94,7 @@ def rates(catalog, system, pricing: Pricing) -> Rates:
     price = pricing.gpu_hour_usd if pricing.gpu_hour_usd is not None else cost.usd_per_gpu_hour if cost else None
     watts = pricing.gpu_watts if pricing.gpu_watts is not None else power.load_watts if power else None
     switches = cost.switch_watts_per_node if cost and cost.switch_watts_per_node else 0.0
-    uncounted = ("CPUs and fans",) + (() if switches or system.topology in ("mesh",) else
-                                        (f"the {system.intra_fabric.name} switches",))
-    uncounted += () if nic is not None or system.nic_fabric is None else (f"the {system.nic_fabric.name} links",)
+    uncounted = ("CPUs and fans",) + (() if switches else _switches(system))
     return Rates(usd_per_gpu_hour=price, gpu_watts=watts, switch_watts_per_node=switches,
                  watts_per_nic=nic.watts_per_nic if nic else None, gpus_per_node=system.gpus_per_node,
                  nics_per_node=system.nics_per_node,
@@ -104,6 +102,18 @@ def rates(catalog, system, pricing: Pricing) -> Rates:
                  cost.usd_per_gpu_hour else "",
                  power_source="--gpu-watts" if pricing.gpu_watts is not None else power.source if power else "",
                  uncounted=uncounted)
+
+
+def _switches(system) -> tuple[str, ...]:
+    """The node's GPU switches no source gives a power for: the NVSwitch chips of a switched node,
+    the PCIe switches of a tree with several GPUs under one (none where each GPU has its own root
+    port, nor on a direct mesh)."""
+    if system.topology == "switch":
+        return (f"the {system.intra_fabric.name} switch chips",)
+    if system.topology == "mesh":  # GPU to GPU directly; the catalog does not say what else the board holds
+        return ()
+    tree = system.pcie
+    return ("the PCIe switches",) if tree is not None and tree.gpus_per_switch > 1 else ()
 
 
 def check_rates(r: Rates, pricing: Pricing, system: str) -> None:
@@ -127,7 +137,7 @@ def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int)
     usd = None if r.usd_per_gpu_hour is None else (r.usd_per_gpu_hour / 3600 / rate * 1e6 if rate > 0 else math.inf)
     return OptionCost(usd_per_mtok=usd, tokens_per_joule=None if watts is None else rate / watts,
                       watts_per_gpu=watts, usd_per_gpu_hour=r.usd_per_gpu_hour, nics_counted=spans,
-                      uncounted=r.uncounted + (("the NIC links",) if spans and r.watts_per_nic is None else ()))
+                      uncounted=r.uncounted + (("the NICs' links",) if spans and r.watts_per_nic is None else ()))
 
 
 def objective_key(objective: str, o) -> float:
