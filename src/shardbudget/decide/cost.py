@@ -18,7 +18,7 @@ switches, CPUs, fans) is named in `OptionCost.uncounted`, so tokens per joule is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -126,6 +126,19 @@ def check_rates(r: Rates, pricing: Pricing, system: str) -> None:
                         f"a [gpu_power.<gpu>] table with load_watts in a --catalog file")
 
 
+def checked_rates(catalog, system, pricing: Pricing) -> Rates:
+    """`rates`, refused where the objective needs a figure the request lacks (`check_rates`)."""
+    r = rates(catalog, system, pricing)
+    check_rates(r, pricing, system.name)
+    return r
+
+
+def with_costs(options: list, r: Rates) -> list:
+    """deploy's options (deploy.Option), each with its OptionCost."""
+    return [replace(o, cost=option_cost(r, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu,
+                                        gpus_per_replica=o.gpus_per_replica)) for o in options]
+
+
 def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int) -> OptionCost:
     """One option's $ per million output tokens and tokens per joule (module docstring)."""
     spans = gpus_per_replica > r.gpus_per_node
@@ -161,8 +174,13 @@ def cost_curves(curves: dict, costs: dict[str, OptionCost]) -> dict:
     return out
 
 
-__all__ = ["OBJECTIVES", "OptionCost", "Pricing", "Rates", "check_rates", "cost_curves", "objective_key",
-           "option_cost", "rates"]
+__all__ = ["OBJECTIVES", "OptionCost", "Pricing", "Rates", "check_rates", "checked_rates", "cost_curves",
+           "objective_key", "option_cost", "rates", "with_costs"]
+
+
+def usd_text(usd: float) -> str:
+    """Dollars as explain prints them: three significant digits, whole dollars from $100."""
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:.3g}"
 
 
 def fabric_cost_view(cases: list[tuple[str, object, float, float, int]], catalog) -> tuple[list[OptionCost | None], str]:
@@ -181,16 +199,16 @@ def fabric_cost_view(cases: list[tuple[str, object, float, float, int]], catalog
         return costs, ""
     fast = min(cases, key=lambda c: c[2])
     fast_usd = next((u for u, c in usd if c is fast), None)
-    text = (f"Priced at the catalog's GPU-hour (prices.toml), {fast[0]} costs ${fast_usd:.3f} per million output "
+    text = (f"Priced at the catalog's GPU-hour (prices.toml), {fast[0]} costs {usd_text(fast_usd)} per million output "
             f"tokens at this batch." if fast_usd is not None else
             f"The fastest, {fast[0]}, has no GPU-hour price in the catalog.")
     cheap_usd, cheap = min(usd, key=lambda uc: uc[0])
     if fast_usd is not None and cheap is not fast and cheap_usd < fast_usd:
-        text += (f" {cheap[0]} wins on cost at ${cheap_usd:.3f} per million tokens ({fast_usd / cheap_usd:.2f}x "
+        text += (f" {cheap[0]} wins on cost at {usd_text(cheap_usd)} per million tokens ({fast_usd / cheap_usd:.2f}x "
                  f"cheaper) while losing on latency (ITL {cheap[2] * 1e3:.2f} ms against {fast[2] * 1e3:.2f} ms).")
     elif fast_usd is not None and len(usd) > 1:
         text += " It is also the cheapest per token: the faster fabric pays for itself."
     return costs, text
 
 
-__all__ += ["fabric_cost_view"]
+__all__ += ["fabric_cost_view", "usd_text"]

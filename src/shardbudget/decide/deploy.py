@@ -55,7 +55,7 @@ from .pareto import pareto_front
 from ..step.scenario import Scenario, check_nodes
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
 from .deploy_words import verdict_text
-from .cost import OptionCost, Pricing, check_rates, cost_curves, objective_key, option_cost, rates
+from .cost import OptionCost, Pricing, checked_rates, cost_curves, objective_key, with_costs
 
 if TYPE_CHECKING:  # tail_plan reads logs; only deploy --jitter needs it loaded
     from .tail_plan import Jitter
@@ -323,8 +323,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     nodes = _nodes(sysm, gpus, sc.nodes)
     _check_request(req, workload)
     pricing = req.pricing or Pricing()
-    rated = rates(sc.catalog, sysm, pricing)
-    check_rates(rated, pricing, sysm.name)
+    rated = checked_rates(sc.catalog, sysm, pricing)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     side = prefill_side(sc, gpus=disaggregate[0], input_len=workload.input_len,  # one for every decode plan
@@ -354,8 +353,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     if not options:
         raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
                         f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
-    options = [dataclasses.replace(o, cost=option_cost(rated, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu,
-                                                       gpus_per_replica=o.gpus_per_replica)) for o in options]
+    options = with_costs(options, rated)
     options.sort(key=lambda o: _rank(o, pricing.objective))
     best = next((o for o in options if o.meets_budget), None)
     result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budgets.budget_s,

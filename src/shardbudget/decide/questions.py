@@ -27,7 +27,7 @@ from ..model import Plan
 from ..units import format_bytes, format_seconds
 from ..step.records import AllReduceCall, engine_call
 from ..step.scenario import degraded_note
-from .cost import fabric_cost_view
+from .cost import fabric_cost_view, usd_text
 from .ask import Answer, Ask, ExplainError, Explanation, Table, largest_tp, ratio
 from .release_words import nccl_words
 from .request import Request
@@ -124,8 +124,8 @@ def fabric_vs_fabric(ask: Ask, systems: Sequence[System]) -> Answer:
     table = tuple((r.case.label, r.call.words, format_seconds(r.call.time_s), format_seconds(r.row.comm_s),
                    format_seconds(r.row.itl_s), f"{100 * r.row.comm_share:.0f}%",
                    f"{format_seconds(r.big.time_s)} ({r.big.words})",
-                   "-" if c is None or c.usd_per_mtok is None else f"{c.usd_per_mtok:.3f}",
-                   "-" if c is None or c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}")
+                   "-" if c is None or c.usd_per_mtok is None else usd_text(c.usd_per_mtok)[1:],
+                   "-" if c is None or c.tokens_per_joule is None else f"{c.tokens_per_joule:.3g}")
                   for r, c in zip(rows, costs))
     columns = ("fabric", "all-reduce (what runs)", "per call", "comm per token", "ITL", "comm share",
                f"per call at batch {big_batch}", "$/Mtok", "tok/J")
