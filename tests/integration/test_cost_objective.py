@@ -32,7 +32,8 @@ def test_json_keys_are_stable_and_every_option_is_priced(capsys):
         assert o["cost"]["tokens_per_joule"] == pytest.approx(o["tokens_per_s_per_gpu"] / 700)
 
 
-def test_overrides_reprice_and_the_table_shows_both_columns(capsys):
+def test_overrides_reprice_and_the_table_shows_both_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
     code, d = deploy_json(capsys, "-s", "hgx-h100", "--gpu-hour-usd", "2", "--gpu-watts", "500")
     assert code == 0 and d["prices"]["price_source"] == "--gpu-hour-usd"
     best = d["best"]
@@ -136,3 +137,15 @@ def test_the_pareto_figure_takes_the_objectives_axis():
         assert ax.get_ylabel() == label
         stars = [line for line in ax.get_lines() if line.get_marker() == "*"]
         assert stars and stars[0].get_ydata()[0] == pytest.approx(star)
+
+
+def test_a_narrow_table_keeps_the_objectives_column_alone(capsys, monkeypatch):
+    """At 100 columns both cost columns would split deploy's table in two: the objective's stays."""
+    monkeypatch.setenv("COLUMNS", "100")
+    argv = ["deploy", "-m", "llama-3.1-8b", "-s", "l40s-pcie-p2p", "--gpus", "8"]
+    assert cli.main([*argv, "--objective", "cost"]) == 0
+    out = capsys.readouterr().out
+    assert "$/M" in out and "t/J" not in out and "(1/2)" not in out
+    assert cli.main([*argv, "--objective", "energy"]) == 0
+    out = capsys.readouterr().out
+    assert "t/J" in out and "$/M" not in out and "(1/2)" not in out

@@ -407,6 +407,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
             Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", "binds", justify="left", wrap=True, min_wrap=8), Col("meets", "ok")]
     rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
+    cols, rows = _fit_costs(cols, rows, getattr(result, "objective", "throughput"))
     print_table(f"options (best {_BY.get(getattr(result, 'objective', ''), '')}first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
@@ -423,6 +424,17 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
 
 
 _BY = {"cost": "$/Mtok ", "energy": "tok/J "}
+_COSTS = {"cost": "$/Mtok", "energy": "tok/J"}
+
+
+def _fit_costs(cols: list[Col], rows: list[list[str]], objective: str) -> tuple[list[Col], list[list[str]]]:
+    """deploy's table with both cost columns where it fits the terminal (short headers), else with the
+    objective's alone (none by throughput): the table stays one piece; --json and a wider terminal
+    have both."""
+    if 1 + sum(w + _BORDER for w in _widths(cols, rows, True)) <= terminal_width():
+        return cols, rows
+    keep = [i for i, c in enumerate(cols) if c.header not in _COSTS.values() or c.header == _COSTS.get(objective)]
+    return [cols[i] for i in keep], [[r[i] for i in keep] for r in rows]
 
 
 def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
