@@ -127,7 +127,7 @@ def test_the_pareto_figure_takes_the_objectives_axis():
     req = request("llama-3.1-8b", "hgx-h100")
     r = deploy(dataclasses.replace(req, pricing=Pricing(objective="cost")), gpus=8)
     best = r.best.label()
-    usd, per_joule = r.cost_curves[best]
+    usd, per_joule = r.costs.curves[best]
     per_gpu = r.curves[best][1]
     assert usd == pytest.approx(3.9492 / 3600 / per_gpu * 1e6) and per_joule == pytest.approx(per_gpu / 700)
     for axis, label, star in (("cost", "$ per million output tokens", r.best.cost.usd_per_mtok),

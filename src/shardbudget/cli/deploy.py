@@ -115,7 +115,7 @@ def _show(result, *, json_out: bool, show_all: bool, plot, force: bool, memory_t
             tables.print_deploy_memory(result, rows=rows)
     if plot:
         from ..report import figures
-        write_plot(lambda: figures.pareto_figure(result, axis=result.objective), plot, force=force)
+        write_plot(lambda: figures.pareto_figure(result, axis=result.costs.objective), plot, force=force)
 
 
 def _for_gpus(req, shown: dict, *, gpus, batch, disaggregate):

@@ -18,7 +18,7 @@ switches, CPUs, fans) is named in `OptionCost.uncounted`, so tokens per joule is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,6 +67,25 @@ class Rates:
     price_source: str
     power_source: str
     uncounted: tuple[str, ...]
+    objective: str = "throughput"
+
+    def to_dict(self) -> dict:
+        """What the costs were priced with, for the JSON ("prices") and the table's header."""
+        return {"usd_per_gpu_hour": self.usd_per_gpu_hour, "price_source": self.price_source,
+                "gpu_watts": self.gpu_watts, "power_source": self.power_source, "uncounted": list(self.uncounted)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostView:
+    """What a deployment was ranked by and priced with (DeployResult.costs): the objective, the
+    prices (Rates.to_dict) and the figure's curves on the other axes (`cost_curves`)."""
+
+    objective: str = "throughput"
+    prices: dict = field(default_factory=dict)
+    curves: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"objective": self.objective, "prices": dict(self.prices)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,9 +104,10 @@ class OptionCost:
     """The parts of a node whose power no source gives (not in watts_per_gpu)."""
 
 
-def rates(catalog, system, pricing: Pricing) -> Rates:
+def rates(catalog, system, pricing: Pricing | None) -> Rates:
     """`system`'s prices and powers from `catalog` (prices.toml and --catalog), the user's
-    --gpu-hour-usd / --gpu-watts over them."""
+    --gpu-hour-usd / --gpu-watts over them (None: the catalog's, by throughput)."""
+    pricing = pricing or Pricing()
     cost = catalog.system_costs.get(system.name)
     power = catalog.gpu_power.get(system.gpu.name)
     nic = catalog.nic_power.get(system.nic_fabric.name) if system.nic_fabric is not None else None
@@ -101,7 +121,7 @@ def rates(catalog, system, pricing: Pricing) -> Rates:
                  price_source="--gpu-hour-usd" if pricing.gpu_hour_usd is not None else cost.source if cost and
                  cost.usd_per_gpu_hour else "",
                  power_source="--gpu-watts" if pricing.gpu_watts is not None else power.source if power else "",
-                 uncounted=uncounted)
+                 uncounted=uncounted, objective=pricing.objective)
 
 
 def _switches(system) -> tuple[str, ...]:
@@ -126,17 +146,24 @@ def check_rates(r: Rates, pricing: Pricing, system: str) -> None:
                         f"a [gpu_power.<gpu>] table with load_watts in a --catalog file")
 
 
-def checked_rates(catalog, system, pricing: Pricing) -> Rates:
+def checked_rates(catalog, system, pricing: Pricing | None) -> Rates:
     """`rates`, refused where the objective needs a figure the request lacks (`check_rates`)."""
     r = rates(catalog, system, pricing)
-    check_rates(r, pricing, system.name)
+    check_rates(r, pricing or Pricing(), system.name)
     return r
 
 
-def with_costs(options: list, r: Rates) -> list:
-    """deploy's options (deploy.Option), each with its OptionCost."""
-    return [replace(o, cost=option_cost(r, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu,
-                                        gpus_per_replica=o.gpus_per_replica)) for o in options]
+def with_costs(options: list, r: Rates, rank) -> list:
+    """deploy's options (deploy.Option), each with its OptionCost, sorted by `rank(option, objective)`."""
+    return sorted((replace(o, cost=option_cost(r, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu,
+                                               gpus_per_replica=o.gpus_per_replica)) for o in options),
+                  key=lambda o: rank(o, r.objective))
+
+
+def cost_view(r: Rates, curves: dict, options) -> CostView:
+    """The deployment's CostView: its objective, prices, and `curves` on the cost and energy axes."""
+    return CostView(objective=r.objective, prices=r.to_dict(), curves=cost_curves(curves, {o.label(): o.cost
+                                                                                           for o in options}))
 
 
 def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int) -> OptionCost:
@@ -153,12 +180,15 @@ def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int)
                       uncounted=r.uncounted + (("the NICs' links",) if spans and r.watts_per_nic is None else ()))
 
 
-def objective_key(objective: str, o) -> float:
-    """The number deploy sorts the options that meet the budgets by, smallest first (o: deploy.Option)."""
+def objective_key(objective: str, o, given: float = 1.0) -> float:
+    """The number deploy sorts the options that meet the budgets by, smallest first (o: deploy.Option;
+    `given`: the share of the GPUs given that it runs on). Throughput: tokens/s per GPU given (idle
+    GPUs count); cost: $ per million tokens, paid for every GPU given; energy: tokens per joule of
+    the GPUs it runs on (an idle GPU's draw has no source)."""
     if objective == "throughput" or o.cost is None:
-        return -o.tokens_per_s_per_gpu
+        return -o.tokens_per_s_per_gpu * given
     if objective == "cost":
-        return o.cost.usd_per_mtok if o.cost.usd_per_mtok is not None else math.inf
+        return o.cost.usd_per_mtok / given if o.cost.usd_per_mtok is not None else math.inf
     return -o.cost.tokens_per_joule if o.cost.tokens_per_joule is not None else math.inf
 
 
@@ -174,8 +204,8 @@ def cost_curves(curves: dict, costs: dict[str, OptionCost]) -> dict:
     return out
 
 
-__all__ = ["OBJECTIVES", "OptionCost", "Pricing", "Rates", "check_rates", "checked_rates", "cost_curves",
-           "objective_key", "option_cost", "rates", "with_costs"]
+__all__ = ["OBJECTIVES", "CostView", "OptionCost", "Pricing", "Rates", "check_rates", "checked_rates", "cost_curves",
+           "cost_view", "objective_key", "option_cost", "rates", "with_costs"]
 
 
 def usd_text(usd: float) -> str:

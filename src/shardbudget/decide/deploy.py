@@ -55,7 +55,7 @@ from .pareto import pareto_front
 from ..step.scenario import Scenario, check_nodes
 from ..step.served import CHUNK_TOKENS, decode_per_token, served_curve
 from .deploy_words import verdict_text
-from .cost import OptionCost, Pricing, checked_rates, cost_curves, objective_key, with_costs
+from .cost import CostView, OptionCost, checked_rates, cost_view, objective_key, with_costs
 
 if TYPE_CHECKING:  # tail_plan reads logs; only deploy --jitter needs it loaded
     from .tail_plan import Jitter
@@ -107,8 +107,7 @@ class Option:
     gpus_left: int = 0
     """GPUs of those given that the option leaves idle (`partial_splits`: fewer than all meet the
     budgets where no split of all does); tokens_per_s_per_gpu is per GPU it runs on."""
-    cost: OptionCost | None = None
-    """$ per million output tokens and tokens per joule (decide.cost), set once the option is priced."""
+    cost: OptionCost | None = None  # $ per million output tokens, tokens per joule (decide.cost), once priced
 
     def label(self) -> str:
         plan = Plan(self.tp, self.pp, self.ep, self.dp).label().replace("DP-attention", "DP")
@@ -171,12 +170,7 @@ class DeployResult:
     batch cap, max_batch; capacity.deploy_for_load), which the table's header and the launch lines name."""
     engine_version: str = ""
     """The engine release priced (engines/*.toml [engine] version)."""
-    objective: str = "throughput"
-    """What the options are ranked by (decide.cost.OBJECTIVES: --objective)."""
-    prices: dict = field(default_factory=dict)
-    """The GPU-hour price and board power the costs use, with their sources (JSON: "prices")."""
-    cost_curves: dict = field(default_factory=dict)
-    """Option label -> ($ per million tokens, tokens per joule) arrays along `curves` (the figure's other axes)."""
+    costs: CostView = CostView()  # --objective, the prices, the figure's cost / energy curves (decide.cost)
 
     def to_dict(self) -> dict:
         return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
@@ -189,7 +183,7 @@ class DeployResult:
                 "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
                 "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged,
                 "judged_words": self.judged_words, "load": self.load, "in_flight_per_replica": self.in_flight,
-                "objective": self.objective, "prices": dict(self.prices)}
+                **self.costs.to_dict()}
 
 
 # --- the splits -----------------------------------------------------------------------------
@@ -322,8 +316,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     cfg, sysm = sc.model, sc.system
     nodes = _nodes(sysm, gpus, sc.nodes)
     _check_request(req, workload)
-    pricing = req.pricing or Pricing()
-    rated = checked_rates(sc.catalog, sysm, pricing)
+    rated = checked_rates(sc.catalog, sysm, req.pricing)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
     side = prefill_side(sc, gpus=disaggregate[0], input_len=workload.input_len,  # one for every decode plan
@@ -353,8 +346,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     if not options:
         raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
                         f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
-    options = with_costs(options, rated)
-    options.sort(key=lambda o: _rank(o, pricing.objective))
+    options = with_costs(options, rated, _rank)
     best = next((o for o in options if o.meets_budget), None)
     result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budgets.budget_s,
                           ttft_budget_s=budgets.ttft_budget_s, engine=sc.engine, workload=workload,
@@ -367,8 +359,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
                           judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
                           engine_version=load_engine(sc.engine).version,
-                          objective=pricing.objective, prices=_prices(rated),
-                          cost_curves=cost_curves(curves, {o.label(): o.cost for o in options}),
+                          costs=cost_view(rated, curves, options),
                           without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
                                                           batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
@@ -397,28 +388,16 @@ def _check_request(req: Request, workload: Workload) -> None:
 
 
 def _rank(o: Option, objective: str = "throughput") -> tuple:
-    """Best first: the most tokens/s per GPU given among the options that meet the budgets (an
-    option that leaves GPUs idle counts them: used / given is 1.0 exactly where it leaves none), or,
-    by `objective`, the fewest $ per million tokens (paid for every GPU given, idle or not) or the
-    most tokens per joule (of the GPUs it runs on: an idle GPU's draw has no source); then the rest
-    (the least judged time first)."""
+    """Best first: by `objective` among the options that meet the budgets (decide.cost.objective_key: by
+    default the most tokens/s per GPU given, an option that leaves GPUs idle counting them), then the
+    rest (the least judged time first)."""
     used = o.replicas * o.gpus_per_replica
-    given = used / (used + o.gpus_left)
-    if not o.meets_budget:
-        return (math.inf, o.tpot_s)
-    key = objective_key(objective, o)
-    key = key * given if objective == "throughput" else key / given if objective == "cost" else key
-    return (key, -o.tokens_per_s_per_user)
+    key = objective_key(objective, o, used / (used + o.gpus_left))
+    return (key, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.tpot_s)
 
 
 def _left(o: Option, gpus: int) -> Option:
     return dataclasses.replace(o, gpus_left=gpus - o.replicas * o.gpus_per_replica)
-
-
-def _prices(r) -> dict:
-    """What the costs were priced with (decide.cost.Rates), for the JSON and the table's header."""
-    return {"usd_per_gpu_hour": r.usd_per_gpu_hour, "price_source": r.price_source, "gpu_watts": r.gpu_watts,
-            "power_source": r.power_source, "uncounted": list(r.uncounted)}
 
 
 def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,

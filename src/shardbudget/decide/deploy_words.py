@@ -31,7 +31,7 @@ def verdict_text(r) -> str:  # r: a deploy.DeployResult
                 f"left: no split of all {r.gpus} meets the budgets)")
     at = (f"with {b.max_batch} sequences in flight per replica" if r.batch else
           f"at its batch cap of {b.max_batch} per replica")  # the table's 'in flight' / 'batch cap'
-    text = (f"{where}, {b.label()}{left} {at} gives {_most(r.objective, b)} {within}: "
+    text = (f"{where}, {b.label()}{left} {at} gives {_most(r.costs.objective, b)} {within}: "
             f"{b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
             f"{b.tokens_per_s_per_user:.0f} tokens/s per user ({_times(r, b)}; "
             f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "

@@ -31,7 +31,7 @@ pipeline stages give the same tokens/s per GPU to 0.6%)."""
 
 AXES = {"throughput": "tokens/s per GPU", "cost": "$ per million output tokens", "energy": "output tokens per joule"}
 """The y-axis the figure can take (deploy --objective): the curves on cost and energy are
-decide.cost's (DeployResult.cost_curves); the dashed front is drawn on throughput only."""
+decide.cost's (DeployResult.costs.curves); the dashed front is drawn on throughput only."""
 
 
 def pareto_figure(result: DeployResult, axis: str = "throughput") -> Figure:
@@ -76,7 +76,7 @@ def _y(result: DeployResult, label: str, axis: str):
     """One option's curve on the y-axis asked for (None: not priced)."""
     if axis == "throughput":
         return result.curves[label][1]
-    usd, per_joule = result.cost_curves.get(label, (None, None))
+    usd, per_joule = result.costs.curves.get(label, (None, None))
     return usd if axis == "cost" else per_joule
 
 

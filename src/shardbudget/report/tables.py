@@ -379,10 +379,11 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
     for note in degraded:
         say(f"# {note}")
-    prices = getattr(result, "prices", None) or {}
+    costs = getattr(result, "costs", None)
+    prices, objective = (costs.prices, costs.objective) if costs else ({}, "throughput")
     if prices:
         usd, watts = prices.get("usd_per_gpu_hour"), prices.get("gpu_watts")
-        say(f"# ranked by {getattr(result, 'objective', 'throughput')}; "
+        say(f"# ranked by {objective}; "
             + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)") + ", "
             + (f"{watts:g} W per GPU" if watts else "no board power (--gpu-watts)")
             + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else ""))
@@ -407,8 +408,8 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
             Col("GB/GPU", "GB"), Col("comm %", "c%"),
             Col("binding", "binds", justify="left", wrap=True, min_wrap=8), Col("meets", "ok")]
     rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
-    cols, rows = _fit_costs(cols, rows, getattr(result, "objective", "throughput"))
-    print_table(f"options (best {_BY.get(getattr(result, 'objective', ''), '')}first)", cols, rows,
+    cols, rows = _fit_costs(cols, rows, objective)
+    print_table(f"options (best {_BY.get(objective, '')}first)", cols, rows,
                 caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
     for note in result.notes:
         if (note.startswith("warning:") and note not in degraded) or note.startswith("engine:"):  # engine: an older release
