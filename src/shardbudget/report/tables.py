@@ -379,14 +379,7 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
     for note in degraded:
         say(f"# {note}")
-    costs = getattr(result, "costs", None)
-    prices, objective = (costs.prices, costs.objective) if costs else ({}, "throughput")
-    if prices:
-        usd, watts = prices.get("usd_per_gpu_hour"), prices.get("gpu_watts")
-        say(f"# ranked by {objective}; "
-            + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)") + ", "
-            + (f"{watts:g} W per GPU" if watts else "no board power (--gpu-watts)")
-            + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else ""))
+    objective = _say_prices(getattr(result, "costs", None))
     shown = result.options if rows is None else result.options[:rows]
     every_line = rows is None  # --all: every launch line too, not one per shape of step
     left = len(result.options) - len(shown)
@@ -425,6 +418,19 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
 
 
 _BY = {"cost": "$/Mtok ", "energy": "tok/J "}
+
+
+def _say_prices(costs) -> str:
+    """deploy's header line of what ranks the options and the prices and powers they are costed at
+    (decide.cost.CostView); the objective."""
+    prices, objective = (costs.prices, costs.objective) if costs else ({}, "throughput")
+    if prices:
+        usd, watts = prices.get("usd_per_gpu_hour"), prices.get("gpu_watts")
+        say(f"# ranked by {objective}; "
+            + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)") + ", "
+            + (f"{watts:g} W per GPU" if watts else "no board power (--gpu-watts)")
+            + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else ""))
+    return objective
 _COSTS = {"cost": "$/Mtok", "energy": "tok/J"}
 
 
