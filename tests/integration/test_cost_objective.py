@@ -79,10 +79,10 @@ def test_energy_counts_the_nics_of_a_replica_that_spans_nodes(capsys):
     spans, inside = by_label["1x2/8"], by_label["4x4/1"]
     assert spans["cost"]["nics_counted"] and spans["cost"]["watts_per_gpu"] == pytest.approx(700 + 17.5)
     assert not inside["cost"]["nics_counted"] and inside["cost"]["watts_per_gpu"] == 700
-    order = [f"{o['replicas']}x{o['tp']}/{o['pp']}" for o in d["options"]]
-    # more tokens/s per GPU, fewer tokens per joule: energy ranks it below the node-local option
-    assert spans["tokens_per_s_per_gpu"] > inside["tokens_per_s_per_gpu"]
-    assert order.index("4x4/1") < order.index("1x2/8")
+    # energy ranks by tokens per joule, the spanning option's links included (17.5 W per GPU more)
+    meets = [o["cost"]["tokens_per_joule"] for o in d["options"] if o["meets_budget"]]
+    assert meets == sorted(meets, reverse=True)
+    assert spans["cost"]["tokens_per_joule"] == pytest.approx(spans["tokens_per_s_per_gpu"] / 717.5)
 
 
 @pytest.mark.parametrize("argv, words", [

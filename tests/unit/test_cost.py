@@ -113,8 +113,16 @@ def test_the_overrides_replace_the_catalogs_figures():
 
 def test_the_objective_orders_by_its_own_number():
     def opt(per_gpu, usd, tpj):
-        return SimpleNamespace(tokens_per_s_per_gpu=per_gpu,
+        return SimpleNamespace(tokens_per_s_per_gpu=per_gpu, replicas=1, gpus_per_replica=8, gpus_left=0,
                                cost=SimpleNamespace(usd_per_mtok=usd, tokens_per_joule=tpj))
     fast, cheap, frugal = opt(100, 2.0, 0.1), opt(50, 1.0, 0.2), opt(60, 1.5, 0.3)
     for objective, best in (("throughput", fast), ("cost", cheap), ("energy", frugal)):
         assert min((fast, cheap, frugal), key=lambda o: objective_key(objective, o)) is best
+
+
+def test_idle_gpus_count_against_throughput_and_cost_not_energy():
+    c = SimpleNamespace(usd_per_mtok=1.0, tokens_per_joule=2.0)
+    half = SimpleNamespace(tokens_per_s_per_gpu=100.0, replicas=1, gpus_per_replica=4, gpus_left=4, cost=c)
+    assert objective_key("throughput", half) == -50.0  # 100 tok/s on each of 4 GPUs, 8 given
+    assert objective_key("cost", half) == 2.0  # the 4 idle GPUs are paid for too
+    assert objective_key("energy", half) == -2.0  # an idle GPU's draw has no source: not counted

@@ -180,11 +180,13 @@ def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int)
                       uncounted=r.uncounted + (("the NICs' links",) if spans and r.watts_per_nic is None else ()))
 
 
-def objective_key(objective: str, o, given: float = 1.0) -> float:
-    """The number deploy sorts the options that meet the budgets by, smallest first (o: deploy.Option;
-    `given`: the share of the GPUs given that it runs on). Throughput: tokens/s per GPU given (idle
-    GPUs count); cost: $ per million tokens, paid for every GPU given; energy: tokens per joule of
-    the GPUs it runs on (an idle GPU's draw has no source)."""
+def objective_key(objective: str, o) -> float:
+    """The number deploy sorts the options that meet the budgets by, smallest first (o: deploy.Option).
+    Throughput: tokens/s per GPU given (the GPUs an option leaves idle count: used / given is 1.0
+    exactly where it leaves none); cost: $ per million tokens, paid for every GPU given; energy:
+    tokens per joule of the GPUs it runs on (an idle GPU's draw has no source)."""
+    used = o.replicas * o.gpus_per_replica
+    given = used / (used + o.gpus_left)
     if objective == "throughput" or o.cost is None:
         return -o.tokens_per_s_per_gpu * given
     if objective == "cost":

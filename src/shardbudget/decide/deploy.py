@@ -358,8 +358,7 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
                           chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
                           tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
                           judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
-                          engine_version=load_engine(sc.engine).version,
-                          costs=cost_view(rated, curves, options),
+                          engine_version=load_engine(sc.engine).version, costs=cost_view(rated, curves, options),
                           without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
                                                           batch=batch))
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
@@ -389,11 +388,8 @@ def _check_request(req: Request, workload: Workload) -> None:
 
 def _rank(o: Option, objective: str = "throughput") -> tuple:
     """Best first: by `objective` among the options that meet the budgets (decide.cost.objective_key: by
-    default the most tokens/s per GPU given, an option that leaves GPUs idle counting them), then the
-    rest (the least judged time first)."""
-    used = o.replicas * o.gpus_per_replica
-    key = objective_key(objective, o, used / (used + o.gpus_left))
-    return (key, -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.tpot_s)
+    default the most tokens/s per GPU given), then the rest (the least judged time first)."""
+    return (objective_key(objective, o), -o.tokens_per_s_per_user) if o.meets_budget else (math.inf, o.tpot_s)
 
 
 def _left(o: Option, gpus: int) -> Option:
