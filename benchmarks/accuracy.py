@@ -52,15 +52,19 @@ def system_table(measured, compared, title: str) -> list[str]:
 
 
 def worst_rows(compared, n: int) -> list[str]:
-    lines = [f"Worst {n} rows (error = predicted / measured - 1):",
-             f"  {'source':22} {'line':>4} {'system':16} {'gpus':>5} {'nodes':>5} {'op':14} {'size':>10} "
-             f"{'measured':>12} {'predicted':>12} {'error':>8}  algorithm"]
+    lines = [
+        f"Worst {n} rows (error = predicted / measured - 1):",
+        f"  {'source':22} {'line':>4} {'system':16} {'gpus':>5} {'nodes':>5} {'op':14} {'size':>10} "
+        f"{'measured':>12} {'predicted':>12} {'error':>8}  algorithm",
+    ]
     for c in sorted(compared, key=lambda c: -abs(c.rel_error))[:n]:
         r = c.row
         forced = f" (forced {r.algo})" if r.algo != "auto" else ""
-        lines.append(f"  {r.source_id:22} {r.line:>4} {r.catalog_system:16} {r.gpus:>5} {r.nodes:>5} {r.op:14} "
-                     f"{_size(r.size_bytes):>10} {_us(r.time_s):>12} {_us(c.predicted_s):>12} "
-                     f"{c.rel_error:>+8.1%}  {c.algorithm}/{c.protocol}{forced}")
+        lines.append(
+            f"  {r.source_id:22} {r.line:>4} {r.catalog_system:16} {r.gpus:>5} {r.nodes:>5} {r.op:14} "
+            f"{_size(r.size_bytes):>10} {_us(r.time_s):>12} {_us(c.predicted_s):>12} "
+            f"{c.rel_error:>+8.1%}  {c.algorithm}/{c.protocol}{forced}"
+        )
     return lines
 
 
@@ -72,8 +76,9 @@ def target_lines(measured, compared) -> tuple[list[str], bool]:
         hit = s.n > 0 and s.median <= max_median and s.p90 <= max_p90
         ok &= hit
         p90 = f", p90 {s.p90:.1%} <= {max_p90:.0%}" if max_p90 < float("inf") else f", p90 {s.p90:.1%}"
-        lines.append(f"  {cls:12} n={s.n:>4}: median {s.median:.1%} <= {max_median:.0%}{p90}  "
-                     f"{'ok' if hit else 'MISSED'}")
+        lines.append(
+            f"  {cls:12} n={s.n:>4}: median {s.median:.1%} <= {max_median:.0%}{p90}  {'ok' if hit else 'MISSED'}"
+        )
     single = [c for c in compared if not c.row.multi_node]
     for cls, group in sorted(measured.by(single, lambda c: measured.fabric_class(c.row)).items()):
         s = measured.summarize(group)
@@ -86,8 +91,9 @@ def system_records(measured, compared) -> list[dict]:
     out = []
     for name, group in sorted(measured.by(compared, lambda c: _label(c.row)).items()):
         s = measured.summarize(group)
-        out.append({"system": name, "rows": s.n, "median": s.median, "p90": s.p90,
-                    "max": max(abs(c.rel_error) for c in group)})
+        out.append(
+            {"system": name, "rows": s.n, "median": s.median, "p90": s.p90, "max": max(abs(c.rel_error) for c in group)}
+        )
     return out
 
 
@@ -97,17 +103,34 @@ def results(measured, rows, compared) -> dict:
     for cls, (max_median, max_p90) in measured.TARGETS.items():
         s = measured.summarize([c for c in compared if measured.category(c.row) == cls])
         for stat, value, goal in (("median", s.median, max_median), ("p90", s.p90, max_p90)):
-            targets.append({"name": f"collectives {cls}: {stat} |error| ({s.n} rows)", "value": 100 * value,
-                            "unit": "%", "target": f"<= {100 * goal:.0f}" if goal < float("inf") else "reported",
-                            "passed": s.n > 0 and value <= goal, "class": cls, "stat": stat, "rows": s.n})
+            targets.append(
+                {
+                    "name": f"collectives {cls}: {stat} |error| ({s.n} rows)",
+                    "value": 100 * value,
+                    "unit": "%",
+                    "target": f"<= {100 * goal:.0f}" if goal < float("inf") else "reported",
+                    "passed": s.n > 0 and value <= goal,
+                    "class": cls,
+                    "stat": stat,
+                    "rows": s.n,
+                }
+            )
     single = [c for c in compared if not c.row.multi_node]
-    breakdown = [{"class": cls, **vars(measured.summarize(group))}
-                 for cls, group in sorted(measured.by(single, lambda c: measured.fabric_class(c.row)).items())]
-    return {"benchmark": "accuracy", "targets": targets, "tables": {
-        "single_node": system_records(measured, single),
-        "multi_node": system_records(measured, [c for c in compared if c.row.multi_node]),
-        "breakdown": breakdown, "releases": release_records(measured, compared),
-        "rows": {"kept": len(compared), "dropped": sum(not r.kept for r in rows), "all": len(rows)}}}
+    breakdown = [
+        {"class": cls, **vars(measured.summarize(group))}
+        for cls, group in sorted(measured.by(single, lambda c: measured.fabric_class(c.row)).items())
+    ]
+    return {
+        "benchmark": "accuracy",
+        "targets": targets,
+        "tables": {
+            "single_node": system_records(measured, single),
+            "multi_node": system_records(measured, [c for c in compared if c.row.multi_node]),
+            "breakdown": breakdown,
+            "releases": release_records(measured, compared),
+            "rows": {"kept": len(compared), "dropped": sum(not r.kept for r in rows), "all": len(rows)},
+        },
+    }
 
 
 def release_records(measured, compared) -> list[dict]:
@@ -126,11 +149,16 @@ def release_records(measured, compared) -> list[dict]:
 
 
 def release_lines(measured, compared) -> list[str]:
-    lines = ["Per NCCL release the rows state (each priced at its own release's rules; [lacks]: the catalog "
-             "has none of that release's own)", f"  {'release':22} {'rows':>5} {'median':>8} {'p90':>8}"]
+    lines = [
+        "Per NCCL release the rows state (each priced at its own release's rules; [lacks]: the catalog "
+        "has none of that release's own)",
+        f"  {'release':22} {'rows':>5} {'median':>8} {'p90':>8}",
+    ]
     for r in release_records(measured, compared):
-        lines.append(f"  {r['release']:22} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
-                     + (f"  [lacks] {r['lacks']}" if r["lacks"] else ""))
+        lines.append(
+            f"  {r['release']:22} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
+            + (f"  [lacks] {r['lacks']}" if r["lacks"] else "")
+        )
     return lines
 
 
@@ -149,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worst", type=int, default=15, help="how many of the worst rows to print")
     parser.add_argument("--dropped", action="store_true", help="list every dropped row, not just the reasons")
-    parser.add_argument("--data", type=Path, default=None, help="folder holding nccl_tests.csv (default: the repository's data/)")
+    parser.add_argument(
+        "--data", type=Path, default=None, help="folder holding nccl_tests.csv (default: the repository's data/)"
+    )
     args = parser.parse_args(argv)
     measured = nccl_tests
     try:
@@ -168,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     out += [""] + targets + [""] + dropped_lines(rows, args.dropped)
     print("\n".join(out))
     if os.environ.get("SHARDBUDGET_BENCH_RESULTS"):
-        Path(os.environ["SHARDBUDGET_BENCH_RESULTS"]).write_text(json.dumps(results(measured, rows, compared)),
-                                                                 encoding="utf-8")
+        Path(os.environ["SHARDBUDGET_BENCH_RESULTS"]).write_text(
+            json.dumps(results(measured, rows, compared)), encoding="utf-8"
+        )
     return 0 if ok else 1
 
 

@@ -35,30 +35,57 @@ def main() -> int:
     table = rows()
     print(f"{'case':<44} {'engine':<8} {'predicted':>10} {'measured':>10} {'error':>8}")
     for name, engine, moe, pred, meas in table:
-        print(f"{name:<44} {engine:<8} {pred * 1e3:>8.2f}ms {meas * 1e3:>8.2f}ms {100 * (pred / meas - 1):>+7.1f}%"
-              + ("  (MoE)" if moe else ""))
+        print(
+            f"{name:<44} {engine:<8} {pred * 1e3:>8.2f}ms {meas * 1e3:>8.2f}ms {100 * (pred / meas - 1):>+7.1f}%"
+            + ("  (MoE)" if moe else "")
+        )
     every = [(p, m) for *_, p, m in table]
     dense = [(p, m) for _, _, moe, p, m in table if not moe]
     moe = [(p, m) for _, _, is_moe, p, m in table if is_moe]
     ok = True
     targets = []
-    for label, pairs, median_goal, p90_goal in (("all", every, 0.12, 0.25), ("dense", dense, 0.12, 0.25),
-                                                ("MoE", moe, 0.25, 0.25)):
+    for label, pairs, median_goal, p90_goal in (
+        ("all", every, 0.12, 0.25),
+        ("dense", dense, 0.12, 0.25),
+        ("MoE", moe, 0.25, 0.25),
+    ):
         median, p90 = decode.summary(pairs)
         hit = median <= median_goal and p90 <= p90_goal
         ok &= hit
-        print(f"{label:<6} {len(pairs):>3} cases: median |error| {100 * median:.1f}% (target {100 * median_goal:.0f}%), "
-              f"p90 {100 * p90:.1f}% (target {100 * p90_goal:.0f}%)  {'PASS' if hit else 'MISS'}")
+        print(
+            f"{label:<6} {len(pairs):>3} cases: median |error| {100 * median:.1f}% (target {100 * median_goal:.0f}%), "
+            f"p90 {100 * p90:.1f}% (target {100 * p90_goal:.0f}%)  {'PASS' if hit else 'MISS'}"
+        )
         for stat, value, goal in (("median", median, median_goal), ("p90", p90, p90_goal)):
-            targets.append({"name": f"decode ITL {label}: {stat} |error| ({len(pairs)} cases)", "value": 100 * value,
-                            "unit": "%", "target": f"<= {100 * goal:.0f}", "passed": value <= goal,
-                            "class": label, "stat": stat, "rows": len(pairs)})
+            targets.append(
+                {
+                    "name": f"decode ITL {label}: {stat} |error| ({len(pairs)} cases)",
+                    "value": 100 * value,
+                    "unit": "%",
+                    "target": f"<= {100 * goal:.0f}",
+                    "passed": value <= goal,
+                    "class": label,
+                    "stat": stat,
+                    "rows": len(pairs),
+                }
+            )
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
-        cases = [{"case": name, "engine": engine, "moe": moe, "predicted_s": pred, "measured_s": meas,
-                  "error": pred / meas - 1} for name, engine, moe, pred, meas in table]
-        Path(out).write_text(json.dumps({"benchmark": "decode_accuracy", "targets": targets,
-                                         "tables": {"cases": cases}}), encoding="utf-8")
+        cases = [
+            {
+                "case": name,
+                "engine": engine,
+                "moe": moe,
+                "predicted_s": pred,
+                "measured_s": meas,
+                "error": pred / meas - 1,
+            }
+            for name, engine, moe, pred, meas in table
+        ]
+        Path(out).write_text(
+            json.dumps({"benchmark": "decode_accuracy", "targets": targets, "tables": {"cases": cases}}),
+            encoding="utf-8",
+        )
     return 0 if ok else 1
 
 

@@ -50,18 +50,38 @@ ROOT = HERE.parent
 AIC_VENV = HERE / ".venv-aiconfigurator"
 AIC_VERSION = "0.12.0"
 
-WALL_TARGET_S = 1.0     # one `deploy --gpus 64` call, start-up included (issue 13)
-RATIO_TARGET = 1.0      # aiconfigurator wall / shardbudget wall
+WALL_TARGET_S = 1.0  # one `deploy --gpus 64` call, start-up included (issue 13)
+RATIO_TARGET = 1.0  # aiconfigurator wall / shardbudget wall
 AIC_TIMEOUT_S = 1200.0  # one aiconfigurator run (the MoE sweep takes ~3 minutes here)
 
 WORKLOAD = ["--budget", "30ms", "--ttft-budget", "2s", "--input-len", "2048", "--output-len", "256"]
-AIC_WORKLOAD = ["--total-gpus", "64", "--backend", "vllm", "--isl", "2048", "--osl", "256", "--ttft", "2000",
-                "--tpot", "30"]
+AIC_WORKLOAD = [
+    "--total-gpus",
+    "64",
+    "--backend",
+    "vllm",
+    "--isl",
+    "2048",
+    "--osl",
+    "256",
+    "--ttft",
+    "2000",
+    "--tpot",
+    "30",
+]
 CASES = {
-    "dense": {"model": "llama-3.1-70b", "system": "hgx-h100",
-              "aic_model": "meta-llama/Meta-Llama-3.1-70B", "aic_system": "h100_sxm"},
-    "moe": {"model": "deepseek-v3", "system": "hgx-h200",
-            "aic_model": "deepseek-ai/DeepSeek-V3", "aic_system": "h200_sxm"},
+    "dense": {
+        "model": "llama-3.1-70b",
+        "system": "hgx-h100",
+        "aic_model": "meta-llama/Meta-Llama-3.1-70B",
+        "aic_system": "h100_sxm",
+    },
+    "moe": {
+        "model": "deepseek-v3",
+        "system": "hgx-h200",
+        "aic_model": "deepseek-ai/DeepSeek-V3",
+        "aic_system": "h200_sxm",
+    },
 }
 
 
@@ -78,8 +98,14 @@ def aic_argv(case: str) -> list[str]:
 def target(name: str, value, unit: str, goal: float, higher_is_better: bool, **detail) -> dict:
     """One target record as run_all.py reads it (the same shape as speed.py's)."""
     passed = value is not None and (value >= goal if higher_is_better else value < goal)
-    return {"name": name, "value": value, "unit": unit, "target": f"{'>=' if higher_is_better else '<'} {goal:g}",
-            "passed": bool(passed), **detail}
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": f"{'>=' if higher_is_better else '<'} {goal:g}",
+        "passed": bool(passed),
+        **detail,
+    }
 
 
 def _child_env() -> dict:
@@ -90,8 +116,9 @@ def _child_env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed_run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None,
-              timeout: float | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
+def timed_run(
+    cmd: list[str], *, env: dict | None = None, cwd: str | None = None, timeout: float | None = None
+) -> tuple[float, float, subprocess.CompletedProcess]:
     """(wall s, CPU s of the child and its children, the finished process)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -102,11 +129,16 @@ def timed_run(cmd: list[str], *, env: dict | None = None, cwd: str | None = None
 
 
 def _summary(walls: list[float], cpus: list[float]) -> dict:
-    return {"wall_s_median": statistics.median(walls), "cpu_s_median": statistics.median(cpus),
-            "walls_s": walls, "cpus_s": cpus}
+    return {
+        "wall_s_median": statistics.median(walls),
+        "cpu_s_median": statistics.median(cpus),
+        "walls_s": walls,
+        "cpus_s": cpus,
+    }
 
 
 # --- (a) shardbudget deploy wall time ------------------------------------------------------
+
 
 def deploy_wall(case: str, runs: int) -> dict:
     cmd, env = _cli() + deploy_argv(case), _child_env()
@@ -124,16 +156,27 @@ def deploy_wall(case: str, runs: int) -> dict:
     options = shown + (int(more.group(1)) if more else 0)
     best = next((line for line in proc.stdout.splitlines() if line.startswith("On 64 GPUs")), "")
     c = CASES[case]
-    print(f"(a) {case}: `shardbudget {' '.join(deploy_argv(case))}`: {options} options; median wall "
-          f"{s['wall_s_median']:.3f} s over {runs} runs (min {min(walls):.3f}, max {max(walls):.3f}); "
-          f"median CPU {s['cpu_s_median']:.3f} s")
+    print(
+        f"(a) {case}: `shardbudget {' '.join(deploy_argv(case))}`: {options} options; median wall "
+        f"{s['wall_s_median']:.3f} s over {runs} runs (min {min(walls):.3f}, max {max(walls):.3f}); "
+        f"median CPU {s['cpu_s_median']:.3f} s"
+    )
     print(f"    {best[:160]}{'...' if len(best) > 160 else ''}")
-    return target(f"deploy 64 GPUs wall, {case} ({c['model']}, {c['system']})", s["wall_s_median"], "s",
-                  WALL_TARGET_S, False, runs=runs, options=options, command="shardbudget " + " ".join(deploy_argv(case)),
-                  **s)
+    return target(
+        f"deploy 64 GPUs wall, {case} ({c['model']}, {c['system']})",
+        s["wall_s_median"],
+        "s",
+        WALL_TARGET_S,
+        False,
+        runs=runs,
+        options=options,
+        command="shardbudget " + " ".join(deploy_argv(case)),
+        **s,
+    )
 
 
 # --- (b) where the time goes ---------------------------------------------------------------
+
 
 class _Phases:
     """Exclusive wall and CPU time per named phase: a phase's time excludes the phases it calls."""
@@ -157,6 +200,7 @@ class _Phases:
                 if self._stack:
                     self._stack[-1][0] += dw
                     self._stack[-1][1] += dc
+
         return timed
 
     def add(self, name: str, w0: float, c0: float) -> None:
@@ -182,8 +226,9 @@ def _instrument(ph: _Phases) -> None:
     step.StepModel.work = ph.wrap("evaluate: per-layer ops and collectives listed", step.StepModel.work)
     price_ops.OpPricer.compute_s = ph.wrap("evaluate: op times (roofline, floors)", price_ops.OpPricer.compute_s)
     price_comm.CommPricer.comm_s = ph.wrap("evaluate: collective times", price_comm.CommPricer.comm_s)
-    step.StepModel._layer_parts = ph.wrap("evaluate: layers priced (once per TP x EP x DP, shared by PP)",
-                                          step.StepModel._layer_parts)
+    step.StepModel._layer_parts = ph.wrap(
+        "evaluate: layers priced (once per TP x EP x DP, shared by PP)", step.StepModel._layer_parts
+    )
     deploy.memory_need = ph.wrap("memory per GPU", deploy.memory_need)
     deploy.pareto_front = ph.wrap("Pareto front", deploy.pareto_front)
     deploy.build_launches = ph.wrap("launch lines", deploy.build_launches)
@@ -198,18 +243,22 @@ def _breakdown_worker(case: str) -> None:
     ph = _Phases()
     w0, c0 = time.perf_counter(), time.process_time()
     import numpy  # noqa: F401
+
     ph.add("import numpy", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
     import rich.console  # noqa: F401
     import rich.table  # noqa: F401
     import typer  # noqa: F401
+
     ph.add("import typer, rich", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
     import shardbudget.decide.deploy  # noqa: F401
     import shardbudget.report.tables  # noqa: F401
+
     ph.add("import shardbudget: what deploy needs", w0, c0)
     w0, c0 = time.perf_counter(), time.process_time()
     import shardbudget.cli.deploy  # noqa: F401
+
     ph.add("import shardbudget.cli: the app and the deploy command", w0, c0)
     _instrument(ph)
     out = io.StringIO()
@@ -233,8 +282,13 @@ def breakdown(case: str, runs: int) -> dict:
     start_wall, start_cpu = interpreter_start()
     walls, cpus = defaultdict(list), defaultdict(list)
     for _ in range(runs):
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--breakdown-worker", case],
-                              capture_output=True, text=True, cwd=ROOT, env=_child_env())
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--breakdown-worker", case],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=_child_env(),
+        )
         if proc.returncode:
             raise RuntimeError(f"breakdown worker failed: {proc.stderr[-2000:]}")
         got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -249,22 +303,35 @@ def breakdown(case: str, runs: int) -> dict:
     for name, w, c in rows:
         print(f"    {name:<72} {w:7.3f} {c:7.3f} {100 * w / total_w:5.1f}%")
     print(f"    {'sum':<72} {total_w:7.3f} {total_c:7.3f}")
-    return {"case": case, "runs": runs, "phases": [{"phase": n, "wall_s": w, "cpu_s": c} for n, w, c in rows],
-            "sum_wall_s": total_w, "sum_cpu_s": total_c}
+    return {
+        "case": case,
+        "runs": runs,
+        "phases": [{"phase": n, "wall_s": w, "cpu_s": c} for n, w, c in rows],
+        "sum_wall_s": total_w,
+        "sum_cpu_s": total_c,
+    }
 
 
 # --- (c) aiconfigurator --------------------------------------------------------------------
 
+
 def _aic_env() -> dict:
     """The user's environment without ours: no PYTHONPATH into shardbudget's src, no thread pins,
     its .pyc files used as for shardbudget (see _child_env)."""
-    return {k: v for k, v in _child_env().items()
-            if k != "PYTHONPATH" and not k.startswith(("OPENBLAS_", "OMP_", "MKL_", "SHARDBUDGET_"))}
+    return {
+        k: v
+        for k, v in _child_env().items()
+        if k != "PYTHONPATH" and not k.startswith(("OPENBLAS_", "OMP_", "MKL_", "SHARDBUDGET_"))
+    }
 
 
 def aic_version(python: Path) -> str | None:
-    proc = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('aiconfigurator'))"],
-                          capture_output=True, text=True, env=_aic_env())
+    proc = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('aiconfigurator'))"],
+        capture_output=True,
+        text=True,
+        env=_aic_env(),
+    )
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
@@ -306,8 +373,10 @@ def aic_ratio(case: str, ours: dict, python: Path | None, runs: int) -> dict:
     c = CASES[case]
     name = f"aiconfigurator / deploy wall, {case} ({c['aic_model']}, {c['aic_system']})"
     if python is None or not Path(python).exists():
-        why = (f"no venv at {AIC_VENV.relative_to(ROOT)} (benchmarks/run_all.py creates it: "
-               f"pip install aiconfigurator=={AIC_VERSION}; offline, that install fails)")
+        why = (
+            f"no venv at {AIC_VENV.relative_to(ROOT)} (benchmarks/run_all.py creates it: "
+            f"pip install aiconfigurator=={AIC_VERSION}; offline, that install fails)"
+        )
         print(f"(c) aiconfigurator, {case}: {why}: not measured")
         return target(name, None, "x", RATIO_TARGET, True, error=why)
     version = aic_version(Path(python))
@@ -318,22 +387,37 @@ def aic_ratio(case: str, ours: dict, python: Path | None, runs: int) -> dict:
     try:
         theirs = aic_wall(case, Path(python), runs)
     except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
-        print(f"(c) aiconfigurator {version}, {case}: the run failed, not measured:\n    "
-              + str(exc).replace("\n", "\n    "))
+        print(
+            f"(c) aiconfigurator {version}, {case}: the run failed, not measured:\n    "
+            + str(exc).replace("\n", "\n    ")
+        )
         return target(name, None, "x", RATIO_TARGET, True, error=str(exc)[-1500:], aiconfigurator_version=version)
     ratio = theirs["wall_s_median"] / ours["wall_s_median"]
     cpu_ratio = theirs["cpu_s_median"] / ours["cpu_s_median"]
     note = "" if version == AIC_VERSION else f" (pinned {AIC_VERSION}; the venv has {version})"
-    print(f"(c) aiconfigurator {version}{note}, {case}: `{theirs['command']}`: median wall {theirs['wall_s_median']:.1f} s "
-          f"over {runs} run(s), CPU {theirs['cpu_s_median']:.1f} s; its own sweep timer "
-          f"{theirs.get('sweep_s', float('nan')):.1f} s; results {theirs.get('results', {})}")
+    print(
+        f"(c) aiconfigurator {version}{note}, {case}: `{theirs['command']}`: median wall {theirs['wall_s_median']:.1f} s "
+        f"over {runs} run(s), CPU {theirs['cpu_s_median']:.1f} s; its own sweep timer "
+        f"{theirs.get('sweep_s', float('nan')):.1f} s; results {theirs.get('results', {})}"
+    )
     if theirs.get("chosen"):
         print(f"    it chose: {theirs['chosen']}")
-    print(f"    shardbudget deploy: median wall {ours['wall_s_median']:.3f} s, CPU {ours['cpu_s_median']:.3f} s "
-          f"-> aiconfigurator takes {ratio:,.0f}x the wall time ({cpu_ratio:,.0f}x the CPU time)")
-    return target(name, ratio, "x", RATIO_TARGET, True, cpu_ratio=cpu_ratio, aiconfigurator_version=version,
-                  aiconfigurator=theirs, shardbudget_wall_s=ours["wall_s_median"],
-                  shardbudget_cpu_s=ours["cpu_s_median"])
+    print(
+        f"    shardbudget deploy: median wall {ours['wall_s_median']:.3f} s, CPU {ours['cpu_s_median']:.3f} s "
+        f"-> aiconfigurator takes {ratio:,.0f}x the wall time ({cpu_ratio:,.0f}x the CPU time)"
+    )
+    return target(
+        name,
+        ratio,
+        "x",
+        RATIO_TARGET,
+        True,
+        cpu_ratio=cpu_ratio,
+        aiconfigurator_version=version,
+        aiconfigurator=theirs,
+        shardbudget_wall_s=ours["wall_s_median"],
+        shardbudget_cpu_s=ours["cpu_s_median"],
+    )
 
 
 def _versions() -> dict[str, str]:
@@ -351,14 +435,26 @@ def _versions() -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the target records here (JSON)")
-    ap.add_argument("--quick", action="store_true",
-                    help="fewer runs, aiconfigurator on the dense case only (a smoke run, not the measurement)")
-    ap.add_argument("--aiconfigurator-python", type=Path, default=AIC_VENV / "bin" / "python",
-                    help="python of the aiconfigurator venv")
-    ap.add_argument("--aic-runs", type=int, default=None,
-                    help="aiconfigurator runs per case (default 3 dense, 1 MoE: one MoE sweep takes minutes)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer runs, aiconfigurator on the dense case only (a smoke run, not the measurement)",
+    )
+    ap.add_argument(
+        "--aiconfigurator-python",
+        type=Path,
+        default=AIC_VENV / "bin" / "python",
+        help="python of the aiconfigurator venv",
+    )
+    ap.add_argument(
+        "--aic-runs",
+        type=int,
+        default=None,
+        help="aiconfigurator runs per case (default 3 dense, 1 MoE: one MoE sweep takes minutes)",
+    )
     ap.add_argument("--no-aiconfigurator", action="store_true", help="skip (c)")
     ap.add_argument("--breakdown-worker", metavar="CASE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -367,8 +463,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     runs = 3 if args.quick else 9
     versions = _versions()
-    print(f"deploy_speed: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, unpinned (a normal start-up, "
-          f".pyc files cached); " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print(
+        f"deploy_speed: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, unpinned (a normal start-up, "
+        f".pyc files cached); " + ", ".join(f"{k} {v}" for k, v in versions.items())
+    )
     targets, breakdowns = [], []
     for case in CASES:
         ours = deploy_wall(case, runs)
@@ -379,8 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         aic_runs = args.aic_runs or (1 if args.quick or case == "moe" else 3)
         targets.append(aic_ratio(case, ours, args.aiconfigurator_python, aic_runs))
     if args.out:
-        write_json_atomic(args.out, {"benchmark": "deploy_speed", "versions": versions, "targets": targets,
-                                     "breakdown": breakdowns})
+        write_json_atomic(
+            args.out, {"benchmark": "deploy_speed", "versions": versions, "targets": targets, "breakdown": breakdowns}
+        )
     return 0 if all(t["passed"] for t in targets) else 1
 
 

@@ -34,21 +34,84 @@ ROOT = Path(__file__).resolve().parent
 VENVS = ROOT / ".venvs"
 PINS = {"sglang": ["sglang==0.5.23", "sglang-router==0.3.2"], "vllm": ["vllm==0.34.0"]}
 EXTRA = {  # what the parser modules import, beyond the engine itself (pure-Python wheels)
-    "sglang": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers==5.19.0", "orjson",
-               "packaging", "aiohttp", "fastapi", "uvicorn", "uvloop", "pyzmq", "setproctitle", "msgspec", "pillow",
-               "tqdm", "pybase64", "IPython", "triton", "openai", "xgrammar", "partial_json_parser", "sentencepiece",
-               "dill", "setproctitle"],
-    "vllm": ["torch==2.13.0", "numpy", "psutil", "requests", "pydantic", "transformers>=5.16.1,<5.23.0", "msgspec", "cachetools",
-             "cloudpickle", "pyzmq", "fastapi", "uvicorn", "openai", "prometheus_client", "tqdm", "regex",
-             "sentencepiece", "blake3", "cbor2", "gguf", "pybase64", "typing_extensions", "openai-harmony",
-             "partial-json-parser", "diskcache", "einops", "py-cpuinfo", "tokenizers", "pillow", "watchfiles",
-             "lark", "python-json-logger", "six", "setproctitle", "prometheus-fastapi-instrumentator", "aiohttp",
-             "pyyaml", "ijson", "anthropic", "uvloop",
-             # 0.34.0's first parse reads its config dataclasses' annotations: the structured-output
-             # backends' types among them (its own pins)
-             "llguidance>=1.7.0,<1.8.0", "xgrammar==0.2.8", "outlines_core==0.2.14", "lm-format-enforcer==0.11.3"],
+    "sglang": [
+        "torch==2.13.0",
+        "numpy",
+        "psutil",
+        "requests",
+        "pydantic",
+        "transformers==5.19.0",
+        "orjson",
+        "packaging",
+        "aiohttp",
+        "fastapi",
+        "uvicorn",
+        "uvloop",
+        "pyzmq",
+        "setproctitle",
+        "msgspec",
+        "pillow",
+        "tqdm",
+        "pybase64",
+        "IPython",
+        "triton",
+        "openai",
+        "xgrammar",
+        "partial_json_parser",
+        "sentencepiece",
+        "dill",
+        "setproctitle",
+    ],
+    "vllm": [
+        "torch==2.13.0",
+        "numpy",
+        "psutil",
+        "requests",
+        "pydantic",
+        "transformers>=5.16.1,<5.23.0",
+        "msgspec",
+        "cachetools",
+        "cloudpickle",
+        "pyzmq",
+        "fastapi",
+        "uvicorn",
+        "openai",
+        "prometheus_client",
+        "tqdm",
+        "regex",
+        "sentencepiece",
+        "blake3",
+        "cbor2",
+        "gguf",
+        "pybase64",
+        "typing_extensions",
+        "openai-harmony",
+        "partial-json-parser",
+        "diskcache",
+        "einops",
+        "py-cpuinfo",
+        "tokenizers",
+        "pillow",
+        "watchfiles",
+        "lark",
+        "python-json-logger",
+        "six",
+        "setproctitle",
+        "prometheus-fastapi-instrumentator",
+        "aiohttp",
+        "pyyaml",
+        "ijson",
+        "anthropic",
+        "uvloop",
+        # 0.34.0's first parse reads its config dataclasses' annotations: the structured-output
+        # backends' types among them (its own pins)
+        "llguidance>=1.7.0,<1.8.0",
+        "xgrammar==0.2.8",
+        "outlines_core==0.2.14",
+        "lm-format-enforcer==0.11.3",
+    ],
 }
-WORKER = r'''
+WORKER = r"""
 import argparse, json, shlex, sys
 engine, lines = sys.argv[1], json.load(sys.stdin)
 if engine == "sglang":
@@ -95,7 +158,7 @@ for program, argv in lines:
     except Exception as e:
         out.append(f"{type(e).__name__}: {e}")
 print(json.dumps(out))
-'''
+"""
 
 
 PARSED = {"sglang": ("serve", "router"), "vllm": ("serve",), "mpirun": ("mpirun",)}
@@ -119,20 +182,43 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import load_model
     from shardbudget.step.speculative import Speculation
+
     cat = load_catalog()
-    requests = [("llama-3.1-70b", "hgx-h100", 8, {}), ("llama-3.1-70b", "hgx-h100", 64, {}),
-                ("llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, {"budget_s": 0.1}),
-                ("llama-3.1-70b", "hgx-h100", 8, {"dtype": "fp8", "kv_dtype": "fp8", "engine": "eager"}),
-                ("llama-3.1-70b", "hgx-h100", 16, {"disaggregate": (4, 12), "budget_s": 0.05}),
-                ("deepseek-v3", "hgx-h200", 32, {"budget_s": 0.1}),
-                ("deepseek-v3", "hgx-h200", 16, {"budget_s": 0.05, "workload": Workload(
-                    speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))}),
-                ("llama-3.1-70b", "hgx-h100", 8, {"workload": Workload(
-                    speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7))}),
-                ("llama-3.1-405b", "hgx-h100", 16, {"budget_s": 0.1}),
-                ("deepseek-v3", "hgx-h200", 24, {"budget_s": 0.1, "disaggregate": (8, 16)}),
-                ("llama-3.1-70b", "hgx-h100", 8, {"workload": Workload(speculation=Speculation(
-                    method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.1-8b"))})]
+    requests = [
+        ("llama-3.1-70b", "hgx-h100", 8, {}),
+        ("llama-3.1-70b", "hgx-h100", 64, {}),
+        ("llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, {"budget_s": 0.1}),
+        ("llama-3.1-70b", "hgx-h100", 8, {"dtype": "fp8", "kv_dtype": "fp8", "engine": "eager"}),
+        ("llama-3.1-70b", "hgx-h100", 16, {"disaggregate": (4, 12), "budget_s": 0.05}),
+        ("deepseek-v3", "hgx-h200", 32, {"budget_s": 0.1}),
+        (
+            "deepseek-v3",
+            "hgx-h200",
+            16,
+            {
+                "budget_s": 0.05,
+                "workload": Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)),
+            },
+        ),
+        (
+            "llama-3.1-70b",
+            "hgx-h100",
+            8,
+            {"workload": Workload(speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7))},
+        ),
+        ("llama-3.1-405b", "hgx-h100", 16, {"budget_s": 0.1}),
+        ("deepseek-v3", "hgx-h200", 24, {"budget_s": 0.1, "disaggregate": (8, 16)}),
+        (
+            "llama-3.1-70b",
+            "hgx-h100",
+            8,
+            {
+                "workload": Workload(
+                    speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.1-8b")
+                )
+            },
+        ),
+    ]
     out = []
     for model, system, gpus, kw in requests:
         question = {k: kw.pop(k) for k in ("disaggregate",) if k in kw}
@@ -142,8 +228,7 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
             launches, _ = build_launches(one, load_model(model), cat.system(system), cat)
             if engine == "mpirun" and "trtllm" in launches:
                 la = launches["trtllm"]
-                out += [("mpirun", [*s.wrapper[1:], la.commands[s.program], *s.argv])
-                        for s in la.steps if s.wrapper]
+                out += [("mpirun", [*s.wrapper[1:], la.commands[s.program], *s.argv]) for s in la.steps if s.wrapper]
             elif engine in launches:
                 out += [(s.program, list(s.argv)) for s in launches[engine].steps if s.program in PARSED[engine]]
     return [(program, [_ip(w) for w in argv]) for program, argv in out]
@@ -157,14 +242,17 @@ def check_mpirun(lines: list[tuple[str, list[str]]]) -> tuple[str, list]:
     errors = []
     for program, argv in lines:
         np_ = int(argv[argv.index("-np") + 1]) if "-np" in argv else 0
-        r = subprocess.run(["mpirun", "--allow-run-as-root", "--do-not-launch", *argv], capture_output=True,
-                           text=True, timeout=60)
+        r = subprocess.run(
+            ["mpirun", "--allow-run-as-root", "--do-not-launch", *argv], capture_output=True, text=True, timeout=60
+        )
         ranks = (r.stdout + r.stderr).count("Process rank:")
         if r.returncode or ranks != np_:
             errors.append(f"mpirun exit {r.returncode}, {ranks} of {np_} ranks mapped")
         else:
             errors.append(None)
-    return "system " + subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0], errors
+    return "system " + subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[
+        0
+    ], errors
 
 
 def install(engine: str) -> tuple[Path | None, str]:
@@ -173,8 +261,11 @@ def install(engine: str) -> tuple[Path | None, str]:
     if not py.exists():
         venv.create(env_dir, with_pip=True)
     pip = [str(py), "-m", "pip", "install", "-q"]
-    steps = [pip + ["--no-deps", *PINS[engine]], pip + EXTRA[engine], [str(py), "-m", "pip", "uninstall", "-y", "-q",
-                                                                         "torchvision"]]
+    steps = [
+        pip + ["--no-deps", *PINS[engine]],
+        pip + EXTRA[engine],
+        [str(py), "-m", "pip", "uninstall", "-y", "-q", "torchvision"],
+    ]
     for cmd in steps:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1500)
         if r.returncode:
@@ -192,8 +283,10 @@ def main() -> int:
         lines = server_lines(engine)
         if engine == "mpirun":
             if shutil.which("mpirun") is None:
-                print(f"mpirun: not installed here (apt-get install openmpi-bin); {len(lines)} lines checked only "
-                      f"by the flag tables")
+                print(
+                    f"mpirun: not installed here (apt-get install openmpi-bin); {len(lines)} lines checked only "
+                    f"by the flag tables"
+                )
                 continue
             how, results = check_mpirun(lines)
         else:
@@ -201,8 +294,14 @@ def main() -> int:
             if py is None:
                 print(f"{engine}: not installed here ({how}); {len(lines)} lines checked only by the flag tables")
                 continue
-            r = subprocess.run([str(py), "-c", WORKER, engine], input=json.dumps(lines), capture_output=True,
-                               text=True, timeout=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+            r = subprocess.run(
+                [str(py), "-c", WORKER, engine],
+                input=json.dumps(lines),
+                capture_output=True,
+                text=True,
+                timeout=900,
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+            )
             if r.returncode:
                 print(f"{engine}: {how}, but its parser did not import: {r.stderr.strip().splitlines()[-1:]}")
                 continue
@@ -213,8 +312,15 @@ def main() -> int:
         print(f"{engine}: {how}; {len(lines) - len(errors)} of {len(lines)} printed lines parse ({kinds})")
         for (program, argv), e in errors[:5]:
             print(f"  {e}: {program} {' '.join(argv)[:200]}")
-        targets.append({"name": f"{engine} lines parse", "value": len(lines) - len(errors), "unit": "lines",
-                        "target": len(lines), "passed": not errors})
+        targets.append(
+            {
+                "name": f"{engine} lines parse",
+                "value": len(lines) - len(errors),
+                "unit": "lines",
+                "target": len(lines),
+                "passed": not errors,
+            }
+        )
     if args.out or os.environ.get("SHARDBUDGET_BENCH_RESULTS"):
         Path(args.out or os.environ["SHARDBUDGET_BENCH_RESULTS"]).write_text(json.dumps({"targets": targets}))
     return 1 if failed else 0

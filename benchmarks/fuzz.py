@@ -58,14 +58,102 @@ SHARES = {"units": 0.40, "config": 0.28, "logs": 0.20, "catalog": 0.12}
 
 # --- shared pools of hostile values ------------------------------------------------------------
 
-NUMBERS = ["0", "1", "8", "-5", "30", "1.5", ".5", "5.", "1e9", "1e-9", "1e999", "-1e999", "1e-999",
-           "nan", "NaN", "inf", "-inf", "+inf", "1_000", "0x10", "1e308", "9" * 40, "-0", "1e", "e5",
-           "--1", "1.2.3", "", " ", "٣", "１"]
-PREFIXES = ["", "", "", "k", "K", "M", "G", "T", "P", "E", "Z", "Y", "m", "u", "µ", "μ", "n", "p", "f",
-            "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi", "KB"]
-UNITS = ["B", "b", "bit", "bits", "byte", "bytes", "B/s", "b/s", "bps", "Bps", "bit/s", "bytes/s", "s",
-         "sec", "second", "seconds", "FLOP/s", "FLOPS", "flops", "flop/s", "Hz", "parsecs", "%", "",
-         "B/s/s", "s/B", "/s", "GB", "ms", "us", "W"]
+NUMBERS = [
+    "0",
+    "1",
+    "8",
+    "-5",
+    "30",
+    "1.5",
+    ".5",
+    "5.",
+    "1e9",
+    "1e-9",
+    "1e999",
+    "-1e999",
+    "1e-999",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "+inf",
+    "1_000",
+    "0x10",
+    "1e308",
+    "9" * 40,
+    "-0",
+    "1e",
+    "e5",
+    "--1",
+    "1.2.3",
+    "",
+    " ",
+    "٣",
+    "１",
+]
+PREFIXES = [
+    "",
+    "",
+    "",
+    "k",
+    "K",
+    "M",
+    "G",
+    "T",
+    "P",
+    "E",
+    "Z",
+    "Y",
+    "m",
+    "u",
+    "µ",
+    "μ",
+    "n",
+    "p",
+    "f",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+    "Ei",
+    "Zi",
+    "Yi",
+    "KB",
+]
+UNITS = [
+    "B",
+    "b",
+    "bit",
+    "bits",
+    "byte",
+    "bytes",
+    "B/s",
+    "b/s",
+    "bps",
+    "Bps",
+    "bit/s",
+    "bytes/s",
+    "s",
+    "sec",
+    "second",
+    "seconds",
+    "FLOP/s",
+    "FLOPS",
+    "flops",
+    "flop/s",
+    "Hz",
+    "parsecs",
+    "%",
+    "",
+    "B/s/s",
+    "s/B",
+    "/s",
+    "GB",
+    "ms",
+    "us",
+    "W",
+]
 SPACES = ["", "", " ", "  ", "\t", "\u00a0", "\n"]
 JUNK = list(":,;/()[]{}+-=*eE.#'\"\\ \x00\x1b\u2028\u00b5\u03bc\u200b") + ["1", "0", "B", "s", "é", "💥"]
 
@@ -74,9 +162,9 @@ def hostile_scalar(rng: random.Random):
     """One value of any JSON/TOML scalar type that a careless reader might mishandle."""
     pick = rng.randrange(12)
     if pick == 0:
-        return rng.choice([0, 1, -1, 2, 3, 7, 8, 64, 128, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, -2**63])
+        return rng.choice([0, 1, -1, 2, 3, 7, 8, 64, 128, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63)])
     if pick == 1:
-        return rng.randint(-10, 10**rng.randint(1, 30))
+        return rng.randint(-10, 10 ** rng.randint(1, 30))
     if pick == 2:
         return rng.choice([0.0, -0.0, 0.5, 32.0, 1e308, -1e308, 1e-308, math.nan, math.inf, -math.inf])
     if pick == 3:
@@ -121,17 +209,26 @@ def mutate_text(rng: random.Random, text: str, edits: int) -> str:
 # --- units -------------------------------------------------------------------------------------
 
 GOOD_NUMBERS = ["1", "8", "16", "30", "1.5", "0.6", "2.5e3", "400", "989", "1e-3", "0"]
-GOOD_UNITS = {"bytes": ["B", "b", "bit", "bytes"], "seconds": ["s", "sec", "seconds"],
-              "rate": ["B/s", "b/s", "bps", "Bps", "bit/s"], "flops": ["FLOP/s", "FLOPS", "flops"]}
+GOOD_UNITS = {
+    "bytes": ["B", "b", "bit", "bytes"],
+    "seconds": ["s", "sec", "seconds"],
+    "rate": ["B/s", "b/s", "bps", "Bps", "bit/s"],
+    "flops": ["FLOP/s", "FLOPS", "flops"],
+}
 
 
 def unit_text(rng: random.Random, kind: str | None = None) -> str:
     """A quantity as someone might type it: well formed for `kind` half the time, else anything."""
     if kind and rng.random() < 0.5:
-        return rng.choice(GOOD_NUMBERS) + rng.choice(["", " "]) + rng.choice(PREFIXES) \
-            + rng.choice(GOOD_UNITS[kind])
-    text = rng.choice(SPACES[:3]) + rng.choice(NUMBERS) + rng.choice(SPACES) + rng.choice(PREFIXES) \
-        + rng.choice(UNITS) + rng.choice(SPACES[:3])
+        return rng.choice(GOOD_NUMBERS) + rng.choice(["", " "]) + rng.choice(PREFIXES) + rng.choice(GOOD_UNITS[kind])
+    text = (
+        rng.choice(SPACES[:3])
+        + rng.choice(NUMBERS)
+        + rng.choice(SPACES)
+        + rng.choice(PREFIXES)
+        + rng.choice(UNITS)
+        + rng.choice(SPACES[:3])
+    )
     if rng.random() < 0.25:
         text = mutate_text(rng, text, rng.randint(1, 3))
     elif rng.random() < 0.05:
@@ -143,16 +240,23 @@ def units_case(rng: random.Random) -> tuple[object, Callable[[], None]]:
     kind = rng.randrange(8)
     unit_kind = {0: "bytes", 1: "seconds", 2: "rate", 3: "flops", 4: "rate"}.get(kind, "bytes")
     r = rng.random()
-    value = unit_text(rng, unit_kind) if r < 0.85 else hostile_scalar(rng) if r < 0.95 else rng.choice(
-        [None, b"8B", 3j, object()])
+    value = (
+        unit_text(rng, unit_kind)
+        if r < 0.85
+        else hostile_scalar(rng)
+        if r < 0.95
+        else rng.choice([None, b"8B", 3j, object()])
+    )
     if kind == 0:
         allow_zero, bare_ok = rng.random() < 0.3, rng.random() < 0.7
         return (value, allow_zero, bare_ok), lambda: _check_quantity(
-            units.parse_bytes(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero)
+            units.parse_bytes(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero
+        )
     if kind == 1:
         allow_zero, bare_ok = rng.random() < 0.3, rng.random() < 0.3
         return (value, allow_zero, bare_ok), lambda: _check_quantity(
-            units.parse_seconds(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero)
+            units.parse_seconds(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero
+        )
     if kind == 2:
         return value, lambda: _check_quantity(units.parse_rate(value), False)
     if kind == 3:
@@ -161,15 +265,19 @@ def units_case(rng: random.Random) -> tuple[object, Callable[[], None]]:
         direction = rng.choice(units.DIRECTIONS * 3 + ("both", "", "per direction"))
         return (value, direction), lambda: _check_quantity(units.vendor_rate_to_bytes_per_s(value, direction), False)
     if kind == 5:
-        parts = [unit_text(rng, "bytes") if rng.random() < 0.5 else rng.choice(["8B", "1GiB", "64MiB", "1", "8"])
-                 for _ in range(rng.choice([1, 2, 2, 2, 3, 3, 4]))]
+        parts = [
+            unit_text(rng, "bytes") if rng.random() < 0.5 else rng.choice(["8B", "1GiB", "64MiB", "1", "8"])
+            for _ in range(rng.choice([1, 2, 2, 2, 3, 3, 4]))
+        ]
         if len(parts) == 3 and rng.random() < 0.7:
             parts[2] = rng.choice(["2", "4", "1", "0", "1.0000001", "-2", "x", "1e999", "nan", "2.5", ""])
         text = ":".join(parts)
         return text, lambda: _check_range(units.parse_size_range(text))
     if kind == 6:
-        items = [",".join(unit_text(rng, "bytes") if rng.random() < 0.6 else "" for _ in range(rng.randrange(4)))
-                 for _ in range(rng.randrange(3))]
+        items = [
+            ",".join(unit_text(rng, "bytes") if rng.random() < 0.6 else "" for _ in range(rng.randrange(4)))
+            for _ in range(rng.randrange(3))
+        ]
         return items, lambda: [_check_quantity(x, False) for x in units.parse_list(items, units.parse_bytes)]
     return value, lambda: _check_range(units.parse_size_range(value)) if isinstance(value, str) else None
 
@@ -187,17 +295,32 @@ def _check_range(sizes: list[float]) -> None:
 
 # --- config.json -------------------------------------------------------------------------------
 
+
 def _shipped_configs() -> list[dict]:
     root = resources.files("shardbudget") / "catalog" / "models"
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.iterdir(), key=str)
-            if p.name.endswith(".json")]
+    return [
+        json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.iterdir(), key=str) if p.name.endswith(".json")
+    ]
 
 
 CONFIGS = _shipped_configs()
-FIELDS = sorted({k for c in CONFIGS for k in c} | {
-    "num_experts", "num_local_experts", "n_routed_experts", "n_shared_experts", "mlp_only_layers",
-    "decoder_sparse_step", "moe_layer_freq", "shared_expert_intermediate_size", "is_encoder_decoder",
-    "text_config", "head_dim", "sliding_window"})
+FIELDS = sorted(
+    {k for c in CONFIGS for k in c}
+    | {
+        "num_experts",
+        "num_local_experts",
+        "n_routed_experts",
+        "n_shared_experts",
+        "mlp_only_layers",
+        "decoder_sparse_step",
+        "moe_layer_freq",
+        "shared_expert_intermediate_size",
+        "is_encoder_decoder",
+        "text_config",
+        "head_dim",
+        "sliding_window",
+    }
+)
 
 
 def config_case(rng: random.Random, tmp: Path) -> tuple[object, Callable[[], None]]:
@@ -228,9 +351,12 @@ def config_case(rng: random.Random, tmp: Path) -> tuple[object, Callable[[], Non
 def _check_config(cfg) -> None:
     # An accepted config must be one the rest of the tool can size; otherwise the reader let through
     # something that fails later with a worse message.
-    for n in (transformer.total_params(cfg), transformer.active_params(cfg),
-              transformer.kv_bytes_per_token(cfg),
-              transformer.weight_bytes_per_gpu(cfg, tp=1)):
+    for n in (
+        transformer.total_params(cfg),
+        transformer.active_params(cfg),
+        transformer.kv_bytes_per_token(cfg),
+        transformer.weight_bytes_per_gpu(cfg, tp=1),
+    ):
         assert math.isfinite(n) and n > 0, n
 
 
@@ -273,10 +399,12 @@ def _log_pools() -> tuple[list[str], list[str]]:
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             (other if line.lstrip().startswith(("@", "#")) or not line.strip() else rows).append(line)
     if not rows:  # an installed copy without data/: a handful of real-shaped rows
-        rows = ["           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",
-                "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0",
-                "  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0",
-                "        1024           256     float    none      -1    20.12    0.05    0.05    N/A    19.87    0.05    0.05    N/A"]
+        rows = [
+            "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",
+            "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0",
+            "  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0",
+            "        1024           256     float    none      -1    20.12    0.05    0.05    N/A    19.87    0.05    0.05    N/A",
+        ]
     return rows, other
 
 
@@ -303,11 +431,11 @@ def log_text(rng: random.Random) -> str:
         else:
             line = json.dumps({"tool": "shardbudget", "results": [{"bytes": hostile_scalar(rng)}]})
         if rng.random() < 0.05:
-            line = line[:rng.randrange(len(line) + 1)]
+            line = line[: rng.randrange(len(line) + 1)]
         lines.append(line)
     text = rng.choice(["\n", "\r\n", "\n\n"]).join(lines)
     if rng.random() < 0.2:  # the whole file cut short
-        text = text[:rng.randrange(len(text) + 1)]
+        text = text[: rng.randrange(len(text) + 1)]
     if rng.random() < 0.05:
         text = mutate_text(rng, text, rng.randint(1, 10))
     return text
@@ -319,7 +447,8 @@ def logs_case(rng: random.Random) -> tuple[object, Callable[[], None]]:
     n_ranks = None if rng.random() < 0.8 else rng.choice([1, 2, 8, 16, 0, -1])
     data: str | bytes = text.encode("utf-8") if rng.random() < 0.05 else text
     return (text[:300], default_op, n_ranks), lambda: _check_log(
-        parse_log_text(data, source="fuzz", default_op=default_op, n_ranks=n_ranks))
+        parse_log_text(data, source="fuzz", default_op=default_op, n_ranks=n_ranks)
+    )
 
 
 def _check_log(ms) -> None:
@@ -333,22 +462,26 @@ def _check_log(ms) -> None:
 
 # --- catalog -----------------------------------------------------------------------------------
 
+
 def _builtin_docs() -> dict[str, dict]:
     root = resources.files("shardbudget") / "catalog"
-    return {n: tomllib.loads((root / n).read_text(encoding="utf-8"))
-            for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "systems.toml")}
+    return {
+        n: tomllib.loads((root / n).read_text(encoding="utf-8"))
+        for n in ("nccl.toml", "fabrics.toml", "gpus.toml", "systems.toml")
+    }
 
 
 BUILTIN = _builtin_docs()
-BUILTIN_TEXT = "\n".join((resources.files("shardbudget") / "catalog" / n).read_text(encoding="utf-8")
-                         for n in ("fabrics.toml", "gpus.toml", "systems.toml"))
+BUILTIN_TEXT = "\n".join(
+    (resources.files("shardbudget") / "catalog" / n).read_text(encoding="utf-8")
+    for n in ("fabrics.toml", "gpus.toml", "systems.toml")
+)
 
 
 def _parse_builtins_once() -> None:
     """load_catalog re-reads the built-in TOML (tens of ms) for every new user file; cache those
     parses so the fuzzing time goes into the user files. User text still goes to tomllib."""
-    texts = {(resources.files("shardbudget") / "catalog" / n).read_text(encoding="utf-8")
-             for n in BUILTIN}
+    texts = {(resources.files("shardbudget") / "catalog" / n).read_text(encoding="utf-8") for n in BUILTIN}
     cache: dict[str, dict] = {}
     real = hardware_catalog._read_toml
     if getattr(real, "caches_builtins", False):
@@ -381,6 +514,7 @@ class _CachedQuantities:
 
     def __enter__(self):
         import quantiphy  # units imports it when a text needs it (the common forms it reads itself)
+
         real = quantiphy.Quantity
 
         @functools.lru_cache(maxsize=65536)
@@ -397,6 +531,7 @@ class _CachedQuantities:
 
     def __exit__(self, *exc):
         import quantiphy
+
         quantiphy.Quantity = self.real
 
 
@@ -434,8 +569,11 @@ def catalog_doc(rng: random.Random) -> dict:
             elif r < 0.45:
                 entry[key] = unit_text(rng)
             elif r < 0.55:  # a name referring elsewhere, possibly misspelt
-                entry[key] = mutate_text(rng, rng.choice(sorted(BUILTIN["fabrics.toml"]["fabrics"])
-                                                         + sorted(BUILTIN["gpus.toml"]["gpus"])), rng.randrange(2))
+                entry[key] = mutate_text(
+                    rng,
+                    rng.choice(sorted(BUILTIN["fabrics.toml"]["fabrics"]) + sorted(BUILTIN["gpus.toml"]["gpus"])),
+                    rng.randrange(2),
+                )
             else:
                 entry[key] = hostile_scalar(rng)
         doc.setdefault(section, {})[new_name] = entry
@@ -464,7 +602,7 @@ def catalog_case(rng: random.Random, tmp: Path, serial: int) -> tuple[object, Ca
             text = json.dumps(doc)
     else:  # raw text: a slice of the built-in catalog, mangled
         i = rng.randrange(len(BUILTIN_TEXT))
-        text = mutate_text(rng, BUILTIN_TEXT[i:i + rng.randrange(50, 1500)], rng.randint(0, 8))
+        text = mutate_text(rng, BUILTIN_TEXT[i : i + rng.randrange(50, 1500)], rng.randint(0, 8))
     path = tmp / f"user-{serial}.toml"  # a fresh name: load_catalog caches per path
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     return text[:400], lambda: _check_catalog(hardware_catalog.load_catalog([str(path)]), text)
@@ -476,7 +614,7 @@ def _check_catalog(cat, text: str) -> None:
     for name, system in cat.systems.items():
         if name not in text:
             continue
-        for nodes in ((1, 2) if system.nic_fabric else (1,)):
+        for nodes in (1, 2) if system.nic_fabric else (1,):
             if system.gpus_per_node * nodes < 2:
                 continue
             try:
@@ -487,6 +625,7 @@ def _check_catalog(cat, text: str) -> None:
 
 
 # --- driver ------------------------------------------------------------------------------------
+
 
 def _case(target: str, rng: random.Random, tmp: Path, i: int) -> tuple[object, Callable[[], None]]:
     if target == "units":
@@ -512,8 +651,10 @@ def _try(call: Callable[[], None]) -> tuple[str, str]:
         frames = traceback.extract_tb(err.__traceback__)
         ours = [f for f in frames if "shardbudget" in f.filename] or frames
         where = ours[-1]
-        return "failed", (f"{type(err).__name__}: {str(err)[:300]}\n"
-                          f"    at {os.path.relpath(where.filename, ROOT)}:{where.lineno} ({where.name})")
+        return "failed", (
+            f"{type(err).__name__}: {str(err)[:300]}\n"
+            f"    at {os.path.relpath(where.filename, ROOT)}:{where.lineno} ({where.name})"
+        )
 
 
 def run(n_total: int, seed: int, only: set[str], show: int) -> int:
@@ -540,9 +681,11 @@ def run(n_total: int, seed: int, only: set[str], show: int) -> int:
                         for p in tmp.glob("user-*.toml"):
                             p.unlink()
             total += n
-            print(f"{target:8s} {n:7d} inputs ({tally['accepted']} accepted, {tally['refused']} refused "
-                  f"with ShardbudgetError), {tally['failed']} failures, {time.perf_counter() - t0:.1f} s",
-                  flush=True)
+            print(
+                f"{target:8s} {n:7d} inputs ({tally['accepted']} accepted, {tally['refused']} refused "
+                f"with ShardbudgetError), {tally['failed']} failures, {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
     for f in failures[:show]:
         print(f"FAIL {f}")
     if len(failures) > show:

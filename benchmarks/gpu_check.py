@@ -68,8 +68,14 @@ def check_hbm(torch, device, model, n_bytes: int, iters: int) -> dict:
     t = _timer(torch, device, lambda: dst.copy_(src), iters, graphs=False)
     measured = 2 * n_bytes / t  # a copy reads n and writes n
     predicted = model.rates[1]  # peak x memory efficiency
-    return {"what": "hbm copy", "bytes": n_bytes, "time_s": t, "measured_bytes_per_s": measured,
-            "predicted_bytes_per_s": predicted, "ratio": measured / predicted}
+    return {
+        "what": "hbm copy",
+        "bytes": n_bytes,
+        "time_s": t,
+        "measured_bytes_per_s": measured,
+        "predicted_bytes_per_s": predicted,
+        "ratio": measured / predicted,
+    }
 
 
 def _op_time(model, flops: float, nbytes: float) -> float:
@@ -80,8 +86,12 @@ def _op_time(model, flops: float, nbytes: float) -> float:
 def check_gemms(torch, device, model, hidden: int, inter: int, tps, batches, iters: int) -> list[dict]:
     rows = []
     for tp in tps:
-        for name, k, n in (("qkv", hidden, (hidden + 2 * hidden // 8) // tp), ("o", hidden // tp, hidden),
-                           ("gate_up", hidden, 2 * inter // tp), ("down", inter // tp, hidden)):
+        for name, k, n in (
+            ("qkv", hidden, (hidden + 2 * hidden // 8) // tp),
+            ("o", hidden // tp, hidden),
+            ("gate_up", hidden, 2 * inter // tp),
+            ("down", inter // tp, hidden),
+        ):
             w = torch.randn(k, n, dtype=torch.bfloat16, device=device)
             for m in batches:
                 x = torch.randn(m, k, dtype=torch.bfloat16, device=device)
@@ -89,8 +99,19 @@ def check_gemms(torch, device, model, hidden: int, inter: int, tps, batches, ite
                 flops = 2.0 * m * n * k
                 nbytes = 2.0 * (k * n + m * k + m * n)
                 pred = _op_time(model, flops, nbytes)
-                rows.append({"what": f"gemm {name}", "tp": tp, "m": m, "k": k, "n": n, "time_s": t,
-                             "predicted_s": pred, "ratio": t / pred, "tflops": flops / t / 1e12})
+                rows.append(
+                    {
+                        "what": f"gemm {name}",
+                        "tp": tp,
+                        "m": m,
+                        "k": k,
+                        "n": n,
+                        "time_s": t,
+                        "predicted_s": pred,
+                        "ratio": t / pred,
+                        "tflops": flops / t / 1e12,
+                    }
+                )
     return rows
 
 
@@ -98,9 +119,15 @@ def decode_layer(torch, device, hidden, heads, kv_heads, head_dim, inter, batch,
     """A Llama decoder layer's decode step on one TP shard (heads, kv_heads, inter already divided)."""
     F = torch.nn.functional
     bf = torch.bfloat16
-    p = {n: torch.randn(*s, dtype=bf, device=device) * 0.02 for n, s in {
-        "qkv": (hidden, (heads + 2 * kv_heads) * head_dim), "o": (heads * head_dim, hidden),
-        "gate_up": (hidden, 2 * inter), "down": (inter, hidden)}.items()}
+    p = {
+        n: torch.randn(*s, dtype=bf, device=device) * 0.02
+        for n, s in {
+            "qkv": (hidden, (heads + 2 * kv_heads) * head_dim),
+            "o": (heads * head_dim, hidden),
+            "gate_up": (hidden, 2 * inter),
+            "down": (inter, hidden),
+        }.items()
+    }
     n1 = torch.ones(hidden, dtype=bf, device=device)
     n2 = torch.ones(hidden, dtype=bf, device=device)
     k_cache = torch.randn(batch, kv_heads, context, head_dim, dtype=bf, device=device)
@@ -121,12 +148,14 @@ def decode_layer(torch, device, hidden, heads, kv_heads, head_dim, inter, batch,
         y = x + a.reshape(batch, heads * head_dim) @ p["o"]
         g, u = (rms(y, n2) @ p["gate_up"]).chunk(2, dim=-1)
         return y + (F.silu(g) * u) @ p["down"]
+
     return step
 
 
 def check_layers(torch, device, catalog, system, model_name, tps, batches, contexts, iters, shrink=1) -> list[dict]:
     from shardbudget import model as tf
     from shardbudget.step.compose import compile_step
+
     cfg = tf.load_model(model_name)
     rows = []
     for tp in tps:
@@ -134,13 +163,33 @@ def check_layers(torch, device, catalog, system, model_name, tps, batches, conte
         for b in batches:
             for L in contexts:
                 heads, kv = cfg.num_heads // tp, max(1, cfg.num_kv_heads // tp)
-                step = decode_layer(torch, device, cfg.hidden_size // shrink, max(1, heads // shrink),
-                                    max(1, kv // shrink), cfg.head_dim, cfg.intermediate_size // tp // shrink, b, L)
+                step = decode_layer(
+                    torch,
+                    device,
+                    cfg.hidden_size // shrink,
+                    max(1, heads // shrink),
+                    max(1, kv // shrink),
+                    cfg.head_dim,
+                    cfg.intermediate_size // tp // shrink,
+                    b,
+                    L,
+                )
                 t = _timer(torch, device, step, iters, graphs=device != "cpu")
                 ops = tf.layer_work(cfg, "dense", tokens=b, context=L, tp=tp)
-                pred = sum(_op_time(sm, op.flops, op.bytes) for op in ops) / (shrink ** 2 if shrink > 1 else 1)
-                rows.append({"what": "decode layer", "model": model_name, "tp": tp, "batch": b, "context": L,
-                             "time_s": t, "predicted_s": pred, "ratio": t / pred, "kernels_modelled": len(ops)})
+                pred = sum(_op_time(sm, op.flops, op.bytes) for op in ops) / (shrink**2 if shrink > 1 else 1)
+                rows.append(
+                    {
+                        "what": "decode layer",
+                        "model": model_name,
+                        "tp": tp,
+                        "batch": b,
+                        "context": L,
+                        "time_s": t,
+                        "predicted_s": pred,
+                        "ratio": t / pred,
+                        "kernels_modelled": len(ops),
+                    }
+                )
     return rows
 
 
@@ -156,6 +205,7 @@ def main(argv=None) -> int:
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
     from shardbudget.step.compose import compile_step
+
     cat = load_catalog()
     system = cat.system(args.system)
     device = "cpu" if args.smoke or not torch.cuda.is_available() else "cuda"
@@ -163,30 +213,47 @@ def main(argv=None) -> int:
         print("no CUDA GPU: run with --smoke to test the script on the CPU", file=sys.stderr)
         return 2
     model = compile_step(load_model(args.model), system, Plan(1), cat)
-    env = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
-           "system": args.system, "model": args.model, "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    env = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+        "system": args.system,
+        "model": args.model,
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     if args.smoke:
-        results = {"hbm": check_hbm(torch, device, model, 1 << 20, 3),
-                   "gemms": check_gemms(torch, device, model, 256, 512, (1, 2), (1, 8), 3),
-                   "layers": check_layers(torch, device, cat, system, args.model, (8,), (1,), (64,), 3, shrink=32)}
+        results = {
+            "hbm": check_hbm(torch, device, model, 1 << 20, 3),
+            "gemms": check_gemms(torch, device, model, 256, 512, (1, 2), (1, 8), 3),
+            "layers": check_layers(torch, device, cat, system, args.model, (8,), (1,), (64,), 3, shrink=32),
+        }
     else:
-        results = {"hbm": check_hbm(torch, device, model, 4 << 30, 20),
-                   "gemms": check_gemms(torch, device, model, 8192, 28672, (1, 2, 4, 8), (1, 16, 64, 256), args.iters),
-                   "layers": check_layers(torch, device, cat, system, args.model, (1, 2, 4, 8), (1, 16, 64),
-                                          (1024, 4096), args.iters)}
+        results = {
+            "hbm": check_hbm(torch, device, model, 4 << 30, 20),
+            "gemms": check_gemms(torch, device, model, 8192, 28672, (1, 2, 4, 8), (1, 16, 64, 256), args.iters),
+            "layers": check_layers(
+                torch, device, cat, system, args.model, (1, 2, 4, 8), (1, 16, 64), (1024, 4096), args.iters
+            ),
+        }
     h = results["hbm"]
-    print(f"HBM copy: {h['measured_bytes_per_s'] / 1e12:.2f} TB/s measured vs {h['predicted_bytes_per_s'] / 1e12:.2f} "
-          f"TB/s modelled (x{h['ratio']:.2f})")
+    print(
+        f"HBM copy: {h['measured_bytes_per_s'] / 1e12:.2f} TB/s measured vs {h['predicted_bytes_per_s'] / 1e12:.2f} "
+        f"TB/s modelled (x{h['ratio']:.2f})"
+    )
     for r in results["gemms"]:
-        print(f"{r['what']:<13} tp{r['tp']} m={r['m']:<4} {r['time_s'] * 1e6:9.1f} us  model {r['predicted_s'] * 1e6:9.1f} us"
-              f"  x{r['ratio']:.2f}  {r['tflops']:.0f} TFLOP/s")
+        print(
+            f"{r['what']:<13} tp{r['tp']} m={r['m']:<4} {r['time_s'] * 1e6:9.1f} us  model {r['predicted_s'] * 1e6:9.1f} us"
+            f"  x{r['ratio']:.2f}  {r['tflops']:.0f} TFLOP/s"
+        )
     for r in results["layers"]:
-        print(f"layer tp{r['tp']} b={r['batch']:<3} L={r['context']:<5} {r['time_s'] * 1e6:9.1f} us  "
-              f"model {r['predicted_s'] * 1e6:9.1f} us  x{r['ratio']:.2f}")
+        print(
+            f"layer tp{r['tp']} b={r['batch']:<3} L={r['context']:<5} {r['time_s'] * 1e6:9.1f} us  "
+            f"model {r['predicted_s'] * 1e6:9.1f} us  x{r['ratio']:.2f}"
+        )
     out = args.out or (os.path.join(os.environ["OUT"], "gpu_check.json") if os.environ.get("OUT") else None)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         from shardbudget.atomic import write_atomic
+
         write_atomic(out, json.dumps({"env": env, **results}, indent=1), force=True)
         print(f"wrote {out}")
     return 0

@@ -22,8 +22,18 @@ import os
 import sys
 from pathlib import Path
 
-from shardbudget.calibrate.loso import (LABELS, TARGETS, case_errors, cases, errors, fit_without, release_lines,
-                                        release_records, row_lines, summary)
+from shardbudget.calibrate.loso import (
+    LABELS,
+    TARGETS,
+    case_errors,
+    cases,
+    errors,
+    fit_without,
+    release_lines,
+    release_records,
+    row_lines,
+    summary,
+)
 
 
 def _cell(s: tuple[float, float] | None, target: tuple[float, float | None]) -> tuple[str, bool]:
@@ -35,7 +45,12 @@ def _cell(s: tuple[float, float] | None, target: tuple[float, float | None]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=None, help="folder holding measured_comm.csv and nccl_tests.csv (default: the repository's data/)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="folder holding measured_comm.csv and nccl_tests.csv (default: the repository's data/)",
+    )
     parser.add_argument("--system", action="append", help="hold out only these systems")
     parser.add_argument("--rows", action="store_true", help="list every held-out NCCL row with its error")
     args = parser.parse_args(argv)
@@ -50,8 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     insample = fit_without(None, args.data)
     head = f"  {'held-out system':18} " + " ".join(f"{LABELS[m]:>26}" for m in TARGETS)
     sub = f"  {'':18} " + " ".join(f"{'n':>5} {'median':>8} {'p90':>8}    " for _ in TARGETS)
-    lines = ["Leave-one-system-out: constants fitted without the system, |predicted - measured| / measured",
-             "(* misses the target; in-sample: fitted on every system)", head, sub]
+    lines = [
+        "Leave-one-system-out: constants fitted without the system, |predicted - measured| / measured",
+        "(* misses the target; in-sample: fitted on every system)",
+        head,
+        sub,
+    ]
     missed: dict[str, list[str]] = {m: [] for m in TARGETS}
     met: dict[str, int] = {m: 0 for m in TARGETS}
     pooled: dict[str, list[float]] = {m: [] for m in TARGETS}
@@ -74,36 +93,78 @@ def main(argv: list[str] | None = None) -> int:
             if s is not None:
                 (met.__setitem__(m, met[m] + 1) if ok else missed[m].append(system))
                 si = summary(ins[m])
-                table.append({"system": system, "metric": m, "rows": len(loo[m]), "median": s[0], "p90": s[1],
-                              "in_sample_median": si[0], "in_sample_p90": si[1], "passed": ok})
+                table.append(
+                    {
+                        "system": system,
+                        "metric": m,
+                        "rows": len(loo[m]),
+                        "median": s[0],
+                        "p90": s[1],
+                        "in_sample_median": si[0],
+                        "in_sample_p90": si[1],
+                        "passed": ok,
+                    }
+                )
         lines.append(f"  {system:18} " + " ".join(cells))
         lines.append(f"  {'  in-sample':18} " + " ".join(cells_in))
         if args.rows:
             lines += row_lines(fold, mine)
-    lines.append(f"  {'all rows, held out':18} "
-                 + " ".join(f"{len(pooled[m]):>5} " + (f"{'-':>17} " if not pooled[m] else
-                            "{:>7.1%} {:>7.1%}  ".format(*summary(pooled[m]))) for m in TARGETS))
+    lines.append(
+        f"  {'all rows, held out':18} "
+        + " ".join(
+            f"{len(pooled[m]):>5} "
+            + (f"{'-':>17} " if not pooled[m] else "{:>7.1%} {:>7.1%}  ".format(*summary(pooled[m])))
+            for m in TARGETS
+        )
+    )
     lines += [""] + release_lines(held_all)
     lines.append("")
-    lines.append("Targets per held-out system: NCCL median <= 10%, p90 <= 25%; custom median <= 12%, p90 <= 30%; "
-                 "multi-node median <= 15%")
+    lines.append(
+        "Targets per held-out system: NCCL median <= 10%, p90 <= 25%; custom median <= 12%, p90 <= 30%; "
+        "multi-node median <= 15%"
+    )
     records = []
     for m in TARGETS:
         total = met[m] + len(missed[m])
-        lines.append(f"  {LABELS[m]:28} {met[m]}/{total} held-out systems within target"
-                     + (f"; missed: {', '.join(missed[m])}" if missed[m] else ""))
-        records.append({"name": f"LOSO {LABELS[m]}: held-out systems within target", "value": met[m],
-                        "unit": f"of {total}", "target": f"{total}", "passed": not missed[m]})
+        lines.append(
+            f"  {LABELS[m]:28} {met[m]}/{total} held-out systems within target"
+            + (f"; missed: {', '.join(missed[m])}" if missed[m] else "")
+        )
+        records.append(
+            {
+                "name": f"LOSO {LABELS[m]}: held-out systems within target",
+                "value": met[m],
+                "unit": f"of {total}",
+                "target": f"{total}",
+                "passed": not missed[m],
+            }
+        )
     print("\n".join(lines))
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
-        pooled_rows = [{"metric": m, "rows": len(pooled[m]), "median": summary(pooled[m])[0],
-                        "p90": summary(pooled[m])[1]} for m in TARGETS if pooled[m]]
-        targets_table = [{"metric": m, "label": LABELS[m], "median": TARGETS[m][0], "p90": TARGETS[m][1]}
-                         for m in TARGETS]
-        Path(out).write_text(json.dumps({"benchmark": "loso", "targets": records, "tables": {
-            "held_out": table, "pooled": pooled_rows, "targets": targets_table,
-            "releases": release_records(held_all)}}), encoding="utf-8")
+        pooled_rows = [
+            {"metric": m, "rows": len(pooled[m]), "median": summary(pooled[m])[0], "p90": summary(pooled[m])[1]}
+            for m in TARGETS
+            if pooled[m]
+        ]
+        targets_table = [
+            {"metric": m, "label": LABELS[m], "median": TARGETS[m][0], "p90": TARGETS[m][1]} for m in TARGETS
+        ]
+        Path(out).write_text(
+            json.dumps(
+                {
+                    "benchmark": "loso",
+                    "targets": records,
+                    "tables": {
+                        "held_out": table,
+                        "pooled": pooled_rows,
+                        "targets": targets_table,
+                        "releases": release_records(held_all),
+                    },
+                }
+            ),
+            encoding="utf-8",
+        )
     return 0 if not any(missed.values()) else 1
 
 

@@ -74,8 +74,9 @@ def ensure_venv(venv: Path, requirement: str, module: str) -> Path | None:
     missing or cannot import `module`; None (with the reason printed) if that fails."""
     python = venv / "bin" / "python"
     if python.exists():
-        check = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True,
-                               env=_clean_env())
+        check = subprocess.run(
+            [str(python), "-c", f"import {module}"], capture_output=True, text=True, env=_clean_env()
+        )
         if check.returncode == 0:
             return python
         print(f"run_all: {venv} exists but cannot import {module}; reinstalling", flush=True)
@@ -87,8 +88,12 @@ def ensure_venv(venv: Path, requirement: str, module: str) -> Path | None:
         if made.returncode:
             print(f"run_all: could not create the venv: {made.stderr.strip()[-500:]}", flush=True)
             return None
-    pip = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement],
-                         capture_output=True, text=True, env=_clean_env())
+    pip = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+    )
     if pip.returncode:
         err = "\n".join(line for line in pip.stderr.splitlines() if not line.startswith("WARNING"))
         print(f"run_all: pip install {requirement} failed (offline?): {err.strip()[-800:]}", flush=True)
@@ -131,8 +136,9 @@ def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     load = os.getloadavg()[0]  # other work on the cores skews the timings: the record says how much
     t0 = time.perf_counter()
-    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as proc:
+    with subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -151,15 +157,39 @@ def run_script(name: str, quick: bool, tool_python: Path | None) -> dict:
     except FileNotFoundError:
         pass
     except (json.JSONDecodeError, AttributeError, TypeError) as exc:
-        targets = [{"name": f"{name}.py results file", "value": None, "unit": "", "target": "valid JSON",
-                    "passed": False, "error": str(exc)}]
+        targets = [
+            {
+                "name": f"{name}.py results file",
+                "value": None,
+                "unit": "",
+                "target": "valid JSON",
+                "passed": False,
+                "error": str(exc),
+            }
+        ]
     for t in targets:
         t.setdefault("script", f"{name}.py")
     if not targets or (rc != 0 and all(t.get("passed") for t in targets)):
-        targets.append({"name": f"{name}.py exit status", "value": rc, "unit": "", "target": "0",
-                        "passed": rc == 0, "script": f"{name}.py"})
-    return {"script": f"{name}.py", "started": started, "load_1min": load, "returncode": rc, "wall_s": wall_s, "targets": targets,
-            "tables": tables, "output_tail": list(tail)}
+        targets.append(
+            {
+                "name": f"{name}.py exit status",
+                "value": rc,
+                "unit": "",
+                "target": "0",
+                "passed": rc == 0,
+                "script": f"{name}.py",
+            }
+        )
+    return {
+        "script": f"{name}.py",
+        "started": started,
+        "load_1min": load,
+        "returncode": rc,
+        "wall_s": wall_s,
+        "targets": targets,
+        "tables": tables,
+        "output_tail": list(tail),
+    }
 
 
 def _fmt(value, unit: str) -> str:
@@ -197,8 +227,14 @@ def summary(runs: list[dict]) -> str:
     for run in runs:
         for t in run["targets"]:
             unit = t.get("unit", "")
-            rows.append((t["name"], _fmt(t.get("value"), unit), _goal(t.get("target", ""), unit),
-                         "PASS" if t.get("passed") else "MISS"))
+            rows.append(
+                (
+                    t["name"],
+                    _fmt(t.get("value"), unit),
+                    _goal(t.get("target", ""), unit),
+                    "PASS" if t.get("passed") else "MISS",
+                )
+            )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -207,6 +243,7 @@ def summary(runs: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: smaller grids and inputs; not the measurement")
     ap.add_argument("--only", default=",".join(SCRIPTS), help="comma-separated subset of " + ", ".join(SCRIPTS))
@@ -222,23 +259,31 @@ def main(argv: list[str] | None = None) -> int:
         if not (HERE / f"{name}.py").exists():
             print(f"\n=== {name}.py: not present, skipped", flush=True)
             continue
-        tool_python = ensure_llm_analysis_venv() if name == "speed" else ensure_aic_venv() \
-            if name == "deploy_speed" else None
+        tool_python = (
+            ensure_llm_analysis_venv() if name == "speed" else ensure_aic_venv() if name == "deploy_speed" else None
+        )
         runs.append(run_script(name, args.quick, tool_python))
     table = summary(runs)
     ok = bool(runs) and all(t.get("passed") for r in runs for t in r["targets"])
     print("\n=== summary" + (" (--quick: a smoke run, not the measurement)" if args.quick else ""))
     print(table)
     print(f"\n{'all targets met' if ok else 'TARGET MISSED'}; details in {RESULTS.relative_to(ROOT)}")
-    write_json_atomic(RESULTS, {
-        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "quick": args.quick,
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count(), "processor": _cpu_model() or platform.processor() or platform.machine()},
-        "all_passed": ok,
-        "targets": [t for r in runs for t in r["targets"]],
-        "runs": runs,
-    })
+    write_json_atomic(
+        RESULTS,
+        {
+            "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "quick": args.quick,
+            "machine": {
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "cpus": os.cpu_count(),
+                "processor": _cpu_model() or platform.processor() or platform.machine(),
+            },
+            "all_passed": ok,
+            "targets": [t for r in runs for t in r["targets"]],
+            "runs": runs,
+        },
+    )
     return 0 if ok else 1
 
 

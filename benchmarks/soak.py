@@ -70,6 +70,7 @@ class RssSampler(threading.Thread):
 def soak_harness(nproc: int, repeats: int, iters: int, sizes: str) -> dict:
     from shardbudget.measure.harness.run import run_measure
     from shardbudget.units import parse_size_range
+
     sizes_bytes = parse_size_range(sizes)
     medians: list[list[float]] = []
     per_repeat_samples: list[list[int]] = []
@@ -77,25 +78,42 @@ def soak_harness(nproc: int, repeats: int, iters: int, sizes: str) -> dict:
         t0 = time.monotonic()
         sampler = RssSampler()
         sampler.start()
-        result = run_measure(backend="gloo", nproc=nproc, op="all-reduce", sizes_bytes=sizes_bytes, iters=iters,
-                             warmup=3, progress=False, timeout_s=300)
+        result = run_measure(
+            backend="gloo",
+            nproc=nproc,
+            op="all-reduce",
+            sizes_bytes=sizes_bytes,
+            iters=iters,
+            warmup=3,
+            progress=False,
+            timeout_s=300,
+        )
         sampler.stop.set()
         sampler.join()
         medians.append([r.median_s for r in result.results])
         per_repeat_samples.append(sampler.samples)
         peak = max(sampler.samples, default=0)
-        print(f"  nproc {nproc} repeat {k + 1}/{repeats}: {len(result.results)} sizes in {time.monotonic() - t0:.1f} s, "
-              f"workers' RSS peak {peak / 2**20:.0f} MiB", flush=True)
+        print(
+            f"  nproc {nproc} repeat {k + 1}/{repeats}: {len(result.results)} sizes in {time.monotonic() - t0:.1f} s, "
+            f"workers' RSS peak {peak / 2**20:.0f} MiB",
+            flush=True,
+        )
     per_size = np.array(medians)  # repeats x sizes
     spread = (per_size.max(axis=0) - per_size.min(axis=0)) / np.median(per_size, axis=0)
     # flat memory: each repeat starts fresh workers that grow with the buffer sizes; a leak shows as
     # a peak that climbs from repeat to repeat
     peaks = [max(chunk, default=0) for chunk in per_repeat_samples]
     first, last = peaks[0], peaks[-1]
-    return {"nproc": nproc, "sizes": [int(s) for s in sizes_bytes], "medians_s": medians,
-            "spread_median": float(np.median(spread)), "spread_max": float(spread.max()),
-            "worst_size": int(sizes_bytes[int(spread.argmax())]), "rss_peak_per_repeat_bytes": peaks,
-            "rss_growth": (last - first) / first if first else 0.0}
+    return {
+        "nproc": nproc,
+        "sizes": [int(s) for s in sizes_bytes],
+        "medians_s": medians,
+        "spread_median": float(np.median(spread)),
+        "spread_max": float(spread.max()),
+        "worst_size": int(sizes_bytes[int(spread.argmax())]),
+        "rss_peak_per_repeat_bytes": peaks,
+        "rss_growth": (last - first) / first if first else 0.0,
+    }
 
 
 def soak_planner(total_configs: int = 1_000_000) -> dict:
@@ -103,6 +121,7 @@ def soak_planner(total_configs: int = 1_000_000) -> dict:
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
     from shardbudget.step.compose import compile_step
+
     cat = load_catalog()
     cfg = load_model("llama-3.1-70b")
     system = cat.system("hgx-h100")
@@ -117,8 +136,12 @@ def soak_planner(total_configs: int = 1_000_000) -> dict:
             done += out.total_s.size
         peaks.append(tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
-    return {"configs": done, "peak_heap_bytes": max(peaks), "first_peak_bytes": peaks[0],
-            "bound_bytes": PLANNER_BOUND_BYTES}
+    return {
+        "configs": done,
+        "peak_heap_bytes": max(peaks),
+        "first_peak_bytes": peaks[0],
+        "bound_bytes": PLANNER_BOUND_BYTES,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,19 +161,24 @@ def main(argv: list[str] | None = None) -> int:
         report["harness"].append(r)
         flat = r["rss_growth"] <= WORKER_GROWTH_BOUND
         ok &= flat
-        print(f"soak: nproc {nproc}: spread of per-size medians across repeats: median {100 * r['spread_median']:.1f}%, "
-              f"worst {100 * r['spread_max']:.1f}% (at {r['worst_size']} B); workers' peak RSS per repeat "
-              f"{', '.join(f'{x / 2**20:.0f}' for x in r['rss_peak_per_repeat_bytes'])} MiB: "
-              f"{'flat' if flat else 'GROWING'}")
+        print(
+            f"soak: nproc {nproc}: spread of per-size medians across repeats: median {100 * r['spread_median']:.1f}%, "
+            f"worst {100 * r['spread_max']:.1f}% (at {r['worst_size']} B); workers' peak RSS per repeat "
+            f"{', '.join(f'{x / 2**20:.0f}' for x in r['rss_peak_per_repeat_bytes'])} MiB: "
+            f"{'flat' if flat else 'GROWING'}"
+        )
     p = soak_planner()
     report["planner"] = p
     within = p["peak_heap_bytes"] <= PLANNER_BOUND_BYTES
     ok &= within
-    print(f"soak: planner evaluated {p['configs']:,} configurations; peak heap {p['peak_heap_bytes'] / 2**20:.1f} MiB "
-          f"(first chunk {p['first_peak_bytes'] / 2**20:.1f} MiB, bound {PLANNER_BOUND_BYTES / 2**20:.0f} MiB): "
-          f"{'within bound' if within else 'OVER BOUND'}")
+    print(
+        f"soak: planner evaluated {p['configs']:,} configurations; peak heap {p['peak_heap_bytes'] / 2**20:.1f} MiB "
+        f"(first chunk {p['first_peak_bytes'] / 2**20:.1f} MiB, bound {PLANNER_BOUND_BYTES / 2**20:.0f} MiB): "
+        f"{'within bound' if within else 'OVER BOUND'}"
+    )
     out = Path(__file__).with_name("soak_results.json")
     from shardbudget.atomic import write_atomic
+
     write_atomic(out, json.dumps(report, indent=1), force=True)
     print(f"soak: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

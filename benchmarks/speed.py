@@ -29,8 +29,14 @@ from __future__ import annotations
 import os
 
 # One core, one thread: set before numpy (and its BLAS) is imported anywhere in this process.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-             "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
+for _var in (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "BLIS_NUM_THREADS",
+):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
@@ -49,8 +55,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LLM_ANALYSIS_VENV = HERE / ".venv-llm-analysis"
 
-THROUGHPUT_TARGET = 3_000_000.0   # configurations per second, one core (issues 9 and 12)
-PLAN_WALL_TARGET_S = 1.0          # one `shardbudget plan` call, interpreter start-up included
+THROUGHPUT_TARGET = 3_000_000.0  # configurations per second, one core (issues 9 and 12)
+PLAN_WALL_TARGET_S = 1.0  # one `shardbudget plan` call, interpreter start-up included
 LLM_ANALYSIS_RATIO_TARGET = 100.0  # llm-analysis time per configuration / shardbudget's
 
 PLAN_ARGV = ["plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--batch", "1", "--batch", "64"]
@@ -64,9 +70,16 @@ LLM_ANALYSIS_MODELS = ("llama-3.2-1b", "llama-3.1-8b", "qwen3-32b", "llama-3.1-7
 def target(name: str, value, unit: str, goal: float, higher_is_better: bool, **detail) -> dict:
     """One benchmark target as run_all.py reads it."""
     passed = value is not None and (value >= goal if higher_is_better else value < goal)
-    return {"name": name, "value": value, "unit": unit,
-            "target": f"{'>=' if higher_is_better else '<'} {goal:,.0f}" if goal >= 1000 else
-                      f"{'>=' if higher_is_better else '<'} {goal:g}", "passed": bool(passed), **detail}
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": f"{'>=' if higher_is_better else '<'} {goal:,.0f}"
+        if goal >= 1000
+        else f"{'>=' if higher_is_better else '<'} {goal:g}",
+        "passed": bool(passed),
+        **detail,
+    }
 
 
 ALL_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -87,6 +100,7 @@ def pin_one_core() -> str:
         where = f"cpu {cpus[-1]}"
     try:
         from threadpoolctl import threadpool_limits
+
         threadpool_limits(1)
     except ImportError:  # the env vars above already did it; threadpoolctl is only a second lock
         pass
@@ -94,6 +108,7 @@ def pin_one_core() -> str:
 
 
 # --- (a) planner throughput -----------------------------------------------------------------
+
 
 def throughput(quick: bool = False) -> dict:
     import numpy as np
@@ -108,7 +123,7 @@ def throughput(quick: bool = False) -> dict:
 
     catalog = load_catalog()
     budget_s = 0.030
-    batches = np.arange(1, (64 if quick else 256) + 1, dtype=float)          # every batch 1..256
+    batches = np.arange(1, (64 if quick else 256) + 1, dtype=float)  # every batch 1..256
     models = tf.list_models()
     systems = list(catalog.systems)
 
@@ -125,7 +140,7 @@ def throughput(quick: bool = False) -> dict:
         contexts = np.unique(np.round(np.geomspace(128, top, 16 if quick else 64)))
         for s in systems:
             sysm = catalog.system(s)
-            for nodes in ((1, 2) if sysm.nic_fabric is not None else (1,)):
+            for nodes in (1, 2) if sysm.nic_fabric is not None else (1,):
                 try:
                     plans = valid_plans(cfg, sysm, nodes)
                 except PlanError:
@@ -137,9 +152,15 @@ def throughput(quick: bool = False) -> dict:
                     pre = StepModel(model=cfg, system=sysm, plan=p, catalog=catalog, phase="prefill")
                     t1 = time.perf_counter()
                     r = dec.evaluate(batches[:, None], contexts[None, :])
-                    ttft = pre.evaluate(1.0, contexts).total_s          # one prompt per context
-                    need = memory_need(cfg, p, precision=dec.precision, engine=dec.engine, batch=batches[:, None],
-                                       context=contexts[None, :])
+                    ttft = pre.evaluate(1.0, contexts).total_s  # one prompt per context
+                    need = memory_need(
+                        cfg,
+                        p,
+                        precision=dec.precision,
+                        engine=dec.engine,
+                        batch=batches[:, None],
+                        context=contexts[None, :],
+                    )
                     fits = memory_fits(need, sysm.gpu, engine=dec.engine, plan=p)
                     meets = fits & (r.total_s <= budget_s)
                     comm_share = r.comm_s / r.total_s
@@ -152,14 +173,30 @@ def throughput(quick: bool = False) -> dict:
     total_s = time.perf_counter() - t_start
     rate = n_configs / total_s
     grid = f"{len(batches)} batches x up to {64 if not quick else 16} contexts"
-    print(f"(a) {n_configs:,} configurations ({len(models)} models x {len(systems)} systems x {n_plans} plans "
-          f"in all, {grid}) in {total_s:.2f} s on one core: {rate:,.0f} configs/s")
-    print(f"    compile {compile_s:.2f} s ({1e3 * compile_s / n_plans:.2f} ms per plan, decode + prefill), "
-          f"evaluate {eval_s:.2f} s, other (loading configs, valid_plans) {total_s - compile_s - eval_s:.2f} s; "
-          f"rate without compile {n_configs / (total_s - compile_s):,.0f} configs/s")
-    return target("planner throughput", rate, "configs/s", THROUGHPUT_TARGET, True,
-                  configs=n_configs, plans=n_plans, total_s=total_s, compile_s=compile_s, evaluate_s=eval_s,
-                  compile_ms_per_plan=1e3 * compile_s / n_plans, grid=grid, checksum=sink)
+    print(
+        f"(a) {n_configs:,} configurations ({len(models)} models x {len(systems)} systems x {n_plans} plans "
+        f"in all, {grid}) in {total_s:.2f} s on one core: {rate:,.0f} configs/s"
+    )
+    print(
+        f"    compile {compile_s:.2f} s ({1e3 * compile_s / n_plans:.2f} ms per plan, decode + prefill), "
+        f"evaluate {eval_s:.2f} s, other (loading configs, valid_plans) {total_s - compile_s - eval_s:.2f} s; "
+        f"rate without compile {n_configs / (total_s - compile_s):,.0f} configs/s"
+    )
+    return target(
+        "planner throughput",
+        rate,
+        "configs/s",
+        THROUGHPUT_TARGET,
+        True,
+        configs=n_configs,
+        plans=n_plans,
+        total_s=total_s,
+        compile_s=compile_s,
+        evaluate_s=eval_s,
+        compile_ms_per_plan=1e3 * compile_s / n_plans,
+        grid=grid,
+        checksum=sink,
+    )
 
 
 def throughput_by_grid() -> list[dict]:
@@ -187,21 +224,33 @@ def throughput_by_grid() -> list[dict]:
             reps += 1
         dt = time.perf_counter() - t0
         n = reps * len(plans) * b.size * L.size
-        rows.append({"batches": int(b.size), "contexts": int(L.size), "configs_per_plan": int(b.size * L.size),
-                     "configs_per_s": n / dt})
+        rows.append(
+            {
+                "batches": int(b.size),
+                "contexts": int(L.size),
+                "configs_per_plan": int(b.size * L.size),
+                "configs_per_s": n / dt,
+            }
+        )
         print(f"    grid {b.size:>5} x {L.size:>3} per plan: {n / dt:>14,.0f} configs/s")
     return rows
 
 
 # --- (b) wall time of one CLI call ----------------------------------------------------------
 
+
 def plan_wall(runs: int = 9) -> dict:
     cmd = _cli() + PLAN_ARGV
     # PYTHONDONTWRITEBYTECODE (set by some shells and CI runners) would make every run compile each
     # module from source again (~0.4 s) and the warm-up below write no .pyc: an installed copy never pays that
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENBLAS_", "OMP_", "MKL_")) and k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(cmd, capture_output=True, env=env, check=True, preexec_fn=_unpin)  # warm the page cache and .pyc files
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENBLAS_", "OMP_", "MKL_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    subprocess.run(
+        cmd, capture_output=True, env=env, check=True, preexec_fn=_unpin
+    )  # warm the page cache and .pyc files
     walls, cpus = [], []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -213,13 +262,25 @@ def plan_wall(runs: int = 9) -> dict:
         if proc.returncode:
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
     wall, cpu = statistics.median(walls), statistics.median(cpus)
-    print(f"(b) `shardbudget {' '.join(PLAN_ARGV)}`: median wall {wall:.3f} s over {runs} runs "
-          f"(min {min(walls):.3f}, max {max(walls):.3f}); median CPU (user+sys) {cpu:.3f} s")
-    return target("plan CLI wall time", wall, "s", PLAN_WALL_TARGET_S, False, runs=runs, walls_s=walls,
-                  cpu_s_median=cpu, command="shardbudget " + " ".join(PLAN_ARGV))
+    print(
+        f"(b) `shardbudget {' '.join(PLAN_ARGV)}`: median wall {wall:.3f} s over {runs} runs "
+        f"(min {min(walls):.3f}, max {max(walls):.3f}); median CPU (user+sys) {cpu:.3f} s"
+    )
+    return target(
+        "plan CLI wall time",
+        wall,
+        "s",
+        PLAN_WALL_TARGET_S,
+        False,
+        runs=runs,
+        walls_s=walls,
+        cpu_s_median=cpu,
+        command="shardbudget " + " ".join(PLAN_ARGV),
+    )
 
 
 # --- (c) llm-analysis on the same configurations --------------------------------------------
+
 
 def _comparison_configs(quick: bool) -> dict:
     """The shared configuration set: models as llm-analysis ModelConfig fields, GPUs, TP, batch, context."""
@@ -230,17 +291,31 @@ def _comparison_configs(quick: bool) -> dict:
         cfg = tf.load_model(name)
         # llm-analysis' ModelConfig; expansion_ratio given so it accepts FFN widths that are not a
         # whole multiple of hidden (Llama 3: 28672 / 8192 = 3.5)
-        models.append({"name": name, "num_layers": cfg.num_layers, "n_head": cfg.num_heads,
-                       "hidden_dim": cfg.hidden_size, "vocab_size": cfg.vocab_size,
-                       "max_seq_len": cfg.max_position_embeddings, "num_key_value_heads": cfg.num_kv_heads,
-                       "ffn_embed_dim": cfg.intermediate_size,
-                       "expansion_ratio": cfg.intermediate_size / cfg.hidden_size, "model_type": "llama"})
-    return {"models": models, "gpus": LLM_ANALYSIS_GPUS, "tps": [1, 2, 4, 8],
-            # every batch 1..256 (the sweep a planner runs), contexts 256..32768 in steps of sqrt(2)
-            "batches": list(range(1, (32 if quick else 256) + 1)),
-            "contexts": [int(round(2 ** (8 + k / 2))) for k in range(0, 15, 2 if quick else 1)],
-            "sample": 300 if quick else 4000, "seed": 0,
-            "probe": ["llama-3.1-70b", "hgx-h100", 8, 1, 4096]}
+        models.append(
+            {
+                "name": name,
+                "num_layers": cfg.num_layers,
+                "n_head": cfg.num_heads,
+                "hidden_dim": cfg.hidden_size,
+                "vocab_size": cfg.vocab_size,
+                "max_seq_len": cfg.max_position_embeddings,
+                "num_key_value_heads": cfg.num_kv_heads,
+                "ffn_embed_dim": cfg.intermediate_size,
+                "expansion_ratio": cfg.intermediate_size / cfg.hidden_size,
+                "model_type": "llama",
+            }
+        )
+    return {
+        "models": models,
+        "gpus": LLM_ANALYSIS_GPUS,
+        "tps": [1, 2, 4, 8],
+        # every batch 1..256 (the sweep a planner runs), contexts 256..32768 in steps of sqrt(2)
+        "batches": list(range(1, (32 if quick else 256) + 1)),
+        "contexts": [int(round(2 ** (8 + k / 2))) for k in range(0, 15, 2 if quick else 1)],
+        "sample": 300 if quick else 4000,
+        "seed": 0,
+        "probe": ["llama-3.1-70b", "hgx-h100", 8, 1, 4096],
+    }
 
 
 def _llm_analysis_worker(spec_path: str) -> None:
@@ -257,8 +332,14 @@ def _llm_analysis_worker(spec_path: str) -> None:
     logger.setLevel(logging.ERROR)  # its INFO lines would otherwise be formatted and printed per call
     spec = json.loads(Path(spec_path).read_text())
     dtype = get_dtype_config_by_name("w16a16e16")
-    every = [(m, g, tp, b, c) for m in range(len(spec["models"])) for g in spec["gpus"] for tp in spec["tps"]
-             for b in spec["batches"] for c in spec["contexts"]]
+    every = [
+        (m, g, tp, b, c)
+        for m in range(len(spec["models"]))
+        for g in spec["gpus"]
+        for tp in spec["tps"]
+        for b in spec["batches"]
+        for c in spec["contexts"]
+    ]
     chosen = sorted(random.Random(spec["seed"]).sample(every, min(spec["sample"], len(every))))
     analyses: dict = {}
     setup_s = 0.0
@@ -267,9 +348,14 @@ def _llm_analysis_worker(spec_path: str) -> None:
         nonlocal setup_s
         if (m, g, tp) not in analyses:
             t0 = time.perf_counter()
-            analyses[m, g, tp] = LLMAnalysis(ModelConfig(**spec["models"][m]), get_gpu_config_by_name(spec["gpus"][g]),  # ours -> theirs
-                                             dtype, ParallelismConfig(tp_size=tp), flops_efficiency=0.70,
-                                             hbm_memory_efficiency=0.80)
+            analyses[m, g, tp] = LLMAnalysis(
+                ModelConfig(**spec["models"][m]),
+                get_gpu_config_by_name(spec["gpus"][g]),  # ours -> theirs
+                dtype,
+                ParallelismConfig(tp_size=tp),
+                flops_efficiency=0.70,
+                hbm_memory_efficiency=0.80,
+            )
             setup_s += time.perf_counter() - t0
         return analyses[m, g, tp]
 
@@ -291,9 +377,21 @@ def _llm_analysis_worker(spec_path: str) -> None:
     mi = [x["name"] for x in spec["models"]].index(pm)
     out = analysis(mi, pg, ptp).inference(batch_size_per_gpu=pb, seq_len=pc, num_tokens_to_generate=1)
     from importlib.metadata import version
-    print(json.dumps({"configs": n, "timed_s": timed_s, "setup_s": setup_s, "rejected": rejected,
-                      "rejected_s": rejected_s, "population": len(every), "version": version("llm-analysis"),
-                      "probe": {"decode_latency_s": out["decode_latency"], "prefill_latency_s": out["prefill_latency"]}}))
+
+    print(
+        json.dumps(
+            {
+                "configs": n,
+                "timed_s": timed_s,
+                "setup_s": setup_s,
+                "rejected": rejected,
+                "rejected_s": rejected_s,
+                "population": len(every),
+                "version": version("llm-analysis"),
+                "probe": {"decode_latency_s": out["decode_latency"], "prefill_latency_s": out["prefill_latency"]},
+            }
+        )
+    )
 
 
 def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int]) -> dict:
@@ -328,8 +426,11 @@ def _shardbudget_same_configs(spec: dict, batches: list[int], contexts: list[int
                 n += d.size
                 if (mspec["name"], ours, tp) == (pm, pg, ptp) and pb in batches and pc in contexts:
                     i, j = batches.index(pb), contexts.index(pc)
-                    probe = {"decode_latency_s": float(d[i, j]), "prefill_latency_s": float(f[i, j]),
-                             "mem_bytes_per_gpu": float(mem[i, j])}
+                    probe = {
+                        "decode_latency_s": float(d[i, j]),
+                        "prefill_latency_s": float(f[i, j]),
+                        "mem_bytes_per_gpu": float(mem[i, j]),
+                    }
     total_s = time.perf_counter() - t_start
     return {"configs": n, "timed_s": total_s, "probe": probe}
 
@@ -343,8 +444,12 @@ def llm_analysis_ratio(python: Path | None, quick: bool = False) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(spec, fh)
     try:
-        proc = subprocess.run([str(python), str(Path(__file__).resolve()), "--llm-analysis-worker", fh.name],
-                              capture_output=True, text=True, cwd=tempfile.gettempdir())
+        proc = subprocess.run(
+            [str(python), str(Path(__file__).resolve()), "--llm-analysis-worker", fh.name],
+            capture_output=True,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
     finally:
         os.unlink(fh.name)
     if proc.returncode:
@@ -361,37 +466,61 @@ def llm_analysis_ratio(python: Path | None, quick: bool = False) -> dict:
     per_ours = ours["timed_s"] / ours["configs"]
     per_coarse = coarse["timed_s"] / coarse["configs"]
     ratio = per_theirs / per_ours
-    print(f"(c) llm-analysis {theirs['version']}, LLMAnalysis.inference() in-process: {1e6 * per_theirs:.0f} us per "
-          f"configuration (a seeded sample of {theirs['configs'] + theirs['rejected']} of the {theirs['population']:,} "
-          f"configurations: {len(spec['models'])} dense models x {len(spec['gpus'])} GPUs x TP {spec['tps']} x "
-          f"batch 1..{max(spec['batches'])} x {len(spec['contexts'])} contexts; {theirs['rejected']} refused as "
-          f"not fitting memory, not counted)")
-    print(f"    shardbudget, every one of the {ours['configs']:,} configurations in {ours['timed_s']:.3f} s, compile "
-          f"included: {1e6 * per_ours:.2f} us per configuration -> {ratio:,.0f}x faster per configuration")
-    print(f"    on a coarse grid ({len(coarse_b)} batches x {len(coarse_c)} contexts per plan, {coarse['configs']:,} "
-          f"configurations) shardbudget takes {1e6 * per_coarse:.1f} us each -> {per_theirs / per_coarse:,.0f}x")
-    print(f"    same configuration (llama-3.1-70b, H100 SXM, TP8, batch 1, context 4096): decode step llm-analysis "
-          f"{1e3 * theirs['probe']['decode_latency_s']:.2f} ms, shardbudget {1e3 * ours['probe']['decode_latency_s']:.2f} ms")
-    return target(name, ratio, "x", LLM_ANALYSIS_RATIO_TARGET, True,
-                  llm_analysis_us_per_config=1e6 * per_theirs, shardbudget_us_per_config=1e6 * per_ours,
-                  llm_analysis_timed_configs=theirs["configs"], llm_analysis_rejected=theirs["rejected"],
-                  configurations=ours["configs"], coarse_grid_ratio=per_theirs / per_coarse,
-                  coarse_grid_configs=coarse["configs"], llm_analysis_version=theirs["version"],
-                  probe_llm_analysis=theirs["probe"], probe_shardbudget=ours["probe"])
+    print(
+        f"(c) llm-analysis {theirs['version']}, LLMAnalysis.inference() in-process: {1e6 * per_theirs:.0f} us per "
+        f"configuration (a seeded sample of {theirs['configs'] + theirs['rejected']} of the {theirs['population']:,} "
+        f"configurations: {len(spec['models'])} dense models x {len(spec['gpus'])} GPUs x TP {spec['tps']} x "
+        f"batch 1..{max(spec['batches'])} x {len(spec['contexts'])} contexts; {theirs['rejected']} refused as "
+        f"not fitting memory, not counted)"
+    )
+    print(
+        f"    shardbudget, every one of the {ours['configs']:,} configurations in {ours['timed_s']:.3f} s, compile "
+        f"included: {1e6 * per_ours:.2f} us per configuration -> {ratio:,.0f}x faster per configuration"
+    )
+    print(
+        f"    on a coarse grid ({len(coarse_b)} batches x {len(coarse_c)} contexts per plan, {coarse['configs']:,} "
+        f"configurations) shardbudget takes {1e6 * per_coarse:.1f} us each -> {per_theirs / per_coarse:,.0f}x"
+    )
+    print(
+        f"    same configuration (llama-3.1-70b, H100 SXM, TP8, batch 1, context 4096): decode step llm-analysis "
+        f"{1e3 * theirs['probe']['decode_latency_s']:.2f} ms, shardbudget {1e3 * ours['probe']['decode_latency_s']:.2f} ms"
+    )
+    return target(
+        name,
+        ratio,
+        "x",
+        LLM_ANALYSIS_RATIO_TARGET,
+        True,
+        llm_analysis_us_per_config=1e6 * per_theirs,
+        shardbudget_us_per_config=1e6 * per_ours,
+        llm_analysis_timed_configs=theirs["configs"],
+        llm_analysis_rejected=theirs["rejected"],
+        configurations=ours["configs"],
+        coarse_grid_ratio=per_theirs / per_coarse,
+        coarse_grid_configs=coarse["configs"],
+        llm_analysis_version=theirs["version"],
+        probe_llm_analysis=theirs["probe"],
+        probe_shardbudget=ours["probe"],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="write the target records here (JSON)")
     ap.add_argument("--quick", action="store_true", help="smaller grids (a smoke run, not the measurement)")
-    ap.add_argument("--llm-analysis-python", type=Path,
-                    default=LLM_ANALYSIS_VENV / "bin" / "python", help="python of the llm-analysis venv")
+    ap.add_argument(
+        "--llm-analysis-python",
+        type=Path,
+        default=LLM_ANALYSIS_VENV / "bin" / "python",
+        help="python of the llm-analysis venv",
+    )
     ap.add_argument("--llm-analysis-worker", metavar="SPEC", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.llm_analysis_worker:
         _llm_analysis_worker(args.llm_analysis_worker)
         return 0
     import numpy as np
+
     core = pin_one_core()
     print(f"speed: numpy {np.__version__}, one thread, {core}, python {sys.version.split()[0]}")
     targets = [throughput(args.quick)]
@@ -402,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         # imported here: the --llm-analysis-worker mode runs in a venv without shardbudget
         from shardbudget.atomic import write_json_atomic  # the project's one atomic writer
+
         write_json_atomic(args.out, out)
     return 0 if all(t["passed"] for t in targets) else 1
 

@@ -58,8 +58,14 @@ def measure(runs: int) -> dict[str, dict]:
     for _ in range(runs):
         for name, cmd in cmds.items():
             samples[name].append(_time(cmd))
-    return {name: {"wall_s": statistics.median(w for w, _ in s), "cpu_s": statistics.median(c for _, c in s),
-                   "walls_s": [w for w, _ in s]} for name, s in samples.items()}
+    return {
+        name: {
+            "wall_s": statistics.median(w for w, _ in s),
+            "cpu_s": statistics.median(c for _, c in s),
+            "walls_s": [w for w, _ in s],
+        }
+        for name, s in samples.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,21 +74,36 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     got = measure(args.runs)
     base = got["yardstick"]["wall_s"]
-    print(f"yardstick `python -c 'import numpy'`: median wall {base:.3f} s, cpu {got['yardstick']['cpu_s']:.3f} s "
-          f"({args.runs} runs)")
+    print(
+        f"yardstick `python -c 'import numpy'`: median wall {base:.3f} s, cpu {got['yardstick']['cpu_s']:.3f} s "
+        f"({args.runs} runs)"
+    )
     records = []
     for name, (_, goal) in TARGETS.items():
         g = got[name]
         ratio, goal_ratio = g["wall_s"] / base, goal / YARDSTICK_S
-        print(f"shardbudget {name}: median wall {g['wall_s']:.3f} s (target {goal} s), cpu {g['cpu_s']:.3f} s; "
-              f"{ratio:.2f} yardsticks (target {goal_ratio:.2f})")
-        records.append({"name": f"start-up: shardbudget {name}", "value": g["wall_s"], "unit": "s",
-                        "target": f"<= {goal:g}", "passed": g["wall_s"] <= goal, "cpu_s": g["cpu_s"],
-                        "yardsticks": ratio, "target_yardsticks": goal_ratio, "walls_s": g["walls_s"],
-                        "yardstick_s": base})
+        print(
+            f"shardbudget {name}: median wall {g['wall_s']:.3f} s (target {goal} s), cpu {g['cpu_s']:.3f} s; "
+            f"{ratio:.2f} yardsticks (target {goal_ratio:.2f})"
+        )
+        records.append(
+            {
+                "name": f"start-up: shardbudget {name}",
+                "value": g["wall_s"],
+                "unit": "s",
+                "target": f"<= {goal:g}",
+                "passed": g["wall_s"] <= goal,
+                "cpu_s": g["cpu_s"],
+                "yardsticks": ratio,
+                "target_yardsticks": goal_ratio,
+                "walls_s": g["walls_s"],
+                "yardstick_s": base,
+            }
+        )
     out = os.environ.get("SHARDBUDGET_BENCH_RESULTS")
     if out:
         from shardbudget.atomic import write_json_atomic
+
         write_json_atomic(out, {"benchmark": "startup", "targets": records})
     return 0 if all(r["passed"] for r in records) else 1
 

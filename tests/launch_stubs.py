@@ -17,18 +17,21 @@ import shlex
 import subprocess
 from pathlib import Path
 
-RECORD = r'''#!/bin/bash
+RECORD = r"""#!/bin/bash
 f="$SB_LOG/rec.$BASHPID.$RANDOM$RANDOM"
 printf '%s\0' "${SB_NODE-}" "${CUDA_VISIBLE_DEVICES-}" "${0##*/}" "$@" > "$f"
-'''
+"""
 STUBS = {
-    "vllm": RECORD, "python": RECORD, "python3": RECORD, "trtllm-serve": RECORD,
+    "vllm": RECORD,
+    "python": RECORD,
+    "python3": RECORD,
+    "trtllm-serve": RECORD,
     "mpirun": RECORD + 'shift 4\nexec "$@"\n',  # mpirun -H HOSTS -np N COMMAND...
     "trtllm-llmapi-launch": RECORD + 'exec "$@"\n',
     "scontrol": '#!/bin/bash\nfor ((i = 0; i < SB_NODES; i++)); do echo "n$i"; done\n',
     "getent": '#!/bin/bash\necho "10.0.0.$(( ${2#n} + 1 )) $2"\n',
     "srun": '#!/bin/bash\nfor a in "$@"; do case $a in --nodelist=*) export SB_NODE=${a#--nodelist=n};; esac; done\n'
-            'while [ "$1" != bash ]; do shift; done\nexec "$@"\n',
+    'while [ "$1" != bash ]; do shift; done\nexec "$@"\n',
     "cp": "#!/bin/bash\nexit 0\n",
 }
 
@@ -90,7 +93,7 @@ def sbatch_directives(text: str) -> list[list[str]]:
         if not line.startswith("#"):
             break
         if line.startswith("#SBATCH"):
-            out.append(shlex.split(line[len("#SBATCH"):]))
+            out.append(shlex.split(line[len("#SBATCH") :]))
     return out
 
 

@@ -47,8 +47,15 @@ _CHUNK = 1 << 20
 
 # --- reading --------------------------------------------------------------------------------
 
-def read_user_file(path: str | os.PathLike, *, what: str, limit: int,
-                   error: type[ShardbudgetError] = ShardbudgetError, missing: str | None = None) -> bytes:
+
+def read_user_file(
+    path: str | os.PathLike,
+    *,
+    what: str,
+    limit: int,
+    error: type[ShardbudgetError] = ShardbudgetError,
+    missing: str | None = None,
+) -> bytes:
     """The bytes of the regular file at `path`, at most `limit` of them; else a one-line `error`
     naming the file and `what` was expected (a missing file, a folder, a FIFO or device, a file
     larger than `limit`, an unreadable one). `missing` replaces the message for a missing file."""
@@ -75,9 +82,17 @@ def read_user_file(path: str | os.PathLike, *, what: str, limit: int,
 def _require_regular(mode: int, source: str, what: str, error: type[ShardbudgetError]) -> None:
     if stat.S_ISREG(mode):
         return
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
     raise error(f"{source}: is {kind}, not a regular file; expected {what}")
 
 
@@ -101,6 +116,7 @@ def _size(n_bytes: int) -> str:
 
 
 # --- writing --------------------------------------------------------------------------------
+
 
 def write_atomic(path: str | os.PathLike, data: bytes | str, *, force: bool) -> Path:
     """Write `data` to `path` atomically (module docstring): without `force` an existing file is an
@@ -137,8 +153,10 @@ def _put_in_place(tmp: Path, path: Path, *, force: bool) -> None:
     try:
         os.link(tmp, path)
     except FileExistsError:
-        raise OutputError(f"{path} exists (written since this command checked it: another run writing the same "
-                          "file?); it was left as it is; pass --force to replace it") from None
+        raise OutputError(
+            f"{path} exists (written since this command checked it: another run writing the same "
+            "file?); it was left as it is; pass --force to replace it"
+        ) from None
     except OSError as err:
         if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
             raise
@@ -150,8 +168,10 @@ def _create_exclusive(path: Path) -> None:
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except FileExistsError:
-        raise OutputError(f"{path} exists (written since this command checked it: another run writing the same "
-                          "file?); it was left as it is; pass --force to replace it") from None
+        raise OutputError(
+            f"{path} exists (written since this command checked it: another run writing the same "
+            "file?); it was left as it is; pass --force to replace it"
+        ) from None
 
 
 def _host() -> str:
@@ -231,8 +251,14 @@ def write_json_atomic(path: str | os.PathLike, data) -> Path:
     return write_atomic(path, json.dumps(data, indent=2) + "\n", force=True)
 
 
-def check_output_path(path: str | os.PathLike, *, what: str = "the output", suffixes: tuple[str, ...] = (),
-                      force: bool = True, error: type[ShardbudgetError] = OutputError) -> Path:
+def check_output_path(
+    path: str | os.PathLike,
+    *,
+    what: str = "the output",
+    suffixes: tuple[str, ...] = (),
+    force: bool = True,
+    error: type[ShardbudgetError] = OutputError,
+) -> Path:
     """`path` as a Path if a file can be written there, else a one-line `error`: a file name with
     one of `suffixes` (any if empty), not a folder, in a folder that exists and is writable, and,
     unless `force`, not an existing file. `write_atomic` checks the last again when it writes."""

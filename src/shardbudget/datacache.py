@@ -101,6 +101,7 @@ def cached(name: str, texts: Iterable[str], build: Callable[[], T]) -> T:
 
 def _store(path: Path, name: str, made_of: tuple, obj) -> None:
     from .atomic import write_atomic  # json and tempfile: only when a file is written
+
     try:
         data = _dumps(made_of, obj)
         CACHE_DIR.mkdir(exist_ok=True)

@@ -46,8 +46,18 @@ def is_note(key: str) -> bool:
 
 def _typename(types: type | tuple) -> str:
     types = types if isinstance(types, tuple) else (types,)
-    return " or ".join({str: "a string", int: "an integer", float: "a number", bool: "true/false",
-                        dict: "a table", list: "a list", object: "a value"}.get(t, t.__name__) for t in types)
+    return " or ".join(
+        {
+            str: "a string",
+            int: "an integer",
+            float: "a number",
+            bool: "true/false",
+            dict: "a table",
+            list: "a list",
+            object: "a value",
+        }.get(t, t.__name__)
+        for t in types
+    )
 
 
 class Table:
@@ -123,7 +133,7 @@ class Table:
 
     def count(self, key: str, default: Any = ...) -> int:
         """A whole number >= 0."""
-        return self.integer(key, default, minimum=0, maximum=10 ** 9)
+        return self.integer(key, default, minimum=0, maximum=10**9)
 
     def number(self, key: str, default: Any = ...) -> float:
         value = self.raw(key, default, (int, float))
@@ -251,20 +261,44 @@ def _short(value: Any) -> str:
 
 # --- records: a frozen dataclass as a table's schema ------------------------------------------------
 
-KINDS = ("text", "flag", "count", "integer", "number", "fraction", "seconds", "size", "rate", "flops", "texts",
-         "world_sizes", "choice")
-_INFERRED = {"str": "text", "bool": "flag", "int": "count", "float": "number", "tuple[str, ...]": "texts",
-             "tuple[int, ...]": "world_sizes"}
+KINDS = (
+    "text",
+    "flag",
+    "count",
+    "integer",
+    "number",
+    "fraction",
+    "seconds",
+    "size",
+    "rate",
+    "flops",
+    "texts",
+    "world_sizes",
+    "choice",
+)
+_INFERRED = {
+    "str": "text",
+    "bool": "flag",
+    "int": "count",
+    "float": "number",
+    "tuple[str, ...]": "texts",
+    "tuple[int, ...]": "world_sizes",
+}
 
 
-def key(name: str, kind: str | type | Callable[[Table, str], Any] | None = None, *, default: Any = MISSING,
-        factory: Callable[[], Any] | Any = MISSING, **options: Any) -> Any:
+def key(
+    name: str,
+    kind: str | type | Callable[[Table, str], Any] | None = None,
+    *,
+    default: Any = MISSING,
+    factory: Callable[[], Any] | Any = MISSING,
+    **options: Any,
+) -> Any:
     """A dataclass field read from the table's key `name`: by `kind` (one of `KINDS`; a dataclass:
     the sub-table read as that record; a function `(table, key) -> value`; None: by the field's type,
     str / bool / int / float / tuple[str, ...]), with `options` for that kind (`allowed` of a choice).
     Without a default the key is required; with one, a table without it keeps the default."""
-    return field(default=default, default_factory=factory,
-                 metadata={_KEY: (name, kind, options)})
+    return field(default=default, default_factory=factory, metadata={_KEY: (name, kind, options)})
 
 
 def read_record(cls: type[T], table: Table, *, done: bool = True, **given: Any) -> T:
@@ -308,6 +342,7 @@ def record_keys(cls: type) -> tuple[str, ...]:
 
 # --- names -----------------------------------------------------------------------------------------
 
+
 def check_name(name: Any, where: str) -> str:
     """A name a command takes: text, not empty, without surrounding spaces, and what every name that
     is written or printed must be (quoting.check_name: printable, no leading '-' since a catalog name
@@ -338,16 +373,20 @@ def find(name: Any, known: Iterable[str]) -> str | None:
 
 # --- files ------------------------------------------------------------------------------------------
 
+
 def parse_toml(text: str, where: str) -> dict:
     """A TOML text parsed, or one line naming the file and TOML's complaint."""
     import tomllib  # only when data is built, not when the data cache has it
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{where}: not valid TOML ({err})") from None
     except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise CatalogError(f"{where}: not valid TOML: arrays or inline tables nested too deeply to read (thousands "
-                           "of levels); a catalog nests a few") from None
+        raise CatalogError(
+            f"{where}: not valid TOML: arrays or inline tables nested too deeply to read (thousands "
+            "of levels); a catalog nests a few"
+        ) from None
 
 
 USER_TOML_MAX_BYTES = 16 * 2**20
@@ -358,8 +397,10 @@ def read_toml_file(path: Path | str, what: str = "catalog file") -> dict:
     """A user's TOML file parsed: a regular file read to at most USER_TOML_MAX_BYTES (a FIFO or a
     device is refused before it is read); a missing or unreadable file is one line naming it."""
     from .atomic import read_user_file  # a user's file only: `plan` starts without it
-    raw = read_user_file(path, what=f"a {what}", limit=USER_TOML_MAX_BYTES, error=CatalogError,
-                         missing=f"{path}: no such {what}")
+
+    raw = read_user_file(
+        path, what=f"a {what}", limit=USER_TOML_MAX_BYTES, error=CatalogError, missing=f"{path}: no such {what}"
+    )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -367,5 +408,19 @@ def read_toml_file(path: Path | str, what: str = "catalog file") -> dict:
     return parse_toml(text, str(path))
 
 
-__all__ = ["KINDS", "NOTE_KEYS", "NOTE_SUFFIXES", "Table", "check_name", "find", "fold", "is_note", "key",
-           "parse_toml", "read_record", "read_toml_file", "record_keys", "world_size"]
+__all__ = [
+    "KINDS",
+    "NOTE_KEYS",
+    "NOTE_SUFFIXES",
+    "Table",
+    "check_name",
+    "find",
+    "fold",
+    "is_note",
+    "key",
+    "parse_toml",
+    "read_record",
+    "read_toml_file",
+    "record_keys",
+    "world_size",
+]

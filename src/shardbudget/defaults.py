@@ -11,8 +11,19 @@ from __future__ import annotations
 DEFAULT_ENGINE = "vllm"
 """The engine whose kernels, CUDA graphs and host costs a step has when none is named."""
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "eager", "vllm-v0", "tgi", "sglang-0.4", "trtllm-1.0", "vllm-0.9",
-                "vllm-0.19", "sglang-0.5.14")
+ENGINE_NAMES = (
+    "vllm",
+    "sglang",
+    "trtllm",
+    "eager",
+    "vllm-v0",
+    "tgi",
+    "sglang-0.4",
+    "trtllm-1.0",
+    "vllm-0.9",
+    "vllm-0.19",
+    "sglang-0.5.14",
+)
 """Engines with a preset file (engines/<name>.toml); vllm-v0 (vLLM 0.7's V0 engine) and tgi
 (text-generation-inference without CUDA graphs) are the older engines behind published decode
 measurements; sglang-0.4 (SGLang 0.4.x, 2025) the release behind the 2025 SGLang rows of

@@ -46,8 +46,9 @@ def terminal(text: object) -> str:
     return "".join(c if c.isprintable() or c in _LAYOUT else _escaped(c) for c in s)
 
 
-def check_name(text: object, what: str, *, argument: bool = False,
-               error: type[ShardbudgetError] = ShardbudgetError) -> str:
+def check_name(
+    text: object, what: str, *, argument: bool = False, error: type[ShardbudgetError] = ShardbudgetError
+) -> str:
     """`text` if it may be written into a file or printed (module docstring), else a one-line `error`
     naming it. `argument`: it becomes a command-line argument, so it may not start with '-'."""
     if not isinstance(text, str):

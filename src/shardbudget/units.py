@@ -54,8 +54,14 @@ _BYTE_UNITS: dict[str, float] = {"B": 1.0, "byte": 1.0, "bytes": 1.0}
 _BITS = re.compile(r"^\s*([-+0-9.eE]+)\s*([kKmMgGtTpPeE]?)(i?)(b|bit|bits)\s*$")
 _TIME_UNITS: dict[str, float] = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0}
 _RATE_UNITS: dict[str, float] = {
-    "B/s": 1.0, "Bps": 1.0, "byte/s": 1.0, "bytes/s": 1.0,
-    "b/s": 1 / 8, "bps": 1 / 8, "bit/s": 1 / 8, "bits/s": 1 / 8,
+    "B/s": 1.0,
+    "Bps": 1.0,
+    "byte/s": 1.0,
+    "bytes/s": 1.0,
+    "b/s": 1 / 8,
+    "bps": 1 / 8,
+    "bit/s": 1 / 8,
+    "bits/s": 1 / 8,
 }
 _FLOPS_UNITS: dict[str, float] = {"FLOP/s": 1.0, "FLOPS": 1.0, "flop/s": 1.0, "flops": 1.0}
 
@@ -64,10 +70,23 @@ DIRECTIONS = ("per-direction", "bidirectional")
 
 # --- quantiphy's forms that need no quantiphy ----------------------------------------------------
 
-_SI = {"T": "e12", "G": "e9", "M": "e6", "K": "e3", "k": "e3", "m": "e-3", "u": "e-6", "n": "e-9", "p": "e-12",
-       "f": "e-15", "a": "e-18", "P": "e15", "E": "e18"}
+_SI = {
+    "T": "e12",
+    "G": "e9",
+    "M": "e6",
+    "K": "e3",
+    "k": "e3",
+    "m": "e-3",
+    "u": "e-6",
+    "n": "e-9",
+    "p": "e-12",
+    "f": "e-15",
+    "a": "e-18",
+    "P": "e15",
+    "E": "e18",
+}
 """quantiphy's MAPPINGS for the prefixes read here (a number + 'e-3' is what it gives float())."""
-_BINARY = {"Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4, "Pi": 1024 ** 5, "Ei": 1024 ** 6}
+_BINARY = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "Ti": 1024**4, "Pi": 1024**5, "Ei": 1024**6}
 _KNOWN_UNITS = frozenset(_BYTE_UNITS) | frozenset(_TIME_UNITS) | frozenset(_RATE_UNITS) | frozenset(_FLOPS_UNITS)
 _SCALE_LETTERS = frozenset("QRYZEPTGMKk_c%muµμnpfazyrq")
 """Every letter quantiphy reads as a scale factor: a unit starting with one is left to quantiphy."""
@@ -111,7 +130,7 @@ def _render(value: float, unit: str, prec: int) -> str:
         sf = "munpfa"[-index - 1]
     digits = mantissa.replace(".", "").rstrip("0")
     digits += (shift + 1 - len(digits)) * "0"
-    mantissa = (sign + digits[:shift + 1] + "." + digits[shift + 1:]).rstrip(".")
+    mantissa = (sign + digits[: shift + 1] + "." + digits[shift + 1 :]).rstrip(".")
     return f"{mantissa}{sf} {unit}" if sf == eexp else f"{mantissa} {sf}{unit}"
 
 
@@ -140,8 +159,9 @@ def _render_binary(number: float, unit: str, prec: int) -> str:
     return f"{mantissa}{sf} {unit}" if sf_is_exp else f"{mantissa} {sf}{unit}"
 
 
-def _parse(text: str | float | int, what: str, units: dict[str, float], *, example: str,
-           bare_unit: str | None) -> float:
+def _parse(
+    text: str | float | int, what: str, units: dict[str, float], *, example: str, bare_unit: str | None
+) -> float:
     """Parse `text` as a quantity whose unit is one of `units`; return it in the SI base."""
     if isinstance(text, bool):
         raise UnitError(f"{what} {text!r} is not a quantity; expected e.g. {example}")
@@ -152,6 +172,7 @@ def _parse(text: str | float | int, what: str, units: dict[str, float], *, examp
         quick = _quick(raw)
         if quick is None:
             from quantiphy import InvalidNumber, Quantity
+
             try:
                 q = Quantity(raw, binary=True)
             except (InvalidNumber, ValueError, TypeError):
@@ -163,8 +184,10 @@ def _parse(text: str | float | int, what: str, units: dict[str, float], *, examp
     if unit is None:
         raise UnitError(f"{what} {text!r} has no unit; expected e.g. {example}")
     if unit not in units:
-        raise UnitError(f"{what} {text!r} has unit {_typed_unit(str(text), unit)!r}, expected one of "
-                        f"{', '.join(sorted(units))} (e.g. {example})")
+        raise UnitError(
+            f"{what} {text!r} has unit {_typed_unit(str(text), unit)!r}, expected one of "
+            f"{', '.join(sorted(units))} (e.g. {example})"
+        )
     return value * units[unit]
 
 
@@ -186,28 +209,33 @@ def _positive(value: float, what: str, text: object, allow_zero: bool) -> float:
     return value
 
 
-MAX_BYTES = 2.0 ** 60
+MAX_BYTES = 2.0**60
 """1 EiB: no message or memory is larger; a bigger size is a typo (and would overflow int64 counts)."""
 
 
-def parse_bytes(text: str | float | int, *, what: str = "size", allow_zero: bool = False,
-                bare_ok: bool = True) -> float:
+def parse_bytes(
+    text: str | float | int, *, what: str = "size", allow_zero: bool = False, bare_ok: bool = True
+) -> float:
     """'16KiB' -> 16384.0; '1 MB' -> 1e6; '8' -> 8.0 (a bare number is bytes, unless not `bare_ok`).
     Bits are refused with a hint: '16kb' -> "did you mean 16 KB or 16 KiB?"."""
     bits = _BITS.match(text) if isinstance(text, str) else None
     if bits:
         number, prefix = bits.group(1), bits.group(2).upper()
-        raise UnitError(f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean "
-                        f"{number} {prefix}B or {number} {prefix}iB?" if prefix else
-                        f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean {number} B?")
+        raise UnitError(
+            f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean "
+            f"{number} {prefix}B or {number} {prefix}iB?"
+            if prefix
+            else f"{what} {text!r} is in bits ({bits.group(4)!r}); sizes are bytes: did you mean {number} B?"
+        )
     value = _parse(text, what, _BYTE_UNITS, example="16KiB, 1 MB, 2GiB", bare_unit="B" if bare_ok else None)
     if value > MAX_BYTES:
         raise UnitError(f"{what} {text!r} is larger than {format_bytes(MAX_BYTES)}; expected e.g. 16KiB, 2GiB")
     return _positive(value, what, text, allow_zero)
 
 
-def parse_seconds(text: str | float | int, *, what: str = "time", bare_ok: bool = False,
-                  allow_zero: bool = False) -> float:
+def parse_seconds(
+    text: str | float | int, *, what: str = "time", bare_ok: bool = False, allow_zero: bool = False
+) -> float:
     """'30ms' -> 0.03; '2 µs' -> 2e-6. A bare number is refused unless `bare_ok` (then seconds)."""
     value = _parse(text, what, _TIME_UNITS, example="30ms, 2us, 1.5 s", bare_unit="s" if bare_ok else None)
     return _positive(value, what, text, allow_zero)
@@ -239,11 +267,13 @@ def vendor_rate_to_bytes_per_s(rate: str | float, direction: str) -> float:
 
 # --- printing -------------------------------------------------------------------------------
 
+
 def _fmt(value: float, unit: str, binary: bool = False, prec: int = 3) -> str:
     number = float(value)
     if math.isfinite(number) and unit:
         return _render_binary(number, unit, prec) if binary else _render(number, unit, prec)
     from quantiphy import Quantity  # inf and NaN
+
     q = Quantity(number, unit)
     return q.binary(prec=prec, strip_zeros=True) if binary else q.render(prec=prec, strip_zeros=True)
 
@@ -272,8 +302,9 @@ def parse_list(values: list[str], parser: Callable[[str], float]) -> list[float]
     for v in values:
         out.extend(parser(p) for p in str(v).split(",") if p.strip())
     if not out:
-        raise UnitError(f"{', '.join(repr(str(v)) for v in values) or 'the list'} holds no values; "
-                        f"expected e.g. 8B,1KiB")
+        raise UnitError(
+            f"{', '.join(repr(str(v)) for v in values) or 'the list'} holds no values; expected e.g. 8B,1KiB"
+        )
     return out
 
 
@@ -283,15 +314,17 @@ def parse_size_range(text: str) -> list[float]:
     if len(parts) not in (2, 3):
         raise UnitError(f"size range {text!r} must look like 8B:64MiB or 8B:64MiB:4")
     lo, hi = parse_bytes(parts[0]), parse_bytes(parts[1])
-    factor = float(parts[2]) if len(parts) == 3 and parts[2].strip().replace(".", "", 1).isdigit() else (
-        2.0 if len(parts) == 2 else float("nan"))
+    factor = (
+        float(parts[2])
+        if len(parts) == 3 and parts[2].strip().replace(".", "", 1).isdigit()
+        else (2.0 if len(parts) == 2 else float("nan"))
+    )
     if not factor > 1:
         raise UnitError(f"size range {text!r}: the factor must be a number greater than 1")
     if lo < 1:  # sizes are rounded to whole bytes below, and a 0-byte message is no message
         raise UnitError(f"size range {text!r}: the start must be at least 1 B")
     if hi < lo:
-        raise UnitError(f"size range {text!r}: the end ({format_bytes(hi)}) is below the start "
-                        f"({format_bytes(lo)})")
+        raise UnitError(f"size range {text!r}: the end ({format_bytes(hi)}) is below the start ({format_bytes(lo)})")
     sizes, s = [], lo
     while s <= hi * (1 + 1e-12) and len(sizes) < 200:
         sizes.append(float(round(s)))

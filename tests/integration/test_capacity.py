@@ -76,10 +76,15 @@ def test_the_binding_budget_is_named(catalog, rate10):
     load = f"{rate10.batch} sequences in flight per replica at 10 requests/s"
     assert f"with {load}" in rate10.text
     assert f"a batch cap of {o.max_batch} sequences per replica" in rate10.text and rate10.batch < o.max_batch
-    assert all(f"batch cap {o.max_batch} sequences per replica; {load}" in text
-               for text in rate10.result.launch.values())
+    assert all(
+        f"batch cap {o.max_batch} sequences per replica; {load}" in text for text in rate10.result.launch.values()
+    )
     d = rate10.to_dict()["deploy"]
-    assert (d["load"], d["in_flight_per_replica"], d["best"]["max_batch"]) == ("10 requests/s", rate10.batch, o.max_batch)
+    assert (d["load"], d["in_flight_per_replica"], d["best"]["max_batch"]) == (
+        "10 requests/s",
+        rate10.batch,
+        o.max_batch,
+    )
     loose = deploy_for_load(request("llama-3.1-70b", "hgx-h100", budget_s=None, catalog=catalog), Load(rate_per_s=10.0))
     assert loose.binding in ("memory", "max-batch") and loose.gpus <= rate10.gpus  # no budget: fewer or equal
 
@@ -87,12 +92,17 @@ def test_the_binding_budget_is_named(catalog, rate10):
 def test_a_faster_fabric_saves_gpus_on_pcie_without_p2p(catalog):
     """L40S on PCIe without P2P: the same GPUs with P2P (explain's what-if) serve 2 requests/s on fewer;
     the what-if's count is the search's own on that system."""
-    a = deploy_for_load(request("llama-3.1-70b", "l40s-pcie-nps1-degraded", budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0))
+    a = deploy_for_load(
+        request("llama-3.1-70b", "l40s-pcie-nps1-degraded", budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0)
+    )
     f = a.fabric
     label, fast = better_fabric(catalog.system("l40s-pcie-nps1-degraded"), catalog)
     assert f["label"] == label and "P2P" in label and "what-if" in label
     assert fast.gpu is catalog.system("l40s-pcie-nps1-degraded").gpu and fast.pcie.gpu_p2p
-    assert f["gpus"] == deploy_for_load(request("llama-3.1-70b", fast, budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0)).gpus
+    assert (
+        f["gpus"]
+        == deploy_for_load(request("llama-3.1-70b", fast, budget_s=0.100, catalog=catalog), Load(rate_per_s=2.0)).gpus
+    )
     assert f["gpus"] < a.gpus and f["saves"] == a.gpus - f["gpus"] and f"save {f['saves']} GPUs" in a.text
 
 
@@ -101,9 +111,14 @@ def test_no_faster_fabric_is_said(rate10):
 
 
 def test_load_is_checked():
-    for kw, words in (({"rate_per_s": 0.0}, "above 0"), ({"rate_per_s": -1.0}, "above 0"),
-                      ({"rate_per_s": math.nan}, "above 0"), ({"users": 0}, "at least 1"),
-                      ({"rate_per_s": 1.0, "users": 2}, "not both"), ({}, "not both")):
+    for kw, words in (
+        ({"rate_per_s": 0.0}, "above 0"),
+        ({"rate_per_s": -1.0}, "above 0"),
+        ({"rate_per_s": math.nan}, "above 0"),
+        ({"users": 0}, "at least 1"),
+        ({"rate_per_s": 1.0, "users": 2}, "not both"),
+        ({}, "not both"),
+    ):
         with pytest.raises(PlanError, match=words):
             Load(**kw)
 
@@ -111,11 +126,15 @@ def test_load_is_checked():
 def test_capacities_are_deploys_options(catalog):
     """The search prices one replica of each plan exactly as deploy does on that plan's GPUs."""
     from shardbudget.decide.request import Budgets
+
     sc = request("llama-3.1-70b", "hgx-h100", catalog=catalog).scenario
     caps = capacities(sc, Load(rate_per_s=1.0), budgets=Budgets(budget_s=0.030), work=Workload())
     tp8 = next(c for c in caps if c.plan.tp == 8 and c.plan.pp == 1)
-    one = next(o for o in deploy(request("llama-3.1-70b", "hgx-h100", catalog=catalog), gpus=8).options
-               if o.replicas == 1 and o.tp == 8)
+    one = next(
+        o
+        for o in deploy(request("llama-3.1-70b", "hgx-h100", catalog=catalog), gpus=8).options
+        if o.replicas == 1 and o.tp == 8
+    )
     assert tp8.option.max_batch == one.max_batch and tp8.option.cycle_s == pytest.approx(one.cycle_s, rel=1e-12)
     # 1 request/s: one TP4 replica (batch 22 within 30 ms serves 2.8/s); TP1 holds no batch in 30 ms and
     # TP2 only batch 1 (0.13/s: 8 replicas, 16 GPUs)
@@ -123,6 +142,7 @@ def test_capacities_are_deploys_options(catalog):
 
 
 # --- the CLI ---------------------------------------------------------------------------------
+
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
     rc = cli_module.main(["deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", *argv])
@@ -156,9 +176,12 @@ def test_a_load_past_the_gpu_bound_is_refused_with_the_bound_not_called_unmeetab
     TP1 at batch 78 meets it, 29.9 ms) when the load needed more GPUs than an answer may take.
     Each TP1 replica of llama-3.1-8b serves 78 / (256 x cycle) requests/s, so 1e9 needs ~1e8 GPUs."""
     from shardbudget.decide.capacity import MAX_LOAD_GPUS
+
     argv = ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100"]
-    for load, words in ((["--rate", "1e9"], "--rate: 1e+09 requests/s take "),
-                        (["--users", "100000000"], "--users: 100000000 concurrent users take ")):
+    for load, words in (
+        (["--rate", "1e9"], "--rate: 1e+09 requests/s take "),
+        (["--users", "100000000"], "--users: 100000000 concurrent users take "),
+    ):
         rc = cli_module.main([*argv, *load])
         out, err = capsys.readouterr()
         assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, (rc, out, err)
@@ -169,17 +192,20 @@ def test_a_load_past_the_gpu_bound_is_refused_with_the_bound_not_called_unmeetab
     assert rc == 0 and capsys.readouterr().out.startswith("1000 concurrent users take 13 GPUs of hgx-h100")
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--rate", "0"], "--rate must be a number of requests per second above 0"),
-    (["--rate", "-3"], "--rate must be a number of requests per second above 0"),
-    (["--users", "0"], "--users must be a whole number of at least 1"),
-    (["--rate", "1", "--users", "2"], "not both"),
-    (["--rate", "1", "--gpus", "8"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
-    (["--users", "4", "--nodes", "2"], "--users finds the GPUs itself: give --users or --nodes, not both"),
-    (["--rate", "1", "--disaggregate", "2:6"], "give --rate or --disaggregate, not both"),
-    (["--users", "4", "--batch", "8"], "give --users or --batch, not both"),
-    ([], "deploy needs --gpus (the GPUs to spend), or --rate / --users"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--rate", "0"], "--rate must be a number of requests per second above 0"),
+        (["--rate", "-3"], "--rate must be a number of requests per second above 0"),
+        (["--users", "0"], "--users must be a whole number of at least 1"),
+        (["--rate", "1", "--users", "2"], "not both"),
+        (["--rate", "1", "--gpus", "8"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
+        (["--users", "4", "--nodes", "2"], "--users finds the GPUs itself: give --users or --nodes, not both"),
+        (["--rate", "1", "--disaggregate", "2:6"], "give --rate or --disaggregate, not both"),
+        (["--users", "4", "--batch", "8"], "give --users or --batch, not both"),
+        ([], "deploy needs --gpus (the GPUs to spend), or --rate / --users"),
+    ],
+)
 def test_cli_bad_load_one_line_exit_2(capsys, args, words):
     rc, out, err = _run(capsys, *args)
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and words in err, (rc, out, err)

@@ -21,13 +21,20 @@ def run_json(capsys, *argv) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("name, argv, tool, published_ms", [
-    ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b"], "vllm bench serve", 3.72),
-    ("sglang_dsr1_b200_tp8_c4.jsonl", ["-s", "hgx-b200", "-m", "deepseek-v3"], "sglang bench_serving", 8.76),
-    ("genai_perf_llama70b_2xh100_c5.json", ["-s", "hgx-h100", "-m", "llama-3.1-70b", "--tp", "2", "--dtype", "fp8",
-                                            "--engine", "trtllm"], "genai-perf", 21.83),
-    ("trtllm_dsr1_h200_tp8ep8_c4.json", ["-s", "hgx-h200", "-m", "deepseek-v3"], "trtllm-bench", 13.82),
-])
+@pytest.mark.parametrize(
+    "name, argv, tool, published_ms",
+    [
+        ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b"], "vllm bench serve", 3.72),
+        ("sglang_dsr1_b200_tp8_c4.jsonl", ["-s", "hgx-b200", "-m", "deepseek-v3"], "sglang bench_serving", 8.76),
+        (
+            "genai_perf_llama70b_2xh100_c5.json",
+            ["-s", "hgx-h100", "-m", "llama-3.1-70b", "--tp", "2", "--dtype", "fp8", "--engine", "trtllm"],
+            "genai-perf",
+            21.83,
+        ),
+        ("trtllm_dsr1_h200_tp8ep8_c4.json", ["-s", "hgx-h200", "-m", "deepseek-v3"], "trtllm-bench", 13.82),
+    ],
+)
 def test_published_runs_priced_within_the_band_pass(capsys, name, argv, tool, published_ms):
     code, d = run_json(capsys, FIX / name, *argv)
     (c,) = d["checks"]
@@ -42,8 +49,9 @@ def test_published_runs_priced_within_the_band_pass(capsys, name, argv, tool, pu
 def test_a_misconfigured_tp_is_named_and_explained(capsys):
     """gpt-oss-120b at TP2 (15.21 ms, published) checked against the TP8 plan: the file's own TP2,
     re-priced, explains it."""
-    code, d = run_json(capsys, FIX / "vllm_gptoss_h100_tp2_c64.json", "-s", "hgx-h100", "-m", "gpt-oss-120b",
-                       "--tp", "8")
+    code, d = run_json(
+        capsys, FIX / "vllm_gptoss_h100_tp2_c64.json", "-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "8"
+    )
     (c,) = d["checks"]
     assert (code, c["verdict"], c["plan"]) == (1, "slow", "TP8")
     assert c["metrics"][0]["ratio"] > 1.9  # TP8 is priced 7.6 ms at 64 in flight
@@ -64,8 +72,7 @@ def test_eager_mode_recorded_in_the_file_is_named(capsys):
 def test_a_slow_fabric_ranks_communication_first(capsys):
     """The planted run: the TP all-reduces 8x as long as priced (README). Communication needs x7.8,
     within its spread; kernels would need x1.6, beyond theirs; host x27."""
-    code, d = run_json(capsys, FIX / "sglang_dsr1_b200_tp8_c4_slow_fabric.jsonl", "-s", "hgx-b200",
-                       "-m", "deepseek-v3")
+    code, d = run_json(capsys, FIX / "sglang_dsr1_b200_tp8_c4_slow_fabric.jsonl", "-s", "hgx-b200", "-m", "deepseek-v3")
     causes = d["checks"][0]["causes"]
     assert code == 1 and causes[0]["kind"] == "communication" and causes[0]["explains"]
     assert "nvswitch" in causes[0]["text"] and "all-reduce" in causes[0]["text"]
@@ -98,8 +105,9 @@ def test_the_slow_cross_node_vllm_run(capsys):
 
 
 def test_text_report_and_its_last_line(capsys):
-    code = cli.main(["check", str(FIX / "vllm_gptoss_h100_tp2_c64.json"), "-s", "hgx-h100", "-m", "gpt-oss-120b",
-                     "--tp", "8"])
+    code = cli.main(
+        ["check", str(FIX / "vllm_gptoss_h100_tp2_c64.json"), "-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "8"]
+    )
     out = capsys.readouterr().out
     assert code == 1 and out.rstrip().endswith("check: FAIL (exit 1)")
     assert "TPOT mean" in out and "SLOW" in out and "1. the file ran TP2" in out
@@ -117,6 +125,7 @@ def test_plot_draws_measured_over_priced(tmp_path, capsys):
     """--plot: one panel per run, the title the finding (the metric the causes explain)."""
     from shardbudget.decide.serving_check import check_serving
     from shardbudget.report.fig_serving import serving_figure
+
     path = FIX / "vllm_gptoss_h100_tp2_c64.json"
     out = tmp_path / "serving.png"
     assert cli.main(["check", str(path), "-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "8", "--plot", str(out)]) == 1
@@ -130,23 +139,56 @@ def test_plot_draws_measured_over_priced(tmp_path, capsys):
 def test_json_shape_is_stable(capsys):
     _, d = run_json(capsys, FIX / "vllm_gptoss_h100_tp8_c4.json", "-s", "hgx-h100", "-m", "gpt-oss-120b")
     assert set(d) == {"kind", "exit_code", "outcome", "tolerance", "ttft_tolerance", "checks"}
-    assert set(d["checks"][0]) == {"run", "model", "system", "engine", "plan", "batch", "batch_basis", "replicas",
-                                   "input_len", "output_len", "verdict", "priced", "metrics", "causes", "notes"}
+    assert set(d["checks"][0]) == {
+        "run",
+        "model",
+        "system",
+        "engine",
+        "plan",
+        "batch",
+        "batch_basis",
+        "replicas",
+        "input_len",
+        "output_len",
+        "verdict",
+        "priced",
+        "metrics",
+        "causes",
+        "notes",
+    }
     assert set(d["checks"][0]["priced"]) >= {"tpot_s", "decode_step_s", "ttft_s", "comm_s", "allreduce"}
 
 
-@pytest.mark.parametrize("name, argv, words", [
-    ("vllm_llmd_l40s_llama32_3b_10qps.json", ["-s", "l40s-pcie-nps1-degraded"],
-     ["model 'meta-llama/Llama-3.2-3B-Instruct' is not one shardbudget can load", "give --model"]),
-    ("genai_perf_llama70b_2xh100_c5.json", ["-s", "hgx-h100", "-m", "llama-3.1-70b"],
-     ["does not record its tensor-parallel degree; give --tp"]),
-    ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--tolerance", "0"],
-     ["tolerance must be a positive number"]),
-    ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "16", "--nodes", "1"],
-     ["TP16 needs 16 GPUs"]),
-    ("vllm_gptoss_h100_tp8_c4.json", ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--gpus", "8"],
-     ["--gpus: not an option for a serving benchmark's result"]),
-])
+@pytest.mark.parametrize(
+    "name, argv, words",
+    [
+        (
+            "vllm_llmd_l40s_llama32_3b_10qps.json",
+            ["-s", "l40s-pcie-nps1-degraded"],
+            ["model 'meta-llama/Llama-3.2-3B-Instruct' is not one shardbudget can load", "give --model"],
+        ),
+        (
+            "genai_perf_llama70b_2xh100_c5.json",
+            ["-s", "hgx-h100", "-m", "llama-3.1-70b"],
+            ["does not record its tensor-parallel degree; give --tp"],
+        ),
+        (
+            "vllm_gptoss_h100_tp8_c4.json",
+            ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--tolerance", "0"],
+            ["tolerance must be a positive number"],
+        ),
+        (
+            "vllm_gptoss_h100_tp8_c4.json",
+            ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--tp", "16", "--nodes", "1"],
+            ["TP16 needs 16 GPUs"],
+        ),
+        (
+            "vllm_gptoss_h100_tp8_c4.json",
+            ["-s", "hgx-h100", "-m", "gpt-oss-120b", "--gpus", "8"],
+            ["--gpus: not an option for a serving benchmark's result"],
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, name, argv, words):
     assert cli.main(["check", str(FIX / name), *argv]) == 2
     err = capsys.readouterr().err.strip()

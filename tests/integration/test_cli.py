@@ -4,10 +4,30 @@ import json
 
 import pytest
 
-ALLREDUCE_KEYS = {"msg_bytes", "time_s", "latency_s", "bandwidth_s", "algorithm", "protocol", "algbw_bytes_per_s",
-                  "busbw_bytes_per_s"}
-PLAN_ROW_KEYS = {"tp", "pp", "ep", "itl_s", "compute_s", "comm_s", "comm_share", "ttft_s", "mem_bytes_per_gpu",
-                 "fits_memory", "meets_budget", "allreduce"}
+ALLREDUCE_KEYS = {
+    "msg_bytes",
+    "time_s",
+    "latency_s",
+    "bandwidth_s",
+    "algorithm",
+    "protocol",
+    "algbw_bytes_per_s",
+    "busbw_bytes_per_s",
+}
+PLAN_ROW_KEYS = {
+    "tp",
+    "pp",
+    "ep",
+    "itl_s",
+    "compute_s",
+    "comm_s",
+    "comm_share",
+    "ttft_s",
+    "mem_bytes_per_gpu",
+    "fits_memory",
+    "meets_budget",
+    "allreduce",
+}
 
 
 def test_allreduce_json_keys_are_stable(cli):
@@ -30,8 +50,20 @@ def test_allreduce_table_is_nccl_tests_like(cli):
 
 
 def test_plan_json(cli):
-    r = cli("plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--batch", "1", "--batch", "64",
-            "--budget", "30ms", "--json")
+    r = cli(
+        "plan",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "hgx-h100",
+        "--batch",
+        "1",
+        "--batch",
+        "64",
+        "--budget",
+        "30ms",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert {"model", "system", "nodes", "context", "budget_s", "results"} <= set(d)
@@ -42,7 +74,9 @@ def test_plan_json(cli):
 
 
 def test_plan_table_and_verdict(cli):
-    r = cli("plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--batch", "64", "--budget", "50ms")
+    r = cli(
+        "plan", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--batch", "64", "--budget", "50ms"
+    )
     assert r.returncode == 0, r.stderr
     assert "latency-optimal (comm-bound)" in r.stdout and "fewest GPUs that fit: 8 (" in r.stdout
     # TP8 on the same 8 GPUs, its all-reduce in host memory: 278 ms misses 50 ms, so over budget first
@@ -84,10 +118,14 @@ def test_check_json_keys_and_exit_code(cli, tmp_path):
     for k in range(12):  # 8 B .. 32 MiB on 8 GPUs: 20 us + size at 150 GB/s algbw
         size, t_us = 8 * 4**k, 20.0 + 8 * 4**k / 150e3
         alg = size / t_us / 1e3
-        rows.append(f"{size:12d} {size // 4:13d}     float     sum      -1  {t_us:9.2f}  {alg:6.2f}  {alg * 1.75:6.2f}      0")
+        rows.append(
+            f"{size:12d} {size // 4:13d}     float     sum      -1  {t_us:9.2f}  {alg:6.2f}  {alg * 1.75:6.2f}      0"
+        )
     log = tmp_path / "run.log"
-    log.write_text("# nThread 1 nGpus 8 minBytes 8 maxBytes 33554432 step: 4(factor) warmup iters: 5 iters: 20 "
-                   "agg iters: 1 validation: 1 graph: 0\n#\n" + "\n".join(rows) + "\n")
+    log.write_text(
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 33554432 step: 4(factor) warmup iters: 5 iters: 20 "
+        "agg iters: 1 validation: 1 graph: 0\n#\n" + "\n".join(rows) + "\n"
+    )
     r = cli("check", str(log), "--system", "hgx-h100", "--json")
     assert r.returncode in (0, 1), r.stderr
     d = json.loads(r.stdout)
@@ -96,8 +134,11 @@ def test_check_json_keys_and_exit_code(cli, tmp_path):
     assert {"source", "run", "op", "ranks", "nodes", "column", "ok", "regions", "cause", "causes", "settings"} <= set(t)
     assert [reg["region"] for reg in t["regions"]] == ["latency floor", "mid sizes", "bandwidth plateau"]
     assert t["ranks"] == 8 and t["nodes"] == 1 and t["column"] == "out-of-place"
+
+
 def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
     from pathlib import Path
+
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "l40s_8gpu_dual_socket.txt"
     out = tmp_path / "my-l40s.toml"
     r = cli("topo", str(fixture), "--gpu", "l40s", "--name", "my-l40s", "--out", str(out))
@@ -111,14 +152,26 @@ def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
     assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(18e9, rel=0.02)
     # the degraded host, named: priced as the built-in measured on it, warned about, its name says so
     bad = tmp_path / "my-l40s-degraded.toml"
-    r = cli("topo", str(fixture), "--gpu", "l40s", "--cpu", "epyc-nps1-degraded", "--name", "my-l40s-degraded",
-            "--out", str(bad))
+    r = cli(
+        "topo",
+        str(fixture),
+        "--gpu",
+        "l40s",
+        "--cpu",
+        "epyc-nps1-degraded",
+        "--name",
+        "my-l40s-degraded",
+        "--out",
+        str(bad),
+    )
     assert r.returncode == 0 and "warning: cpu epyc-nps1-degraded is a degraded host profile" in r.stderr, r.stderr
     a = cli("allreduce", "--catalog", str(bad), "--system", "my-l40s-degraded", "--size", "512MiB", "--json")
     b = cli("allreduce", "--system", "l40s-pcie-nps1-degraded", "--size", "512MiB", "--json")
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert json.loads(a.stdout)["rows"][0]["busbw_bytes_per_s"] == pytest.approx(1.45e9, rel=0.02)
-    assert json.loads(a.stdout)["rows"][0]["time_s"] == pytest.approx(json.loads(b.stdout)["rows"][0]["time_s"], rel=0.03)
+    assert json.loads(a.stdout)["rows"][0]["time_s"] == pytest.approx(
+        json.loads(b.stdout)["rows"][0]["time_s"], rel=0.03
+    )
     p = cli("plan", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["system"] == "my-l40s", p.stderr
     d = cli("deploy", "--catalog", str(out), "--system", "my-l40s", "--model", "llama-3.1-8b", "--gpus", "8", "--json")
@@ -126,8 +179,10 @@ def test_topo_profile_works_in_allreduce_plan_and_deploy(cli, tmp_path):
 
 
 def test_topo_prints_the_profile_and_warns_on_topo_mp(cli, tmp_path):
-    text = ("$ nvidia-smi topo -mp\n        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
-            "GPU0     X      PHB     0-31    0\nGPU1    PHB      X      0-31    0\n")
+    text = (
+        "$ nvidia-smi topo -mp\n        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
+        "GPU0     X      PHB     0-31    0\nGPU1    PHB      X      0-31    0\n"
+    )
     f = tmp_path / "mp.txt"
     f.write_text(text)
     r = cli("topo", str(f), "--gpu", "l40s", "--name", "two")
@@ -142,11 +197,13 @@ def test_fit_warns_on_held_out_error_and_names_the_link(cli, tmp_path):
     for ranks, slow in ((2, 1.0), (4, 1.0), (8, 1.6)):  # 8 GPUs 1.6x slower at every size than 2 and 4 say
         rows.append(f"@collective: all_reduce\n@n_gpus: {ranks}\n@n_nodes: 1")
         for k in range(3, 31, 3):
-            size = 2 ** k
+            size = 2**k
             t_us = slow * (12.0 + size / 300e3 * 2 * (ranks - 1) / ranks)
             alg = size / t_us / 1e3
-            rows.append(f"{size:12d} {size // 4:12d} float sum -1 {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0"
-                        f" {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0")
+            rows.append(
+                f"{size:12d} {size // 4:12d} float sum -1 {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0"
+                f" {t_us:9.2f} {alg:7.2f} {alg * 2 * (ranks - 1) / ranks:7.2f} 0"
+            )
     f = tmp_path / "three.txt"
     f.write_text("\n".join(rows) + "\n")
     r = cli("fit", str(f), "--name", "mine", "--base-system", "hgx-h100")

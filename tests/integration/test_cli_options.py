@@ -35,8 +35,12 @@ def _options(cmd):
 
 
 def test_every_visible_option_of_every_command_has_help():
-    missing = [f"{name} {o.opts[0]}" for name, cmd in _commands().items() for o in _options(cmd)
-               if not o.hidden and not (o.help or "").strip()]
+    missing = [
+        f"{name} {o.opts[0]}"
+        for name, cmd in _commands().items()
+        for o in _options(cmd)
+        if not o.hidden and not (o.help or "").strip()
+    ]
     assert not missing, f"options without help: {missing}"
 
 
@@ -59,14 +63,26 @@ def test_deploy_takes_plans_pricing_options():
     help (the test above holds them equal wherever two commands share one); report takes the engine,
     the TTFT budget and --json."""
     flags = {name: {f for o in _options(cmd) if not o.hidden for f in o.opts} for name, cmd in _commands().items()}
-    pricing = {"--impl", "--overlap", "--sequence-parallel", "--memory", "--jitter", "--engine", "--dtype", "--kv-dtype",
-               "--gpu-memory-utilization", "--ttft-budget", "--nccl", "--nccl-symmetric", "--catalog"}
+    pricing = {
+        "--impl",
+        "--overlap",
+        "--sequence-parallel",
+        "--memory",
+        "--jitter",
+        "--engine",
+        "--dtype",
+        "--kv-dtype",
+        "--gpu-memory-utilization",
+        "--ttft-budget",
+        "--nccl",
+        "--nccl-symmetric",
+        "--catalog",
+    }
     assert pricing <= flags["plan"] and pricing <= flags["deploy"], pricing - flags["deploy"]
     assert {"--engine", "--ttft-budget", "--json"} <= flags["report"]
     jitter = [o for name in ("plan", "deploy") for o in _options(_commands()[name]) if "--jitter" in o.opts]
     assert len(jitter) == 2 and len({(type(o.type).__name__, o.multiple, o.help) for o in jitter}) == 1
     assert jitter[0].multiple and "p99" in jitter[0].help
-
 
 
 def test_deploy_accepts_plans_pp_all_and_sweeps_every_pp_degree_anyway(capsys):
@@ -78,8 +94,9 @@ def test_deploy_accepts_plans_pp_all_and_sweeps_every_pp_degree_anyway(capsys):
     assert cli.main([*argv, "--pp-all"]) == 0
     out = capsys.readouterr()
     assert out.out == plain and out.err == ""
-    assert {"1xTP2/PP4", "1xTP1/PP8", "1xTP4/PP2"} <= {o["label"] if "label" in o else
-                                                       f"{o['replicas']}xTP{o['tp']}/PP{o['pp']}" for o in json.loads(plain)["options"]}
+    assert {"1xTP2/PP4", "1xTP1/PP8", "1xTP4/PP2"} <= {
+        o["label"] if "label" in o else f"{o['replicas']}xTP{o['tp']}/PP{o['pp']}" for o in json.loads(plain)["options"]
+    }
 
 
 def test_old_spellings_are_hidden_aliases(tmp_path, capsys):
@@ -98,10 +115,18 @@ def test_a_default_is_written_once_in_defaults_py():
     import ast
 
     from shardbudget import defaults
-    named = {"budget_s": defaults.BUDGET_S, "context": defaults.CONTEXT_TOKENS, "input_len": defaults.INPUT_TOKENS,
-             "output_len": defaults.OUTPUT_TOKENS, "engine": defaults.DEFAULT_ENGINE,
-             "comm_threshold": defaults.COMM_THRESHOLD, "knee_threshold": defaults.KNEE_THRESHOLD,
-             "draft_tokens": defaults.DRAFT_TOKENS, "acceptance": defaults.ACCEPTANCE}
+
+    named = {
+        "budget_s": defaults.BUDGET_S,
+        "context": defaults.CONTEXT_TOKENS,
+        "input_len": defaults.INPUT_TOKENS,
+        "output_len": defaults.OUTPUT_TOKENS,
+        "engine": defaults.DEFAULT_ENGINE,
+        "comm_threshold": defaults.COMM_THRESHOLD,
+        "knee_threshold": defaults.KNEE_THRESHOLD,
+        "draft_tokens": defaults.DRAFT_TOKENS,
+        "acceptance": defaults.ACCEPTANCE,
+    }
     src = Path(args.__file__).resolve().parents[1]
     typed = []
     for path in sorted(src.rglob("*.py")):
@@ -110,11 +135,15 @@ def test_a_default_is_written_once_in_defaults_py():
         for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            params = fn.args.args[len(fn.args.args) - len(fn.args.defaults):] + fn.args.kwonlyargs
+            params = fn.args.args[len(fn.args.args) - len(fn.args.defaults) :] + fn.args.kwonlyargs
             values = fn.args.defaults + fn.args.kw_defaults
             for a, v in zip(params, values):
-                if isinstance(v, ast.Constant) and a.arg in named and v.value == named[a.arg] and \
-                        not isinstance(v.value, bool):
+                if (
+                    isinstance(v, ast.Constant)
+                    and a.arg in named
+                    and v.value == named[a.arg]
+                    and not isinstance(v.value, bool)
+                ):
                     typed.append(f"{path.relative_to(src)}:{fn.lineno} {fn.name}({a.arg}={v.value!r})")
     assert not typed, "defaults typed again (use shardbudget.defaults):\n" + "\n".join(typed)
     assert args.DEFAULT_ENGINE is defaults.DEFAULT_ENGINE and args.DEPLOY_MAX_BATCH is defaults.DEPLOY_MAX_BATCH
@@ -132,6 +161,7 @@ def test_the_command_listing_is_each_commands_own_summary(capsys):
 
 def test_version(capsys):
     from shardbudget import __version__
+
     assert cli.main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"shardbudget {__version__}"
     assert cli.main(["plan", "--version"]) == 2  # a group option, not a command's
 
@@ -142,9 +172,27 @@ WRITERS = [
     ["allreduce", "-s", "hgx-h100", "--size", "1MiB", "--plot", "{f}.png"],
     ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--budget-steps", "0", "--out", "{f}.html"],
     ["demo", "--out", "{f}.html"],
-    ["fit", str(RAW / "nccl_03_mi300x_1node.txt"), "--name", "ow-fit", "--base-system", "mi300x",
-     "--no-holdout", "--out", "{f}.toml"],
-    ["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "ow-topo", "--gpu", "rtx-pro-6000", "--out", "{f}.toml"],
+    [
+        "fit",
+        str(RAW / "nccl_03_mi300x_1node.txt"),
+        "--name",
+        "ow-fit",
+        "--base-system",
+        "mi300x",
+        "--no-holdout",
+        "--out",
+        "{f}.toml",
+    ],
+    [
+        "topo",
+        str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"),
+        "--name",
+        "ow-topo",
+        "--gpu",
+        "rtx-pro-6000",
+        "--out",
+        "{f}.toml",
+    ],
     ["measure", "--gpus", "2", "--size", "8B", "--out", "{f}.json"],
     ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--plot", "{f}.svg"],
 ]
@@ -171,16 +219,22 @@ def test_force_replaces(tmp_path, capsys):
 
 # --- one rule for names: a catalog name means one thing -------------------------------------------
 
+
 def test_no_command_may_redefine_a_catalog_name(tmp_path, capsys):
     dupe = tmp_path / "dupe.toml"
-    dupe.write_text('[systems.hgx-h100]\ndescription = "mine"\ngpu = "h100-sxm"\ngpus_per_node = 8\n'
-                    'topology = "switch"\nintra_fabric = "nvswitch-gen3"\nsource = "me"\n')
+    dupe.write_text(
+        '[systems.hgx-h100]\ndescription = "mine"\ngpu = "h100-sxm"\ngpus_per_node = 8\n'
+        'topology = "switch"\nintra_fabric = "nvswitch-gen3"\nsource = "me"\n'
+    )
     assert cli.main(["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--catalog", str(dupe)]) == 2
     assert "[systems.hgx-h100] redefines a built-in entry" in capsys.readouterr().err
     raw = str(RAW / "nccl_03_mi300x_1node.txt")
     assert cli.main(["fit", raw, "--name", "mi300x", "--base-system", "mi300x", "--no-holdout"]) == 2
     assert "already a catalog system" in capsys.readouterr().err
-    assert cli.main(["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "hgx-h100", "--gpu", "rtx-pro-6000"]) == 2
+    assert (
+        cli.main(["topo", str(FIX / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "hgx-h100", "--gpu", "rtx-pro-6000"])
+        == 2
+    )
     assert "hgx-h100" in capsys.readouterr().err
 
 
@@ -190,9 +244,29 @@ def test_report_and_demo_take_the_engine(tmp_path, capsys):
     import json
 
     from shardbudget.decide.planner import plan
+
     out = tmp_path / "r.html"
-    assert cli.main(["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "--engine", "sglang",
-                     "--budget-steps", "0", "--out", str(out), "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "report",
+                "-m",
+                "llama-3.1-8b",
+                "-s",
+                "hgx-h100",
+                "-b",
+                "1",
+                "--engine",
+                "sglang",
+                "--budget-steps",
+                "0",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["engine"] == "sglang"
     assumptions = doc["plans"][0]["assumptions"]
@@ -202,19 +276,25 @@ def test_report_and_demo_take_the_engine(tmp_path, capsys):
     assert best["best_plan"] == expected.best_plan
     assert "engine sglang" in out.read_text(encoding="utf-8")
     # an unknown engine is one line and exit 2; nothing is written
-    assert cli.main(["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vllmm", "--out",
-                     str(tmp_path / "x.html")]) == 2
+    assert (
+        cli.main(
+            ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vllmm", "--out", str(tmp_path / "x.html")]
+        )
+        == 2
+    )
     assert "unknown engine 'vllmm'" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
 
 
 def test_demo_engine_reaches_its_plans(tmp_path, capsys, monkeypatch):
     from shardbudget.decide import report_answers
+
     seen = {}
     real = report_answers.answer_report
 
     def spy(req, *a, **kw):
         seen["engine"] = req.scenario.engine
         return real(req.at((1,)), *a, **{**kw, "budget_steps": 0})
+
     monkeypatch.setattr(report_answers, "answer_report", spy)
     assert cli.main(["demo", "--engine", "trtllm", "--out", str(tmp_path / "d.html")]) == 0
     assert seen["engine"] == "trtllm" and "engine trtllm" in capsys.readouterr().out
@@ -227,6 +307,7 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
     import json
 
     from shardbudget.decide.planner import plan
+
     out = tmp_path / "r.html"
     argv = ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-b", "1", "--budget-steps", "0", "--json"]
     assert cli.main(argv + ["--ttft-budget", "1ms", "--out", str(out)]) == 0
@@ -234,7 +315,8 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
     expected = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], budget_s=0.030, ttft_budget_s=0.001)).to_dict()
     assert doc["settings"]["ttft_budget_s"] == 0.001 and doc["plans"][0]["ttft_budget_s"] == 0.001
     assert json.dumps(doc["plans"][0]["results"], sort_keys=True) == json.dumps(
-        args.jsonable(expected["results"]), sort_keys=True)
+        args.jsonable(expected["results"]), sort_keys=True
+    )
     assert '<td class="l">TTFT budget</td><td class="l">1 ms</td>' in out.read_text(encoding="utf-8")
     assert cli.main(argv + ["--out", str(tmp_path / "s.html")]) == 0
     assert "TTFT budget" not in (tmp_path / "s.html").read_text(encoding="utf-8")
@@ -246,22 +328,42 @@ def test_report_takes_the_ttft_budget(tmp_path, capsys):
 
 # --- issue 32: one option group behind every planning command -------------------------------------
 
-PLANNING_GROUPS = {"plan": ("FABRIC", "STEP", "BUDGETS"), "deploy": ("FABRIC", "STEP", "BUDGETS"),
-                   "explain": ("FABRIC", "STEP", "BUDGETS"), "report": ("FABRIC", "STEP", "BUDGETS"),
-                   "compare": ("FABRIC",)}
-MINIMAL = {"plan": ["-m", "llama-3.1-8b", "-s", "hgx-h100"], "deploy": ["-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8"],
-           "explain": ["-m", "llama-3.1-8b", "-s", "hgx-h100"], "report": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
-           "compare": ["-m", "llama-3.1-8b", "-s", "hgx-h100"]}
-NON_DEFAULT = {"FABRIC": ["--engine", "sglang", "--impl", "nccl", "--nccl", "2.28", "--nccl-symmetric"],
-               "STEP": ["--dtype", "fp8", "--kv-dtype", "fp8", "--overlap", "tbo", "--sequence-parallel",
-                        "--gpu-memory-utilization", "0.8"],
-               "BUDGETS": ["--budget", "40ms", "--ttft-budget", "3s"]}
+PLANNING_GROUPS = {
+    "plan": ("FABRIC", "STEP", "BUDGETS"),
+    "deploy": ("FABRIC", "STEP", "BUDGETS"),
+    "explain": ("FABRIC", "STEP", "BUDGETS"),
+    "report": ("FABRIC", "STEP", "BUDGETS"),
+    "compare": ("FABRIC",),
+}
+MINIMAL = {
+    "plan": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
+    "deploy": ["-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8"],
+    "explain": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
+    "report": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
+    "compare": ["-m", "llama-3.1-8b", "-s", "hgx-h100"],
+}
+NON_DEFAULT = {
+    "FABRIC": ["--engine", "sglang", "--impl", "nccl", "--nccl", "2.28", "--nccl-symmetric"],
+    "STEP": [
+        "--dtype",
+        "fp8",
+        "--kv-dtype",
+        "fp8",
+        "--overlap",
+        "tbo",
+        "--sequence-parallel",
+        "--gpu-memory-utilization",
+        "0.8",
+    ],
+    "BUDGETS": ["--budget", "40ms", "--ttft-budget", "3s"],
+}
 
 
 def _group_fields(name: str) -> list[str]:
     from dataclasses import fields
 
     from shardbudget.cli import options
+
     return [f.name for f in fields(getattr(options, name))]
 
 
@@ -275,8 +377,9 @@ def test_every_planning_command_takes_each_shared_group_whole_and_alike():
             for field in _group_fields(group):
                 assert field in params, f"{command} lacks {group}'s {field}"
                 p = params[field]
-                seen.setdefault(field, set()).add((tuple(p.opts), type(p.type).__name__, p.multiple, repr(p.default),
-                                                   p.help))
+                seen.setdefault(field, set()).add(
+                    (tuple(p.opts), type(p.type).__name__, p.multiple, repr(p.default), p.help)
+                )
     assert {field for field, kinds in seen.items() if len(kinds) > 1} == set()
     assert len(seen) == sum(len(_group_fields(g)) for g in ("FABRIC", "STEP", "BUDGETS"))
 
@@ -289,18 +392,29 @@ def test_every_shared_option_reaches_the_request(command, monkeypatch, capsys):
 
     from shardbudget.cli import options
     from shardbudget.errors import ShardbudgetError
+
     seen = []
 
     def capture(*a, **kw):
         seen.append(options.build_request(*a, **kw))
         raise ShardbudgetError("captured")
+
     module = importlib.import_module(f"shardbudget.cli.{app_mod.COMMANDS[command]}")
     monkeypatch.setattr(module, "build_request", capture)
     argv = [command, *MINIMAL[command], *(flag for g in PLANNING_GROUPS[command] for flag in NON_DEFAULT[g])]
     assert cli.main(argv) == 2 and "captured" in capsys.readouterr().err
     sc, b = seen[0].scenario, seen[0].budgets
-    assert (sc.engine, sc.impl, sc.catalog.nccl.version[:2], sc.catalog.nccl.symmetric) == ("sglang", "nccl", (2, 28), True)
+    assert (sc.engine, sc.impl, sc.catalog.nccl.version[:2], sc.catalog.nccl.symmetric) == (
+        "sglang",
+        "nccl",
+        (2, 28),
+        True,
+    )
     if "STEP" in PLANNING_GROUPS[command]:
         assert (sc.dtype, sc.kv_dtype, sc.precision.kv_dtype) == ("fp8", "fp8", "fp8")
-        assert (sc.settings.overlap, sc.settings.sequence_parallel, sc.settings.memory_utilization) == ("tbo", True, 0.8)
+        assert (sc.settings.overlap, sc.settings.sequence_parallel, sc.settings.memory_utilization) == (
+            "tbo",
+            True,
+            0.8,
+        )
         assert (b.budget_s, b.ttft_budget_s) == (0.040, 3.0)

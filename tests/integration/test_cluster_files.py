@@ -69,8 +69,11 @@ def _docs(text: str) -> list[dict]:
         if d["kind"] == "LeaderWorkerSet":  # a CRD: its pods by the schema
             for key in ("leaderTemplate", "workerTemplate"):
                 template = d["spec"]["leaderWorkerTemplate"][key]
-                kv.validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
-                             "template": template}, "1.33", strict=True)
+                kv.validate(
+                    {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template},
+                    "1.33",
+                    strict=True,
+                )
         else:
             kv.validate(d, "1.33", strict=True)
     return docs
@@ -85,6 +88,7 @@ def _pods(d: dict) -> list[dict]:
 
 
 # --- Kubernetes -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_tp_group_across_nodes_asks_for_rdma_and_ipc_lock(tp16, engine):
@@ -120,8 +124,11 @@ def test_the_nodes_network_is_refused_where_pods_would_share_a_nodes_ports(cat):
     assert result.best.label() == "8xTP1"  # TensorRT-LLM: 8 servers of 1 GPU; SGLang: one of --dp-size 8
     with pytest.raises(PlanError, match="--host-network: servers of 1 GPU share a node of 8"):
         k8s_files(launches["trtllm"], result, K8sOptions(host_network=True))
-    (pod,) = [p for d in _docs(k8s_files(launches["sglang"], result, K8sOptions(host_network=True))["manifests.yaml"])
-              for p in _pods(d)]
+    (pod,) = [
+        p
+        for d in _docs(k8s_files(launches["sglang"], result, K8sOptions(host_network=True))["manifests.yaml"])
+        for p in _pods(d)
+    ]
     assert pod["hostNetwork"] is True
 
 
@@ -152,8 +159,10 @@ def test_names_fit_52_characters_and_never_collide(disagg, engine):
     assert len(set(names)) == len(names)  # unique per kind, as the API server keys them
     for _, name in names:
         assert len(name) <= NAME_MAX and DNS_1035.fullmatch(name), name
-    by_role = {w: manifest_name(result, w) for w in ("prefill", "decode", "router", "options", "context",
-                                                     "generation", "server")}
+    by_role = {
+        w: manifest_name(result, w)
+        for w in ("prefill", "decode", "router", "options", "context", "generation", "server")
+    }
     assert len(set(by_role.values())) == len(by_role)
     sets = [d for d in docs if d["kind"] == "StatefulSet"]
     assert len(sets) == 2 and all(len(d["metadata"]["name"]) + 11 <= 63 for d in sets)  # controller-revision-hash
@@ -174,8 +183,10 @@ def test_the_token_comes_from_a_secret_never_written(tp16):
     result, launches = tp16
     text = k8s_files(launches["vllm"], result)["manifests.yaml"]
     for pod in (p for d in _docs(text) for p in _pods(d)):
-        ref = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token",
-                                                                   "optional": True}}}
+        ref = {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
+        }
         assert ref in pod["containers"][0]["env"]
     assert "kubectl create secret generic hf-token" in text.split("\napiVersion", 1)[0]
 
@@ -186,10 +197,12 @@ def test_the_proxy_runs_only_where_its_download_is_the_pinned_file(tmp_path, mon
     fake = tmp_path / "fake" / "urllib"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "request.py").write_text("import io, os\n"
-                                     "def urlopen(url):\n"
-                                     "    assert url.startswith('https://raw.githubusercontent.com/vllm-project/vllm/')\n"
-                                     "    return io.BytesIO(open(os.environ['SERVE'], 'rb').read())\n")
+    (fake / "request.py").write_text(
+        "import io, os\n"
+        "def urlopen(url):\n"
+        "    assert url.startswith('https://raw.githubusercontent.com/vllm-project/vllm/')\n"
+        "    return io.BytesIO(open(os.environ['SERVE'], 'rb').read())\n"
+    )
     good = b"print('proxy')\n"
     monkeypatch.setattr(k8s_module, "PROXY_SHA256", hashlib.sha256(good).hexdigest())
     for content, rc in ((good, 0), (good + b"#", 1)):
@@ -197,8 +210,13 @@ def test_the_proxy_runs_only_where_its_download_is_the_pinned_file(tmp_path, mon
         run.mkdir()
         (tmp_path / "served").write_bytes(content)
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake.parent), "SERVE": str(tmp_path / "served")}
-        done = subprocess.run(["sh", "-c", proxy_fetch().replace("python3 ", f"{shlex.quote(sys.executable)} ", 1)],
-                              cwd=run, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            ["sh", "-c", proxy_fetch().replace("python3 ", f"{shlex.quote(sys.executable)} ", 1)],
+            cwd=run,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == rc, done.stderr
         assert (run / "toy_proxy_server.py").exists() == (rc == 0)
         if rc:
@@ -223,6 +241,7 @@ def test_a_local_checkpoint_is_served_by_its_path(tmp_path, cat, monkeypatch):
 
 # --- Slurm ----------------------------------------------------------------------------------------
 
+
 def _bin(tmp_path: Path, **programs: str) -> Path:
     """The stubs, with `programs` (name -> script text) in place of theirs."""
     bin_dir = make_stubs(tmp_path / "stubs")
@@ -235,8 +254,15 @@ def _sbatch(text: str, cwd: Path, bin_dir: Path, nodes: int, **env: str) -> subp
     cwd.mkdir(parents=True)
     (cwd / "launch.sbatch").write_text(text)
     (cwd.parent / f"{cwd.name}.log").mkdir()
-    full = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SB_LOG": str(cwd.parent / f"{cwd.name}.log"), "HOME": str(cwd),
-            "SLURM_SUBMIT_DIR": str(cwd), "SLURM_JOB_NODELIST": f"n[0-{nodes - 1}]", "SB_NODES": str(nodes), **env}
+    full = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "SB_LOG": str(cwd.parent / f"{cwd.name}.log"),
+        "HOME": str(cwd),
+        "SLURM_SUBMIT_DIR": str(cwd),
+        "SLURM_JOB_NODELIST": f"n[0-{nodes - 1}]",
+        "SB_NODES": str(nodes),
+        **env,
+    }
     return subprocess.run(["bash", "launch.sbatch"], cwd=cwd, env=full, capture_output=True, text=True, timeout=60)
 
 

@@ -49,15 +49,20 @@ def test_the_cheaper_pcie_box_wins_on_cost_and_loses_on_latency(capsys):
     """hgx-h100 gives the most tokens/s per GPU; an L40S PCIe box at $0.50 per GPU-hour (the user's own
     price: an owned box amortised) gives the fewest dollars per token, at a longer ITL."""
     _, h100 = deploy_json(capsys, "-s", "hgx-h100", "--objective", "cost", "--budget", "100ms")
-    _, l40s = deploy_json(capsys, "-s", "l40s-pcie-p2p", "--objective", "cost", "--budget", "100ms",
-                          "--gpu-hour-usd", "0.5")
+    _, l40s = deploy_json(
+        capsys, "-s", "l40s-pcie-p2p", "--objective", "cost", "--budget", "100ms", "--gpu-hour-usd", "0.5"
+    )
     a, b = h100["best"], l40s["best"]
     assert a["tokens_per_s_per_gpu"] > 3 * b["tokens_per_s_per_gpu"]  # throughput: the NVSwitch box
     assert b["cost"]["usd_per_mtok"] < a["cost"]["usd_per_mtok"]  # cost: the PCIe box
     assert b["itl_s"] > a["itl_s"]  # ... which loses on latency
-    by = {obj: min((h100, l40s), key=lambda r: (r["best"]["cost"]["usd_per_mtok"] if obj == "cost"
-                                                 else -r["best"]["tokens_per_s_per_gpu"]))["system"]
-          for obj in ("throughput", "cost")}
+    by = {
+        obj: min(
+            (h100, l40s),
+            key=lambda r: r["best"]["cost"]["usd_per_mtok"] if obj == "cost" else -r["best"]["tokens_per_s_per_gpu"],
+        )["system"]
+        for obj in ("throughput", "cost")
+    }
     assert by == {"throughput": "hgx-h100", "cost": "l40s-pcie-p2p"}
 
 
@@ -71,8 +76,22 @@ def test_energy_picks_the_lower_power_board(capsys):
 
 
 def test_energy_counts_the_nics_of_a_replica_that_spans_nodes(capsys):
-    code = cli.main(["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16", "--budget", "100ms",
-                     "--objective", "energy", "--json"])
+    code = cli.main(
+        [
+            "deploy",
+            "-m",
+            "llama-3.1-70b",
+            "-s",
+            "hgx-h100",
+            "--gpus",
+            "16",
+            "--budget",
+            "100ms",
+            "--objective",
+            "energy",
+            "--json",
+        ]
+    )
     d = json.loads(capsys.readouterr().out)
     assert code == 0
     by_label = {f"{o['replicas']}x{o['tp']}/{o['pp']}": o for o in d["options"]}
@@ -85,13 +104,16 @@ def test_energy_counts_the_nics_of_a_replica_that_spans_nodes(capsys):
     assert spans["cost"]["tokens_per_joule"] == pytest.approx(spans["tokens_per_s_per_gpu"] / 717.5)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--gpu-hour-usd", "-1"], "--gpu-hour-usd must be a finite number above 0, got -1.0"),
-    (["--gpu-hour-usd", "nan"], "--gpu-hour-usd must be a finite number above 0, got nan"),
-    (["--gpu-watts", "0"], "--gpu-watts must be a finite number above 0, got 0.0"),
-    (["--objective", "speed"], "--objective must be one of throughput, cost, energy, got 'speed'"),
-    (["-s", "gb200-nvl72", "--objective", "cost"], "--objective cost: no GPU-hour price for gb200-nvl72"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--gpu-hour-usd", "-1"], "--gpu-hour-usd must be a finite number above 0, got -1.0"),
+        (["--gpu-hour-usd", "nan"], "--gpu-hour-usd must be a finite number above 0, got nan"),
+        (["--gpu-watts", "0"], "--gpu-watts must be a finite number above 0, got 0.0"),
+        (["--objective", "speed"], "--objective must be one of throughput, cost, energy, got 'speed'"),
+        (["-s", "gb200-nvl72", "--objective", "cost"], "--objective cost: no GPU-hour price for gb200-nvl72"),
+    ],
+)
 def test_bad_values_are_refused_in_one_line(capsys, argv, words):
     argv = argv if "-s" in argv else ["-s", "hgx-h100", *argv]
     code = cli.main(["deploy", "-m", "llama-3.1-8b", "--gpus", "8", *argv])
@@ -101,10 +123,12 @@ def test_bad_values_are_refused_in_one_line(capsys, argv, words):
 
 def test_explain_names_where_the_cheaper_fabric_wins_on_cost(capsys, tmp_path):
     mine = tmp_path / "prices.toml"
-    mine.write_text('[system_costs.l40s-pcie-p2p]\nusd_per_gpu_hour = 1.0\ndate = "2026-12"\n'
-                    'source = "our own box, amortised"\n')
-    code = cli.main(["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie-p2p", "--catalog", str(mine),
-                     "--json"])
+    mine.write_text(
+        '[system_costs.l40s-pcie-p2p]\nusd_per_gpu_hour = 1.0\ndate = "2026-12"\nsource = "our own box, amortised"\n'
+    )
+    code = cli.main(
+        ["explain", "-m", "llama-3.1-8b", "-s", "hgx-h100", "-s", "l40s-pcie-p2p", "--catalog", str(mine), "--json"]
+    )
     first = json.loads(capsys.readouterr().out)["answers"][0]
     assert code == 0
     cases = {c["system"]: c for c in first["figures"]["cases"]}
@@ -130,9 +154,11 @@ def test_the_pareto_figure_takes_the_objectives_axis():
     usd, per_joule = r.costs.curves[best]
     per_gpu = r.curves[best][1]
     assert usd == pytest.approx(3.9492 / 3600 / per_gpu * 1e6) and per_joule == pytest.approx(per_gpu / 700)
-    for axis, label, star in (("cost", "$ per million output tokens", r.best.cost.usd_per_mtok),
-                              ("energy", "output tokens per joule", r.best.cost.tokens_per_joule),
-                              ("throughput", "tokens/s per GPU", r.best.tokens_per_s_per_gpu)):
+    for axis, label, star in (
+        ("cost", "$ per million output tokens", r.best.cost.usd_per_mtok),
+        ("energy", "output tokens per joule", r.best.cost.tokens_per_joule),
+        ("throughput", "tokens/s per GPU", r.best.tokens_per_s_per_gpu),
+    ):
         ax = figures.pareto_figure(r, axis=axis).axes[0]
         assert ax.get_ylabel() == label
         stars = [line for line in ax.get_lines() if line.get_marker() == "*"]

@@ -61,7 +61,10 @@ def test_fabrics_systems_says_degraded_and_why(cli, user_catalog):
         assert bool(s["degraded"]) == (name in ("l40s-pcie-nps1-degraded", "my-box")), name
     rows = {r["name"]: r for r in json.loads(r.stdout)["host_staged"]}
     assert {n for n, r in rows.items() if r["degraded"]} == {
-        "gen4-epyc-nps1-1s-degraded", "gen4-epyc-nps1-2s-degraded", "gen4-epyc-rome-nps1-1s-degraded"}
+        "gen4-epyc-nps1-1s-degraded",
+        "gen4-epyc-nps1-2s-degraded",
+        "gen4-epyc-rome-nps1-1s-degraded",
+    }
     text = cli("fabrics", "--systems", "--catalog", user_catalog).stdout
     assert "Host-staged paths" in text
     assert text.count("DEGRADED, not a reference:") == 2 + 3  # the two systems, the three host-staged rows
@@ -72,7 +75,8 @@ def test_the_old_name_answers_with_one_note(cli):
     assert r.returncode == 0
     notes = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(notes) == 1 and notes[0].startswith(
-        "note: system 'l40s-pcie' is now 'l40s-pcie-nps1-degraded', a degraded profile: EPYC in NPS1"), notes
+        "note: system 'l40s-pcie' is now 'l40s-pcie-nps1-degraded', a degraded profile: EPYC in NPS1"
+    ), notes
     assert "l40s-pcie-switch is the healthy reference" in notes[0]
     d = json.loads(r.stdout)
     assert d["system"] == "l40s-pcie-nps1-degraded"
@@ -80,6 +84,7 @@ def test_the_old_name_answers_with_one_note(cli):
 
 def test_the_demo_and_its_report_use_no_degraded_box():
     from shardbudget.fabric.catalog import load_catalog
+
     cat = load_catalog()
     for spec in DEMO_SYSTEMS:
         s = cat.system(spec.split(":")[0])

@@ -32,17 +32,49 @@ BUDGET_S = 0.030
 REL = 1e-9  # identities computed from the same floats: only rounding may differ
 
 # the keys issue 13 promises; more may be added, none of these may go
-TOP_KEYS = {"model", "system", "nodes", "gpus", "budget_s", "ttft_budget_s", "engine", "options", "best", "pareto",
-            "launch", "verdict", "judged", "judged_words"}
-OPTION_KEYS = {"replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tpot_s", "ttft_s", "tokens_per_s",
-               "tokens_per_s_per_gpu", "tokens_per_s_per_user", "mem_bytes_per_gpu", "binding", "meets_budget"}
+TOP_KEYS = {
+    "model",
+    "system",
+    "nodes",
+    "gpus",
+    "budget_s",
+    "ttft_budget_s",
+    "engine",
+    "options",
+    "best",
+    "pareto",
+    "launch",
+    "verdict",
+    "judged",
+    "judged_words",
+}
+OPTION_KEYS = {
+    "replicas",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "max_batch",
+    "itl_s",
+    "tpot_s",
+    "ttft_s",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "tokens_per_s_per_user",
+    "mem_bytes_per_gpu",
+    "binding",
+    "meets_budget",
+}
 PARETO_KEYS = {"tp", "pp", "ep", "dp", "batch", "tokens_per_s_per_user", "tokens_per_s_per_gpu"}
 BINDINGS = {"memory", "tpot", "itl", "ttft", "max-batch", "prefill"}
 
 ENGINE_DIR = Path(engines_pkg.__file__).parent
 # each preset's [memory] key for the memory share its launch line passes (named as the engine names it)
-MEMORY_FRACTION_KEY = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
-                       "trtllm": "kv_cache_free_gpu_memory_fraction"}
+MEMORY_FRACTION_KEY = {
+    "vllm": "gpu_memory_utilization",
+    "sglang": "mem_fraction_static",
+    "trtllm": "kv_cache_free_gpu_memory_fraction",
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +102,22 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
 
 # --- the JSON contract ----------------------------------------------------------------------
 
+
 def test_json_keys_are_the_issues(cli):
-    r = cli("deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16", "--budget", "30ms",
-            "--ttft-budget", "2s", "--json")
+    r = cli(
+        "deploy",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "hgx-h100",
+        "--gpus",
+        "16",
+        "--budget",
+        "30ms",
+        "--ttft-budget",
+        "2s",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert TOP_KEYS <= set(d)
@@ -98,6 +143,7 @@ def test_every_split_of_the_gpus_is_an_option(dense8):
 
 # --- the figure -----------------------------------------------------------------------------
 
+
 def test_plot_writes_png(cli, tmp_path):
     out = tmp_path / "pareto.png"
     r = cli("deploy", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--plot", str(out))
@@ -108,8 +154,18 @@ def test_plot_writes_png(cli, tmp_path):
 
 def test_plot_writes_svg(capsys, tmp_path):
     out = tmp_path / "pareto.svg"
-    rc, _, err = _run(capsys, "deploy", "--model", "llama-3.1-8b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "8",
-                      "--plot", str(out))
+    rc, _, err = _run(
+        capsys,
+        "deploy",
+        "--model",
+        "llama-3.1-8b",
+        "--system",
+        "l40s-pcie-nps1-degraded",
+        "--gpus",
+        "8",
+        "--plot",
+        str(out),
+    )
     assert rc == 0, err
     text = out.read_text()
     assert "<svg" in text and "Pareto front" in text
@@ -117,6 +173,7 @@ def test_plot_writes_svg(capsys, tmp_path):
 
 
 # --- launch lines against the presets' [cli] tables -----------------------------------------
+
 
 def launch_lines(result, cfg, system, catalog) -> dict[str, str]:
     """Each engine's first server command (its words, without environment), as the launch builds it."""
@@ -159,18 +216,35 @@ def _expected_flags(engine: str, o, max_len: int, fraction: float, moe: bool) ->
     (o.memory_fraction, None for options priced under another engine), else SGLang computes it."""
     if engine == "vllm":
         dp = o.dp * (1 if moe else o.replicas)
-        return {"tensor_parallel": o.tp // o.dp, "pipeline_parallel": o.pp if o.pp > 1 else None,
-                "data_parallel": dp if dp > 1 else None, "expert_parallel": True if o.ep > 1 else None,
-                "max_batch": math.ceil(o.max_batch / o.dp), "max_model_len": max_len, "memory_fraction": fraction}
+        return {
+            "tensor_parallel": o.tp // o.dp,
+            "pipeline_parallel": o.pp if o.pp > 1 else None,
+            "data_parallel": dp if dp > 1 else None,
+            "expert_parallel": True if o.ep > 1 else None,
+            "max_batch": math.ceil(o.max_batch / o.dp),
+            "max_model_len": max_len,
+            "memory_fraction": fraction,
+        }
     if engine == "sglang":  # plain replicas smaller than a node fold into --dp-size on it
         fold = min(o.replicas, 8 // (o.tp * o.pp)) if o.replicas > 1 and o.tp * o.pp < 8 else None
-        return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp if o.pp > 1 else None,
-                "data_parallel": o.dp if o.dp > 1 else fold,
-                "dp_attention": True if o.dp > 1 else None, "expert_parallel": o.ep if o.ep > 1 else None,
-                "max_batch": o.max_batch, "max_model_len": max_len,
-                "memory_fraction": o.memory_fraction}
-    return {"tensor_parallel": o.tp, "pipeline_parallel": o.pp, "expert_parallel": o.ep if o.ep > 1 else None,
-            "max_batch": o.max_batch, "max_model_len": max_len, "memory_fraction": fraction}
+        return {
+            "tensor_parallel": o.tp,
+            "pipeline_parallel": o.pp if o.pp > 1 else None,
+            "data_parallel": o.dp if o.dp > 1 else fold,
+            "dp_attention": True if o.dp > 1 else None,
+            "expert_parallel": o.ep if o.ep > 1 else None,
+            "max_batch": o.max_batch,
+            "max_model_len": max_len,
+            "memory_fraction": o.memory_fraction,
+        }
+    return {
+        "tensor_parallel": o.tp,
+        "pipeline_parallel": o.pp,
+        "expert_parallel": o.ep if o.ep > 1 else None,
+        "max_batch": o.max_batch,
+        "max_model_len": max_len,
+        "memory_fraction": fraction,
+    }
 
 
 def _check_line(engine: str, line: str, o, max_len: int, moe: bool = False) -> None:
@@ -201,16 +275,22 @@ def test_chosen_option_launch_lines_carry_the_presets_flags(dense8):
 @pytest.mark.parametrize("shape", ["pp", "ep", "dp", "replicas"])
 def test_launch_lines_for_pp_ep_dp_and_replicas(moe16, catalog, shape):
     """Every role a split can need appears with its value: each shape of option launched as if chosen."""
-    want = {"pp": lambda o: o.pp > 1, "ep": lambda o: o.ep > 1, "dp": lambda o: o.dp > 1,
-            "replicas": lambda o: o.replicas > 1}[shape]
+    want = {
+        "pp": lambda o: o.pp > 1,
+        "ep": lambda o: o.ep > 1,
+        "dp": lambda o: o.dp > 1,
+        "replicas": lambda o: o.replicas > 1,
+    }[shape]
     o = next(o for o in moe16.options if o.meets_budget and want(o))
-    lines = launch_lines(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"),
-                         catalog.system("hgx-h200"), catalog)
+    lines = launch_lines(
+        dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog
+    )
     for engine in LAUNCH_ENGINES:
         _check_line(engine, lines[engine], o, 2048 + 256, moe=True)
     if o.replicas > 1:  # MoE replicas are separate vLLM servers, not DP ranks sharing the experts
-        servers = _servers(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"),
-                           catalog)
+        servers = _servers(
+            dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog
+        )
         assert servers["vllm"] >= o.replicas
 
 
@@ -218,8 +298,9 @@ def test_vllm_attention_dp_is_dp_ranks_of_the_attention_tp(moe16, catalog):
     """deepseek-v3, TP8 EP8 with attention DP8 on one node: vLLM runs it as 8 DP ranks of TP1 with
     expert parallelism over DP x TP = 8 GPUs, not TP8 x DP8 (64 GPUs)."""
     o = next(o for o in moe16.options if o.tp == 8 and o.dp == 8 and o.pp == 1)
-    line = launch_lines(dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"),
-                        catalog)["vllm"]
+    line = launch_lines(
+        dataclasses.replace(moe16, best=o), load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog
+    )["vllm"]
     assert "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel" in line
 
 
@@ -239,30 +320,53 @@ def test_custom_allreduce_turned_off_where_it_cannot_run(catalog):
     for engine in ("vllm", "sglang"):
         flag = _preset(engine)["cli"]["disable_custom_allreduce"]
         assert flag == "--disable-custom-all-reduce"
-        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)[engine], flag) == ""
-        assert _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 4, 2)[engine], flag) == ""
+        assert (
+            _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)[engine], flag)
+            == ""
+        )
+        assert (
+            _value_after(_as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 4, 2)[engine], flag)
+            == ""
+        )
         tp8 = _as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 8, 1)[engine]
         assert _value_after(tp8, flag) == ("" if engine == "vllm" else None)
         assert "VLLM_ALLREDUCE_USE_FLASHINFER" not in tp8
         assert _value_after(_as_chosen(h100, catalog, "llama-3.1-70b", "hgx-h100", 4, 2)[engine], flag) is None
-    assert "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)["trtllm"]  # a YAML key instead
+    assert (
+        "custom" not in _as_chosen(l40s, catalog, "llama-3.1-70b", "l40s-pcie-nps1-degraded", 8, 1)["trtllm"]
+    )  # a YAML key instead
 
 
 def test_custom_allreduce_flag_in_the_cli_output(capsys):
-    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "8",
-                        "--budget", "100ms", "--json")
+    rc, out, err = _run(
+        capsys,
+        "deploy",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "l40s-pcie-nps1-degraded",
+        "--gpus",
+        "8",
+        "--budget",
+        "100ms",
+        "--json",
+    )
     assert rc == 0, err
     d = json.loads(out)
     assert d["best"]["tp"] >= 4  # 70B needs at least four 48 GB GPUs per replica
-    assert "--disable-custom-all-reduce" in d["launch"]["vllm"] and "--disable-custom-all-reduce" in d["launch"]["sglang"]
-    assert "allreduce_strategy: \"NCCL\"" in d["launch"]["trtllm"]
+    assert (
+        "--disable-custom-all-reduce" in d["launch"]["vllm"] and "--disable-custom-all-reduce" in d["launch"]["sglang"]
+    )
+    assert 'allreduce_strategy: "NCCL"' in d["launch"]["trtllm"]
 
 
 # --- bad input: one line, exit 2 ------------------------------------------------------------
 
 BAD = [
-    (["--gpus", "8", "--speculative", "mtp", "--acceptance", "1.5"], ["--acceptance must be a probability in [0, 1]",
-                                                                     "1.5"]),
+    (
+        ["--gpus", "8", "--speculative", "mtp", "--acceptance", "1.5"],
+        ["--acceptance must be a probability in [0, 1]", "1.5"],
+    ),
     (["--gpus", "8", "--speculative", "eagle", "--acceptance", "-0.1"], ["--acceptance", "-0.1"]),
     (["--gpus", "8", "--engine", "vlm"], ["unknown engine 'vlm'", "did you mean 'vllm'"]),
     (["--gpus", "8", "--disaggregate", "3:4"], ["--disaggregate 3:4 uses 7 GPUs, not the 8 of --gpus"]),
@@ -289,11 +393,15 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, expected):
 
 
 MISSES = [
-    (["--model", "llama-3.1-70b", "--gpus", "1"], ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory",
-                                                   "1xTP1 at 145.7 GB per GPU"]),  # vLLM 0.34.0 (0.19.0: 145.3)
+    (
+        ["--model", "llama-3.1-70b", "--gpus", "1"],
+        ["No split of 1 GPU of hgx-h100 fits llama-3.1-70b in memory", "1xTP1 at 145.7 GB per GPU"],
+    ),  # vLLM 0.34.0 (0.19.0: 145.3)
     (["--model", "llama-3.1-405b", "--gpus", "8", "--budget", "none"], ["No split of 8 GPUs", "in memory"]),
-    (["--gpus", "8", "--budget", "1ms"], ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms TPOT",
-                                          "the closest is 1xTP8 at"]),
+    (
+        ["--gpus", "8", "--budget", "1ms"],
+        ["No way to spend 8 GPUs on llama-3.1-70b meets 1 ms TPOT", "the closest is 1xTP8 at"],
+    ),
     (["--gpus", "8", "--ttft-budget", "1ms"], ["meets 30 ms TPOT and 1 ms TTFT", "the closest is", "binding: ttft"]),
 ]
 
@@ -317,8 +425,15 @@ def test_bad_input_from_the_console_script(cli):
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and "did you mean 'sglang'" in r.stderr
 
 
-@pytest.mark.parametrize("flags", [["--acceptance", "1.5"], ["--acceptance", "0.8"], ["--draft-tokens", "4"],
-                                   ["--draft-model", "llama-3.2-1b", "--acceptance", "0.6"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--acceptance", "1.5"],
+        ["--acceptance", "0.8"],
+        ["--draft-tokens", "4"],
+        ["--draft-model", "llama-3.2-1b", "--acceptance", "0.6"],
+    ],
+)
 def test_speculation_settings_without_speculative_are_refused(capsys, flags):
     rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", *flags)
     assert rc == 2 and out == "" and err.count("\n") == 1
@@ -327,6 +442,7 @@ def test_speculation_settings_without_speculative_are_refused(capsys, flags):
 
 
 # --- the choice and the front, by hand ------------------------------------------------------
+
 
 @pytest.mark.parametrize("which", ["dense8", "moe16"])
 def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
@@ -345,7 +461,7 @@ def test_best_has_the_most_tokens_per_gpu_within_the_budgets(request, which):
         assert o.tokens_per_s_per_gpu == pytest.approx(o.tokens_per_s / r.gpus, rel=REL)
         assert o.tokens_per_s_per_user == pytest.approx(1 / o.tpot_s, rel=REL)
         assert o.max_batch % o.pp == 0  # pp micro-batches of the same size
-    assert all(not o.meets_budget and o.max_batch == 0 for o in r.options[len(meeting):])
+    assert all(not o.meets_budget and o.max_batch == 0 for o in r.options[len(meeting) :])
 
 
 def test_verdict_compares_with_one_replica_of_the_widest_tp(catalog):
@@ -412,9 +528,12 @@ def test_pareto_points_are_mutually_non_dominated(request, which):
 
 # --- speculative decoding -------------------------------------------------------------------
 
+
 def test_tokens_per_verify_step_by_hand():
     assert Speculation(method="mtp", draft_tokens=3, acceptance=0.0).tokens_per_step == 1.0
-    assert Speculation(method="mtp", draft_tokens=3, acceptance=0.5).tokens_per_step == pytest.approx(1.875)  # 1+.5+.25+.125
+    assert Speculation(method="mtp", draft_tokens=3, acceptance=0.5).tokens_per_step == pytest.approx(
+        1.875
+    )  # 1+.5+.25+.125
     assert Speculation(method="eagle", draft_tokens=3, acceptance=1.0).tokens_per_step == 4.0
 
 
@@ -446,6 +565,7 @@ def test_speculation_pays_where_decode_is_memory_bound(dense8, catalog):
 
 # --- disaggregated prefill / decode ---------------------------------------------------------
 
+
 def test_verdict_says_whether_speculation_pays_against_plain_decoding(dense8, catalog):
     """The paragraph sets the speculative choice against the best option of the same request
     without speculation (kept in the JSON as without_speculation), with the ratio of tokens/s/GPU."""
@@ -454,7 +574,9 @@ def test_verdict_says_whether_speculation_pays_against_plain_decoding(dense8, ca
         assert r.without_speculation == dense8.best
         assert r.to_dict()["without_speculation"] == dense8.best.to_dict()
     ratio = pays.best.tokens_per_s_per_gpu / dense8.best.tokens_per_s_per_gpu
-    assert f"pays: {ratio:.2f}x the tokens/s per GPU of the best option without it ({dense8.best.label()}" in pays.verdict
+    assert (
+        f"pays: {ratio:.2f}x the tokens/s per GPU of the best option without it ({dense8.best.label()}" in pays.verdict
+    )
     ratio = costs.best.tokens_per_s_per_gpu / dense8.best.tokens_per_s_per_gpu
     assert f"does not pay: {ratio:.2f}x" in costs.verdict and "eats the gain" in costs.verdict
     assert dense8.without_speculation is None and "Speculation" not in dense8.verdict
@@ -462,6 +584,7 @@ def test_verdict_says_whether_speculation_pays_against_plain_decoding(dense8, ca
 
 def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
     from shardbudget.step.speculative import comparison_text
+
     spec = Speculation(method="mtp", draft_tokens=3, acceptance=0.2)
     plain = dataclasses.replace(_option_like(), comm_share=0.10)
     slower = dataclasses.replace(plain, tokens_per_s_per_gpu=80.0, comm_share=0.40)
@@ -473,15 +596,43 @@ def test_the_fabric_is_blamed_when_the_verify_steps_messages_cost_the_gain():
 
 def _option_like():
     from shardbudget.decide.deploy import Option
-    return Option(replicas=1, tp=8, pp=1, ep=1, dp=1, max_batch=10, tpot_s=0.03, itl_s=0.03, cycle_s=0.03, ttft_s=0.1,
-                  tokens_per_s=800.0, tokens_per_s_per_gpu=100.0, tokens_per_s_per_user=33.0, mem_bytes_per_gpu=1e10,
-                  binding="tpot",
-                  meets_budget=True, comm_share=0.1, gpus_per_replica=8)
+
+    return Option(
+        replicas=1,
+        tp=8,
+        pp=1,
+        ep=1,
+        dp=1,
+        max_batch=10,
+        tpot_s=0.03,
+        itl_s=0.03,
+        cycle_s=0.03,
+        ttft_s=0.1,
+        tokens_per_s=800.0,
+        tokens_per_s_per_gpu=100.0,
+        tokens_per_s_per_user=33.0,
+        mem_bytes_per_gpu=1e10,
+        binding="tpot",
+        meets_budget=True,
+        comm_share=0.1,
+        gpus_per_replica=8,
+    )
 
 
 def test_disaggregation_reports_the_kv_handoff_share_of_ttft(capsys):
-    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8",
-                        "--disaggregate", "2:6", "--json")
+    rc, out, err = _run(
+        capsys,
+        "deploy",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--disaggregate",
+        "2:6",
+        "--json",
+    )
     assert rc == 0, err
     d = json.loads(out)
     pre = d["prefill"]
@@ -531,42 +682,87 @@ def test_the_table_shows_the_best_options_and_all_with_all(capsys):
 
 # --- --batch: every option at one decode batch (the report's batch control) ---------------------
 
+
 def test_a_given_batch_prices_every_option_at_that_batch(catalog, capsys):
     """--batch 64: 1xTP8 is plan's TP8 row at batch 64 (ITL, memory), its tokens/s per GPU is
     64 / ITL / 8 by hand; a PP replica holds PP x 64; 8xTP1 does not fit 70B bf16 (141 GB of weights
     on one 80 GB GPU): no throughput. Under a budget TP8 misses, it still runs and says what it misses."""
     from shardbudget.decide.planner import plan
+
     work = Workload(context=4096)
     r = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.050, work=work, catalog=catalog), gpus=8, batch=64)
     by = {o.label(): o for o in r.options}
     tp8, pp4, tp1 = by["1xTP8"], by["1xTP2/PP4"], by["8xTP1"]
-    row = next(x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)).results[0].rows if x.key == (8, 1, 1, 1))
+    row = next(
+        x
+        for x in plan(
+            sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)
+        )
+        .results[0]
+        .rows
+        if x.key == (8, 1, 1, 1)
+    )
     assert tp8.itl_s == pytest.approx(row.itl_s, rel=1e-12) and tp8.mem_bytes_per_gpu == pytest.approx(
-        row.mem_bytes_per_gpu, rel=1e-12)
+        row.mem_bytes_per_gpu, rel=1e-12
+    )
     assert (tp8.max_batch, tp8.binding, tp8.meets_budget) == (64, "batch", True)
     assert tp8.tokens_per_s_per_gpu == pytest.approx(64 / tp8.itl_s / 8, rel=REL)
     assert pp4.max_batch == 256 and pp4.tokens_per_s_per_gpu == pytest.approx(256 / pp4.itl_s / 8, rel=REL)
     assert (tp1.max_batch, tp1.tokens_per_s, tp1.binding, tp1.meets_budget) == (0, 0.0, "memory", False)
     assert r.best is not None and r.best.meets_budget and r.batch == 64
-    tight = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.015, work=work, catalog=catalog), gpus=8, batch=64)
+    tight = deploy(
+        sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.015, work=work, catalog=catalog), gpus=8, batch=64
+    )
     t8 = next(o for o in tight.options if o.label() == "1xTP8")
     assert t8.itl_s == tp8.itl_s and (t8.binding, t8.meets_budget, t8.max_batch) == ("itl", False, 64)
     assert t8.tokens_per_s == tp8.tokens_per_s > 0  # it runs, over the budget
     # the CLI: the same numbers, the header names the batch, JSON carries it
-    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
-                      "--budget", "50ms", "--batch", "64", "--json")
+    rc, out, _ = _run(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--context",
+        "4096",
+        "--budget",
+        "50ms",
+        "--batch",
+        "64",
+        "--json",
+    )
     d = json.loads(out)
     assert rc == 0 and d["batch"] == 64 and [o["itl_s"] for o in d["options"]] == [o.itl_s for o in r.options]
-    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
-                      "--budget", "50ms", "--batch", "64")
+    rc, out, _ = _run(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--context",
+        "4096",
+        "--budget",
+        "50ms",
+        "--batch",
+        "64",
+    )
     assert rc == 0 and "every option at batch 64" in out and "in flight" in out
 
 
-@pytest.mark.parametrize("extra, words", [
-    (["--batch", "0"], "0 is outside 1..1,024"),
-    (["--batch", "1025"], "1025 is outside 1..1,024"),
-    (["--batch", "8", "--disaggregate", "8:8", "--gpus", "16"], "give --batch or --disaggregate, not both"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--batch", "0"], "0 is outside 1..1,024"),
+        (["--batch", "1025"], "1025 is outside 1..1,024"),
+        (["--batch", "8", "--disaggregate", "8:8", "--gpus", "16"], "give --batch or --disaggregate, not both"),
+    ],
+)
 def test_a_bad_batch_is_one_line(extra, words, capsys):
     argv = ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", *extra]
     if "--gpus" not in extra:
@@ -577,6 +773,7 @@ def test_a_bad_batch_is_one_line(extra, words, capsys):
 
 # --- --impl: deploy forces the all-reduce as plan does (issue 24) ---------------------------------
 
+
 @pytest.mark.parametrize("impl", ["nccl", "custom"])
 def test_impl_prices_what_plan_prices(impl, catalog, capsys):
     """deploy --impl X at --batch 64 (decode at 4096) prices 1xTP8, 2xTP4 and 4xTP2 at plan --impl X's
@@ -584,20 +781,54 @@ def test_impl_prices_what_plan_prices(impl, catalog, capsys):
     takes its one-/two-shot kernels for a 1 MiB batch-64 all-reduce (64 x 8192 x 2 B), so forcing
     NCCL must change the TP8 step, and the launch lines then switch the custom kernels off."""
     from shardbudget.decide.planner import plan
-    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
-                      "--budget", "none", "--batch", "64", "--impl", impl, "--json")
+
+    rc, out, _ = _run(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--context",
+        "4096",
+        "--budget",
+        "none",
+        "--batch",
+        "64",
+        "--impl",
+        impl,
+        "--json",
+    )
     d = json.loads(out)
     assert rc == 0 and d["impl"] == impl
-    rows = {x.key: x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl, catalog=catalog)).results[0].rows}
+    rows = {
+        x.key: x
+        for x in plan(
+            sb_request(
+                "llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, impl=impl, catalog=catalog
+            )
+        )
+        .results[0]
+        .rows
+    }
     by = {(o["replicas"], o["tp"], o["pp"]): o for o in d["options"]}
     for label, tp in (((1, 8, 1), 8), ((2, 4, 1), 4), ((4, 2, 1), 2)):
         assert by[label]["itl_s"] == pytest.approx(rows[(tp, 1, 1, 1)].itl_s, rel=1e-12), label
-    default = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, work=Workload(context=4096), catalog=catalog), gpus=8, batch=64)
+    default = deploy(
+        sb_request("llama-3.1-70b", "hgx-h100", budget_s=None, work=Workload(context=4096), catalog=catalog),
+        gpus=8,
+        batch=64,
+    )
     tp8 = next(o for o in default.options if o.label() == "1xTP8")
     if impl == "nccl":
         assert by[(1, 8, 1)]["itl_s"] != pytest.approx(tp8.itl_s, rel=1e-6)
         # vLLM 0.34.0's FlashInfer all-reduce is not gated by --disable-custom-all-reduce: the env turns it off
-        assert "--disable-custom-all-reduce" in d["launch"]["vllm"] and "VLLM_ALLREDUCE_USE_FLASHINFER=0" in d["launch"]["vllm"]
+        assert (
+            "--disable-custom-all-reduce" in d["launch"]["vllm"]
+            and "VLLM_ALLREDUCE_USE_FLASHINFER=0" in d["launch"]["vllm"]
+        )
         assert "VLLM_ALLREDUCE_USE_FLASHINFER" not in default.launch["vllm"]
     rc, _, err = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--impl", "nvls")
     assert rc == 2 and "unknown implementation 'nvls'" in err and len(err.strip().splitlines()) == 1
@@ -608,8 +839,21 @@ def test_memory_parts_are_plans(catalog, capsys):
     gave its total; at --batch 64, context 4096, 1xTP8's parts are plan's TP8 row at batch 64 (rel
     1e-12). By hand: 70B bf16 over 8 GPUs is ~17.6 GB of weights per GPU (141.1 GB / 8)."""
     from shardbudget.decide.planner import plan
-    r = deploy(sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.050, work=Workload(context=4096), catalog=catalog), gpus=8, batch=64)
-    row = next(x for x in plan(sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)).results[0].rows if x.key == (8, 1, 1, 1))
+
+    r = deploy(
+        sb_request("llama-3.1-70b", "hgx-h100", budget_s=0.050, work=Workload(context=4096), catalog=catalog),
+        gpus=8,
+        batch=64,
+    )
+    row = next(
+        x
+        for x in plan(
+            sb_request("llama-3.1-70b", "hgx-h100", batches=[64], context=4096, budget_s=None, catalog=catalog)
+        )
+        .results[0]
+        .rows
+        if x.key == (8, 1, 1, 1)
+    )
     tp8 = next(o for o in r.options if o.label() == "1xTP8")
     assert tp8.memory.keys() == row.memory.keys()
     for part, value in row.memory.items():
@@ -618,12 +862,42 @@ def test_memory_parts_are_plans(catalog, capsys):
     for o in r.options:
         assert o.memory["total"] == pytest.approx(o.mem_bytes_per_gpu, rel=1e-12)
         assert o.memory["total"] == pytest.approx(sum(v for k, v in o.memory.items() if k != "total"), rel=1e-12)
-    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
-                      "--budget", "50ms", "--batch", "64", "--json")
+    rc, out, _ = _run(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--context",
+        "4096",
+        "--budget",
+        "50ms",
+        "--batch",
+        "64",
+        "--json",
+    )
     d = json.loads(out)
     assert rc == 0 and [o["memory"] for o in d["options"]] == [o.memory for o in r.options]
-    rc, out, _ = _run(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--context", "4096",
-                      "--budget", "50ms", "--batch", "64", "--memory")
-    table = out[out.index("memory per GPU, GB"):]
+    rc, out, _ = _run(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--context",
+        "4096",
+        "--budget",
+        "50ms",
+        "--batch",
+        "64",
+        "--memory",
+    )
+    table = out[out.index("memory per GPU, GB") :]
     line = next(x for x in table.splitlines() if "1xTP8" in x)
     assert rc == 0 and f"{tp8.memory['weights'] / 1e9:.2f}" in line and f"{tp8.memory['total'] / 1e9:.2f}" in line

@@ -26,7 +26,10 @@ def test_deepseek_on_one_nvl72_answers_the_wide_ep_split(rack):
     best = deploy_searched(req, gpus=72)
     assert best.best.label() == "2xTP16/EP16/DP16"
     assert best.prefill["gpus"] == 40
-    assert best.best.tokens_per_s_per_gpu >= 1.9 * 208 and best.best.tokens_per_s_per_gpu >= 1.9 * uniform.best.tokens_per_s_per_gpu
+    assert (
+        best.best.tokens_per_s_per_gpu >= 1.9 * 208
+        and best.best.tokens_per_s_per_gpu >= 1.9 * uniform.best.tokens_per_s_per_gpu
+    )
     by_hand = deploy(req, gpus=72, disaggregate=(40, 32))
     assert best.best.tokens_per_s_per_gpu == pytest.approx(by_hand.best.tokens_per_s_per_gpu)
     assert best.verdict.startswith("Layout: disaggregated 40:32 wins, prefill 10xTP4 + decode 2xTP16/EP16/DP16")

@@ -68,11 +68,13 @@ def _deploy(model: str, *more: str, engine: str = "vllm", gpus: str = "8") -> li
 
 # --- 1. a newline in a model name ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("disaggregate", [(), ("--disaggregate", "4:12")], ids=["aggregated", "disaggregated"])
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", ["slurm", "k8s"])
-def test_a_newline_in_a_model_folder_is_refused_before_anything_is_written(tmp_path, capsys, kind, engine,
-                                                                          disaggregate):
+def test_a_newline_in_a_model_folder_is_refused_before_anything_is_written(
+    tmp_path, capsys, kind, engine, disaggregate
+):
     model, out = _folder(tmp_path, INJECT), tmp_path / "out"
     gpus = "16" if disaggregate else "8"
     rc, stdout, err = _cli(capsys, *_deploy(model, *disaggregate, "--emit", kind, str(out), engine=engine, gpus=gpus))
@@ -85,11 +87,18 @@ def test_a_launch_refuses_a_name_the_cli_did_not_check():
     cat = load_catalog()
     result = deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8)
     cfg = load_model("llama-3.1-8b")
-    for name, why in ((INJECT, "control character"), ("--trust-remote-code", "starts with '-'"),
-                      ("m$NODE0_IP", "placeholder")):
+    for name, why in (
+        (INJECT, "control character"),
+        ("--trust-remote-code", "starts with '-'"),
+        ("m$NODE0_IP", "placeholder"),
+    ):
         with pytest.raises(PlanError, match=why):
-            build_launches(dataclasses.replace(result, model=name), dataclasses.replace(cfg, name=name),
-                           cat.system("hgx-h100"), cat)
+            build_launches(
+                dataclasses.replace(result, model=name),
+                dataclasses.replace(cfg, name=name),
+                cat.system("hgx-h100"),
+                cat,
+            )
 
 
 def test_the_job_name_is_one_sbatch_word_and_every_directive_is_read(tmp_path):
@@ -97,18 +106,30 @@ def test_the_job_name_is_one_sbatch_word_and_every_directive_is_read(tmp_path):
     cat = load_catalog()
     result = deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8)
     name = "m --nodes=99 #x"
-    launches, _ = build_launches(dataclasses.replace(result, model=name),
-                                 dataclasses.replace(load_model("llama-3.1-8b"), name=name), cat.system("hgx-h100"), cat)
+    launches, _ = build_launches(
+        dataclasses.replace(result, model=name),
+        dataclasses.replace(load_model("llama-3.1-8b"), name=name),
+        cat.system("hgx-h100"),
+        cat,
+    )
     text = emitting.slurm_files(launches["vllm"], dataclasses.replace(result, model=name))["launch.sbatch"]
-    assert sbatch_directives(text) == [["--job-name=shardbudget-m---nodes-99-x"], ["--nodes=1"], ["--ntasks-per-node=1"],
-                                       ["--gpus-per-node=8"], ["--exclusive"]]
+    assert sbatch_directives(text) == [
+        ["--job-name=shardbudget-m---nodes-99-x"],
+        ["--nodes=1"],
+        ["--ntasks-per-node=1"],
+        ["--gpus-per-node=8"],
+        ["--exclusive"],
+    ]
 
 
 # --- 2. a newline in a catalog system's name --------------------------------------------------------
 
+
 def _catalog_with_system(tmp_path: Path, name: str) -> Path:
     """A user catalog with hgx-h100's entry under another name (`name`, as TOML's escapes write it)."""
-    entry = tomllib.loads((Path(cli.__file__).parents[1] / "catalog" / "systems.toml").read_text())["systems"]["hgx-h100"]
+    entry = tomllib.loads((Path(cli.__file__).parents[1] / "catalog" / "systems.toml").read_text())["systems"][
+        "hgx-h100"
+    ]
     path = tmp_path / "catalog.toml"
     path.write_text(tomli_w.dumps({"systems": {name: entry}}))
     return path
@@ -139,10 +160,29 @@ def test_a_newline_in_a_catalog_system_name_runs_no_command(tmp_path, capsys, en
 
 # --- 3. TensorRT-LLM's here-document ----------------------------------------------------------------
 
+
 def test_a_placeholder_in_a_draft_model_is_refused(tmp_path, capsys):
-    rc, out, err = _cli(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16",
-                        "--disaggregate", "4:12", "--engine", "trtllm", "--speculative", "eagle",
-                        "--draft-model", "x$NODE0_IP$(touch PWNED)", "--emit", "slurm", str(tmp_path / "out"))
+    rc, out, err = _cli(
+        capsys,
+        "deploy",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "hgx-h100",
+        "--gpus",
+        "16",
+        "--disaggregate",
+        "4:12",
+        "--engine",
+        "trtllm",
+        "--speculative",
+        "eagle",
+        "--draft-model",
+        "x$NODE0_IP$(touch PWNED)",
+        "--emit",
+        "slurm",
+        str(tmp_path / "out"),
+    )
     _refused(rc, out, err, "$NODE0_IP", "placeholder")
     assert not (tmp_path / "out").exists()
 
@@ -151,8 +191,25 @@ def test_the_here_documents_are_quoted_and_only_the_addresses_filled_in(tmp_path
     """The draft's name reaches the options YAML exactly, in the script and in the printed text; the
     front end's YAML gets the nodes' addresses."""
     draft, out, bin_dir = "x$(touch PWNED)`touch PWNED2`$HOME\\n", tmp_path / "out", make_stubs(tmp_path)
-    argv = ["deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "16", "--disaggregate", "4:12",
-            "--budget", "50ms", "--engine", "trtllm", "--speculative", "eagle", "--draft-model", draft]
+    argv = [
+        "deploy",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "hgx-h100",
+        "--gpus",
+        "16",
+        "--disaggregate",
+        "4:12",
+        "--budget",
+        "50ms",
+        "--engine",
+        "trtllm",
+        "--speculative",
+        "eagle",
+        "--draft-model",
+        draft,
+    ]
     rc, stdout, err = _cli(capsys, *argv, "--emit", "slurm", str(out))
     assert rc == 0, err
     text = (out / "launch.sbatch").read_text()
@@ -176,6 +233,7 @@ def test_the_here_documents_are_quoted_and_only_the_addresses_filled_in(tmp_path
 
 
 # --- 4. $VAR and a leading '-' ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["m$HOME", "m$HOME ${PATH} 'q' \"d\" #c"], ids=["bare", "quoted"])
 @pytest.mark.parametrize("engine", ENGINES)
@@ -202,10 +260,13 @@ def test_a_leading_dash_is_refused_where_the_name_becomes_an_argument(tmp_path, 
 
 # --- 5. a topo input file's name, fit's header --------------------------------------------------------
 
+
 def test_a_newline_in_a_topo_input_name_is_refused(tmp_path, capsys):
     bad = tmp_path / "a\n[nccl.base_latency_us]\nring = { ll = 600.0, ll128 = 14.0, simple = 8.4 }\n#.txt"
     bad.write_bytes(TOPO.read_bytes())
-    rc, out, err = _cli(capsys, "topo", str(bad), "--name", "mine", "--gpu", "h100-sxm", "--out", str(tmp_path / "p.toml"))
+    rc, out, err = _cli(
+        capsys, "topo", str(bad), "--name", "mine", "--gpu", "h100-sxm", "--out", str(tmp_path / "p.toml")
+    )
     _refused(rc, out, err, "topo input file name")
     assert not (tmp_path / "p.toml").exists()
 
@@ -223,11 +284,24 @@ def test_a_profile_header_cannot_carry_a_table():
 
 def _measured(t_us: float, bw_bytes_per_s: float) -> MeasurementSet:
     """All-reduce on 2-8 GPUs: t = t_us + size / bw (enough for fit_profile to fit)."""
-    samples = tuple(Sample(op="all-reduce", msg_bytes=size, time_s=t_us * 1e-6 + size / bw_bytes_per_s,
-                           algbw_bytes_per_s=size / (t_us * 1e-6 + size / bw_bytes_per_s), busbw_bytes_per_s=0.0,
-                           n_ranks=p, n_nodes=1, in_place=False, graph=False, dtype="float", redop="sum",
-                           source="synthetic")
-                    for p in (2, 4, 8) for size in (2.0 ** k for k in range(3, 31, 2)))
+    samples = tuple(
+        Sample(
+            op="all-reduce",
+            msg_bytes=size,
+            time_s=t_us * 1e-6 + size / bw_bytes_per_s,
+            algbw_bytes_per_s=size / (t_us * 1e-6 + size / bw_bytes_per_s),
+            busbw_bytes_per_s=0.0,
+            n_ranks=p,
+            n_nodes=1,
+            in_place=False,
+            graph=False,
+            dtype="float",
+            redop="sum",
+            source="synthetic",
+        )
+        for p in (2, 4, 8)
+        for size in (2.0**k for k in range(3, 31, 2))
+    )
     return MeasurementSet(samples=samples, source="synthetic.txt", tool="nccl-tests", env={}, warnings=())
 
 
@@ -261,13 +335,15 @@ def test_escape_sequences_from_a_config_or_a_catalog_are_printed_escaped(tmp_pat
     assert "\x1b" not in out + err, (rc, out, err)
     catalog = _catalog_with_system(tmp_path, ANSI)
     for command in (["plan", "--batch", "1"], ["explain"], ["deploy", "--gpus", "8"]):
-        rc, out, err = _cli(capsys, command[0], "--model", "llama-3.1-8b", "--system", ANSI, "--catalog",
-                            str(catalog), *command[1:])
+        rc, out, err = _cli(
+            capsys, command[0], "--model", "llama-3.1-8b", "--system", ANSI, "--catalog", str(catalog), *command[1:]
+        )
         assert "\x1b" not in out + err and "\x07" not in out + err, (command, rc)
         assert rc == 2 or "\\x1b" in out, (command, rc, out[:300])
 
 
 # --- 8. an output folder that cannot be written; a name that is not UTF-8 ---------------------------
+
 
 def test_an_unwritable_emit_folder_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     real = os.access
@@ -279,6 +355,7 @@ def test_an_unwritable_emit_folder_is_refused_before_any_work(tmp_path, capsys, 
 def test_a_failed_write_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
     def read_only(path, data, **_):
         raise OSError(30, "Read-only file system")
+
     monkeypatch.setattr(emitting, "write_atomic", read_only)
     rc, out, err = _cli(capsys, *_deploy("llama-3.1-8b", "--emit", "k8s", str(tmp_path / "out")))
     assert rc == 2 and "internal error" not in err and len(err.strip().splitlines()) == 1, err

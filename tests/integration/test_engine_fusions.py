@@ -23,8 +23,7 @@ MB = 1e6
 def _step(model, system, engine, tp=8, ep=1, dtype=None):
     cfg, sysm = load_model(model), CAT.system(system)
     prec = precision_for(cfg, sysm, dtype)[0] if dtype else precision_for(cfg, sysm)[0]
-    return compile_step(cfg, sysm, Plan(tp, 1, ep), CAT, engine=engine, precision=prec,
-                        eff=engine_efficiency(engine))
+    return compile_step(cfg, sysm, Plan(tp, 1, ep), CAT, engine=engine, precision=prec, eff=engine_efficiency(engine))
 
 
 def test_fused_moe_call_reproduces_flashinfer_trtllm_gen_calls():
@@ -48,7 +47,10 @@ def test_sglang_rules_from_server_args():
     # vLLM 0.34.0 fuses the all-reduce + RMSNorm at -O2 on Hopper and Blackwell (config/vllm.py
     # enable_allreduce_rms_fusion); 0.19.0 did not
     assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (True, False)
-    assert load_engine("vllm-0.19").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (False, False)
+    assert load_engine("vllm-0.19").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (
+        False,
+        False,
+    )
     assert load_engine("trtllm").fused_for("llama", "hopper", one_node=True, quantized=False) == (True, False)
 
 
@@ -89,11 +91,14 @@ def test_fused_call_drops_the_routing_kernels_on_b200_only():
     assert saved / moe_layers > 20e-6
 
 
-@pytest.mark.parametrize("isl,osl,conc,measured_ms,tol", [
-    (1024, 1024, 4, 8.760, 0.12),    # InferenceX run 23552373331, SGLang v0.5.9, B200, FP8 TP8
-    (1024, 8192, 8, 10.323, 0.12),
-    (1024, 1024, 64, 22.529, 0.15),
-])
+@pytest.mark.parametrize(
+    "isl,osl,conc,measured_ms,tol",
+    [
+        (1024, 1024, 4, 8.760, 0.12),  # InferenceX run 23552373331, SGLang v0.5.9, B200, FP8 TP8
+        (1024, 8192, 8, 10.323, 0.12),
+        (1024, 1024, 64, 22.529, 0.15),
+    ],
+)
 def test_sglang_b200_served_tpot_against_inferencex(isl, osl, conc, measured_ms, tol):
     sc = scenario("deepseek-v3", "hgx-b200", engine="sglang", catalog=CAT)
     tpot = float(served_curve(sc, Plan(8), batch=float(conc), input_len=isl, output_len=osl).tpot_s)

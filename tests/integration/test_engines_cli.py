@@ -33,8 +33,7 @@ def test_diff_prints_the_changed_rules_and_the_plans_side_by_side(cli):
 
 
 def test_diff_json_carries_both_releases_the_changes_and_the_plans(cli):
-    r = cli("engines", "--diff", "sglang-0.5.14", "sglang", "--model", "llama-3.1-8b", "--system", "hgx-h100",
-            "--json")
+    r = cli("engines", "--diff", "sglang-0.5.14", "sglang", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert (d["a"]["version"], d["b"]["version"]) == ("0.5.14", "0.5.23")

@@ -49,12 +49,20 @@ BAD = {
 }
 # command -> arguments that parse (the command's function never runs: it is replaced)
 PARSES = {
-    "fabrics": ["fabrics"], "allreduce": ["allreduce", "-s", "hgx-h100"], "compare": ["compare", "-s", "hgx-h100"],
+    "fabrics": ["fabrics"],
+    "allreduce": ["allreduce", "-s", "hgx-h100"],
+    "compare": ["compare", "-s", "hgx-h100"],
     "plan": ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100"],
-    "deploy": ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8"], "explain": ["explain"], "models": ["models"], "measure": ["measure"],
+    "deploy": ["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8"],
+    "explain": ["explain"],
+    "models": ["models"],
+    "measure": ["measure"],
     "fit": ["fit", "run.log", "--name", "mine", "--base-system", "hgx-h100"],
-    "check": ["check", "run.log", "--system", "hgx-h100"], "topo": ["topo", "topo.txt", "--name", "mine"],
-    "lab": ["lab"], "report": ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100"], "demo": ["demo"],
+    "check": ["check", "run.log", "--system", "hgx-h100"],
+    "topo": ["topo", "topo.txt", "--name", "mine"],
+    "lab": ["lab"],
+    "report": ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100"],
+    "demo": ["demo"],
     "engines": ["engines", "--diff", "vllm-0.19", "vllm"],
 }
 
@@ -109,7 +117,12 @@ def test_the_contract_is_the_one_documented():
     section = page.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     for code, word in ((0, "answered"), (1, "negative verdict"), (2, "bad input"), (3, "internal error")):
         assert f"`{code}`" in section and word in section
-    assert (app_module.EXIT_OK, app_module.EXIT_VERDICT, app_module.EXIT_BAD_INPUT, app_module.EXIT_INTERNAL) == (0, 1, 2, 3)
+    assert (app_module.EXIT_OK, app_module.EXIT_VERDICT, app_module.EXIT_BAD_INPUT, app_module.EXIT_INTERNAL) == (
+        0,
+        1,
+        2,
+        3,
+    )
     assert "2 bad input, 3 a bug" in app_module.SUMMARIES["check"]
 
 
@@ -118,20 +131,37 @@ def test_verdicts_exit_1(tmp_path, capsys):
     slow = tmp_path / "slow.log"
     slow.write_text(LOG.replace("10.00", "900.00"))
     assert cli.main(["check", str(slow), "--system", "hgx-h100"]) == 1
-    assert cli.main(["deploy", "--model", "llama-3.1-70b", "--system", "l40s-pcie-nps1-degraded", "--gpus", "1", "--budget", "1ms"]) == 1
+    assert (
+        cli.main(
+            [
+                "deploy",
+                "--model",
+                "llama-3.1-70b",
+                "--system",
+                "l40s-pcie-nps1-degraded",
+                "--gpus",
+                "1",
+                "--budget",
+                "1ms",
+            ]
+        )
+        == 1
+    )
     capsys.readouterr()
 
 
 def test_the_console_script_exits_3_on_a_bug(tmp_path):
     """The real process: console_main passes main's 3 to the shell."""
-    code = ("import functools, sys\n"
-            "from shardbudget.cli import app\n"
-            "info = next(c for c in app.full_app().registered_commands if app._command_name(c) == 'fabrics')\n"
-            "orig = info.callback\n"
-            "info.callback = functools.wraps(orig)(lambda *a, **k: 1 / 0)\n"
-            "sys.argv = ['shardbudget', 'fabrics']\n"
-            "from shardbudget.cli import console_main\n"
-            "console_main()\n")
+    code = (
+        "import functools, sys\n"
+        "from shardbudget.cli import app\n"
+        "info = next(c for c in app.full_app().registered_commands if app._command_name(c) == 'fabrics')\n"
+        "orig = info.callback\n"
+        "info.callback = functools.wraps(orig)(lambda *a, **k: 1 / 0)\n"
+        "sys.argv = ['shardbudget', 'fabrics']\n"
+        "from shardbudget.cli import console_main\n"
+        "console_main()\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "SHARDBUDGET_DEBUG"}
     src = str(Path(cli.__file__).resolve().parents[2])  # the package under test, wherever the process starts
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
@@ -155,24 +185,40 @@ def test_the_fault_hook_is_inert_without_the_test_suites_hook_module(monkeypatch
     assert protocol.armed_faults() == ""
 
 
-@pytest.mark.parametrize("argv", [["compare", "--system", "hgx-h100", "--system", "l40s-pcie-nps1-degraded", "--gpus", "1"],
-                                  ["allreduce", "--system", "hgx-h100", "--gpus", "1"],
-                                  ["allreduce", "--system", "hgx-h100", "--gpus", "1", "--json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "--system", "hgx-h100", "--system", "l40s-pcie-nps1-degraded", "--gpus", "1"],
+        ["allreduce", "--system", "hgx-h100", "--gpus", "1"],
+        ["allreduce", "--system", "hgx-h100", "--gpus", "1", "--json"],
+    ],
+)
 def test_a_collective_on_one_gpu_is_refused_alike(argv, capsys):
     """Issue 33, item 11: compare --gpus 1 ended in ZeroDivisionError (a ratio of two zero times),
     allreduce --gpus 1 printed algbw inf. Both now say what measure says: a collective needs 2 GPUs."""
     assert cli.main(argv) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == (f"error: {argv[0]}: a collective needs at least 2 GPUs, got 1 (--gpus 1): on one GPU it "
-                                 "moves no data, so it has no time or bandwidth to show\n")
+    assert out == "" and err == (
+        f"error: {argv[0]}: a collective needs at least 2 GPUs, got 1 (--gpus 1): on one GPU it "
+        "moves no data, so it has no time or bandwidth to show\n"
+    )
 
 
 def test_a_closed_pipe_is_not_a_verdict(tmp_path):
     """`shardbudget ... | head -1`: click answers EPIPE with exit(1), the code of a negative verdict; it is 130."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(cli.__file__).resolve().parents[2]),
-                                                                      os.environ.get("PYTHONPATH")]))}
-    p = subprocess.Popen([sys.executable, "-m", "shardbudget", "allreduce", "--system", "hgx-h100", "--size", "8B:1TiB"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(cli.__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    p = subprocess.Popen(
+        [sys.executable, "-m", "shardbudget", "allreduce", "--system", "hgx-h100", "--size", "8B:1TiB"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
     p.stdout.close()  # the reader goes away (as head does) before the command, still starting, prints
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
@@ -183,22 +229,54 @@ DEEP = {
     "deep-inline.toml": "a = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n",
     "deep.json": "[" * 100_000 + "]" * 100_000,
     "deep-object.json": '{"a":' * 100_000 + "1" + "}" * 100_000,
-    "deep-pci.xml": ('<system version="1"><cpu numaid="0">' + '<pci busid="0000:01:00.0">' * 5000
-                     + '<pci busid="0000:02:00.0"><gpu dev="0" sm="90"/></pci>' + "</pci>" * 5000 + "</cpu></system>"),
+    "deep-pci.xml": (
+        '<system version="1"><cpu numaid="0">'
+        + '<pci busid="0000:01:00.0">' * 5000
+        + '<pci busid="0000:02:00.0"><gpu dev="0" sm="90"/></pci>'
+        + "</pci>" * 5000
+        + "</cpu></system>"
+    ),
 }
 
 
-@pytest.mark.parametrize(("argv", "text"), [
-    (["fabrics", "--catalog", "deep-array.toml"], "deep-array.toml: not valid TOML: arrays or inline tables nested too deeply"),
-    (["fabrics", "--catalog", "deep-inline.toml"], "deep-inline.toml: not valid TOML: arrays or inline tables nested too deeply"),
-    (["plan", "--model", "deep.json", "--system", "hgx-h100"], "deep.json is not valid JSON: nested too deeply"),
-    (["plan", "--model", "deep-object.json", "--system", "hgx-h100"], "deep-object.json is not valid JSON: nested too deeply"),
-    (["check", "deep.json", "--system", "hgx-h100"], "deep.json: starts like JSON but is not valid JSON: nested too deeply"),
-    (["fit", "deep-object.json", "--name", "x", "--base-system", "hgx-h100"], "not valid JSON: nested too deeply"),
-    (["topo", "deep-pci.xml", "--name", "x", "--gpu", "h100-sxm"], "deep-pci.xml:1: NCCL topology XML nests <pci> more than 32 deep"),
-    (["topo", str(Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "x",
-      "--gpu-spec", "deep-inline.toml"], "--gpu-spec deep-inline.toml: not a TOML file (nested too deeply"),
-])
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (
+            ["fabrics", "--catalog", "deep-array.toml"],
+            "deep-array.toml: not valid TOML: arrays or inline tables nested too deeply",
+        ),
+        (
+            ["fabrics", "--catalog", "deep-inline.toml"],
+            "deep-inline.toml: not valid TOML: arrays or inline tables nested too deeply",
+        ),
+        (["plan", "--model", "deep.json", "--system", "hgx-h100"], "deep.json is not valid JSON: nested too deeply"),
+        (
+            ["plan", "--model", "deep-object.json", "--system", "hgx-h100"],
+            "deep-object.json is not valid JSON: nested too deeply",
+        ),
+        (
+            ["check", "deep.json", "--system", "hgx-h100"],
+            "deep.json: starts like JSON but is not valid JSON: nested too deeply",
+        ),
+        (["fit", "deep-object.json", "--name", "x", "--base-system", "hgx-h100"], "not valid JSON: nested too deeply"),
+        (
+            ["topo", "deep-pci.xml", "--name", "x", "--gpu", "h100-sxm"],
+            "deep-pci.xml:1: NCCL topology XML nests <pci> more than 32 deep",
+        ),
+        (
+            [
+                "topo",
+                str(Path(__file__).resolve().parents[1] / "fixtures" / "topo" / "rtx5090_2gpu_p2p.txt"),
+                "--name",
+                "x",
+                "--gpu-spec",
+                "deep-inline.toml",
+            ],
+            "--gpu-spec deep-inline.toml: not a TOML file (nested too deeply",
+        ),
+    ],
+)
 def test_input_nested_thousands_deep_is_bad_input_not_a_recursion_error(argv, text, tmp_path, monkeypatch, capsys):
     """Issue 33, item 13: TOML or topology XML nested 5,000 deep ended in 'internal error: RecursionError'."""
     for name, body in DEEP.items():

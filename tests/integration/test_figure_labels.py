@@ -44,8 +44,11 @@ def _drawn(fig):
 
 def _tick_labels(axis) -> list[str]:
     lo, hi = sorted(axis.get_view_interval())
-    return [t.get_text() for t in axis.get_ticklabels(which="both")
-            if t.get_text() and lo <= t.get_position()[0 if axis.axis_name == "x" else 1] <= hi]
+    return [
+        t.get_text()
+        for t in axis.get_ticklabels(which="both")
+        if t.get_text() and lo <= t.get_position()[0 if axis.axis_name == "x" else 1] <= hi
+    ]
 
 
 def _crossed_labels(fig) -> list[str]:
@@ -53,16 +56,23 @@ def _crossed_labels(fig) -> list[str]:
     renderer = _drawn(fig)
     bad = []
     for ax in fig.axes:
-        lines = [(line, line.get_transform().transform_path(line.get_path())) for line in ax.get_lines()
-                 if line.get_visible() and line.get_linestyle() not in ("None", "none", "", " ")]
+        lines = [
+            (line, line.get_transform().transform_path(line.get_path()))
+            for line in ax.get_lines()
+            if line.get_visible() and line.get_linestyle() not in ("None", "none", "", " ")
+        ]
         for text in ax.texts:
             if not text.get_visible() or not text.get_text().strip():
                 continue
             box = text.get_window_extent(renderer)
             hit = [line for line, path in lines if path.intersects_bbox(box, filled=False)]
             patch = text.get_bbox_patch()
-            covered = patch is not None and patch.get_alpha() is not None and patch.get_alpha() >= 0.8 \
+            covered = (
+                patch is not None
+                and patch.get_alpha() is not None
+                and patch.get_alpha() >= 0.8
                 and all(text.get_zorder() > line.get_zorder() for line in hit)
+            )
             if hit and not covered:
                 bad.append(text.get_text())
     return bad
@@ -82,8 +92,12 @@ def test_a_narrow_sweep_is_labelled_at_each_size():
 
 def test_a_wide_sweep_is_labelled_every_fourth_power_of_two():
     """The fit figure of the issue's two RTX 4090 logs (8 B to 2 GiB): 16 B, 256 B, 4 KiB ... 4 GiB."""
-    result = fit_profile([_log("nccl_10_rtx4090_docker_2gpu.txt"), _log("nccl_11_rtx4090_docker_4gpu.txt")],
-                         name="my-4090f", base_system="rtx4090-pcie", holdout=False)
+    result = fit_profile(
+        [_log("nccl_10_rtx4090_docker_2gpu.txt"), _log("nccl_11_rtx4090_docker_4gpu.txt")],
+        name="my-4090f",
+        base_system="rtx4090-pcie",
+        holdout=False,
+    )
     fig = figures.measured_vs_predicted(result)
     _drawn(fig)
     labels = _tick_labels(fig.axes[1].xaxis)
@@ -97,8 +111,11 @@ def test_pareto_figure_reads_tokens_per_user_as_numbers():
     _drawn(fig)
     labels = _tick_labels(fig.axes[0].xaxis)
     assert "20" in labels and "100" in labels and not any("10^" in s or "×" in s for s in labels), labels
-    colors = [line.get_color() for line in fig.axes[0].get_lines()
-              if line.get_label().split(" (")[0] in {o.label() for o in result.options[:MAX_CURVES]}]
+    colors = [
+        line.get_color()
+        for line in fig.axes[0].get_lines()
+        if line.get_label().split(" (")[0] in {o.label() for o in result.options[:MAX_CURVES]}
+    ]
     assert len(colors) == len(set(colors)) and "#000000" not in colors and "k" not in colors
 
 
@@ -115,6 +132,7 @@ def test_pareto_legend_names_the_curve_that_hides_another():
     assert "1xTP8" in labels and "1xTP4/PP2" in labels and "1xTP2/PP4" in labels
     # a curve moved by more than the tolerance is not hidden: 1xTP8 is nowhere near 1xTP4/PP2
     from shardbudget.report.fig_deploy import legend_names
+
     x, y = result.curves["1xTP4/PP2"]
     moved = {"a": (x, y * 1.03), "b": (x, y)}
     assert legend_names(["a", "b"], moved) == {"a": "a", "b": "b"}
@@ -125,8 +143,11 @@ def test_compare_labels_are_clear_of_every_line():
     """The issue's case: 'crossover 12.4 KiB' (l40s-pcie-nps1-degraded) was crossed by its own dashed floor and the
     16 KiB marker; 'crossover 3.35 MiB' (now 3.52 MiB: NCCL's NVLS graph estimate, 3.515 after the refit of c85c4d6) by the L40S floor. Now no line
     crosses either, with no box."""
-    fig = figures.compare_figure(compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64)),
-                                                 ["hgx-h100", "l40s-pcie-nps1-degraded"], curves=True))
+    fig = figures.compare_figure(
+        compare_systems(
+            request("llama-3.1-70b", "hgx-h100", batches=(1, 64)), ["hgx-h100", "l40s-pcie-nps1-degraded"], curves=True
+        )
+    )
     assert not _crossed_labels(fig)
     texts = {t.get_text(): t for t in fig.axes[0].texts}
     for name in ("crossover 12.4 KiB", "crossover 3.52 MiB"):
@@ -150,11 +171,19 @@ def test_plan_figures_keep_labels_off_the_budget_line():
 
 def test_report_fabric_figure_labels_are_clear(tmp_path):
     from shardbudget.report import html as report_html
-    data = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), demo.SYSTEMS, budget_steps=0))
+
+    data = report_html.view(
+        answer_report(
+            request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S),
+            demo.SYSTEMS,
+            budget_steps=0,
+        )
+    )
     from shardbudget.report.report_data import FABRIC_OP
-    fig = figures.fabric_comparison([(c.label, c.costs, c.crossover_bytes) for c in data.fabric], op=FABRIC_OP,
-                                    marks=data.marks)
+
+    fig = figures.fabric_comparison(
+        [(c.label, c.costs, c.crossover_bytes) for c in data.fabric], op=FABRIC_OP, marks=data.marks
+    )
     assert not _crossed_labels(fig)
     for fig in (figures.where_the_token_goes(data.plans), figures.comm_share(data.plans)):
         assert not _crossed_labels(fig)
@@ -162,6 +191,7 @@ def test_report_fabric_figure_labels_are_clear(tmp_path):
 
 def test_crossings_counts_lines_through_a_box():
     from matplotlib.transforms import Bbox
+
     fig = new_figure(4, 3)
     ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1])

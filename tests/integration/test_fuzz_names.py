@@ -58,21 +58,79 @@ COUNTS: collections.Counter = collections.Counter()
 
 COMMANDS = st.sampled_from(["touch PWNED", "touch PWNED;id", "echo x >PWNED", "touch ./PWNED2 && id"])
 CATEGORIES = {
-    "newline": st.sampled_from(["\n", "\r", "\r\n", "\n#", "\ntouch PWNED\n", "\n#SBATCH --nodes=9\n", "\u2028",
-                                "\u2029", "\x85", "\n- kind: Pod\n", "\n[nccl]\n"]),
+    "newline": st.sampled_from(
+        [
+            "\n",
+            "\r",
+            "\r\n",
+            "\n#",
+            "\ntouch PWNED\n",
+            "\n#SBATCH --nodes=9\n",
+            "\u2028",
+            "\u2029",
+            "\x85",
+            "\n- kind: Pod\n",
+            "\n[nccl]\n",
+        ]
+    ),
     "$(...)": st.builds("$({})".format, COMMANDS),
     "backticks": st.builds("`{}`".format, COMMANDS),
-    "quotes": st.sampled_from(["'", '"', "'\\''", "\"'", "\\", "\\'", "'$(touch PWNED)'", '"$(touch PWNED)"',
-                               "\\\"", "'\"'\"'"]),
-    "$VAR": st.sampled_from(["$HOME", "${PATH}", "$1", "$$", "$?", "$@", "${X:-$(touch PWNED)}", "$NODE0",
-                             "$LWS_LEADER_ADDRESS", "$((1+1))", "${NODE0_IP}", "$NODE_IP"]),
+    "quotes": st.sampled_from(
+        ["'", '"', "'\\''", "\"'", "\\", "\\'", "'$(touch PWNED)'", '"$(touch PWNED)"', '\\"', "'\"'\"'"]
+    ),
+    "$VAR": st.sampled_from(
+        [
+            "$HOME",
+            "${PATH}",
+            "$1",
+            "$$",
+            "$?",
+            "$@",
+            "${X:-$(touch PWNED)}",
+            "$NODE0",
+            "$LWS_LEADER_ADDRESS",
+            "$((1+1))",
+            "${NODE0_IP}",
+            "$NODE_IP",
+        ]
+    ),
     "leading dash": st.sampled_from(["-", "--", "--trust-remote-code", "-h", "--port=1"]),
-    "ANSI escape": st.sampled_from(["\x1b[31m", "\x1b]0;PWNED\x07", "\x1b[2J", "\x9b31m", "\x07", "\x1b[0m",
-                                    "\x1b]8;;http://x\x1b\\"]),
+    "ANSI escape": st.sampled_from(
+        ["\x1b[31m", "\x1b]0;PWNED\x07", "\x1b[2J", "\x9b31m", "\x07", "\x1b[0m", "\x1b]8;;http://x\x1b\\"]
+    ),
     "not UTF-8": st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xfe\xfe", b"caf\xe9"]).map(os.fsdecode),
     "placeholder": st.sampled_from(["$NODE0_IP", "$NODE1_IP:8000", "x$NODE12_IP"]),
-    "punctuation": st.sampled_from([": ", "- ", " #", "{", "}", "[", "]", "&", "*", "!", "|", ">", "<", "%", "@",
-                                    "~", ";", "&&", "||", " ", ",", "?", "=", "^", "é", "😀", "\u00a0"]),
+    "punctuation": st.sampled_from(
+        [
+            ": ",
+            "- ",
+            " #",
+            "{",
+            "}",
+            "[",
+            "]",
+            "&",
+            "*",
+            "!",
+            "|",
+            ">",
+            "<",
+            "%",
+            "@",
+            "~",
+            ";",
+            "&&",
+            "||",
+            " ",
+            ",",
+            "?",
+            "=",
+            "^",
+            "é",
+            "😀",
+            "\u00a0",
+        ]
+    ),
 }
 FILLER = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E, blacklist_characters="-"), max_size=6)
 
@@ -99,21 +157,37 @@ def refused_if(name: str, argument: bool = True) -> bool:
 
 # --- the deployments and their reference files ------------------------------------------------
 
+
 def _shapes(cat) -> dict:
     """name -> (result, cfg): one node; a replica over nodes; disaggregated; EAGLE with a draft."""
     moe = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.100, catalog=cat), gpus=32)
     wide = next(o for o in moe.options if o.meets_budget and o.ep > 1 and o.dp > 1 and o.tp * o.pp > 8)
     eagle = Workload(speculation=Speculation(method="eagle", draft_tokens=3, acceptance=0.7, draft_model=REF_DRAFT))
-    return {"one-node": (deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8), load_model("llama-3.1-8b")),
-            "multi-node": (dataclasses.replace(moe, best=wide), load_model("deepseek-v3")),
-            "disaggregated": (deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat), gpus=16, disaggregate=(4, 12)), load_model("llama-3.1-70b")),
-            "eagle": (deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat, work=eagle), gpus=16, disaggregate=(4, 12)), load_model("llama-3.1-70b"))}
+    return {
+        "one-node": (deploy(request("llama-3.1-8b", "hgx-h100", catalog=cat), gpus=8), load_model("llama-3.1-8b")),
+        "multi-node": (dataclasses.replace(moe, best=wide), load_model("deepseek-v3")),
+        "disaggregated": (
+            deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat), gpus=16, disaggregate=(4, 12)),
+            load_model("llama-3.1-70b"),
+        ),
+        "eagle": (
+            deploy(
+                request("llama-3.1-70b", "hgx-h100", budget_s=0.05, catalog=cat, work=eagle),
+                gpus=16,
+                disaggregate=(4, 12),
+            ),
+            load_model("llama-3.1-70b"),
+        ),
+    }
 
 
 def _renamed(result, cfg, name: str):
     spec = result.workload.speculation
-    work = dataclasses.replace(result.workload, speculation=dataclasses.replace(spec, draft_model=name)) if spec else \
-        result.workload
+    work = (
+        dataclasses.replace(result.workload, speculation=dataclasses.replace(spec, draft_model=name))
+        if spec
+        else result.workload
+    )
     return dataclasses.replace(result, model=name, workload=work), dataclasses.replace(cfg, name=name)
 
 
@@ -217,13 +291,21 @@ def world(tmp_path_factory):
     return World(tmp_path_factory.mktemp("fuzz-names"))
 
 
-LIBRARY = settings(max_examples=200 * SCALE, deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+LIBRARY = settings(
+    max_examples=200 * SCALE,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @LIBRARY
-@given(NAMES, st.sampled_from(["one-node", "multi-node", "disaggregated", "eagle"]),
-       st.sampled_from(["vllm", "sglang", "trtllm"]))
+@given(
+    NAMES,
+    st.sampled_from(["one-node", "multi-node", "disaggregated", "eagle"]),
+    st.sampled_from(["vllm", "sglang", "trtllm"]),
+)
 def test_written_files_run_exactly_as_named(world, case, shape, engine):
     category, name = case
     if refused_if(name):
@@ -255,8 +337,13 @@ def test_written_files_run_exactly_as_named(world, case, shape, engine):
     COUNTS["files", category, "ran as named"] += 1
 
 
-SYSTEM = settings(max_examples=40 * SCALE, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SYSTEM = settings(
+    max_examples=40 * SCALE,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @SYSTEM
@@ -281,8 +368,13 @@ def test_a_system_name_stays_in_its_comment(world, case, shape, engine):
     COUNTS["system", category, "in its comment"] += 1
 
 
-QUOTING = settings(max_examples=150 * SCALE, deadline=None, derandomize=True, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+QUOTING = settings(
+    max_examples=150 * SCALE,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @QUOTING
@@ -311,6 +403,7 @@ def test_every_quoting_reads_back_as_written(world, case):
 
 # --- the boundary: the command line -------------------------------------------------------------
 
+
 def _model_folder(root: Path, name: str) -> str:
     path = os.path.join(os.fsencode(root), os.fsencode(name).replace(b"/", b"_"))
     os.makedirs(path)
@@ -319,13 +412,20 @@ def _model_folder(root: Path, name: str) -> str:
     return os.fsdecode(path)
 
 
-CLI_REFUSED = settings(max_examples=100 * SCALE, deadline=None, derandomize=True, database=None,
-                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+CLI_REFUSED = settings(
+    max_examples=100 * SCALE,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @CLI_REFUSED
-@given(NAMES.filter(lambda c: refused_if(c[1].replace("/", "_"))),
-       st.sampled_from(["deploy-slurm", "deploy-k8s", "draft", "plan", "explain"]))
+@given(
+    NAMES.filter(lambda c: refused_if(c[1].replace("/", "_"))),
+    st.sampled_from(["deploy-slurm", "deploy-k8s", "draft", "plan", "explain"]),
+)
 def test_the_command_line_refuses_in_one_line_and_writes_nothing(world, capsys, case, command):
     """plan and explain print the name but pass it to no command: a leading '-' or a placeholder is
     theirs to print (test_emit_safety.py runs one)."""
@@ -336,11 +436,24 @@ def test_the_command_line_refuses_in_one_line_and_writes_nothing(world, capsys, 
     root.mkdir()
     out = root / "out"
     model = _model_folder(root, name) if command != "draft" else "llama-3.1-8b"
-    argv = {"deploy-slurm": ["deploy", "--gpus", "8", "--emit", "slurm", str(out)],
-            "deploy-k8s": ["deploy", "--gpus", "8", "--emit", "k8s", str(out)],
-            "draft": ["deploy", "--gpus", "8", "--speculative", "eagle", "--draft-model", name, "--emit", "slurm",
-                      str(out)],
-            "plan": ["plan", "--batch", "1"], "explain": ["explain"]}[command]
+    argv = {
+        "deploy-slurm": ["deploy", "--gpus", "8", "--emit", "slurm", str(out)],
+        "deploy-k8s": ["deploy", "--gpus", "8", "--emit", "k8s", str(out)],
+        "draft": [
+            "deploy",
+            "--gpus",
+            "8",
+            "--speculative",
+            "eagle",
+            "--draft-model",
+            name,
+            "--emit",
+            "slurm",
+            str(out),
+        ],
+        "plan": ["plan", "--batch", "1"],
+        "explain": ["explain"],
+    }[command]
     rc = cli.main([argv[0], "--model", model, "--system", "hgx-h100", *argv[1:]])
     stdout, err = capsys.readouterr()
     assert rc == 2 and stdout == "" and err.startswith("error: "), (name, rc, stdout, err)
@@ -349,8 +462,13 @@ def test_the_command_line_refuses_in_one_line_and_writes_nothing(world, capsys, 
     COUNTS["cli", category, "refused"] += 1
 
 
-CLI_ACCEPTED = settings(max_examples=16 * SCALE, deadline=None, derandomize=True, database=None,
-                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+CLI_ACCEPTED = settings(
+    max_examples=16 * SCALE,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @CLI_ACCEPTED
@@ -360,8 +478,22 @@ def test_the_command_line_writes_what_runs_as_named(world, capsys, case, engine)
     root = world.folder()
     root.mkdir()
     model, out = _model_folder(root, name), root / "out"
-    rc = cli.main(["deploy", "--model", model, "--system", "hgx-h100", "--gpus", "8", "--engine", engine,
-                   "--emit", "slurm", str(out)])
+    rc = cli.main(
+        [
+            "deploy",
+            "--model",
+            model,
+            "--system",
+            "hgx-h100",
+            "--gpus",
+            "8",
+            "--engine",
+            engine,
+            "--emit",
+            "slurm",
+            str(out),
+        ]
+    )
     stdout, err = capsys.readouterr()
     assert rc == 0, err
     assert all(c.isprintable() or c in "\n\t" for c in stdout + err)

@@ -30,14 +30,36 @@ from shardbudget.measure.harness.run import FAULT_ENV, MeasureRunError, plan_siz
 from shardbudget.measure.logs.read import read_log
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed; "
-                                 "pip install 'shardbudget[measure]' to run real collectives")
+needs_torch = pytest.mark.skipif(
+    not HAS_TORCH, reason="torch is not installed; pip install 'shardbudget[measure]' to run real collectives"
+)
 pytestmark = pytest.mark.timeout(180)
 
-LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                 "MASTER_PORT", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", FAULT_ENV)
-RESULT_KEYS = {"bytes", "requested_bytes", "count", "time_s", "median_s", "min_s", "p99_s",
-               "algbw_bytes_per_s", "busbw_bytes_per_s", "wrong", "wrong_by_rank", "samples_s"}
+LAUNCHER_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_PROCID",
+    "SLURM_STEP_NUM_TASKS",
+    FAULT_ENV,
+)
+RESULT_KEYS = {
+    "bytes",
+    "requested_bytes",
+    "count",
+    "time_s",
+    "median_s",
+    "min_s",
+    "p99_s",
+    "algbw_bytes_per_s",
+    "busbw_bytes_per_s",
+    "wrong",
+    "wrong_by_rank",
+    "samples_s",
+}
 FAST = dict(iters=5, warmup=2, progress=False)
 
 
@@ -64,30 +86,63 @@ def read_json(path: Path) -> dict:
 
 # --- shared runs ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def cli_allreduce_3(tmp_path_factory):
     """`python -m shardbudget.measure --check` (in process) on 3 ranks, 8 B / 8 KiB / 8 MiB, with
     rank 2 corrupting its all-reduce result at 8 KiB only (one run serves several tests)."""
     out = tmp_path_factory.mktemp("cli") / "results.json"
     stdout, stderr = io.StringIO(), io.StringIO()
-    with local_env(**{FAULT_ENV: "wrong-reduction@2:8KiB"}), \
-            contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        rc = main(["--nproc", "3", "--sizes", "8B:8MiB:1024", "--iters", "5", "--warmup", "2",
-                   "--check", "--out", str(out), "--no-progress"])
+    with (
+        local_env(**{FAULT_ENV: "wrong-reduction@2:8KiB"}),
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        rc = main(
+            [
+                "--nproc",
+                "3",
+                "--sizes",
+                "8B:8MiB:1024",
+                "--iters",
+                "5",
+                "--warmup",
+                "2",
+                "--check",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     return rc, stdout.getvalue(), stderr.getvalue(), read_json(out)
 
 
 # --- healthy runs -----------------------------------------------------------------------------
 
+
 @needs_torch
 def test_cli_writes_every_sample_in_the_documented_shape(cli_allreduce_3):
     *_, data = cli_allreduce_3
-    assert {"tool", "version", "env", "op", "world_size", "n_nodes", "backend", "dtype",
-            "results", "complete", "error"} <= set(data)
-    assert {"torch", "backend", "hosts", "world_size", "n_nodes", "command", "time_utc",
-            "python"} <= set(data["env"])
+    assert {
+        "tool",
+        "version",
+        "env",
+        "op",
+        "world_size",
+        "n_nodes",
+        "backend",
+        "dtype",
+        "results",
+        "complete",
+        "error",
+    } <= set(data)
+    assert {"torch", "backend", "hosts", "world_size", "n_nodes", "command", "time_utc", "python"} <= set(data["env"])
     assert (data["tool"], data["op"], data["backend"], data["dtype"]) == (
-        "shardbudget", "all-reduce", "gloo", "fp32")  # dtypes' canonical name
+        "shardbudget",
+        "all-reduce",
+        "gloo",
+        "fp32",
+    )  # dtypes' canonical name
     assert (data["world_size"], data["n_nodes"], data["complete"]) == (3, 1, True)
     assert data["env"]["hosts"] == [socket.gethostname()]
     for row in data["results"]:
@@ -113,8 +168,7 @@ def test_three_rank_all_reduce_busbw_is_algbw_times_4_over_3(cli_allreduce_3):
     for row in data["results"]:
         assert row["algbw_bytes_per_s"] == pytest.approx(row["bytes"] / row["time_s"], rel=1e-12)
         # 2(n-1)/n with n = 3
-        assert row["busbw_bytes_per_s"] == pytest.approx(row["algbw_bytes_per_s"] * 4 / 3,
-                                                         rel=1e-12)
+        assert row["busbw_bytes_per_s"] == pytest.approx(row["algbw_bytes_per_s"] * 4 / 3, rel=1e-12)
 
 
 @needs_torch
@@ -122,11 +176,9 @@ def test_cli_prints_the_nccl_tests_table(cli_allreduce_3):
     _, stdout, _, data = cli_allreduce_3
     lines = stdout.splitlines()
     header = next(ln for ln in lines if ln.startswith("#") and "busbw" in ln)
-    assert header.split()[1:] == ["size", "count", "type", "redop", "root", "time", "algbw",
-                                  "busbw", "#wrong"]
+    assert header.split()[1:] == ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"]
     rows = [ln.split() for ln in lines if ln and not ln.startswith("#")]
-    assert [r[:5] for r in rows] == [[str(b), str(b // 4), "float", "sum", "-1"]
-                                     for b in (8, 8192, 8 * 2**20)]
+    assert [r[:5] for r in rows] == [[str(b), str(b // 4), "float", "sum", "-1"] for b in (8, 8192, 8 * 2**20)]
     for row, result in zip(rows, data["results"]):
         assert float(row[5]) == pytest.approx(result["time_s"] * 1e6, abs=0.01)  # microseconds
         assert float(row[7]) == pytest.approx(result["busbw_bytes_per_s"] / 1e9, abs=0.006)
@@ -146,8 +198,9 @@ def test_check_catches_a_wrong_reduction_and_names_rank_and_size(cli_allreduce_3
 
 @needs_torch
 def test_all_gather_three_ranks_passes_the_check(tmp_path):
-    result = run_measure(nproc=3, op="all-gather", sizes_bytes=[8, 4096], check=True,
-                         out=str(tmp_path / "ag.json"), **FAST)
+    result = run_measure(
+        nproc=3, op="all-gather", sizes_bytes=[8, 4096], check=True, out=str(tmp_path / "ag.json"), **FAST
+    )
     # 'bytes' is the gathered output; it must split into 3 equal float32 chunks, so 8 B -> 12 B
     # (3 x 1 element) and 4096 B -> 4104 B (3 x 342 elements); 'count' is per rank
     assert [(r.size_bytes, r.count) for r in result.results] == [(12, 1), (4104, 342)]
@@ -162,17 +215,37 @@ def test_all_gather_three_ranks_passes_the_check(tmp_path):
 @needs_torch
 def test_shardbudget_measure_runs_bf16_with_the_same_header_and_table(tmp_path, capsys):
     out = tmp_path / "bf16.json"
-    rc = cli.main(["measure", "--dtype", "bf16", "--size", "8B,1KiB", "--iters", "3", "--warmup", "1",
-                   "--check", "--out", str(out), "--no-progress", "--master-addr", "127.0.0.1",
-                   "--timeout", "60s"])
+    rc = cli.main(
+        [
+            "measure",
+            "--dtype",
+            "bf16",
+            "--size",
+            "8B,1KiB",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--check",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--master-addr",
+            "127.0.0.1",
+            "--timeout",
+            "60s",
+        ]
+    )
     stdout, stderr = capsys.readouterr()
     assert (rc, stderr) == (0, "")
     lines = stdout.splitlines()
     assert lines[0].startswith("# shardbudget all-reduce on gloo, bf16, 2 sizes, 3 iters;")
     rows = [ln.split() for ln in lines if ln and not ln.startswith("#")]
     # 2 bytes per bf16 element; nccl-tests calls the type bfloat16; rank+1 sums to 3 exactly
-    assert [r[:5] + r[8:] for r in rows] == [["8", "4", "bfloat16", "sum", "-1", "0"],
-                                            ["1024", "512", "bfloat16", "sum", "-1", "0"]]
+    assert [r[:5] + r[8:] for r in rows] == [
+        ["8", "4", "bfloat16", "sum", "-1", "0"],
+        ["1024", "512", "bfloat16", "sum", "-1", "0"],
+    ]
     data = read_json(out)
     assert data["dtype"] == "bf16"
     assert [s.dtype for s in read_log(out).samples] == ["bf16", "bf16"]  # the log reader takes it
@@ -180,12 +253,12 @@ def test_shardbudget_measure_runs_bf16_with_the_same_header_and_table(tmp_path, 
 
 # --- faults -----------------------------------------------------------------------------------
 
+
 @needs_torch
 def test_killed_rank_fails_the_run_and_keeps_completed_sizes(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv(FAULT_ENV, "crash@1:8KiB")
     out = tmp_path / "partial.json"
-    rc = main(["--sizes", "8B,8KiB,64KiB", "--iters", "3", "--warmup", "1", "--out", str(out),
-               "--no-progress"])
+    rc = main(["--sizes", "8B,8KiB,64KiB", "--iters", "3", "--warmup", "1", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 1
     assert "rank 1 died (killed by SIGKILL) at size 8 KiB (8192 B)" in err
@@ -200,8 +273,13 @@ def test_hung_rank_is_stopped_within_the_timeout(tmp_path, monkeypatch):
     done_at = []
     timeout_s = 2.0
     with pytest.raises(MeasureRunError) as info:
-        run_measure(sizes_bytes=[8, 8192], timeout_s=timeout_s, out=str(tmp_path / "h.json"),
-                    on_size=lambda row: done_at.append(time.monotonic()), **FAST)
+        run_measure(
+            sizes_bytes=[8, 8192],
+            timeout_s=timeout_s,
+            out=str(tmp_path / "h.json"),
+            on_size=lambda row: done_at.append(time.monotonic()),
+            **FAST,
+        )
     stopped_after_s = time.monotonic() - done_at[-1]
     # the parent polls every 0.1 s, then kills the ranks; 2.5 s covers that on a loaded 2-core
     # box, and is far below the ranks' own gloo timeout (timeout + 30 s) it must not wait for
@@ -213,6 +291,7 @@ def test_hung_rank_is_stopped_within_the_timeout(tmp_path, monkeypatch):
 
 # --- under a launcher: the process is a rank ---------------------------------------------------
 
+
 @needs_torch
 def test_under_torchrun_style_env_each_process_is_one_rank(tmp_path):
     port = preflight.free_port("127.0.0.1")
@@ -220,12 +299,39 @@ def test_under_torchrun_style_env_each_process_is_one_rank(tmp_path):
     procs = []
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-        env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "shardbudget.measure", "--sizes", "8B,1KiB", "--iters", "3",
-             "--warmup", "1", "--check", "--out", str(out), "--no-progress", "--timeout", "60s"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env.update(
+            RANK=str(rank),
+            WORLD_SIZE="2",
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            OMP_NUM_THREADS="1",
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "shardbudget.measure",
+                    "--sizes",
+                    "8B,1KiB",
+                    "--iters",
+                    "3",
+                    "--warmup",
+                    "1",
+                    "--check",
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                    "--timeout",
+                    "60s",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert "busbw" in outputs[0][0] and outputs[1][0] == ""  # only rank 0 prints
@@ -244,11 +350,24 @@ def _launched_ranks(tmp_path: Path, *, fault: str, extra: list[str]) -> list[sub
     procs = []
     for rank in range(2):
         env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
-        env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1", **{FAULT_ENV: fault})
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "shardbudget.measure", "--iters", "3", "--warmup", "1",
-             "--no-progress", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env.update(
+            RANK=str(rank),
+            WORLD_SIZE="2",
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            OMP_NUM_THREADS="1",
+            **{FAULT_ENV: fault},
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "shardbudget.measure", "--iters", "3", "--warmup", "1", "--no-progress", *extra],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     return procs
 
 
@@ -257,8 +376,9 @@ def test_under_a_launcher_a_hung_peer_is_named_by_its_progress(tmp_path):
     # No parent watches the ranks: rank 0 learns from the store that rank 1 never started 1 KiB
     # (its heartbeat goes on: it is alive, stuck before the size).
     out = tmp_path / "hung.json"
-    procs = _launched_ranks(tmp_path, fault="hang@1:1KiB",
-                            extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "4s", "--out", str(out)])
+    procs = _launched_ranks(
+        tmp_path, fault="hang@1:1KiB", extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "4s", "--out", str(out)]
+    )
     try:
         _, err = procs[0].communicate(timeout=120)
     finally:
@@ -274,8 +394,9 @@ def test_under_a_launcher_a_hung_peer_is_named_by_its_progress(tmp_path):
 @needs_torch
 def test_under_a_launcher_a_dead_peer_is_named_by_its_heartbeat(tmp_path):
     out = tmp_path / "dead.json"
-    procs = _launched_ranks(tmp_path, fault="crash@1:1KiB",
-                            extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "30s", "--out", str(out)])
+    procs = _launched_ranks(
+        tmp_path, fault="crash@1:1KiB", extra=["--sizes", "8B,1KiB,8KiB", "--timeout", "30s", "--out", str(out)]
+    )
     outputs = [p.communicate(timeout=120) for p in procs]
     assert procs[0].returncode == 1 and procs[1].returncode == -9
     err = outputs[0][1]
@@ -284,6 +405,7 @@ def test_under_a_launcher_a_dead_peer_is_named_by_its_heartbeat(tmp_path):
 
 
 # --- refused before any work ------------------------------------------------------------------
+
 
 @needs_torch
 def test_port_in_use_is_refused(tmp_path):
@@ -305,30 +427,33 @@ def test_existing_output_is_refused_and_left_unchanged(tmp_path, capsys):
     assert out.read_text() == "precious\n"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(nproc=1), "at least 2 ranks, got 1"),
-    (dict(op="broadcast"), "collective 'broadcast' is not supported here"),
-    (dict(dtype="fp8"), "dtype 'fp8' has no torch.distributed collectives"),
-    (dict(dtype="bf61"), "unknown dtype 'bf61'; did you mean 'bf16'"),
-    (dict(master_addr="127.0.0.1; rm -rf /"), "not a hostname or an IP address"),
-    (dict(dtype="int8", nproc=16, op="all-to-all", check=True), "int8 cannot hold"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(nproc=1), "at least 2 ranks, got 1"),
+        (dict(op="broadcast"), "collective 'broadcast' is not supported here"),
+        (dict(dtype="fp8"), "dtype 'fp8' has no torch.distributed collectives"),
+        (dict(dtype="bf61"), "unknown dtype 'bf61'; did you mean 'bf16'"),
+        (dict(master_addr="127.0.0.1; rm -rf /"), "not a hostname or an IP address"),
+        (dict(dtype="int8", nproc=16, op="all-to-all", check=True), "int8 cannot hold"),
+    ],
+)
 def test_bad_requests_are_one_line_errors(kwargs, message):
     with pytest.raises(MeasureError, match=message):
         run_measure(sizes_bytes=[8], **{**FAST, **kwargs})
 
 
 def test_world_size_the_launcher_does_not_provide_is_refused(monkeypatch):
-    for key, value in dict(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                           MASTER_PORT="29500").items():
+    for key, value in dict(
+        RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500"
+    ).items():
         monkeypatch.setenv(key, value)
     with pytest.raises(MeasureError, match="world size of 2, but 4 ranks were requested"):
         run_measure(nproc=4, sizes_bytes=[8], **FAST)
 
 
 def test_master_addr_from_the_environment_is_validated(monkeypatch):
-    for key, value in dict(RANK="0", WORLD_SIZE="2", MASTER_ADDR="host:29500/evil",
-                           MASTER_PORT="29500").items():
+    for key, value in dict(RANK="0", WORLD_SIZE="2", MASTER_ADDR="host:29500/evil", MASTER_PORT="29500").items():
         monkeypatch.setenv(key, value)
     with pytest.raises(MeasureError, match="MASTER_ADDR 'host:29500/evil' is not a hostname"):
         run_measure(sizes_bytes=[8], **FAST)
@@ -348,8 +473,9 @@ def test_missing_torch_gives_the_install_hint(monkeypatch):
     monkeypatch.setattr(harness_run, "_torch_installed", lambda: False)
     with pytest.raises(MeasureError) as info:
         run_measure(sizes_bytes=[8], **FAST)
-    assert str(info.value) == ("torch is not installed; pip install 'shardbudget[measure]' "
-                               "(CPU: pip install torch==2.13.0)")
+    assert str(info.value) == (
+        "torch is not installed; pip install 'shardbudget[measure]' (CPU: pip install torch==2.13.0)"
+    )
 
 
 def test_a_typo_in_the_fault_hook_is_refused(monkeypatch):
@@ -358,14 +484,17 @@ def test_a_typo_in_the_fault_hook_is_refused(monkeypatch):
         run_measure(sizes_bytes=[8], **FAST)
 
 
-@pytest.mark.parametrize("argv", [
-    ["--timeout", "5"],                       # a bare number: seconds or minutes? refused in both
-    ["--master-addr", "no such host!"],
-    ["--no-progress", "--gpus", "1"],
-    ["--dtype", "fp8", "--port", "29500"],
-    ["--op", "broadcast"],
-    ["--gpus", "two"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--timeout", "5"],  # a bare number: seconds or minutes? refused in both
+        ["--master-addr", "no such host!"],
+        ["--no-progress", "--gpus", "1"],
+        ["--dtype", "fp8", "--port", "29500"],
+        ["--op", "broadcast"],
+        ["--gpus", "two"],
+    ],
+)
 def test_both_front_ends_refuse_alike(argv, capsys):
     """`shardbudget measure` (typer, the vocabulary every command shares) and `python -m
     shardbudget.measure` (argparse, what torchrun starts) take the same options and refuse the same
@@ -387,19 +516,33 @@ def test_measure_help_lists_every_option_in_both_front_ends(capsys):
     module = capsys.readouterr().out
     assert cli.main(["measure", "--help"]) == 0
     typer_cmd = capsys.readouterr().out
-    for option in ("--backend", "--gpus", "--op", "--size", "--dtype", "--iters", "--warmup", "--check",
-                   "--out", "--force", "--timeout", "--master-addr", "--port", "--no-progress"):
+    for option in (
+        "--backend",
+        "--gpus",
+        "--op",
+        "--size",
+        "--dtype",
+        "--iters",
+        "--warmup",
+        "--check",
+        "--out",
+        "--force",
+        "--timeout",
+        "--master-addr",
+        "--port",
+        "--no-progress",
+    ):
         assert option in module and option in typer_cmd
 
 
 def test_importing_the_harness_does_not_import_torch():
-    code = ("import sys, shardbudget.measure.harness.run, shardbudget.measure.__main__; "
-            "print('torch' in sys.modules)")
+    code = "import sys, shardbudget.measure.harness.run, shardbudget.measure.__main__; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
 
 
 # --- sizes and factors, by hand ----------------------------------------------------------------
+
 
 def test_sizes_round_up_to_whole_elements_per_chunk():
     plan, notes = plan_sizes([6, 8, 1024], "all-reduce", "float32", 4)

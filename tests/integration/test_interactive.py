@@ -35,8 +35,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def demo_data():
-    return report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), demo.SYSTEMS))
+    return report_html.view(
+        answer_report(
+            request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S),
+            demo.SYSTEMS,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +54,8 @@ def _step_text(g: dict, cell: dict, k: int) -> list[str]:
     return [g["strings"][step["lead"]]] + [g["strings"][i] for i in step["sentences"]]
 
 
-
 # --- the grid, in Python ------------------------------------------------------------------
+
 
 def test_every_budget_step_says_what_plan_says_at_that_budget(demo_data):
     """The page can say nothing `plan` would not: for every system, engine, batch and budget of the
@@ -62,8 +66,18 @@ def test_every_budget_step_says_what_plan_says_at_that_budget(demo_data):
     for s, spec in enumerate(demo_data.specs):
         for e, engine in enumerate(g["engines"]):
             for budget_k, budget in enumerate(g["budgets"]):
-                res = plan(request(demo.MODEL, spec.name, nodes=spec.nodes, batches=demo.BATCHES, context=demo.CONTEXT,
-                                   budget_s=budget["s"], dtype=demo.DTYPE, engine=engine["key"]))
+                res = plan(
+                    request(
+                        demo.MODEL,
+                        spec.name,
+                        nodes=spec.nodes,
+                        batches=demo.BATCHES,
+                        context=demo.CONTEXT,
+                        budget_s=budget["s"],
+                        dtype=demo.DTYPE,
+                        engine=engine["key"],
+                    )
+                )
                 for b, br in enumerate(res.results):
                     cell = g["cells"][s][e][b]
                     step = cell["steps"][budget_k]
@@ -107,7 +121,7 @@ def test_the_slider_ends_where_no_plan_and_every_plan_meets(demo_data):
             for cell in per_engine:
                 fitting = [i for i, r in enumerate(cell["rows"]) if r["fits"]]
                 assert cell["steps"][0]["pick"] is None  # below the fastest plan: nothing meets
-                last = cell["steps"][-2]["labels"]       # the largest finite budget: nothing over it
+                last = cell["steps"][-2]["labels"]  # the largest finite budget: nothing over it
                 assert all(LABELS[last[i]] != "over budget" for i in fitting)
                 assert g["budgets"][-2]["s"] >= max(cell["rows"][i]["itl_s"] for i in fitting)
 
@@ -124,8 +138,10 @@ def _deploy_table(g: dict, s: int, e: int, b: int, k: int) -> list[dict]:
     'batch cap in budget' and its label, best first."""
     cell = g["deploy"][s][e]
     step = cell["steps"][b][k]
-    return [{**g["deploy_rows"][cell["rows"][b][j]], "largest": cell["largest"][k][j],
-             "label": g["deploy_labels"][lab]} for j, lab in zip(step["order"], step["labels"])]
+    return [
+        {**g["deploy_rows"][cell["rows"][b][j]], "largest": cell["largest"][k][j], "label": g["deploy_labels"][lab]}
+        for j, lab in zip(step["order"], step["labels"])
+    ]
 
 
 def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
@@ -136,17 +152,23 @@ def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
     GPU = pp x 64 / cycle / GPUs of a replica, the cycle the TPOT plus the request's own prompt."""
     from shardbudget.decide.deploy import deploy
     from shardbudget.decide.planner import plan
+
     g = demo_data.grid
     init = g["initial"]
     own = {o.label(): o for o in demo_data.deployments[0].options}
     for b, batch in enumerate(g["batches"]):
         table = _deploy_table(g, 0, init["engine"], b, init["budget"])
-        at = deploy(request(demo.MODEL, demo.SYSTEMS[0], budget_s=demo.BUDGET_S), gpus=8,
-                    batch=batch).options[:grid.SHOWN_OPTIONS]
+        at = deploy(request(demo.MODEL, demo.SYSTEMS[0], budget_s=demo.BUDGET_S), gpus=8, batch=batch).options[
+            : grid.SHOWN_OPTIONS
+        ]
         assert [r["plan"].replace(" × ", "x").replace(" ", "/") for r in table] == [o.label() for o in at]
         for r, o in zip(table, at):
-            assert (r["itl_s"], r["tpot_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == \
-                (o.itl_s, o.tpot_s, o.mem_bytes_per_gpu, o.pp * batch)
+            assert (r["itl_s"], r["tpot_s"], r["mem_bytes_per_gpu"], r["in_flight"]) == (
+                o.itl_s,
+                o.tpot_s,
+                o.mem_bytes_per_gpu,
+                o.pp * batch,
+            )
             assert (r["label"] == "meets the budget") == o.meets_budget
             assert r["largest"] == (str(own[o.label()].max_batch) if own[o.label()].max_batch else "–")
         first, o = table[0], at[0]
@@ -158,10 +180,15 @@ def test_deployment_table_is_deploy_at_the_selected_batch(demo_data):
     rows = {b: {r["plan"]: r for r in _deploy_table(g, 0, init["engine"], b, init["budget"])} for b in range(2)}
     assert rows[0]["1 × TP8"]["tpot_s"] < rows[1]["1 × TP8"]["tpot_s"]
     for b, batch in enumerate(g["batches"]):
-        served = plan(request(demo.MODEL, demo.SYSTEMS[0], batches=[batch], budget_s=demo.BUDGET_S,
-                              input_len=2048, output_len=256)).results[0]
+        served = plan(
+            request(
+                demo.MODEL, demo.SYSTEMS[0], batches=[batch], budget_s=demo.BUDGET_S, input_len=2048, output_len=256
+            )
+        ).results[0]
         tp8 = next(r for r in served.rows if r.key == (8, 1, 1, 1))
-        assert (rows[b]["1 × TP8"]["tpot_s"], rows[b]["1 × TP8"]["itl_s"]) == pytest.approx((tp8.tpot_s, tp8.itl_s), rel=1e-12)
+        assert (rows[b]["1 × TP8"]["tpot_s"], rows[b]["1 × TP8"]["itl_s"]) == pytest.approx(
+            (tp8.tpot_s, tp8.itl_s), rel=1e-12
+        )
 
 
 def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
@@ -180,17 +207,33 @@ def test_deployment_table_obeys_the_budget_and_the_engine(demo_data):
                 assert labels == sorted(labels, key=lambda x: x != "meets the budget")
                 for r in lowest + unbounded:
                     assert (r["tokens"] == "–") == (r["label"] == "does not fit in memory")
-    itls = {e: tuple(r["itl_s"] for r in _deploy_table(g, 0, e, 1, g["initial"]["budget"]))
-            for e in range(len(g["engines"]))}
+    itls = {
+        e: tuple(r["itl_s"] for r in _deploy_table(g, 0, e, 1, g["initial"]["budget"]))
+        for e in range(len(g["engines"]))
+    }
     assert len(set(itls.values())) > 1
 
 
 def test_deployment_hook_takes_option_dicts():
-    opt = {"replicas": 2, "tp": 4, "pp": 2, "ep": 1, "dp": 1, "max_batch": 128, "itl_s": 0.02, "tpot_s": 0.025,
-           "tokens_per_s_per_gpu": 800.0, "mem_bytes_per_gpu": 70.1e9, "meets_budget": True, "binding": "batch"}
+    opt = {
+        "replicas": 2,
+        "tp": 4,
+        "pp": 2,
+        "ep": 1,
+        "dp": 1,
+        "max_batch": 128,
+        "itl_s": 0.02,
+        "tpot_s": 0.025,
+        "tokens_per_s_per_gpu": 800.0,
+        "mem_bytes_per_gpu": 70.1e9,
+        "meets_budget": True,
+        "binding": "batch",
+    }
     entry = grid.deployment_entry(opt, 64)
     assert entry["gpus"] == 16 and entry["plan"] == "2 × TP4 PP2" and entry["tokens"] == "800"
-    assert entry["itl"] == "20 ms" and entry["tpot"] == "25 ms" and entry["mem"] == "70.1 GB" and entry["in_flight"] == 128
+    assert (
+        entry["itl"] == "20 ms" and entry["tpot"] == "25 ms" and entry["mem"] == "70.1 GB" and entry["in_flight"] == 128
+    )
     assert grid.deployment_entry({**opt, "max_batch": 0}, 64)["tokens"] == "–"  # does not fit: no throughput
     with pytest.raises(ShardbudgetError, match="deployment option lacks max_batch"):
         grid.deployment_entry({k: v for k, v in opt.items() if k != "max_batch"}, 64)
@@ -209,11 +252,15 @@ def test_a_grid_too_large_to_embed_is_one_line_saying_what_to_reduce(demo_data, 
         grid.grid_json(demo_data.grid, max_bytes=10_000)
     msg = str(err.value)
     assert "\n" not in msg and "over the 0.01 MB a report embeds" in msg
-    assert f"3 systems x {len(demo_data.grid['engines'])} engines x 2 batches" in msg and "fewer batches (--batch), systems (--system)" in msg
+    assert (
+        f"3 systems x {len(demo_data.grid['engines'])} engines x 2 batches" in msg
+        and "fewer batches (--batch), systems (--system)" in msg
+    )
     monkeypatch.setattr(grid, "MAX_GRID_BYTES", 10_000)
     out = tmp_path / "big.html"
-    code = cli.main(["report", "-m", demo.MODEL, "-s", "hgx-h100", "-b", "1", "-b", "8", "--budget-steps", "30",
-                     "-o", str(out)])
+    code = cli.main(
+        ["report", "-m", demo.MODEL, "-s", "hgx-h100", "-b", "1", "-b", "8", "--budget-steps", "30", "-o", str(out)]
+    )
     err_text = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err_text) == 1 and not out.exists()
     assert err_text[0].startswith("error: the interactive report's grid is ") and "--budget-steps" in err_text[0]
@@ -226,6 +273,7 @@ def test_budget_steps_zero_leaves_the_page_without_script():
 
 # --- the page, as bytes ---------------------------------------------------------------------
 
+
 def test_render_twice_gives_the_same_bytes(demo_data, demo_page):
     assert report_html.render(demo_data) == demo_page[0]
 
@@ -236,10 +284,33 @@ def test_two_processes_write_the_same_file(tmp_path):
     procs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO / "src")}
-        procs.append(subprocess.Popen([sys.executable, "-m", "shardbudget", "report", "-m", demo.MODEL,
-                                       "-s", "hgx-h100", "-s", "l40s-pcie-nps1-degraded", "-b", "1", "-b", "64",
-                                       "--budget", "50ms", "-o", str(tmp_path / f"r{seed}.html")],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "shardbudget",
+                    "report",
+                    "-m",
+                    demo.MODEL,
+                    "-s",
+                    "hgx-h100",
+                    "-s",
+                    "l40s-pcie-nps1-degraded",
+                    "-b",
+                    "1",
+                    "-b",
+                    "64",
+                    "--budget",
+                    "50ms",
+                    "-o",
+                    str(tmp_path / f"r{seed}.html"),
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()[-2000:]
@@ -253,13 +324,24 @@ def test_the_page_loads_nothing(demo_page):
     assert not re.search(r"""\b(?:src|href|action|poster|srcset|data)\s*=\s*["']?\s*(?:https?:)?//""", text, re.I)
     assert not re.search(r"url\(\s*['\"]?\s*(?:https?:)?//|@import|<link\b|<iframe\b|<object\b|<embed\b", text, re.I)
     js = interactive.script()
-    for api in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "EventSource", "sendBeacon", "innerHTML",
-                "console.", "eval(", "Worker("):
+    for api in (
+        "fetch(",
+        "XMLHttpRequest",
+        "import(",
+        "WebSocket",
+        "EventSource",
+        "sendBeacon",
+        "innerHTML",
+        "console.",
+        "eval(",
+        "Worker(",
+    ):
         assert api not in js, api
     assert re.findall(r"https?://[^\s\"']+", js) == ["http://www.w3.org/2000/svg"]  # a namespace name only
 
 
 # --- the page, in Chromium through selenium -------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def driver():
@@ -277,6 +359,7 @@ _BARS = """return [...document.querySelectorAll('#sb-bars g[data-plan]')].map(g 
 def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
     """The page shows exactly the grid's answer for `sel` (system, engine, batch, budget)."""
     from selenium.webdriver.common.by import By
+
     s, e, b, k = sel
     cell = g["cells"][s][e][b]
     assert drv.find_element(By.ID, "explore").get_attribute("data-selection") == ",".join(map(str, sel))
@@ -301,8 +384,16 @@ def _expect(drv, g: dict, sel: tuple[int, int, int, int]) -> None:
     assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in table] == [d["plan"] for d in entries]
     for row, d in zip(table, entries):
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[1:] == [str(d["gpus"]), str(d["in_flight"]), d["itl"], d["tpot"], d["tokens"], d["mem"], d["largest"],
-                             d["label"]]
+        assert cells[1:] == [
+            str(d["gpus"]),
+            str(d["in_flight"]),
+            d["itl"],
+            d["tpot"],
+            d["tokens"],
+            d["mem"],
+            d["largest"],
+            d["label"],
+        ]
     picks = [i for i, row in enumerate(table) if row.get_attribute("class") == "pick"]
     first = next((i for i, d in enumerate(entries) if d["label"] == "meets the budget"), None)
     assert picks == ([] if first is None else [first])
@@ -354,9 +445,11 @@ def test_controls_change_the_verdict_in_chromium(driver, demo_data, demo_page, t
     assert not driver.find_elements(By.ID, "sb-budget-line")
 
     other_engine = (init["engine"] + 1) % len(g["engines"])
-    for control, value, where, index in (("sb-system", "l40s-pcie-switch", 0, g["systems"].index("l40s-pcie-switch")),
-                                         ("sb-batch", "64", 2, g["batches"].index(64)),
-                                         ("sb-engine", g["engines"][other_engine]["label"], 1, other_engine)):
+    for control, value, where, index in (
+        ("sb-system", "l40s-pcie-switch", 0, g["systems"].index("l40s-pcie-switch")),
+        ("sb-batch", "64", 2, g["batches"].index(64)),
+        ("sb-engine", g["engines"][other_engine]["label"], 1, other_engine),
+    ):
         before = driver.find_element(By.ID, "sb-deploy").text
         Select(driver.find_element(By.ID, control)).select_by_visible_text(value)
         sel[where] = index

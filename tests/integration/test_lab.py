@@ -22,8 +22,9 @@ def _our_namespaces(pid: int) -> list[str]:
 def test_one_gigabit_link_is_predicted_from_its_rate():
     # 2 ranks, 4 MiB all-reduce over 1 Gbit/s: each rank sends n bytes (2(p-1)/p = 1) at
     # 1e9/8 * 1448/1514 B/s = 35 ms; the issue measured ~71 ms for 8 MiB against ~67 ms from n/B.
-    result = run_lab(ranks=2, rates=("unshaped", "1Gbit/s"), sizes="1KiB:4MiB:16", iters=4, warmup=1,
-                     repeats=1, log=lambda m: None)
+    result = run_lab(
+        ranks=2, rates=("unshaped", "1Gbit/s"), sizes="1KiB:4MiB:16", iters=4, warmup=1, repeats=1, log=lambda m: None
+    )
     gig = result.rates[-1]
     last = gig.rows[-1]
     assert last.msg_bytes == 4 * 2**20 and last.bandwidth_bound
@@ -33,8 +34,10 @@ def test_one_gigabit_link_is_predicted_from_its_rate():
 
 
 def test_interrupted_lab_removes_its_namespaces(tmp_path):
-    code = ("from shardbudget.measure.harness.lab import run_lab\n"
-            "run_lab(ranks=3, rates=('unshaped',), sizes='8B:64MiB', iters=50, warmup=1, repeats=3, log=print)\n")
+    code = (
+        "from shardbudget.measure.harness.lab import run_lab\n"
+        "run_lab(ranks=3, rates=('unshaped',), sizes='8B:64MiB', iters=50, warmup=1, repeats=3, log=print)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _our_namespaces(proc.pid):

@@ -54,16 +54,30 @@ def cases(catalog):
     dense = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, catalog=catalog), gpus=8)
     moe = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.100, catalog=catalog), gpus=32)
     moe = _as_chosen(moe, lambda o: o.ep > 1 and o.dp > 1 and o.tp * o.pp > 8)  # a replica over nodes
-    disagg = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, catalog=catalog), gpus=16, disaggregate=(4, 12))
-    spec = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.050, catalog=catalog, work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))), gpus=16)
+    disagg = deploy(
+        request("llama-3.1-70b", "hgx-h100", budget_s=0.050, catalog=catalog), gpus=16, disaggregate=(4, 12)
+    )
+    spec = deploy(
+        request(
+            "deepseek-v3",
+            "hgx-h200",
+            budget_s=0.050,
+            catalog=catalog,
+            work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)),
+        ),
+        gpus=16,
+    )
     spec = _as_chosen(spec, lambda o: o.pp == 1)  # SGLang runs no speculation with PP (test below)
-    return {"dense-single-node": (_launches(dense, "llama-3.1-70b", "hgx-h100", catalog), dense),
-            "moe-multi-node-ep-dp": (_launches(moe, "deepseek-v3", "hgx-h200", catalog), moe),
-            "disaggregated": (_launches(disagg, "llama-3.1-70b", "hgx-h100", catalog), disagg),
-            "speculative-mtp": (_launches(spec, "deepseek-v3", "hgx-h200", catalog), spec)}
+    return {
+        "dense-single-node": (_launches(dense, "llama-3.1-70b", "hgx-h100", catalog), dense),
+        "moe-multi-node-ep-dp": (_launches(moe, "deepseek-v3", "hgx-h200", catalog), moe),
+        "disaggregated": (_launches(disagg, "llama-3.1-70b", "hgx-h100", catalog), disagg),
+        "speculative-mtp": (_launches(spec, "deepseek-v3", "hgx-h200", catalog), spec),
+    }
 
 
 # --- every printed command parses ------------------------------------------------------------
+
 
 def test_every_step_parses_under_its_engines_flag_table(cases):
     checked = 0
@@ -79,9 +93,15 @@ def test_the_check_refuses_what_the_parser_would(cases):
     serve = programs("vllm")["serve"]
     ok = ["m", "--tensor-parallel-size", "8", "--kv-cache-dtype", "fp8"]
     check_argv(serve, ok)
-    for bad in (ok + ["--tensor-parallel", "8"], ["m", "--kv-cache-dtype", "fp9"], ["m", "--max-num-seqs"],
-                ok + ["--tensor-parallel-size", "4"], ["m", "--max-num-seqs", "many"], ["m", "n"],
-                ["m", "--speculative-config", '{"method":"eagle","num_spec_tokens":3}']):
+    for bad in (
+        ok + ["--tensor-parallel", "8"],
+        ["m", "--kv-cache-dtype", "fp9"],
+        ["m", "--max-num-seqs"],
+        ok + ["--tensor-parallel-size", "4"],
+        ["m", "--max-num-seqs", "many"],
+        ["m", "n"],
+        ["m", "--speculative-config", '{"method":"eagle","num_spec_tokens":3}'],
+    ):
         with pytest.raises(LaunchError):
             check_argv(serve, bad)
     with pytest.raises(LaunchError, match="environment"):
@@ -100,6 +120,7 @@ def test_golden(cases, name, engine):
 
 
 # --- what the lines carry, by hand -----------------------------------------------------------
+
 
 def test_multi_node_moe_lines_carry_ranks_and_addresses(cases):
     launches, result = cases["moe-multi-node-ep-dp"]
@@ -133,19 +154,26 @@ def test_disaggregated_has_both_sides_kv_transfer_and_a_router(cases):
 def test_speculative_lines_name_the_method_and_steps(cases):
     (launches, _), _ = cases["speculative-mtp"]
     assert '"method":"mtp","num_speculative_tokens":2' in launches["vllm"].text()
-    assert "--speculative-algorithm NEXTN --speculative-num-steps 2 --speculative-eagle-topk 1 " \
-           "--speculative-num-draft-tokens 3" in launches["sglang"].text()
-    assert "decoding_type: \"MTP\"" in launches["trtllm"].text()
+    assert (
+        "--speculative-algorithm NEXTN --speculative-num-steps 2 --speculative-eagle-topk 1 "
+        "--speculative-num-draft-tokens 3" in launches["sglang"].text()
+    )
+    assert 'decoding_type: "MTP"' in launches["trtllm"].text()
 
 
 def test_priced_precision_and_graphs_reach_the_lines(catalog):
-    r = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, dtype="fp8", kv_dtype="fp8", engine="eager", catalog=catalog), gpus=8)
+    r = deploy(
+        request(
+            "llama-3.1-70b", "hgx-h100", budget_s=0.050, dtype="fp8", kv_dtype="fp8", engine="eager", catalog=catalog
+        ),
+        gpus=8,
+    )
     launches, _ = build_launches(r, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     vl, sg, tr = (launches[e].text() for e in ("vllm", "sglang", "trtllm"))
     assert "--quantization fp8" in vl and "--kv-cache-dtype fp8" in vl and "--enforce-eager" in vl
     assert "--quantization fp8" in sg and "--kv-cache-dtype fp8_e4m3" in sg
     assert "--disable-decode-cuda-graph" in sg and "--disable-prefill-cuda-graph" in sg  # 0.5.14: per phase
-    assert "cuda_graph_config: null" in tr and "dtype: \"fp8\"" in tr and "quantize at load" in tr
+    assert "cuda_graph_config: null" in tr and 'dtype: "fp8"' in tr and "quantize at load" in tr
     for launch in launches.values():
         check_launch(launch)
 
@@ -160,18 +188,39 @@ def test_sglang_sets_the_static_fraction_only_where_the_plan_needs_it(catalog):
     assert r.best.memory_fraction == pytest.approx(0.99)
     launches, _ = build_launches(r, load_model("qwen3-32b"), catalog.system("hgx-h100"), catalog)
     assert "--mem-fraction-static 0.99" in launches["sglang"].text()
-    assert re.search(r"--gpu-memory-utilization 1\.0\b", launches["vllm"].text())  # vLLM 0.34.0's default (extensible KV cache)
+    assert re.search(
+        r"--gpu-memory-utilization 1\.0\b", launches["vllm"].text()
+    )  # vLLM 0.34.0's default (extensible KV cache)
     plain = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, engine="sglang", catalog=catalog), gpus=8)
     assert plain.best.memory_fraction is None
     launches, _ = build_launches(plain, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     assert "--mem-fraction-static" not in launches["sglang"].text()
-    given = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.030, engine="sglang", catalog=catalog, settings=PlanSettings(memory_utilization=0.8)), gpus=8)
+    given = deploy(
+        request(
+            "llama-3.1-70b",
+            "hgx-h100",
+            budget_s=0.030,
+            engine="sglang",
+            catalog=catalog,
+            settings=PlanSettings(memory_utilization=0.8),
+        ),
+        gpus=8,
+    )
     launches, _ = build_launches(given, load_model("llama-3.1-70b"), catalog.system("hgx-h100"), catalog)
     assert re.search(r"--mem-fraction-static 0\.8\b", launches["sglang"].text())
 
 
 def test_sglang_refuses_speculation_with_pp(catalog):
-    r = deploy(request("deepseek-v3", "hgx-h200", budget_s=0.050, catalog=catalog, work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8))), gpus=16)
+    r = deploy(
+        request(
+            "deepseek-v3",
+            "hgx-h200",
+            budget_s=0.050,
+            catalog=catalog,
+            work=Workload(speculation=Speculation(method="mtp", draft_tokens=2, acceptance=0.8)),
+        ),
+        gpus=16,
+    )
     r = _as_chosen(r, lambda o: o.pp > 1)
     launches, skipped = build_launches(r, load_model("deepseek-v3"), catalog.system("hgx-h200"), catalog)
     assert "sglang" not in launches and "pipeline parallelism" in skipped["sglang"]
@@ -186,10 +235,21 @@ def test_trtllm_only_on_nvidia(catalog):
 
 # --- the CLI: exit codes and refusals ---------------------------------------------------------
 
+
 def test_vllm_runs_a_draft_model_at_its_pinned_release(catalog):
     """vLLM 0.19.0 runs a separate draft model (method draft_model; 0.11.0 refused it): the line names it."""
-    r = deploy(request("llama-3.1-70b", "hgx-h100", budget_s=0.050, catalog=catalog, work=Workload(
-        speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b"))), gpus=8)
+    r = deploy(
+        request(
+            "llama-3.1-70b",
+            "hgx-h100",
+            budget_s=0.050,
+            catalog=catalog,
+            work=Workload(
+                speculation=Speculation(method="draft", draft_tokens=3, acceptance=0.7, draft_model="llama-3.2-1b")
+            ),
+        ),
+        gpus=8,
+    )
     launch = _launches(r, "llama-3.1-70b", "hgx-h100", catalog)[0]["vllm"]
     assert check_launch(launch) == 1
     assert '"method":"draft_model"' in launch.text() and '"model":"meta-llama/Llama-3.2-1B-Instruct"' in launch.text()
@@ -201,14 +261,17 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["--system", "mi300x", "--engine", "trtllm"], "TensorRT-LLM does not run on mi300x"),
-    (["--speculative", "mtp"], "llama-3.1-70b has no multi-token-prediction layers"),
-    (["--rate", "5"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
-    (["--input-len", "0"], "--input-len 0: must be 1.."),
-    (["--output-len", "0"], "--output-len 0: must be 1.."),
-    (["--emit", "yaml", "x"], "unknown --emit kind 'yaml'"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--system", "mi300x", "--engine", "trtllm"], "TensorRT-LLM does not run on mi300x"),
+        (["--speculative", "mtp"], "llama-3.1-70b has no multi-token-prediction layers"),
+        (["--rate", "5"], "--rate finds the GPUs itself: give --rate or --gpus, not both"),
+        (["--input-len", "0"], "--input-len 0: must be 1.."),
+        (["--output-len", "0"], "--output-len 0: must be 1.."),
+        (["--emit", "yaml", "x"], "unknown --emit kind 'yaml'"),
+    ],
+)
 def test_refused_in_one_line_exit_2(capsys, args, expected):
     argv = ["deploy", "--model", "llama-3.1-70b", "--gpus", "8", *args]
     if "--system" not in args:
@@ -219,8 +282,9 @@ def test_refused_in_one_line_exit_2(capsys, args, expected):
 
 
 def test_nothing_meets_the_budget_is_exit_1_with_the_table(capsys):
-    rc, out, err = _run(capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8",
-                        "--budget", "5ms")
+    rc, out, err = _run(
+        capsys, "deploy", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", "--budget", "5ms"
+    )
     assert rc == 1, err
     assert "options (best first)" in out and "No way to spend 8 GPUs on llama-3.1-70b meets 5 ms TPOT" in out
     assert "the closest is 1xTP8" in out
@@ -233,8 +297,20 @@ def test_an_option_meets_the_budget_is_exit_0(capsys):
 
 # --- Slurm and Kubernetes files ---------------------------------------------------------------
 
+
 def test_existing_dir_is_refused_without_force(capsys, tmp_path):
-    argv = ["deploy", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--emit", "slurm", str(tmp_path)]
+    argv = [
+        "deploy",
+        "--model",
+        "llama-3.1-8b",
+        "--system",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--emit",
+        "slurm",
+        str(tmp_path),
+    ]
     rc, out, err = _run(capsys, *argv)
     assert rc == 2 and "exists; pass --force" in err and out == ""
     rc, _, err = _run(capsys, *argv, "--force")
@@ -317,8 +393,9 @@ def test_k8s_disaggregated_is_a_statefulset_per_side_and_its_front_end(cases, en
     front = next(d for d in docs if d["kind"] == "Deployment")
     container = front["spec"]["template"]["spec"]["containers"][0]
     assert "resources" not in container  # no GPU for the front end
-    said = container["command"][2] + "".join(d["data"].get("trtllm-disagg.yaml", "") for d in docs
-                                             if d["kind"] == "ConfigMap")
+    said = container["command"][2] + "".join(
+        d["data"].get("trtllm-disagg.yaml", "") for d in docs if d["kind"] == "ConfigMap"
+    )
     hosts = [p.split(":")[0] for p in pods]
     assert all(h in said for h in hosts), (hosts, said)
     if engine == "vllm":  # the NIXL side channel at the pod's own address
@@ -336,14 +413,23 @@ def test_k8s_refuses_a_trtllm_replica_over_nodes_and_writes_one_on_a_node(cases)
     (launches, _), result = cases["dense-single-node"]
     docs = list(yaml.safe_load_all(k8s_files(launches["trtllm"], result)["manifests.yaml"]))
     assert [d["kind"] for d in docs] == ["ConfigMap", "Deployment", "Service"]
-    assert docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20"
+    assert (
+        docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc20"
+    )
 
 
 def test_k8s_schema_check_can_fail():
     kv = pytest.importorskip("kubernetes_validate")
-    bad = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
-           "spec": {"replicas": "four", "selector": {"matchLabels": {"a": "b"}},
-                    "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}}}
+    bad = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "x"},
+        "spec": {
+            "replicas": "four",
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}},
+        },
+    }
     with pytest.raises(kv.ValidationError):
         kv.validate(bad, "1.33", strict=True)
 

@@ -33,8 +33,21 @@ from shardbudget.measure.harness.protocol import HEARTBEAT_S, SILENCE_S
 SRC = Path(__file__).resolve().parents[2] / "src"
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
 RDZV_PORT = 29400  # inside our own namespace: nothing else listens there
-SWEEP = ["--backend", "gloo", "--op", "all-reduce", "--sizes", "8B:1MiB", "--iters", "100",
-         "--warmup", "2", "--timeout", "30s", "--no-progress"]
+SWEEP = [
+    "--backend",
+    "gloo",
+    "--op",
+    "all-reduce",
+    "--sizes",
+    "8B:1MiB",
+    "--iters",
+    "100",
+    "--warmup",
+    "2",
+    "--timeout",
+    "30s",
+    "--no-progress",
+]
 
 
 def _why_not() -> str | None:
@@ -47,11 +60,11 @@ def _why_not() -> str | None:
 
 
 WHY = _why_not()
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(WHY is not None, reason=f"multi-node test skipped: {WHY}")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(WHY is not None, reason=f"multi-node test skipped: {WHY}")]
 
 
 # --- two nodes --------------------------------------------------------------------------------
+
 
 def _namespaces(tag: str) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
@@ -84,23 +97,52 @@ def two_nodes() -> Iterator[Topology]:
 
 def node_command(topo: Topology, node: int, out: Path) -> list[str]:
     """What runs on `node`: torchrun with c10d rendezvous on node 0's address."""
-    cmd = [TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-           "--rdzv-endpoint", f"{topo.addr(0)}:{RDZV_PORT}", "--rdzv-id", f"sbmn{os.getpid()}",
-           "--local-addr", topo.addr(node),
-           # the endpoint's host serves the store; namespaces share a hostname, so say which one
-           "--rdzv-conf", f"is_host={int(node == 0)}", "--max-restarts", "0",
-           "-m", "shardbudget.measure", *SWEEP, "--out", str(out)]
+    cmd = [
+        TORCHRUN,
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "1",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"{topo.addr(0)}:{RDZV_PORT}",
+        "--rdzv-id",
+        f"sbmn{os.getpid()}",
+        "--local-addr",
+        topo.addr(node),
+        # the endpoint's host serves the store; namespaces share a hostname, so say which one
+        "--rdzv-conf",
+        f"is_host={int(node == 0)}",
+        "--max-restarts",
+        "0",
+        "-m",
+        "shardbudget.measure",
+        *SWEEP,
+        "--out",
+        str(out),
+    ]
     return ["ip", "netns", "exec", topo.rank_ns(node), *cmd]
 
 
 def start_node(topo: Topology, node: int, out: Path, logs: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env.update(GLOO_SOCKET_IFNAME=topo.device_of(node), OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")])))
-    return subprocess.Popen(node_command(topo, node, out), env=env, text=True,
-                            stdout=open(logs / f"node{node}.out", "w"),
-                            stderr=open(logs / f"node{node}.err", "w"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
+    env.update(
+        GLOO_SOCKET_IFNAME=topo.device_of(node),
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")])),
+    )
+    return subprocess.Popen(
+        node_command(topo, node, out),
+        env=env,
+        text=True,
+        stdout=open(logs / f"node{node}.out", "w"),
+        stderr=open(logs / f"node{node}.err", "w"),
+    )
 
 
 def wait_for_sizes(out: Path, n: int, procs: list[subprocess.Popen], timeout_s: float = 180) -> int:
@@ -135,10 +177,15 @@ def run_and_kill(topo: Topology, tmp: Path, *, kill: int, after_sizes: int = 2, 
         t_kill = time.monotonic()
         survivor = procs[1 - kill]
         code = survivor.wait(timeout=120)
-        return {"code": code, "exit_after_s": time.monotonic() - t_kill, "at_kill": at_kill,
-                "killed_pids": killed, "out": outs[0],
-                "stdout": (tmp / f"node{1 - kill}.out").read_text(),
-                "stderr": (tmp / f"node{1 - kill}.err").read_text()}
+        return {
+            "code": code,
+            "exit_after_s": time.monotonic() - t_kill,
+            "at_kill": at_kill,
+            "killed_pids": killed,
+            "out": outs[0],
+            "stdout": (tmp / f"node{1 - kill}.out").read_text(),
+            "stderr": (tmp / f"node{1 - kill}.err").read_text(),
+        }
     finally:
         for p in procs:
             if p.poll() is None:
@@ -154,8 +201,11 @@ def _error_line(run: dict) -> str:
 
 
 def table_sizes(stdout: str) -> list[int]:
-    return [int(line.split()[0]) for line in stdout.splitlines()
-            if line.strip() and not line.lstrip().startswith("#") and line.split()[0].isdigit()]
+    return [
+        int(line.split()[0])
+        for line in stdout.splitlines()
+        if line.strip() and not line.lstrip().startswith("#") and line.split()[0].isdigit()
+    ]
 
 
 # --- the tests --------------------------------------------------------------------------------
@@ -186,11 +236,12 @@ def test_killed_node_is_named_and_every_completed_size_is_kept(tmp_path, cut):
     sizes = [r["bytes"] for r in data["results"]]
     # every size rank 0 printed as done is in the file, and they are the sweep's first ones
     assert sizes == table_sizes(run["stdout"]) and len(sizes) >= run["at_kill"] >= 2
-    assert sizes == [8 * 2 ** k for k in range(len(sizes))] and len(sizes) < 18
+    assert sizes == [8 * 2**k for k in range(len(sizes))] and len(sizes) < 18
     assert (data["world_size"], data["n_nodes"], data["env"]["launcher"]) == (2, 2, "torchrun")
     assert data["env"]["addrs"] == [topo.addr(0), topo.addr(1)]
-    assert run["exit_after_s"] < EXIT_BOUND_S, \
+    assert run["exit_after_s"] < EXIT_BOUND_S, (
         f"exit {run['exit_after_s']:.1f} s after the kill (bound {EXIT_BOUND_S:g} s); stderr:\n{run['stderr'][-4000:]}"
+    )
 
 
 def test_killed_store_node_is_named_from_the_error_address(tmp_path):
@@ -221,6 +272,7 @@ def test_namespaces_are_removed_even_when_the_test_fails():
 
 # --- the transcript for docs/multinode.md -------------------------------------------------------
 
+
 def _shown(cmd: list[str], tmp: Path) -> str:
     """The command as a user on that node types it: no `ip netns exec`, plain `torchrun`."""
     return shlex.join(["torchrun", *cmd[5:]]).replace(str(tmp) + "/", "")
@@ -228,15 +280,20 @@ def _shown(cmd: list[str], tmp: Path) -> str:
 
 def _transcript() -> str:
     import tempfile
+
     tmp = Path(tempfile.mkdtemp(prefix="sbmn-"))
     with two_nodes() as topo:
-        lines = ["# node 0 (namespace with " + topo.addr(0) + ")",
-                 "$ " + _shown(node_command(topo, 0, tmp / "node0.json"), tmp),
-                 "# node 1 (namespace with " + topo.addr(1) + ")",
-                 "$ " + _shown(node_command(topo, 1, tmp / "node1.json"), tmp)]
+        lines = [
+            "# node 0 (namespace with " + topo.addr(0) + ")",
+            "$ " + _shown(node_command(topo, 0, tmp / "node0.json"), tmp),
+            "# node 1 (namespace with " + topo.addr(1) + ")",
+            "$ " + _shown(node_command(topo, 1, tmp / "node1.json"), tmp),
+        ]
         run = run_and_kill(topo, tmp, kill=1)
-    lines.append(f"# ... node 1 killed (SIGKILL to pids {run['killed_pids']}) after {run['at_kill']} sizes;"
-                 f" node 0 exited {run['exit_after_s']:.1f} s later with code {run['code']}")
+    lines.append(
+        f"# ... node 1 killed (SIGKILL to pids {run['killed_pids']}) after {run['at_kill']} sizes;"
+        f" node 0 exited {run['exit_after_s']:.1f} s later with code {run['code']}"
+    )
     lines.append("# node 0 stdout:")
     lines += run["stdout"].rstrip().splitlines()
     lines.append("# node 0 stderr (torch's own warnings left out):")

@@ -55,8 +55,10 @@ def test_symmetric_needs_2_27_one_domain_and_direct_peers():
     assert "2.27" in symmetric_available(make_group("hgx-h100", catalog=at_nccl(CAT, "2.26", symmetric=True)))
     assert symmetric_available(make_group("hgx-h100", nodes=2, catalog=SYM)) is not None
     assert symmetric_available(make_group("l40s-pcie-nps1-degraded", gpus=4, catalog=SYM)) is not None
-    assert not any(c.algorithm.startswith("symmetric")
-                   for c in candidates(make_group("hgx-h100", catalog=at_nccl(CAT, "2.26", symmetric=True)), "all-reduce"))
+    assert not any(
+        c.algorithm.startswith("symmetric")
+        for c in candidates(make_group("hgx-h100", catalog=at_nccl(CAT, "2.26", symmetric=True)), "all-reduce")
+    )
 
 
 def test_symmetric_all_reduce_does_not_fall_with_size():
@@ -71,9 +73,13 @@ def test_vllms_gate_for_nccl_symmetric_memory():
     """all_reduce_utils.py at 00d618aa (vllm-0.19: 0.34.0 runs FlashInfer's one-shot first, in the same place): 8 GPUs: NCCL symmetric at <= 16 KiB and >= 128 KiB, the custom
     one-shot between; 4 GPUs: <= 16 KiB and >= 512 KiB; 6 GPUs never (no range, not above 8)."""
     r8 = allreduce_ranges_for("vllm-0.19", make_group("hgx-h100", catalog=SYM), 16384.0)
-    kinds = {n: r8.kinds[i] if i < len(r8.kinds) else r8.at_edge[i - len(r8.kinds)]
-             for n, i in zip((8 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, MiB), r8.kind_index(np.array(
-                 [8 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, MiB], dtype=float)))}
+    kinds = {
+        n: r8.kinds[i] if i < len(r8.kinds) else r8.at_edge[i - len(r8.kinds)]
+        for n, i in zip(
+            (8 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, MiB),
+            r8.kind_index(np.array([8 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, MiB], dtype=float)),
+        )
+    }
     assert kinds == {8 * KiB: "nccl", 16 * KiB: "nccl", 64 * KiB: "one-shot", 128 * KiB: "nccl", MiB: "nccl"}
     assert "symmetric" in r8.describe()
     r6 = allreduce_ranges_for("vllm-0.19", make_group("hgx-h100", gpus=6, catalog=SYM), 16384.0)

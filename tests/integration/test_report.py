@@ -49,19 +49,28 @@ ERROR_FACTOR = 1.25  # the synthetic measurement is 25% slower than the model: e
 
 # --- shared data ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def plans():
-    return [plan(request(MODEL, s.name, nodes=s.nodes, batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S))
-            for s in (report_html.parse_system_spec(x) for x in SYSTEMS)]
+    return [
+        plan(request(MODEL, s.name, nodes=s.nodes, batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S))
+        for s in (report_html.parse_system_spec(x) for x in SYSTEMS)
+    ]
 
 
 @pytest.fixture(scope="module")
 def measured_json(tmp_path_factory) -> Path:
     """shardbudget harness JSON for 8 ranks of hgx-h100, every time ERROR_FACTOR x the model's."""
-    sizes = [float(2 ** k) for k in range(3, 28, 2)]
+    sizes = [float(2**k) for k in range(3, 28, 2)]
     costs = sweep("all-reduce", sizes, "hgx-h100", gpus=8)
-    doc = {"tool": "shardbudget", "op": "all-reduce", "world_size": 8, "n_nodes": 1, "dtype": "bfloat16",
-           "results": [{"bytes": c.msg_bytes, "time_s": c.time_s * ERROR_FACTOR} for c in costs]}
+    doc = {
+        "tool": "shardbudget",
+        "op": "all-reduce",
+        "world_size": 8,
+        "n_nodes": 1,
+        "dtype": "bfloat16",
+        "results": [{"bytes": c.msg_bytes, "time_s": c.time_s * ERROR_FACTOR} for c in costs],
+    }
     path = tmp_path_factory.mktemp("measured") / "synthetic_h100.json"
     path.write_text(json.dumps(doc))
     return path
@@ -70,8 +79,13 @@ def measured_json(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, measured_json):
     """The demo's report, plus one measurement file: (data, path, text)."""
-    data = report_html.view(answer_report(request(MODEL, SYSTEMS[0], batches=BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S), SYSTEMS, measured=[measured_json]))
+    data = report_html.view(
+        answer_report(
+            request(MODEL, SYSTEMS[0], batches=BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S),
+            SYSTEMS,
+            measured=[measured_json],
+        )
+    )
     text = report_html.render(data)
     path = report_html.write_html(tmp_path_factory.mktemp("report") / "report.html", text)
     return data, path, text
@@ -79,6 +93,7 @@ def report(tmp_path_factory, measured_json):
 
 def _png_array(fig) -> np.ndarray:
     from matplotlib.image import imread
+
     return imread(io.BytesIO(figures.render(fig, "png")), format="png")
 
 
@@ -101,14 +116,16 @@ def _parts_by_x(ax) -> dict[float, float]:
 
 # --- figures --------------------------------------------------------------------------------
 
+
 def test_fabric_comparison_draws_every_system_and_its_floor():
     cfg = load_model(MODEL)
-    sizes = [float(x) for x in np.geomspace(8, 2 ** 30, 40)]
+    sizes = [float(x) for x in np.geomspace(8, 2**30, 40)]
     entries = []
     for name, nodes in (("hgx-h100", 1), ("l40s-pcie-switch", 1), ("hgx-h100", 2)):
         group = make_group(name, nodes=nodes)
-        entries.append((f"{nodes}x {name}", sweep("all-reduce", sizes, name, nodes=nodes),
-                        crossover_bytes(group, "all-reduce")))
+        entries.append(
+            (f"{nodes}x {name}", sweep("all-reduce", sizes, name, nodes=nodes), crossover_bytes(group, "all-reduce"))
+        )
     marks = [(hidden_message_bytes(cfg, 1), "decode batch 1"), (hidden_message_bytes(cfg, 64), "decode batch 64")]
     fig = figures.fabric_comparison(entries, marks=marks)
     ax = fig.axes[0]
@@ -208,15 +225,20 @@ def test_the_same_figure_gives_the_same_svg_and_each_salt_its_own_ids(plans):
 
 
 def test_compare_figure_prices_with_the_results_impl():
-    result = compare_systems(request("llama-3.1-70b", "hgx-h100", batches=(1, 64), impl="custom"),
-                             ["hgx-h100", "l40s-pcie-switch"], curves=True)
+    result = compare_systems(
+        request("llama-3.1-70b", "hgx-h100", batches=(1, 64), impl="custom"),
+        ["hgx-h100", "l40s-pcie-switch"],
+        curves=True,
+    )
     assert result.impl == "custom" and result.to_dict()["impl"] == "custom"
     # Without rows there is no algorithm name to guess the implementation from: the field decides.
     fig = figures.compare_figure(dataclasses.replace(result, rows=()))
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     for name, algorithm in (("hgx-h100", "one-shot"), ("l40s-pcie-switch", "ring")):  # PCIe falls back to NCCL
         xs, ts = lines[f"{name} ×8: predicted time"].get_data()
-        expected = sweep("all-reduce", [8.0], name, impl="custom", catalog=request("llama-3.1-70b", name).scenario.catalog)[0]
+        expected = sweep(
+            "all-reduce", [8.0], name, impl="custom", catalog=request("llama-3.1-70b", name).scenario.catalog
+        )[0]
         assert xs[0] == 8 and expected.algorithm == algorithm
         assert ts[0] == pytest.approx(expected.time_s, rel=1e-12)
     # one-shot on NVSwitch at 8 B: launch 3.0 + sync 1.5 + hop 0.6 us, a third of NCCL's ring
@@ -224,6 +246,7 @@ def test_compare_figure_prices_with_the_results_impl():
 
 
 # --- the HTML report, as text ---------------------------------------------------------------
+
 
 def test_report_is_one_self_contained_file(report):
     data, path, text = report
@@ -234,7 +257,9 @@ def test_report_is_one_self_contained_file(report):
     assert [attrs for attrs, _ in scripts] == [' type="application/json" id="sb-grid"', ""], scripts
     assert scripts[1][1] == interactive.script()
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text).group(1)
-    assert csp == f"default-src 'none'; script-src {interactive.script_hash()}; style-src 'unsafe-inline'; img-src data:"
+    assert (
+        csp == f"default-src 'none'; script-src {interactive.script_hash()}; style-src 'unsafe-inline'; img-src data:"
+    )
     # nothing loadable: no src/href/action to http(s), no CSS url() or @import, no link elements
     assert not re.search(r"""\b(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?//""", text, re.I)
     assert not re.search(r"url\(\s*['\"]?\s*(?:https?:)?//|@import|<link\b|<iframe\b|<object\b", text, re.I)
@@ -263,8 +288,15 @@ def test_report_says_the_verdict_in_words(report):
     assert "TP16" in rows[("2× hgx-h100", 64)]["too_far"]
     for a in data.answers:  # the three explain answers
         assert report_html.esc(a.question) in text
-    for needle in ("Catalog entries used", "Assumptions", "nvswitch-gen3", "ib-ndr", "pcie4",
-                   "70% of dense tensor-core peak", "synthetic_h100.json"):
+    for needle in (
+        "Catalog entries used",
+        "Assumptions",
+        "nvswitch-gen3",
+        "ib-ndr",
+        "pcie4",
+        "70% of dense tensor-core peak",
+        "synthetic_h100.json",
+    ):
         assert needle in text, needle
 
 
@@ -285,15 +317,21 @@ gpus_per_socket = 4
 source = "https://example.com/<script>x</script>"
 """)
     catalog = load_catalog([str(cat_file)])
-    text = report_html.build_report(answer_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog)))
+    text = report_html.build_report(
+        answer_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))
+    )
     # in the grid the page embeds, '<' and '>' are JSON escapes: no string can close its block
     assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in _own_scripts(text)[0]
     text = _without_own_scripts(text)
     assert "<script" not in text.lower() and "<img" not in text.lower() and "<b>bold" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
-    out = report_html.write_html(tmp_path / "evil.html", report_html.build_report(answer_report(
-        request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))))
+    out = report_html.write_html(
+        tmp_path / "evil.html",
+        report_html.build_report(
+            answer_report(request(str(folder / "config.json"), EVIL_SYSTEM, batches=[1], catalog=catalog))
+        ),
+    )
     dom = _chromium_dump_dom(out, tmp_path)
     assert len(_own_scripts(dom)) == 2
     dom = _without_own_scripts(dom)
@@ -305,8 +343,7 @@ source = "https://example.com/<script>x</script>"
     assert dom.count("&lt;script&gt;alert(1)&lt;/script&gt;</option>") == 1  # the system control
 
 
-_OWN_SCRIPTS = re.compile(r'<script type="application/json" id="sb-grid">(.*?)</script>\s*<script>(.*?)</script>',
-                          re.S)
+_OWN_SCRIPTS = re.compile(r'<script type="application/json" id="sb-grid">(.*?)</script>\s*<script>(.*?)</script>', re.S)
 
 
 def _own_scripts(html_text: str) -> tuple[str, str]:
@@ -321,8 +358,10 @@ def _without_own_scripts(html_text: str) -> str:
 
 
 def test_report_paths_are_checked_before_any_work(tmp_path):
-    for bad, why in ((tmp_path / "r.pdf", "expected a .html or .htm file name"),
-                     (tmp_path / "no" / "r.html", "does not exist")):
+    for bad, why in (
+        (tmp_path / "r.pdf", "expected a .html or .htm file name"),
+        (tmp_path / "no" / "r.html", "does not exist"),
+    ):
         with pytest.raises(ShardbudgetError, match=why):
             report_html.check_report_path(bad)
     with pytest.raises(ShardbudgetError, match="node count"):
@@ -332,6 +371,7 @@ def test_report_paths_are_checked_before_any_work(tmp_path):
 
 # --- the HTML report, in a browser ----------------------------------------------------------
 
+
 def _chromium() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if not exe:
@@ -339,14 +379,27 @@ def _chromium() -> str:
     return exe
 
 
-_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-          "--hide-scrollbars", "--mute-audio")
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 
 
 def _chromium_dump_dom(path: Path, tmp: Path) -> str:
-    out = subprocess.run([_chromium(), *_FLAGS, f"--user-data-dir={tmp / 'chromium-dom'}", "--dump-dom",
-                          path.resolve().as_uri()], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [_chromium(), *_FLAGS, f"--user-data-dir={tmp / 'chromium-dom'}", "--dump-dom", path.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "<body" in out.stdout
     return out.stdout
@@ -364,9 +417,13 @@ class _DevTools:
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
 
-        self.proc = subprocess.Popen([exe, *_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe",
-                                      "about:blank"], pass_fds=(3, 4), preexec_fn=child_fds,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe, *_FLAGS, f"--user-data-dir={user_data_dir}", "--remote-debugging-pipe", "about:blank"],
+            pass_fds=(3, 4),
+            preexec_fn=child_fds,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._next = 0
@@ -461,14 +518,20 @@ def test_report_in_headless_chromium(report, tmp_path):
         session = dt.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"]
         for domain in ("Network", "Runtime", "Log", "Page"):
             dt.send(f"{domain}.enable", session=session)
-        dt.send("Emulation.setDeviceMetricsOverride",
-                {"width": 1280, "height": 3000, "deviceScaleFactor": 1, "mobile": False}, session=session)
+        dt.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 3000, "deviceScaleFactor": 1, "mobile": False},
+            session=session,
+        )
         dt.events.clear()
         dt.send("Page.navigate", {"url": url}, session=session)
         dt.wait_event("Page.loadEventFired")
         time.sleep(0.5)  # anything the page might still start after load
-        facts = json.loads(dt.send("Runtime.evaluate", {"expression": _PAGE_FACTS, "returnByValue": True},
-                                   session=session)["result"]["value"])
+        facts = json.loads(
+            dt.send("Runtime.evaluate", {"expression": _PAGE_FACTS, "returnByValue": True}, session=session)["result"][
+                "value"
+            ]
+        )
         shot = base64.b64decode(dt.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"])
         events = list(dt.events)
     finally:
@@ -476,10 +539,14 @@ def test_report_in_headless_chromium(report, tmp_path):
 
     requests = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
     assert requests and all(u == url or u.startswith("data:") for u in requests), requests
-    problems = [e for e in events if e.get("method") in ("Runtime.exceptionThrown", "Page.javascriptDialogOpening")
-                or (e.get("method") == "Runtime.consoleAPICalled")
-                or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] in ("error", "warning"))
-                or e.get("method") == "Network.loadingFailed"]
+    problems = [
+        e
+        for e in events
+        if e.get("method") in ("Runtime.exceptionThrown", "Page.javascriptDialogOpening")
+        or (e.get("method") == "Runtime.consoleAPICalled")
+        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] in ("error", "warning"))
+        or e.get("method") == "Network.loadingFailed"
+    ]
     assert not problems, problems
     assert facts["scripts"] == 2 and facts["tables"] >= 9  # the grid and the interactive section's script
     assert "plan to pick" in facts["verdict"] and "hgx-h100 at TP8" in facts["verdict"]
@@ -491,6 +558,7 @@ def test_report_in_headless_chromium(report, tmp_path):
     shot_path = tmp_path / "report.png"
     shot_path.write_bytes(shot)
     from matplotlib.image import imread
+
     img = imread(shot_path)
     assert img.shape[:2] == (3000, 1280)
     _assert_not_blank(img, "report screenshot")
@@ -499,6 +567,7 @@ def test_report_in_headless_chromium(report, tmp_path):
 
 def test_measured_vs_predicted_plots_a_fit_result(measured_json):
     from shardbudget.measure.analysis.fit import fit_profile
+
     result = fit_profile([read_log(measured_json)], name="h100-synthetic", base_system="hgx-h100", holdout=False)
     fig = figures.measured_vs_predicted(result)  # what `shardbudget fit --plot` draws
     top, bottom = fig.axes[:2]

@@ -34,9 +34,15 @@ MOE = ("deepseek-v3", ["hgx-h200:2"])
 def pages(tmp_path_factory):
     """{name: (path, data)} for the dense and the MoE multi-node report."""
     folder = tmp_path_factory.mktemp("width")
-    dense = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                        budget_s=demo.BUDGET_S), demo.SYSTEMS))
-    moe = report_html.view(answer_report(request(MOE[0], "hgx-h200", batches=(1, 64), context=4096, budget_s=0.030), MOE[1]))
+    dense = report_html.view(
+        answer_report(
+            request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT, budget_s=demo.BUDGET_S),
+            demo.SYSTEMS,
+        )
+    )
+    moe = report_html.view(
+        answer_report(request(MOE[0], "hgx-h200", batches=(1, 64), context=4096, budget_s=0.030), MOE[1])
+    )
     out = {}
     for name, data in (("dense", dense), ("moe", moe)):
         out[name] = (report_html.write_html(folder / f"{name}.html", report_html.render(data)), data)
@@ -70,8 +76,11 @@ return JSON.stringify({vw, page: document.documentElement.scrollWidth, body: doc
 
 def _launch_text(data) -> list[str]:
     """Each system's launch block as deploy gave it: 'engine: line' per engine."""
-    return ["\n".join(f"{engine}: {line}" for engine, line in r.launch.items())
-            for r in data.deployments if not isinstance(r, str) and r.launch]
+    return [
+        "\n".join(f"{engine}: {line}" for engine, line in r.launch.items())
+        for r in data.deployments
+        if not isinstance(r, str) and r.launch
+    ]
 
 
 @pytest.mark.parametrize("name", ["dense", "moe"])
@@ -99,8 +108,12 @@ def test_the_page_is_no_wider_than_the_window(driver, pages, name):
 
 
 def test_launch_block_keeps_the_text_and_escapes_it():
-    lines = ["trtllm: cat > trtllm-serve.yaml <<'EOF'", '  allreduce_strategy: "NCCL"', "EOF",
-             "vllm serve m --data-parallel-address $NODE0_IP " + "x" * (NOWRAP_CHARS + 1)]
+    lines = [
+        "trtllm: cat > trtllm-serve.yaml <<'EOF'",
+        '  allreduce_strategy: "NCCL"',
+        "EOF",
+        "vllm serve m --data-parallel-address $NODE0_IP " + "x" * (NOWRAP_CHARS + 1),
+    ]
     block = launch_block(lines)
     assert block.startswith('<pre class="launch">') and block.endswith("</pre>")
     assert "<<" not in block and "&lt;&lt;&#x27;EOF&#x27;" in block

@@ -30,13 +30,41 @@ COMMANDS = [
     ["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--speculative", "eagle"],
     ["deploy", "-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16", "--speculative", "mtp"],
     ["plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--input-len", "2048", "--output-len", "256"],
-    ["plan", "-m", "qwen3-30b-a3b", "-s", "hgx-h100", "-b", "1", "-b", "64", "--input-len", "8192",
-     "--output-len", "1024", "--ttft-budget", "2s"],
-    ["topo", str(DATA / "topo" / "rtx5090_2gpu_p2p.txt"), "--name", "w5090", "--gpu-spec",
-     str(DATA / "topo" / "rtx5090_gpu_spec.toml")],
+    [
+        "plan",
+        "-m",
+        "qwen3-30b-a3b",
+        "-s",
+        "hgx-h100",
+        "-b",
+        "1",
+        "-b",
+        "64",
+        "--input-len",
+        "8192",
+        "--output-len",
+        "1024",
+        "--ttft-budget",
+        "2s",
+    ],
+    [
+        "topo",
+        str(DATA / "topo" / "rtx5090_2gpu_p2p.txt"),
+        "--name",
+        "w5090",
+        "--gpu-spec",
+        str(DATA / "topo" / "rtx5090_gpu_spec.toml"),
+    ],
     ["check", str(RAW / "nccl_15_coreweave_gb200.txt"), "--system", "gb200-nvl72", "--nodes", "1", "--gpus", "72"],
-    ["fit", str(RAW / "nccl_10_rtx4090_docker_2gpu.txt"), str(RAW / "nccl_11_rtx4090_docker_4gpu.txt"), "--name",
-     "w4090", "--base-system", "rtx4090-pcie"],
+    [
+        "fit",
+        str(RAW / "nccl_10_rtx4090_docker_2gpu.txt"),
+        str(RAW / "nccl_11_rtx4090_docker_4gpu.txt"),
+        "--name",
+        "w4090",
+        "--base-system",
+        "rtx4090-pcie",
+    ],
 ]
 
 
@@ -84,8 +112,9 @@ def test_explain_folds_its_tables_and_keeps_every_number(capsys, monkeypatch):
 @pytest.mark.parametrize("emit", ["slurm", "k8s"])
 def test_deploy_emit_fits_80_columns(emit, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    code = cli.main(["deploy", "-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16", "--emit", emit,
-                     str(tmp_path / emit)])
+    code = cli.main(
+        ["deploy", "-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16", "--emit", emit, str(tmp_path / emit)]
+    )
     out = capsys.readouterr().out
     assert code == 0, out[-500:]
     _fits(out, 80, prose=True)
@@ -105,8 +134,9 @@ def test_demo_table_folds_at_80_columns(tmp_path, capsys, monkeypatch):
         assert needle in out, needle
 
 
-@pytest.mark.parametrize("log,system", [("nccl_03_mi300x_1node.txt", "mi300x"),
-                                        ("nccl_15_coreweave_gb200.txt", "gb200-nvl72")])
+@pytest.mark.parametrize(
+    "log,system", [("nccl_03_mi300x_1node.txt", "mi300x"), ("nccl_15_coreweave_gb200.txt", "gb200-nvl72")]
+)
 def test_check_and_fit_do_not_elide_either(log, system, data_dir, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     path = str(data_dir / "raw" / log)

@@ -46,8 +46,17 @@ def _requests(n: int, seed: int = 19) -> list[tuple]:
     while len(out) < n:
         system = rng.choice(systems)
         nodes = rng.choice((1, 1, 2)) if CAT.system(system).nic_fabric is not None else 1
-        out.append((rng.choice(MODELS), system, nodes, rng.choice(ENGINES), rng.choice(BATCHES),
-                    rng.choice(BUDGETS_MS), rng.choice(TTFT_MS)))
+        out.append(
+            (
+                rng.choice(MODELS),
+                system,
+                nodes,
+                rng.choice(ENGINES),
+                rng.choice(BATCHES),
+                rng.choice(BUDGETS_MS),
+                rng.choice(TTFT_MS),
+            )
+        )
     return out
 
 
@@ -62,20 +71,46 @@ def _run(capsys, *argv: str) -> str:
 
 
 def _plan_args(model, system, nodes, engine, batch, budget_ms, ttft_ms) -> list[str]:
-    args = ["--model", model, "--system", system, "--nodes", str(nodes), "--engine", engine, "--batch", str(batch),
-            "--budget", f"{budget_ms}ms"]
+    args = [
+        "--model",
+        model,
+        "--system",
+        system,
+        "--nodes",
+        str(nodes),
+        "--engine",
+        engine,
+        "--batch",
+        str(batch),
+        "--budget",
+        f"{budget_ms}ms",
+    ]
     return args + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines()
-            if line.startswith("│") and line.count("│") > 5]
+    return [
+        [c.strip() for c in line.strip("│").split("│")]
+        for line in text.splitlines()
+        if line.startswith("│") and line.count("│") > 5
+    ]
 
 
 @pytest.mark.parametrize("req", REQUESTS, ids=lambda r: "-".join(str(x) for x in r))
 def test_plan_table_json_and_library_agree(req, capsys):
     model, system, nodes, engine, batch, budget_ms, ttft_ms = req
-    lib = plan(request(model, system, nodes=nodes, batches=[batch], budget_s=budget_ms / 1e3, ttft_budget_s=ttft_ms / 1e3 if ttft_ms else None, engine=engine, catalog=CAT))
+    lib = plan(
+        request(
+            model,
+            system,
+            nodes=nodes,
+            batches=[batch],
+            budget_s=budget_ms / 1e3,
+            ttft_budget_s=ttft_ms / 1e3 if ttft_ms else None,
+            engine=engine,
+            catalog=CAT,
+        )
+    )
     br = lib.results[0]
     d = json.loads(_run(capsys, "plan", *_plan_args(*req), "--json"))
     text = _run(capsys, "plan", *_plan_args(*req))
@@ -84,8 +119,13 @@ def test_plan_table_json_and_library_agree(req, capsys):
     rows = _table_rows(text)
     assert len(rows) == len(br.rows) == len(res["rows"])
     for cells, r, j in zip(rows, br.rows, res["rows"]):
-        assert (j["itl_s"], j["comm_share"], j["ttft_s"], j["mem_bytes_per_gpu"], j["verdict"]) == \
-            (r.itl_s, r.comm_share, r.ttft_s, r.mem_bytes_per_gpu, r.verdict)
+        assert (j["itl_s"], j["comm_share"], j["ttft_s"], j["mem_bytes_per_gpu"], j["verdict"]) == (
+            r.itl_s,
+            r.comm_share,
+            r.ttft_s,
+            r.mem_bytes_per_gpu,
+            r.verdict,
+        )
         assert cells[:5] == [str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}"]
         assert cells[8:10] == [f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}"]
         if ttft_ms:  # the TTFT flag column
@@ -105,10 +145,27 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
     (ITL, comm share, memory); the table prints the JSON's numbers; no batch, no throughput."""
     model, system, nodes, engine, _, budget_ms, _ = req
     gpus = nodes * CAT.system(system).gpus_per_node
-    args = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
-            "--budget", f"{budget_ms}ms", "--context", "4096", "--all"]
+    args = [
+        "deploy",
+        "--model",
+        model,
+        "--system",
+        system,
+        "--gpus",
+        str(gpus),
+        "--engine",
+        engine,
+        "--budget",
+        f"{budget_ms}ms",
+        "--context",
+        "4096",
+        "--all",
+    ]
     try:
-        lib = deploy(request(model, system, budget_s=budget_ms / 1e3, work=Workload(context=4096), engine=engine, catalog=CAT), gpus=gpus)
+        lib = deploy(
+            request(model, system, budget_s=budget_ms / 1e3, work=Workload(context=4096), engine=engine, catalog=CAT),
+            gpus=gpus,
+        )
     except Exception as err:  # a request no split can serve: both views say so (exit 2)
         pytest.skip(f"no deployment: {err}")
     if lib.best is None:  # valid, but nothing meets the budgets: the table still printed, exit 1 (issue 23)
@@ -124,7 +181,23 @@ def test_deploy_table_json_and_plan_agree(req, capsys):
         assert (cells[4] == "–") == (o.max_batch == 0) and (o.tokens_per_s == 0) == (o.max_batch == 0)
     for o in lib.options:
         if o.replicas == 1 and (o.pp, o.ep, o.dp) == (1, 1, 1) and o.max_batch:
-            row = next(r for r in plan(request(model, system, nodes=max(1, o.tp // CAT.system(system).gpus_per_node), batches=[o.max_batch], budget_s=None, engine=engine, catalog=CAT)).results[0].rows if r.key == (o.tp, 1, 1, 1))
+            row = next(
+                r
+                for r in plan(
+                    request(
+                        model,
+                        system,
+                        nodes=max(1, o.tp // CAT.system(system).gpus_per_node),
+                        batches=[o.max_batch],
+                        budget_s=None,
+                        engine=engine,
+                        catalog=CAT,
+                    )
+                )
+                .results[0]
+                .rows
+                if r.key == (o.tp, 1, 1, 1)
+            )
             assert o.itl_s == pytest.approx(row.itl_s, rel=1e-12)
             assert o.comm_share == pytest.approx(row.comm_share, rel=1e-9)
             assert o.mem_bytes_per_gpu == pytest.approx(row.mem_bytes_per_gpu, rel=1e-12)
@@ -141,8 +214,21 @@ def test_plan_served_tpot_is_deploys(req, capsys):
     model, system, nodes, engine, _, budget_ms, ttft_ms = req
     gpus = nodes * CAT.system(system).gpus_per_node
     served = ["--input-len", "1024", "--output-len", "256"]
-    argv = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), "--engine", engine,
-            "--budget", f"{budget_ms}ms", *served, "--json"] + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
+    argv = [
+        "deploy",
+        "--model",
+        model,
+        "--system",
+        system,
+        "--gpus",
+        str(gpus),
+        "--engine",
+        engine,
+        "--budget",
+        f"{budget_ms}ms",
+        *served,
+        "--json",
+    ] + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
     code = main(argv)
     out = capsys.readouterr()
     if code == 2:  # a request no split can serve (e.g. the model does not fit): nothing to compare
@@ -154,8 +240,22 @@ def test_plan_served_tpot_is_deploys(req, capsys):
     for o in d["options"]:
         if o["replicas"] != 1 or (o["pp"], o["ep"], o["dp"]) != (1, 1, 1) or not o["max_batch"]:
             continue
-        pargs = ["plan", "--model", model, "--system", system, "--engine", engine, "--batch", str(o["max_batch"]),
-                 "--nodes", str(max(1, o["tp"] // CAT.system(system).gpus_per_node)), "--budget", "none", *served]
+        pargs = [
+            "plan",
+            "--model",
+            model,
+            "--system",
+            system,
+            "--engine",
+            engine,
+            "--batch",
+            str(o["max_batch"]),
+            "--nodes",
+            str(max(1, o["tp"] // CAT.system(system).gpus_per_node)),
+            "--budget",
+            "none",
+            *served,
+        ]
         p = json.loads(_run(capsys, *pargs, "--json"))
         row = next(r for r in p["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == (o["tp"], 1, 1, 1))
         assert p["assumptions"]["judged"] == "TPOT"
@@ -177,14 +277,18 @@ def _plans(model: str, system: str, nodes: int) -> list[tuple[int, int, int, int
     """The plans `plan --nodes N` lists (PP 1, or PP that fills the nodes) that `deploy --gpus G`
     also places as one replica: G inside a node, or whole nodes."""
     from shardbudget.decide.planner import valid_plans
+
     s = CAT.system(system)
     total = nodes * s.gpus_per_node
     try:
         plans = valid_plans(load_model(model), s, nodes)
     except Exception:  # no TP degree the heads allow on these GPUs
         return []
-    return [(p.tp, p.pp, p.ep, p.dp) for p in plans if (p.pp == 1 or p.gpus == total)
-            and (p.gpus <= s.gpus_per_node or p.gpus % s.gpus_per_node == 0)]
+    return [
+        (p.tp, p.pp, p.ep, p.dp)
+        for p in plans
+        if (p.pp == 1 or p.gpus == total) and (p.gpus <= s.gpus_per_node or p.gpus % s.gpus_per_node == 0)
+    ]
 
 
 @st.composite
@@ -199,24 +303,80 @@ def same_requests(draw):
     if not plans:
         nodes, plans = 1, _plans(model, system, 1)
     served = draw(st.booleans())
-    work = (["--input-len", str(draw(st.sampled_from((128, 1024, 2048, 4096)))),
-             "--output-len", str(draw(st.sampled_from((64, 256, 1024))))] if served
-            else ["--context", str(draw(st.sampled_from((512, 2048, 8192))))])
-    return dict(model=model, system=system, nodes=nodes, key=draw(st.sampled_from(plans)),
-                engine=draw(st.sampled_from(ENGINES)), batch=draw(st.sampled_from((1, 2, 3, 5, 8, 16, 32, 64))),
-                budget_ms=draw(st.sampled_from(BUDGETS_MS)), ttft_ms=draw(st.sampled_from(TTFT_MS)), work=work,
-                judged="TPOT" if served else "ITL")
+    work = (
+        [
+            "--input-len",
+            str(draw(st.sampled_from((128, 1024, 2048, 4096)))),
+            "--output-len",
+            str(draw(st.sampled_from((64, 256, 1024)))),
+        ]
+        if served
+        else ["--context", str(draw(st.sampled_from((512, 2048, 8192))))]
+    )
+    return dict(
+        model=model,
+        system=system,
+        nodes=nodes,
+        key=draw(st.sampled_from(plans)),
+        engine=draw(st.sampled_from(ENGINES)),
+        batch=draw(st.sampled_from((1, 2, 3, 5, 8, 16, 32, 64))),
+        budget_ms=draw(st.sampled_from(BUDGETS_MS)),
+        ttft_ms=draw(st.sampled_from(TTFT_MS)),
+        work=work,
+        judged="TPOT" if served else "ITL",
+    )
 
 
 @given(q=same_requests())
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow],
-          phases=(Phase.explicit, Phase.generate))
-@example(q=dict(model="llama-3.1-8b", system="l40s-pcie-nps1-degraded", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=5,
-                budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
-@example(q=dict(model="llama-3.1-8b", system="l40s-pcie-nps1-degraded", nodes=1, key=(1, 8, 1, 1), engine="vllm", batch=5,
-                budget_ms=30, ttft_ms=None, work=["--input-len", "2048", "--output-len", "256"], judged="TPOT"))
-@example(q=dict(model="llama-3.1-70b", system="l40s-pcie-nps1-degraded", nodes=1, key=(8, 1, 1, 1), engine="vllm", batch=8,
-                budget_ms=100, ttft_ms=200, work=["--context", "4096"], judged="ITL"))
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=(Phase.explicit, Phase.generate),
+)
+@example(
+    q=dict(
+        model="llama-3.1-8b",
+        system="l40s-pcie-nps1-degraded",
+        nodes=1,
+        key=(8, 1, 1, 1),
+        engine="vllm",
+        batch=5,
+        budget_ms=30,
+        ttft_ms=None,
+        work=["--input-len", "2048", "--output-len", "256"],
+        judged="TPOT",
+    )
+)
+@example(
+    q=dict(
+        model="llama-3.1-8b",
+        system="l40s-pcie-nps1-degraded",
+        nodes=1,
+        key=(1, 8, 1, 1),
+        engine="vllm",
+        batch=5,
+        budget_ms=30,
+        ttft_ms=None,
+        work=["--input-len", "2048", "--output-len", "256"],
+        judged="TPOT",
+    )
+)
+@example(
+    q=dict(
+        model="llama-3.1-70b",
+        system="l40s-pcie-nps1-degraded",
+        nodes=1,
+        key=(8, 1, 1, 1),
+        engine="vllm",
+        batch=8,
+        budget_ms=100,
+        ttft_ms=200,
+        work=["--context", "4096"],
+        judged="ITL",
+    )
+)
 def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     """Issue 34, one budget for plan and deploy: for a random request (any plan of plan's table, PP,
     EP, DP attention and two nodes included; served or decode only), `plan --batch b` and `deploy
@@ -227,8 +387,17 @@ def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     flight'), so its memory is plan's row at batch PP x b."""
     tp, pp, ep, dp = q["key"]
     gpus = tp * pp
-    common = ["--model", q["model"], "--system", q["system"], "--engine", q["engine"], "--budget", f"{q['budget_ms']}ms",
-              *q["work"]] + (["--ttft-budget", f"{q['ttft_ms']}ms"] if q["ttft_ms"] else [])
+    common = [
+        "--model",
+        q["model"],
+        "--system",
+        q["system"],
+        "--engine",
+        q["engine"],
+        "--budget",
+        f"{q['budget_ms']}ms",
+        *q["work"],
+    ] + (["--ttft-budget", f"{q['ttft_ms']}ms"] if q["ttft_ms"] else [])
     nodes = ["--nodes", str(q["nodes"])]
     code, p_out = _main("plan", *common, *nodes, "--batch", str(q["batch"]), "--json")
     d_args = ["deploy", *common, "--gpus", str(gpus), "--batch", str(q["batch"])]
@@ -252,13 +421,22 @@ def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     held = row
     if pp > 1:  # PP micro-batches of b in flight: memory as plan's row at PP x b
         code, held_out = _main("plan", *common, *nodes, "--batch", str(pp * q["batch"]), "--json")
-        held = next(r for r in json.loads(held_out)["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == q["key"])
+        held = next(
+            r for r in json.loads(held_out)["results"][0]["rows"] if (r["tp"], r["pp"], r["ep"], r["dp"]) == q["key"]
+        )
     assert o["mem_bytes_per_gpu"] == pytest.approx(held["mem_bytes_per_gpu"], rel=1e-12)
     assert (o["max_batch"] == 0) == (not held["fits_memory"])
     within = (judged <= q["budget_ms"] / 1e3) and (not q["ttft_ms"] or row["ttft_s"] <= q["ttft_ms"] / 1e3)
     assert o["meets_budget"] == (held["fits_memory"] and within)
-    assert o["binding"] == ("memory" if not held["fits_memory"] else "batch" if within
-                            else q["judged"].lower() if judged > q["budget_ms"] / 1e3 else "ttft")
+    assert o["binding"] == (
+        "memory"
+        if not held["fits_memory"]
+        else "batch"
+        if within
+        else q["judged"].lower()
+        if judged > q["budget_ms"] / 1e3
+        else "ttft"
+    )
     if pp == 1:
         assert o["meets_budget"] == row["meets_budget"]
     if row["fits_memory"] and row["verdict"] != "latency-optimal":
@@ -270,7 +448,7 @@ def test_plan_and_deploy_agree_on_every_number_and_verdict(q):
     dc = _table_rows(d_text)[d["options"].index(o)]  # --all: the table's rows are the JSON's options
     n = 2 if q["judged"] == "TPOT" else 1  # ITL, and TPOT where it is judged
     ms = [f"{o['itl_s'] * 1e3:.2f}", f"{o['tpot_s'] * 1e3:.2f}"][:n]
-    assert pc[4:4 + n] == dc[2:2 + n] == ms
+    assert pc[4 : 4 + n] == dc[2 : 2 + n] == ms
     share = f"{100 * o['comm_share']:.0f}"
     assert pc[_col(p_text, "comm %")] == share
     assert dc[_col(d_text, "comm %")] == share
@@ -292,14 +470,18 @@ def _col(text: str, header: str) -> int:
 def _main(*argv: str) -> tuple[int, str]:
     import contextlib
     import io
+
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue() + err.getvalue() if code == 2 else out.getvalue()
 
 
-SPECULATIVE = [("llama-3.1-70b", "hgx-h100", "eagle", "vllm"), ("deepseek-v3", "hgx-h200", "mtp", "sglang"),
-               ("llama-3.1-8b", "l40s-pcie-nps1-degraded", "eagle", "vllm")]
+SPECULATIVE = [
+    ("llama-3.1-70b", "hgx-h100", "eagle", "vllm"),
+    ("deepseek-v3", "hgx-h200", "mtp", "sglang"),
+    ("llama-3.1-8b", "l40s-pcie-nps1-degraded", "eagle", "vllm"),
+]
 
 
 @pytest.mark.parametrize("model, system, method, engine", SPECULATIVE)
@@ -309,12 +491,29 @@ def test_speculative_itl_is_one_step_and_tpot_per_token(model, system, method, e
     1 + a + ... + a^k (k 3, a 0.7: 2.533); table and JSON print the same numbers; the verdict
     quotes the TPOT the budget judges."""
     from shardbudget.step.served import served_curve
-    argv = ["deploy", "--model", model, "--system", system, "--gpus", "8", "--engine", engine, "--speculative",
-            method, "--draft-tokens", "3", "--acceptance", "0.7", "--all"]
+
+    argv = [
+        "deploy",
+        "--model",
+        model,
+        "--system",
+        system,
+        "--gpus",
+        "8",
+        "--engine",
+        engine,
+        "--speculative",
+        method,
+        "--draft-tokens",
+        "3",
+        "--acceptance",
+        "0.7",
+        "--all",
+    ]
     code = main([*argv, "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code in (0, 1) and d["judged"] == "TPOT"
-    yield_ = 1 + 0.7 + 0.7 ** 2 + 0.7 ** 3
+    yield_ = 1 + 0.7 + 0.7**2 + 0.7**3
     assert yield_ == pytest.approx(2.533, abs=1e-9)
     main(argv)
     text = capsys.readouterr().out
@@ -325,8 +524,14 @@ def test_speculative_itl_is_one_step_and_tpot_per_token(model, system, method, e
         assert o["tokens_per_step"] == pytest.approx(yield_, rel=1e-12)
         assert cells[2:4] == [f"{o['itl_s'] * 1e3:.2f}", f"{o['tpot_s'] * 1e3:.2f}"]
         if o["max_batch"] and o["pp"] == 1:
-            s = served_curve(req.scenario, Plan(o["tp"], 1, o["ep"], o["dp"]), batch=[o["max_batch"]], input_len=2048,
-                             output_len=256, spec=spec)
+            s = served_curve(
+                req.scenario,
+                Plan(o["tp"], 1, o["ep"], o["dp"]),
+                batch=[o["max_batch"]],
+                input_len=2048,
+                output_len=256,
+                spec=spec,
+            )
             assert o["itl_s"] == pytest.approx(s.decode_s[0] * yield_, rel=1e-12)
             assert o["tpot_s"] == pytest.approx(s.tpot_s[0], rel=1e-12)
     if d["best"]:
@@ -342,12 +547,29 @@ def test_explain_quotes_plans_rows(req, capsys):
     for that TP; its text prints them as it quotes them."""
     model, system, nodes, engine, batch, budget_ms, _ = req
     try:
-        ex = explain(request(model, system, batches=(batch,), engine=engine, nodes=nodes, budget_s=budget_ms / 1e3, catalog=CAT), systems=[system])
+        ex = explain(
+            request(model, system, batches=(batch,), engine=engine, nodes=nodes, budget_s=budget_ms / 1e3, catalog=CAT),
+            systems=[system],
+        )
     except Exception as err:  # e.g. a model that cannot be split over two GPUs of this system
         assert "explain cannot compare" in str(err) or "no other fabric" in str(err)
         return
-    text = _run(capsys, "explain", "--model", model, "--system", system, "--batch", str(batch), "--engine", engine,
-                "--nodes", str(nodes), "--budget", f"{budget_ms}ms")
+    text = _run(
+        capsys,
+        "explain",
+        "--model",
+        model,
+        "--system",
+        system,
+        "--batch",
+        str(batch),
+        "--engine",
+        engine,
+        "--nodes",
+        str(nodes),
+        "--budget",
+        f"{budget_ms}ms",
+    )
     q1, q2 = ex[0], ex[1]
     own = q1.figures["cases"][0]
     tp, key = q1.figures["tp"], tuple(q1.figures["plan"].values())
@@ -360,7 +582,17 @@ def test_explain_quotes_plans_rows(req, capsys):
     words = res.assumptions.allreduce[f"TP{tp}"]
     kind = own["call"]["kind"]
     assert (KIND_WORDS[kind] if kind != "nccl" else "NCCL") in words
-    swept = plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch], budget_s=budget_ms / 1e3, engine=engine, catalog=CAT)).results[0]
+    swept = plan(
+        request(
+            model,
+            system,
+            nodes=q2.figures["nodes"],
+            batches=[batch],
+            budget_s=budget_ms / 1e3,
+            engine=engine,
+            catalog=CAT,
+        )
+    ).results[0]
     assert q2.figures["best_plan"] == swept.best_plan
     by_key = {r.key: r for r in swept.rows}
     for p in q2.figures["parts"]:
@@ -379,6 +611,7 @@ def test_explain_on_every_system_answers_at_the_planners_plan(system):
     answer's best plan is plan's; the third's is plan's on two nodes, its inside group that plan's TP,
     and its crossing group priced with numbers; no answer says a plan 'goes from TP8 to TP8'."""
     from shardbudget.decide.ask import largest_tp
+
     s = CAT.system(system)
     for model in ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b"):
         cfg = load_model(model)
@@ -397,8 +630,12 @@ def test_explain_on_every_system_answers_at_the_planners_plan(system):
                 sending = [r for r in one.rows if r.fits_memory and r.tp >= 2 and r.gpus <= s.gpus_per_node]
                 assert key == min(sending, key=lambda r: (r.judged_s, r.gpus)).key
                 assert f"{best.label()}, sends none" in q1.text
-            assert q2.figures["best_plan"] == plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch],
-                                                           catalog=CAT)).results[0].best_plan
+            assert (
+                q2.figures["best_plan"]
+                == plan(request(model, system, nodes=q2.figures["nodes"], batches=[batch], catalog=CAT))
+                .results[0]
+                .best_plan
+            )
             # the latency-optimal plan over the batches, every change said (not "goes from TP8 to TP8")
             bests = [t["best_plan"] or "none" for t in q2.figures["by_batch"]]
             changes = [b for i, b in enumerate(bests) if i == 0 or b != bests[i - 1]]
@@ -422,16 +659,23 @@ def test_explain_on_every_system_answers_at_the_planners_plan(system):
                 assert f["across_whatif"] and "split over 2 racks" in q3.takeaway and "no TP group" not in q3.takeaway
 
 
-REPORTS = [("llama-3.1-70b", ("hgx-h100", "l40s-pcie-nps1-degraded"), 1, 0.05), ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
-           ("llama-3.1-8b", ("rtx4090-pcie", "mi300x"), 16, 0.03)]
+REPORTS = [
+    ("llama-3.1-70b", ("hgx-h100", "l40s-pcie-nps1-degraded"), 1, 0.05),
+    ("qwen3-30b-a3b", ("hgx-b200:2",), 64, 0.02),
+    ("llama-3.1-8b", ("rtx4090-pcie", "mi300x"), 16, 0.03),
+]
 
 
 @pytest.mark.parametrize("model, systems, batch, budget_s", REPORTS)
 def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems, batch, budget_s):
     from shardbudget.report import html as report_html
+
     first = report_html.parse_system_spec(systems[0])
-    data = report_html.view(answer_report(request(model, first.name, batches=[batch], budget_s=budget_s, catalog=CAT),
-                               list(systems), budget_steps=4))
+    data = report_html.view(
+        answer_report(
+            request(model, first.name, batches=[batch], budget_s=budget_s, catalog=CAT), list(systems), budget_steps=4
+        )
+    )
     g = data.grid
     k = g["budgets"].index({"s": budget_s, "label": format_seconds(budget_s)})
     e = g["initial"]["engine"]
@@ -442,8 +686,9 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         # the report's data is `plan --json` at the same request: every row's figures, the best plan, the verdict
         cli = _plan_json(model, spec, batch, budget_s)["results"][0]
         fields = ("itl_s", "comm_share", "ttft_s", "mem_bytes_per_gpu", "fits_memory", "verdict")
-        assert [tuple(getattr(r, f) for f in fields) for r in br.rows] == \
-            [tuple(r[f] for f in fields) for r in cli["rows"]]
+        assert [tuple(getattr(r, f) for f in fields) for r in br.rows] == [
+            tuple(r[f] for f in fields) for r in cli["rows"]
+        ]
         assert (br.verdict, br.best_plan) == (cli["verdict"], cli["best_plan"])
         cell = g["cells"][s][e][0]
         assert [r["itl_s"] for r in cell["rows"]] == [r.itl_s for r in fb.rows]
@@ -451,7 +696,9 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
         _interactive_table_is_deploy_json(g, s, e, spec, model, dep)
     for row in report_html.verdict_rows(data):
         spec = next(x for x in data.specs if x.label == row["system"])
-        fb = plan(request(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)).results[0]
+        fb = plan(request(model, spec.name, nodes=spec.nodes, batches=[batch], budget_s=budget_s, catalog=CAT)).results[
+            0
+        ]
         best = fb.judgement.best
         assert (row["itl_s"], row["comm_share"], row["best_plan"]) == (best.itl_s, best.comm_share, best.label())
         if best.tp > 1:
@@ -468,21 +715,51 @@ def test_report_data_and_interactive_state_are_plans_and_deploys(model, systems,
 def _plan_json(model: str, spec, batch: int, budget_s: float) -> dict:
     import contextlib
     import io
+
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["plan", "--model", model, "--system", spec.name, "--nodes", str(spec.nodes), "--batch", str(batch),
-                     "--context", "4096", "--budget", f"{budget_s * 1e3:g}ms", "--json"])
+        code = main(
+            [
+                "plan",
+                "--model",
+                model,
+                "--system",
+                spec.name,
+                "--nodes",
+                str(spec.nodes),
+                "--batch",
+                str(batch),
+                "--context",
+                "4096",
+                "--budget",
+                f"{budget_s * 1e3:g}ms",
+                "--json",
+            ]
+        )
     assert code in (0, 1)
     return json.loads(buf.getvalue())
 
 
 def _deploy_json(spec, model: str, engine: str, budget_s: float | None, batch: int | None = None) -> dict:
     gpus = spec.nodes * CAT.system(spec.name).gpus_per_node
-    argv = ["deploy", "--model", model, "--system", spec.name, "--gpus", str(gpus), "--engine", engine,
-            "--budget", f"{budget_s * 1e3:g}ms" if budget_s is not None else "none", "--json"]  # deploy's defaults
+    argv = [
+        "deploy",
+        "--model",
+        model,
+        "--system",
+        spec.name,
+        "--gpus",
+        str(gpus),
+        "--engine",
+        engine,
+        "--budget",
+        f"{budget_s * 1e3:g}ms" if budget_s is not None else "none",
+        "--json",
+    ]  # deploy's defaults
     argv += ["--batch", str(batch)] if batch else []
     import contextlib
     import io
+
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         code = main(argv)
@@ -497,6 +774,7 @@ def _interactive_table_is_deploy_json(g: dict, s: int, e: int, spec, model: str,
     'batch cap in budget' column is `deploy --json` without --batch, as the report's own deployment: both
     `deploy`'s defaults (served, the budget judging the TPOT; issue 34), not a decode-only question."""
     from shardbudget.report.grid import DEPLOY_LABELS
+
     engine, cell = g["engines"][e]["key"], g["deploy"][s][e]
     k_report = g["initial"]["budget"]
     for k in (k_report, 0):
@@ -512,10 +790,15 @@ def _interactive_table_is_deploy_json(g: dict, s: int, e: int, spec, model: str,
             assert len(step["order"]) == min(8, len(d["options"]))
             for j, label, o in zip(step["order"], step["labels"], d["options"]):
                 row = g["deploy_rows"][cell["rows"][b][j]]
-                assert row["plan"].replace(" × ", "x").replace(" ", "/") == \
-                    f"{o['replicas']}x" + Plan(o["tp"], o["pp"], o["ep"], o["dp"]).label().replace("DP-attention", "DP").replace(" ", "/")
-                assert (row["itl_s"], row["tpot_s"], row["tokens_per_s_per_gpu"], row["mem_bytes_per_gpu"]) == \
-                    (o["itl_s"], o["tpot_s"], o["tokens_per_s_per_gpu"], o["mem_bytes_per_gpu"])
+                assert row["plan"].replace(" × ", "x").replace(" ", "/") == f"{o['replicas']}x" + Plan(
+                    o["tp"], o["pp"], o["ep"], o["dp"]
+                ).label().replace("DP-attention", "DP").replace(" ", "/")
+                assert (row["itl_s"], row["tpot_s"], row["tokens_per_s_per_gpu"], row["mem_bytes_per_gpu"]) == (
+                    o["itl_s"],
+                    o["tpot_s"],
+                    o["tokens_per_s_per_gpu"],
+                    o["mem_bytes_per_gpu"],
+                )
                 assert row["in_flight"] == o["pp"] * batch and (o["max_batch"] in (0, o["pp"] * batch))
                 assert (DEPLOY_LABELS[label] == "meets the budget") == o["meets_budget"]
                 m = largest[(o["replicas"], o["tp"], o["pp"], o["ep"], o["dp"])]
@@ -529,10 +812,25 @@ def test_demo_table_is_plan_and_explain(capsys):
     and all-reduce are plan's (default engine, no forced implementation) and explain's call."""
     from shardbudget.report import demo, html as report_html
     from shardbudget.report.fmt import fmt_seconds
-    data = report_html.view(answer_report(request(demo.MODEL, demo.SYSTEMS[0], batches=demo.BATCHES, context=demo.CONTEXT,
-                                       budget_s=demo.BUDGET_S, engine=demo.ENGINE, dtype=demo.DTYPE, catalog=CAT),
-                               demo.SYSTEMS, budget_steps=0))
+
+    data = report_html.view(
+        answer_report(
+            request(
+                demo.MODEL,
+                demo.SYSTEMS[0],
+                batches=demo.BATCHES,
+                context=demo.CONTEXT,
+                budget_s=demo.BUDGET_S,
+                engine=demo.ENGINE,
+                dtype=demo.DTYPE,
+                catalog=CAT,
+            ),
+            demo.SYSTEMS,
+            budget_steps=0,
+        )
+    )
     from shardbudget.report.tables import console
+
     with console.capture() as cap:
         console.print(demo.verdict_table(data))
     text = cap.get()
@@ -540,13 +838,24 @@ def test_demo_table_is_plan_and_explain(capsys):
     rows = _table_rows(text)
     for spec in data.specs:
         for b in demo.BATCHES:
-            fb = plan(request(demo.MODEL, spec.name, nodes=spec.nodes, batches=[b], budget_s=demo.BUDGET_S, dtype=demo.DTYPE, catalog=CAT)).results[0]
+            fb = plan(
+                request(
+                    demo.MODEL,
+                    spec.name,
+                    nodes=spec.nodes,
+                    batches=[b],
+                    budget_s=demo.BUDGET_S,
+                    dtype=demo.DTYPE,
+                    catalog=CAT,
+                )
+            ).results[0]
             best = fb.judgement.best
             line = next(r for r in rows if r[0] == spec.label and r[1] == str(b))
             assert line[4] == best.label() and line[6] == f"{100 * best.comm_share:.0f}%"
             assert line[5] == fmt_seconds(best.itl_s)
             step = request(demo.MODEL, spec.name, batches=[b], dtype=demo.DTYPE, catalog=CAT).scenario.step(
-                Plan(best.tp, best.pp, best.ep, best.dp))
+                Plan(best.tp, best.pp, best.ep, best.dp)
+            )
             call = engine_call(step, b, 4096)
             assert line[7] == call.words
     assert re.search(r"hgx-h100 .*TP8", text)
@@ -556,9 +865,28 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     """`report --engine` and `demo --engine`: their plans, tables and interactive selection are that
     engine's (plan --engine's numbers, not the default's); an unknown engine is one line, exit 2, no file."""
     out = tmp_path / "r.html"
-    d = json.loads(_run(capsys, "report", "-m", "llama-3.1-8b", "-s", "l40s-pcie-nps1-degraded", "-b", "1", "--engine", "sglang",
-                        "--budget-steps", "2", "-o", str(out), "--json"))
-    fresh = plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT)).results[0]
+    d = json.loads(
+        _run(
+            capsys,
+            "report",
+            "-m",
+            "llama-3.1-8b",
+            "-s",
+            "l40s-pcie-nps1-degraded",
+            "-b",
+            "1",
+            "--engine",
+            "sglang",
+            "--budget-steps",
+            "2",
+            "-o",
+            str(out),
+            "--json",
+        )
+    )
+    fresh = plan(
+        request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], budget_s=0.030, engine="sglang", catalog=CAT)
+    ).results[0]
     vllm = plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], budget_s=0.030, catalog=CAT)).results[0]
     rows = d["plans"][0]["results"][0]["rows"]
     assert d["settings"]["engine"] == "sglang" and [r["itl_s"] for r in rows] == [r.itl_s for r in fresh.rows]
@@ -569,19 +897,34 @@ def test_report_and_demo_run_the_engine_they_are_given(tmp_path, capsys):
     # an older engine the controls do not list is added to them, and selected (tgi: NCCL at every
     # size, whose all-reduce rule has no size edge; explain's per-call lookup crashed on it)
     from shardbudget.report import html as report_html
-    old = report_html.view(answer_report(request("llama-3.1-8b", "hgx-h100", batches=[1], engine="tgi", budget_s=0.05, catalog=CAT),
-                              budget_steps=2))
+
+    old = report_html.view(
+        answer_report(
+            request("llama-3.1-8b", "hgx-h100", batches=[1], engine="tgi", budget_s=0.05, catalog=CAT), budget_steps=2
+        )
+    )
     assert old.grid["engines"][old.grid["initial"]["engine"]]["key"] == "tgi"
 
     demo_out = tmp_path / "demo.html"
     text = _run(capsys, "demo", "--engine", "trtllm", "-o", str(demo_out))
     assert "engine trtllm" in text and demo_out.exists()
-    best = plan(request("llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm", catalog=CAT)).results[0].judgement.best
+    best = (
+        plan(
+            request(
+                "llama-3.1-70b", "hgx-h100", batches=[1], budget_s=0.050, dtype="bf16", engine="trtllm", catalog=CAT
+            )
+        )
+        .results[0]
+        .judgement.best
+    )
     line = next(r for r in _table_rows(text) if r[0] == "hgx-h100" and r[1] == "1")
     from shardbudget.report.fmt import fmt_seconds
+
     assert line[4] == best.label() and line[5] == fmt_seconds(best.itl_s)
-    for argv in (["demo", "--engine", "vlm", "-o", str(tmp_path / "x.html")],
-                 ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vlm", "-o", str(tmp_path / "y.html")]):
+    for argv in (
+        ["demo", "--engine", "vlm", "-o", str(tmp_path / "x.html")],
+        ["report", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--engine", "vlm", "-o", str(tmp_path / "y.html")],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "vlm" in err[0] and "vllm" in err[0]

@@ -37,8 +37,18 @@ def _log(path, *, ranks: int = 8, cv: float = 0.5, seed: int = 3):
         times = list(mean - cv * mean + rng.exponential(cv * mean, 400))
         m = sum(times) / len(times)
         half = placement(m, size / m / 1e3, size / m / 1e3 * 2 * (ranks - 1) / ranks)
-        rows.append(result(size, max(size // 4, 1), "float", "sum", out=half, inp=half,
-                           out_iter=per_iter_block(times), in_iter=per_iter_block(times)))
+        rows.append(
+            result(
+                size,
+                max(size // 4, 1),
+                "float",
+                "sum",
+                out=half,
+                inp=half,
+                out_iter=per_iter_block(times),
+                in_iter=per_iter_block(times),
+            )
+        )
     path.write_text(dumps(document(op="all-reduce", results=rows, processes=["node-a"], ngpus=ranks, per_iter=True)))
     return str(path)
 
@@ -56,27 +66,74 @@ def _json(capsys, *argv: str, codes=(0,)) -> dict:
 
 
 def _plan_rows(capsys, model, system, nodes, batch, log, *extra) -> dict:
-    d = _json(capsys, "plan", "-m", model, "-s", system, "--nodes", str(nodes), "--batch", str(batch), "--pp-all",
-              "--budget", "none", "--jitter", log, "--json", *extra)
+    d = _json(
+        capsys,
+        "plan",
+        "-m",
+        model,
+        "-s",
+        system,
+        "--nodes",
+        str(nodes),
+        "--batch",
+        str(batch),
+        "--pp-all",
+        "--budget",
+        "none",
+        "--jitter",
+        log,
+        "--json",
+        *extra,
+    )
     return {(r["tp"], r["pp"], r["ep"], r["dp"]): r for r in d["results"][0]["rows"]}
 
 
-DECODE = [("llama-3.1-70b", "hgx-h100", 8, 8), ("qwen3-30b-a3b", "hgx-h200", 8, 64), ("mixtral-8x7b", "hgx-h100", 16, 16),
-          ("llama-3.1-8b", "l40s-pcie-nps1-degraded", 8, 1)]
+DECODE = [
+    ("llama-3.1-70b", "hgx-h100", 8, 8),
+    ("qwen3-30b-a3b", "hgx-h200", 8, 64),
+    ("mixtral-8x7b", "hgx-h100", 16, 16),
+    ("llama-3.1-8b", "l40s-pcie-nps1-degraded", 8, 1),
+]
 
 
 @pytest.mark.parametrize("model, system, gpus, batch", DECODE)
 def test_deploy_p99_at_a_batch_is_plans(model, system, gpus, batch, log, capsys):
     """deploy --context 4096 --batch b: every option's p99 is plan's row's at batch b (a PP replica's
     micro-batch is b, as plan's row), to 1e-9; the mean ITL too."""
-    d = _json(capsys, "deploy", "-m", model, "-s", system, "--gpus", str(gpus), "--context", "4096", "--batch",
-              str(batch), "--budget", "none", "--jitter", log, "--json", codes=(0, 1))
+    d = _json(
+        capsys,
+        "deploy",
+        "-m",
+        model,
+        "-s",
+        system,
+        "--gpus",
+        str(gpus),
+        "--context",
+        "4096",
+        "--batch",
+        str(batch),
+        "--budget",
+        "none",
+        "--jitter",
+        log,
+        "--json",
+        codes=(0, 1),
+    )
     assert d["tail"].startswith("p99 from per-iteration times of all-reduce at 8 ranks (ar.json)")
     checked = 0
     for o in d["options"]:
         per_replica = o["tp"] * o["pp"] * o["dp"] if o["ep"] == 1 else o["tp"] * o["pp"]
-        rows = _plan_rows(capsys, model, system, max(1, per_replica // CAT.system(system).gpus_per_node), batch, log,
-                          "--context", "4096")
+        rows = _plan_rows(
+            capsys,
+            model,
+            system,
+            max(1, per_replica // CAT.system(system).gpus_per_node),
+            batch,
+            log,
+            "--context",
+            "4096",
+        )
         row = rows.get((o["tp"], o["pp"], o["ep"], o["dp"]))
         if row is None:  # a plan this node count's sweep does not list
             continue
@@ -98,15 +155,31 @@ def test_deploy_p99_at_each_options_own_batch_is_plans(model, system, gpus, log,
     ITL are plan's, and deploy's p99 ITL is plan's (the same decode step, its collectives, the same
     log); the options at different batches get different tails."""
     served = ["--input-len", "2048", "--output-len", "256"]
-    d = _json(capsys, "deploy", "-m", model, "-s", system, "--gpus", str(gpus), "--budget", "30ms", *served,
-              "--jitter", log, "--json")
+    d = _json(
+        capsys,
+        "deploy",
+        "-m",
+        model,
+        "-s",
+        system,
+        "--gpus",
+        str(gpus),
+        "--budget",
+        "30ms",
+        *served,
+        "--jitter",
+        log,
+        "--json",
+    )
     excess = {}
     for o in d["options"]:
         if not o["max_batch"]:
             continue
         b = o["max_batch"] // o["pp"]
         row = _plan_rows(capsys, model, system, 1, b, log, *served)[(o["tp"], o["pp"], o["ep"], o["dp"])]
-        assert o["tpot_s"] == pytest.approx(row["tpot_s"], rel=1e-12) and o["itl_s"] == pytest.approx(row["itl_s"], rel=1e-12)
+        assert o["tpot_s"] == pytest.approx(row["tpot_s"], rel=1e-12) and o["itl_s"] == pytest.approx(
+            row["itl_s"], rel=1e-12
+        )
         assert o["itl_p99_s"] == pytest.approx(row["itl_p99_s"], rel=1e-12)
         excess[(o["tp"], b)] = o["itl_p99_s"] - o["itl_s"]
     assert len(excess) >= 2 and len({round(x, 12) for x in excess.values()}) >= 2, excess
@@ -120,8 +193,11 @@ def test_table_prints_the_jsons_p99_and_no_log_no_column(log, capsys):
     assert "# p99 from per-iteration times of all-reduce at 8 ranks (ar.json)" in text
     header = next(line for line in text.splitlines() if "ITL ms" in line)
     assert header.index("ITL ms") < header.index("TPOT ms") < header.index("p99 ITL ms") < header.index("TTFT ms")
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in text.splitlines()
-            if line.startswith("│") and line.count("│") > 5]
+    rows = [
+        [c.strip() for c in line.strip("│").split("│")]
+        for line in text.splitlines()
+        if line.startswith("│") and line.count("│") > 5
+    ]
     assert len(rows) == len(d["options"])
     for cells, o in zip(rows, d["options"]):
         assert cells[0] == f"{o['replicas']}x" + cells[0].split("x", 1)[1]
@@ -129,8 +205,9 @@ def test_table_prints_the_jsons_p99_and_no_log_no_column(log, capsys):
     plain = _json(capsys, *argv, "--json")
     assert plain["tail"] is None and all(o["itl_p99_s"] is None for o in plain["options"])
     # the budget judges the mean TPOT, as plan's verdicts do: the log adds a column, not a different choice
-    assert [(o["max_batch"], o["meets_budget"]) for o in plain["options"]] == \
-        [(o["max_batch"], o["meets_budget"]) for o in d["options"]]
+    assert [(o["max_batch"], o["meets_budget"]) for o in plain["options"]] == [
+        (o["max_batch"], o["meets_budget"]) for o in d["options"]
+    ]
     assert main(argv) == 0 and "p99" not in capsys.readouterr().out
 
 
@@ -138,14 +215,44 @@ def test_load_and_disaggregated_deployments_carry_the_tail(log, capsys):
     d = _json(capsys, "deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--rate", "5", "--jitter", log, "--json")
     opts = d["deploy"]["options"]
     assert d["deploy"]["tail"] and all(o["itl_p99_s"] >= o["itl_s"] * (1 - 1e-12) for o in opts)
-    d = _json(capsys, "deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--disaggregate", "4:4",
-              "--jitter", log, "--json", codes=(0, 1))
+    d = _json(
+        capsys,
+        "deploy",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "--gpus",
+        "8",
+        "--disaggregate",
+        "4:4",
+        "--jitter",
+        log,
+        "--json",
+        codes=(0, 1),
+    )
     assert all(o["itl_p99_s"] is not None and o["itl_p99_s"] >= o["itl_s"] * (1 - 1e-12) for o in d["options"])
 
 
 def test_jitter_with_speculation_or_without_times_is_one_line(log, capsys):
-    assert main(["deploy", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8", "--speculative", "eagle",
-                 "--jitter", log]) == 2
+    assert (
+        main(
+            [
+                "deploy",
+                "-m",
+                "llama-3.1-70b",
+                "-s",
+                "hgx-h100",
+                "--gpus",
+                "8",
+                "--speculative",
+                "eagle",
+                "--jitter",
+                log,
+            ]
+        )
+        == 2
+    )
     out = capsys.readouterr()
     assert out.out == "" and out.err.count("\n") == 1 and "--jitter with --speculative" in out.err
     raw = RAW / "nccl_02_h100_1node_8gpu_large.txt"  # a real all_reduce_perf log, without -I

@@ -28,6 +28,7 @@ def _temps(folder: Path) -> list[str]:
 
 # --- reading --------------------------------------------------------------------------------
 
+
 def test_a_regular_file_is_read_whole_up_to_the_limit(tmp_path):
     f = tmp_path / "a.log"
     f.write_bytes(b"x" * 1000)
@@ -47,7 +48,9 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     done = []
-    t = threading.Thread(target=lambda: done.append(pytest.raises(ShardbudgetError, read_user_file, fifo, what="a log", limit=10)))
+    t = threading.Thread(
+        target=lambda: done.append(pytest.raises(ShardbudgetError, read_user_file, fifo, what="a log", limit=10))
+    )
     t.start()
     t.join(5)
     assert not t.is_alive(), "reading a FIFO blocked"
@@ -69,16 +72,24 @@ def test_missing_and_folder(tmp_path):
         read_user_file(tmp_path, what="a log", limit=10)
 
 
-@pytest.mark.parametrize(("argv", "text"), [
-    (["check", "/dev/zero", "--system", "hgx-h100"], "/dev/zero: is a device"),
-    (["fit", "/dev/urandom", "--name", "x", "--base-system", "hgx-h100"], "/dev/urandom: is a device"),
-    (["plan", "--model", "/dev/zero", "--system", "hgx-h100"], "/dev/zero: is a device"),
-    (["fabrics", "--catalog", "/dev/urandom"], "/dev/urandom: is a device"),
-    (["topo", "/dev/zero", "--name", "x", "--gpu", "l40s"], "/dev/zero: is a device"),
-    (["plan", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--jitter", "/dev/zero"], "/dev/zero: is a device"),
-    (["report", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--measured", "/dev/zero", "--out", "r.html"],
-     "/dev/zero: is a device"),
-])
+@pytest.mark.parametrize(
+    ("argv", "text"),
+    [
+        (["check", "/dev/zero", "--system", "hgx-h100"], "/dev/zero: is a device"),
+        (["fit", "/dev/urandom", "--name", "x", "--base-system", "hgx-h100"], "/dev/urandom: is a device"),
+        (["plan", "--model", "/dev/zero", "--system", "hgx-h100"], "/dev/zero: is a device"),
+        (["fabrics", "--catalog", "/dev/urandom"], "/dev/urandom: is a device"),
+        (["topo", "/dev/zero", "--name", "x", "--gpu", "l40s"], "/dev/zero: is a device"),
+        (
+            ["plan", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--jitter", "/dev/zero"],
+            "/dev/zero: is a device",
+        ),
+        (
+            ["report", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--measured", "/dev/zero", "--out", "r.html"],
+            "/dev/zero: is a device",
+        ),
+    ],
+)
 def test_every_reader_of_user_files_refuses_a_device(argv, text, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(argv) == 2
@@ -91,14 +102,25 @@ def test_every_reader_of_user_files_refuses_a_fifo_without_hanging(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
-    for argv in (["check", str(fifo), "--system", "hgx-h100"], ["plan", "--model", str(fifo), "--system", "hgx-h100"],
-                 ["fabrics", "--catalog", str(fifo)], ["topo", str(fifo), "--name", "x", "--gpu", "l40s"]):
-        p = subprocess.run([sys.executable, "-m", "shardbudget", *argv], capture_output=True, text=True, timeout=60,
-                           env=env, cwd=tmp_path)
+    for argv in (
+        ["check", str(fifo), "--system", "hgx-h100"],
+        ["plan", "--model", str(fifo), "--system", "hgx-h100"],
+        ["fabrics", "--catalog", str(fifo)],
+        ["topo", str(fifo), "--name", "x", "--gpu", "l40s"],
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "shardbudget", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=tmp_path,
+        )
         assert p.returncode == 2 and "is a FIFO (named pipe)" in p.stderr, (argv, p.stderr)
 
 
 # --- writing --------------------------------------------------------------------------------
+
 
 def test_a_new_file_gets_the_umask_mode(tmp_path):
     old = os.umask(0o027)
@@ -132,6 +154,7 @@ def test_a_file_that_appeared_since_the_check_is_not_replaced(tmp_path):
 def test_the_temporary_file_is_removed_when_the_write_fails(exc, tmp_path, monkeypatch):
     def boom(fd):
         raise exc("stopped")
+
     monkeypatch.setattr(atomic.os, "fsync", boom)
     with pytest.raises(exc):
         write_atomic(tmp_path / "out.json", "{}", force=True)
@@ -139,15 +162,17 @@ def test_the_temporary_file_is_removed_when_the_write_fails(exc, tmp_path, monke
 
 
 def test_sigterm_during_a_write_removes_the_temporary_file_and_exits_143(tmp_path):
-    code = ("import os, signal, sys\n"
-            "from shardbudget import atomic\n"
-            "real = os.fsync\n"
-            "def slow(fd):\n"
-            "    os.kill(os.getpid(), signal.SIGTERM)\n"
-            "    real(fd)\n"
-            "atomic.os.fsync = slow\n"
-            f"atomic.write_atomic({str(tmp_path / 'out.json')!r}, 'x' * 100, force=True)\n"
-            "print('not reached')\n")
+    code = (
+        "import os, signal, sys\n"
+        "from shardbudget import atomic\n"
+        "real = os.fsync\n"
+        "def slow(fd):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(fd)\n"
+        "atomic.os.fsync = slow\n"
+        f"atomic.write_atomic({str(tmp_path / 'out.json')!r}, 'x' * 100, force=True)\n"
+        "print('not reached')\n"
+    )
     env = {**os.environ, "PYTHONPATH": SRC}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 128 + signal.SIGTERM and "not reached" not in p.stdout, p.stderr
@@ -172,6 +197,7 @@ def test_two_deploy_emits_into_one_folder_do_not_both_say_wrote(tmp_path, monkey
     """The second of two runs started together: its check passed before the first wrote; it must fail
     and leave the first run's file, not print 'wrote' over it (issue 33, item 10)."""
     from shardbudget.decide.launch import emit as emit_module
+
     real = emit_module.slurm_files
 
     def first_run_finishes_meanwhile(launch, result):
@@ -182,7 +208,9 @@ def test_two_deploy_emits_into_one_folder_do_not_both_say_wrote(tmp_path, monkey
 
     monkeypatch.setattr(emit_module, "slurm_files", first_run_finishes_meanwhile)
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["deploy", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--emit", "slurm", "D"])
+    code = cli.main(
+        ["deploy", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--gpus", "8", "--emit", "slurm", "D"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "launch.sbatch exists" in err and "wrote" not in err, err
     assert (tmp_path / "D" / "launch.sbatch").read_text().endswith("# the first run's\n")

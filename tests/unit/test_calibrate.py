@@ -55,24 +55,40 @@ def test_every_row_names_its_source():
 def test_nothing_reads_beside_the_checkout():
     """No code, test, benchmark, script or Makefile names a folder outside the repository (issue 35)."""
     banned = ["shared" + "/data", "SHARDBUDGET" + "_DATA", "../" + "shared", "/work/" + "shared"]
-    files = [ROOT / "Makefile", *ROOT.glob("scripts/*"), *ROOT.glob("benchmarks/*.py"),
-             *ROOT.glob("tests/**/*.py"), *(ROOT / "src").rglob("*.py"), *(ROOT / "src").rglob("*.toml")]
-    found = [f"{p.relative_to(ROOT)}: {b}" for p in files if p.is_file()
-             for b in banned if b in p.read_text(encoding="utf-8", errors="replace")]
+    files = [
+        ROOT / "Makefile",
+        *ROOT.glob("scripts/*"),
+        *ROOT.glob("benchmarks/*.py"),
+        *ROOT.glob("tests/**/*.py"),
+        *(ROOT / "src").rglob("*.py"),
+        *(ROOT / "src").rglob("*.toml"),
+    ]
+    found = [
+        f"{p.relative_to(ROOT)}: {b}"
+        for p in files
+        if p.is_file()
+        for b in banned
+        if b in p.read_text(encoding="utf-8", errors="replace")
+    ]
     assert not found, found
 
 
 def test_tests_and_benchmarks_do_not_import_each_other():
     """Both import the package (shardbudget.calibrate holds what they share), never each other."""
     glue = re.compile(r"sys\.path.*(benchmarks|validation|\"tests\")")
-    found = [f"{p.relative_to(ROOT)}:{i}" for p in [*ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py")]
-             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if glue.search(line)]
+    found = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in [*ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py")]
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if glue.search(line)
+    ]
     assert not found, found
 
 
 def _calibrate(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shardbudget.calibrate", *argv], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "shardbudget.calibrate", *argv], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
 
 
 def test_the_catalog_holds_a_fresh_fit():
@@ -90,9 +106,19 @@ def test_the_check_fails_on_a_catalog_that_drifted(tmp_path):
     path = tmp_path / "custom_allreduce.toml"
     text = path.read_text(encoding="utf-8")
     launch = tomllib.loads(text)["engines"]["sglang"]["launch_us"]
-    path.write_text(set_value(text, "engines.sglang", "launch_us",
-                              render(Field("custom_allreduce.toml", "engines.sglang", "launch_us", TABLE, 2),
-                                     {**launch, "hopper": launch["hopper"] + 0.07}, launch)), encoding="utf-8")
+    path.write_text(
+        set_value(
+            text,
+            "engines.sglang",
+            "launch_us",
+            render(
+                Field("custom_allreduce.toml", "engines.sglang", "launch_us", TABLE, 2),
+                {**launch, "hopper": launch["hopper"] + 0.07},
+                launch,
+            ),
+        ),
+        encoding="utf-8",
+    )
     done = _calibrate("--check", "--catalog-dir", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"[engines.sglang] launch_us.hopper = {launch['hopper'] + 0.07:.2f} in the catalog" in done.stdout
@@ -104,8 +130,11 @@ def test_the_fit_covers_every_fitted_table(values):
     where = {(f.file, f.table) for f in values}
     assert {("nccl.toml", f"nccl.calibrated.arch.{a}") for a in ("ampere", "hopper", "blackwell", "ada")} <= where
     assert {("custom_allreduce.toml", f"engines.{e}") for e in ("vllm", "sglang", "trtllm")} <= where
-    assert {("fabrics.toml", "fabrics.pcie4-hostbridge"), ("fabrics.toml", "fabrics.pcie4-no-p2p-pod"),
-            ("cpus.toml", "cpus.epyc-nps1-degraded")} <= where
+    assert {
+        ("fabrics.toml", "fabrics.pcie4-hostbridge"),
+        ("fabrics.toml", "fabrics.pcie4-no-p2p-pod"),
+        ("cpus.toml", "cpus.epyc-nps1-degraded"),
+    } <= where
     assert len(values) >= 40
 
 
@@ -144,23 +173,26 @@ def test_a_rerun_rewrites_only_values_beyond_the_tolerance(values, tmp_path):
     assert rewritten({field: values[field]}, tmp_path) == {}
     nccl.write_text(set_value(base, field.table, field.key, f"{values[field] + 0.03:.2f}"), encoding="utf-8")
     (text,) = rewritten({field: values[field]}, tmp_path).values()
-    assert tomllib.loads(text)["nccl"]["calibrated"]["arch"]["hopper"]["nvls_small_latency_us"] == \
-        float(f"{values[field]:.2f}")
+    assert tomllib.loads(text)["nccl"]["calibrated"]["arch"]["hopper"]["nvls_small_latency_us"] == float(
+        f"{values[field]:.2f}"
+    )
 
 
 def test_the_line_editor_keeps_comments_and_order():
-    text = ('# head\n[a]\nx = 1.0   # why x\ny = { p = 1.0, q = 2.0 }  # why y\n\n[a.b]\nz = "3 GB/s"\n'
-            '[c]\nw = 5\n')
+    text = '# head\n[a]\nx = 1.0   # why x\ny = { p = 1.0, q = 2.0 }  # why y\n\n[a.b]\nz = "3 GB/s"\n[c]\nw = 5\n'
     out = set_value(text, "a", "x", "1.5")
     assert out == text.replace("x = 1.0   # why x", "x = 1.5   # why x")
     out = set_value(out, "a", "y", "{ p = 1.1, q = 2.2 }")
     assert "y = { p = 1.1, q = 2.2 }  # why y" in out and out.startswith("# head\n[a]\n")
     out = set_value(out, "a.b", "z", '"4.5 GB/s"')
-    out = set_value(out, "a", "v", "7.0")   # a new key: after the table's last key line
-    out = set_value(out, "d", "u", "8.0")   # a new table: at the end
+    out = set_value(out, "a", "v", "7.0")  # a new key: after the table's last key line
+    out = set_value(out, "d", "u", "8.0")  # a new table: at the end
     doc = tomllib.loads(out)
-    assert doc == {"a": {"x": 1.5, "y": {"p": 1.1, "q": 2.2}, "v": 7.0, "b": {"z": "4.5 GB/s"}}, "c": {"w": 5},
-                   "d": {"u": 8.0}}
+    assert doc == {
+        "a": {"x": 1.5, "y": {"p": 1.1, "q": 2.2}, "v": 7.0, "b": {"z": "4.5 GB/s"}},
+        "c": {"w": 5},
+        "d": {"u": 8.0},
+    }
 
 
 def test_values_are_written_in_their_digits():
@@ -171,8 +203,10 @@ def test_values_are_written_in_their_digits():
     assert Field("x.toml", "t", "k", RATE, 3).unit(3.74) == pytest.approx(0.01)
     table = Field("x.toml", "t", "k", TABLE, 3)
     # the committed key order is kept; a key the fit adds comes after, default first
-    assert render(table, {"8": 0.5, "2": 0.25, "default": 0.4}, {"2": 0.2, "8": 0.4}) == \
-        '{ "2" = 0.250, "8" = 0.500, default = 0.400 }'
+    assert (
+        render(table, {"8": 0.5, "2": 0.25, "default": 0.4}, {"2": 0.2, "8": 0.4})
+        == '{ "2" = 0.250, "8" = 0.500, default = 0.400 }'
+    )
 
 
 def test_the_command_reports_known_defects():

@@ -40,14 +40,24 @@ def times_us(system, *, nodes=1, gpus=None, bw_scale=1.0, lat_scale=1.0, algo="a
 def nccl_log(t_us, *, ranks, nodes, info=(), device="NVIDIA H100 80GB HBM3") -> str:
     """An all_reduce_perf log as nccl-tests prints it, NCCL's INFO lines (if any) before the table."""
     per = ranks // nodes
-    out = [f"# nThread 1 nGpus 1 minBytes 8 maxBytes {SIZES[-1]} step: 4(factor) warmup iters: 5 iters: 20 "
-           "agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
-    out += [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {'node-' + str(r // per):>10} device {r % per:2d} "
-            f"[0x{r:02x}] {device}" for r in range(ranks)]
+    out = [
+        f"# nThread 1 nGpus 1 minBytes 8 maxBytes {SIZES[-1]} step: 4(factor) warmup iters: 5 iters: 20 "
+        "agg iters: 1 validation: 1 graph: 0",
+        "#",
+        "# Using devices",
+    ]
+    out += [
+        f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {'node-' + str(r // per):>10} device {r % per:2d} "
+        f"[0x{r:02x}] {device}"
+        for r in range(ranks)
+    ]
     out += [line if "NCCL version" in line else f"node-0:1000:1100 [0] NCCL INFO {line}" for line in info]
-    out += ["#", "#                                                              out-of-place                       in-place",
-            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
-            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"]
+    out += [
+        "#",
+        "#                                                              out-of-place                       in-place",
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+    ]
     for size, t in zip(SIZES, t_us):
         alg = size / t / 1e3
         bus = alg * 2 * (ranks - 1) / ranks
@@ -63,31 +73,52 @@ def check(text, system, **kw):
 
 IB8 = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(8))
 IB7 = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(7))
-HEALTHY_2NODE = ["NCCL version 2.21.5+cuda12.4", "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
-                 f"NET/IB : Using {IB8} ; OOB eth0:10.0.0.1<0>", "Using network IB",
-                 "comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
-                 "Channel 00/16 :    0   7   6   5   4   3   2   1   8  15  14  13  12  11  10   9",
-                 "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
-                 "Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA"]
+HEALTHY_2NODE = [
+    "NCCL version 2.21.5+cuda12.4",
+    "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+    f"NET/IB : Using {IB8} ; OOB eth0:10.0.0.1<0>",
+    "Using network IB",
+    "comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
+    "Channel 00/16 :    0   7   6   5   4   3   2   1   8  15  14  13  12  11  10   9",
+    "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+    "Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA",
+]
 
 
 # --- the INFO line reader ------------------------------------------------------------------------
 
+
 def test_settings_are_read_from_nccl_info_lines():
-    text = nccl_log(times_us("hgx-a100", nodes=2), ranks=16, nodes=2, info=HEALTHY_2NODE + [
-        "NVLS multicast support is not available on dev 0", "NCCL_ALGO set by environment to Ring",
-        "16 coll channels, 16 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"])
+    text = nccl_log(
+        times_us("hgx-a100", nodes=2),
+        ranks=16,
+        nodes=2,
+        info=HEALTHY_2NODE
+        + [
+            "NVLS multicast support is not available on dev 0",
+            "NCCL_ALGO set by environment to Ring",
+            "16 coll channels, 16 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer",
+        ],
+    )
     st = read_settings(text)
-    assert (st.version, st.channels, st.nics, st.network, st.net_plugin, st.n_nodes) == \
-        ("2.21.5+cuda12.4", 16, 8, "IB", "internal", 2)
+    assert (st.version, st.channels, st.nics, st.network, st.net_plugin, st.n_nodes) == (
+        "2.21.5+cuda12.4",
+        16,
+        8,
+        "IB",
+        "internal",
+        2,
+    )
     assert st.transports == ("p2p", "net") and st.gdr is True and st.nvls is False
     assert st.env == {"NCCL_ALGO": "Ring"} and st.evidence["NCCL_ALGO"].startswith("line ")
 
 
 def test_settings_from_command_lines_and_old_formats():
-    st = read_settings("mpirun -np 2 -x NCCL_IB_DISABLE=1 -x NCCL_MAX_NCHANNELS=4 ./all_reduce_perf -b 8\n"
-                       "h:1:2 [0] NCCL INFO Channel 00 : 0[18000] -> 1[1b000] via SHM/direct/direct\n"
-                       "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n")
+    st = read_settings(
+        "mpirun -np 2 -x NCCL_IB_DISABLE=1 -x NCCL_MAX_NCHANNELS=4 ./all_reduce_perf -b 8\n"
+        "h:1:2 [0] NCCL INFO Channel 00 : 0[18000] -> 1[1b000] via SHM/direct/direct\n"
+        "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    )
     assert st.env == {"NCCL_IB_DISABLE": "1", "NCCL_MAX_NCHANNELS": "4"}
     assert st.network == "Socket" and st.transports == ("shm",) and st.nvls is False  # connections, no NVLS
     empty = read_settings("# nThread 1 nGpus 8\n")
@@ -96,10 +127,19 @@ def test_settings_from_command_lines_and_old_formats():
 
 # --- healthy runs pass; the verdict's arithmetic ------------------------------------------------
 
-@pytest.mark.parametrize(("system", "nodes", "gpus"), [
-    ("hgx-h100", 1, 8), ("hgx-h200", 2, 16), ("hgx-a100", 2, 16), ("l40s-pcie-nps1-degraded", 1, 4), ("mi300x", 1, 8),
-    ("rtx4090-pcie", 1, 2), ("gb200-nvl72", 1, 72),
-])
+
+@pytest.mark.parametrize(
+    ("system", "nodes", "gpus"),
+    [
+        ("hgx-h100", 1, 8),
+        ("hgx-h200", 2, 16),
+        ("hgx-a100", 2, 16),
+        ("l40s-pcie-nps1-degraded", 1, 4),
+        ("mi300x", 1, 8),
+        ("rtx4090-pcie", 1, 2),
+        ("gb200-nvl72", 1, 72),
+    ],
+)
 def test_the_models_own_curve_passes_in_every_region(system, nodes, gpus):
     result = check(nccl_log(times_us(system, nodes=nodes, gpus=gpus), ranks=gpus, nodes=nodes), system)
     t = result.tables[0]
@@ -125,16 +165,21 @@ def test_tolerance_is_symmetric_in_log_space():
 def test_a_uniformly_slow_run_fails_at_30_percent_and_passes_at_40():
     text = nccl_log([t * 1.3 for t in times_us("hgx-h100")], ranks=8, nodes=1)
     assert check(text, "hgx-h100").exit_code == 1
-    assert all(r.verdict == "slow" and r.median_ratio == pytest.approx(1.3, rel=0.01) for r in check(text, "hgx-h100").tables[0].regions)
+    assert all(
+        r.verdict == "slow" and r.median_ratio == pytest.approx(1.3, rel=0.01)
+        for r in check(text, "hgx-h100").tables[0].regions
+    )
     assert check(text, "hgx-h100", tolerance=0.4).exit_code == 0
 
 
 # --- causes the INFO lines state ------------------------------------------------------------------
 
+
 def test_a_nic_down_told_by_net_ib_and_guessed_from_a_7_of_8_plateau():
     slow = times_us("hgx-a100", nodes=2, bw_scale=7 / 8)
-    told = check(nccl_log(slow, ranks=16, nodes=2, info=[i.replace(IB8, IB7) for i in HEALTHY_2NODE]),
-                 "hgx-a100", tolerance=0.1).tables[0]
+    told = check(
+        nccl_log(slow, ranks=16, nodes=2, info=[i.replace(IB8, IB7) for i in HEALTHY_2NODE]), "hgx-a100", tolerance=0.1
+    ).tables[0]
     assert told.regions[2].verdict == "slow" and told.regions[2].median_ratio == pytest.approx(8 / 7, rel=0.01)
     assert told.cause.kind == "nic-down" and not told.cause.guess
     assert "NCCL uses 7 of the 8 NICs" in told.cause.text and "NET/IB : Using" in told.cause.evidence[0]
@@ -158,8 +203,11 @@ def test_gdr_off_told_by_net_ib_without_gdrdma():
 
 
 def test_sockets_told_by_using_network_socket_and_guessed_below_a_third():
-    info = ["NET/Socket : Using [0]eth0:10.0.0.1<0>", "Using network Socket",
-            "Channel 00/0 : 7[7] -> 8[0] [send] via NET/Socket/0"]
+    info = [
+        "NET/Socket : Using [0]eth0:10.0.0.1<0>",
+        "Using network Socket",
+        "Channel 00/0 : 7[7] -> 8[0] [send] via NET/Socket/0",
+    ]
     slow = times_us("hgx-h100", nodes=2, bw_scale=0.2)
     t = check(nccl_log(slow, ranks=16, nodes=2, info=info), "hgx-h100", nodes=2).tables[0]
     assert t.cause.kind == "socket" and not t.cause.guess
@@ -172,8 +220,11 @@ def test_p2p_disabled_told_by_via_shm_and_guessed_from_the_shm_curve():
     system = CAT.system("l40s-pcie-p2p")
     no_p2p = replace(system, pcie=replace(system.pcie, gpu_p2p=False))
     shm = times_us(no_p2p)
-    info = ["NCCL_P2P_DISABLE set by environment to 1", "Channel 00/02 :    0   1   2   3   4   5   6   7",
-            "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct"]
+    info = [
+        "NCCL_P2P_DISABLE set by environment to 1",
+        "Channel 00/02 :    0   1   2   3   4   5   6   7",
+        "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
+    ]
     t = check(nccl_log(shm, ranks=8, nodes=1, info=info, device="NVIDIA L40S"), "l40s-pcie-p2p").tables[0]
     assert t.regions[2].median_ratio == pytest.approx(4.0, rel=0.02)  # the model's SHM path is 4x slower
     assert t.cause.kind == "p2p-disabled" and not t.cause.guess and "via SHM" in t.cause.text
@@ -183,8 +234,11 @@ def test_p2p_disabled_told_by_via_shm_and_guessed_from_the_shm_curve():
 
 
 def test_fewer_channels_told_by_channel_00_04():
-    info = ["NVLS multicast support is available on dev 0",
-            "Channel 00/04 :    0   1   2   3   4   5   6   7", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"]
+    info = [
+        "NVLS multicast support is available on dev 0",
+        "Channel 00/04 :    0   1   2   3   4   5   6   7",
+        "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+    ]
     t = check(nccl_log(times_us("hgx-h100", bw_scale=4 / 16), ranks=8, nodes=1, info=info), "hgx-h100").tables[0]
     assert t.settings.channels == 4 and t.settings.nvls is True
     assert t.cause.kind == "fewer-channels" and not t.cause.guess
@@ -204,7 +258,9 @@ def test_nvls_off_told_by_info_lines_without_nvls_and_guessed_at_ring_speed():
 
 def test_nccl_proto_simple_explains_a_slow_latency_floor():
     simple = times_us("hgx-h100", protocol="simple")
-    t = check(nccl_log(simple, ranks=8, nodes=1, info=["NCCL_PROTO set by environment to Simple"]), "hgx-h100").tables[0]
+    t = check(nccl_log(simple, ranks=8, nodes=1, info=["NCCL_PROTO set by environment to Simple"]), "hgx-h100").tables[
+        0
+    ]
     assert t.regions[0].verdict == "slow" and t.regions[2].verdict == "ok"
     assert t.cause.kind == "nccl-algo" and t.cause.region == "latency floor" and "NCCL_PROTO=Simple" in t.cause.text
     plain = check(nccl_log(simple, ranks=8, nodes=1), "hgx-h100").tables[0]
@@ -230,8 +286,12 @@ def test_faster_than_the_model_says_so():
 
 def test_info_lines_belong_to_the_table_they_precede():
     good = nccl_log(times_us("hgx-h100"), ranks=8, nodes=1)
-    bad = nccl_log(times_us("hgx-h100", bw_scale=0.25), ranks=8, nodes=1,
-                   info=["NVLS multicast support is available on dev 0", "Channel 00/04 :    0   1   2   3"])
+    bad = nccl_log(
+        times_us("hgx-h100", bw_scale=0.25),
+        ranks=8,
+        nodes=1,
+        info=["NVLS multicast support is available on dev 0", "Channel 00/04 :    0   1   2   3"],
+    )
     result = check(good + bad, "hgx-h100")
     first, second = result.tables
     assert first.ok and first.settings.channels is None
@@ -243,6 +303,7 @@ def test_info_lines_belong_to_the_table_they_precede():
 
 
 # --- requests and bad input -----------------------------------------------------------------------
+
 
 def test_gpus_selects_tables_and_refuses_a_log_without_that_count():
     text = nccl_log(times_us("hgx-h100"), ranks=8, nodes=1) + nccl_log(times_us("hgx-h100", gpus=4), ranks=4, nodes=1)
@@ -260,11 +321,14 @@ def test_nodes_override_and_inference_are_noted():
         check(nccl_log(times_us("hgx-h100"), ranks=8, nodes=1), "hgx-h100", nodes=3)
 
 
-@pytest.mark.parametrize(("kw", "error", "text"), [
-    ({"system": "hgx-h10"}, UnknownNameError, "did you mean 'hgx-h100'"),
-    ({"system": "hgx-h100", "tolerance": 0}, PlanError, "--tolerance must be a fraction above 0"),
-    ({"system": "hgx-h100", "gpus": 0}, PlanError, "--gpus must be a whole number"),
-])
+@pytest.mark.parametrize(
+    ("kw", "error", "text"),
+    [
+        ({"system": "hgx-h10"}, UnknownNameError, "did you mean 'hgx-h100'"),
+        ({"system": "hgx-h100", "tolerance": 0}, PlanError, "--tolerance must be a fraction above 0"),
+        ({"system": "hgx-h100", "gpus": 0}, PlanError, "--gpus must be a whole number"),
+    ],
+)
 def test_bad_requests(kw, error, text):
     with pytest.raises(error, match=text):
         check_text(nccl_log(times_us("hgx-h100"), ranks=8, nodes=1), **kw)
@@ -276,7 +340,9 @@ def test_cli_exit_codes_text_and_json(tmp_path, capsys):
     bad.write_text(nccl_log(times_us("hgx-h100", bw_scale=0.25), ranks=8, nodes=1))
     assert cli.main(["check", str(good), "--system", "HGX-H100"]) == 0
     out = capsys.readouterr().out
-    assert "bandwidth plateau: OK" in out and out.rstrip().endswith("check: OK: every region within ±25 % of hgx-h100 (exit 0)")
+    assert "bandwidth plateau: OK" in out and out.rstrip().endswith(
+        "check: OK: every region within ±25 % of hgx-h100 (exit 0)"
+    )
     assert cli.main(["check", str(good), str(bad), "--system", "hgx-h100"]) == 1
     out = capsys.readouterr().out
     assert out.count("\ncause: ") == 1 and "FAIL: 1 of 2 table(s)" in out
@@ -294,6 +360,7 @@ def test_a_log_whose_nodes_are_nvl72_trays_is_read_as_its_nvlink_domains(data_di
     gb200-nvl72's 4-GPU hosts is read as that many NVLink domains by default, said in a note: one rack
     of 72 is within 1.00x, two racks of 144 within 1.02x; --nodes 18 still prices each tray as a node."""
     from shardbudget.measure.analysis.check import check_logs
+
     log = data_dir / "raw" / "nccl_15_coreweave_gb200.txt"
     result = check_logs([log], system="gb200-nvl72", gpus=72)
     t = result.tables[0]
@@ -304,7 +371,9 @@ def test_a_log_whose_nodes_are_nvl72_trays_is_read_as_its_nvlink_domains(data_di
     trays = check_logs([log], system="gb200-nvl72", nodes=18, gpus=72).tables[0]
     assert trays.nodes == 18 and not trays.ok
     # a log of 2 GPUs on each of 2 L40S boxes really crossed the network: a note, no such cause
-    l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie-nps1-degraded").tables[0]
+    l40s = check_logs([data_dir / "raw" / "nccl_08_l40s_2node_2gpu_rdma.txt"], system="l40s-pcie-nps1-degraded").tables[
+        0
+    ]
     assert any("2 GPUs per node" in n for n in l40s.notes) and all(c.kind != "node-shape" for c in l40s.causes)
 
 
@@ -313,6 +382,7 @@ def test_a_run_on_some_gpus_of_one_node_is_not_a_node_mismatch(data_dir, capsys)
     noted as '1 nodes of 2 GPUs, every ring crossing the network'. The GB200 log's first run passes
     by default and as `--nodes 1 --gpus 72`, and `--nodes 1` alone names --gpus."""
     from shardbudget.measure.analysis.check import check_logs
+
     one = check_logs([data_dir / "raw" / "nccl_10_rtx4090_docker_2gpu.txt"], system="rtx4090-pcie").tables[0]
     assert (one.ranks, one.nodes) == (2, 1) and not any("GPUs per node" in n or "1 nodes" in n for n in one.notes)
     gb = data_dir / "raw" / "nccl_15_coreweave_gb200.txt"

@@ -21,14 +21,19 @@ from shardbudget.measure.logs.read import parse_log_text
 
 CAT = load_catalog()
 SIZES = [8 * 4**k for k in range(16)]  # 8 B .. 8 GiB
-HEADER = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 "
-          "validation: 1 graph: 0", "#"]
+HEADER = [
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+    "validation: 1 graph: 0",
+    "#",
+]
 FOOTER = ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0", "#"]
 
 
 def _rows(system="hgx-h100", ranks=8, *, time=None, wrong=None) -> list[str]:
     """all_reduce_perf rows at the model's times; `time(size, t_us)` and `wrong(size)` change a row's text."""
-    cands = explicit_candidates(make_group(system, nodes=1, gpus=ranks, catalog=CAT), "all-reduce", "nccl", "auto", "auto")
+    cands = explicit_candidates(
+        make_group(system, nodes=1, gpus=ranks, catalog=CAT), "all-reduce", "nccl", "auto", "auto"
+    )
     out = []
     for size in SIZES:
         t = pick(cands, size).time_s(size) * 1e6
@@ -41,11 +46,18 @@ def _rows(system="hgx-h100", ranks=8, *, time=None, wrong=None) -> list[str]:
 
 
 def log(*, rows=None, footer=FOOTER, ranks=8) -> str:
-    ranks_lines = [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on     node-0 device {r:2d} [0x{r:02x}] NVIDIA H100 80GB HBM3"
-                   for r in range(ranks)]
-    cols = ["#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"]
+    ranks_lines = [
+        f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on     node-0 device {r:2d} [0x{r:02x}] NVIDIA H100 80GB HBM3"
+        for r in range(ranks)
+    ]
+    cols = [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+    ]
     cmd = [f"mpirun -np {ranks} ./build/all_reduce_perf -b 8 -e 8G -f 4 -g 1"]
-    return "\n".join(cmd + HEADER + ranks_lines + cols + (rows if rows is not None else _rows(ranks=ranks)) + footer) + "\n"
+    return (
+        "\n".join(cmd + HEADER + ranks_lines + cols + (rows if rows is not None else _rows(ranks=ranks)) + footer)
+        + "\n"
+    )
 
 
 def check(text, **kw):
@@ -73,7 +85,9 @@ def test_wrong_results_fail_naming_the_sizes_and_the_count(tmp_path, capsys):
     assert cli.main(["check", str(f), "--system", "hgx-h100"]) == 1
     out = capsys.readouterr().out
     assert "problem: " in out and "OK" not in out.splitlines()[-1]
-    assert out.rstrip().endswith("check: FAIL: corrupted data (a GPU or link returned wrong values) in run.log (exit 1)")
+    assert out.rstrip().endswith(
+        "check: FAIL: corrupted data (a GPU or link returned wrong values) in run.log (exit 1)"
+    )
     assert cli.main(["check", str(f), "--system", "hgx-h100", "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["ok"] is False and d["exit_code"] == 1 and d["outcome"].startswith("FAIL: corrupted data")
@@ -99,11 +113,19 @@ def test_an_out_of_bounds_footer_fails_an_old_layout_without_a_wrong_column():
     assert p.kind == "corrupted" and "Out of bounds values : 7 FAILED" in p.text
 
 
-@pytest.mark.parametrize(("token", "why"), [
-    ("nan", "time NaN"), ("-nan", "time NaN"), ("inf", "infinite time"), ("-5.00", "negative time -5 us"),
-    ("0.00", "time 0 us"), ("1e308", "over 1 hour for one collective"), ("1e400", "infinite time"),
-    ("3700000000", "over 1 hour for one collective"),
-])
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        ("nan", "time NaN"),
+        ("-nan", "time NaN"),
+        ("inf", "infinite time"),
+        ("-5.00", "negative time -5 us"),
+        ("0.00", "time 0 us"),
+        ("1e308", "over 1 hour for one collective"),
+        ("1e400", "infinite time"),
+        ("3700000000", "over 1 hour for one collective"),
+    ],
+)
 def test_impossible_times_fail_with_their_reason(token, why):
     result = check(log(rows=_rows(time=lambda s, t: token if s == 2048 else t)))
     (p,) = result.tables[0].problems
@@ -159,8 +181,16 @@ def test_a_region_with_no_sizes_is_not_ok_and_a_table_needs_one_size():
 
 def test_nccl_tests_json_wrong_impossible_and_cut():
     def doc(results):  # nccl-tests writes no spaces between items
-        return json.dumps(separators=(",", ":"), obj={"version": 3, "args": ["./all_reduce_perf"], "config": {"ngpus": 1, "nthreads": 1,
-                           "devices": [{"hostname": "n0"}] * 8}, "results": results})
+        return json.dumps(
+            separators=(",", ":"),
+            obj={
+                "version": 3,
+                "args": ["./all_reduce_perf"],
+                "config": {"ngpus": 1, "nthreads": 1, "devices": [{"hostname": "n0"}] * 8},
+                "results": results,
+            },
+        )
+
     good = {"size": 1024, "type": "float", "redop": "sum", "out_of_place": {"time": 20.0, "nwrong": 0}}
     bad_time = {"size": 2048, "type": "float", "out_of_place": {"time": float("nan"), "nwrong": 0}}
     wrong = {"size": 4096, "type": "float", "out_of_place": {"time": 20.0, "nwrong": 5}}
@@ -172,8 +202,17 @@ def test_nccl_tests_json_wrong_impossible_and_cut():
 
 
 def test_shardbudget_json_wrong_and_unfinished():
-    d = {"tool": "shardbudget", "op": "all-reduce", "world_size": 2, "complete": False, "error": "rank 1 lost",
-         "results": [{"bytes": 8, "time_s": 1e-5, "wrong": 0}, {"bytes": 64, "time_s": 1e-5, "wrong": 3},
-                     {"bytes": 512, "time_s": -1.0}]}
+    d = {
+        "tool": "shardbudget",
+        "op": "all-reduce",
+        "world_size": 2,
+        "complete": False,
+        "error": "rank 1 lost",
+        "results": [
+            {"bytes": 8, "time_s": 1e-5, "wrong": 0},
+            {"bytes": 64, "time_s": 1e-5, "wrong": 3},
+            {"bytes": 512, "time_s": -1.0},
+        ],
+    }
     ms = parse_log_text(json.dumps(d), source="m.json")
     assert sorted(p.kind for p in ms.problems) == ["corrupted", "impossible", "truncated"]

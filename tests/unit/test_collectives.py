@@ -5,8 +5,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from shardbudget.comm.op import busbw_factor
-from shardbudget.comm.collectives import (candidates, collective_cost, crossover_bytes, make_group,
-                                     sweep, textbook_ring_allreduce_s)
+from shardbudget.comm.collectives import (
+    candidates,
+    collective_cost,
+    crossover_bytes,
+    make_group,
+    sweep,
+    textbook_ring_allreduce_s,
+)
 from shardbudget.comm.lines import times_s
 from shardbudget.errors import PlanError, UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
@@ -84,10 +90,13 @@ def test_small_messages_latency_bound_large_bandwidth_bound():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.sampled_from(["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "rtx4090-pcie", "h100-pcie"]),
-       st.sampled_from([2, 4, 8]), st.sampled_from(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]))
+@given(
+    st.sampled_from(["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "rtx4090-pcie", "h100-pcie"]),
+    st.sampled_from([2, 4, 8]),
+    st.sampled_from(["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]),
+)
 def test_time_never_decreases_with_size(system, p, op):
-    sizes = [2.0 ** k for k in range(3, 34)]
+    sizes = [2.0**k for k in range(3, 34)]
     t = [c.time_s for c in sweep(op, sizes, system, gpus=p)]
     assert all(b >= a for a, b in zip(t, t[1:]))
 
@@ -100,8 +109,10 @@ def test_more_bandwidth_never_slower(tmp_path):
     slow_toml.write_text(IDEAL)
     fast, slow = load_catalog([str(fast_toml)]), load_catalog([str(slow_toml)])
     for n in (8, 1 << 16, 1 << 24, 1 << 30):
-        assert collective_cost("all-reduce", n, "ideal-8", catalog=fast).time_s <= \
-            collective_cost("all-reduce", n, "ideal-8", catalog=slow).time_s
+        assert (
+            collective_cost("all-reduce", n, "ideal-8", catalog=fast).time_s
+            <= collective_cost("all-reduce", n, "ideal-8", catalog=slow).time_s
+        )
     assert base is not None
 
 
@@ -127,15 +138,18 @@ def test_multi_node_goes_over_the_network():
     assert two.time_s > one.time_s and two.ranks == 16 and two.nodes == 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(system="hgx-h100", gpus=16), "add --nodes"),
-    (dict(system="l40s-pcie-nps1-degraded", algo="nvls"), "NVLS needs NVSwitch"),
-    (dict(system="hgx-h100", nodes=2, algo="one-shot"), "across nodes"),
-    (dict(system="hgx-h100", gpus=3, nodes=2), "evenly"),
-    (dict(system="l40s-pcie-nps1-degraded", algo="one-shot"), "peer-to-peer|limited to 2 GPUs"),
-    # two NVL72 racks are two NVLink domains: no custom kernel spans them
-    (dict(system="gb200-nvl72", nodes=2, gpus=4, algo="two-shot"), "across nodes"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(system="hgx-h100", gpus=16), "add --nodes"),
+        (dict(system="l40s-pcie-nps1-degraded", algo="nvls"), "NVLS needs NVSwitch"),
+        (dict(system="hgx-h100", nodes=2, algo="one-shot"), "across nodes"),
+        (dict(system="hgx-h100", gpus=3, nodes=2), "evenly"),
+        (dict(system="l40s-pcie-nps1-degraded", algo="one-shot"), "peer-to-peer|limited to 2 GPUs"),
+        # two NVL72 racks are two NVLink domains: no custom kernel spans them
+        (dict(system="gb200-nvl72", nodes=2, gpus=4, algo="two-shot"), "across nodes"),
+    ],
+)
 def test_impossible_requests(kwargs, message):
     system = kwargs.pop("system")
     with pytest.raises(PlanError, match=message):
@@ -165,7 +179,7 @@ def test_bad_names():
 def test_vectorised_matches_scalar():
     group = make_group("hgx-h100")
     cands = candidates(group, "all-reduce", "custom")
-    sizes = np.array([2.0 ** k for k in range(3, 31)])
+    sizes = np.array([2.0**k for k in range(3, 31)])
     vec = times_s(cands, sizes)
     scalar = [c.time_s for c in sweep("all-reduce", sizes, "hgx-h100", impl="custom")]
     assert np.allclose(vec, scalar)

@@ -33,20 +33,24 @@ def _user_catalog(tmp_path, text: str) -> str:
 
 
 def test_a_user_catalog_sets_a_built_in_systems_price(tmp_path):
-    path = _user_catalog(tmp_path, '[system_costs.hgx-h100]\nusd_per_gpu_hour = 2.0\ndate = "2026-12"\n'
-                                   'source = "our contract"\n')
+    path = _user_catalog(
+        tmp_path, '[system_costs.hgx-h100]\nusd_per_gpu_hour = 2.0\ndate = "2026-12"\nsource = "our contract"\n'
+    )
     c = load_catalog([path])
     assert c.system_costs["hgx-h100"].usd_per_gpu_hour == 2.0
     assert c.system_costs["hgx-h100"].source == "our contract"
 
 
-@pytest.mark.parametrize("body, words", [
-    ('usd_per_gpu_hour = -1.0\ndate = "x"\nsource = "s"', "-1.0 must be above 0"),
-    ('usd_per_gpu_hour = nan\ndate = "x"\nsource = "s"', "must be a finite number"),
-    ('usd_per_gpu_hour = 0.0\ndate = "x"\nsource = "s"', "0.0 must be above 0"),
-    ('usd_per_gpu_hour = 1.0\nsource = "s"', "missing field 'date'"),
-    ('usd_per_gpu_hour = 1.0\ndate = "x"\nsource = "s"\nusd_per_gpu_hr = 2', "did you mean 'usd_per_gpu_hour'"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ('usd_per_gpu_hour = -1.0\ndate = "x"\nsource = "s"', "-1.0 must be above 0"),
+        ('usd_per_gpu_hour = nan\ndate = "x"\nsource = "s"', "must be a finite number"),
+        ('usd_per_gpu_hour = 0.0\ndate = "x"\nsource = "s"', "0.0 must be above 0"),
+        ('usd_per_gpu_hour = 1.0\nsource = "s"', "missing field 'date'"),
+        ('usd_per_gpu_hour = 1.0\ndate = "x"\nsource = "s"\nusd_per_gpu_hr = 2', "did you mean 'usd_per_gpu_hour'"),
+    ],
+)
 def test_a_bad_price_is_refused_in_one_line(tmp_path, body, words):
     path = _user_catalog(tmp_path, f"[system_costs.hgx-h100]\n{body}\n")
     with pytest.raises(CatalogError) as err:
@@ -61,22 +65,34 @@ def test_a_price_for_a_system_the_catalog_lacks_is_refused(tmp_path):
         load_catalog([path])
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"gpu_hour_usd": -1.0}, "--gpu-hour-usd must be a finite number above 0, got -1.0"),
-    ({"gpu_hour_usd": math.nan}, "--gpu-hour-usd must be a finite number above 0, got nan"),
-    ({"gpu_hour_usd": 0.0}, "--gpu-hour-usd must be a finite number above 0"),
-    ({"gpu_watts": math.inf}, "--gpu-watts must be a finite number above 0, got inf"),
-    ({"gpu_watts": True}, "--gpu-watts must be a finite number above 0"),
-    ({"objective": "latency"}, "--objective must be one of throughput, cost, energy"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"gpu_hour_usd": -1.0}, "--gpu-hour-usd must be a finite number above 0, got -1.0"),
+        ({"gpu_hour_usd": math.nan}, "--gpu-hour-usd must be a finite number above 0, got nan"),
+        ({"gpu_hour_usd": 0.0}, "--gpu-hour-usd must be a finite number above 0"),
+        ({"gpu_watts": math.inf}, "--gpu-watts must be a finite number above 0, got inf"),
+        ({"gpu_watts": True}, "--gpu-watts must be a finite number above 0"),
+        ({"objective": "latency"}, "--objective must be one of throughput, cost, energy"),
+    ],
+)
 def test_bad_overrides_are_refused(kwargs, words):
     with pytest.raises(PlanError, match="^" + words.replace("(", r"\(").replace(")", r"\)")):
         Pricing(**kwargs)
 
 
 def _rates(**over) -> Rates:
-    base = dict(usd_per_gpu_hour=3.6, gpu_watts=700.0, switch_watts_per_node=0.0, watts_per_nic=17.5,
-                gpus_per_node=8, nics_per_node=8, price_source="", power_source="", uncounted=())
+    base = dict(
+        usd_per_gpu_hour=3.6,
+        gpu_watts=700.0,
+        switch_watts_per_node=0.0,
+        watts_per_nic=17.5,
+        gpus_per_node=8,
+        nics_per_node=8,
+        price_source="",
+        power_source="",
+        uncounted=(),
+    )
     return Rates(**{**base, **over})
 
 
@@ -87,8 +103,11 @@ def test_dollars_per_million_tokens_and_tokens_per_joule_by_hand():
     assert not c.nics_counted
     spans = option_cost(_rates(), tokens_per_s_per_gpu=1000.0, gpus_per_replica=16)  # a replica over 2 nodes
     assert spans.nics_counted and spans.watts_per_gpu == pytest.approx(700 + 8 * 17.5 / 8)
-    rack = option_cost(_rates(gpus_per_node=72, nics_per_node=72, switch_watts_per_node=3600.0),
-                       tokens_per_s_per_gpu=1000.0, gpus_per_replica=8)
+    rack = option_cost(
+        _rates(gpus_per_node=72, nics_per_node=72, switch_watts_per_node=3600.0),
+        tokens_per_s_per_gpu=1000.0,
+        gpus_per_replica=8,
+    )
     assert rack.watts_per_gpu == pytest.approx(700 + 3600 / 72)  # the switch trays, shared by the rack's GPUs
     none = option_cost(_rates(), tokens_per_s_per_gpu=0.0, gpus_per_replica=8)
     assert none.usd_per_mtok == math.inf and none.tokens_per_joule == 0
@@ -103,8 +122,12 @@ def test_the_overrides_replace_the_catalogs_figures():
     cat = load_catalog()
     h100 = cat.system("hgx-h100")
     r = rates(cat, h100, Pricing(gpu_hour_usd=2.0, gpu_watts=500.0))
-    assert (r.usd_per_gpu_hour, r.gpu_watts, r.price_source, r.power_source) == (2.0, 500.0, "--gpu-hour-usd",
-                                                                                 "--gpu-watts")
+    assert (r.usd_per_gpu_hour, r.gpu_watts, r.price_source, r.power_source) == (
+        2.0,
+        500.0,
+        "--gpu-hour-usd",
+        "--gpu-watts",
+    )
     r = rates(cat, h100, Pricing())
     assert (r.usd_per_gpu_hour, r.gpu_watts) == (pytest.approx(3.9492), 700.0)
     assert rates(cat, cat.system("gb200-nvl72"), Pricing()).usd_per_gpu_hour is None  # no public price
@@ -113,8 +136,14 @@ def test_the_overrides_replace_the_catalogs_figures():
 
 def test_the_objective_orders_by_its_own_number():
     def opt(per_gpu, usd, tpj):
-        return SimpleNamespace(tokens_per_s_per_gpu=per_gpu, replicas=1, gpus_per_replica=8, gpus_left=0,
-                               cost=SimpleNamespace(usd_per_mtok=usd, tokens_per_joule=tpj))
+        return SimpleNamespace(
+            tokens_per_s_per_gpu=per_gpu,
+            replicas=1,
+            gpus_per_replica=8,
+            gpus_left=0,
+            cost=SimpleNamespace(usd_per_mtok=usd, tokens_per_joule=tpj),
+        )
+
     fast, cheap, frugal = opt(100, 2.0, 0.1), opt(50, 1.0, 0.2), opt(60, 1.5, 0.3)
     for objective, best in (("throughput", fast), ("cost", cheap), ("energy", frugal)):
         assert min((fast, cheap, frugal), key=lambda o: objective_key(objective, o)) is best

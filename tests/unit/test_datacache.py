@@ -74,8 +74,9 @@ def _cached_again(name, build):
     return datacache.cached(name, [], build)
 
 
-@pytest.mark.parametrize("change", ["append to a module", "same size, newer mtime", "edit a data file", "add a file",
-                                    "remove a file"])
+@pytest.mark.parametrize(
+    "change", ["append to a module", "same size, newer mtime", "edit a data file", "add a file", "remove a file"]
+)
 def test_an_edited_package_file_builds_again(cache_dir, package, change):
     assert _cached_again("x", lambda: "first") == "first"
     assert _cached_again("x", lambda: pytest.fail("built again although nothing changed")) == "first"
@@ -106,8 +107,10 @@ def test_an_edit_in_an_installed_copy_reaches_the_next_run(tmp_path):
     shutil.copytree(datacache.PACKAGE, src / "shardbudget", ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(src)
-    code = ("import shardbudget.fabric.catalog as c; from shardbudget import datacache as d; "
-            "print(d.PACKAGE, c.load_catalog().gpus['h100-sxm'].mem_bytes_per_s)")
+    code = (
+        "import shardbudget.fabric.catalog as c; from shardbudget import datacache as d; "
+        "print(d.PACKAGE, c.load_catalog().gpus['h100-sxm'].mem_bytes_per_s)"
+    )
 
     def run():
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -146,6 +149,7 @@ def test_nothing_is_written_without_bytecode(cache_dir, monkeypatch):
 def test_errors_are_not_kept(cache_dir):
     def bad():
         raise ValueError("bad data")
+
     with pytest.raises(ValueError):
         datacache.cached("w", ["t"], bad)
     assert not list(cache_dir.iterdir())
@@ -166,11 +170,25 @@ def test_kernels_and_engines_through_the_cache_equal_a_fresh_read(cache_dir):
 def test_a_plan_from_the_cache_prints_what_a_fresh_process_prints(tmp_path):
     """Two processes with bytecode on: the first builds and writes the cache, the second reads it;
     both print the same plan (and so does one that writes nothing)."""
-    argv = [sys.executable, "-m", "shardbudget", "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "1", "-b", "64",
-            "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "shardbudget",
+        "plan",
+        "-m",
+        "llama-3.1-70b",
+        "-s",
+        "hgx-h100",
+        "-b",
+        "1",
+        "-b",
+        "64",
+        "--json",
+    ]
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     outs = [subprocess.run(argv, capture_output=True, text=True, env=env, check=True).stdout for _ in range(2)]
-    plain = subprocess.run(argv, capture_output=True, text=True, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
-                           check=True).stdout
+    plain = subprocess.run(
+        argv, capture_output=True, text=True, env={**env, "PYTHONDONTWRITEBYTECODE": "1"}, check=True
+    ).stdout
     assert outs[0] == outs[1] == plain
     assert list(datacache.CACHE_DIR.glob("data-catalog.*.pickle"))

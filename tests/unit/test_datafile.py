@@ -42,20 +42,30 @@ def test_a_record_is_its_tables_schema():
     assert record_keys(Outer) == ("size", "count", "kind", "inner", "source")
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"size": "1 B", "source": "s", "sise": "2 B"}, "my.toml: things.x: unknown field 'sise'; did you mean 'size'?"),
-    ({"sise": "1 B", "source": "s"}, "my.toml: things.x: unknown field 'sise'; did you mean 'size'?"),
-    ({"size": "1 B", "source": "s", "zzz": 1}, "my.toml: things.x: unknown field 'zzz' (its fields: size, count, "
-                                               "kind, inner, source)"),
-    ({"size": "1 B"}, "my.toml: things.x: missing field 'source'"),
-    ({"size": 1024, "source": "s"}, "my.toml: things.x.size 1024 has no unit; expected e.g. 16KiB, 1 MB, 2GiB"),
-    ({"size": "1 B", "count": True, "source": "s"}, "my.toml: things.x.count: expected an integer, got True"),
-    ({"size": "1 B", "kind": "c", "source": "s"}, "my.toml: things.x.kind: 'c' is not one of a, b"),
-    ({"size": "1 B", "source": "s", "inner": {"flor": "1 us", "source": "t"}},
-     "my.toml: things.x.inner: unknown field 'flor'; did you mean 'floor'?"),
-    ({"size": "1 B", "source": "s", "inner": "no"}, "my.toml: things.x.inner: expected a table, got 'no'"),
-    ({"size": "1 B", "source": "s", "size_note": 3}, "my.toml: things.x.size_note: a note ('size_note') is text"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            {"size": "1 B", "source": "s", "sise": "2 B"},
+            "my.toml: things.x: unknown field 'sise'; did you mean 'size'?",
+        ),
+        ({"sise": "1 B", "source": "s"}, "my.toml: things.x: unknown field 'sise'; did you mean 'size'?"),
+        (
+            {"size": "1 B", "source": "s", "zzz": 1},
+            "my.toml: things.x: unknown field 'zzz' (its fields: size, count, kind, inner, source)",
+        ),
+        ({"size": "1 B"}, "my.toml: things.x: missing field 'source'"),
+        ({"size": 1024, "source": "s"}, "my.toml: things.x.size 1024 has no unit; expected e.g. 16KiB, 1 MB, 2GiB"),
+        ({"size": "1 B", "count": True, "source": "s"}, "my.toml: things.x.count: expected an integer, got True"),
+        ({"size": "1 B", "kind": "c", "source": "s"}, "my.toml: things.x.kind: 'c' is not one of a, b"),
+        (
+            {"size": "1 B", "source": "s", "inner": {"flor": "1 us", "source": "t"}},
+            "my.toml: things.x.inner: unknown field 'flor'; did you mean 'floor'?",
+        ),
+        ({"size": "1 B", "source": "s", "inner": "no"}, "my.toml: things.x.inner: expected a table, got 'no'"),
+        ({"size": "1 B", "source": "s", "size_note": 3}, "my.toml: things.x.size_note: a note ('size_note') is text"),
+    ],
+)
 def test_what_the_reader_refuses(data, message):
     with pytest.raises(CatalogError) as err:
         _read(data)
@@ -80,6 +90,7 @@ def test_names_are_found_in_any_case():
 
 # --- the model-family file (catalog/families.toml) ---------------------------------------------------
 
+
 def _families_raw() -> dict:
     return tomllib.loads(read_builtin(families.WHERE))
 
@@ -93,11 +104,14 @@ def test_the_family_table_is_read_from_its_file():
     assert families.SIGNATURES[0] == ("deepseek_v32", ("kv_lora_rank", "index_topk"))
 
 
-@pytest.mark.parametrize("family, typo, near", [
-    ("qwen2", "qkv_biass", "qkv_bias"),
-    ("llama4", "dense_width_kee", "dense_width_key"),
-    ("gemma2", "window", "windows"),
-])
+@pytest.mark.parametrize(
+    "family, typo, near",
+    [
+        ("qwen2", "qkv_biass", "qkv_bias"),
+        ("llama4", "dense_width_kee", "dense_width_key"),
+        ("gemma2", "window", "windows"),
+    ],
+)
 def test_a_misspelt_family_key_names_the_file_the_family_and_the_nearest_key(family, typo, near):
     raw = _families_raw()
     raw["families"][family][typo] = raw["families"][family].get(near, "x")

@@ -30,8 +30,7 @@ def _user(tmp_path, text, name="user.toml"):
 def test_every_degraded_entry_says_so_in_its_name(cat):
     entries = [*cat.systems.values(), *cat.cpus.values(), *cat.host_staged.values()]
     degraded = [e for e in entries if e.degraded]
-    assert {e.name for e in degraded} >= {"l40s-pcie-nps1-degraded", "epyc-nps1-degraded",
-                                          "gen4-epyc-nps1-2s-degraded"}
+    assert {e.name for e in degraded} >= {"l40s-pcie-nps1-degraded", "epyc-nps1-degraded", "gen4-epyc-nps1-2s-degraded"}
     for e in degraded:
         assert "degraded" in e.name, e.name
     for e in entries:
@@ -42,8 +41,9 @@ def test_every_degraded_entry_says_so_in_its_name(cat):
             assert s.degraded and "degraded" in s.name, s.name
 
 
-@pytest.mark.parametrize("old, new, kind", [("l40s-pcie", "l40s-pcie-nps1-degraded", "system"),
-                                            ("epyc-nps1", "epyc-nps1-degraded", "cpu")])
+@pytest.mark.parametrize(
+    "old, new, kind", [("l40s-pcie", "l40s-pcie-nps1-degraded", "system"), ("epyc-nps1", "epyc-nps1-degraded", "cpu")]
+)
 def test_an_old_name_is_taken_with_a_note_that_says_degraded(cat, old, new, kind):
     look = cat.system if kind == "system" else cat.cpu
     with pytest.warns(RenamedName, match=rf"'{old}' is now '{new}', a degraded profile: EPYC in NPS1"):
@@ -66,27 +66,45 @@ def test_degraded_note_is_said_for_degraded_systems_only(cat):
     assert degraded_note(cat.systems["l40s-pcie-switch"]) == ()
 
 
-SYSTEM = ("[systems.{name}]\ngpu='l40s'\ngpus_per_node=8\ntopology='pcie'\nintra_fabric='pcie4'\n"
-          "cpu='{cpu}'\nsource='a'\n{extra}")
+SYSTEM = (
+    "[systems.{name}]\ngpu='l40s'\ngpus_per_node=8\ntopology='pcie'\nintra_fabric='pcie4'\n"
+    "cpu='{cpu}'\nsource='a'\n{extra}"
+)
 
 
-@pytest.mark.parametrize("text, message", [
-    (SYSTEM.format(name="slow-box", cpu="xeon-spr", extra="degraded='BIOS in NPS1'\n"),
-     "a degraded profile's name says so: rename 'slow-box'"),
-    (SYSTEM.format(name="slow-box-degraded", cpu="xeon-spr", extra="degraded=' '\n"), "must say why"),
-    ("[renamed.systems]\n'my-old' = 'no-such-box'\n", "renamed to 'no-such-box', which is no entry"),
-    ("[renamed.systems]\n'hgx-h100' = 'hgx-h200'\n", "'hgx-h100' is still the name of an entry"),
-    ("[renamed.fabrics]\n'a' = 'pcie4'\n", "names of \\[fabrics\\] cannot be renamed"),
-    ("[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen5-xeon-spr-2s'\n"
-     "p2p=false\nsource='a'\n", "is a ring across sockets"),
-    ("[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen4-epyc-nps1-1s-degraded'\n"
-     "p2p=false\nsource='a'\n", "is degraded"),
-    ("[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen4-1s-root-ports'\n"
-     "achievable_bandwidth='9 GB/s'\np2p=false\nsource='a'\n", "names a host_staged row"),
-    ("[host_staged.slow-pod]\npcie_gen=4\nsockets=1\nnuma='not-stated'\nattach='not-stated'\ncpu='x'\ngpus=2\n"
-     "environment='container'\nbusbw='1 GB/s'\nmeasured=true\ndegraded='a pod'\nsource='a'\n",
-     "a degraded platform's name says so"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            SYSTEM.format(name="slow-box", cpu="xeon-spr", extra="degraded='BIOS in NPS1'\n"),
+            "a degraded profile's name says so: rename 'slow-box'",
+        ),
+        (SYSTEM.format(name="slow-box-degraded", cpu="xeon-spr", extra="degraded=' '\n"), "must say why"),
+        ("[renamed.systems]\n'my-old' = 'no-such-box'\n", "renamed to 'no-such-box', which is no entry"),
+        ("[renamed.systems]\n'hgx-h100' = 'hgx-h200'\n", "'hgx-h100' is still the name of an entry"),
+        ("[renamed.fabrics]\n'a' = 'pcie4'\n", "names of \\[fabrics\\] cannot be renamed"),
+        (
+            "[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen5-xeon-spr-2s'\n"
+            "p2p=false\nsource='a'\n",
+            "is a ring across sockets",
+        ),
+        (
+            "[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen4-epyc-nps1-1s-degraded'\n"
+            "p2p=false\nsource='a'\n",
+            "is degraded",
+        ),
+        (
+            "[fabrics.x-shm]\nkind='pcie'\nnccl_link='pci'\nbandwidth='31.5 GB/s'\nhost_staged='gen4-1s-root-ports'\n"
+            "achievable_bandwidth='9 GB/s'\np2p=false\nsource='a'\n",
+            "names a host_staged row",
+        ),
+        (
+            "[host_staged.slow-pod]\npcie_gen=4\nsockets=1\nnuma='not-stated'\nattach='not-stated'\ncpu='x'\ngpus=2\n"
+            "environment='container'\nbusbw='1 GB/s'\nmeasured=true\ndegraded='a pod'\nsource='a'\n",
+            "a degraded platform's name says so",
+        ),
+    ],
+)
 def test_the_loader_holds_the_rules(tmp_path, text, message):
     with pytest.raises(CatalogError, match=message):
         load_catalog([_user(tmp_path, text)])
@@ -98,10 +116,13 @@ def test_a_user_node_on_a_degraded_cpu_is_degraded(tmp_path):
     s = cat.system("my-box")
     assert s.cpu.name == "epyc-nps1-degraded"  # the old CPU name, read as the new one
     assert s.degraded.startswith("on CPU epyc-nps1-degraded: EPYC in NPS1")
-    assert degraded_note(s)[0].startswith("warning: my-box is a degraded profile")  # its name lacks the word: the note says it
+    assert degraded_note(s)[0].startswith(
+        "warning: my-box is a degraded profile"
+    )  # its name lacks the word: the note says it
 
 
 # --- host-staged paths -----------------------------------------------------------------------
+
 
 def test_the_no_p2p_fabrics_rise_with_the_generation_on_one_platform(cat):
     """The issue's complaint: Gen3 4, Gen4 3.74, Gen5 35, Gen6 24 GB/s mixed a cross-socket pod, a
@@ -141,17 +162,23 @@ def test_estimated_rows_scale_a_measured_row_by_the_link(cat):
     rows = cat.host_staged
     # an SHM hop crosses each GPU's link twice, so it scales with the link: x 15.75/31.5 and x 121/63
     assert est["gen3-1s-estimate"].busbw_bytes_per_s == pytest.approx(
-        rows["gen4-1s-root-ports"].busbw_bytes_per_s * 15.75 / 31.5, rel=0.01)
+        rows["gen4-1s-root-ports"].busbw_bytes_per_s * 15.75 / 31.5, rel=0.01
+    )
     assert est["gen6-1s-estimate"].busbw_bytes_per_s == pytest.approx(
-        rows["gen5-xeon-spr-1s"].busbw_bytes_per_s * 121 / 63, rel=0.01)
+        rows["gen5-xeon-spr-1s"].busbw_bytes_per_s * 121 / 63, rel=0.01
+    )
 
 
 def test_the_cpu_entries_quote_their_host_staged_rows(cat):
     rows = cat.host_staged
-    assert cat.cpus["epyc-nps1-degraded"].socket_stream_bytes_per_s == rows["gen4-epyc-nps1-2s-degraded"].busbw_bytes_per_s
+    assert (
+        cat.cpus["epyc-nps1-degraded"].socket_stream_bytes_per_s == rows["gen4-epyc-nps1-2s-degraded"].busbw_bytes_per_s
+    )
     assert cat.cpus["epyc-turin"].socket_stream_bytes_per_s == pytest.approx(  # 21.1 of 21.12
-        rows["gen5-epyc-turin-2s"].busbw_bytes_per_s, rel=0.005)
+        rows["gen5-epyc-turin-2s"].busbw_bytes_per_s, rel=0.005
+    )
     assert cat.cpus["xeon-spr"].socket_link_bytes_per_s == rows["gen5-xeon-spr-2s"].busbw_bytes_per_s
     # 8 hops of one socket's 5.16 GB/s SHM ring: the host path the degraded box's four GPUs share
     assert cat.cpus["epyc-nps1-degraded"].host_bytes_per_s == pytest.approx(
-        8 * rows["gen4-epyc-nps1-1s-degraded"].busbw_bytes_per_s, rel=0.01)
+        8 * rows["gen4-epyc-nps1-1s-degraded"].busbw_bytes_per_s, rel=0.01
+    )

@@ -45,7 +45,9 @@ def test_measured_floors():
     for impl, measured in (("vllm", 4.68e-6), ("sglang", 3.53e-6), ("trtllm", 3.23e-6)):
         t = collective_cost("all-reduce", 1024, "hgx-h100", impl=impl).time_s
         assert t == pytest.approx(measured, rel=0.12), impl
-    assert collective_cost("all-reduce", 1024, "hgx-b200", gpus=2, impl="vllm").time_s == pytest.approx(6.87e-6, rel=0.05)
+    assert collective_cost("all-reduce", 1024, "hgx-b200", gpus=2, impl="vllm").time_s == pytest.approx(
+        6.87e-6, rel=0.05
+    )
 
 
 def test_unknown_engine():
@@ -55,8 +57,10 @@ def test_unknown_engine():
 
 # --- the per-host rule, the same in allreduce, plan and deploy (issue 20, fault 3) -------------
 
+
 def _plan_kinds(engine, tp, system="gb200-nvl72"):
     from shardbudget.decide.planner import plan as run_plan
+
     r = run_plan(request("llama-3.1-70b", system, batches=[1], engine=engine))
     return r.assumptions.allreduce[f"TP{tp}"]
 
@@ -97,6 +101,7 @@ def test_per_host_rule_in_deploy():
     """deploy prices TP8 on an NVL72 with the plan's own rule: its ITL at its batch is the plan's."""
     from shardbudget.decide.deploy import Workload, deploy
     from shardbudget.decide.planner import plan as run_plan
+
     r = deploy(request("llama-3.1-8b", "gb200-nvl72", engine="vllm", work=Workload(context=4096)), gpus=8)
     opt = next(o for o in r.options if (o.tp, o.pp, o.replicas) == (8, 1, 1))
     result = run_plan(request("llama-3.1-8b", "gb200-nvl72", batches=[opt.max_batch], context=4096, engine="vllm"))
@@ -107,7 +112,10 @@ def test_per_host_rule_in_deploy():
 def test_forced_custom_is_labelled_as_priced():
     """plan --impl custom on l40s-pcie-nps1-degraded: 4 GPUs have no P2P, so NCCL is priced and the header says so."""
     from shardbudget.decide.planner import plan as run_plan
-    words = run_plan(request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], impl="custom")).assumptions.allreduce
+
+    words = run_plan(
+        request("llama-3.1-8b", "l40s-pcie-nps1-degraded", batches=[1], impl="custom")
+    ).assumptions.allreduce
     assert words["TP2"] == "custom (forced by --impl)"
     assert words["TP4"].startswith("NCCL: --impl custom cannot run here") and "peer-to-peer" in words["TP4"]
 
@@ -116,12 +124,14 @@ def test_deploy_refuses_gpus_spread_over_more_nodes():
     """deploy --gpus 8 --nodes 4 on hgx-h100: the header said 4 nodes while one was priced."""
     from shardbudget.decide.deploy import deploy
     from shardbudget.errors import PlanError
+
     with pytest.raises(PlanError, match="8 GPUs fill 1 x hgx-h100.*not 4"):
         deploy(request("llama-3.1-8b", "hgx-h100", nodes=4), gpus=8)
 
 
 def test_nvls_runs_simple_only():
     from shardbudget.errors import PlanError
+
     with pytest.raises(PlanError, match="NVLS runs the Simple protocol only"):
         collective_cost("all-reduce", 16384, "gb200-nvl72", gpus=72, algo="nvls", protocol="ll")
     with pytest.raises(PlanError, match="NVLS needs NVSwitch"):
@@ -135,6 +145,7 @@ def test_trtllm_two_shot_at_two_gpus_is_one_exchange():
     from shardbudget.comm.custom_kernels import custom_candidate
     from shardbudget.comm.lines import times_and_latencies_s
     import numpy as np
+
     n = np.array([128 << 10], dtype=float)
     pair = make_group("hgx-h100", nodes=1, gpus=2)
     one, two = (times_and_latencies_s([custom_candidate(pair, s, engine="trtllm")], n)[0][0] for s in (1, 2))
@@ -153,6 +164,7 @@ def test_vllm_symmetric_memory_on_h100_tp8_against_its_release_rows():
     from shardbudget.comm.custom_kernels import custom_candidate, symm_mem_candidate
     from shardbudget.comm.lines import times_and_latencies_s
     import numpy as np
+
     group = make_group("hgx-h100", nodes=1, gpus=8)
     rows = {256 << 10: 10.70, 512 << 10: 11.87, 1 << 20: 14.82, 32 << 20: 177.75}
     t, _ = times_and_latencies_s([symm_mem_candidate(group)], np.array(list(rows), dtype=float))

@@ -9,15 +9,21 @@ import math
 import numpy as np
 import pytest
 
-from shardbudget.engines import (ALLREDUCE_KINDS, ENGINE_NAMES, allreduce_choice, allreduce_ranges,
-                                 default_memory_fraction, load_engine)
+from shardbudget.engines import (
+    ALLREDUCE_KINDS,
+    ENGINE_NAMES,
+    allreduce_choice,
+    allreduce_ranges,
+    default_memory_fraction,
+    load_engine,
+)
 from shardbudget.datacache import read_builtin
 from shardbudget.engines.cli_tables import ROLES, load_cli
 from shardbudget.engines.presets import read_engine
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.errors import CatalogError, UnknownNameError
 
-KiB, MiB, MB = 1024, 1024 ** 2, 1e6
+KiB, MiB, MB = 1024, 1024**2, 1e6
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +45,21 @@ def test_unknown_engine_suggests_the_closest():
 
 # --- vLLM custom all-reduce: csrc/custom_all_reduce.cuh REDUCE_CASE, custom_all_reduce.py ----------
 
-@pytest.mark.parametrize("ws, size, kind", [
-    (8, 128 * KiB, "one-shot"),         # ws <= 8 and bytes < 256 KiB
-    (8, 256 * KiB, "two-shot"),         # the test is strict: 256 KiB itself is two-shot
-    (8, 8 * MiB - 16, "two-shot"),
-    (8, 8 * MiB, "nccl"),               # inp_size < max_size (8192 * 1024) fails at 8 MiB
-    (4, 300 * KiB, "one-shot"),         # ws <= 4 and bytes < 512 KiB
-    (4, 512 * KiB, "two-shot"),
-    (6, 300 * KiB, "two-shot"),         # 6 GPUs fall under the 256 KiB rule
-    (2, 4 * MiB, "one-shot"),           # world size 2: always cross_device_reduce_1stage
-    (3, 16 * KiB, "nccl"),              # _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
-])
+
+@pytest.mark.parametrize(
+    "ws, size, kind",
+    [
+        (8, 128 * KiB, "one-shot"),  # ws <= 8 and bytes < 256 KiB
+        (8, 256 * KiB, "two-shot"),  # the test is strict: 256 KiB itself is two-shot
+        (8, 8 * MiB - 16, "two-shot"),
+        (8, 8 * MiB, "nccl"),  # inp_size < max_size (8192 * 1024) fails at 8 MiB
+        (4, 300 * KiB, "one-shot"),  # ws <= 4 and bytes < 512 KiB
+        (4, 512 * KiB, "two-shot"),
+        (6, 300 * KiB, "two-shot"),  # 6 GPUs fall under the 256 KiB rule
+        (2, 4 * MiB, "one-shot"),  # world size 2: always cross_device_reduce_1stage
+        (3, 16 * KiB, "nccl"),  # _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
+    ],
+)
 def test_vllm_custom_allreduce_thresholds_without_symm_mem(vllm, ws, size, kind):
     # arch=None: no symmetric-memory table (A100, L40S ...), so only custom AR and NCCL remain
     assert allreduce_choice(vllm, ws, size, nvlink=True, p2p=True) == kind
@@ -100,13 +110,20 @@ def test_vllm_sm103_tables_for_b300_and_gb300(vllm):
 def test_vllm_ranges_for_the_plan_header(vllm):
     inf = math.inf
     assert allreduce_ranges(vllm, 8, nvlink=True, p2p=True, arch="hopper") == (
-        (256 * KiB, "one-shot"), (64 * MiB, "symm-mem-multimem"), (inf, "nccl"))
+        (256 * KiB, "one-shot"),
+        (64 * MiB, "symm-mem-multimem"),
+        (inf, "nccl"),
+    )
     assert allreduce_ranges(vllm, 8, nvlink=True, p2p=True) == (
-        (256 * KiB, "one-shot"), (8 * MiB, "two-shot"), (inf, "nccl"))
+        (256 * KiB, "one-shot"),
+        (8 * MiB, "two-shot"),
+        (inf, "nccl"),
+    )
     assert allreduce_ranges(vllm, 4, nvlink=False, p2p=True) == ((inf, "nccl"),)
 
 
 # --- SGLang 0.5.14: JIT CustomAllReduceV2 by default on NVLink, the sgl-kernel kernel on 2 PCIe GPUs -
+
 
 def test_sglang_custom_allreduce_and_defaults():
     sg = load_engine("sglang-0.5.14")
@@ -114,7 +131,7 @@ def test_sglang_custom_allreduce_and_defaults():
     # ModeConfig(160 * KB, 160 * KB): one-shot while bytes <= 160 KiB, two-shot to the 16 MiB buffer
     assert allreduce_choice(sg, 8, 160 * KiB, True, True, arch="hopper") == "one-shot"
     assert allreduce_choice(sg, 8, 160 * KiB + 16, True, True, arch="hopper") == "two-shot"
-    assert allreduce_choice(sg, 8, 9 * MiB, True, True, arch="hopper") == "two-shot"   # no symm-mem by default
+    assert allreduce_choice(sg, 8, 9 * MiB, True, True, arch="hopper") == "two-shot"  # no symm-mem by default
     assert allreduce_choice(sg, 8, 16 * MiB, True, True, arch="hopper") == "two-shot"  # should_custom_ar: <=
     assert allreduce_choice(sg, 8, 16 * MiB + 16, True, True, arch="hopper") == "nccl"
     # 4 GPUs: push 384 KiB, pull 256 KiB -> one-shot to 384 KiB on Hopper; B200 table 2 MiB, B300 (10.3) too
@@ -128,7 +145,7 @@ def test_sglang_custom_allreduce_and_defaults():
     # V2 needs full NVLink even at 2 GPUs: two PCIe GPUs keep CustomAllreduce (one-shot, <= 8 MiB)
     assert allreduce_choice(sg, 2, 8 * MiB, False, True, arch="8.9") == "one-shot"
     assert allreduce_choice(sg, 2, 8 * MiB + 16, False, True, arch="8.9") == "nccl"
-    assert allreduce_choice(sg, 2, 16 * MiB, True, True, arch="9.0") == "one-shot"     # pull INF, 16 MiB buffer
+    assert allreduce_choice(sg, 2, 16 * MiB, True, True, arch="9.0") == "one-shot"  # pull INF, 16 MiB buffer
     # sglang-0.4 keeps REDUCE_CASE: 4 GPUs one-shot below 512 KiB, 8 MiB strict
     old = load_engine("sglang-0.4")
     assert allreduce_choice(old, 4, 512 * KiB - 16, True, True, arch="10.0") == "one-shot"
@@ -140,7 +157,7 @@ def test_sglang_custom_allreduce_and_defaults():
 
 def test_sglang_mem_fraction_static_rule():
     sg = load_engine("sglang-0.5.14")
-    mib = 2 ** 20
+    mib = 2**20
     # H100 80GB (81559 MiB), TP8: reserved = 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 = 14848 MiB
     # (>= the 10 GiB minimum), fraction = (81559 - 14848) / 81559 = 0.818
     assert default_memory_fraction(sg, 81559 * mib, tp=8) == pytest.approx(0.818, abs=1e-9)
@@ -149,6 +166,7 @@ def test_sglang_mem_fraction_static_rule():
 
 
 # --- TensorRT-LLM AUTO: allreduceOp.cpp selectImplementation + customAllReduceUtils.h table -----------
+
 
 def test_trtllm_auto_lookup_table():
     """TensorRT-LLM 1.3 (commit 005b299): AllReduceBestStrategyTable, RESIDUAL_RMS_NORM rows.
@@ -210,6 +228,7 @@ def test_trtllm_1_0_rule_by_tokens():
     # a plan's ranges on 8 A100s at hidden 4096: one-shot to 128 tokens (1 MiB, inclusive), NCCL above
     from shardbudget.comm.collectives import make_group
     from shardbudget.engines.allreduce import allreduce_ranges_for
+
     r = allreduce_ranges_for("trtllm-1.0", make_group("hgx-a100", gpus=8), float(h))
     assert r.describe() == "< 1 MiB: one-shot; larger: NCCL"
     index = r.kind_index(np.array([1 * MiB, 1 * MiB + h]))
@@ -226,7 +245,7 @@ def test_memory_fractions_and_what_they_count(vllm):
 
 
 def test_cuda_graphs_defaults(vllm):
-    assert vllm.cuda_graphs.decode and vllm.cuda_graphs.max_batch == 512   # min(2 x 256, 512)
+    assert vllm.cuda_graphs.decode and vllm.cuda_graphs.max_batch == 512  # min(2 x 256, 512)
     eager = load_engine("eager")
     assert not eager.cuda_graphs.decode
     assert eager.host.per_kernel_launch_s > vllm.host.per_kernel_launch_s
@@ -240,7 +259,9 @@ def test_cli_flags_for_launch_lines():
     for name in ENGINE_NAMES:
         cli = load_cli(name)
         assert all(cli.flag(role) for role in ("tensor_parallel", "max_batch", "max_model_len", "memory_fraction"))
-    with pytest.raises(CatalogError, match=r"engines/tgi.toml: cli has no flag for 'port' \(its roles: tensor_parallel"):
+    with pytest.raises(
+        CatalogError, match=r"engines/tgi.toml: cli has no flag for 'port' \(its roles: tensor_parallel"
+    ):
         load_cli("tgi").flag("port")
     assert "port" in ROLES and "flags" not in ROLES and "positional" not in ROLES
     assert load_cli("sglang").programs["router"].package == "sglang-router==0.3.2"
@@ -251,6 +272,7 @@ def test_cli_flags_for_launch_lines():
 def _raw(name: str) -> dict:
     """A preset file as parsed, to break (the strict reader's tests)."""
     import tomllib
+
     return tomllib.loads(read_builtin(f"engines/{name}.toml"))
 
 
@@ -266,8 +288,12 @@ def test_malformed_preset_names_file_and_key(vllm):
 
 
 def test_kinds_are_declared(vllm):
-    seen = {allreduce_choice(vllm, ws, s, True, True, arch=a)
-            for ws in (1, 2, 4, 8) for s in (1 * KiB, 1 * MiB, 40 * MiB, 1e9) for a in (None, "hopper")}
+    seen = {
+        allreduce_choice(vllm, ws, s, True, True, arch=a)
+        for ws in (1, 2, 4, 8)
+        for s in (1 * KiB, 1 * MiB, 40 * MiB, 1e9)
+        for a in (None, "hopper")
+    }
     assert seen <= set(ALLREDUCE_KINDS)
 
 
@@ -282,9 +308,16 @@ def test_sglang_static_fraction_holds_weights_and_kv_alone():
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import Plan, load_model
     from shardbudget.step.memory import fits, memory_need, raised_fraction, required_fraction
+
     cfg, gpu = load_model("deepseek-v3"), load_catalog().system("hgx-b200").gpu
-    need = memory_need(cfg, Plan(4), precision=precision_for(cfg, load_catalog().system("hgx-b200"))[0],
-                       engine="sglang", batch=16, context=9216)
+    need = memory_need(
+        cfg,
+        Plan(4),
+        precision=precision_for(cfg, load_catalog().system("hgx-b200"))[0],
+        engine="sglang",
+        batch=16,
+        context=9216,
+    )
     assert load_engine("sglang").memory.fraction_of == "static"
     assert default_memory_fraction(load_engine("sglang"), gpu.memory_bytes, tp=4) == pytest.approx(0.855)
     static = (need.weights + need.kv_cache) / gpu.memory_bytes
@@ -308,16 +341,20 @@ def test_release_floor_table_names_known_generations():
 
 # --- the strict reader (issue 32): a misspelt key is refused, never kept at its default ------------
 
-@pytest.mark.parametrize("table, typo, near", [
-    ("host", "per_stepp", "per_step"),                        # the issue's example: per_step kept its default
-    ("allreduce.custom", "max_bytez", "max_bytes"),           # ... and max_bytes
-    ("cuda_graphs", "max_bach", "max_batch"),
-    ("memory", "cuda_contxt", "cuda_context"),
-    ("cli", "tensor_paralel", "tensor_parallel"),
-    ("cli.programs.router", "packge", "package"),
-    ("cli.support", "imagee", "image"),
-    ("allreduce.custom.tuned", "max_byte", "max_bytes"),
-])
+
+@pytest.mark.parametrize(
+    "table, typo, near",
+    [
+        ("host", "per_stepp", "per_step"),  # the issue's example: per_step kept its default
+        ("allreduce.custom", "max_bytez", "max_bytes"),  # ... and max_bytes
+        ("cuda_graphs", "max_bach", "max_batch"),
+        ("memory", "cuda_contxt", "cuda_context"),
+        ("cli", "tensor_paralel", "tensor_parallel"),
+        ("cli.programs.router", "packge", "package"),
+        ("cli.support", "imagee", "image"),
+        ("allreduce.custom.tuned", "max_byte", "max_bytes"),
+    ],
+)
 def test_a_misspelt_preset_key_names_the_file_the_table_and_the_nearest_key(table, typo, near):
     raw = _raw("sglang")
     part = raw
@@ -354,8 +391,8 @@ def test_every_preset_reads_strictly_and_keeps_its_numbers():
         assert read_engine(raw, f"engines/{name}.toml").name == name
     sglang = load_engine("sglang")
     assert sglang.memory.computed_default and sglang.memory.reserve.reserved_base_bytes == 512 * MiB
-    assert sglang.cuda_graphs.max_batch_by_memory[0] == (20 * 2 ** 30, 8, 8)  # 0.5.23's T4 / 4080 row
-    assert load_engine("sglang-0.5.14").cuda_graphs.max_batch_by_memory[0] == (35 * 2 ** 30, 24, 80)
+    assert sglang.cuda_graphs.max_batch_by_memory[0] == (20 * 2**30, 8, 8)  # 0.5.23's T4 / 4080 row
+    assert load_engine("sglang-0.5.14").cuda_graphs.max_batch_by_memory[0] == (35 * 2**30, 24, 80)
     assert load_engine("vllm").memory.max_num_batched_tokens == 8192 and not load_engine("vllm").memory.computed_default
     assert load_engine("trtllm").memory.allreduce_workspace_bytes == 8e6
 
@@ -370,6 +407,7 @@ def test_engine_names_are_spelt_as_the_presets_name_them():
 
 
 # --- vLLM 0.34.0 and SGLang 0.5.23 (issue 37): what each release's own source says -----------------
+
 
 def test_vllm_034_flashinfer_first():
     v = load_engine("vllm")
@@ -405,11 +443,12 @@ def test_sglang_0523_tuned_tables():
     assert allreduce_choice(sg, 2, 1 * MiB + 16, True, True, arch="ampere") == "two-shot"
     # memory_hook.py: the 20-35 GiB row is 4096 tokens and 48 graph batches at TP < 4: RTX 4090 (24564
     # MiB) TP1 reserves 512 + 1.5 x 4096 + 2 x 48 + 128 = 6880 MiB -> 0.72
-    assert default_memory_fraction(sg, 24564 * 2 ** 20, tp=1) == pytest.approx(0.720, abs=1e-9)
+    assert default_memory_fraction(sg, 24564 * 2**20, tp=1) == pytest.approx(0.720, abs=1e-9)
 
 
 def test_release_presets_and_rows():
     from shardbudget.engines.releases import LINES, age_note, diff, preset_for
+
     for engine, names in LINES.items():
         assert names[-1] == engine and all(n in ENGINE_NAMES for n in names)
     # a row is priced by the oldest preset at or after its release; exact where it was read there

@@ -19,10 +19,14 @@ CAT = load_catalog()
 T = r"(\d+(?:\.\d+)?) (ns|µs|ms|s)"
 R = r"(\d+\.\d+)x"
 REQUESTS = [  # (model, systems, batch, engine)
-    ("llama-3.1-70b", ("hgx-h100",), 1, "vllm"), ("llama-3.1-70b", ("hgx-h100",), 64, "sglang"),
-    ("llama-3.1-70b", ("h100-pcie",), 1, "vllm"), ("llama-3.1-70b", ("l40s-pcie-nps1-degraded",), 8, "vllm"),
-    ("deepseek-v3", ("hgx-h200", "mi300x"), 1, "vllm"), ("llama-3.1-8b", ("rtx4090-pcie",), 16, "trtllm"),
-    ("qwen3-30b-a3b", ("hgx-b200",), 32, "vllm"), ("llama-3.1-70b", ("mi300x", "hgx-h100", "l40s-pcie-nps1-degraded"), 4, "vllm"),
+    ("llama-3.1-70b", ("hgx-h100",), 1, "vllm"),
+    ("llama-3.1-70b", ("hgx-h100",), 64, "sglang"),
+    ("llama-3.1-70b", ("h100-pcie",), 1, "vllm"),
+    ("llama-3.1-70b", ("l40s-pcie-nps1-degraded",), 8, "vllm"),
+    ("deepseek-v3", ("hgx-h200", "mi300x"), 1, "vllm"),
+    ("llama-3.1-8b", ("rtx4090-pcie",), 16, "trtllm"),
+    ("qwen3-30b-a3b", ("hgx-b200",), 32, "vllm"),
+    ("llama-3.1-70b", ("mi300x", "hgx-h100", "l40s-pcie-nps1-degraded"), 4, "vllm"),
 ]
 
 
@@ -39,14 +43,17 @@ def _t(m: re.Match, k: int) -> float:
 
 def _check(ratio_text: str, a: float, b: float) -> None:
     decimals = len(ratio_text.split(".")[1])
-    assert float(ratio_text) == pytest.approx(a / b, abs=0.5 * 10 ** -decimals + 1e-9), (ratio_text, a, b)
+    assert float(ratio_text) == pytest.approx(a / b, abs=0.5 * 10**-decimals + 1e-9), (ratio_text, a, b)
 
 
 def _ratios(text: str) -> int:
     """Check every quoted ratio of `text` against the two times it compares; return how many."""
     n = 0
-    for m in re.finditer(rf"at {T} per call \({R}\), {T} of communication per token against {T} \({R}\), an ITL "
-                         rf"of {T} against {T} \({R}\)\. At batch \d+ a call takes {T} against {T} \({R}\)", text):
+    for m in re.finditer(
+        rf"at {T} per call \({R}\), {T} of communication per token against {T} \({R}\), an ITL "
+        rf"of {T} against {T} \({R}\)\. At batch \d+ a call takes {T} against {T} \({R}\)",
+        text,
+    ):
         fast = re.search(rf"fastest: .*? at {T} per call\.", text)
         g = m.groups()
         _check(g[2], _t(m, 0), _t(fast, 0))
@@ -82,8 +89,11 @@ def test_every_quoted_ratio_is_the_ratio_of_the_quoted_numbers(answers):
 
 def test_the_gpu_and_the_fabric_add_up_to_the_difference(answers):
     take = answers[0].takeaway
-    for m in re.finditer(rf"ITL {T} against {T}; .*?the GPU makes ([+-]){T} of the ([+-]){T} difference, the "
-                         rf"fabric ([+-]){T}\.", take):
+    for m in re.finditer(
+        rf"ITL {T} against {T}; .*?the GPU makes ([+-]){T} of the ([+-]){T} difference, the "
+        rf"fabric ([+-]){T}\.",
+        take,
+    ):
         g = m.groups()
         itl_b, itl_a = parse_seconds(f"{g[0]} {g[1]}"), parse_seconds(f"{g[2]} {g[3]}")
         gpu, diff, fabric = (float(f"{g[i]}1") * parse_seconds(f"{g[i + 1]} {g[i + 2]}") for i in (4, 7, 10))
@@ -129,7 +139,11 @@ def test_q3_names_what_the_group_loses_and_the_hop_it_prices():
     assert f["one_node_call"]["words"] == "vllm FlashInfer one-shot" and f["across_call"]["algorithm"] == "tree"
     assert f["network_hop_algorithm"] == "tree" and f["network_hop_s"] == pytest.approx(5e-6)  # tuning.cc NET tree LL
     # issue 34: at 16 KiB the node runs vLLM 0.34.0's FlashInfer one-shot, not NVLS: the group loses the kernel it ran
-    assert f["lost"] == ["vllm FlashInfer one-shot (3.783 µs per call)"] and "NVLS" not in q3.text and "an estimate" in q3.text
+    assert (
+        f["lost"] == ["vllm FlashInfer one-shot (3.783 µs per call)"]
+        and "NVLS" not in q3.text
+        and "an estimate" in q3.text
+    )
     # 6.8% under vLLM 0.34.0 (FlashInfer's one-shot, 3.78 us a call); 8% under 0.19.0's custom kernel (5.39 us)
     assert f["one_node_comm_share"] == pytest.approx(0.07, abs=0.01)
     assert f["two_node_comm_share"] == pytest.approx(0.46, abs=0.01)  # LL staged per network step (a431f97)
@@ -150,11 +164,14 @@ def test_explain_agrees_with_plan_on_the_first_systems_row():
     assert ex[0].figures["cases"][0]["itl_s"] == row.itl_s and ex.dtype == "fp8" and ex.engine == "sglang"
 
 
-@pytest.mark.parametrize("systems, message", [
-    (["hgx-h10"], "did you mean"),
-    (["hgx-h100", "hgx-h100"], "system listed twice"),
-    ([], "at least one system"),
-])
+@pytest.mark.parametrize(
+    "systems, message",
+    [
+        (["hgx-h10"], "did you mean"),
+        (["hgx-h100", "hgx-h100"], "system listed twice"),
+        ([], "at least one system"),
+    ],
+)
 def test_requests_explain_cannot_answer_are_one_clear_error(systems, message):
     with pytest.raises(ShardbudgetError, match=message):
         explain(sb_request("llama-3.1-70b", "hgx-h100", catalog=CAT), systems=systems)
@@ -164,6 +181,7 @@ def test_a_model_that_cannot_be_split_cannot_be_compared():
     """A model whose heads refuse TP2 has no TP all-reduce to compare over fabrics."""
     from dataclasses import replace
     from shardbudget.model import load_model
+
     odd = replace(load_model("llama-3.1-8b"), name="odd-heads", num_heads=31, num_kv_heads=1)
     with pytest.raises(ExplainError, match="cannot compare fabrics"):
         explain(sb_request(odd, "hgx-h100", catalog=CAT))
@@ -189,7 +207,9 @@ def test_nvl72_is_answered_at_the_planners_plan_and_across_racks():
     assert "the same TP8 group split over 2 racks" in q3.takeaway and "InfiniBand" in q3.takeaway
 
 
-@pytest.mark.parametrize("system", ["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "gb200-nvl72", "hgx-b200", "h100-pcie"])
+@pytest.mark.parametrize(
+    "system", ["hgx-h100", "l40s-pcie-nps1-degraded", "mi300x", "gb200-nvl72", "hgx-b200", "h100-pcie"]
+)
 def test_every_system_is_compared_at_the_planners_plan(system):
     """explain's first answer is at the plan `plan` calls latency-optimal on one node (issue 34)."""
     for batch in (1, 64):
@@ -207,11 +227,21 @@ def test_the_group_loses_only_what_its_inside_call_ran():
     which keeps NVLS inside each node; each with the inside call's time."""
     from shardbudget.decide.tp_limit import _lost
     from shardbudget.step.records import AllReduceCall
+
     system = CAT.system("hgx-h100")
 
     def call(kind, algorithm, time_s=10e-6):
-        return AllReduceCall(msg_bytes=1 << 20, count=161, time_s=time_s, latency_s=time_s / 2, kind=kind,
-                             algorithm=algorithm, protocol="simple", engine="vllm")
+        return AllReduceCall(
+            msg_bytes=1 << 20,
+            count=161,
+            time_s=time_s,
+            latency_s=time_s / 2,
+            kind=kind,
+            algorithm=algorithm,
+            protocol="simple",
+            engine="vllm",
+        )
+
     nvls, ring, tree = call("nccl", "nvls", 20e-6), call("nccl", "ring", 40e-6), call("nccl", "hierarchical", 30e-6)
     assert _lost(nvls, ring, system, 8) == ["NVLS, the switch's in-network reduction (20 µs per call)"]
     assert _lost(nvls, tree, system, 8) == []  # NVLSTree keeps NVLS inside each node

@@ -31,7 +31,11 @@ def test_the_pcie_what_ifs_run_on_healthy_references(name):
         else:  # each hop the generation's healthy one-socket SHM hop, on its own root port
             shm = CAT.host_staged[s.pcie.shm.host_staged]
             assert (s.pcie.shm.name, shm.sockets, shm.degraded, s.pcie.gpus_per_switch) == (
-                f"pcie{gen}-no-p2p", 1, "", 1)
+                f"pcie{gen}-no-p2p",
+                1,
+                "",
+                1,
+            )
             assert ring_path(s, 8).busbw_bytes_per_s == pytest.approx(shm.busbw_bytes_per_s)
 
 
@@ -55,8 +59,11 @@ def test_the_network_answer_says_when_the_network_is_the_faster_fabric():
     against 185.1 us): the answer may not be titled "Why is RoCE slow"."""
     q3 = explain(sb_request("llama-3.1-70b", "l40s-pcie-nps1-degraded", batches=(64,), catalog=CAT))[2]
     assert "Why is RoCE slow" not in q3.question and q3.question.startswith("Is RoCE slower than staying inside")
-    m = re.search(r"TP(\d+)'s 1 MiB all-reduce split over 2 nodes x (\d+) GPUs runs as .+? at (\S+ \S+) per call, "
-                  r"(\d+\.\d)x faster than the same group inside one node \((\S+ \S+)\)", q3.takeaway)
+    m = re.search(
+        r"TP(\d+)'s 1 MiB all-reduce split over 2 nodes x (\d+) GPUs runs as .+? at (\S+ \S+) per call, "
+        r"(\d+\.\d)x faster than the same group inside one node \((\S+ \S+)\)",
+        q3.takeaway,
+    )
     assert m, q3.takeaway
     tp, split, inside = int(m.group(1)), _seconds(m.group(3)), _seconds(m.group(5))
     assert tp == q3.figures["tp_one_node"] == 4 and int(m.group(2)) == 2  # the planner's TP4 PP4

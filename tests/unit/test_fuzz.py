@@ -52,16 +52,69 @@ def value_or_our_error(call):
 
 # --- units ---------------------------------------------------------------------------------------
 
-NUMBERS = ["0", "1", "8", "30", "-5", "1.5", ".5", "5.", "2.5e3", "1e-9", "1e999", "-1e999", "1e-999",
-           "nan", "inf", "-inf", "1_000", "0x10", "9" * 40, "1e", "--1", "1.2.3", "", "٣"]
+NUMBERS = [
+    "0",
+    "1",
+    "8",
+    "30",
+    "-5",
+    "1.5",
+    ".5",
+    "5.",
+    "2.5e3",
+    "1e-9",
+    "1e999",
+    "-1e999",
+    "1e-999",
+    "nan",
+    "inf",
+    "-inf",
+    "1_000",
+    "0x10",
+    "9" * 40,
+    "1e",
+    "--1",
+    "1.2.3",
+    "",
+    "٣",
+]
 PREFIXES = ["", "", "k", "K", "M", "G", "T", "E", "Y", "m", "u", "µ", "μ", "n", "p", "Ki", "Mi", "Gi", "Ei"]
-UNIT_WORDS = ["B", "b", "bit", "bits", "bytes", "B/s", "b/s", "bps", "Bps", "bit/s", "s", "sec", "seconds",
-              "FLOP/s", "FLOPS", "flops", "Hz", "parsecs", "%", "", "s/B", "GB", "ms"]
+UNIT_WORDS = [
+    "B",
+    "b",
+    "bit",
+    "bits",
+    "bytes",
+    "B/s",
+    "b/s",
+    "bps",
+    "Bps",
+    "bit/s",
+    "s",
+    "sec",
+    "seconds",
+    "FLOP/s",
+    "FLOPS",
+    "flops",
+    "Hz",
+    "parsecs",
+    "%",
+    "",
+    "s/B",
+    "GB",
+    "ms",
+]
 JUNK = st.text(alphabet=st.sampled_from(list(":,;/()[]+-=eE. #'\"\\\x00\u2028µμ\u200b10Bsé")), max_size=6)
 
-quantity_text = st.builds(lambda *parts: "".join(parts), st.sampled_from(["", " "]), st.sampled_from(NUMBERS),
-                          st.sampled_from(["", " ", "\t", "\u00a0"]), st.sampled_from(PREFIXES),
-                          st.sampled_from(UNIT_WORDS), JUNK | st.just(""))
+quantity_text = st.builds(
+    lambda *parts: "".join(parts),
+    st.sampled_from(["", " "]),
+    st.sampled_from(NUMBERS),
+    st.sampled_from(["", " ", "\t", "\u00a0"]),
+    st.sampled_from(PREFIXES),
+    st.sampled_from(UNIT_WORDS),
+    JUNK | st.just(""),
+)
 quantity_input = quantity_text | st.text(max_size=20) | st.floats() | st.integers() | st.booleans()
 
 
@@ -74,11 +127,13 @@ def _quantity(x: float, allow_zero: bool = False) -> float:
 @FAST
 @given(quantity_input, st.booleans(), st.booleans())
 def test_units_parsers(value, allow_zero, bare_ok):
-    for call in (lambda: _quantity(units.parse_bytes(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero),
-                 lambda: _quantity(units.parse_seconds(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero),
-                 lambda: _quantity(units.parse_rate(value)),
-                 lambda: _quantity(units.parse_flops(value)),
-                 lambda: _quantity(units.vendor_rate_to_bytes_per_s(value, "bidirectional"))):
+    for call in (
+        lambda: _quantity(units.parse_bytes(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero),
+        lambda: _quantity(units.parse_seconds(value, allow_zero=allow_zero, bare_ok=bare_ok), allow_zero),
+        lambda: _quantity(units.parse_rate(value)),
+        lambda: _quantity(units.parse_flops(value)),
+        lambda: _quantity(units.vendor_rate_to_bytes_per_s(value, "bidirectional")),
+    ):
         value_or_our_error(call)
 
 
@@ -95,8 +150,11 @@ def test_units_parser_examples_the_fuzzing_found():
 
 
 @FAST
-@given(st.lists(quantity_text | st.sampled_from(["8B", "1GiB", "64MiB", "2", "1.0000001", "x"]),
-                min_size=1, max_size=4).map(":".join))
+@given(
+    st.lists(
+        quantity_text | st.sampled_from(["8B", "1GiB", "64MiB", "2", "1.0000001", "x"]), min_size=1, max_size=4
+    ).map(":".join)
+)
 def test_size_ranges(text):
     ok, sizes = value_or_our_error(lambda: units.parse_size_range(text))
     if ok:
@@ -115,21 +173,26 @@ def test_size_lists(items):
 # --- catalog -------------------------------------------------------------------------------------
 
 _CATALOG_DIR = resources.files("shardbudget") / "catalog"
-BUILTIN = {n: tomllib.loads((_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8"))
-           for n in ("nccl", "fabrics", "gpus", "systems")}
-BUILTIN_TEXT = "\n".join((_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8")
-                         for n in ("fabrics", "gpus", "systems"))
+BUILTIN = {
+    n: tomllib.loads((_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8"))
+    for n in ("nccl", "fabrics", "gpus", "systems")
+}
+BUILTIN_TEXT = "\n".join(
+    (_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8") for n in ("fabrics", "gpus", "systems")
+)
 _serial = itertools.count()
 
-hostile = st.deferred(lambda: st.one_of(
-    st.integers(-3, 10) | st.sampled_from([2**31, 2**63 - 1, -2**63, 10**6]),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.booleans(),
-    st.sampled_from(["", "32", "bf16", "none", "nan", "8 GB", "hgx-h100", "nvlink4"]),
-    quantity_text,
-    st.lists(st.integers(-2, 9) | st.floats(0, 100), max_size=4),
-    st.dictionaries(st.sampled_from(["ll", "ll128", "simple", "x"]), quantity_text | st.floats(-1, 20), max_size=3),
-))
+hostile = st.deferred(
+    lambda: st.one_of(
+        st.integers(-3, 10) | st.sampled_from([2**31, 2**63 - 1, -(2**63), 10**6]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.sampled_from(["", "32", "bf16", "none", "nan", "8 GB", "hgx-h100", "nvlink4"]),
+        quantity_text,
+        st.lists(st.integers(-2, 9) | st.floats(0, 100), max_size=4),
+        st.dictionaries(st.sampled_from(["ll", "ll128", "simple", "x"]), quantity_text | st.floats(-1, 20), max_size=3),
+    )
+)
 
 
 @st.composite
@@ -201,8 +264,10 @@ class _ParsedOnce:
     goes to tomllib itself."""
 
     TOMLDecodeError = tomllib.TOMLDecodeError
-    parsed = {text: tomllib.loads(text) for text in (
-        (_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8") for n in BUILTIN)}
+    parsed = {
+        text: tomllib.loads(text)
+        for text in ((_CATALOG_DIR / f"{n}.toml").read_text(encoding="utf-8") for n in BUILTIN)
+    }
 
     @classmethod
     def loads(cls, text, **kw):
@@ -231,10 +296,13 @@ def test_catalog_structures(catalog_dir, entries, nccl):
 
 
 @SLOW
-@given(st.integers(0, len(BUILTIN_TEXT) - 1), st.integers(0, 1500),
-       st.lists(st.tuples(st.integers(0, 1500), st.text(max_size=4)), max_size=4))
+@given(
+    st.integers(0, len(BUILTIN_TEXT) - 1),
+    st.integers(0, 1500),
+    st.lists(st.tuples(st.integers(0, 1500), st.text(max_size=4)), max_size=4),
+)
 def test_catalog_mangled_text(catalog_dir, start, length, edits):
-    text = BUILTIN_TEXT[start:start + length]
+    text = BUILTIN_TEXT[start : start + length]
     for at, junk in edits:  # splice junk in, cutting nothing: the shapes a hand edit goes wrong in
         text = text[:at] + junk + text[at:]
     _load_user_catalog(catalog_dir, text)
@@ -256,38 +324,67 @@ def test_catalog_examples_the_fuzzing_found(tmp_path):
     cat = load("[nccl.calibrated]\nnvls_latency_us = 5.0\n")
     assert cat.nccl.nvls_latency_s == pytest.approx(5.0e-6)
     assert cat.nccl.net_overhead_s == hardware_catalog.load_catalog().nccl.net_overhead_s
-    for text, match in [("[nccl]\nhw_latency_us = 3\n", "expected a table, got 3"),
-                        ("[nccl.base_latency_us.ring]\nll = -5.0\n", "finite number > 0.*got -5.0"),
-                        ("[nccl.calibrated]\nnvls_latncy_us = 5.0\n", "did you mean 'nvls_latency_us'"),
-                        ("[nccl.ll_max_bw_gbps]\nintel = [1.0]\n", "list of finite numbers > 0"),
-                        ("[systems.big]\ngpu = 'h100-sxm'\ngpus_per_node = 1000000000000\ntopology = 'switch'\n"
-                         "intra_fabric = 'nvswitch-gen3'\nsource = 'x'\n", "must be at most 100000"),
-                        ("[gpus.g]\narch = 'hopper'\nmemory = 80\nmemory_bandwidth = '3 TB/s'\n"
-                         "bf16_dense = '989 TFLOP/s'\nsource = 'x'\n", "memory 80 has no unit")]:
+    for text, match in [
+        ("[nccl]\nhw_latency_us = 3\n", "expected a table, got 3"),
+        ("[nccl.base_latency_us.ring]\nll = -5.0\n", "finite number > 0.*got -5.0"),
+        ("[nccl.calibrated]\nnvls_latncy_us = 5.0\n", "did you mean 'nvls_latency_us'"),
+        ("[nccl.ll_max_bw_gbps]\nintel = [1.0]\n", "list of finite numbers > 0"),
+        (
+            "[systems.big]\ngpu = 'h100-sxm'\ngpus_per_node = 1000000000000\ntopology = 'switch'\n"
+            "intra_fabric = 'nvswitch-gen3'\nsource = 'x'\n",
+            "must be at most 100000",
+        ),
+        (
+            "[gpus.g]\narch = 'hopper'\nmemory = 80\nmemory_bandwidth = '3 TB/s'\n"
+            "bf16_dense = '989 TFLOP/s'\nsource = 'x'\n",
+            "memory 80 has no unit",
+        ),
+    ]:
         with pytest.raises(ShardbudgetError, match=match):
             load(text)
 
 
 # --- config.json ---------------------------------------------------------------------------------
 
-CONFIGS = [json.loads(p.read_text(encoding="utf-8"))
-           for p in sorted((_CATALOG_DIR / "models").iterdir(), key=str) if p.name.endswith(".json")]
-FIELDS = sorted({k for c in CONFIGS for k in c} | {
-    "num_experts", "num_local_experts", "n_routed_experts", "mlp_only_layers", "decoder_sparse_step",
-    "moe_layer_freq", "shared_expert_intermediate_size", "is_encoder_decoder", "head_dim"})
+CONFIGS = [
+    json.loads(p.read_text(encoding="utf-8"))
+    for p in sorted((_CATALOG_DIR / "models").iterdir(), key=str)
+    if p.name.endswith(".json")
+]
+FIELDS = sorted(
+    {k for c in CONFIGS for k in c}
+    | {
+        "num_experts",
+        "num_local_experts",
+        "n_routed_experts",
+        "mlp_only_layers",
+        "decoder_sparse_step",
+        "moe_layer_freq",
+        "shared_expert_intermediate_size",
+        "is_encoder_decoder",
+        "head_dim",
+    }
+)
 json_value = hostile | st.none() | st.lists(st.integers(-1, 200), max_size=5)
 
 
 def _sized(cfg) -> None:
     assert isinstance(cfg, transformer.ModelConfig)
-    for n in (transformer.total_params(cfg), transformer.active_params(cfg),
-              transformer.kv_bytes_per_token(cfg), transformer.weight_bytes_per_gpu(cfg, tp=1)):
+    for n in (
+        transformer.total_params(cfg),
+        transformer.active_params(cfg),
+        transformer.kv_bytes_per_token(cfg),
+        transformer.weight_bytes_per_gpu(cfg, tp=1),
+    ):
         assert math.isfinite(n) and n > 0, n
 
 
 @FAST
-@given(st.sampled_from(CONFIGS), st.dictionaries(st.sampled_from(FIELDS), json_value, max_size=4),
-       st.sets(st.sampled_from(FIELDS), max_size=3))
+@given(
+    st.sampled_from(CONFIGS),
+    st.dictionaries(st.sampled_from(FIELDS), json_value, max_size=4),
+    st.sets(st.sampled_from(FIELDS), max_size=3),
+)
 def test_config_real_with_broken_fields(base, changes, dropped):
     raw = {k: v for k, v in base.items() if k not in dropped} | changes
     ok, cfg = value_or_our_error(lambda: transformer.config_from_dict(raw, name="fuzz"))
@@ -328,16 +425,21 @@ _RAW_LINES = [ln for p in sorted(_RAW.glob("*.txt")) for ln in p.read_text(error
 ROWS = [ln for ln in _RAW_LINES if ln.strip() and not ln.lstrip().startswith(("@", "#"))] or [
     "           8             2     float     sum      -1    135.8    0.00    0.00      0    123.5    0.00    0.00      0",
     "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0",
-    "        1024           256     float    none      -1    20.12    0.05    0.05    N/A    19.87    0.05    0.05    N/A"]
+    "        1024           256     float    none      -1    20.12    0.05    0.05    N/A    19.87    0.05    0.05    N/A",
+]
 OTHER = sorted({ln for ln in _RAW_LINES if ln.lstrip().startswith(("@", "#"))})[:200] + [
     "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
     "#  Rank  0 Group  0 Pid  12345 on   node-001 device  0 [0x18] NVIDIA H100 80GB HBM3",
     "#                                                              out-of-place                       in-place",
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
     "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
-    "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 112.345", "#",
+    "# Out of bounds values : 0 OK",
+    "# Avg bus bandwidth    : 112.345",
+    "#",
     "mpirun -np 16 -npernode 8 ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1",
-    "./build/alltoall_perf -b 8 -e 1G -f 2 -g 8", "# NCCL version 2.21.5+cuda12.4"]
+    "./build/alltoall_perf -b 8 -e 1G -f 2 -g 8",
+    "# NCCL version 2.21.5+cuda12.4",
+]
 BAD_TOKENS = ["nan", "inf", "-1", "0", "1e999", "1e-300", "N/A", "x", "", "9" * 25]
 
 
@@ -355,13 +457,17 @@ def log_lines(draw):
     else:
         line = draw(st.text(max_size=40))
     if draw(st.integers(0, 19)) == 0:
-        line = line[:draw(st.integers(0, len(line)))]
+        line = line[: draw(st.integers(0, len(line)))]
     return line
 
 
 @FAST
-@given(st.lists(log_lines(), max_size=30), st.none() | st.integers(0, 5000), st.sampled_from(OPS),
-       st.none() | st.sampled_from([1, 2, 8, 16]))
+@given(
+    st.lists(log_lines(), max_size=30),
+    st.none() | st.integers(0, 5000),
+    st.sampled_from(OPS),
+    st.none() | st.sampled_from([1, 2, 8, 16]),
+)
 def test_logs(lines, cut, default_op, n_ranks):
     text = "\n".join(lines)
     if cut is not None:  # the file ends mid-write
@@ -378,8 +484,10 @@ def test_logs(lines, cut, default_op, n_ranks):
 
 def test_logs_example_the_fuzzing_found():
     # a time of 1e-300 us made busbw infinite; such a result is dropped like a time of 0
-    rows = "\n".join(f"{n:12d} {n // 4:12d}  float  sum  -1  {t}  0.00  0.00  0  {t}  0.00  0.00  0"
-                     for n, t in ((1024, "20.1"), (2048, "1e-300"), (4096, "21.5"), (8192, "22.0")))
+    rows = "\n".join(
+        f"{n:12d} {n // 4:12d}  float  sum  -1  {t}  0.00  0.00  0  {t}  0.00  0.00  0"
+        for n, t in ((1024, "20.1"), (2048, "1e-300"), (4096, "21.5"), (8192, "22.0"))
+    )
     ms = parse_log_text(rows, source="fuzz", n_ranks=8)
     assert {s.msg_bytes for s in ms.samples} == {1024, 4096, 8192}
     assert any("too small" in w for w in ms.warnings)

@@ -38,8 +38,8 @@ def test_dense_gemm_floor_below_the_smallest_published_decode_gemm():
 
 def test_flashmla_efficiencies():
     mla = kernels.kernel("hopper", "attention_decode_mla")
-    assert mla.memory_efficiency == pytest.approx(3000 / 3350, abs=0.01)    # 3000 GB/s on H800 (3.35 TB/s)
-    assert mla.compute_efficiency == pytest.approx(660 / 990, abs=0.01)     # 660 TFLOPS of 990
+    assert mla.memory_efficiency == pytest.approx(3000 / 3350, abs=0.01)  # 3000 GB/s on H800 (3.35 TB/s)
+    assert mla.compute_efficiency == pytest.approx(660 / 990, abs=0.01)  # 660 TFLOPS of 990
 
 
 def test_tile_quantisation():
@@ -67,6 +67,7 @@ def test_unknown_names():
 def test_missing_floor_is_a_catalog_error():
     import tomllib
     from importlib import resources
+
     raw = tomllib.loads((resources.files("shardbudget") / "catalog" / "kernels.toml").read_text())
     del raw["ops"]["rmsnorm"]["ada"]
     with pytest.raises(CatalogError, match="no floor for ada/rmsnorm"):
@@ -76,15 +77,19 @@ def test_missing_floor_is_a_catalog_error():
 def _kernels_raw() -> dict:
     import tomllib
     from importlib import resources
+
     return tomllib.loads((resources.files("shardbudget") / "catalog" / "kernels.toml").read_text())
 
 
-@pytest.mark.parametrize("table, typo, near", [
-    ("ops.dense_gemm.hopper", "memory_efficency", "memory_efficiency"),
-    ("tiles.hopper", "k_fp88", "k_fp8"),
-    ("launch.ada", "graphh", "graph"),
-    ("meta", "op_kind", "op_kinds"),
-])
+@pytest.mark.parametrize(
+    "table, typo, near",
+    [
+        ("ops.dense_gemm.hopper", "memory_efficency", "memory_efficiency"),
+        ("tiles.hopper", "k_fp88", "k_fp8"),
+        ("launch.ada", "graphh", "graph"),
+        ("meta", "op_kind", "op_kinds"),
+    ],
+)
 def test_a_misspelt_kernel_key_is_refused_with_its_place(table, typo, near):
     """issue 32: the kernel table is read as strictly as the catalog; a misspelt key never leaves a
     floor at its default."""
@@ -119,27 +124,46 @@ def _moe_call_s(model, system, dtype, tp, ep, batch, hbm_bytes_per_s=None):
     from shardbudget.model import Plan, Precision, load_model, step_work
     from shardbudget.step.price_ops import OpPricer
     from shardbudget.step.settings import engine_efficiency
+
     prec = Precision(weights=dtype)
     system = load_catalog().system(system)
     if hbm_bytes_per_s:
         system = dataclasses.replace(system, gpu=dataclasses.replace(system.gpu, mem_bytes_per_s=hbm_bytes_per_s))
-    work = step_work(load_model(model), Plan(tp, 1, ep), batch=float(batch), context=1.0, phase="decode",
-                     precision=prec)
+    work = step_work(
+        load_model(model), Plan(tp, 1, ep), batch=float(batch), context=1.0, phase="decode", precision=prec
+    )
     pricer = OpPricer(system=system, precision=prec, eff=engine_efficiency("vllm"), fused_allreduce_norm=False)
     moe = ("topk", "moe_align", "expert_gate_up", "expert_act", "expert_down", "expert_combine")
-    return sum(float(np.ravel(pricer.op_s(op))[0]) for _, op in work.ops
-               if op.name in moe and not (op.in_fused_moe and pricer.moe_call_whole))
+    return sum(
+        float(np.ravel(pricer.op_s(op))[0])
+        for _, op in work.ops
+        if op.name in moe and not (op.in_fused_moe and pricer.moe_call_whole)
+    )
 
 
 MOE_CALLS = [
     # vLLM PR #24700, Qwen3-30B-A3B FP8 tp=1 on H100 ('PR' column): experts of 4.7 MB, 8-126 active
-    ("qwen3-30b-a3b", "hgx-h100", "fp8", 1, None, (1, 2, 4, 8, 16, 24, 32, 48, 64),
-     (40.44, 56.15, 78.10, 118.64, 164.64, 193.48, 210.07, 230.59, 237.26)),
+    (
+        "qwen3-30b-a3b",
+        "hgx-h100",
+        "fp8",
+        1,
+        None,
+        (1, 2, 4, 8, 16, 24, 32, 48, 64),
+        (40.44, 56.15, 78.10, 118.64, 164.64, 193.48, 210.07, 230.59, 237.26),
+    ),
     # SGLang PR #11730, Qwen3-235B-A22B FP8 --tp-size 8 on H200, untuned: TP8 slices of 2.4 MB
     ("qwen3-235b-a22b", "hgx-h200", "fp8", 8, None, (1, 2, 4, 8, 16, 32), (31.70, 36.56, 49.67, 66.87, 92.36, 124.99)),
     # vLLM PR #19049, Qwen3-30B-A3B BF16 on A100-PCIE-40GB (1.555 TB/s), default config
-    ("qwen3-30b-a3b", "hgx-a100", "bf16", 1, 1.555e12, (1, 2, 4, 8, 16, 24, 32, 48, 64),
-     (109.21, 159.81, 268.89, 403.13, 611.19, 730.19, 808.53, 885.97, 917.45)),
+    (
+        "qwen3-30b-a3b",
+        "hgx-a100",
+        "bf16",
+        1,
+        1.555e12,
+        (1, 2, 4, 8, 16, 24, 32, 48, 64),
+        (109.21, 159.81, 268.89, 403.13, 611.19, 730.19, 808.53, 885.97, 917.45),
+    ),
     # vLLM PR #31448, Qwen3-Omni-30B-A3B's MoE (Qwen3-30B-A3B's shape) BF16 tp=1 on B200, default config
     ("qwen3-30b-a3b", "hgx-b200", "bf16", 1, None, (1, 2, 4), (39.61, 51.87, 73.18)),
     # SGLang PR #11816, DeepSeek-R1 block FP8 --tp 8 on B200, Triton 'Before' table: TP8 slices of 5.5 MB
@@ -147,8 +171,9 @@ MOE_CALLS = [
 ]
 
 
-@pytest.mark.parametrize("model, system, dtype, tp, hbm, batches, measured_us", MOE_CALLS,
-                         ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "model, system, dtype, tp, hbm, batches, measured_us", MOE_CALLS, ids=lambda v: v if isinstance(v, str) else None
+)
 def test_fused_moe_call_matches_benchmark_moe_tables(model, system, dtype, tp, hbm, batches, measured_us):
     """The whole measured call, from 8 to 126 active experts and from 2.4 MB slices to 9.4 MB experts,
     within 10% at every batch: the GEMMs cost call_fixed + their weight bytes / rate, not a floor per
@@ -171,8 +196,11 @@ def test_tp_sharded_experts_cost_each_rank_its_slice():
     expert hit; with EP2 the busiest rank streams whole experts, more than half of those hit (8 of 128
     experts per token: 5.1 on the busiest of two ranks at batch 1, not 4). EP's call is 10-13% slower
     at batch 1-4 and the gap closes as every expert is hit: within 2% at batch 64 and 256."""
-    ratio = {b: _moe_call_s("qwen3-235b-a22b", "hgx-h200", "fp8", 2, 2, b)
-             / _moe_call_s("qwen3-235b-a22b", "hgx-h200", "fp8", 2, 1, b) for b in (1, 2, 4, 16, 64, 256)}
+    ratio = {
+        b: _moe_call_s("qwen3-235b-a22b", "hgx-h200", "fp8", 2, 2, b)
+        / _moe_call_s("qwen3-235b-a22b", "hgx-h200", "fp8", 2, 1, b)
+        for b in (1, 2, 4, 16, 64, 256)
+    }
     assert all(1.08 <= ratio[b] <= 1.16 for b in (1, 2, 4)), ratio
     assert ratio[1] > ratio[16] > ratio[64] and ratio[16] > 1.0, ratio
     assert ratio[64] == pytest.approx(1.0, abs=0.02) and ratio[256] == pytest.approx(1.0, abs=0.02), ratio
@@ -189,16 +217,26 @@ def test_prefill_fused_moe_call_matches_vllm_benchmark_moe(tokens, measured_us):
     from shardbudget.model import Plan, Precision, load_model, step_work
     from shardbudget.step.price_ops import OpPricer
     from shardbudget.step.settings import engine_efficiency
+
     fp8 = Precision(weights="fp8")
-    work = step_work(load_model("qwen3-30b-a3b"), Plan(1), batch=1.0, context=float(tokens), phase="prefill",
-                     precision=fp8)
-    pricer = OpPricer(system=load_catalog().system("hgx-h100"), precision=fp8, eff=engine_efficiency("vllm"),
-                      fused_allreduce_norm=False)
-    call = sum(float(np.asarray(pricer.op_s(op)).ravel()[0]) for _, op in work.ops
-               if op.name.startswith("expert_") or op.name == "moe_align")
+    work = step_work(
+        load_model("qwen3-30b-a3b"), Plan(1), batch=1.0, context=float(tokens), phase="prefill", precision=fp8
+    )
+    pricer = OpPricer(
+        system=load_catalog().system("hgx-h100"),
+        precision=fp8,
+        eff=engine_efficiency("vllm"),
+        fused_allreduce_norm=False,
+    )
+    call = sum(
+        float(np.asarray(pricer.op_s(op)).ravel()[0])
+        for _, op in work.ops
+        if op.name.startswith("expert_") or op.name == "moe_align"
+    )
     assert call == pytest.approx(measured_us * US, rel=0.15)
     assert kernels.kernel("hopper", "grouped_moe_gemm").quantized_flops_per_s == pytest.approx(
-        2 * 4096 * 8 * (2048 * 1536 + 768 * 2048) / 1647.57e-6, rel=0.01)
+        2 * 4096 * 8 * (2048 * 1536 + 768 * 2048) / 1647.57e-6, rel=0.01
+    )
 
 
 def test_fp8_input_quant_fused_into_norms_where_the_engine_compiles():
@@ -213,12 +251,16 @@ def test_fp8_input_quant_fused_into_norms_where_the_engine_compiles():
     from shardbudget.model import Plan, Precision, load_model, step_work
     from shardbudget.step.price_ops import OpPricer
     from shardbudget.step.settings import engine_efficiency
+
     fp8 = Precision(weights="fp8")
-    work = step_work(load_model("nemotron-3-nano-30b-a3b"), Plan(2), batch=1.0, context=2304.0, phase="decode",
-                     precision=fp8)
+    work = step_work(
+        load_model("nemotron-3-nano-30b-a3b"), Plan(2), batch=1.0, context=2304.0, phase="decode", precision=fp8
+    )
     system, eff = load_catalog().system("hgx-b200"), engine_efficiency("vllm")
-    fused, plain = (OpPricer(system=system, precision=fp8, eff=eff, fused_allreduce_norm=False, fused_norm_quant=f)
-                    for f in (True, False))
+    fused, plain = (
+        OpPricer(system=system, precision=fp8, eff=eff, fused_allreduce_norm=False, fused_norm_quant=f)
+        for f in (True, False)
+    )
     saved = sum(count * float(np.asarray(plain.op_s(op)) - np.asarray(fused.op_s(op))) for count, op in work.ops)
     assert saved == pytest.approx(99 * (2.5 + 1.5) * US, rel=1e-6)
     assert load_engine("vllm").fusions.norm_quant and not load_engine("sglang").fusions.norm_quant

@@ -10,8 +10,9 @@ import pytest
 
 from shardbudget.measure.harness.launchers import Launch, LauncherStopped, stops_reported
 
-LAUNCH = Launch(name="torchrun", rank=1, world_size=2, local_rank=0, local_world_size=1,
-                master_addr="10.0.0.1", master_port=29400)
+LAUNCH = Launch(
+    name="torchrun", rank=1, world_size=2, local_rank=0, local_world_size=1, master_addr="10.0.0.1", master_port=29400
+)
 
 
 def _term_self() -> None:
@@ -29,6 +30,7 @@ def test_sigterm_becomes_an_exception_that_names_the_launcher():
 
 def test_sigterm_is_held_back_while_the_rank_reports_its_failure(monkeypatch):
     from shardbudget.measure.harness import launchers
+
     exits = []
     monkeypatch.setattr(launchers, "TERM_GRACE_S", 0.2)
     monkeypatch.setattr(launchers, "_exit_after_term", lambda launch: exits.append(launch.rank))
@@ -55,14 +57,17 @@ def test_a_rank_stuck_on_its_way_out_ends_after_the_grace_period():
     (a store call, a process group that will not close) exits after TERM_GRACE_S, saying why."""
     import subprocess
     import sys
-    code = ("import os, signal, time\n"
-            "from shardbudget.measure.harness import launchers\n"
-            "launchers.TERM_GRACE_S = 0.5\n"
-            "launch = launchers.Launch(name='torchrun', rank=1, world_size=2, local_rank=0, local_world_size=1,"
-            " master_addr='10.0.0.1', master_port=29400)\n"
-            "with launchers.stops_reported(launch, lambda: True):\n"
-            "    os.kill(os.getpid(), signal.SIGTERM)\n"
-            "    time.sleep(30)\n")
+
+    code = (
+        "import os, signal, time\n"
+        "from shardbudget.measure.harness import launchers\n"
+        "launchers.TERM_GRACE_S = 0.5\n"
+        "launch = launchers.Launch(name='torchrun', rank=1, world_size=2, local_rank=0, local_world_size=1,"
+        " master_addr='10.0.0.1', master_port=29400)\n"
+        "with launchers.stops_reported(launch, lambda: True):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(30)\n"
+    )
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and time.monotonic() - t0 < 15

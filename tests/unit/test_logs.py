@@ -38,19 +38,23 @@ RAW_FILES = sorted((DATA / "raw").glob("*.txt"))
 
 # --- busbw factor (the one definition, collective_op.busbw_factor, as the reader uses it) --------
 
-@pytest.mark.parametrize(("op", "n", "factor"), [
-    ("all-reduce", 8, 1.75),          # 2(n-1)/n
-    ("all-reduce", 16, 1.875),
-    ("all-reduce", 2, 1.0),
-    ("all-gather", 8, 0.875),         # (n-1)/n
-    ("reduce-scatter", 4, 0.75),
-    ("all-to-all", 2, 0.5),
-    ("broadcast", 8, 1.0),            # 1
-    ("reduce", 8, 1.0),
-    ("send/recv", 2, 1.0),
-    ("all-reduce", 1, 0.0),           # nccl-tests prints busbw 0 on one rank
-    ("all-gather", 1, 0.0),
-])
+
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [
+        ("all-reduce", 8, 1.75),  # 2(n-1)/n
+        ("all-reduce", 16, 1.875),
+        ("all-reduce", 2, 1.0),
+        ("all-gather", 8, 0.875),  # (n-1)/n
+        ("reduce-scatter", 4, 0.75),
+        ("all-to-all", 2, 0.5),
+        ("broadcast", 8, 1.0),  # 1
+        ("reduce", 8, 1.0),
+        ("send/recv", 2, 1.0),
+        ("all-reduce", 1, 0.0),  # nccl-tests prints busbw 0 on one rank
+        ("all-gather", 1, 0.0),
+    ],
+)
 def test_busbw_factor_follows_nccl_tests_performance_md(op, n, factor):
     assert busbw_factor(op, n) == pytest.approx(factor, rel=1e-12)
 
@@ -78,8 +82,7 @@ def test_unknown_op_and_bad_rank_count_are_measure_errors():
     for bad in (0, -1, 2.5, True, "8"):
         with pytest.raises(MeasureError, match="n_ranks"):
             parse_log_text(NO_OP_JSON, n_ranks=bad)
-    assert set(OPS) == {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
-                        "reduce", "send/recv"}
+    assert set(OPS) == {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "reduce", "send/recv"}
 
 
 # --- the real transcriptions --------------------------------------------------------------------
@@ -89,11 +92,17 @@ def test_unknown_op_and_bad_rank_count_are_measure_errors():
 # has, and what part of the original table the file is.
 RAW_TO_CSV = {
     "nccl_01_a3mega_2node.txt": (["lessizzmore/create-a3mega-ztan-fork"], 31, "full sweep 8 B..8 GiB"),
-    "nccl_02_h100_1node_8gpu_large.txt": (["'# Single Node NCCL Test' README"], 4,
-                                          "partial: only 256 MiB..2 GiB were run"),
+    "nccl_02_h100_1node_8gpu_large.txt": (
+        ["'# Single Node NCCL Test' README"],
+        4,
+        "partial: only 256 MiB..2 GiB were run",
+    ),
     "nccl_03_mi300x_1node.txt": (["(AAC8 Kubernetes)"], 31, "full sweep 8 B..8 GiB"),
-    "nccl_05_mi325x_multinode.txt": (["(AAC11 MI325X Slurm)"], 12,
-                                     "partial excerpt: 4 runs (1/2/4/8 nodes), only 4..16 GiB (egrep)"),
+    "nccl_05_mi325x_multinode.txt": (
+        ["(AAC11 MI325X Slurm)"],
+        12,
+        "partial excerpt: 4 runs (1/2/4/8 nodes), only 4..16 GiB (egrep)",
+    ),
     "nccl_06_mi355x_2node_pollara.txt": (["(AAC14 MI355X with Pollara 400 Slurm)"], 31, "full sweep"),
     "nccl_07_l40s_2node_socket.txt": (["section NCCL Test Example, run 1"], 31, "full sweep"),
     "nccl_08_l40s_2node_2gpu_rdma.txt": (["section NCCL Test Example, run 2"], 31, "full sweep"),
@@ -101,19 +110,38 @@ RAW_TO_CSV = {
     "nccl_10_rtx4090_docker_2gpu.txt": (["Docker run, 2 GPUs"], 29, "full sweep 8 B..2 GiB"),
     "nccl_11_rtx4090_docker_4gpu.txt": (["Docker run, 4 GPUs"], 29, "full sweep 8 B..2 GiB"),
     "nccl_12_rtx4090_k8s_2gpu.txt": (["Kubernetes pod, 2 GPUs"], 29, "full sweep 8 B..2 GiB"),
-    "nccl_14_coreweave_h100_64gpu_sharp.txt": (["nccl-test-distributed-h100-64-sharp-mpijob"], 5,
-                                               "partial excerpt: large sizes only"),
-    "nccl_15_coreweave_gb200.txt": (["'Expected Performance / GB200'"], 17,
-                                    "partial excerpt: 3 runs (1, 2, 20 racks), large sizes only"),
+    "nccl_14_coreweave_h100_64gpu_sharp.txt": (
+        ["nccl-test-distributed-h100-64-sharp-mpijob"],
+        5,
+        "partial excerpt: large sizes only",
+    ),
+    "nccl_15_coreweave_gb200.txt": (
+        ["'Expected Performance / GB200'"],
+        17,
+        "partial excerpt: 3 runs (1, 2, 20 racks), large sizes only",
+    ),
     "nccl_16_gcm_a100.txt": (["facebookresearch/gcm"], 12, "2 test fixtures (1 and 2 nodes), 32 MiB..1 GiB"),
     "nccl_17_h100_2node_dgx0607.txt": (["cnh@dgx-06"], 32, "full sweep; mid sizes erratic (flagged run)"),
     "nccl_18_h100_2node_readme.txt": (["'# Multiple Nodes NCCL Test' README"], 6, "partial: 256 MiB..8 GiB"),
-    "nccl_19_issue_excerpts.txt": (["nccl/issues/1244", "nccl/issues/652", "nccl-tests/issues/150",
-                                    "nccl/issues/378", "nccl/issues/428", "nccl/issues/1530",
-                                    "pytorch/issues/127077", "nccl-tests/issues/194"], 34,
-                                   "partial excerpts: first rows of 10 tables from 8 GitHub issues"),
-    "nccl_20_h200_misc.txt": (["'sampleNCCLOutput'", "Azure ND H200 v5"], 31,
-                              "a full noisy 2 B..1 GiB sweep, then a single 8 GiB row"),
+    "nccl_19_issue_excerpts.txt": (
+        [
+            "nccl/issues/1244",
+            "nccl/issues/652",
+            "nccl-tests/issues/150",
+            "nccl/issues/378",
+            "nccl/issues/428",
+            "nccl/issues/1530",
+            "pytorch/issues/127077",
+            "nccl-tests/issues/194",
+        ],
+        34,
+        "partial excerpts: first rows of 10 tables from 8 GitHub issues",
+    ),
+    "nccl_20_h200_misc.txt": (
+        ["'sampleNCCLOutput'", "Azure ND H200 v5"],
+        31,
+        "a full noisy 2 B..1 GiB sweep, then a single 8 GiB row",
+    ),
 }
 
 
@@ -138,8 +166,7 @@ def test_raw_file_matches_its_csv_rows(path):
     assert len(out_of_place) == len(rows) == n_rows
     # Same (size, time) pairs, with the world size and node count the CSV states for each row.
     got = Counter((s.msg_bytes, round(s.time_s * 1e6, 6), s.n_ranks, s.n_nodes) for s in out_of_place)
-    want = Counter((float(r["size_bytes"]), float(r["time_us"]), int(r["n_gpus"]), int(r["n_nodes"]))
-                   for r in rows)
+    want = Counter((float(r["size_bytes"]), float(r["time_us"]), int(r["n_gpus"]), int(r["n_nodes"])) for r in rows)
     assert got == want
 
 
@@ -175,12 +202,18 @@ def test_summary_of_a_file_that_names_its_nccl_version():
 def test_quirks_of_the_real_files():
     raw = DATA / "raw"
     # rccl-tests prints the nccl-tests layout; the tool is told apart by the text around it.
-    assert {read_log(raw / f).tool for f in ("nccl_03_mi300x_1node.txt", "nccl_05_mi325x_multinode.txt",
-                                             "nccl_06_mi355x_2node_pollara.txt")} == {"rccl-tests"}
+    assert {
+        read_log(raw / f).tool
+        for f in ("nccl_03_mi300x_1node.txt", "nccl_05_mi325x_multinode.txt", "nccl_06_mi355x_2node_pollara.txt")
+    } == {"rccl-tests"}
     # Several tables in one file stay apart: run index and world size.
     ms = read_log(raw / "nccl_05_mi325x_multinode.txt")
     assert sorted({(s.run, s.n_ranks, s.n_nodes) for s in ms.samples}) == [
-        (0, 8, 1), (1, 16, 2), (2, 32, 4), (3, 64, 8)]
+        (0, 8, 1),
+        (1, 16, 2),
+        (2, 32, 4),
+        (3, 64, 8),
+    ]
     ms = read_log(raw / "nccl_15_coreweave_gb200.txt")
     assert max(s.n_ranks for s in ms.samples) == 1440
     # Old nccl-tests layout (no root column, a float max-error instead of #wrong): '4e-07' is not a
@@ -343,7 +376,10 @@ TWO_TABLES = f"""\
 def test_two_tables_in_one_file_stay_apart():
     ms = _parse(TWO_TABLES)
     assert [(s.run, s.op, s.n_ranks, s.graph, s.redop) for s in ms.samples if not s.in_place] == [
-        (0, "all-gather", 4, False, None), (0, "all-gather", 4, False, None), (1, "all-to-all", 8, True, None)]
+        (0, "all-gather", 4, False, None),
+        (0, "all-gather", 4, False, None),
+        (1, "all-to-all", 8, True, None),
+    ]
     # all-gather busbw = size/time x (n-1)/n, the file's 7.86 GB/s for 1 MiB in 100 us on 4 ranks.
     assert ms.samples[0].busbw_bytes_per_s == pytest.approx(7.86e9, rel=2e-3)
     assert [r["op"] for r in ms.env["runs"]] == ["all-gather", "all-to-all"]
@@ -384,7 +420,9 @@ def test_old_layout_without_root_and_with_error_column():
 """
     ms = _parse(text)
     assert [(s.op, s.n_ranks, s.redop, s.in_place) for s in ms.samples] == [
-        ("all-gather", 8, None, False), ("all-gather", 8, None, True)]
+        ("all-gather", 8, None, False),
+        ("all-gather", 8, None, True),
+    ]
     assert not ms.warnings
 
 
@@ -434,6 +472,7 @@ def test_unsupported_collective_is_skipped():
 
 # --- errors --------------------------------------------------------------------------------------
 
+
 def test_missing_empty_binary_and_directory(tmp_path):
     with pytest.raises(MeasureError, match="nope.txt: no such file"):
         read_log(tmp_path / "nope.txt")
@@ -460,15 +499,22 @@ def test_no_rows_message_names_file_and_expected_line(tmp_path):
 # --- shardbudget JSON ----------------------------------------------------------------------------
 
 HARNESS_JSON = {
-    "tool": "shardbudget", "version": "0.1.0", "env": {"torch": "2.13.0", "hostname": "box"},
-    "op": "all-reduce", "world_size": 2, "n_nodes": 1, "backend": "gloo", "dtype": "float32",
+    "tool": "shardbudget",
+    "version": "0.1.0",
+    "env": {"torch": "2.13.0", "hostname": "box"},
+    "op": "all-reduce",
+    "world_size": 2,
+    "n_nodes": 1,
+    "backend": "gloo",
+    "dtype": "float32",
     "results": [
         {"bytes": 1024, "median_s": 2.0e-5, "min_s": 1.8e-5, "p99_s": 3e-5, "samples_s": [2e-5]},
         {"bytes": 8, "time_s": 1.2e-5, "algbw_bytes_per_s": 666666.7, "busbw_bytes_per_s": 666666.7},
         {"bytes": "lots", "time_s": 1.0},
         {"bytes": 2048, "time_s": 3e-5, "wrong": 2, "wrong_by_rank": [0, 2]},
     ],
-    "complete": False, "error": "rank 1 exited at 4 KiB",
+    "complete": False,
+    "error": "rank 1 exited at 4 KiB",
 }
 
 
@@ -497,24 +543,28 @@ def test_shardbudget_json(tmp_path):
     assert summarize(ms) == "all-reduce, 2 ranks on 1 node, 8 B..1 KiB, 2 sizes, gloo"
 
 
-@pytest.mark.parametrize(("content", "match"), [
-    ('{"tool": "other", "results": []}', "JSON of another shape"),
-    ('[1, 2, 3]', "JSON of another shape"),
-    ('{"config": {}, "results": []}', "nccl-tests JSON without a usable config"),
-    ('{"version": 3, "config": {"ngpus": 8}, "results": []}', "nccl-tests JSON with no usable results"),
-    ('{"config": 1, "results": []}', "expected nccl-tests' -J output"),
-    ('{"tool": "shardbudget", "results": [', "not valid JSON"),
-    ('{"tool": "shardbudget", "world_size": 2, "results": []}', "no usable results"),
-    ('{"tool": "shardbudget", "results": [{"bytes": 8, "time_s": 1e-5}]}', "world_size"),
-    ('{"tool": "shardbudget", "op": "gather", "world_size": 2, "results": []}', "is not a collective"),
-    ("[" * 100_000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ('{"tool": "other", "results": []}', "JSON of another shape"),
+        ("[1, 2, 3]", "JSON of another shape"),
+        ('{"config": {}, "results": []}', "nccl-tests JSON without a usable config"),
+        ('{"version": 3, "config": {"ngpus": 8}, "results": []}', "nccl-tests JSON with no usable results"),
+        ('{"config": 1, "results": []}', "expected nccl-tests' -J output"),
+        ('{"tool": "shardbudget", "results": [', "not valid JSON"),
+        ('{"tool": "shardbudget", "world_size": 2, "results": []}', "no usable results"),
+        ('{"tool": "shardbudget", "results": [{"bytes": 8, "time_s": 1e-5}]}', "world_size"),
+        ('{"tool": "shardbudget", "op": "gather", "world_size": 2, "results": []}', "is not a collective"),
+        ("[" * 100_000, "not valid JSON"),
+    ],
+)
 def test_bad_json_is_a_measure_error(content, match):
     with pytest.raises(MeasureError, match=match):
         _parse(content)
 
 
 # --- fuzzing: nothing but MeasureError escapes ---------------------------------------------------
+
 
 def _must_parse_or_refuse(data: bytes | str) -> None:
     try:
@@ -539,19 +589,41 @@ _FRAGMENTS = (FULL_LOG + TWO_TABLES + RCCL_IN_PLACE + TRUNCATED).splitlines()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(_FRAGMENTS), st.integers(0, 200), st.text(max_size=6)),
-                max_size=30))
+@given(st.lists(st.tuples(st.sampled_from(_FRAGMENTS), st.integers(0, 200), st.text(max_size=6)), max_size=30))
 def test_fuzz_mangled_real_lines(pieces):
     # Real lines, cut at random points and with random text spliced in: the shapes a damaged log takes.
     _must_parse_or_refuse("\n".join(line[:cut] + junk for line, cut, junk in pieces))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-                        st.sampled_from(["tool", "op", "world_size", "results", "bytes", "time_s",
-                                         "median_s", "n_nodes", "env", "dtype", "in_place"]), inner, max_size=6),
-                    max_leaves=20))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "tool",
+                        "op",
+                        "world_size",
+                        "results",
+                        "bytes",
+                        "time_s",
+                        "median_s",
+                        "n_nodes",
+                        "env",
+                        "dtype",
+                        "in_place",
+                    ]
+                ),
+                inner,
+                max_size=6,
+            )
+        ),
+        max_leaves=20,
+    )
+)
 def test_fuzz_json_shapes(doc):
     if isinstance(doc, dict):
         doc = {"tool": "shardbudget", **doc}

@@ -10,7 +10,7 @@ def _recipe(target: str) -> list[str]:
     lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
     out = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
         out.append(line.strip())

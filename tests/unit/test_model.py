@@ -15,19 +15,40 @@ from shardbudget.dtypes import dtype_bytes
 from shardbudget.model.comms import embedding_collectives, lm_head_collectives
 from shardbudget.model.layers import LayerKind
 from shardbudget.model import (
-    CollectiveCall, active_params, collectives_for_layer, config_from_dict,
-    embedding_ops, expected_experts_hit, kv_bytes_per_token, kv_cache_bytes_per_gpu, layer_kinds,
-    layer_work, list_models, lm_head_ops, load_model, pp_collectives, total_params,
+    CollectiveCall,
+    active_params,
+    collectives_for_layer,
+    config_from_dict,
+    embedding_ops,
+    expected_experts_hit,
+    kv_bytes_per_token,
+    kv_cache_bytes_per_gpu,
+    layer_kinds,
+    layer_work,
+    list_models,
+    lm_head_ops,
+    load_model,
+    pp_collectives,
+    total_params,
     weight_bytes_per_gpu,
 )
 
-REQUIRED = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-32b", "qwen2.5-72b",
-            "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3"]
+REQUIRED = [
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "qwen3-32b",
+    "qwen2.5-72b",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "deepseek-v3",
+]
 
 
 def load_raw(name: str) -> dict:
     """The catalog JSON of a model, as a dict (to derive broken variants from)."""
     from importlib import resources
+
     return json.loads((resources.files("shardbudget") / "catalog" / "models" / f"{name}.json").read_text())
 
 
@@ -40,6 +61,7 @@ def write_json(tmp_path, obj, name="config.json"):
 # ---------------------------------------------------------------------------------------------
 # Catalog
 # ---------------------------------------------------------------------------------------------
+
 
 def test_catalog_ships_required_models_with_sources():
     assert set(REQUIRED) | set(NEW) <= set(list_models())
@@ -70,19 +92,19 @@ def test_defaults_are_filled_visibly():
 
 # (model, published total, published active per token, whether that vendor counts the embedding)
 PUBLISHED = [
-    ("llama-3.1-8b", 8.03e9, None, True),       # Meta model card: 8B; HF safetensors 8.03B
-    ("llama-3.1-70b", 70.6e9, None, True),      # HF safetensors: 70.6B
-    ("llama-3.1-405b", 405.9e9, None, True),    # HF safetensors: 406B (405.9)
-    ("qwen2.5-72b", 72.7e9, None, True),        # Qwen2.5-72B model card: 72.7B
-    ("qwen3-32b", 32.8e9, None, True),          # Qwen3-32B model card: 32.8B
-    ("mixtral-8x7b", 46.7e9, 12.9e9, True),     # Mistral: 46.7B total, 12.9B active per token
-    ("mixtral-8x22b", 141e9, 39e9, True),       # Mistral: 141B total, 39B active
-    ("deepseek-v3", 671e9, 37e9, False),        # DeepSeek-V3 report: 671B total, 37B activated
+    ("llama-3.1-8b", 8.03e9, None, True),  # Meta model card: 8B; HF safetensors 8.03B
+    ("llama-3.1-70b", 70.6e9, None, True),  # HF safetensors: 70.6B
+    ("llama-3.1-405b", 405.9e9, None, True),  # HF safetensors: 406B (405.9)
+    ("qwen2.5-72b", 72.7e9, None, True),  # Qwen2.5-72B model card: 72.7B
+    ("qwen3-32b", 32.8e9, None, True),  # Qwen3-32B model card: 32.8B
+    ("mixtral-8x7b", 46.7e9, 12.9e9, True),  # Mistral: 46.7B total, 12.9B active per token
+    ("mixtral-8x22b", 141e9, 39e9, True),  # Mistral: 141B total, 39B active
+    ("deepseek-v3", 671e9, 37e9, False),  # DeepSeek-V3 report: 671B total, 37B activated
     ("gpt-oss-120b", 116.83e9, 5.13e9, False),  # gpt-oss model card (arXiv 2508.10925) Table 1: 116.83B / 5.13B
-    ("qwen3-235b-a22b", 235e9, 22e9, True),     # Qwen3-235B-A22B card: 235B total, 22B activated
-    ("llama-4-scout", 109e9, 17e9, True),       # Meta: 17B active, 109B total (with its vision tower, not counted: -1.1 %)
-    ("gemma-3-27b", 27.016e9, None, True),      # Gemma 3 report Table 1: 1,416M embedding + 25,600M non-embedding
-    ("mistral-7b-v0.1", 7.24e9, None, True),    # HF safetensors: 7.24B
+    ("qwen3-235b-a22b", 235e9, 22e9, True),  # Qwen3-235B-A22B card: 235B total, 22B activated
+    ("llama-4-scout", 109e9, 17e9, True),  # Meta: 17B active, 109B total (with its vision tower, not counted: -1.1 %)
+    ("gemma-3-27b", 27.016e9, None, True),  # Gemma 3 report Table 1: 1,416M embedding + 25,600M non-embedding
+    ("mistral-7b-v0.1", 7.24e9, None, True),  # HF safetensors: 7.24B
 ]
 
 
@@ -144,8 +166,8 @@ def test_layer_kinds():
 # dtypes and KV bytes
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, size", [("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1),
-                                        ("int4", 0.5), ("fp32", 4)])
+
+@pytest.mark.parametrize("name, size", [("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1), ("int4", 0.5), ("fp32", 4)])
 def test_dtype_bytes(name, size):
     assert dtype_bytes(name) == size
 
@@ -179,6 +201,7 @@ def test_mla_cache_is_replicated_on_every_tp_rank():
 # ---------------------------------------------------------------------------------------------
 # Work per GPU
 # ---------------------------------------------------------------------------------------------
+
 
 def flops(ops, kind=None):
     return sum(op.flops for op in ops if kind is None or op.kind == kind)
@@ -230,8 +253,8 @@ def test_replicated_kv_heads_are_in_the_bytes():
     ops = {op.name: op for op in layer_work(cfg, 0, tokens=1, context=1000, tp=16)}
     qkv_width = (64 // 16 + 2 * 1) * 128  # 4 query heads + one K and one V head per rank
     assert ops["qkv_proj"].bytes == 8192 * qkv_width * 2 + (8192 + qkv_width) * 2
-    cache = 1000 * 2 * 1 * 128 * 2        # the whole cache of that one KV head, not half of it
-    io = 4 * 128 * 2 * 2 + 2 * 128 * 2     # read Q, write O, append the new K and V
+    cache = 1000 * 2 * 1 * 128 * 2  # the whole cache of that one KV head, not half of it
+    io = 4 * 128 * 2 * 2 + 2 * 128 * 2  # read Q, write O, append the new K and V
     assert ops["attention"].bytes == cache + io
 
 
@@ -275,6 +298,7 @@ def test_expert_parallel_weights():
 # MoE
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name, k", [("mixtral-8x7b", 2), ("deepseek-v3", 8), ("qwen3-30b-a3b", 8)])
 def test_batch_1_hits_exactly_k_experts(name, k):
     cfg = load_model(name)
@@ -313,6 +337,7 @@ def test_mla_decode_uses_the_latent_cache():
 # Collectives
 # ---------------------------------------------------------------------------------------------
 
+
 def test_tp_all_reduces_per_layer():
     cfg = load_model("llama-3.1-70b")
     calls = collectives_for_layer(cfg, 0, tokens=16, tp=8)
@@ -323,8 +348,10 @@ def test_tp_all_reduces_per_layer():
 def test_sequence_parallel_splits_each_all_reduce():
     cfg = load_model("llama-3.1-70b")
     calls = collectives_for_layer(cfg, 0, tokens=16, tp=8, sequence_parallel=True)
-    assert calls == [CollectiveCall("reduce-scatter", 16 * 8192 * 2, "tp", 2),
-                     CollectiveCall("all-gather", 16 * 8192 * 2, "tp", 2)]
+    assert calls == [
+        CollectiveCall("reduce-scatter", 16 * 8192 * 2, "tp", 2),
+        CollectiveCall("all-gather", 16 * 8192 * 2, "tp", 2),
+    ]
 
 
 def test_expert_parallel_inside_the_tp_group_needs_only_all_reduces():
@@ -347,7 +374,8 @@ def test_expert_parallel_all_to_all():
     assert CollectiveCall("all-reduce", 64 * 7168 * 2, "tp", 2) in with_tp  # O + shared experts
     # the three dense first layers keep the plain tp all-reduces
     assert collectives_for_layer(cfg, 0, tokens=64, tp=8, ep=8) == [
-        CollectiveCall("all-reduce", 64 * 7168 * 2, "tp", 2)]
+        CollectiveCall("all-reduce", 64 * 7168 * 2, "tp", 2)
+    ]
 
 
 def test_lm_head_embedding_and_pipeline_collectives():
@@ -363,6 +391,7 @@ def test_lm_head_embedding_and_pipeline_collectives():
 # Plan errors quote the numbers
 # ---------------------------------------------------------------------------------------------
 
+
 def test_tp_must_divide_heads():
     with pytest.raises(PlanError, match=r"tp \(6\) must divide num_attention_heads \(64\)"):
         layer_work(load_model("llama-3.1-70b"), 0, tokens=1, context=1, tp=6)
@@ -375,18 +404,21 @@ def test_tp_must_divide_or_be_a_multiple_of_kv_heads():
         weight_bytes_per_gpu(load_model("mixtral-8x22b"), tp=12)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=1, ep=2),
-    lambda: layer_work(load_model("mixtral-8x7b"), 0, tokens=1, context=1, tp=1, ep=3),
-    lambda: layer_work(load_model("llama-3.1-8b"), 32, tokens=1, context=1, tp=1),
-    lambda: layer_work(load_model("llama-3.1-8b"), "moe", tokens=1, context=1, tp=1),
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=0, context=1, tp=1),
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=0),
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=1, phase="train"),
-    lambda: weight_bytes_per_gpu(load_model("llama-3.2-1b"), tp=1, pp=17),
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=10**400, context=1, tp=1),
-    lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=float("nan"), context=1, tp=1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=1, ep=2),
+        lambda: layer_work(load_model("mixtral-8x7b"), 0, tokens=1, context=1, tp=1, ep=3),
+        lambda: layer_work(load_model("llama-3.1-8b"), 32, tokens=1, context=1, tp=1),
+        lambda: layer_work(load_model("llama-3.1-8b"), "moe", tokens=1, context=1, tp=1),
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=0, context=1, tp=1),
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=0),
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=1, context=1, tp=1, phase="train"),
+        lambda: weight_bytes_per_gpu(load_model("llama-3.2-1b"), tp=1, pp=17),
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=10**400, context=1, tp=1),
+        lambda: layer_work(load_model("llama-3.1-8b"), 0, tokens=float("nan"), context=1, tp=1),
+    ],
+)
 def test_impossible_plans_raise_plan_error(call):
     with pytest.raises(PlanError):
         call()
@@ -395,6 +427,7 @@ def test_impossible_plans_raise_plan_error(call):
 # ---------------------------------------------------------------------------------------------
 # Loading and bad configs
 # ---------------------------------------------------------------------------------------------
+
 
 def test_load_by_folder_and_by_file(tmp_path):
     write_json(tmp_path, load_raw("qwen3-32b"))
@@ -444,14 +477,11 @@ BAD = [
     ("hidden not divisible", _variant("llama-3.1-8b", hidden_size=4100), "hidden_size"),
     ("kv does not divide heads", _variant("llama-3.1-8b", num_key_value_heads=5), "num_key_value_heads"),
     ("non-bool tie", _variant("llama-3.1-8b", tie_word_embeddings=1), "tie_word_embeddings"),
-    ("encoder-decoder", {**_variant("llama-3.1-8b", model_type="t5"), "is_encoder_decoder": True},
-     "encoder-decoder"),
+    ("encoder-decoder", {**_variant("llama-3.1-8b", model_type="t5"), "is_encoder_decoder": True}, "encoder-decoder"),
     ("unsupported family", _variant("llama-3.1-8b", model_type="bert", architectures=["BertModel"]), "model_type"),
     ("no family", _variant("llama-3.1-8b", model_type=_DELETE, architectures=_DELETE), "model_type"),
-    ("bad architectures", _variant("llama-3.1-8b", model_type=_DELETE, architectures="Llama"),
-     "architectures"),
-    ("nested architectures", _variant("llama-3.1-8b", model_type=_DELETE, architectures=[["x"]]),
-     "architectures"),
+    ("bad architectures", _variant("llama-3.1-8b", model_type=_DELETE, architectures="Llama"), "architectures"),
+    ("nested architectures", _variant("llama-3.1-8b", model_type=_DELETE, architectures=[["x"]]), "architectures"),
     ("k > experts", _variant("mixtral-8x7b", num_experts_per_tok=9), "num_experts_per_tok"),
     ("bad mlp_only_layers", _variant("qwen3-30b-a3b", mlp_only_layers=[0, 48]), "mlp_only_layers"),
     ("first dense > layers", _variant("deepseek-v3", first_k_dense_replace=62), "first_k_dense_replace"),
@@ -467,8 +497,9 @@ def test_bad_configs_raise_catalog_error_naming_the_field(tmp_path, label, raw, 
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("text", ['{"hidden_size": NaN}', '{"hidden_size": Infinity}', "", "{",
-                                  "[" * 100_000, "1" * 10_000])
+@pytest.mark.parametrize(
+    "text", ['{"hidden_size": NaN}', '{"hidden_size": Infinity}', "", "{", "[" * 100_000, "1" * 10_000]
+)
 def test_malformed_json_raises_catalog_error(tmp_path, text):
     path = tmp_path / "config.json"
     path.write_text(text)
@@ -497,12 +528,32 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
     max_leaves=20,
 )
-FIELDS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-          "head_dim", "intermediate_size", "vocab_size", "tie_word_embeddings", "model_type",
-          "architectures", "num_local_experts", "num_experts", "num_experts_per_tok",
-          "moe_intermediate_size", "n_routed_experts", "first_k_dense_replace", "moe_layer_freq",
-          "mlp_only_layers", "decoder_sparse_step", "kv_lora_rank", "q_lora_rank",
-          "max_position_embeddings", "shared_expert_intermediate_size", "n_shared_experts"]
+FIELDS = [
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+    "model_type",
+    "architectures",
+    "num_local_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_routed_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "mlp_only_layers",
+    "decoder_sparse_step",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "max_position_embeddings",
+    "shared_expert_intermediate_size",
+    "n_shared_experts",
+]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -534,8 +585,10 @@ def test_fuzz_random_bytes(tmp_path, data):
 
 
 @FUZZ
-@given(base=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b"]),
-       changes=st.dictionaries(st.sampled_from(FIELDS), json_values | st.integers(-3, 300), max_size=3))
+@given(
+    base=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b"]),
+    changes=st.dictionaries(st.sampled_from(FIELDS), json_values | st.integers(-3, 300), max_size=3),
+)
 def test_fuzz_mutated_real_configs(tmp_path, base, changes):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**load_raw(base), **changes}))

@@ -73,14 +73,17 @@ def test_a_snapshot_without_config_json_is_passed_over(cache):
     assert load_model(REPO).num_layers == 32
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"HF_HUB_CACHE": "{t}/a"}, "{t}/a"),
-    ({"HUGGINGFACE_HUB_CACHE": "{t}/b"}, "{t}/b"),
-    ({"HF_HUB_CACHE": "{t}/a", "HF_HOME": "{t}/h"}, "{t}/a"),
-    ({"HF_HOME": "{t}/h"}, "{t}/h/hub"),
-    ({"XDG_CACHE_HOME": "{t}/x"}, "{t}/x/huggingface/hub"),
-    ({"HOME": "{t}/home"}, "{t}/home/.cache/huggingface/hub"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"HF_HUB_CACHE": "{t}/a"}, "{t}/a"),
+        ({"HUGGINGFACE_HUB_CACHE": "{t}/b"}, "{t}/b"),
+        ({"HF_HUB_CACHE": "{t}/a", "HF_HOME": "{t}/h"}, "{t}/a"),
+        ({"HF_HOME": "{t}/h"}, "{t}/h/hub"),
+        ({"XDG_CACHE_HOME": "{t}/x"}, "{t}/x/huggingface/hub"),
+        ({"HOME": "{t}/home"}, "{t}/home/.cache/huggingface/hub"),
+    ],
+)
 def test_the_cache_folder_follows_huggingface_hubs_environment(env, expected, tmp_path, monkeypatch):
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(var, raising=False)
@@ -122,14 +125,17 @@ def test_a_shipped_twin_is_suggested(cache):
         load_model("Qwen/QwQ-32B")
 
 
-@pytest.mark.parametrize(("repo_id", "why"), [
-    ("meta-llama/Llama 3.1", "' ' not allowed"),
-    ("meta-llama/Llama@3.1#x", "'#', '@' not allowed"),
-    ("org/na--me", "'--' and '..' not allowed"),
-    ("org/name..x", "'--' and '..' not allowed"),
-    ("org/-name", "a part may not start or end"),
-    ("org/" + "x" * 100, "longer than 96"),
-])
+@pytest.mark.parametrize(
+    ("repo_id", "why"),
+    [
+        ("meta-llama/Llama 3.1", "' ' not allowed"),
+        ("meta-llama/Llama@3.1#x", "'#', '@' not allowed"),
+        ("org/na--me", "'--' and '..' not allowed"),
+        ("org/name..x", "'--' and '..' not allowed"),
+        ("org/-name", "a part may not start or end"),
+        ("org/" + "x" * 100, "longer than 96"),
+    ],
+)
 def test_an_illegal_id_is_one_clear_line(repo_id, why, cache):
     with pytest.raises(CatalogError) as err:
         load_model(repo_id)
@@ -139,8 +145,14 @@ def test_an_illegal_id_is_one_clear_line(repo_id, why, cache):
 
 
 def test_valid_ids_pass_the_check():
-    for repo_id in ("meta-llama/Llama-3.1-70B", "Qwen/Qwen3-235B-A22B", "deepseek-ai/DeepSeek-V3", "gpt2",
-                    "mistralai/Mixtral-8x7B-v0.1", "a_b/c.d"):
+    for repo_id in (
+        "meta-llama/Llama-3.1-70B",
+        "Qwen/Qwen3-235B-A22B",
+        "deepseek-ai/DeepSeek-V3",
+        "gpt2",
+        "mistralai/Mixtral-8x7B-v0.1",
+        "a_b/c.d",
+    ):
         assert hub.hub_id_problem(repo_id) is None
 
 
@@ -159,6 +171,7 @@ def test_system_names_match_without_case():
 
 
 # --- --download ----------------------------------------------------------------------------------
+
 
 def _fake_hub(monkeypatch, cache: Path, *, raises: Exception | None = None) -> list:
     """A stand-in huggingface_hub whose hf_hub_download writes config.json as the real one would."""
@@ -197,13 +210,19 @@ def _error(name: str, *bases: type) -> Exception:
     return type(name, bases or (Exception,), {})("HTTP 401 ...\nmore lines")
 
 
-@pytest.mark.parametrize(("exc", "expected"), [
-    (_error("GatedRepoError", type("RepositoryNotFoundError", (Exception,), {})), "is gated"),
-    (_error("RepositoryNotFoundError"), "no model 'acme/Tiny-Model' on the Hugging Face Hub"),
-    (_error("EntryNotFoundError"), "has no config.json"),
-    (_error("LocalEntryNotFoundError"), "cannot reach the Hugging Face Hub"),
-    (_error("ValueError", ValueError), "could not fetch acme/Tiny-Model/config.json from the Hugging Face Hub: ValueError: HTTP 401 ..."),
-])
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (_error("GatedRepoError", type("RepositoryNotFoundError", (Exception,), {})), "is gated"),
+        (_error("RepositoryNotFoundError"), "no model 'acme/Tiny-Model' on the Hugging Face Hub"),
+        (_error("EntryNotFoundError"), "has no config.json"),
+        (_error("LocalEntryNotFoundError"), "cannot reach the Hugging Face Hub"),
+        (
+            _error("ValueError", ValueError),
+            "could not fetch acme/Tiny-Model/config.json from the Hugging Face Hub: ValueError: HTTP 401 ...",
+        ),
+    ],
+)
 def test_download_failures_are_one_line(exc, expected, cache, monkeypatch):
     _fake_hub(monkeypatch, cache, raises=exc)
     with pytest.raises(CatalogError) as err:

@@ -12,8 +12,15 @@ def test_mtp_layers_are_read_under_either_spelling():
     # DeepSeek-V3 config.json: "num_nextn_predict_layers": 1; Qwen3.5 text_config: "mtp_num_hidden_layers".
     assert load_model("deepseek-v3").mtp_layers == 1
     assert load_model("llama-3.1-8b").mtp_layers == 0
-    raw = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "intermediate_size": 128, "vocab_size": 100, "mtp_num_hidden_layers": 3}
+    raw = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "mtp_num_hidden_layers": 3,
+    }
     assert config_from_dict(raw, name="t").mtp_layers == 3
     with pytest.raises(Exception, match="num_nextn_predict_layers"):
         config_from_dict({**raw, "num_nextn_predict_layers": -1}, name="t")
@@ -25,14 +32,31 @@ from importlib import resources  # noqa: E402
 import numpy as np  # noqa: E402
 
 from shardbudget.errors import CatalogError, PlanError  # noqa: E402
-from shardbudget.model import (Plan, active_params, collectives_for_layer, kv_bytes_per_token,  # noqa: E402
-                               kv_cache_bytes_per_gpu, layer_kinds, layer_work, total_params)
+from shardbudget.model import (  # noqa: E402
+    Plan,
+    active_params,
+    collectives_for_layer,
+    kv_bytes_per_token,
+    kv_cache_bytes_per_gpu,
+    layer_kinds,
+    layer_work,
+    total_params,
+)
 from shardbudget.model.layers import LayerKind  # noqa: E402
 from shardbudget.model.params import state_bytes_per_sequence  # noqa: E402
 from shardbudget.decide.request import request  # noqa: E402
 
-NEW = ["deepseek-v3.2", "kimi-k2.5", "qwen3.5-27b", "qwen3.5-397b-a17b", "minimax-m2.5", "glm-5",
-       "gemma-4-26b-a4b", "nemotron-3-nano-30b-a3b", "mimo-v2-flash"]
+NEW = [
+    "deepseek-v3.2",
+    "kimi-k2.5",
+    "qwen3.5-27b",
+    "qwen3.5-397b-a17b",
+    "minimax-m2.5",
+    "glm-5",
+    "gemma-4-26b-a4b",
+    "nemotron-3-nano-30b-a3b",
+    "mimo-v2-flash",
+]
 
 
 def _raw(name: str) -> dict:
@@ -47,13 +71,13 @@ PUBLISHED = [
     # NVIDIA technical blog "Build with Kimi K2.5" Table 1: 32.86B active; Kimi K2 report
     # (arXiv 2507.20534): 1.04T total. Our 1.026T is 1.3 % under it: the figure is rounded up.
     ("kimi-k2.5", 1.04e12, 0.015, 32.86e9, True),
-    ("qwen3.5-27b", 27e9, 0.01, None, True),                 # Qwen3.5-27B card: 27B (text decoder)
-    ("qwen3.5-397b-a17b", 397e9, 0.01, 17e9, True),          # card: 397B total, 17B activated (rounded: 2 %)
-    ("minimax-m2.5", 229e9, 0.01, None, True),               # MiniMax-M2 card: 229B total
-    ("glm-5", 744e9, 0.01, 40e9, False),                     # GLM-5 card: 744B total, 40B active
-    ("gemma-4-26b-a4b", 25.2e9, 0.01, 3.8e9, True),          # Gemma 4 card: 25.2B total, 3.8B active
+    ("qwen3.5-27b", 27e9, 0.01, None, True),  # Qwen3.5-27B card: 27B (text decoder)
+    ("qwen3.5-397b-a17b", 397e9, 0.01, 17e9, True),  # card: 397B total, 17B activated (rounded: 2 %)
+    ("minimax-m2.5", 229e9, 0.01, None, True),  # MiniMax-M2 card: 229B total
+    ("glm-5", 744e9, 0.01, 40e9, False),  # GLM-5 card: 744B total, 40B active
+    ("gemma-4-26b-a4b", 25.2e9, 0.01, 3.8e9, True),  # Gemma 4 card: 25.2B total, 3.8B active
     ("nemotron-3-nano-30b-a3b", 31.6e9, 0.01, 3.2e9, False),  # NVIDIA card: 31.6B total, 3.2B active w/o embeddings
-    ("mimo-v2-flash", 309e9, 0.01, 15e9, True),              # MiMo-V2-Flash card: 309B total, 15B active (rounded: 3 %)
+    ("mimo-v2-flash", 309e9, 0.01, 15e9, True),  # MiMo-V2-Flash card: 309B total, 15B active (rounded: 3 %)
 ]
 
 
@@ -77,6 +101,7 @@ def test_shipped_configs_name_a_hugging_face_revision_where_one_was_found():
     that source shows (`_commit_evidence`); MiniMax-M2.5's was not found (issue 22, part 2)."""
     import re
     from shardbudget.model import list_models
+
     found = {name for name in list_models() if "_commit" in _raw(name)}
     assert set(NEW) - found == {"minimax-m2.5"}
     for name in found:
@@ -87,9 +112,11 @@ def test_shipped_configs_name_a_hugging_face_revision_where_one_was_found():
 # Per-token KV bytes (bf16, whole model) and per-sequence state bytes, worked by hand.
 KV_BY_HAND = {
     # 16 full layers x (K + V) x 4 KV heads x 256 x 2 B; 48 GDN layers hold states instead
-    "qwen3.5-27b": (16 * 2 * 4 * 256 * 2,
-                    # 48 layers x (48 value heads x 128 x 128 x 4 B fp32 state + 3 conv taps x (2 x 16 x 128 + 48 x 128) x 2 B)
-                    48 * (48 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 48 * 128) * 2)),
+    "qwen3.5-27b": (
+        16 * 2 * 4 * 256 * 2,
+        # 48 layers x (48 value heads x 128 x 128 x 4 B fp32 state + 3 conv taps x (2 x 16 x 128 + 48 x 128) x 2 B)
+        48 * (48 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 48 * 128) * 2),
+    ),
     "qwen3.5-397b-a17b": (15 * 2 * 2 * 256 * 2, 45 * (64 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 64 * 128) * 2)),
     # 6 attention blocks x 2 x 2 KV heads x 128 x 2 B; 23 Mamba blocks x (64 x 64 x 128 x 4 B + 3 x (4096 + 2 x 8 x 128) x 2 B)
     "nemotron-3-nano-30b-a3b": (6 * 2 * 2 * 128 * 2, 23 * (64 * 64 * 128 * 4 + 3 * (4096 + 2 * 8 * 128) * 2)),
@@ -116,20 +143,32 @@ def test_kv_and_state_bytes_by_hand(name):
 def test_layouts_come_from_the_config_fields():
     kinds = {k.label: n for k, n in layer_kinds(load_model("qwen3.5-27b")).items()}
     assert kinds == {"dense linear": 48, "dense": 16}
-    assert {k.label: n for k, n in layer_kinds(load_model("nemotron-3-nano-30b-a3b")).items()} == \
-        {"mamba": 23, "moe only": 23, "attention": 6}
-    assert {k.label: n for k, n in layer_kinds(load_model("mimo-v2-flash")).items()} == \
-        {"dense": 1, "moe sliding 128": 39, "moe": 8}
-    assert {k.label: n for k, n in layer_kinds(load_model("deepseek-v3.2")).items()} == \
-        {"dense sparse 2048": 3, "moe sparse 2048": 58}
-    assert {k.label: n for k, n in layer_kinds(load_model("gemma-4-26b-a4b")).items()} == \
-        {"dense+moe sliding 1024": 25, "dense+moe": 5}
+    assert {k.label: n for k, n in layer_kinds(load_model("nemotron-3-nano-30b-a3b")).items()} == {
+        "mamba": 23,
+        "moe only": 23,
+        "attention": 6,
+    }
+    assert {k.label: n for k, n in layer_kinds(load_model("mimo-v2-flash")).items()} == {
+        "dense": 1,
+        "moe sliding 128": 39,
+        "moe": 8,
+    }
+    assert {k.label: n for k, n in layer_kinds(load_model("deepseek-v3.2")).items()} == {
+        "dense sparse 2048": 3,
+        "moe sparse 2048": 58,
+    }
+    assert {k.label: n for k, n in layer_kinds(load_model("gemma-4-26b-a4b")).items()} == {
+        "dense+moe sliding 1024": 25,
+        "dense+moe": 5,
+    }
     # Without layer_types, Qwen3NextConfig's rule: full iff (i + 1) % full_attention_interval == 0.
     raw = _raw("qwen3.5-27b")
     del raw["text_config"]["layer_types"]
     raw["text_config"]["full_attention_interval"] = 2
-    assert {k.label: n for k, n in layer_kinds(config_from_dict(raw, name="t")).items()} == {"dense linear": 32,
-                                                                                           "dense": 32}
+    assert {k.label: n for k, n in layer_kinds(config_from_dict(raw, name="t")).items()} == {
+        "dense linear": 32,
+        "dense": 32,
+    }
 
 
 def _bad(name: str, text: bool = False, drop: str | None = None, **fields) -> dict:
@@ -144,8 +183,11 @@ def _bad(name: str, text: bool = False, drop: str | None = None, **fields) -> di
 BAD = [
     ("layer_types too short", _bad("qwen3.5-27b", True, layer_types=["linear_attention"] * 63), "layer_types"),
     ("interval disagrees", _bad("qwen3.5-27b", True, full_attention_interval=8), "full_attention_interval"),
-    ("interval beyond layers", _bad("qwen3.5-27b", True, drop="layer_types", full_attention_interval=80),
-     "full_attention_interval"),
+    (
+        "interval beyond layers",
+        _bad("qwen3.5-27b", True, drop="layer_types", full_attention_interval=80),
+        "full_attention_interval",
+    ),
     ("pattern too long", _bad("nemotron-3-nano-30b-a3b", hybrid_override_pattern="M" * 53), "hybrid_override_pattern"),
     ("pattern letter", _bad("nemotron-3-nano-30b-a3b", hybrid_override_pattern="X" * 52), "hybrid_override_pattern"),
     ("mimo pattern", _bad("mimo-v2-flash", hybrid_layer_pattern=[1] * 47), "hybrid_layer_pattern"),

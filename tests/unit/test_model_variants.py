@@ -10,9 +10,21 @@ import pytest
 
 from shardbudget.errors import CatalogError, PlanError
 from shardbudget.fabric.catalog import load_catalog
-from shardbudget.model import (LayerKind, Plan, Precision, config_from_dict, default_precision,
-                               kv_cache_bytes_per_gpu, layer_kinds, layer_work, load_model, memory_bytes_per_gpu,
-                               step_work, total_params, weight_bytes_per_gpu)
+from shardbudget.model import (
+    LayerKind,
+    Plan,
+    Precision,
+    config_from_dict,
+    default_precision,
+    kv_cache_bytes_per_gpu,
+    layer_kinds,
+    layer_work,
+    load_model,
+    memory_bytes_per_gpu,
+    step_work,
+    total_params,
+    weight_bytes_per_gpu,
+)
 from shardbudget.model.layers import attention_keys, cached_tokens
 from shardbudget.model.params import expert_params
 from shardbudget.step.compose import compile_step
@@ -91,6 +103,7 @@ def test_step_time_stops_growing_past_the_window_on_a_grid():
 # Alternating layers: Gemma 3 (5 local : 1 global), gpt-oss (layer_types), Gemma 2 (even local)
 # ---------------------------------------------------------------------------------------------
 
+
 def test_gemma3_five_local_layers_per_global_one():
     cfg = load_model("gemma-3-27b")
     kinds = layer_kinds(cfg)
@@ -118,9 +131,18 @@ def test_gemma3_text_config_and_family_defaults():
 
 
 GEMMA3_1B = {  # google/gemma-3-1b-it config.json: the text-only Gemma 3, fields at the top level
-    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "head_dim": 256, "hidden_size": 1152,
-    "intermediate_size": 6912, "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
-    "sliding_window": 512, "sliding_window_pattern": 6, "vocab_size": 262144, "torch_dtype": "bfloat16",
+    "architectures": ["Gemma3ForCausalLM"],
+    "model_type": "gemma3_text",
+    "head_dim": 256,
+    "hidden_size": 1152,
+    "intermediate_size": 6912,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 26,
+    "num_key_value_heads": 1,
+    "sliding_window": 512,
+    "sliding_window_pattern": 6,
+    "vocab_size": 262144,
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -141,9 +163,17 @@ def test_gpt_oss_reads_layer_types():
 
 
 GEMMA2_9B = {  # google/gemma-2-9b config.json fields that set its shape
-    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "head_dim": 256, "hidden_size": 3584,
-    "intermediate_size": 14336, "num_attention_heads": 16, "num_hidden_layers": 42, "num_key_value_heads": 8,
-    "sliding_window": 4096, "vocab_size": 256000, "torch_dtype": "float32",
+    "architectures": ["Gemma2ForCausalLM"],
+    "model_type": "gemma2",
+    "head_dim": 256,
+    "hidden_size": 3584,
+    "intermediate_size": 14336,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 42,
+    "num_key_value_heads": 8,
+    "sliding_window": 4096,
+    "vocab_size": 256000,
+    "torch_dtype": "float32",
 }
 
 
@@ -166,8 +196,10 @@ def test_explicit_layer_types_win_and_bad_ones_are_named():
 def test_qwen_windows_only_when_switched_on():
     assert layer_kinds(load_model("qwen2.5-72b")) == {LayerKind("dense"): 80}  # use_sliding_window false
     on = {**raw("qwen2.5-72b"), "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 70}
-    assert layer_kinds(config_from_dict(on, name="x")) == {LayerKind("dense"): 70,
-                                                          LayerKind("dense", "sliding", 4096): 10}
+    assert layer_kinds(config_from_dict(on, name="x")) == {
+        LayerKind("dense"): 70,
+        LayerKind("dense", "sliding", 4096): 10,
+    }
 
 
 def test_a_windowed_model_names_its_ambiguous_ffn():
@@ -182,6 +214,7 @@ def test_a_windowed_model_names_its_ambiguous_ffn():
 # Llama 4 Scout: MoE with a shared expert, chunked attention on 3 of 4 layers
 # ---------------------------------------------------------------------------------------------
 
+
 def test_llama4_scout_layers():
     cfg = load_model("llama-4-scout")
     assert layer_kinds(cfg) == {LayerKind("moe", "chunked", 8192): 36, LayerKind("moe"): 12}
@@ -195,8 +228,7 @@ def test_llama4_scout_layers():
 def test_llama4_kv_at_long_context():
     cfg = load_model("llama-4-scout")
     per_token_layer = 2 * 8 * 128 * 2
-    assert kv_cache_bytes_per_gpu(cfg, batch=1, context=100_000, tp=1) == \
-        per_token_layer * (36 * 8192 + 12 * 100_000)
+    assert kv_cache_bytes_per_gpu(cfg, batch=1, context=100_000, tp=1) == per_token_layer * (36 * 8192 + 12 * 100_000)
 
 
 def test_llama4_maverick_layout_interleaves_dense_layers():
@@ -218,10 +250,16 @@ def test_text_config_errors_name_the_nested_field():
 # The checkpoint's own precision
 # ---------------------------------------------------------------------------------------------
 
+
 def test_deepseek_v3_ships_block_fp8():
     ck = load_model("deepseek-v3").checkpoint
-    assert (ck.torch_dtype, ck.quant_method, ck.weight_dtype, ck.scope, ck.activation_dtype) == \
-        ("bf16", "fp8", "fp8", "linear", "fp8")
+    assert (ck.torch_dtype, ck.quant_method, ck.weight_dtype, ck.scope, ck.activation_dtype) == (
+        "bf16",
+        "fp8",
+        "fp8",
+        "linear",
+        "fp8",
+    )
     assert load_model("deepseek-v3").checkpoint_weight_dtype == "fp8"
 
 
@@ -245,18 +283,23 @@ def _ck(quantization_config=None, **top):
 
 
 def _ct(weights, activations=None):
-    return {"quant_method": "compressed-tensors",
-            "config_groups": {"group_0": {"weights": weights, "input_activations": activations, "targets": ["Linear"]}}}
+    return {
+        "quant_method": "compressed-tensors",
+        "config_groups": {"group_0": {"weights": weights, "input_activations": activations, "targets": ["Linear"]}},
+    }
 
 
 QUANT_CASES = [
     ({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8", "fp8"),
     ({"quant_method": "fbgemm_fp8"}, "fp8", "fp8"),
     (_ct({"num_bits": 8, "type": "float"}, {"num_bits": 8, "type": "float", "dynamic": True}), "fp8", "fp8"),
-    (_ct({"num_bits": 8, "type": "float"}), "fp8", None),                     # FP8 W8A16
-    (_ct({"num_bits": 4, "type": "int", "group_size": 128}), "int4", None),   # W4A16
-    (_ct({"num_bits": 4, "type": "float", "group_size": 16}, {"num_bits": 4, "type": "float", "group_size": 16}),
-     "nvfp4", "nvfp4"),
+    (_ct({"num_bits": 8, "type": "float"}), "fp8", None),  # FP8 W8A16
+    (_ct({"num_bits": 4, "type": "int", "group_size": 128}), "int4", None),  # W4A16
+    (
+        _ct({"num_bits": 4, "type": "float", "group_size": 16}, {"num_bits": 4, "type": "float", "group_size": 16}),
+        "nvfp4",
+        "nvfp4",
+    ),
     ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "int4", None),
     ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "int8", None),
     # bits as vLLM's and transformers' GPTQConfig take it (`bits in [2, 3, 4, 8]`): 8.0 is 8 (issue 33, item 12)
@@ -276,13 +319,16 @@ def test_quantization_configs(qc, weights, activations):
     assert (ck.weight_dtype, ck.activation_dtype, ck.scope, ck.warnings) == (weights, activations, "linear", ())
 
 
-@pytest.mark.parametrize("qc, named", [
-    ({"quant_method": "hqq", "nbits": 4}, "'hqq'"),
-    ({"bits": 4}, "None"),
-    ("fp8", "a str"),
-    (_ct({"num_bits": 6, "type": "float"}), "6-bit"),
-    ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "W4A8_AWQ"),
-])
+@pytest.mark.parametrize(
+    "qc, named",
+    [
+        ({"quant_method": "hqq", "nbits": 4}, "'hqq'"),
+        ({"bits": 4}, "None"),
+        ("fp8", "a str"),
+        (_ct({"num_bits": 6, "type": "float"}), "6-bit"),
+        ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "W4A8_AWQ"),
+    ],
+)
 def test_unknown_quantization_warns_and_falls_back(qc, named):
     ck = _ck(qc, torch_dtype="float16")
     assert ck.weight_dtype == ck.torch_dtype == "fp16" and ck.scope == "none"
@@ -295,20 +341,26 @@ def test_gptq_awq_bits_no_engine_reads_are_refused_not_priced_as_int4(bits):
     """Issue 33, item 12: "8", 8.0 and NaN were all priced as int4 (anything not an int fell back to 4).
     8.0 is read as 8 (test_quantization_configs); a string, NaN, a boolean or another width is refused,
     naming the file and the key, as vLLM's GPTQConfig refuses it ('only 2/3/4/8-bit ... is supported')."""
-    base = {k: v for k, v in raw("llama-3.1-8b").items()} | {"quantization_config": {"quant_method": "gptq", "bits": bits}}
-    with pytest.raises(CatalogError, match=r"^my/config.json: quantization_config.bits .*: expected the number of bits "
-                                           r"per weight, one of 2, 3, 4, 8 \(as vLLM and transformers read GPTQ / AWQ\)$"):
+    base = {k: v for k, v in raw("llama-3.1-8b").items()} | {
+        "quantization_config": {"quant_method": "gptq", "bits": bits}
+    }
+    with pytest.raises(
+        CatalogError,
+        match=r"^my/config.json: quantization_config.bits .*: expected the number of bits "
+        r"per weight, one of 2, 3, 4, 8 \(as vLLM and transformers read GPTQ / AWQ\)$",
+    ):
         config_from_dict(base, name="q", where="my/config.json")
 
 
 def test_int2_and_int3_weights_are_a_quarter_and_three_eighths_of_a_byte():
     from shardbudget.dtypes import dtype_bytes
+
     assert (dtype_bytes("int2"), dtype_bytes("int3"), dtype_bytes("int4")) == (0.25, 0.375, 0.5)
 
 
 def test_torch_dtype_spellings():
     assert _ck(torch_dtype="float16").torch_dtype == "fp16"
-    assert _ck(dtype="bfloat16").torch_dtype == "bf16"     # newer transformers write "dtype"
+    assert _ck(dtype="bfloat16").torch_dtype == "bf16"  # newer transformers write "dtype"
     assert _ck().torch_dtype == "bf16" and _ck().warnings == ()
     odd = _ck(torch_dtype="float8")
     assert odd.torch_dtype == "bf16" and "float8" in odd.warnings[0]
@@ -323,8 +375,14 @@ GPUS = load_catalog().gpus
 
 def test_fp8_checkpoint_on_hopper_runs_w8a8_with_auto_kv():
     p, notes = default_precision(load_model("deepseek-v3"), GPUS["h200"])
-    assert (p.weights, p.expert_dtype, p.head_dtype, p.activations, p.kv_dtype, p.compute_dtype) == \
-        ("fp8", "fp8", "bf16", "bf16", "bf16", "fp8")
+    assert (p.weights, p.expert_dtype, p.head_dtype, p.activations, p.kv_dtype, p.compute_dtype) == (
+        "fp8",
+        "fp8",
+        "bf16",
+        "bf16",
+        "bf16",
+        "fp8",
+    )
     # one FP32 weight_scale_inv per 128 x 128 block: 4 / 16384 bytes per weight
     assert p == Precision(weights="fp8", head_weights="bf16", weight_scale_bytes=4 / 128**2) and p.uses_fp8_gemms
     assert any("KV cache auto: bf16" in n for n in notes)
@@ -341,8 +399,12 @@ def test_fp8_on_a100_is_weight_only_and_says_so():
 def test_mxfp4_experts_weight_only_on_hopper_fp4_on_blackwell():
     cfg = load_model("gpt-oss-120b")
     hopper, notes = default_precision(cfg, GPUS["h100-sxm"])
-    assert (hopper.weights, hopper.expert_dtype, hopper.head_dtype, hopper.compute_dtype) == \
-        ("bf16", "mxfp4", "bf16", "bf16")
+    assert (hopper.weights, hopper.expert_dtype, hopper.head_dtype, hopper.compute_dtype) == (
+        "bf16",
+        "mxfp4",
+        "bf16",
+        "bf16",
+    )
     assert any("no FP4 tensor cores" in n for n in notes)
     blackwell, notes = default_precision(cfg, GPUS["b200"])
     assert blackwell.compute_dtype == "mxfp4" and blackwell.uses_fp4_gemms  # at the dense FP4 peak
@@ -355,12 +417,15 @@ def test_overrides():
     assert (p.weights, p.expert_dtype, p.head_dtype, p.kv_dtype, p.compute_dtype) == ("bf16",) * 3 + ("fp8", "bf16")
     assert any("--dtype bf16" in n for n in notes)
     p, notes = default_precision(load_model("llama-3.1-8b"), GPUS["h100-sxm"], kv_override="auto")
-    assert p == Precision() and notes == ("KV cache auto: bf16, the activation dtype (the engines' KV-cache dtype 'auto')",)
+    assert p == Precision() and notes == (
+        "KV cache auto: bf16, the activation dtype (the engines' KV-cache dtype 'auto')",
+    )
 
 
 def test_int4_checkpoint_is_weight_only_everywhere():
-    cfg = config_from_dict({**raw("llama-3.1-70b"), "quantization_config": {"quant_method": "awq", "bits": 4}},
-                           name="awq")
+    cfg = config_from_dict(
+        {**raw("llama-3.1-70b"), "quantization_config": {"quant_method": "awq", "bits": 4}}, name="awq"
+    )
     for gpu in ("a100-sxm", "h100-sxm", "b200"):
         p, _ = default_precision(cfg, GPUS[gpu])
         assert (p.weights, p.head_dtype, p.compute_dtype) == ("int4", "bf16", "bf16")
@@ -389,8 +454,10 @@ def test_gpt_oss_120b_fits_one_h100_in_its_own_precision():
     usable = 0.9 * h100.memory_bytes  # vLLM's default gpu_memory_utilization
     own, _ = default_precision(cfg, h100)
     bf16, _ = default_precision(cfg, h100, dtype_override="bf16")
-    fit = {name: memory_bytes_per_gpu(cfg, tp=1, batch=1, context=8192, workspace_bytes=2e9, **p.memory_dtypes)
-           for name, p in (("own", own), ("bf16", bf16))}
+    fit = {
+        name: memory_bytes_per_gpu(cfg, tp=1, batch=1, context=8192, workspace_bytes=2e9, **p.memory_dtypes)
+        for name, p in (("own", own), ("bf16", bf16))
+    }
     assert fit["own"] < usable < fit["bf16"]
     kv_per_token_layer = 2 * 8 * 64 * 2  # K and V of 8 KV heads x 64, bf16
     kv = kv_per_token_layer * (18 * 128 + 18 * 8192)  # 18 sliding layers keep 128 tokens

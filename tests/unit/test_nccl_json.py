@@ -19,8 +19,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nccl_json_writer import (document, dumps, from_measurements, per_iter_block, placement,
-                              result)
+from nccl_json_writer import document, dumps, from_measurements, per_iter_block, placement, result
 from shardbudget.calibrate.paths import RAW
 
 from shardbudget.errors import MeasureError
@@ -40,6 +39,7 @@ def test_the_format_is_pinned_to_a_named_commit():
 
 # --- the real logs, through nccl-tests' schema -------------------------------------------------
 
+
 @pytest.mark.parametrize("path", RAW_FILES, ids=lambda p: p.name)
 def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
     text = read_log(path)
@@ -53,8 +53,9 @@ def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
         want = [s for s in text.samples if s.run == run]
         got = sorted(ms.samples, key=lambda s: (s.msg_bytes, s.dtype, s.redop or "", s.in_place))
         want = sorted(want, key=lambda s: (s.msg_bytes, s.dtype, s.redop or "", s.in_place))
-        assert [(s.op, s.msg_bytes, s.n_ranks, s.in_place, s.dtype, s.redop, s.graph) for s in got] == \
-               [(s.op, s.msg_bytes, s.n_ranks, s.in_place, s.dtype, s.redop, s.graph) for s in want]
+        assert [(s.op, s.msg_bytes, s.n_ranks, s.in_place, s.dtype, s.redop, s.graph) for s in got] == [
+            (s.op, s.msg_bytes, s.n_ranks, s.in_place, s.dtype, s.redop, s.graph) for s in want
+        ]
         for g, w in zip(got, want):
             assert g.time_s == pytest.approx(w.time_s, rel=1e-12)  # %lf keeps the text's 2 decimals
             assert g.busbw_bytes_per_s == pytest.approx(w.busbw_bytes_per_s, rel=1e-12)
@@ -66,6 +67,7 @@ def test_every_raw_log_reads_the_same_as_nccl_tests_json(path, tmp_path):
 
 def test_fit_reads_json_and_text_alike(tmp_path):
     from shardbudget.measure.analysis.fit import fit_profile
+
     path = next(p for p in RAW_FILES if p.name.startswith("nccl_09"))  # H200, 2 nodes
     text = read_log(path)
     files = []
@@ -83,17 +85,49 @@ def test_fit_reads_json_and_text_alike(tmp_path):
 # --- a document with per-iteration times, checked by hand --------------------------------------
 
 # 20 iterations of one 1 MiB all-reduce on 2 processes x 8 GPUs; times in us.
-TIMES_US = [50.0, 21.0, 22.0, 20.0, 23.0, 20.5, 21.5, 22.5, 20.0, 24.0,
-            21.0, 22.0, 20.0, 23.0, 20.5, 21.5, 22.5, 20.0, 30.0, 21.0]
+TIMES_US = [
+    50.0,
+    21.0,
+    22.0,
+    20.0,
+    23.0,
+    20.5,
+    21.5,
+    22.5,
+    20.0,
+    24.0,
+    21.0,
+    22.0,
+    20.0,
+    23.0,
+    20.5,
+    21.5,
+    22.5,
+    20.0,
+    30.0,
+    21.0,
+]
 PROC0 = [t - 1.0 for t in TIMES_US]  # process 0's slowest GPU; process 1 is the straggler
 PER_ITER_DOC = document(
-    op="all-reduce", processes=["node-a", "node-b"], ngpus=8, per_iter=True, skip=1,
+    op="all-reduce",
+    processes=["node-a", "node-b"],
+    ngpus=8,
+    per_iter=True,
+    skip=1,
     env=["NCCL_ALGO=Ring", "NCCL_P2P_DISABLE=1", "HOME=/root", "SECRET_TOKEN=x"],
-    results=[result(1048576, 262144, "float", "sum",
-                    out=placement(22.0, 47.662545, 89.367273),
-                    out_iter=per_iter_block(TIMES_US, skip=1, per_process=[PROC0, TIMES_US]),
-                    inp=placement(22.5, 46.603378, 87.381333),
-                    in_iter=per_iter_block(TIMES_US, skip=1, per_process=[PROC0, TIMES_US]))])
+    results=[
+        result(
+            1048576,
+            262144,
+            "float",
+            "sum",
+            out=placement(22.0, 47.662545, 89.367273),
+            out_iter=per_iter_block(TIMES_US, skip=1, per_process=[PROC0, TIMES_US]),
+            inp=placement(22.5, 46.603378, 87.381333),
+            in_iter=per_iter_block(TIMES_US, skip=1, per_process=[PROC0, TIMES_US]),
+        )
+    ],
+)
 
 
 def test_world_size_is_processes_times_gpus_and_nodes_are_hosts():
@@ -107,8 +141,9 @@ def test_world_size_is_processes_times_gpus_and_nodes_are_hosts():
     assert ms.env["nccl_version"] == "2.27.3"  # nccl-tests writes the code, 22703
     assert ms.env["nccl_env"] == {"NCCL_ALGO": "Ring", "NCCL_P2P_DISABLE": "1"}  # NCCL_* only
     assert ms.env["command"].startswith("./build/all_reduce_perf")
-    assert summarize(ms) == ("all-reduce, 16 ranks on 2 nodes, 1 MiB, 1 size, "
-                             "per-iteration timing at 2 of 2 results, NCCL 2.27.3")
+    assert summarize(ms) == (
+        "all-reduce, 16 ranks on 2 nodes, 1 MiB, 1 size, per-iteration timing at 2 of 2 results, NCCL 2.27.3"
+    )
 
 
 def test_per_iteration_statistics_follow_compute_iter_stats():
@@ -148,27 +183,38 @@ def test_version_1_has_no_per_iteration_objects_and_later_versions_warn():
 
 
 def test_nan_inf_null_and_wrong_results():
-    doc = document(op="all-gather", processes=["h"], ngpus=4, results=[
-        result(8, 2, "float", "none", out=None, inp=placement(10.0, 0.0, 0.0)),       # trace replay: in-place only
-        result(16, 4, "float", "none", out=placement(float("nan"), 0, 0), inp=None),  # "nan"
-        result(32, 8, "float", "none", out=placement(12.0, 0.0, 0.0, wrong=3.0), inp=None),
-        result(64, 16, "float", "none", out=placement(12.0, 0.0, 0.0, wrong=None), inp=None)])
+    doc = document(
+        op="all-gather",
+        processes=["h"],
+        ngpus=4,
+        results=[
+            result(8, 2, "float", "none", out=None, inp=placement(10.0, 0.0, 0.0)),  # trace replay: in-place only
+            result(16, 4, "float", "none", out=placement(float("nan"), 0, 0), inp=None),  # "nan"
+            result(32, 8, "float", "none", out=placement(12.0, 0.0, 0.0, wrong=3.0), inp=None),
+            result(64, 16, "float", "none", out=placement(12.0, 0.0, 0.0, wrong=None), inp=None),
+        ],
+    )
     text = dumps(doc).replace('"alg_bw":0.000000', '"alg_bw":inf', 1)  # nccl-tests' %lf of an infinity
     ms = _parse(text)
     assert [(s.msg_bytes, s.in_place) for s in ms.samples] == [(8, True), (64, False)]
     assert ms.samples[0].n_ranks == 4 and ms.samples[0].redop is None
     assert any("inf" in w for w in ms.warnings)
-    assert any("results[1].out_of_place: needs \"time\" > 0" in w for w in ms.warnings)
+    assert any('results[1].out_of_place: needs "time" > 0' in w for w in ms.warnings)
     assert any("results[2].out_of_place: nwrong 3" in w for w in ms.warnings)
 
 
 def test_a_killed_run_keeps_every_size_written_in_full():
-    doc = document(op="all-reduce", processes=["a", "b"], results=[
-        result(8 << k, 2 << k, "float", "sum", out=placement(10.0 + k, 0.0, 0.0), inp=placement(10.0 + k, 0.0, 0.0))
-        for k in range(5)])
+    doc = document(
+        op="all-reduce",
+        processes=["a", "b"],
+        results=[
+            result(8 << k, 2 << k, "float", "sum", out=placement(10.0 + k, 0.0, 0.0), inp=placement(10.0 + k, 0.0, 0.0))
+            for k in range(5)
+        ],
+    )
     text = dumps(doc)
     cut = text.index('{"size":128')  # killed while the 5th size ran: its preamble was written
-    ms = _parse(text[:cut + 40])
+    ms = _parse(text[: cut + 40])
     assert sorted({s.msg_bytes for s in ms.samples}) == [8, 16, 32, 64]
     assert any("stops mid-way (the run was killed?); read the 4 sizes" in w for w in ms.warnings)
     assert ms.env["complete"] is False
@@ -192,12 +238,17 @@ def test_rank_count_asked_for_keeps_the_matching_tables_of_a_text_log():
         read_log(path, expect_ranks=3)
 
 
-@pytest.mark.parametrize(("content", "match"), [
-    ('{"name": "resnet", "results": [1, 2]}', "JSON of another shape; expected nccl-tests' -J output"),
-    ('{"version": 3, "args": ["./gather_perf"], "config": {"ngpus": 2}, "results": []}',
-     "gather_perf is not a collective"),
-    ('{"version": 3, "config": {"ngpus": "eight"}, "results": []}', "without a usable config"),
-])
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ('{"name": "resnet", "results": [1, 2]}', "JSON of another shape; expected nccl-tests' -J output"),
+        (
+            '{"version": 3, "args": ["./gather_perf"], "config": {"ngpus": 2}, "results": []}',
+            "gather_perf is not a collective",
+        ),
+        ('{"version": 3, "config": {"ngpus": "eight"}, "results": []}', "without a usable config"),
+    ],
+)
 def test_json_that_is_not_nccl_tests_is_one_line_error(content, match):
     with pytest.raises(MeasureError, match=match) as e:
         _parse(content)
@@ -206,26 +257,55 @@ def test_json_that_is_not_nccl_tests_is_one_line_error(content, match):
 
 # --- the -I text columns ---------------------------------------------------------------------
 
+
 def _per_iter_text() -> str:
     # writeResultHeader / writeBenchmarkLine* / writePerIterReport's format strings (src/util.cu).
-    names = ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min",
-             "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+    names = (
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "i_min",
+        "i_max",
+        "i_p99",
+        "i_cv%",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "i_min",
+        "i_max",
+        "i_p99",
+        "i_cv%",
+    )
     fmt = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s"
-    lines = ["# nThread 1 nGpus 8 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 100 "
-             "agg iters: 1 validation: 1 graph: 0",
-             "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 5 iterations ",
-             "#",
-             "#  Rank  0 Group  0 Pid   6899 on     node-a device  0 [0000:04:00] NVIDIA H100 80GB HBM3",
-             "#  Rank  7 Group  0 Pid   6906 on     node-a device  7 [0000:8c:00] NVIDIA H100 80GB HBM3",
-             "#",
-             "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)"
-             "                                in-place (+ per-iteration)" % ("", "", "", "", ""),
-             fmt % (*names, 0, "")]
+    lines = [
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 100 "
+        "agg iters: 1 validation: 1 graph: 0",
+        "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; summary skips first 5 iterations ",
+        "#",
+        "#  Rank  0 Group  0 Pid   6899 on     node-a device  0 [0000:04:00] NVIDIA H100 80GB HBM3",
+        "#  Rank  7 Group  0 Pid   6906 on     node-a device  7 [0000:8c:00] NVIDIA H100 80GB HBM3",
+        "#",
+        "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)"
+        "                                in-place (+ per-iteration)" % ("", "", "", "", ""),
+        fmt % (*names, 0, ""),
+    ]
     for size, t in ((8, 10.5), (16, 11.25)):
         row = "%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)
         for half_t in (t, t + 0.5):
             row += "  %7s  %6s  %6s  %6g" % ("%.2f" % half_t, "0.00", "0.00", 0)
-            row += "  %7s  %7s  %7s  %7s" % ("%.2f" % (half_t - 1), "%.2f" % (half_t + 9), "%.2f" % (half_t + 4), "6.50")
+            row += "  %7s  %7s  %7s  %7s" % (
+                "%.2f" % (half_t - 1),
+                "%.2f" % (half_t + 9),
+                "%.2f" % (half_t + 4),
+                "6.50",
+            )
         lines.append(row)
     lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.001", "#"]
     return "\n".join(["# Collective test starting: all_reduce_perf", *lines]) + "\n"
@@ -234,8 +314,12 @@ def _per_iter_text() -> str:
 def test_per_iteration_text_columns():
     ms = parse_log_text(_per_iter_text(), source="i.txt")
     assert not ms.warnings, ms.warnings
-    assert [(s.msg_bytes, s.in_place, round(s.time_s * 1e6, 2)) for s in ms.samples] == \
-           [(8, False, 10.5), (8, True, 11.0), (16, False, 11.25), (16, True, 11.75)]
+    assert [(s.msg_bytes, s.in_place, round(s.time_s * 1e6, 2)) for s in ms.samples] == [
+        (8, False, 10.5),
+        (8, True, 11.0),
+        (16, False, 11.25),
+        (16, True, 11.75),
+    ]
     s = ms.samples[0]
     assert s.n_ranks == 8
     stats = s.per_iter
@@ -247,9 +331,14 @@ def test_per_iteration_text_columns():
 
 # --- the harness's JSON gets the same statistics from its samples -----------------------------
 
+
 def test_shardbudget_json_samples_become_iteration_statistics():
-    doc = {"tool": "shardbudget", "op": "all-reduce", "world_size": 2,
-           "results": [{"bytes": 8, "time_s": 2e-5, "samples_s": [1e-5, 2e-5, 3e-5, 4e-5]}]}
+    doc = {
+        "tool": "shardbudget",
+        "op": "all-reduce",
+        "world_size": 2,
+        "results": [{"bytes": 8, "time_s": 2e-5, "samples_s": [1e-5, 2e-5, 3e-5, 4e-5]}],
+    }
     stats = _parse(json.dumps(doc)).samples[0].per_iter
     # nearest rank on 4 sorted times: p50 = sorted[2], p99 = sorted[min(3, ceil(3.96) - 1)] = sorted[3]
     assert (stats.n_iters, stats.p50_s, stats.p99_s, stats.min_s) == (4, 3e-5, 4e-5, 1e-5)
@@ -258,15 +347,40 @@ def test_shardbudget_json_samples_become_iteration_statistics():
 
 # --- fuzzing nccl-tests' shapes: nothing but MeasureError escapes ------------------------------
 
-_KEYS = ["version", "args", "config", "results", "ngpus", "nthreads", "devices", "hostname", "size",
-         "type", "redop", "out_of_place", "in_place", "out_of_place_per_iter", "time", "nwrong",
-         "times_us", "p99_us", "skipped_iterations", "per_process_max_times_us", "nccl_version", "env"]
+_KEYS = [
+    "version",
+    "args",
+    "config",
+    "results",
+    "ngpus",
+    "nthreads",
+    "devices",
+    "hostname",
+    "size",
+    "type",
+    "redop",
+    "out_of_place",
+    "in_place",
+    "out_of_place_per_iter",
+    "time",
+    "nwrong",
+    "times_us",
+    "p99_us",
+    "skipped_iterations",
+    "per_process_max_times_us",
+    "nccl_version",
+    "env",
+]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-                        st.sampled_from(_KEYS), inner, max_size=6), max_leaves=25))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=6),
+        max_leaves=25,
+    )
+)
 def test_fuzz_nccl_tests_shapes(doc):
     if isinstance(doc, dict):
         doc = {"config": {"ngpus": 2}, "results": [], **doc}

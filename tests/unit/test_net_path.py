@@ -43,12 +43,15 @@ def cat():
     return load_catalog()
 
 
-@pytest.mark.parametrize("system, path, on", [
-    ("hgx-h100", "pxb", True),        # NIC under the GPU's PCIe switch
-    ("gb200-nvl72", "p2c", True),     # NIC on Grace, GPU over C2C: NET_GDR_C2C on from 2.27
-    ("l40s-pcie-nps1-degraded", "phb", False),      # NICs on a CPU root port: PHB > PXB
-    ("rtx-pro-6000-pcie", "pxb", True),
-])
+@pytest.mark.parametrize(
+    "system, path, on",
+    [
+        ("hgx-h100", "pxb", True),  # NIC under the GPU's PCIe switch
+        ("gb200-nvl72", "p2c", True),  # NIC on Grace, GPU over C2C: NET_GDR_C2C on from 2.27
+        ("l40s-pcie-nps1-degraded", "phb", False),  # NICs on a CPU root port: PHB > PXB
+        ("rtx-pro-6000-pcie", "pxb", True),
+    ],
+)
 def test_gdr_follows_the_gpu_nic_distance(cat, system, path, on):
     s = cat.system(system)
     assert s.nic_path == path

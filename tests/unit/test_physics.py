@@ -53,8 +53,9 @@ MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
 SYSTEMS = tuple(sorted(CAT.systems))
 ENGINES = ("vllm", "vllm-0.19", "sglang", "trtllm", "eager")
 """The default presets, and vllm-0.19: the release measured_comm.csv's vLLM rows (and their steps) were taken at."""
-PROPERTY = settings(max_examples=40, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=40, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 REL = 1e-9  # float noise: a fall smaller than this is no fall
 
 
@@ -63,8 +64,17 @@ def _step(model: str, system: str, tp: int, engine: str):
     tp = min(tp, s.gpus_per_node)
     while tp > 1 and (cfg.num_heads % tp or (cfg.num_kv_heads % tp and tp % cfg.num_kv_heads)):
         tp //= 2
-    return compile_step(cfg, s, Plan(tp), CAT, impl=None, engine=engine, precision=precision_for(cfg, s)[0],
-                        eff=engine_efficiency(engine), settings=PlanSettings())
+    return compile_step(
+        cfg,
+        s,
+        Plan(tp),
+        CAT,
+        impl=None,
+        engine=engine,
+        precision=precision_for(cfg, s)[0],
+        eff=engine_efficiency(engine),
+        settings=PlanSettings(),
+    )
 
 
 def _falls(t: np.ndarray) -> int | None:
@@ -74,11 +84,17 @@ def _falls(t: np.ndarray) -> int | None:
 
 
 batches = st.integers(min_value=1, max_value=255)
-requests = dict(model=st.sampled_from(MODELS), system=st.sampled_from(SYSTEMS), tp=st.sampled_from((1, 2, 4, 8)),
-                engine=st.sampled_from(ENGINES), batch=batches)
+requests = dict(
+    model=st.sampled_from(MODELS),
+    system=st.sampled_from(SYSTEMS),
+    tp=st.sampled_from((1, 2, 4, 8)),
+    engine=st.sampled_from(ENGINES),
+    batch=batches,
+)
 
 
 # --- ITL against batch ------------------------------------------------------------------------
+
 
 @PROPERTY
 @given(**requests)
@@ -189,9 +205,13 @@ def test_the_pinned_batch_counter_example_is_what_the_issue_says():
 
 # --- collective time against message size -----------------------------------------------------
 
-sizes = st.floats(min_value=8.0, max_value=2.0 ** 30, allow_nan=False)
-groups = dict(system=st.sampled_from(SYSTEMS), gpus=st.sampled_from((2, 4, 8)), msg=sizes,
-              step=st.floats(min_value=1.0001, max_value=1.5))
+sizes = st.floats(min_value=8.0, max_value=2.0**30, allow_nan=False)
+groups = dict(
+    system=st.sampled_from(SYSTEMS),
+    gpus=st.sampled_from((2, 4, 8)),
+    msg=sizes,
+    step=st.floats(min_value=1.0001, max_value=1.5),
+)
 
 
 def _group(system: str, gpus: int):
@@ -243,14 +263,19 @@ def test_engine_all_reduce_time_does_not_fall_with_size(system, gpus, msg, step,
 
 # --- a worse fabric ---------------------------------------------------------------------------
 
+
 def _worse(system: str, factor: float):
     """The same system, its node fabric's bandwidth / factor and hop latency x factor."""
     s = CAT.system(system)
     f = s.intra_fabric
     worse = dataclasses.replace(
-        f, bytes_per_s=f.bytes_per_s / factor, achievable_bytes_per_s=f.achievable_bytes_per_s / factor,
-        nccl_bytes_per_s=f.nccl_bytes_per_s / factor, hop_latency_s={k: v * factor for k, v in f.hop_latency_s.items()},
-        per_link_bytes_per_s=f.per_link_bytes_per_s / factor if f.per_link_bytes_per_s else None)
+        f,
+        bytes_per_s=f.bytes_per_s / factor,
+        achievable_bytes_per_s=f.achievable_bytes_per_s / factor,
+        nccl_bytes_per_s=f.nccl_bytes_per_s / factor,
+        hop_latency_s={k: v * factor for k, v in f.hop_latency_s.items()},
+        per_link_bytes_per_s=f.per_link_bytes_per_s / factor if f.per_link_bytes_per_s else None,
+    )
     return s, dataclasses.replace(s, name=f"{s.name} (fabric / {factor:g})", intra_fabric=worse)
 
 
@@ -274,17 +299,32 @@ def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str
     collective whose change no switch explains."""
     cfg = load_model(model)
     plan_ = Plan(row.tp, pp=row.pp, ep=row.ep, dp=row.dp)
-    sm, smw = (compile_step(cfg, x, plan_, CAT, impl=None, engine=engine, precision=precision_for(cfg, x)[0],
-                            eff=engine_efficiency(engine), settings=PlanSettings()) for x in (system, worse))
+    sm, smw = (
+        compile_step(
+            cfg,
+            x,
+            plan_,
+            CAT,
+            impl=None,
+            engine=engine,
+            precision=precision_for(cfg, x)[0],
+            eff=engine_efficiency(engine),
+            settings=PlanSettings(),
+        )
+        for x in (system, worse)
+    )
     out = []
-    for call in step_work(cfg, plan_, batch=np.array([float(batch)]), context=np.array([4096.0]),
-                          precision=sm.precision).calls:
+    for call in step_work(
+        cfg, plan_, batch=np.array([float(batch)]), context=np.array([4096.0]), precision=sm.precision
+    ).calls:
         group, msg = sm.comms.groups[call.group], float(np.ravel(call.msg_bytes)[0])
         if group is None or group.ranks < 2 or group.nodes > 1:
             continue
         tp_all_reduce = call.op == CollectiveOp.ALL_REDUCE and call.group == "tp"
         here = sm.comms.allreduce_ranges if tp_all_reduce else candidates(group, call.op, "nccl")
-        there = smw.comms.allreduce_ranges if tp_all_reduce else candidates(smw.comms.groups[call.group], call.op, "nccl")
+        there = (
+            smw.comms.allreduce_ranges if tp_all_reduce else candidates(smw.comms.groups[call.group], call.op, "nccl")
+        )
         target = _line_at(there, msg)
         if _line_at(here, msg) == target:
             continue
@@ -293,8 +333,11 @@ def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str
             hi = msg * 2 ** (k / 64)
             if _line_at(here, hi) == target:
                 lo = hi / 2 ** (1 / 64)
-                found = (engine_switch(system.name, group.gpus_per_node, engine, here, lo, hi) if tp_all_reduce
-                         else nccl_switch(system.name, group.gpus_per_node, here, lo, hi, op=str(call.op)))
+                found = (
+                    engine_switch(system.name, group.gpus_per_node, engine, here, lo, hi)
+                    if tp_all_reduce
+                    else nccl_switch(system.name, group.gpus_per_node, here, lo, hi, op=str(call.op))
+                )
                 break
         out.append(found)
     return out
@@ -302,20 +345,36 @@ def _switches_a_worse_fabric_reaches(model: str, system, worse, row, engine: str
 
 @settings(max_examples=15, deadline=None, derandomize=True, database=None)
 @example(model="llama-3.1-70b", system="l40s-pcie-nps1-degraded", engine="vllm", batch=16, factor=2.0)
-@given(model=st.sampled_from(MODELS), system=st.sampled_from(SYSTEMS), engine=st.sampled_from(ENGINES[:3]),
-       batch=st.sampled_from((1, 16, 64, 256)), factor=st.floats(min_value=1.1, max_value=4.0))
+@given(
+    model=st.sampled_from(MODELS),
+    system=st.sampled_from(SYSTEMS),
+    engine=st.sampled_from(ENGINES[:3]),
+    batch=st.sampled_from((1, 16, 64, 256)),
+    factor=st.floats(min_value=1.1, max_value=4.0),
+)
 def test_no_plan_is_faster_on_a_worse_fabric(model, system, engine, batch, factor):
     """Except where the slower link moves NCCL's choice onto a line the system itself reaches only past
     a listed switch (llama-3.1-70b TP4 on l40s-pcie-nps1-degraded, vllm, batch 16: 85.59 ms, 85.39 ms with half the
     bandwidth; its 256 KiB all-reduce runs ring Simple there, ring LL on the system, whose LL -> Simple
     switch at 480774 B the 4x L40S rows measure: 196.10 -> 154.11 us at the edge)."""
     s, w = _worse(system, factor)
-    a, b = (plan(request(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT)).results[0] for x in (s, w))
+    a, b = (
+        plan(request(model, x, batches=[batch], budget_s=None, engine=engine, catalog=CAT)).results[0] for x in (s, w)
+    )
     for ra, rb in zip(a.rows, b.rows):
         if rb.itl_s < ra.itl_s * (1 - REL):
             switches = _switches_a_worse_fabric_reaches(model, s, w, ra, engine, batch)
             assert switches and all(map(_allowed, switches)), (
-                model, system, engine, batch, factor, ra.label(), ra.itl_s, rb.itl_s, switches)
+                model,
+                system,
+                engine,
+                batch,
+                factor,
+                ra.label(),
+                ra.itl_s,
+                rb.itl_s,
+                switches,
+            )
 
 
 @pytest.mark.parametrize("system", ["hgx-h100", "hgx-b200", "h100-pcie", "mi300x"])
@@ -324,8 +383,11 @@ def test_the_catalogs_fabric_ladder_orders_every_plan(system):
     PCIe without: no plan of TP4 or more is faster a rung down, at batch 1 and 64."""
     cfg = load_model("llama-3.1-70b")
     # the system itself where it is the top rung (NVSwitch, xGMI), the what-if NVSwitch, PCIe with P2P, without
-    ladder = [c for c in fabric_cases(CAT.system(system), CAT, 8)
-              if c.nodes == 1 and (c.whatif or c.system.topology in ("switch", "mesh"))]
+    ladder = [
+        c
+        for c in fabric_cases(CAT.system(system), CAT, 8)
+        if c.nodes == 1 and (c.whatif or c.system.topology in ("switch", "mesh"))
+    ]
     results = [plan(request(cfg, c.system, batches=[1, 64], budget_s=None, catalog=CAT)) for c in ladder]
     assert len(results) >= 3
     for up, down in zip(results, results[1:]):

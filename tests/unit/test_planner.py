@@ -52,8 +52,19 @@ def test_nvswitch_plan_verdicts():
     assert b.max_tp_budget == 8 and b.best_tp == 8
     d = r.to_dict()
     assert set(d) >= {"model", "system", "nodes", "context", "budget_s", "results"}
-    assert set(d["results"][0]["rows"][0]) >= {"tp", "pp", "ep", "itl_s", "compute_s", "comm_s", "comm_share",
-                                               "ttft_s", "mem_bytes_per_gpu", "fits_memory", "meets_budget"}
+    assert set(d["results"][0]["rows"][0]) >= {
+        "tp",
+        "pp",
+        "ep",
+        "itl_s",
+        "compute_s",
+        "comm_s",
+        "comm_share",
+        "ttft_s",
+        "mem_bytes_per_gpu",
+        "fits_memory",
+        "meets_budget",
+    }
 
 
 def test_budget_nobody_meets_says_so():
@@ -91,15 +102,18 @@ def test_bad_plans():
 def test_inverse_question():
     req = required_fabric(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=(1,), budget_s=0.010), 16)
     assert req.calls_per_step == 162
-    assert req.required_latency_per_call_s is None or req.required_latency_per_call_s < req.current_latency_per_call_s * 2
+    assert (
+        req.required_latency_per_call_s is None or req.required_latency_per_call_s < req.current_latency_per_call_s * 2
+    )
     impossible = required_fabric(request("llama-3.1-70b", "hgx-h100", batches=(1,), budget_s=0.005), 2)
     assert "no fabric" in impossible.explanation
 
 
 def test_sequence_parallel_costs_decode_more_latency():
     base = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096)
-    sp = decode_step("llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096,
-                     settings=PlanSettings(sequence_parallel=True))
+    sp = decode_step(
+        "llama-3.1-70b", "hgx-h100", Plan(8), batch=1, context=4096, settings=PlanSettings(sequence_parallel=True)
+    )
     assert sp.comm_calls == base.comm_calls + 2 * 80  # each layer's two all-reduces become two pairs
     assert sp.comm_s > base.comm_s
 
@@ -176,6 +190,7 @@ def test_dp_attention_pays_at_large_batch_and_saves_kv_memory():
     # DeepSeek-V3 caches one MLA latent per token that TP attention replicates on every rank:
     # data-parallel attention keeps only each rank's own sequences (8x less KV at dp 8).
     from shardbudget import model as tf
+
     cfg = tf.load_model("deepseek-v3")
     kv_tp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8)
     kv_dp = tf.kv_cache_bytes_per_gpu(cfg, batch=64, context=4096, tp=8, attn_dp=8)
@@ -199,6 +214,7 @@ def test_require_tp_for_a_plan_that_already_meets_the_budget_gives_the_headroom(
 
 def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
     from shardbudget.decide.questions import explain
+
     fabric, limits, network = explain(request("llama-3.1-70b", "hgx-h100", batches=(1,)))
     cases = fabric.figures["cases"]
     assert cases[0]["system"] == "hgx-h100" and not cases[0]["whatif"] and all(c["whatif"] for c in cases[1:])
@@ -208,4 +224,7 @@ def test_explain_compares_the_same_gpu_on_two_fabrics_and_agrees_with_plan():
     assert cases[0]["itl_s"] == tp8.itl_s and cases[0]["comm_s"] == tp8.comm_s  # the same row, not a recomputation
     two = plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None))
     assert limits.figures["best_plan"] == two.results[0].best_plan  # the sweep runs to two nodes
-    assert network.figures["best_plan_two_nodes"] == plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None)).results[0].best_plan
+    assert (
+        network.figures["best_plan_two_nodes"]
+        == plan(request("llama-3.1-70b", "hgx-h100", nodes=2, batches=[1], budget_s=None)).results[0].best_plan
+    )

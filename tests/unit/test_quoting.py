@@ -19,16 +19,26 @@ ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # 
 
 
 def _bash_echo(script: str, env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(["bash", "-c", script], capture_output=True, env={"PATH": "/usr/bin:/bin", **(env or {})},
-                         check=True)
+    out = subprocess.run(
+        ["bash", "-c", script], capture_output=True, env={"PATH": "/usr/bin:/bin", **(env or {})}, check=True
+    )
     return out.stdout.decode()
 
 
-@pytest.mark.parametrize("text,escaped", [
-    ("plain name", "plain name"), ("a\nb", "a\\nb"), ("\x1b[31m", "\\x1b[31m"), ("\x07\r\t", "\\x07\\r\\t"),
-    ("line\u2028sep", "line\\u2028sep"), ("nel\x85", "nel\\x85"), ("bidi\u202e", "bidi\\u202e"),
-    ("bad\udcff", "bad\\udcff"), ("µs – ok é", "µs – ok é"),
-])
+@pytest.mark.parametrize(
+    "text,escaped",
+    [
+        ("plain name", "plain name"),
+        ("a\nb", "a\\nb"),
+        ("\x1b[31m", "\\x1b[31m"),
+        ("\x07\r\t", "\\x07\\r\\t"),
+        ("line\u2028sep", "line\\u2028sep"),
+        ("nel\x85", "nel\\x85"),
+        ("bidi\u202e", "bidi\\u202e"),
+        ("bad\udcff", "bad\\udcff"),
+        ("µs – ok é", "µs – ok é"),
+    ],
+)
 def test_one_line_escapes_what_is_not_printable(text, escaped):
     assert one_line(text) == escaped
     assert one_line(text).isprintable()
@@ -46,10 +56,16 @@ def test_one_line_is_always_one_printable_line(text):
     assert all(c.isprintable() or c in "\n\t" for c in terminal(text))
 
 
-@pytest.mark.parametrize("name,fault", [
-    ("x\ntouch PWNED", "control character '\\n'"), ("m\x1b[31m", "control character '\\x1b'"),
-    ("bad\udcff", "not valid UTF-8"), ("zw\u200bj", "control character '\\u200b'"), ("ls\u2028", "\\u2028"),
-])
+@pytest.mark.parametrize(
+    "name,fault",
+    [
+        ("x\ntouch PWNED", "control character '\\n'"),
+        ("m\x1b[31m", "control character '\\x1b'"),
+        ("bad\udcff", "not valid UTF-8"),
+        ("zw\u200bj", "control character '\\u200b'"),
+        ("ls\u2028", "\\u2028"),
+    ],
+)
 def test_check_name_refuses_in_one_line(name, fault):
     with pytest.raises(CatalogError) as err:
         check_name(name, "model name", error=CatalogError)
@@ -93,9 +109,17 @@ def test_shell_quote_runs_as_one_word_each(words):
 
 def test_shell_word_expands_the_placeholders_alone():
     env = {"NODE0_IP": "10.0.0.1", "NODE1_IP": "10.0.0.2", "LWS_LEADER_ADDRESS": "lead", "HOME": "/root"}
-    cases = {"$NODE0_IP:5000": "10.0.0.1:5000", "$NODE0_IPx": "10.0.0.1x", "http://$NODE1_IP:8000": "http://10.0.0.2:8000",
-             "$NODE0_IP:4,$NODE1_IP:4": "10.0.0.1:4,10.0.0.2:4", "a b $NODE1_IP": "a b 10.0.0.2",
-             "$HOME": "$HOME", "x$(touch P)": "x$(touch P)", "$NODE0IP": "$NODE0IP", "": ""}
+    cases = {
+        "$NODE0_IP:5000": "10.0.0.1:5000",
+        "$NODE0_IPx": "10.0.0.1x",
+        "http://$NODE1_IP:8000": "http://10.0.0.2:8000",
+        "$NODE0_IP:4,$NODE1_IP:4": "10.0.0.1:4,10.0.0.2:4",
+        "a b $NODE1_IP": "a b 10.0.0.2",
+        "$HOME": "$HOME",
+        "x$(touch P)": "x$(touch P)",
+        "$NODE0IP": "$NODE0IP",
+        "": "",
+    }
     for word, value in cases.items():
         assert _bash_echo(f"printf '%s' {shell_word(word)}", env) == value, word
     assert _bash_echo(f"printf '%s' {shell_word('$NODE0_IP:1', {0: 'LWS_LEADER_ADDRESS'})}", env) == "lead:1"
@@ -108,8 +132,9 @@ def test_heredoc_writes_its_body_as_is_and_fills_in_only_the_addresses(tmp_path)
     assert script.startswith("cat > f.yaml <<'EOF_'")  # a body line equal to the delimiter would end it
     env = {"NODE0_IP": "10.0.0.1", "NODE10_IP": "10.0.0.11", "NODE1_IP": "&&"}
     subprocess.run(["bash", "-c", script], cwd=tmp_path, env={"PATH": "/usr/bin:/bin", **env}, check=True)
-    assert (tmp_path / "f.yaml").read_text() == body.replace("$NODE0_IP", "10.0.0.1").replace("$NODE10_IP", "10.0.0.11").replace(
-        "$NODE1_IPS", "&&S")
+    assert (tmp_path / "f.yaml").read_text() == body.replace("$NODE0_IP", "10.0.0.1").replace(
+        "$NODE10_IP", "10.0.0.11"
+    ).replace("$NODE1_IPS", "&&S")
     assert not (tmp_path / "P").exists()
     assert heredoc("g.yaml", "x: 1\n") == "cat > g.yaml <<'EOF'\nx: 1\nEOF"  # nothing to fill: as before
 

@@ -32,8 +32,10 @@ def test_the_words_say_the_release_that_prices_and_why():
     assert nccl_words(at_nccl(catalog, "2.30"), "vllm-0.19") == "2.30 (--nccl; vllm-0.19 0.19.0 ships 2.27.5)"
     assert nccl_words(at_nccl(catalog, "2.27", symmetric=True), None) == "2.27, symmetric buffers (--nccl)"
     # --nccl-symmetric alone names no release: the engine's stands, with the buffers
-    assert nccl_words(at_nccl(catalog, None, symmetric=True), "vllm-0.19") == \
-        "2.27, symmetric buffers (vllm-0.19 0.19.0 ships 2.27.5)"
+    assert (
+        nccl_words(at_nccl(catalog, None, symmetric=True), "vllm-0.19")
+        == "2.27, symmetric buffers (vllm-0.19 0.19.0 ships 2.27.5)"
+    )
 
 
 def test_a_stated_release_wins_and_the_shipped_one_is_one_object():
@@ -55,7 +57,9 @@ def test_the_release_moves_the_price_where_its_rules_changed():
     shipped, newest = engine_catalog(catalog, "vllm-0.19"), at_nccl(catalog, "2.30")
     old, new = (sweep("all-reduce", [16 * 2**20], "hgx-b200", gpus=4, catalog=c)[0] for c in (shipped, newest))
     assert (old.protocol, new.protocol) == ("ll128", "simple") and old.time_s < 0.75 * new.time_s
-    step = compile_step(load_model("llama-3.1-70b"), catalog.system("hgx-b200"), Plan(4), catalog, engine="sglang-0.5.14")
+    step = compile_step(
+        load_model("llama-3.1-70b"), catalog.system("hgx-b200"), Plan(4), catalog, engine="sglang-0.5.14"
+    )
     assert step.catalog.nccl.version == (2, 28)
 
 
@@ -67,7 +71,10 @@ def test_plan_deploy_and_allreduce_say_the_same_release(capsys):
     p = plan(request("llama-3.1-8b", "hgx-h100", batches=[1], engine="vllm-0.19"))
     d = deploy(request("llama-3.1-8b", "hgx-h100", engine="vllm-0.19"), gpus=8)
     assert p.assumptions.nccl == d.nccl == "2.27 (vllm-0.19 0.19.0 ships 2.27.5)"
-    assert cli.main(["allreduce", "--system", "hgx-h100", "--gpus", "8", "--impl", "vllm-0.19", "--size", "1MiB"]) in (0, None)
+    assert cli.main(["allreduce", "--system", "hgx-h100", "--gpus", "8", "--impl", "vllm-0.19", "--size", "1MiB"]) in (
+        0,
+        None,
+    )
     assert "NCCL 2.27 (vllm-0.19 0.19.0 ships 2.27.5)" in capsys.readouterr().out.splitlines()[0]
 
 
@@ -77,6 +84,7 @@ def test_allreduce_under_an_engine_prices_its_nccl_rows_at_the_engine_release(ca
     def rows(*extra):
         cli.main(["allreduce", "--system", "hgx-b200", "--gpus", "4", "--size", "17MiB", "--json", *extra])
         return json.loads(capsys.readouterr().out)["rows"]
+
     engine, stated = rows("--impl", "sglang-0.5.14"), rows("--impl", "sglang-0.5.14", "--nccl", "2.28")
     newest = rows("--impl", "sglang-0.5.14", "--nccl", "2.30")
     assert [r["time_s"] for r in engine] == [r["time_s"] for r in stated]

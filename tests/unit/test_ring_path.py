@@ -105,16 +105,19 @@ def test_a_user_tree(tmp_path):
     assert ring_path(s, 4).transports == ("p2p",) * 4
 
 
-@pytest.mark.parametrize("change, message", [
-    (("gpus_per_switch = 4", "gpus_per_switch = 3"), "gpus_per_switch \\(3\\) must divide"),
-    (('switch_uplink = "pcie4"\n', ""), "need a switch_uplink"),
-    (('cpu = "epyc-nps1-degraded"\n', ""), "needs a cpu"),
-    (('cpu = "epyc-nps1-degraded"', 'cpu = "epyc-nps1-degarded"'), "did you mean 'epyc-nps1-degraded'"),
-    (('shm = "pcie4-shm"', 'shm = "nvlink4"'), "expected a pcie one"),
-    (("sockets = 2", "sockets = 3"), "sockets \\(3\\) must divide"),
-    (('source = "nvidia-smi topo -m"', 'source = "x"\np2p_level = "far"'), "is not one of"),
-    (('source = "nvidia-smi topo -m"', 'source = "x"\nnics_per_switch = 1'), "and a nic_fabric"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("gpus_per_switch = 4", "gpus_per_switch = 3"), "gpus_per_switch \\(3\\) must divide"),
+        (('switch_uplink = "pcie4"\n', ""), "need a switch_uplink"),
+        (('cpu = "epyc-nps1-degraded"\n', ""), "needs a cpu"),
+        (('cpu = "epyc-nps1-degraded"', 'cpu = "epyc-nps1-degarded"'), "did you mean 'epyc-nps1-degraded'"),
+        (('shm = "pcie4-shm"', 'shm = "nvlink4"'), "expected a pcie one"),
+        (("sockets = 2", "sockets = 3"), "sockets \\(3\\) must divide"),
+        (('source = "nvidia-smi topo -m"', 'source = "x"\np2p_level = "far"'), "is not one of"),
+        (('source = "nvidia-smi topo -m"', 'source = "x"\nnics_per_switch = 1'), "and a nic_fabric"),
+    ],
+)
 def test_bad_trees(tmp_path, change, message):
     text = BOX.replace(*change)
     assert text != BOX

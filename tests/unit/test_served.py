@@ -23,8 +23,13 @@ REL = 1e-9
 def setup():
     cat = load_catalog()
     cfg, system = load_model("llama-3.1-70b"), cat.system("hgx-h100")
-    common = dict(impl=None, engine="vllm", precision=precision_for(cfg, system)[0], eff=engine_efficiency("vllm"),
-                  settings=PlanSettings())
+    common = dict(
+        impl=None,
+        engine="vllm",
+        precision=precision_for(cfg, system)[0],
+        eff=engine_efficiency("vllm"),
+        settings=PlanSettings(),
+    )
     return cat, cfg, system, common, scenario(cfg, system, catalog=cat)
 
 
@@ -84,7 +89,17 @@ def test_plan_and_deploy_agree_on_every_plan_and_batch(setup):
     for o in r.options:
         if not o.meets_budget or o.pp > 1:
             continue
-        pr = plan(request("llama-3.1-70b", "hgx-h100", batches=[o.max_batch], budget_s=0.030, input_len=2048, output_len=256, catalog=cat))
+        pr = plan(
+            request(
+                "llama-3.1-70b",
+                "hgx-h100",
+                batches=[o.max_batch],
+                budget_s=0.030,
+                input_len=2048,
+                output_len=256,
+                catalog=cat,
+            )
+        )
         row = next(x for x in pr.results[0].rows if (x.tp, x.pp, x.ep, x.dp) == (o.tp, o.pp, o.ep, o.dp))
         assert row.tpot_s == pytest.approx(o.tpot_s, rel=REL) and row.itl_s == pytest.approx(o.itl_s, rel=REL)
         assert row.comm_share == pytest.approx(o.comm_share, rel=REL)
@@ -104,11 +119,17 @@ def test_plan_without_a_workload_is_decode_only(setup):
         assert r.tpot_s > r.itl_s  # ISL 4096 / OSL 128: 7 x 32 prompt tokens ride in every step
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(input_len=0, output_len=8), "input-len must be a whole number"),
-    (dict(input_len=1024, output_len=128, context=2048), "give --context .decode only. or --input-len/--output-len"),
-    (dict(input_len=200_000, output_len=128), "exceeds"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(input_len=0, output_len=8), "input-len must be a whole number"),
+        (
+            dict(input_len=1024, output_len=128, context=2048),
+            "give --context .decode only. or --input-len/--output-len",
+        ),
+        (dict(input_len=200_000, output_len=128), "exceeds"),
+    ],
+)
 def test_bad_served_requests_are_one_line_errors(setup, kwargs, words):
     with pytest.raises(PlanError, match=words):
         plan(request("llama-3.1-8b", "hgx-h100", batches=[1], catalog=setup[0], **kwargs))

@@ -17,18 +17,29 @@ from shardbudget.model import Plan
 
 
 def run(**kw) -> ServingRun:
-    base = dict(source="r.json", index=1, tool="vllm bench serve", model="m", concurrency=None, request_rate=None,
-                input_len=1000.0, output_len=200.0)
+    base = dict(
+        source="r.json",
+        index=1,
+        tool="vllm bench serve",
+        model="m",
+        concurrency=None,
+        request_rate=None,
+        input_len=1000.0,
+        output_len=200.0,
+    )
     return ServingRun(**{**base, **kw})
 
 
-@pytest.mark.parametrize("kw, asked, b, basis", [
-    (dict(concurrency=32, in_flight=31.5), Asked(), 32.0, "max concurrency 32"),  # the cap, held
-    (dict(concurrency=32, in_flight=20.0), Asked(), 20.0, "in flight"),  # fewer held: what ran
-    (dict(request_rate=10.0, in_flight=29.6), Asked(replicas=4), 7.4, "over 4 replicas"),  # open loop, split
-    (dict(concurrency=8), Asked(concurrency=12), 12.0, "--concurrency 12"),
-    (dict(in_flight=0.3), Asked(), 1.0, "in flight"),  # never below one request
-])
+@pytest.mark.parametrize(
+    "kw, asked, b, basis",
+    [
+        (dict(concurrency=32, in_flight=31.5), Asked(), 32.0, "max concurrency 32"),  # the cap, held
+        (dict(concurrency=32, in_flight=20.0), Asked(), 20.0, "in flight"),  # fewer held: what ran
+        (dict(request_rate=10.0, in_flight=29.6), Asked(replicas=4), 7.4, "over 4 replicas"),  # open loop, split
+        (dict(concurrency=8), Asked(concurrency=12), 12.0, "--concurrency 12"),
+        (dict(in_flight=0.3), Asked(), 1.0, "in flight"),  # never below one request
+    ],
+)
 def test_the_concurrency_a_run_is_priced_at(kw, asked, b, basis):
     got, words = batch_of(run(**kw), asked)
     assert got == pytest.approx(b) and basis in words
@@ -55,9 +66,23 @@ def test_a_throughput_below_the_priced_one_is_slow():
 
 
 def _row(**kw) -> Row:
-    base = dict(tp=8, pp=1, ep=1, dp=1, itl_s=10e-3, compute_s=7e-3, comm_s=2e-3, comm_share=0.2,
-                comm_latency_s=1e-3, other_s=1e-3, ttft_s=0.1, mem_bytes_per_gpu=1e9, fits_memory=True,
-                meets_budget=True, tpot_s=11e-3)
+    base = dict(
+        tp=8,
+        pp=1,
+        ep=1,
+        dp=1,
+        itl_s=10e-3,
+        compute_s=7e-3,
+        comm_s=2e-3,
+        comm_share=0.2,
+        comm_latency_s=1e-3,
+        other_s=1e-3,
+        ttft_s=0.1,
+        mem_bytes_per_gpu=1e9,
+        fits_memory=True,
+        meets_budget=True,
+        tpot_s=11e-3,
+    )
     return Row(**{**base, **kw})
 
 

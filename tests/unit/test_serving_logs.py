@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from shardbudget.errors import MeasureError
-from shardbudget.measure.logs.serving_formats import (detect, hf_name, is_serving_file, parse_serving_text,
-                                                      read_serving)
+from shardbudget.measure.logs.serving_formats import detect, hf_name, is_serving_file, parse_serving_text, read_serving
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 
@@ -64,17 +63,32 @@ def test_sglang_server_info_gives_the_plan():
     (run,) = read_serving(FIX / "sglang_dsr1_b200_tp8_c4.jsonl")
     s = run.settings
     assert run.tool == "sglang bench_serving"
-    assert (s.engine, s.tp, s.pp, s.ep, s.cuda_graphs, s.kv_dtype, s.dp_attention) == \
-        ("sglang", 8, 1, 1, True, "auto", False)
+    assert (s.engine, s.tp, s.pp, s.ep, s.cuda_graphs, s.kv_dtype, s.dp_attention) == (
+        "sglang",
+        8,
+        1,
+        1,
+        True,
+        "auto",
+        False,
+    )
     assert s.speculative == ""  # speculative_algorithm null: none ran
     assert (run.input_len, run.output_len) == (1024, 1024)  # random dataset, no totals in the file
 
 
 def test_sglang_jsonl_gives_one_run_per_line_and_reads_capacity():
     line = json.loads((FIX / "sglang_dsr1_b200_tp8_c4.jsonl").read_text())
-    second = {**line, "max_concurrency": 16, "concurrency": 15.2, "request_throughput": 1.0,
-              "server_info": {**line["server_info"], "disable_cuda_graph": True,
-                              "internal_states": [{"max_total_num_tokens": 500000}]}}
+    second = {
+        **line,
+        "max_concurrency": 16,
+        "concurrency": 15.2,
+        "request_throughput": 1.0,
+        "server_info": {
+            **line["server_info"],
+            "disable_cuda_graph": True,
+            "internal_states": [{"max_total_num_tokens": 500000}],
+        },
+    }
     runs = parse_serving_text(json.dumps(line) + "\n" + json.dumps(second) + "\n", "x.jsonl")
     assert [r.index for r in runs] == [1, 2]
     assert runs[1].in_flight == 15.2  # SGLang's own concurrency figure, not Little's law
@@ -92,8 +106,11 @@ def test_trtllm_bench_report():
 
 
 def test_units_of_an_aiperf_metric_are_honoured():
-    doc = {"time_to_first_token": {"unit": "s", "avg": 0.25}, "inter_token_latency": {"unit": "us", "avg": 9000},
-           "input_config": {"endpoint": {"model_names": ["Qwen/Qwen3-32B"]}, "loadgen": {"concurrency": 8}}}
+    doc = {
+        "time_to_first_token": {"unit": "s", "avg": 0.25},
+        "inter_token_latency": {"unit": "us", "avg": 9000},
+        "input_config": {"endpoint": {"model_names": ["Qwen/Qwen3-32B"]}, "loadgen": {"concurrency": 8}},
+    }
     (run,) = parse_serving_text(json.dumps(doc))
     assert run.tool == "aiperf"
     assert (run.model, run.concurrency) == ("Qwen/Qwen3-32B", 8)
@@ -117,15 +134,18 @@ def test_an_nccl_tests_log_is_not_a_serving_result(tmp_path):
     assert not is_serving_file(tmp_path / "missing.json")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("{not json", "not JSON"),
-    ('{"hello": 1}', "not a serving benchmark's result"),
-    ('{"mean_ttft_ms": "fast", "model_id": "m"}', "mean_ttft_ms is 'fast', not a number"),
-    ('{"mean_ttft_ms": -3, "model_id": "m"}', "not a finite non-negative number"),
-    ('{"mean_ttft_ms": 3, "model_id": "m", "max_concurrency": 2.5}', "max_concurrency is 2.5, not a whole number"),
-    ('{"model_id": "m", "mean_ttft_ms": null, "median_ttft_ms": null}', "without any latency"),
-    ('{"time_to_first_token": {"unit": "parsecs", "avg": 1}}', "in 'parsecs'"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("{not json", "not JSON"),
+        ('{"hello": 1}', "not a serving benchmark's result"),
+        ('{"mean_ttft_ms": "fast", "model_id": "m"}', "mean_ttft_ms is 'fast', not a number"),
+        ('{"mean_ttft_ms": -3, "model_id": "m"}', "not a finite non-negative number"),
+        ('{"mean_ttft_ms": 3, "model_id": "m", "max_concurrency": 2.5}', "max_concurrency is 2.5, not a whole number"),
+        ('{"model_id": "m", "mean_ttft_ms": null, "median_ttft_ms": null}', "without any latency"),
+        ('{"time_to_first_token": {"unit": "parsecs", "avg": 1}}', "in 'parsecs'"),
+    ],
+)
 def test_malformed_results_are_refused_in_one_line(text, words):
     with pytest.raises(MeasureError, match=words) as err:
         parse_serving_text(text, "r.json")

@@ -41,12 +41,14 @@ NOT_FOR_HELP = ("numpy", "rich", "quantiphy", "shardbudget.decide", "shardbudget
 def _run(argv: list[str]) -> tuple[str, set[str], str]:
     """(stdout, the modules loaded at exit, gc state) of `shardbudget ARGV` started as the console
     script does (console_main), with bytecode and the data cache on as in an installed copy."""
-    code = ("import atexit, gc, sys\n"
-            "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), gc.get_threshold()[0],"
-            " gc.get_freeze_count() > 0, file=sys.stderr))\n"
-            f"sys.argv = ['shardbudget'] + {argv!r}\n"
-            "from shardbudget.cli import console_main\n"
-            "console_main()\n")
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('MODULES', ' '.join(sorted(sys.modules)), gc.get_threshold()[0],"
+        " gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        f"sys.argv = ['shardbudget'] + {argv!r}\n"
+        "from shardbudget.cli import console_main\n"
+        "console_main()\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     for _ in range(2):  # the first run may build the data cache; the second is the run measured
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -84,4 +86,5 @@ def test_the_process_tunes_its_collector(plan_run):
     """Start-up's ~33,000 lasting objects are not searched ~85 times during the run, nor once more
     at exit (shardbudget.cli.GC_THRESHOLD)."""
     from shardbudget.cli import GC_THRESHOLD
+
     assert plan_run[2] == f"{GC_THRESHOLD} True"

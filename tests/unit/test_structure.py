@@ -21,19 +21,36 @@ STEP_MODULE_LINES = 250  # the step model's own modules (issue 18): price_ops, p
 STEP_FUNCTION_LINES = 40
 # Imported inside functions on purpose: heavy (torch, matplotlib, scipy) or optional (tomli_w, the
 # click copy typer vendors on some versions, huggingface_hub for --download).
-LAZY_OK = ("torch", "matplotlib", "scipy", "tomli_w", "typer._click", "click", "huggingface_hub",
-           ".worker",  # measure/harness/worker.py is the one rank's torch code
-           # modules one command alone uses, imported inside that command so that `--help` and the
-           # other commands start without them (`plan` and `deploy` start-up; benchmarks/deploy_speed.py)
-           "..decide.deploy", "..decide.disagg", "..decide.launch", "..decide.tail_plan", "..fabric.topo_profile", "..measure",
-           "..report.html", "..report.demo", "..report",
-           # what the cached built-in data makes unneeded (datacache: `plan` start-up, benchmarks/startup.py):
-           # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
-           # forms itself (quantiphy for the rest: tests/unit/test_units_quick.py)
-           "tomllib", ".atomic", "quantiphy",
-           "..atomic",  # read_user_file: a user's --catalog or config.json only, not the built-in data on `plan`'s path
-           "..step.served",  # plan --input-len/--output-len alone
-           ".cli_tables")  # an engine preset's [cli] records: deploy's; plan reads the preset without them
+LAZY_OK = (
+    "torch",
+    "matplotlib",
+    "scipy",
+    "tomli_w",
+    "typer._click",
+    "click",
+    "huggingface_hub",
+    ".worker",  # measure/harness/worker.py is the one rank's torch code
+    # modules one command alone uses, imported inside that command so that `--help` and the
+    # other commands start without them (`plan` and `deploy` start-up; benchmarks/deploy_speed.py)
+    "..decide.deploy",
+    "..decide.disagg",
+    "..decide.launch",
+    "..decide.tail_plan",
+    "..fabric.topo_profile",
+    "..measure",
+    "..report.html",
+    "..report.demo",
+    "..report",
+    # what the cached built-in data makes unneeded (datacache: `plan` start-up, benchmarks/startup.py):
+    # the TOML reader builds it, atomic writes it (json, tempfile); units reads and prints the common
+    # forms itself (quantiphy for the rest: tests/unit/test_units_quick.py)
+    "tomllib",
+    ".atomic",
+    "quantiphy",
+    "..atomic",  # read_user_file: a user's --catalog or config.json only, not the built-in data on `plan`'s path
+    "..step.served",  # plan --input-len/--output-len alone
+    ".cli_tables",
+)  # an engine preset's [cli] records: deploy's; plan reads the preset without them
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -55,7 +72,7 @@ def _imported(module: str, node: ast.AST, is_package: bool) -> list[str]:
     target = node.module or ""
     if node.level:
         base = module.split(".") if is_package else module.split(".")[:-1]
-        base = base[:len(base) - (node.level - 1)]
+        base = base[: len(base) - (node.level - 1)]
         target = ".".join(base + ([node.module] if node.module else []))
     return [target] + [f"{target}.{a.name}" for a in node.names]
 
@@ -86,7 +103,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(n)
         for m in sorted(graph[n]):
             if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
+                return stack[stack.index(m) :] + [m]
             if m not in state and (found := visit(m)):
                 return found
         state[n] = 2
@@ -101,7 +118,10 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_import_graph_has_no_cycle():
     graph = _graph()
-    assert graph["shardbudget.step.compose"] >= {"shardbudget.model", "shardbudget.step.price_comm"}  # the graph is real
+    assert graph["shardbudget.step.compose"] >= {
+        "shardbudget.model",
+        "shardbudget.step.price_comm",
+    }  # the graph is real
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
 
@@ -114,16 +134,16 @@ def test_import_graph_has_no_cycle():
 
 GROUND = "ground"
 LAYERS = {
-    GROUND:    set(),
-    "fabric":  {GROUND},
-    "comm":    {GROUND, "fabric"},
-    "model":   {GROUND, "comm"},
+    GROUND: set(),
+    "fabric": {GROUND},
+    "comm": {GROUND, "fabric"},
+    "model": {GROUND, "comm"},
     "engines": {GROUND, "fabric", "comm"},
     "measure": {GROUND, "fabric", "comm"},
-    "step":    {GROUND, "fabric", "comm", "model", "engines", "measure"},
-    "decide":  {GROUND, "fabric", "comm", "model", "engines", "measure", "step"},
-    "report":  {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide"},
-    "cli":     {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide", "report"},
+    "step": {GROUND, "fabric", "comm", "model", "engines", "measure"},
+    "decide": {GROUND, "fabric", "comm", "model", "engines", "measure", "step"},
+    "report": {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide"},
+    "cli": {GROUND, "fabric", "comm", "model", "engines", "measure", "step", "decide", "report"},
     # the public measurements read, the catalog fitted on them and the model validated against them:
     # run by `python -m shardbudget.calibrate`, the tests and the benchmarks; no command imports it
     "calibrate": {GROUND, "fabric", "comm", "model", "engines", "step"},
@@ -167,9 +187,13 @@ def _layer_breaches(imports: dict[str, set[str]]) -> list[str]:
 
 def test_every_package_is_a_layer_in_the_table():
     tops = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
-    assert tops == set(LAYERS) - {GROUND}, f"packages without a row in LAYERS (or rows without a package): {tops ^ (set(LAYERS) - {GROUND})}"
+    assert tops == set(LAYERS) - {GROUND}, (
+        f"packages without a row in LAYERS (or rows without a package): {tops ^ (set(LAYERS) - {GROUND})}"
+    )
     root_modules = {p.stem for p in SRC.glob("*.py")} - ENTRY_MODULES
-    assert root_modules == GROUND_MODULES, f"modules at the root that are not the ground floor: {root_modules - GROUND_MODULES}"
+    assert root_modules == GROUND_MODULES, (
+        f"modules at the root that are not the ground floor: {root_modules - GROUND_MODULES}"
+    )
     for layer, allowed in LAYERS.items():  # a table that is itself one way: no layer allows one that allows it
         assert all(layer not in LAYERS[a] for a in allowed), f"{layer} and one of {allowed} allow each other"
 
@@ -186,7 +210,8 @@ def test_the_layer_check_catches_an_upward_import():
     imports["shardbudget.units"] = imports["shardbudget.units"] | {"shardbudget.fabric.hardware"}
     assert _layer_breaches(imports) == [
         "shardbudget.model.ops (model) imports shardbudget.step.compose (step)",
-        "shardbudget.units (ground) imports shardbudget.fabric.hardware (fabric)"]
+        "shardbudget.units (ground) imports shardbudget.fabric.hardware (fabric)",
+    ]
 
 
 # --- views only read (issue 32) ------------------------------------------------------------
@@ -198,31 +223,46 @@ def test_the_layer_check_catches_an_upward_import():
 
 VIEWS = "shardbudget.report"
 PRICERS = {
-    "shardbudget.comm.collectives.sweep", "shardbudget.comm.collectives.collective_cost",
-    "shardbudget.comm.collectives.make_group", "shardbudget.comm.collectives.candidates",
-    "shardbudget.decide.planner.plan", "shardbudget.decide.planner.required_fabric",
-    "shardbudget.decide.deploy.deploy", "shardbudget.decide.deploy.budget_options", "shardbudget.decide.capacity",
-    "shardbudget.decide.questions.explain", "shardbudget.decide.compare.compare_systems",
-    "shardbudget.decide.report_answers.answer_report", "shardbudget.decide.report_answers.demo_answers",
-    "shardbudget.decide.report_answers.fabric_curve", "shardbudget.decide.report_grid.answer_grid",
-    "shardbudget.decide.report_grid.deploy_options", "shardbudget.decide.report_grid.rejudge",
-    "shardbudget.decide.measured.measured_entry", "shardbudget.decide.measured.predict_samples",
+    "shardbudget.comm.collectives.sweep",
+    "shardbudget.comm.collectives.collective_cost",
+    "shardbudget.comm.collectives.make_group",
+    "shardbudget.comm.collectives.candidates",
+    "shardbudget.decide.planner.plan",
+    "shardbudget.decide.planner.required_fabric",
+    "shardbudget.decide.deploy.deploy",
+    "shardbudget.decide.deploy.budget_options",
+    "shardbudget.decide.capacity",
+    "shardbudget.decide.questions.explain",
+    "shardbudget.decide.compare.compare_systems",
+    "shardbudget.decide.report_answers.answer_report",
+    "shardbudget.decide.report_answers.demo_answers",
+    "shardbudget.decide.report_answers.fabric_curve",
+    "shardbudget.decide.report_grid.answer_grid",
+    "shardbudget.decide.report_grid.deploy_options",
+    "shardbudget.decide.report_grid.rejudge",
+    "shardbudget.decide.measured.measured_entry",
+    "shardbudget.decide.measured.predict_samples",
 }
 
 
 def _pricing_imports(imports: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{module} imports {target}" for module, targets in imports.items()
-                  if module == VIEWS or module.startswith(VIEWS + ".")
-                  for target in targets
-                  if target == "shardbudget.step" or target.startswith("shardbudget.step.") or target in PRICERS)
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in imports.items()
+        if module == VIEWS or module.startswith(VIEWS + ".")
+        for target in targets
+        if target == "shardbudget.step" or target.startswith("shardbudget.step.") or target in PRICERS
+    )
 
 
 def _every_import() -> dict[str, set[str]]:
     """Module -> every dotted name its imports name (module or module.attribute), anywhere in it."""
     mods = _modules()
     packages = {name for name in mods if (SRC.parent / Path(*name.split(".")) / "__init__.py").exists()}
-    return {name: {t for node in ast.walk(tree) for t in _imported(name, node, name in packages)}
-            for name, tree in mods.items()}
+    return {
+        name: {t for node in ast.walk(tree) for t in _imported(name, node, name in packages)}
+        for name, tree in mods.items()
+    }
 
 
 def test_no_view_imports_the_step_model_or_a_pricer():
@@ -235,16 +275,18 @@ def test_the_view_check_catches_a_view_that_prices():
     assert imports["shardbudget.report.grid"]  # the check is fed real imports
     imports["shardbudget.report.grid"] = imports["shardbudget.report.grid"] | {"shardbudget.decide.planner.plan"}
     imports["shardbudget.report.sections"] = imports["shardbudget.report.sections"] | {"shardbudget.step.compose"}
-    assert _pricing_imports(imports) == ["shardbudget.report.grid imports shardbudget.decide.planner.plan",
-                                         "shardbudget.report.sections imports shardbudget.step.compose"]
+    assert _pricing_imports(imports) == [
+        "shardbudget.report.grid imports shardbudget.decide.planner.plan",
+        "shardbudget.report.sections imports shardbudget.step.compose",
+    ]
 
 
 # measure/ is three subpackages by role (issue 32, item 6); each may import the parts listed for it,
 # the package's own __init__ / __main__ any of them.
 MEASURE_PARTS = {
-    "logs":     set(),      # reading logs: knows nothing of who measured or what is done with them
-    "harness":  set(),      # measuring: what it writes is read back by logs like any other log
-    "analysis": {"logs"},   # fit and check: measurements (read by logs) against the model
+    "logs": set(),  # reading logs: knows nothing of who measured or what is done with them
+    "harness": set(),  # measuring: what it writes is read back by logs like any other log
+    "analysis": {"logs"},  # fit and check: measurements (read by logs) against the model
 }
 
 
@@ -267,15 +309,20 @@ def _measure_breaches(imports: dict[str, set[str]]) -> list[str]:
 def test_measure_is_its_parts_and_each_imports_only_those_listed():
     measure = SRC / "measure"
     parts = {p.name for p in measure.iterdir() if (p / "__init__.py").exists()}
-    assert parts == set(MEASURE_PARTS), f"measure/ subpackages without a row in MEASURE_PARTS: {parts ^ set(MEASURE_PARTS)}"
+    assert parts == set(MEASURE_PARTS), (
+        f"measure/ subpackages without a row in MEASURE_PARTS: {parts ^ set(MEASURE_PARTS)}"
+    )
     assert {p.name for p in measure.glob("*.py")} == {"__init__.py", "__main__.py"}, "a module outside measure's parts"
     imports = _all_imports()
     assert imports["shardbudget.measure.analysis.check"] & {"shardbudget.measure.logs.read"}  # fed real edges
     breaches = _measure_breaches(imports)
     assert not breaches, "imports against MEASURE_PARTS:\n" + "\n".join(breaches)
-    imports["shardbudget.measure.logs.read"] = imports["shardbudget.measure.logs.read"] | {"shardbudget.measure.analysis.fit"}
+    imports["shardbudget.measure.logs.read"] = imports["shardbudget.measure.logs.read"] | {
+        "shardbudget.measure.analysis.fit"
+    }
     assert _measure_breaches(imports) == [
-        "shardbudget.measure.logs.read (logs) imports shardbudget.measure.analysis.fit (analysis)"]
+        "shardbudget.measure.logs.read (logs) imports shardbudget.measure.analysis.fit (analysis)"
+    ]
 
 
 def test_a_cycle_is_found_when_there_is_one():
@@ -321,8 +368,11 @@ def test_module_and_function_sizes(path):
     wrapped = wrapped_lines(text)
     lines = sized(1, len(text.splitlines()), wrapped)
     assert lines <= max_lines, f"{path.name}: {lines} lines"
-    long = [(n.name, sized(n.lineno, n.end_lineno, wrapped)) for n in ast.walk(ast.parse(text))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and sized(n.lineno, n.end_lineno, wrapped) > max_fn]
+    long = [
+        (n.name, sized(n.lineno, n.end_lineno, wrapped))
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and sized(n.lineno, n.end_lineno, wrapped) > max_fn
+    ]
     assert not long, f"{path.name}: functions over {max_fn} lines: {long}"
 
 
@@ -387,8 +437,11 @@ _MENTIONED_PATH = re.compile(r"(?<![\w./<>*-])((?:[\w-]+/)*[\w-]+\.(?:py|toml|js
 
 
 def _modules_rel() -> list[str]:
-    return sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py")
-                  if p.name not in ("__init__.py", "__main__.py") and "__pycache__" not in p.parts)
+    return sorted(
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        if p.name not in ("__init__.py", "__main__.py") and "__pycache__" not in p.parts
+    )
 
 
 def _table_rows(text: str) -> list[tuple[list[str], list[str]]]:
@@ -458,5 +511,7 @@ def test_the_contributing_checks_catch_a_stale_map():
     assert "decide/deploy.py" not in _documented(text.replace(row + "\n", ""))[0]
     assert _documented(text.replace("`fig_*`", "`fig_gone`"))[1]
     assert _missing_paths("see `model/nothing.py` and tests/unit/test_nothing.py") == [
-        "model/nothing.py", "tests/unit/test_nothing.py"]
+        "model/nothing.py",
+        "tests/unit/test_nothing.py",
+    ]
     assert _missing_paths("`--catalog my.toml`, catalog/systems.toml, `engines/<engine>.toml`") == []

@@ -21,8 +21,15 @@ import pytest
 
 from shardbudget.errors import PlanError, ShardbudgetError
 from shardbudget.measure.logs.records import IterStats, Sample
-from shardbudget.step.tail import (CallStats, call_at_size, call_from_iter_stats, call_from_p99,
-                              call_from_samples, itl_tail, p99_itl_s)
+from shardbudget.step.tail import (
+    CallStats,
+    call_at_size,
+    call_from_iter_stats,
+    call_from_p99,
+    call_from_samples,
+    itl_tail,
+    p99_itl_s,
+)
 
 TOLERANCE = 0.01  # of the simulated p99 of the collective part
 TOKENS = 200_000
@@ -41,14 +48,15 @@ def _draw(call: CallStats, rng: np.random.Generator, tokens: int) -> np.ndarray:
     return np.full(tokens, call.count * call.mean_s)
 
 
-def simulate(compute_s: float, calls: list[CallStats], *, tokens: int = TOKENS, seed: int = 0,
-             quantile: float = 0.99) -> float:
+def simulate(
+    compute_s: float, calls: list[CallStats], *, tokens: int = TOKENS, seed: int = 0, quantile: float = 0.99
+) -> float:
     rng = np.random.default_rng(seed)
     itl = np.full(tokens, compute_s)
     for chunk in range(0, tokens, 20_000):  # 20k tokens x 160 calls at a time: 25 MB
         m = min(20_000, tokens - chunk)
         for c in calls:
-            itl[chunk:chunk + m] += _draw(c, rng, m)
+            itl[chunk : chunk + m] += _draw(c, rng, m)
     return float(np.quantile(itl, quantile))
 
 
@@ -74,8 +82,9 @@ def test_p99_matches_a_monte_carlo_simulation(label, compute_s, specs, tokens):
     calls = [call_from_p99(*s) for s in specs]
     predicted = p99_itl_s(compute_s, calls)
     simulated = simulate(compute_s, calls, tokens=tokens)
-    assert abs(predicted - simulated) <= TOLERANCE * (simulated - compute_s), \
+    assert abs(predicted - simulated) <= TOLERANCE * (simulated - compute_s), (
         f"{label}: predicted {predicted * 1e6:.2f} us, simulated {simulated * 1e6:.2f} us"
+    )
 
 
 def test_spiky_measured_samples_compose_by_their_empirical_distribution():
@@ -94,6 +103,7 @@ def test_spiky_measured_samples_compose_by_their_empirical_distribution():
 
 def test_shifted_exponentials_of_one_kind_sum_to_a_shifted_gamma():
     from scipy.stats import gamma
+
     call = call_from_p99(160, 20e-6, 35e-6)
     shift, scale = call.params
     exact = 160 * shift + gamma.ppf(0.99, 160, scale=scale)
@@ -134,13 +144,17 @@ def test_three_cumulants_are_not_enough_for_heavy_tails():
 
 # --- one kind of call ------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("mean_s", "p99_s", "family"), [
-    (20e-6, 35e-6, "shifted-exponential"),
-    (20e-6, 92e-6, "shifted-exponential"),  # p99 = 4.6 x mean: the floor is almost 0
-    (20e-6, 93e-6, "lognormal"),            # just past it
-    (20e-6, 290e-6, "lognormal"),           # 14.5 x
-    (20e-6, 20e-6, "fixed"),
-])
+
+@pytest.mark.parametrize(
+    ("mean_s", "p99_s", "family"),
+    [
+        (20e-6, 35e-6, "shifted-exponential"),
+        (20e-6, 92e-6, "shifted-exponential"),  # p99 = 4.6 x mean: the floor is almost 0
+        (20e-6, 93e-6, "lognormal"),  # just past it
+        (20e-6, 290e-6, "lognormal"),  # 14.5 x
+        (20e-6, 20e-6, "fixed"),
+    ],
+)
 def test_fitted_calls_keep_their_mean_and_p99(mean_s, p99_s, family):
     c = call_from_p99(4, mean_s, p99_s)
     assert c.family == family and c.count == 4
@@ -150,8 +164,11 @@ def test_fitted_calls_keep_their_mean_and_p99(mean_s, p99_s, family):
 
 
 def test_scaled_keeps_the_shape():
-    for c in (call_from_p99(2, 20e-6, 35e-6), call_from_p99(2, 20e-6, 160e-6),
-              call_from_samples(2, [10e-6, 20e-6, 60e-6])):
+    for c in (
+        call_from_p99(2, 20e-6, 35e-6),
+        call_from_p99(2, 20e-6, 160e-6),
+        call_from_samples(2, [10e-6, 20e-6, 60e-6]),
+    ):
         d = c.scaled(2 * c.mean_s)
         assert d.quantile_s(0.99) == pytest.approx(2 * c.quantile_s(0.99), rel=1e-9)
         assert d.variance_s2 == pytest.approx(4 * c.variance_s2)
@@ -162,16 +179,30 @@ def test_fixed_calls_add_their_means():
 
 
 def _sample(msg_bytes: float, per_iter: IterStats | None, time_s: float = 20e-6) -> Sample:
-    return Sample(op="all-reduce", msg_bytes=msg_bytes, time_s=time_s, algbw_bytes_per_s=msg_bytes / time_s,
-                  busbw_bytes_per_s=msg_bytes / time_s, n_ranks=8, n_nodes=1, in_place=False, graph=False,
-                  dtype="float", redop="sum", source="t", per_iter=per_iter)
+    return Sample(
+        op="all-reduce",
+        msg_bytes=msg_bytes,
+        time_s=time_s,
+        algbw_bytes_per_s=msg_bytes / time_s,
+        busbw_bytes_per_s=msg_bytes / time_s,
+        n_ranks=8,
+        n_nodes=1,
+        in_place=False,
+        graph=False,
+        dtype="float",
+        redop="sum",
+        source="t",
+        per_iter=per_iter,
+    )
 
 
 def test_jitter_from_a_log_at_the_nearest_size():
     times = (50e-6, 20e-6, 21e-6, 22e-6, 40e-6)
-    samples = [_sample(8192, IterStats(n_iters=4, skipped=1, times_s=times)),
-               _sample(1 << 20, IterStats(n_iters=None, p99_s=90e-6, cv=0.2), time_s=60e-6),
-               _sample(64, None)]
+    samples = [
+        _sample(8192, IterStats(n_iters=4, skipped=1, times_s=times)),
+        _sample(1 << 20, IterStats(n_iters=None, p99_s=90e-6, cv=0.2), time_s=60e-6),
+        _sample(64, None),
+    ]
     near = call_at_size(samples, 16384, count=160)  # nearest in log size: 8 KiB
     assert near.family == "samples" and sorted(near.params) == [20e-6, 21e-6, 22e-6, 40e-6]  # skipped dropped
     text = call_at_size(samples, 1 << 21, count=2, mean_s=30e-6)  # text -I columns: p99 and time_s
@@ -180,18 +211,21 @@ def test_jitter_from_a_log_at_the_nearest_size():
     assert call_from_iter_stats(1, IterStats(n_iters=None, mean_s=10e-6, p99_s=9e-6)).family == "fixed"
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: call_from_p99(1, 20e-6, 10e-6), "below its mean"),
-    (lambda: call_from_p99(1, 20e-6, 400e-6), "20.0 x the mean"),
-    (lambda: call_from_p99(-1, 20e-6, 30e-6), "call count -1"),
-    (lambda: call_from_p99(1, 0.0, 30e-6), "mean_s 0.0"),
-    (lambda: call_from_samples(1, []), "non-empty"),
-    (lambda: itl_tail(1e-3, [(1, 2e-5, 3e-5)], quantile=1.0), "quantile 1.0"),
-    (lambda: itl_tail(-1.0, []), "mean_compute_s -1.0"),
-    (lambda: itl_tail(0.0, [(1, 2e-5)]), "a call is a CallStats"),
-    (lambda: itl_tail(0.0, [], method="exact"), "method 'exact'"),
-    (lambda: call_from_iter_stats(1, IterStats(n_iters=None)), "need times"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: call_from_p99(1, 20e-6, 10e-6), "below its mean"),
+        (lambda: call_from_p99(1, 20e-6, 400e-6), "20.0 x the mean"),
+        (lambda: call_from_p99(-1, 20e-6, 30e-6), "call count -1"),
+        (lambda: call_from_p99(1, 0.0, 30e-6), "mean_s 0.0"),
+        (lambda: call_from_samples(1, []), "non-empty"),
+        (lambda: itl_tail(1e-3, [(1, 2e-5, 3e-5)], quantile=1.0), "quantile 1.0"),
+        (lambda: itl_tail(-1.0, []), "mean_compute_s -1.0"),
+        (lambda: itl_tail(0.0, [(1, 2e-5)]), "a call is a CallStats"),
+        (lambda: itl_tail(0.0, [], method="exact"), "method 'exact'"),
+        (lambda: call_from_iter_stats(1, IterStats(n_iters=None)), "need times"),
+    ],
+)
 def test_bad_input_is_a_one_line_error(call, match):
     with pytest.raises(PlanError, match=match) as e:
         call()
@@ -200,5 +234,6 @@ def test_bad_input_is_a_one_line_error(call, match):
 
 def test_to_dict_is_json():
     import json
+
     d = itl_tail(8e-3, [(160, 20e-6, 35e-6)]).to_dict()
     assert json.loads(json.dumps(d))["calls"][0]["p99_s"] == pytest.approx(35e-6)

@@ -41,8 +41,18 @@ def _log(tmp_path, name="ar.json", *, ranks=8, cv=0.3, op="all-reduce", seed=1):
         times = [1.0 + t for t in _times_us(size, rng, 0.0)] if cv == 0 else _times_us(size, rng, cv)
         mean = sum(times) / len(times)
         half = placement(mean, size / mean / 1e3, size / mean / 1e3 * 2 * (ranks - 1) / ranks)
-        rows.append(result(size, max(size // 4, 1), "float", "sum" if op == "all-reduce" else "none",
-                           out=half, inp=half, out_iter=per_iter_block(times), in_iter=per_iter_block(times)))
+        rows.append(
+            result(
+                size,
+                max(size // 4, 1),
+                "float",
+                "sum" if op == "all-reduce" else "none",
+                out=half,
+                inp=half,
+                out_iter=per_iter_block(times),
+                in_iter=per_iter_block(times),
+            )
+        )
     path = tmp_path / name
     path.write_text(dumps(document(op=op, results=rows, processes=["node-a"], ngpus=ranks, per_iter=True)))
     return path
@@ -136,6 +146,7 @@ def test_ops_the_log_did_not_time_keep_their_mean(tmp_path):
 
 # --- the command ------------------------------------------------------------------------------
 
+
 def _run(capsys, *argv):
     rc = cli.main(list(argv))
     out, err = capsys.readouterr()
@@ -149,7 +160,9 @@ def test_plan_shows_p99_beside_the_mean(tmp_path, capsys):
     header = next(line for line in out.splitlines() if "ITL ms" in line)
     assert header.index("ITL ms") < header.index("p99 ITL ms") < header.index("compute ms")
     assert "# p99 from per-iteration times of all-reduce at 8 ranks (ar.json)" in out
-    rc, out, _ = _run(capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "8", "--jitter", str(log), "--json")
+    rc, out, _ = _run(
+        capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "8", "--jitter", str(log), "--json"
+    )
     rows = json.loads(out)["results"][0]["rows"]
     assert all(r["itl_p99_s"] >= r["itl_s"] for r in rows)
     rc, out, _ = _run(capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-b", "8")
@@ -161,7 +174,9 @@ def test_a_log_without_per_iteration_times_is_refused(tmp_path, capsys):
     rc, out, err = _run(capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--jitter", str(text))
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert "no per-iteration times" in err and "-I 1" in err
-    rc, out, err = _run(capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--jitter", str(tmp_path / "nope.json"))
+    rc, out, err = _run(
+        capsys, "plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--jitter", str(tmp_path / "nope.json")
+    )
     assert rc == 2 and out == "" and err.count("\n") == 1 and "nope.json" in err
 
 

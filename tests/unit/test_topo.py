@@ -30,11 +30,14 @@ def _profile_catalog(profile, tmp_path):
 
 
 def _ratio(cat, mine: str, ref: str, gpus: int, size: int) -> float:
-    return (collective_cost("all-reduce", size, mine, gpus=gpus, catalog=cat).time_s
-            / collective_cost("all-reduce", size, ref, gpus=gpus, catalog=cat).time_s)
+    return (
+        collective_cost("all-reduce", size, mine, gpus=gpus, catalog=cat).time_s
+        / collective_cost("all-reduce", size, ref, gpus=gpus, catalog=cat).time_s
+    )
 
 
 # --- the four fixtures the issue asks for ----------------------------------------------------
+
 
 def test_hgx_h100_nv18_is_an_nvswitch_with_rail_nics(tmp_path):
     topo = read_topology_files([FIX / "h100_hgx_nv18.txt"])
@@ -66,8 +69,14 @@ def test_l40s_dual_socket_prices_like_the_builtin(tmp_path):
     assert any("cpu epyc-nps1-degraded is a degraded host profile" in w for w in p.warnings), p.warnings
     s = p.system
     assert (s["topology"], s["intra_fabric"], s["cpu"]) == ("pcie", "pcie4", "epyc-nps1-degraded")
-    assert s["pcie"] == {"sockets": 2, "gpus_per_switch": 1, "host_bridge": "pcie4-hostbridge", "shm": "pcie4-shm",
-                         "p2p_level": "auto", "source": s["pcie"]["source"]}
+    assert s["pcie"] == {
+        "sockets": 2,
+        "gpus_per_switch": 1,
+        "host_bridge": "pcie4-hostbridge",
+        "shm": "pcie4-shm",
+        "p2p_level": "auto",
+        "source": s["pcie"]["source"],
+    }
     assert (s["nics_per_node"], s["rail_optimized"]) == (1, False)  # NIC0 is SYS to every GPU: shared
     cat = _profile_catalog(p, tmp_path)
     for g in (2, 4, 8):
@@ -107,6 +116,7 @@ def test_two_gpus_on_an_nvlink_bridge_get_a_bridge_fabric(tmp_path):
 
 # --- the other inputs: P2P matrix, NCCL XML, topo -mp --------------------------------------------
 
+
 def test_p2p_matrix_gns_turns_pcie_p2p_off(tmp_path):
     topo = read_topology_files([FIX / "rtx5090_2gpu_p2p.txt"])
     assert topo.p2p.status == (("X", "GNS"), ("GNS", "X")) and topo.matrix.paths[0][1] == "phb"
@@ -131,6 +141,7 @@ def test_a_gpu_the_catalog_lacks_comes_in_with_gpu_spec(tmp_path):
 
 def test_gpu_spec_errors_are_one_line(tmp_path):
     from shardbudget.fabric.topo_profile import GPU_SPEC_TEMPLATE
+
     template = tmp_path / "t.toml"
     template.write_text(GPU_SPEC_TEMPLATE)
     with pytest.raises(CatalogError, match="fill in every <...>"):
@@ -174,7 +185,12 @@ def test_nccl_topology_xml_alone(tmp_path):
     assert len({g.switch for g in x.gpus}) == 8  # one GPU per PCIe switch, 4 NICs beside it
     p = infer_profile(topo, name="p5", gpu="h100-sxm")
     s = p.system
-    assert (s["nic_fabric"], s["nics_per_node"], s["rail_optimized"], s["cpu"]) == ("efa", 32, True, "epyc-nps1-degraded")
+    assert (s["nic_fabric"], s["nics_per_node"], s["rail_optimized"], s["cpu"]) == (
+        "efa",
+        32,
+        True,
+        "epyc-nps1-degraded",
+    )
     assert s["topology"] == "pcie" and any("lists no NVLink" in w for w in p.warnings)
 
 
@@ -198,6 +214,7 @@ def test_topo_mp_output_is_flagged():
 
 # --- shapes and names ----------------------------------------------------------------------------
 
+
 def test_nvlink_mesh_and_partial_nvlink():
     mesh = """\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity
 GPU0\t X \tNV4\tNV4\tNV4\t0-31\t0
@@ -208,15 +225,20 @@ GPU3\tNV4\tNV4\tNV4\t X \t0-31\t0
     p = infer_profile(parse_topology_text(mesh), name="mesh", gpu="a100-sxm")
     assert p.system["topology"] == "mesh" and p.fabrics["mesh-nvlink"]["links_per_gpu"] == 12  # 4 x 3 peers
     validate_profile(p)
-    partial = mesh.replace("\tNV4\tNV4\t0-31", "\tSYS\tSYS\t0-31", 1).replace("GPU2\tNV4", "GPU2\tSYS").replace(
-        "GPU3\tNV4", "GPU3\tSYS")
+    partial = (
+        mesh.replace("\tNV4\tNV4\t0-31", "\tSYS\tSYS\t0-31", 1)
+        .replace("GPU2\tNV4", "GPU2\tSYS")
+        .replace("GPU3\tNV4", "GPU3\tSYS")
+    )
     with pytest.raises(CatalogError, match="NVLinks join some GPU pairs"):
         infer_profile(parse_topology_text(partial), name="partial", gpu="a100-sxm")
 
 
 def test_gpu_names_from_nvidia_smi_l():
-    text = ("GPU 0: NVIDIA L40S (UUID: GPU-1)\nGPU 1: NVIDIA L40S (UUID: GPU-2)\nGPU 2: NVIDIA L40S (UUID: GPU-3)\n"
-            "GPU 3: NVIDIA L40S (UUID: GPU-4)\n" + SMALL)
+    text = (
+        "GPU 0: NVIDIA L40S (UUID: GPU-1)\nGPU 1: NVIDIA L40S (UUID: GPU-2)\nGPU 2: NVIDIA L40S (UUID: GPU-3)\n"
+        "GPU 3: NVIDIA L40S (UUID: GPU-4)\n" + SMALL
+    )
     assert infer_profile(parse_topology_text(text), name="n", gpu=None).system["gpu"] == "l40s"
     mixed = text.replace("GPU 3: NVIDIA L40S", "GPU 3: NVIDIA L4")
     with pytest.raises(CatalogError, match="different GPUs"):
@@ -230,28 +252,49 @@ def test_gpu_names_from_nvidia_smi_l():
     assert any("overrides the input's GPU" in w for w in p.warnings)
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda t: t.replace("GPU2\tSYS\tSYS\t X \tPIX\t16-31\t1", "GPU2\tSYS"), r":4: row GPU2 has 1 entries, the header 4"),
-    (lambda t: t.replace("GPU2\tSYS\tSYS\t X \tPIX", "GPU2\tSYS\tSYS\t X "), r":4: GPU2/GPU3: '16-31' is not a topology"),
-    (lambda t: t.replace("GPU1\tPIX\t X \tSYS", "GPU1\tPIX\t X \tFOO"), r":3: GPU1/GPU2: 'FOO' is not a topology entry"),
-    (lambda t: t.replace("GPU1\tPIX\t X \tSYS", "GPU1\tSYS\t X \tSYS"), "GPU0-GPU1 and GPU1-GPU0 disagree"),
-    (lambda t: t.replace("GPU3\tSYS\tSYS\tPIX\t X ", "GPU3\tSYS\tSYS\tPIX\tPIX"), "must have X in column GPU3"),
-    (lambda t: t.replace("GPU3\tSYS\tSYS\tPIX\t X \t16-31\t1\n", ""), "no row for GPU3"),
-    (lambda t: t.replace("\tGPU0\tGPU1\tGPU2", "\tGPU0\tGPU2\tGPU1"), "GPU columns must be GPU0, GPU1"),
-    (lambda t: "hello\n", "no `nvidia-smi topo -m` matrix"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.replace("GPU2\tSYS\tSYS\t X \tPIX\t16-31\t1", "GPU2\tSYS"),
+            r":4: row GPU2 has 1 entries, the header 4",
+        ),
+        (
+            lambda t: t.replace("GPU2\tSYS\tSYS\t X \tPIX", "GPU2\tSYS\tSYS\t X "),
+            r":4: GPU2/GPU3: '16-31' is not a topology",
+        ),
+        (
+            lambda t: t.replace("GPU1\tPIX\t X \tSYS", "GPU1\tPIX\t X \tFOO"),
+            r":3: GPU1/GPU2: 'FOO' is not a topology entry",
+        ),
+        (lambda t: t.replace("GPU1\tPIX\t X \tSYS", "GPU1\tSYS\t X \tSYS"), "GPU0-GPU1 and GPU1-GPU0 disagree"),
+        (lambda t: t.replace("GPU3\tSYS\tSYS\tPIX\t X ", "GPU3\tSYS\tSYS\tPIX\tPIX"), "must have X in column GPU3"),
+        (lambda t: t.replace("GPU3\tSYS\tSYS\tPIX\t X \t16-31\t1\n", ""), "no row for GPU3"),
+        (lambda t: t.replace("\tGPU0\tGPU1\tGPU2", "\tGPU0\tGPU2\tGPU1"), "GPU columns must be GPU0, GPU1"),
+        (lambda t: "hello\n", "no `nvidia-smi topo -m` matrix"),
+    ],
+)
 def test_malformed_matrix_is_one_clear_error(edit, message):
     with pytest.raises(CatalogError, match=message):
         parse_topology_text(edit(SMALL), source="m.txt")
 
 
 def test_unequal_numa_domains_and_name_checks(tmp_path):
-    odd = SMALL.replace("GPU1\tPIX\t X \tSYS\tSYS\t0-15\t0", "GPU1\tSYS\t X \tSYS\tSYS\t0-15\t0").replace(
-        "GPU0\t X \tPIX", "GPU0\t X \tSYS").replace("GPU1\tPIX\t X", "GPU1\tSYS\t X")
+    odd = (
+        SMALL.replace("GPU1\tPIX\t X \tSYS\tSYS\t0-15\t0", "GPU1\tSYS\t X \tSYS\tSYS\t0-15\t0")
+        .replace("GPU0\t X \tPIX", "GPU0\t X \tSYS")
+        .replace("GPU1\tPIX\t X", "GPU1\tSYS\t X")
+    )
     with pytest.raises(CatalogError, match="different numbers of GPUs"):
-        infer_profile(parse_topology_text(odd.replace("GPU1\tSYS\t X \tSYS\tSYS", "GPU1\tSYS\t X \tPIX\tPIX")
-                                          .replace("GPU2\tSYS\tSYS", "GPU2\tSYS\tPIX").replace("GPU3\tSYS\tSYS", "GPU3\tSYS\tPIX")),
-                      name="odd", gpu="l40s")
+        infer_profile(
+            parse_topology_text(
+                odd.replace("GPU1\tSYS\t X \tSYS\tSYS", "GPU1\tSYS\t X \tPIX\tPIX")
+                .replace("GPU2\tSYS\tSYS", "GPU2\tSYS\tPIX")
+                .replace("GPU3\tSYS\tSYS", "GPU3\tSYS\tPIX")
+            ),
+            name="odd",
+            gpu="l40s",
+        )
     with pytest.raises(CatalogError, match="already a catalog system"):
         infer_profile(parse_topology_text(SMALL), name="l40s-pcie-nps1-degraded", gpu="l40s")
     with pytest.raises(CatalogError, match=r"'L40S-PCIe-NPS1-degraded' is already a catalog system \('l40s-pcie-nps1"):

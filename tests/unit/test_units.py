@@ -7,31 +7,53 @@ from shardbudget import units
 from shardbudget.errors import ShardbudgetError, UnitError
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("16KiB", 16384), ("1 MB", 1e6), ("2GiB", 2 * 2**30), ("8B", 8), ("8", 8), ("1KB", 1000),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("16KiB", 16384),
+        ("1 MB", 1e6),
+        ("2GiB", 2 * 2**30),
+        ("8B", 8),
+        ("8", 8),
+        ("1KB", 1000),
+    ],
+)
 def test_sizes(text, expected):
     assert units.parse_bytes(text) == expected
 
 
-@pytest.mark.parametrize("text, hint", [
-    ("16kb", "did you mean 16 KB or 16 KiB?"), ("1 Mb", "did you mean 1 MB or 1 MiB?"),
-    ("2 Gbit", "did you mean 2 GB or 2 GiB?"), ("8b", "did you mean 8 B?"),
-])
+@pytest.mark.parametrize(
+    "text, hint",
+    [
+        ("16kb", "did you mean 16 KB or 16 KiB?"),
+        ("1 Mb", "did you mean 1 MB or 1 MiB?"),
+        ("2 Gbit", "did you mean 2 GB or 2 GiB?"),
+        ("8b", "did you mean 8 B?"),
+    ],
+)
 def test_sizes_in_bits_are_refused_with_a_hint(text, hint):
     """'16kb' once meant 16 kilobits (2000 B) without a word; a size is never counted in bits."""
     with pytest.raises(UnitError, match=hint):
         units.parse_bytes(text)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("400Gb/s", 50e9), ("400 Gbit/s", 50e9), ("50 GB/s", 50e9), ("100 Gbps", 12.5e9), ("25GBps", 25e9),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("400Gb/s", 50e9),
+        ("400 Gbit/s", 50e9),
+        ("50 GB/s", 50e9),
+        ("100 Gbps", 12.5e9),
+        ("25GBps", 25e9),
+    ],
+)
 def test_rates_bits_are_not_bytes(text, expected):
     assert units.parse_rate(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("text, expected", [("2us", 2e-6), ("2 µs", 2e-6), ("2 μs", 2e-6), ("30ms", 0.03), ("1.5 s", 1.5)])
+@pytest.mark.parametrize(
+    "text, expected", [("2us", 2e-6), ("2 µs", 2e-6), ("2 μs", 2e-6), ("30ms", 0.03), ("1.5 s", 1.5)]
+)
 def test_times(text, expected):
     assert units.parse_seconds(text) == pytest.approx(expected)
 

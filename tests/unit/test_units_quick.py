@@ -34,8 +34,11 @@ def _same(raw: str) -> bool:
         return False
     want = _quantiphy(raw)
     assert want is not None, f"{raw!r}: quick read {got}, quantiphy refuses it"
-    assert got[1] == want[1] and got[0] == want[0] and math.copysign(1, got[0]) == math.copysign(1, want[0]), \
-        (raw, got, want)
+    assert got[1] == want[1] and got[0] == want[0] and math.copysign(1, got[0]) == math.copysign(1, want[0]), (
+        raw,
+        got,
+        want,
+    )
     return True
 
 
@@ -69,10 +72,65 @@ def test_every_unit_string_of_the_shipped_data_reads_as_quantiphy_reads_it():
     assert len(quick) >= 0.95 * len(parsed_with_our_units), missed[:20]
 
 
-NUMBERS = ["0", "1", "8", "30", "450", "1.5", "0.6", ".5", "5.", "3.35", "0.001", "123456789", "1e3", "1E3", "-2",
-           "+2", "1_000", "1,024", "٣", "nan", "inf"]
-PREFIXES = ["", "k", "K", "M", "G", "T", "P", "E", "m", "u", "n", "p", "f", "a", "c", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-            "Zi", "_", "%", "Z", "Y", "z", "y", "q", "Q", "R", "r", "i", "x"]
+NUMBERS = [
+    "0",
+    "1",
+    "8",
+    "30",
+    "450",
+    "1.5",
+    "0.6",
+    ".5",
+    "5.",
+    "3.35",
+    "0.001",
+    "123456789",
+    "1e3",
+    "1E3",
+    "-2",
+    "+2",
+    "1_000",
+    "1,024",
+    "٣",
+    "nan",
+    "inf",
+]
+PREFIXES = [
+    "",
+    "k",
+    "K",
+    "M",
+    "G",
+    "T",
+    "P",
+    "E",
+    "m",
+    "u",
+    "n",
+    "p",
+    "f",
+    "a",
+    "c",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ti",
+    "Pi",
+    "Ei",
+    "Zi",
+    "_",
+    "%",
+    "Z",
+    "Y",
+    "z",
+    "y",
+    "q",
+    "Q",
+    "R",
+    "r",
+    "i",
+    "x",
+]
 UNITS = sorted(units._KNOWN_UNITS) + ["", "b", "bit", "Hz", "in", "ms", "lops", "FLOP", "B/ s", "GB/s/GPU"]
 SPACES = ["", " ", "  ", "\t", "\u00a0"]
 
@@ -87,24 +145,63 @@ def test_a_grid_of_forms_reads_as_quantiphy_reads_it():
     assert read > 5000  # the common forms do take the quick path
 
 
-@pytest.mark.parametrize("raw", ["30ms", "2us", "1.5 s", "16KiB", "1 MB", "2GiB", "400Gb/s", "50 GB/s", "989 TFLOP/s",
-                                 "8", "0.6 us", "450 GB/s", "81559 MiB"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "30ms",
+        "2us",
+        "1.5 s",
+        "16KiB",
+        "1 MB",
+        "2GiB",
+        "400Gb/s",
+        "50 GB/s",
+        "989 TFLOP/s",
+        "8",
+        "0.6 us",
+        "450 GB/s",
+        "81559 MiB",
+    ],
+)
 def test_the_documented_examples_take_the_quick_path(raw):
     assert _same(raw)
 
 
 def _values() -> list[float]:
     rng = random.Random(24)
-    edges = [1, 1.5, 2, 3.14159, 5, 9.995, 9.9995, 9.99949, 9.99951, 99.95, 99.949, 999.5, 999.4999, 999.95, 1.0005,
-             1.2345, 1.00049, 1023.5, 1023.95, 1024, 1000, 0.5, 0.25]
+    edges = [
+        1,
+        1.5,
+        2,
+        3.14159,
+        5,
+        9.995,
+        9.9995,
+        9.99949,
+        9.99951,
+        99.95,
+        99.949,
+        999.5,
+        999.4999,
+        999.95,
+        1.0005,
+        1.2345,
+        1.00049,
+        1023.5,
+        1023.95,
+        1024,
+        1000,
+        0.5,
+        0.25,
+    ]
     out = [0.0, -0.0]
     for exp in range(-24, 25):
         for m in edges:
-            out += [m * 10.0 ** exp, -m * 10.0 ** exp]
-    out += [float(2 ** k) for k in range(0, 90)] + [float(2 ** k) - 1 for k in range(1, 70)]
-    out += [1024.0 ** k * f for k in range(0, 10) for f in (0.9995, 0.99951, 1023.96 / 1024, 1.0, 1.5)]
+            out += [m * 10.0**exp, -m * 10.0**exp]
+    out += [float(2**k) for k in range(0, 90)] + [float(2**k) - 1 for k in range(1, 70)]
+    out += [1024.0**k * f for k in range(0, 10) for f in (0.9995, 0.99951, 1023.96 / 1024, 1.0, 1.5)]
     out += [10 ** rng.uniform(-22, 26) * rng.choice((1, -1)) for _ in range(4000)]
-    out += [float(rng.randrange(1, 10 ** 12)) for _ in range(1000)]
+    out += [float(rng.randrange(1, 10**12)) for _ in range(1000)]
     return out
 
 

@@ -23,22 +23,57 @@ LABEL = re.compile(r"TP\d+(?: PP\d+)?(?: EP\d+)?(?: DP\d+)?")
 
 def _row(tp, pp, itl_ms, comm_frac, fits, ttft_s, limits):
     itl = itl_ms * 1e-3
-    meets = fits and (limits.budget_s is None or itl <= limits.budget_s) and (
-        limits.ttft_budget_s is None or ttft_s <= limits.ttft_budget_s)
-    return Row(tp=tp, pp=pp, ep=1, dp=1, itl_s=itl, compute_s=itl * (1 - comm_frac) * 0.9, comm_s=itl * comm_frac,
-               comm_share=comm_frac, comm_latency_s=itl * comm_frac / 2, other_s=itl * (1 - comm_frac) * 0.1,
-               ttft_s=ttft_s, mem_bytes_per_gpu=80e9 / (tp * pp), fits_memory=fits, meets_budget=meets)
+    meets = (
+        fits
+        and (limits.budget_s is None or itl <= limits.budget_s)
+        and (limits.ttft_budget_s is None or ttft_s <= limits.ttft_budget_s)
+    )
+    return Row(
+        tp=tp,
+        pp=pp,
+        ep=1,
+        dp=1,
+        itl_s=itl,
+        compute_s=itl * (1 - comm_frac) * 0.9,
+        comm_s=itl * comm_frac,
+        comm_share=comm_frac,
+        comm_latency_s=itl * comm_frac / 2,
+        other_s=itl * (1 - comm_frac) * 0.1,
+        ttft_s=ttft_s,
+        mem_bytes_per_gpu=80e9 / (tp * pp),
+        fits_memory=fits,
+        meets_budget=meets,
+    )
 
 
 @st.composite
 def tables(draw):
-    limits = Thresholds(budget_s=draw(st.one_of(st.none(), st.floats(1e-3, 0.2))),
-                        ttft_budget_s=draw(st.one_of(st.none(), st.floats(0.05, 5.0))),
-                        comm_threshold=draw(st.floats(0.05, 0.95)), knee_threshold=draw(st.floats(0.01, 0.5)))
-    keys = draw(st.lists(st.tuples(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from([1, 2, 3, 4])),
-                         min_size=1, max_size=12, unique=True))
-    rows = [_row(tp, pp, draw(st.floats(0.5, 300.0)), draw(st.floats(0.0, 0.9)), draw(st.booleans()),
-                 draw(st.floats(0.01, 8.0)), limits) for tp, pp in keys]
+    limits = Thresholds(
+        budget_s=draw(st.one_of(st.none(), st.floats(1e-3, 0.2))),
+        ttft_budget_s=draw(st.one_of(st.none(), st.floats(0.05, 5.0))),
+        comm_threshold=draw(st.floats(0.05, 0.95)),
+        knee_threshold=draw(st.floats(0.01, 0.5)),
+    )
+    keys = draw(
+        st.lists(
+            st.tuples(st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from([1, 2, 3, 4])),
+            min_size=1,
+            max_size=12,
+            unique=True,
+        )
+    )
+    rows = [
+        _row(
+            tp,
+            pp,
+            draw(st.floats(0.5, 300.0)),
+            draw(st.floats(0.0, 0.9)),
+            draw(st.booleans()),
+            draw(st.floats(0.01, 8.0)),
+            limits,
+        )
+        for tp, pp in keys
+    ]
     return rows, limits
 
 
@@ -113,30 +148,47 @@ def requests(draw):
     system = draw(st.sampled_from(SYSTEMS))
     networked = load_catalog().system(system).nic_fabric is not None
     top = load_model(model).max_position_embeddings or 32768
-    return dict(model=model, system=system, nodes=draw(st.sampled_from([1, 2] if networked else [1])),
-                batches=[draw(st.sampled_from([1, 4, 16, 64, 256]))], context=draw(st.sampled_from(
-                    [c for c in (512, 4096, 32768) if c <= top])),
-                budget_s=draw(st.one_of(st.none(), st.floats(0.005, 0.2))),
-                ttft_budget_s=draw(st.one_of(st.none(), st.floats(0.1, 10.0))),
-                comm_threshold=draw(st.floats(0.05, 0.9)), knee_threshold=draw(st.floats(0.02, 0.4)),
-                dtype=draw(st.sampled_from(["bf16", "fp8"])))
+    return dict(
+        model=model,
+        system=system,
+        nodes=draw(st.sampled_from([1, 2] if networked else [1])),
+        batches=[draw(st.sampled_from([1, 4, 16, 64, 256]))],
+        context=draw(st.sampled_from([c for c in (512, 4096, 32768) if c <= top])),
+        budget_s=draw(st.one_of(st.none(), st.floats(0.005, 0.2))),
+        ttft_budget_s=draw(st.one_of(st.none(), st.floats(0.1, 10.0))),
+        comm_threshold=draw(st.floats(0.05, 0.9)),
+        knee_threshold=draw(st.floats(0.02, 0.4)),
+        dtype=draw(st.sampled_from(["bf16", "fp8"])),
+    )
 
 
 @given(requests())
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_real_plans_say_what_their_tables_show(req):
     from shardbudget.errors import PlanError
+
     try:
         result = plan(request(**req))
     except PlanError:  # e.g. no TP degree divides this model's heads on these GPUs
         return
     br = result.results[0]
-    limits = Thresholds(budget_s=req["budget_s"], ttft_budget_s=req["ttft_budget_s"],
-                        comm_threshold=req["comm_threshold"], knee_threshold=req["knee_threshold"])
+    limits = Thresholds(
+        budget_s=req["budget_s"],
+        ttft_budget_s=req["ttft_budget_s"],
+        comm_threshold=req["comm_threshold"],
+        knee_threshold=req["knee_threshold"],
+    )
     check(br.judgement, list(br.rows), limits)
-    assert br.best_plan == (None if br.judgement.best is None else
-                            {"tp": br.judgement.best.tp, "pp": br.judgement.best.pp, "ep": br.judgement.best.ep,
-                             "dp": br.judgement.best.dp})
+    assert br.best_plan == (
+        None
+        if br.judgement.best is None
+        else {
+            "tp": br.judgement.best.tp,
+            "pp": br.judgement.best.pp,
+            "ep": br.judgement.best.ep,
+            "dp": br.judgement.best.dp,
+        }
+    )
 
 
 def test_a_plan_at_the_knee_edge_is_judged_once():
@@ -155,7 +207,10 @@ def test_the_knee_sentence_says_which_case(text):
     if text == "fastest plan swept":
         rows = [_row(1, 1, 10.0, 0.0, True, 1.0, limits), _row(2, 1, 5.0, 0.1, True, 1.0, limits)]
     else:
-        rows = [_row(1, 1, 10.0, 0.0, True, 1.0, limits), _row(2, 1, 5.0, 0.1, True, 1.0, limits),
-                _row(4, 1, 6.0, 0.3, True, 1.0, limits)]
+        rows = [
+            _row(1, 1, 10.0, 0.0, True, 1.0, limits),
+            _row(2, 1, 5.0, 0.1, True, 1.0, limits),
+            _row(4, 1, 6.0, 0.3, True, 1.0, limits),
+        ]
     v = judge(1, rows, where="m", gpu_memory_bytes=80e9, usable_bytes=72e9, limits=limits)
     assert text in v.text and v.best.tp == 2

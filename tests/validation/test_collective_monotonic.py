@@ -29,7 +29,6 @@ SIZES = 2.0 ** np.arange(8, 31, 0.25)  # 256 B .. 1 GiB, four per octave
 ENGINES = ("vllm", "sglang", "trtllm", "trtllm-1.0")
 
 
-
 def _cases():
     cat = load_catalog()
     for name, s in cat.systems.items():
@@ -45,15 +44,22 @@ def _falls(t: np.ndarray) -> np.ndarray:
 def test_time_does_not_fall_with_size(system, gpus):
     cat = load_catalog()
     group = make_group(system, gpus=gpus, catalog=cat)
-    for impl, op in (("nccl", "all-reduce"), ("custom", "all-reduce"), ("nccl", "all-gather"),
-                     ("nccl", "reduce-scatter")):
+    for impl, op in (
+        ("nccl", "all-reduce"),
+        ("custom", "all-reduce"),
+        ("nccl", "all-gather"),
+        ("nccl", "reduce-scatter"),
+    ):
         lines = candidates(group, op, impl)
         t, _ = times_and_latencies_s(lines, SIZES)
         for i in _falls(t):
             switch = nccl_switch(system, gpus, lines, SIZES[i], SIZES[i + 1], op=op)
-            assert switch is not None and switch.impl == "nccl" and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}, (
+            assert (
+                switch is not None and switch.impl == "nccl" and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}
+            ), (
                 f"{impl} {op} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
-                f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})")
+                f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})"
+            )
     for engine in ENGINES:
         ranges = allreduce_ranges_for(engine, group, 16384.0)
         t, _ = engine_allreduce_s(ranges, SIZES)
@@ -61,7 +67,8 @@ def test_time_does_not_fall_with_size(system, gpus):
             switch = engine_switch(system, gpus, engine, ranges, SIZES[i], SIZES[i + 1])
             assert switch is not None and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}, (
                 f"{engine} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
-                f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})")
+                f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})"
+            )
 
 
 def test_nvl72_steps_are_in_the_data():
@@ -69,13 +76,21 @@ def test_nvl72_steps_are_in_the_data():
     the model switches there from ring LL to NVLS."""
     at = {r.size_bytes: r.time_s for r in xla_nvl72.load_rows() if r.gpus == 16}
     assert at[65536] > at[131072]
-    assert f"{at[65536] * 1e6:.1f} us at 64 KiB, {at[131072] * 1e6:.1f} us at 128 KiB" in NVL72_STEPS[
-        ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
+    assert (
+        f"{at[65536] * 1e6:.1f} us at 64 KiB, {at[131072] * 1e6:.1f} us at 128 KiB"
+        in NVL72_STEPS[("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
+    )
     with xla_nvl72.path().open(newline="") as f:
-        sm103 = {int(r["tensor_bytes"]): float(r["time_us_derived"]) for r in csv.DictReader(f)
-                 if (r["device_key"], r["opcode"], r["devices_per_group"]) == ("sm_103", "all-reduce", "16")}
+        sm103 = {
+            int(r["tensor_bytes"]): float(r["time_us_derived"])
+            for r in csv.DictReader(f)
+            if (r["device_key"], r["opcode"], r["devices_per_group"]) == ("sm_103", "all-reduce", "16")
+        }
     assert sm103[65536] > sm103[131072]
-    assert f"{sm103[65536]:.1f} -> {sm103[131072]:.1f} us" in NVL72_STEPS[("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
+    assert (
+        f"{sm103[65536]:.1f} -> {sm103[131072]:.1f} us"
+        in NVL72_STEPS[("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple")]
+    )
     for system in ("gb200-nvl72", "gb300-nvl72"):
         lines = candidates(make_group(system, gpus=16), "all-reduce", "nccl")
         switch = nccl_switch(system, 16, lines, 65536.0, 131072.0)

@@ -41,6 +41,7 @@ def _preset(row: dict) -> str:
     when = re.search(r"20\d\d-\d\d(-\d\d)?", row["source"])
     return preset_for(row["engine"], row["engine_version"], date=when.group(0) if when else "").preset
 
+
 SOURCE = "voipmonitor/rtx6kpro"
 FORMATS = {"int4": "AWQ MTP OFF", "nvfp4": "nvidia MTP OFF"}
 
@@ -52,9 +53,21 @@ def _cases() -> list[Case]:
             rows = [r for r in _rows() if table in r["source"] and label + "," in r["source"]]
             assert len(rows) == 1
             measured = 1.0 / float(rows[0]["value"])
-            out.append(Case(f"qwen3.5-397b-a17b rtx-pro-6000 TP4 {dtype} {label}", SOURCE, "qwen3.5-397b-a17b",
-                            "rtx-pro-6000-pcie", Plan(4), 1, ctx + 256, _preset(rows[0]), measured, True,
-                            precision=Precision(weights=dtype, head_weights="bf16")))
+            out.append(
+                Case(
+                    f"qwen3.5-397b-a17b rtx-pro-6000 TP4 {dtype} {label}",
+                    SOURCE,
+                    "qwen3.5-397b-a17b",
+                    "rtx-pro-6000-pcie",
+                    Plan(4),
+                    1,
+                    ctx + 256,
+                    _preset(rows[0]),
+                    measured,
+                    True,
+                    precision=Precision(weights=dtype, head_weights="bf16"),
+                )
+            )
     return out
 
 
@@ -74,19 +87,21 @@ def test_four_rows_are_read():
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_linear_attention_decode_within_25_percent(case):
     pred = predicted_s(case)
-    assert pred / case.measured_s - 1 == pytest.approx(0, abs=0.25), \
+    assert pred / case.measured_s - 1 == pytest.approx(0, abs=0.25), (
         f"predicted {pred * 1e3:.2f} ms vs measured {case.measured_s * 1e3:.2f} ms"
+    )
 
 
 @pytest.mark.parametrize("dtype", FORMATS)
 def test_long_context_costs_a_hybrid_little(dtype):
     short, long = (c for c in CASES if c.name.split()[3] == dtype)
-    measured = long.measured_s / short.measured_s - 1   # AWQ 104 -> 96 tok/s: 8 %; NVFP4 79 -> 75: 5 %
+    measured = long.measured_s / short.measured_s - 1  # AWQ 104 -> 96 tok/s: 8 %; NVFP4 79 -> 75: 5 %
     predicted = predicted_s(long) / predicted_s(short) - 1
     assert 0 < predicted and abs(predicted - measured) <= 0.10
 
 
 # --- Mamba-2 and DSA (issue 22, part 2) ------------------------------------------------------------
+
 
 def _row(source: str) -> dict:
     import csv
@@ -100,11 +115,27 @@ GLM5 = _row("gist.github.com/BenHamm/dcd09f595fef141567a39582f502cef4")
 
 
 def _case(row: dict, model: str, plan: Plan) -> Case:
-    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == \
-        (model, "hgx-b200", str(plan.tp), "1", "tpot_ms")
+    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == (
+        model,
+        "hgx-b200",
+        str(plan.tp),
+        "1",
+        "tpot_ms",
+    )
     i, o = int(row["input_len"]), int(row["output_len"])
-    return Case(f"{model} b200 TP{plan.tp} fp8", row["source"], model, "hgx-b200", plan, 1, i + o // 2,
-                _preset(row), float(row["value"]) * 1e-3, True, precision=Precision(weights="fp8"))
+    return Case(
+        f"{model} b200 TP{plan.tp} fp8",
+        row["source"],
+        model,
+        "hgx-b200",
+        plan,
+        1,
+        i + o // 2,
+        _preset(row),
+        float(row["value"]) * 1e-3,
+        True,
+        precision=Precision(weights="fp8"),
+    )
 
 
 def test_dsa_decode_within_25_percent():
@@ -115,8 +146,9 @@ def test_dsa_decode_within_25_percent():
     indexer and MLA, or the gist's concurrency, inferred as 1)."""
     case = _case(GLM5, "glm-5", Plan(8))
     pred = predicted_s(case)
-    assert -0.30 <= pred / case.measured_s - 1 <= 0.25, \
+    assert -0.30 <= pred / case.measured_s - 1 <= 0.25, (
         f"predicted {pred * 1e3:.2f} ms vs measured {case.measured_s * 1e3:.2f} ms"
+    )
 
 
 def test_mamba2_decode_within_25_percent():
@@ -140,11 +172,26 @@ def test_sliding_window_decode_within_10_percent():
     bytes at Hopper's 3.0 TB/s, kernels.toml) it is within 10%. The sliding windows' attention costs
     the same at 1.5K and 5K tokens of context."""
     row = GPTOSS
-    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == \
-        ("gpt-oss-120b", "hgx-h100", "8", "4", "tpot_ms")
+    assert (row["model"], row["system"], row["tp"], row["batch"], row["metric"]) == (
+        "gpt-oss-120b",
+        "hgx-h100",
+        "8",
+        "4",
+        "tpot_ms",
+    )
     i, o = int(row["input_len"]), int(row["output_len"])
-    case = Case("gpt-oss-120b h100 TP8 c4", row["source"], "gpt-oss-120b", "hgx-h100", Plan(8), 4, i + o // 2,
-                _preset(row), float(row["value"]) * 1e-3, True)
+    case = Case(
+        "gpt-oss-120b h100 TP8 c4",
+        row["source"],
+        "gpt-oss-120b",
+        "hgx-h100",
+        Plan(8),
+        4,
+        i + o // 2,
+        _preset(row),
+        float(row["value"]) * 1e-3,
+        True,
+    )
     err = predicted_s(case) / case.measured_s - 1
     assert -0.10 <= err <= 0.10, f"{100 * err:+.1f}%"
     short = predicted_s(Case(**{**case.__dict__, "context": 1536}))

@@ -36,10 +36,15 @@ def test_median_itl_error_within_20_percent(errors):
     assert statistics.median(rel) <= 0.20, sorted(rel)
 
 
-@pytest.mark.parametrize("group", [
-    ("qwq-32b", "hgx-a100", 1), ("qwq-32b", "hgx-a100", 16),
-    ("codellama-34b", "hgx-a100", 1), ("codellama-34b", "hgx-h100", 1),
-])
+@pytest.mark.parametrize(
+    "group",
+    [
+        ("qwq-32b", "hgx-a100", 1),
+        ("qwq-32b", "hgx-a100", 16),
+        ("codellama-34b", "hgx-a100", 1),
+        ("codellama-34b", "hgx-h100", 1),
+    ],
+)
 def test_same_latency_optimal_tp(errors, group):
     """The TP beyond which the next step saves less than 10% (the planner's knee), measured vs predicted."""
     cases = sorted((c for c in CASES if (c.model, c.system, c.batch) == group), key=lambda c: c.tp)
@@ -66,10 +71,18 @@ TTFT_CASES = [
 
 @pytest.mark.parametrize("hardware, system, dtype, tolerance", TTFT_CASES)
 def test_ttft_of_a_2048_token_prompt(data_dir, hardware, system, dtype, tolerance):
-    rows = [r for r in tp_rows(data_dir) if "TensorRT-LLM" in r["source"] and r["model"] == "LLaMA 70B"
-            and r["hardware"] == hardware and r["metric"] == "first_token_latency" and r["input_len"] == "2048"]
+    rows = [
+        r
+        for r in tp_rows(data_dir)
+        if "TensorRT-LLM" in r["source"]
+        and r["model"] == "LLaMA 70B"
+        and r["hardware"] == hardware
+        and r["metric"] == "first_token_latency"
+        and r["input_len"] == "2048"
+    ]
     assert len(rows) == 1
     measured = float(rows[0]["value"]) * 1e-3
-    predicted = decode_step("llama-3.1-70b", system, Plan(4), batch=1, context=2048, phase="prefill",
-                            precision=Precision(weights=dtype)).total_s
+    predicted = decode_step(
+        "llama-3.1-70b", system, Plan(4), batch=1, context=2048, phase="prefill", precision=Precision(weights=dtype)
+    ).total_s
     assert abs(predicted / measured - 1) <= tolerance, (predicted, measured)

@@ -13,7 +13,7 @@ import pytest
 from shardbudget.comm.collectives import sweep
 from shardbudget.fabric.catalog import load_catalog
 
-MiB = 2 ** 20
+MiB = 2**20
 
 
 def busbw_gbps(system: str, gpus: int, size: float = 512 * MiB) -> float:

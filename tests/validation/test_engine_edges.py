@@ -29,8 +29,12 @@ def _rows(data_dir, system: str, library: str, version: str, gpus: int) -> dict[
     out: dict[int, list[float]] = {}
     with mc.find_file(data_dir).open(newline="") as f:
         for r in csv.DictReader(f):
-            if (r["system"], r["library"], r["lib_version"], int(r["num_gpus"])) == (system, library, version, gpus) \
-                    and r["op"] == "all_reduce":
+            if (r["system"], r["library"], r["lib_version"], int(r["num_gpus"])) == (
+                system,
+                library,
+                version,
+                gpus,
+            ) and r["op"] == "all_reduce":
                 out.setdefault(int(r["bytes"]), []).append(float(r["time_us"]))
     return {n: float(np.median(v)) for n, v in out.items()}
 
@@ -49,7 +53,9 @@ def test_vllm_0_14_rows_stand_for_0_19(data_dir, gpus):
     new = _rows(data_dir, "h100_sxm", "vLLM_custom_graph", "0.19.0", gpus)
     ranges = allreduce_ranges_for("vllm-0.19", make_group("hgx-h100", gpus=gpus), 8192.0)
     kinds = ranges.kinds + ranges.at_edge
-    custom = [n for n in sorted(new) if kinds[int(ranges.kind_index(np.array([float(n)]))[0])] in ("one-shot", "two-shot")]
+    custom = [
+        n for n in sorted(new) if kinds[int(ranges.kind_index(np.array([float(n)]))[0])] in ("one-shot", "two-shot")
+    ]
     assert len(custom) >= 10, custom
     worst = max(abs(new[n] / old[n] - 1) for n in custom)
     assert worst < 0.05, worst
@@ -78,7 +84,9 @@ def test_a_one_shot_over_one_link_reads_at_the_links_rate(data_dir):
     measured = _rows(data_dir, "l40s", "vLLM_custom_graph", "0.14.0", 2)[4194304]
     assert measured == pytest.approx(229.41, abs=0.01)
     l40s = custom_candidate(make_group("l40s-pcie-nps1-degraded", gpus=2), 1, engine="vllm")
-    t, _ = engine_allreduce_s(allreduce_ranges_for("vllm", make_group("l40s-pcie-nps1-degraded", gpus=2), 8192.0), np.array([4194304.0]))
+    t, _ = engine_allreduce_s(
+        allreduce_ranges_for("vllm", make_group("l40s-pcie-nps1-degraded", gpus=2), 8192.0), np.array([4194304.0])
+    )
     assert l40s is not None and t[0] * 1e6 == pytest.approx(measured, rel=0.03)
     for system in ("rtx-pro-6000-pcie", "rtx-pro-6000-2s-epyc", "h100-pcie"):
         ranges = allreduce_ranges_for("vllm", make_group(system, gpus=2), 8192.0)

@@ -35,8 +35,11 @@ H200_BATCH1_S = 1 / (77 / 1.76)  # sglang#3582: 77 tokens/s with MTP, 1.76x over
 
 def _pr6111(batch: int) -> float:
     """Seconds per output token of sglang#6111's 'After tuning' row at `batch` (decode_measurements.csv)."""
-    rows = [r for r in csv.DictReader(MEASUREMENTS.open(newline="")) if "sglang/pull/6111" in r["source"]
-            and r["note"].startswith("'After tuning'") and r["batch"] == str(batch)]
+    rows = [
+        r
+        for r in csv.DictReader(MEASUREMENTS.open(newline=""))
+        if "sglang/pull/6111" in r["source"] and r["note"].startswith("'After tuning'") and r["batch"] == str(batch)
+    ]
     assert len(rows) == 1
     return batch / float(rows[0]["value"])
 
@@ -47,8 +50,17 @@ def step():
 
     def run(system, tp, batch, context, *, engine="sglang-0.4", nodes=1):
         s = cat.system(system)
-        return decode_step(cfg, s, Plan(tp), batch=batch, context=context, engine=engine,
-                           precision=precision_for(cfg, s)[0], nodes=nodes).total_s
+        return decode_step(
+            cfg,
+            s,
+            Plan(tp),
+            batch=batch,
+            context=context,
+            engine=engine,
+            precision=precision_for(cfg, s)[0],
+            nodes=nodes,
+        ).total_s
+
     return run
 
 

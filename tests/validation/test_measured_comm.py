@@ -27,8 +27,16 @@ def rows(data_dir):
 
 
 def _t(rows, system, gpus, size, library="nccl", mode=""):
-    hit = [r for r in rows if r.system == system and r.gpus == gpus and r.size_bytes == size
-           and r.library == library and r.mode == mode and r.op == "all-reduce"]
+    hit = [
+        r
+        for r in rows
+        if r.system == system
+        and r.gpus == gpus
+        and r.size_bytes == size
+        and r.library == library
+        and r.mode == mode
+        and r.op == "all-reduce"
+    ]
     assert len(hit) == 1, (system, gpus, size, library, len(hit))
     return hit[0].time_s
 
@@ -57,6 +65,7 @@ def test_l40s_collapse(rows, gpus, measured_busbw):
 
 def test_l40s_transports_explain_the_collapse():
     from shardbudget.fabric.catalog import load_catalog
+
     s = load_catalog().system("l40s-pcie-nps1-degraded")
     assert ring_path(s, 2).transports == ("p2p",) * 2
     assert set(ring_path(s, 4).transports) == {"shm"} and "host0" in ring_path(s, 4).bottleneck
@@ -64,13 +73,16 @@ def test_l40s_transports_explain_the_collapse():
     assert ring_path(load_catalog().system("l40s-pcie-p2p"), 8).busbw_bytes_per_s >= 20e9
 
 
-@pytest.mark.parametrize("system, floors", [
-    # 512 B-4 KiB medians at 2 / 4 / 8 GPUs (measured_comm.csv NCCL all_reduce)
-    ("hgx-a100", (10.0e-6, 14.2e-6, 21.5e-6)),
-    ("hgx-h100", (6.3e-6, 9.6e-6, 15.7e-6)),
-    ("hgx-b200", (9.3e-6, 14.6e-6, 25.5e-6)),
-    ("hgx-b300", (9.1e-6, 14.6e-6, 25.6e-6)),
-])
+@pytest.mark.parametrize(
+    "system, floors",
+    [
+        # 512 B-4 KiB medians at 2 / 4 / 8 GPUs (measured_comm.csv NCCL all_reduce)
+        ("hgx-a100", (10.0e-6, 14.2e-6, 21.5e-6)),
+        ("hgx-h100", (6.3e-6, 9.6e-6, 15.7e-6)),
+        ("hgx-b200", (9.3e-6, 14.6e-6, 25.5e-6)),
+        ("hgx-b300", (9.1e-6, 14.6e-6, 25.6e-6)),
+    ],
+)
 def test_small_message_floors(system, floors):
     """The issue's floors: 8 GPUs A100 ~21 us (was modelled 15), B200 ~25 us (was 15). Now the
     Ampere/Hopper/Blackwell floors of nccl.toml [nccl.calibrated.arch]; tolerance 8%."""
@@ -103,6 +115,7 @@ def test_engine_custom_kernels_in_sample(rows):
     from shardbudget.comm.collectives import make_group
     from shardbudget.comm.custom_kernels import runs_custom_kernel
     from shardbudget.fabric.catalog import load_catalog
+
     cat = load_catalog()
     errs = []
     for r in rows:
@@ -117,12 +130,15 @@ def test_engine_custom_kernels_in_sample(rows):
     assert measured.percentile(errs, 90) <= 0.35
 
 
-@pytest.mark.parametrize("system, gpus, size, lo, hi", [
-    # vLLM 0.19.0 one-shot under CUDA graphs (measured_comm.csv vLLM_custom_graph, 3 runs each on H100)
-    ("hgx-h100", 8, 65536, 6.31e-6, 6.41e-6),
-    ("hgx-h100", 8, 131072, 7.72e-6, 7.86e-6),
-    ("hgx-b200", 8, 131072, 9.36e-6, 9.44e-6),
-])
+@pytest.mark.parametrize(
+    "system, gpus, size, lo, hi",
+    [
+        # vLLM 0.19.0 one-shot under CUDA graphs (measured_comm.csv vLLM_custom_graph, 3 runs each on H100)
+        ("hgx-h100", 8, 65536, 6.31e-6, 6.41e-6),
+        ("hgx-h100", 8, 131072, 7.72e-6, 7.86e-6),
+        ("hgx-b200", 8, 131072, 9.36e-6, 9.44e-6),
+    ],
+)
 def test_one_shot_at_each_generations_own_rate(rows, system, gpus, size, lo, hi):
     """vLLM's one-shot reads its 7 peers at each generation's own rate (custom_allreduce.toml
     one_shot_efficiency_by_arch: 0.93 of the ring busbw on H100, 0.67 on B200): priced within 5% of
@@ -146,12 +162,14 @@ def test_a_1_0_0_row_is_priced_by_the_1_0_preset(rows, data_dir):
     assert mc.release_preset("trtllm", "1.0.0") == "trtllm-1.0" and mc.release_preset("trtllm", "1.3.0rc20") == "trtllm"
     assert _t(rows, "hgx-a100", 2, 2 * 2**20, "trtllm-1.0", "graph") == pytest.approx(47.65e-6, abs=0.01e-6)
     scored = {(c.gpus, c.size_bytes) for c in loso.cases(data_dir) if c.system == "hgx-a100" and c.impl == "trtllm-1.0"}
-    assert (2, 2**20) in scored and (8, 2**20) in scored            # 128 tokens: the 1.0 kernel's
+    assert (2, 2**20) in scored and (8, 2**20) in scored  # 128 tokens: the 1.0 kernel's
     assert (2, 2 * 2**20) not in scored and (4, 4 * 2**20) not in scored  # 256+ tokens: NCCL in 1.0
     # the 1.0 row priced as the kernel runs it in 1.0: one-shot at 1 MiB, NCCL at 2 MiB
     one, two = (sweep("all-reduce", [n], "hgx-a100", gpus=2, impl="trtllm-1.0")[0] for n in (2**20, 2 * 2**20))
     assert (one.algorithm, two.impl) == ("one-shot", "nccl")
-    assert sweep("all-reduce", [2 * 2**20], "hgx-a100", gpus=2, impl="trtllm")[0].algorithm == "one-shot"  # 1.3's limits
+    assert (
+        sweep("all-reduce", [2 * 2**20], "hgx-a100", gpus=2, impl="trtllm")[0].algorithm == "one-shot"
+    )  # 1.3's limits
     # calibrate pools the 1.0 rows into trtllm's kernel costs (KERNEL_OF), none of them at 2+ MiB
     engine_rows = [(e, x) for e, x in engine_samples(data_dir) if x.system == "hgx-a100"]
     assert {e for e, _ in engine_rows} >= {"trtllm-1.0"} and "trtllm" not in {e for e, _ in engine_rows}

@@ -46,12 +46,15 @@ def _cost(catalog, gpus, size):
     return sweep("all-reduce", [float(size)], SYSTEM, gpus=gpus, impl="trtllm", catalog=catalog)[0]
 
 
-@pytest.mark.parametrize("gpus, size, kind", [
-    (8, 128 * 2**10, "one-shot"),    # TRTLLM_MNNVL_oneshot row, 5.11 us: 128 KiB x 8 = 1 MiB
-    (8, 256 * 2**10, "two-shot"),    # TRTLLM_MNNVL_twoshot row, 6.08 us
-    (16, 64 * 2**10, "one-shot"),    # TRTLLM_MNNVL_oneshot row, 5.80 us: 64 KiB x 16 = 1 MiB
-    (16, 128 * 2**10, "two-shot"),   # TRTLLM_MNNVL_twoshot row, 6.23 us
-])
+@pytest.mark.parametrize(
+    "gpus, size, kind",
+    [
+        (8, 128 * 2**10, "one-shot"),  # TRTLLM_MNNVL_oneshot row, 5.11 us: 128 KiB x 8 = 1 MiB
+        (8, 256 * 2**10, "two-shot"),  # TRTLLM_MNNVL_twoshot row, 6.08 us
+        (16, 64 * 2**10, "one-shot"),  # TRTLLM_MNNVL_oneshot row, 5.80 us: 64 KiB x 16 = 1 MiB
+        (16, 128 * 2**10, "two-shot"),  # TRTLLM_MNNVL_twoshot row, 6.23 us
+    ],
+)
 def test_mnnvl_one_shot_up_to_one_mib_of_group_data_inclusive(gpus, size, kind):
     """One-shot while message x GPUs <= 1 MiB (select_strategy's `<=`, MNNVL_ONE_SHOT_THRESHOLD =
     64 * 1024 * 8 * 2): the rows at exactly 1 MiB of group data are one-shot rows."""
@@ -79,9 +82,15 @@ def test_measured_second_stage_is_below_the_fallback():
     assert 6.08 - 5.11 < 1.36 < 10.4
 
 
-@pytest.mark.parametrize("gpus, size, measured_us", [
-    (8, 256 * 2**10, 6.08), (8, 2**20, 7.61), (8, 8 * 2**20, 25.99), (16, 128 * 2**10, 6.23),
-])
+@pytest.mark.parametrize(
+    "gpus, size, measured_us",
+    [
+        (8, 256 * 2**10, 6.08),
+        (8, 2**20, 7.61),
+        (8, 8 * 2**20, 25.99),
+        (16, 128 * 2**10, 6.23),
+    ],
+)
 def test_held_out_two_shot_rows(held_out, gpus, size, measured_us):
     """Held out, the MNNVL two-shot at small sizes is priced 0-30% above its rows (was +45..+220%):
     the single-node launch on Blackwell (5.23 us at 8 GPUs against the MNNVL rows' 4.33-4.45) and the
@@ -90,10 +99,13 @@ def test_held_out_two_shot_rows(held_out, gpus, size, measured_us):
     assert 0.98 <= ratio <= 1.30
 
 
-@pytest.mark.parametrize("gpus, one_size, one_us, two_size, two_us", [
-    (8, 128 * 2**10, 5.11, 256 * 2**10, 6.08),
-    (16, 64 * 2**10, 5.80, 128 * 2**10, 6.23),
-])
+@pytest.mark.parametrize(
+    "gpus, one_size, one_us, two_size, two_us",
+    [
+        (8, 128 * 2**10, 5.11, 256 * 2**10, 6.08),
+        (16, 64 * 2**10, 5.80, 128 * 2**10, 6.23),
+    ],
+)
 def test_shipped_two_shot_does_not_fall_below_the_one_shot_at_the_switch(gpus, one_size, one_us, two_size, two_us):
     """The rows rise at the one-shot -> two-shot switch; with the fitted second stage of 0 us (the
     intercept of a line over 256 KiB-512 MiB rows) the model fell there by about 1 us. With one

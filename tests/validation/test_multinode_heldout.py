@@ -52,7 +52,12 @@ def held_out(data_dir):
 
 def test_the_multi_node_rows_are_the_expected_systems(held_out):
     assert {s: len(e) for s, e in held_out.items()} == {
-        "gb200-nvl72": 17, "hgx-a100": 26, "hgx-h100": 61, "hgx-h200": 2, "l40s-pcie-nps1-degraded": 31}
+        "gb200-nvl72": 17,
+        "hgx-a100": 26,
+        "hgx-h100": 61,
+        "hgx-h200": 2,
+        "l40s-pcie-nps1-degraded": 31,
+    }
 
 
 def test_pooled_held_out_multi_node_meets_the_issue_target(held_out):
@@ -90,8 +95,9 @@ def test_gb200_twenty_racks_is_the_known_gap(data_dir):
     Blackwell with several NVLink domains, 16 NICs between MNNVL domains; 2.28.3: NVLSTree tuning
     data for GB200), but the 2.26.2 source does not say what limits it, so the 20-rack rows stay
     51-65% low and this test pins the gap: a change that closes it restates it here."""
-    rows = [r for r in measured.load_rows(data_dir)
-            if r.kept and r.source_id == "coreweave-gb200" and r.nodes in (2, 20)]
+    rows = [
+        r for r in measured.load_rows(data_dir) if r.kept and r.source_id == "coreweave-gb200" and r.nodes in (2, 20)
+    ]
     line = {}
     for nodes in (2, 20):
         xs = [r.size_bytes for r in rows if r.nodes == nodes]
@@ -109,13 +115,16 @@ def test_gb200_twenty_racks_is_the_known_gap(data_dir):
     assert all(c.algorithm == "hierarchical" for c in compared)
 
 
-@pytest.mark.parametrize("nodes, ring_us, tree_us, nvls_tree_us", [
-    # by hand from tuning.cc v2.26.2 (the CoreWeave runs' release), 72 ranks per node:
-    # ring Simple (8.4 + (2(p-1) - 2(N-1)) x 3.4 + 2(N-1) x 14) x 1.4 plateau,
-    # tree Simple 8.4 + 2 (71 x 4.0 + log2i(N) x 14), NVLSTree 25 + 2 log2i(N) x 14
-    (2, (8.4 + 284 * 3.4 + 2 * 14) * 1.4, 8.4 + 2 * (71 * 4.0 + 1 * 14), 25 + 2 * 1 * 14),
-    (20, (8.4 + 2840 * 3.4 + 38 * 14) * 1.4, 8.4 + 2 * (71 * 4.0 + 4 * 14), 25 + 2 * 4 * 14),
-])
+@pytest.mark.parametrize(
+    "nodes, ring_us, tree_us, nvls_tree_us",
+    [
+        # by hand from tuning.cc v2.26.2 (the CoreWeave runs' release), 72 ranks per node:
+        # ring Simple (8.4 + (2(p-1) - 2(N-1)) x 3.4 + 2(N-1) x 14) x 1.4 plateau,
+        # tree Simple 8.4 + 2 (71 x 4.0 + log2i(N) x 14), NVLSTree 25 + 2 log2i(N) x 14
+        (2, (8.4 + 284 * 3.4 + 2 * 14) * 1.4, 8.4 + 2 * (71 * 4.0 + 1 * 14), 25 + 2 * 1 * 14),
+        (20, (8.4 + 2840 * 3.4 + 38 * 14) * 1.4, 8.4 + 2 * (71 * 4.0 + 4 * 14), 25 + 2 * 4 * 14),
+    ],
+)
 def test_nccl_2_26_runs_nvls_tree_across_gb200_racks(nodes, ring_us, tree_us, nvls_tree_us):
     """What NCCL 2.26.2 runs on 2 and 20 GB200 racks. With MNNVL a rack's 72 GPUs are one NCCL node
     (topo.cc fuses the clique's topology; init.cc counts nodes by ring graph), so 144 GPUs are 2 nodes
@@ -129,17 +138,26 @@ def test_nccl_2_26_runs_nvls_tree_across_gb200_racks(nodes, ring_us, tree_us, nv
     from shardbudget.comm.collectives import candidates, make_group, pick
     from shardbudget.comm.versions import at_nccl
     from shardbudget.fabric.catalog import load_catalog
+
     group = make_group("gb200-nvl72", nodes=nodes, catalog=at_nccl(load_catalog(), "2.26"))
     lines = candidates(group, "all-reduce")
     est = {(c.algorithm, c.protocol): c.select_latency_s for c in lines}
-    assert sorted(est) == [("hierarchical", "simple"), ("ring", "ll"), ("ring", "simple"),
-                           ("tree", "ll"), ("tree", "simple")]
+    assert sorted(est) == [
+        ("hierarchical", "simple"),
+        ("ring", "ll"),
+        ("ring", "simple"),
+        ("tree", "ll"),
+        ("tree", "simple"),
+    ]
     assert est[("ring", "simple")] == pytest.approx(ring_us * 1e-6, rel=1e-9)
     assert est[("tree", "simple")] == pytest.approx(tree_us * 1e-6, rel=1e-9)
     assert est[("hierarchical", "simple")] == pytest.approx(nvls_tree_us * 1e-6, rel=1e-9)
     nvls_tree = max((c for c in lines if c.algorithm == "hierarchical"), key=lambda c: c.algbw_bytes_per_s)
-    assert all(nvls_tree.select_algbw_bytes_per_s > c.select_algbw_bytes_per_s for c in lines
-               if c.algorithm in ("ring", "tree"))
+    assert all(
+        nvls_tree.select_algbw_bytes_per_s > c.select_algbw_bytes_per_s
+        for c in lines
+        if c.algorithm in ("ring", "tree")
+    )
     for size in (512 * 2**20, 2**30, 4 * 2**30, 16 * 2**30):
         assert pick(lines, size).algorithm == "hierarchical"
 
@@ -156,13 +174,20 @@ def test_nvls_tree_network_stage_is_not_the_20_rack_bound():
     not modelled, measure 180-195 GB/s algbw at 0.5-8 GiB)."""
     from shardbudget.comm import nccl_algos as A
     from shardbudget.comm.collectives import candidates, make_group
-    for system, nodes, heads, node_nics in (("gb200-nvl72", 20, 32, 72), ("gb200-nvl72", 2, 32, 72),
-                                           ("hgx-h100", 8, 8, 8), ("hgx-h100", 2, 8, 8)):
+
+    for system, nodes, heads, node_nics in (
+        ("gb200-nvl72", 20, 32, 72),
+        ("gb200-nvl72", 2, 32, 72),
+        ("hgx-h100", 8, 8, 8),
+        ("hgx-h100", 2, 8, 8),
+    ):
         group = make_group(system, nodes=nodes)
         assert (A.nvls_heads(group), A.group_nics(group)) == (heads, node_nics)
-        full = max((c for c in candidates(group, "all-reduce") if c.algorithm == "hierarchical"),
-                   key=lambda c: c.algbw_bytes_per_s)
-        tree = (1 if nodes <= 2 else 2)
+        full = max(
+            (c for c in candidates(group, "all-reduce") if c.algorithm == "hierarchical"),
+            key=lambda c: c.algbw_bytes_per_s,
+        )
+        tree = 1 if nodes <= 2 else 2
         network = heads * 46e9 / tree
         one_node = A.nvls(make_group(system, gpus=group.gpus_per_node))
         assert full.algbw_bytes_per_s == pytest.approx(min(network, one_node.algbw_bytes_per_s), rel=1e-9)
@@ -170,17 +195,21 @@ def test_nvls_tree_network_stage_is_not_the_20_rack_bound():
     assert 32 * 46e9 / 2 == pytest.approx(736e9) and A.nvls(make_group("gb200-nvl72")).algbw_bytes_per_s < 736e9
 
 
-@pytest.mark.parametrize("system, nodes, gpus, step_bytes", [
-    ("gb200-nvl72", 2, 144, 32 * 32 * 128 * 1024),   # SM100: 32 NVLS channels, 32 heads (NCCL_MAX_NVLS_ARITY)
-    ("gb200-nvl72", 20, 1440, 32 * 32 * 64 * 1024),  # 64 KiB chunks from 4 nodes (NVLSTREE_MAX_CHUNKSIZE)
-    ("hgx-h100", 2, 16, 16 * 8 * 128 * 1024),        # SM90: 16 channels, one head per GPU (8 rail NICs)
-])
+@pytest.mark.parametrize(
+    "system, nodes, gpus, step_bytes",
+    [
+        ("gb200-nvl72", 2, 144, 32 * 32 * 128 * 1024),  # SM100: 32 NVLS channels, 32 heads (NCCL_MAX_NVLS_ARITY)
+        ("gb200-nvl72", 20, 1440, 32 * 32 * 64 * 1024),  # 64 KiB chunks from 4 nodes (NVLSTREE_MAX_CHUNKSIZE)
+        ("hgx-h100", 2, 16, 16 * 8 * 128 * 1024),  # SM90: 16 channels, one head per GPU (8 rail NICs)
+    ],
+)
 def test_nvls_tree_fills_its_levels(system, nodes, gpus, step_bytes):
     """The large-message NVLSTree line pays 2 log2i(N) pipeline steps of channels x heads x chunk
     (enqueue.cc v2.26.2 concurrentOps x chunkSize) at its own rate, on top of NVLS + the network."""
     from shardbudget.comm import nccl_algos as A
     from shardbudget.comm.collectives import candidates, make_group
     from shardbudget.comm.lines import Group
+
     group = make_group(system, nodes=nodes, gpus=gpus)
     assert A.nvls_tree_step_bytes(group) == step_bytes
     full = [c for c in candidates(group, "all-reduce") if c.algorithm == "hierarchical"][0]
@@ -200,6 +229,7 @@ def test_two_node_h100_at_64_mib_follows_the_measured_line(data_dir):
     at 64 MiB. The NVLSTree line with its pipeline fill (2 steps of 16 x 8 x 128 KiB at 264 GB/s,
     127 us) gives 486 us; without the fill it gave 363 (-26%). Within 5%."""
     from shardbudget.comm.collectives import collective_cost
+
     rows = [r for r in measured.load_rows(data_dir) if r.kept and r.source_id == "h100-readme-2node"]
     xs, ys = [r.size_bytes for r in rows], [r.time_s for r in rows]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)

@@ -23,23 +23,29 @@ GB = 1e9
 MiB = 2**20
 
 
-@pytest.mark.parametrize("system, gpus, channels, speed_gbps", [
-    ("hgx-b200", 4, 4, 90),      # 5 x 90 <= 721.8 GB/s (the array's fastest)
-    ("hgx-b200", 8, 8, 80),      # 9 x 90 > 721.8, 9 x 80 fits
-    ("hgx-h100", 8, 8, 40),      # 9 x 50 > 370.8, 9 x 40 fits
-    ("gb200-nvl72", 16, 16, 40),  # 17 x 45 > 721.8
-    ("gb200-nvl72", 72, 32, 20),  # 32 heads at most: 33 x 24 > 721.8
-])
+@pytest.mark.parametrize(
+    "system, gpus, channels, speed_gbps",
+    [
+        ("hgx-b200", 4, 4, 90),  # 5 x 90 <= 721.8 GB/s (the array's fastest)
+        ("hgx-b200", 8, 8, 80),  # 9 x 90 > 721.8, 9 x 80 fits
+        ("hgx-h100", 8, 8, 40),  # 9 x 50 > 370.8, 9 x 40 fits
+        ("gb200-nvl72", 16, 16, 40),  # 17 x 45 > 721.8
+        ("gb200-nvl72", 72, 32, 20),  # 32 heads at most: 33 x 24 > 721.8
+    ],
+)
 def test_nvls_graph_by_hand(system, gpus, channels, speed_gbps):
     """One channel per GPU (at most 32); each loads every link with its speed, its head's twice."""
     assert nvls_graph(make_group(system, gpus=gpus), gpus) == (channels, speed_gbps * GB)
 
 
-@pytest.mark.parametrize("system, channels, speed_gbps", [
-    ("hgx-b200", 16, 45),  # 8 x 90 (720 of 721.8), doubled at half speed
-    ("hgx-h100", 12, 30),  # 6 x 60 (360 of 370.8), doubled
-    ("hgx-a100", 12, 20),  # 6 x 40 (240), doubled: sm80 doubles at any channel count from 25 GB/s
-])
+@pytest.mark.parametrize(
+    "system, channels, speed_gbps",
+    [
+        ("hgx-b200", 16, 45),  # 8 x 90 (720 of 721.8), doubled at half speed
+        ("hgx-h100", 12, 30),  # 6 x 60 (360 of 370.8), doubled
+        ("hgx-a100", 12, 20),  # 6 x 40 (240), doubled: sm80 doubles at any channel count from 25 GB/s
+    ],
+)
 def test_ring_graph_by_hand(system, channels, speed_gbps):
     group = make_group(system, gpus=8)
     assert ring_graph(group, intra_path(group.system, 8)) == (channels, speed_gbps * GB)
@@ -53,11 +59,17 @@ def test_nccl_2_27_picks_what_stas00_saw_on_b200(gpus, algorithm):
     assert cost.algorithm == algorithm
 
 
-@pytest.mark.parametrize("version, size_mib, measured_us, protocol, tolerance", [
-    ("2.27.5", 8, 48.1, "ll128", 0.15), ("2.27.5", 16, 77.0, "ll128", 0.25),
-    ("2.28.9", 8, 48.6, "ll128", 0.15), ("2.28.9", 16, 77.8, "ll128", 0.25),
-    ("2.29.2", 8, 84.9, "simple", 0.10), ("2.29.2", 16, 95.8, "simple", 0.10),
-])
+@pytest.mark.parametrize(
+    "version, size_mib, measured_us, protocol, tolerance",
+    [
+        ("2.27.5", 8, 48.1, "ll128", 0.15),
+        ("2.27.5", 16, 77.0, "ll128", 0.25),
+        ("2.28.9", 8, 48.6, "ll128", 0.15),
+        ("2.28.9", 16, 77.8, "ll128", 0.25),
+        ("2.29.2", 8, 84.9, "simple", 0.10),
+        ("2.29.2", 16, 95.8, "simple", 0.10),
+    ],
+)
 def test_the_2_29_ll128_cap_hands_4_b200s_to_simple(version, size_mib, measured_us, protocol, tolerance):
     """measured_comm.csv b200_sxm, 4 GPUs: LL128 up to 2.28, Simple in 2.29 (its step at 8 MiB)."""
     catalog = at_stated(load_catalog(), version)
@@ -81,6 +93,7 @@ def test_releases_set_their_own_tables_both_ways():
     """at_nccl to an older release and back gives the catalog's tables again (73.4 -> 40 GB/s a
     channel; sm100's speed array without, then with, 45 GB/s)."""
     from shardbudget.comm.versions import at_nccl
+
     catalog = load_catalog()
     old = at_nccl(catalog, "2.27")
     assert old.nccl.ring_ll128_per_channel_bytes_per_s["blackwell"] == 73.4 * GB

@@ -19,42 +19,93 @@ from shardbudget.calibrate import nccl_tests as measured  # shared with benchmar
 
 # source_id: (median, p90) tolerance on |relative error| of time, and why.
 TOLERANCES: dict[str, tuple[float, float, str]] = {
-    "h100-readme-1node": (0.06, 0.10, "8x H100 NVLS 256 MiB-2 GiB; NVLS efficiency and intercept fitted on H-series runs"),
-    "gcm-a100": (0.08, 0.25, "8x A100 32 MiB-1 GiB and 2 nodes; the 2-node 32 MiB row is 32% slow in the run "
-                 "(NCCL's tree LL128 is modelled faster than it ran)"),
-    "stas00-a100": (0.02, 0.025, "8x A100 512 MiB-16 GiB (its -g 8 rows below 512 MiB are dropped: measured.py "
-                    "STAS00_A100): within 2%"),
-    "stas00-sharp": (0.03, 0.05, "H200 / B200 4-8 GPUs at 8-16 GiB, ring and NVLS: the bandwidths these "
-                     "fabrics' achievable figures and NVLS efficiencies come from"),
-    "stas00-h200-2.30": (0.05, 0.20, "8x H200 NCCL 2.30.7 32 KiB-16 GiB (busbw only): LL region 2-3 us faster "
-                         "than measured, LL128 at 4 MiB 19% slow"),
+    "h100-readme-1node": (
+        0.06,
+        0.10,
+        "8x H100 NVLS 256 MiB-2 GiB; NVLS efficiency and intercept fitted on H-series runs",
+    ),
+    "gcm-a100": (
+        0.08,
+        0.25,
+        "8x A100 32 MiB-1 GiB and 2 nodes; the 2-node 32 MiB row is 32% slow in the run "
+        "(NCCL's tree LL128 is modelled faster than it ran)",
+    ),
+    "stas00-a100": (
+        0.02,
+        0.025,
+        "8x A100 512 MiB-16 GiB (its -g 8 rows below 512 MiB are dropped: measured.py STAS00_A100): within 2%",
+    ),
+    "stas00-sharp": (
+        0.03,
+        0.05,
+        "H200 / B200 4-8 GPUs at 8-16 GiB, ring and NVLS: the bandwidths these "
+        "fabrics' achievable figures and NVLS efficiencies come from",
+    ),
+    "stas00-h200-2.30": (
+        0.05,
+        0.20,
+        "8x H200 NCCL 2.30.7 32 KiB-16 GiB (busbw only): LL region 2-3 us faster "
+        "than measured, LL128 at 4 MiB 19% slow",
+    ),
     "azure-nd-h200": (0.03, 0.03, "one 8 GiB NVLS row"),
-    "nccl#1455": (0.03, 0.16, "8x H100 ring and NVLS 5-8 GPUs at 4 GiB (reporter-approximate busbw); its 2-GPU "
-                  "ring at 4 GiB (367 GB/s) runs 15% above the 2-GPU ring efficiency measured_comm.csv's "
-                  "128-512 MiB rows set (0.825 of 365)"),
-    "mscclpp-ndmv4": (0.05, 0.25, "A100 1 GiB rows: 1, 8 and 16 GPUs; one GPU per node reaches 80% of an HDR "
-                      "NIC (18.7 GB/s), 20% below 8-GPU nodes' per-rail figure"),
+    "nccl#1455": (
+        0.03,
+        0.16,
+        "8x H100 ring and NVLS 5-8 GPUs at 4 GiB (reporter-approximate busbw); its 2-GPU "
+        "ring at 4 GiB (367 GB/s) runs 15% above the 2-GPU ring efficiency measured_comm.csv's "
+        "128-512 MiB rows set (0.825 of 365)",
+    ),
+    "mscclpp-ndmv4": (
+        0.05,
+        0.25,
+        "A100 1 GiB rows: 1, 8 and 16 GPUs; one GPU per node reaches 80% of an HDR "
+        "NIC (18.7 GB/s), 20% below 8-GPU nodes' per-rail figure",
+    ),
     "nccl-tests#194": (0.02, 0.02, "2x H100 PCIe over the NVLink bridge at 1-4 GiB, the fabric's source"),
-    "rccl-mi300x": (0.12, 0.25, "8x MI300X 8 B-8 GiB; RCCL is 23 us at 128-512 B but 13.7 us at 1-8 KiB, "
-                    "which no single latency fits"),
-    "kalavai-4090": (0.08, 0.20, "2x RTX 4090 (Kubernetes run) 8 B-2 GiB, host-staged: the pair crosses the "
-                     "sockets, its 11-12 us floor is 17% above the 2-GPU model (10 us); LL at 32-64 KiB 15-20% fast"),
-    "nccl#1530": (0.21, 0.21, "8x RTX 4090 8 B, default and NCCL_ALGO=TREE: 42 us measured, 51 us modelled "
-                  "(the SHM hop splits the 2- and 8-GPU floors' error, +-17%)"),
+    "rccl-mi300x": (
+        0.12,
+        0.25,
+        "8x MI300X 8 B-8 GiB; RCCL is 23 us at 128-512 B but 13.7 us at 1-8 KiB, which no single latency fits",
+    ),
+    "kalavai-4090": (
+        0.08,
+        0.20,
+        "2x RTX 4090 (Kubernetes run) 8 B-2 GiB, host-staged: the pair crosses the "
+        "sockets, its 11-12 us floor is 17% above the 2-GPU model (10 us); LL at 32-64 KiB 15-20% fast",
+    ),
+    "nccl#1530": (
+        0.21,
+        0.21,
+        "8x RTX 4090 8 B, default and NCCL_ALGO=TREE: 42 us measured, 51 us modelled "
+        "(the SHM hop splits the 2- and 8-GPU floors' error, +-17%)",
+    ),
     "schmaustech-l40s": (0.05, 0.12, "2 nodes x 1 L40S over TCP sockets 8 B-8 GiB (tcp-100 fitted on it)"),
     "coreweave-h100-sharp": (0.10, 0.12, "8 nodes x 8 H100 with SHARP, predicted without SHARP: 3-7% slow"),
-    "coreweave-gb200": (0.15, 0.75, "NVL72: 1 rack within 4%, 2 racks within 15%; 20 racks run at half the "
-                        "modelled bandwidth with a ~5 ms intercept the model does not have (50-72% fast)"),
+    "coreweave-gb200": (
+        0.15,
+        0.75,
+        "NVL72: 1 rack within 4%, 2 racks within 15%; 20 racks run at half the "
+        "modelled bandwidth with a ~5 ms intercept the model does not have (50-72% fast)",
+    ),
     "h100-readme-2node": (0.15, 0.20, "2 nodes x 8 H100 NVLSTree 256 MiB-8 GiB: 9-15% fast"),
-    "nccl-tests#309": (0.07, 0.36, "2 and 4 nodes x 8 H100 over 8x NDR, 8 B-16 GiB: tree LL at 1-128 KiB "
-                       "within 6% at 2 nodes (the LL proxy's per-line cost is read off it), 5-19% slow at 4; "
-                       "8, 256 and 512 B rows carry first-call spikes (2-3x)"),
-    "nccl#652": (0.07, 0.10, "32 nodes x 8 A100, 4x HDR, 4-256 B: NCCL's tree LL latency plus Ampere's "
-                 "measured launch offset (+1.7 us): 4-7% slow; the LL proxy's per-line cost over 10 network "
-                 "steps adds 0.1-2.6 us, which the flat measured rows do not show"),
+    "nccl-tests#309": (
+        0.07,
+        0.36,
+        "2 and 4 nodes x 8 H100 over 8x NDR, 8 B-16 GiB: tree LL at 1-128 KiB "
+        "within 6% at 2 nodes (the LL proxy's per-line cost is read off it), 5-19% slow at 4; "
+        "8, 256 and 512 B rows carry first-call spikes (2-3x)",
+    ),
+    "nccl#652": (
+        0.07,
+        0.10,
+        "32 nodes x 8 A100, 4x HDR, 4-256 B: NCCL's tree LL latency plus Ampere's "
+        "measured launch offset (+1.7 us): 4-7% slow; the LL proxy's per-line cost over 10 network "
+        "steps adds 0.1-2.6 us, which the flat measured rows do not show",
+    ),
     "nccl-tests#150": (0.20, 0.25, "2 nodes x 1 A100 over HDR, 8-64 B: 19-20 us measured, 16.6 us modelled"),
     "stas00-p5en": (0.08, 0.08, "4 nodes x 8 H200 on EFA, ring at 4 GiB"),
 }
+
 
 @pytest.fixture(scope="module")
 def rows(data_dir):
@@ -93,6 +144,7 @@ def test_flagged_and_non_nccl_rows_are_dropped(rows):
 
 def test_forced_algorithms_are_forced_in_the_prediction(rows, data_dir):
     import csv
+
     with open(data_dir / "nccl_tests.csv", newline="", encoding="utf-8") as f:
         notes = {line: r["algo_or_note"] for line, r in enumerate(csv.DictReader(f), start=2)}
     for r in rows:
@@ -110,8 +162,9 @@ def test_forced_algorithms_are_forced_in_the_prediction(rows, data_dir):
 def test_busbw_only_rows_derive_time_from_the_nccl_tests_factor(rows):
     derived = [r for r in rows if r.kept and r.derived.startswith("time = size / (busbw")]
     assert len(derived) >= 40
-    r = next(r for r in derived if r.op == "all-reduce" and r.gpus == 8 and r.size_bytes == 17179869184
-             and r.algo == "ring")
+    r = next(
+        r for r in derived if r.op == "all-reduce" and r.gpus == 8 and r.size_bytes == 17179869184 and r.algo == "ring"
+    )
     # stas00 SHARP table: 8x H200 ring busbw 367.2 GB/s at 16 GiB -> algbw = 367.2 / (2*7/8)
     assert r.time_s == pytest.approx(17179869184 / (367.2e9 / busbw_factor("all-reduce", 8)))
     assert r.time_s == pytest.approx(81.88e-3, rel=1e-3)
@@ -135,9 +188,11 @@ def test_source(compared, source_id):
     assert mine, f"no kept rows for {source_id}"
     s = measured.summarize(mine)
     worst = max(mine, key=lambda c: abs(c.rel_error))
-    detail = (f"{source_id} ({why}): n={s.n} median |err| {s.median:.1%} (<= {max_median:.0%}), "
-              f"p90 {s.p90:.1%} (<= {max_p90:.0%}); worst line {worst.row.line}: {worst.row.size_bytes:.0f} B "
-              f"measured {worst.row.time_s * 1e6:.1f} us, predicted {worst.predicted_s * 1e6:.1f} us")
+    detail = (
+        f"{source_id} ({why}): n={s.n} median |err| {s.median:.1%} (<= {max_median:.0%}), "
+        f"p90 {s.p90:.1%} (<= {max_p90:.0%}); worst line {worst.row.line}: {worst.row.size_bytes:.0f} B "
+        f"measured {worst.row.time_s * 1e6:.1f} us, predicted {worst.predicted_s * 1e6:.1f} us"
+    )
     assert s.median <= max_median and s.p90 <= max_p90, detail
 
 
@@ -151,9 +206,8 @@ def test_issue_targets(compared, cls):
     assert s.p90 <= max_p90, f"{cls}: p90 |err| {s.p90:.1%} > {max_p90:.0%} over {s.n} rows"
 
 
-
-
 # --- the calibrated terms, checked by hand ------------------------------------------------------
+
 
 def test_nvls_bandwidth_and_fixed_cost_on_hgx_h200():
     # algbw = 0.686 / (1 + 0.000687 x 7) x 450 GB/s x 8/9 = 273.1 GB/s; fixed cost 10 us + 8 us x 8 = 74 us
@@ -179,7 +233,7 @@ def test_ll128_only_over_nvlink():
     assert ll128_enabled(make_group("hgx-h100"))
     assert not ll128_enabled(make_group("l40s-pcie-nps1-degraded"))
     assert not ll128_enabled(make_group("h100-pcie", gpus=4))  # the pairs meet over PCIe
-    assert ll128_enabled(make_group("h100-pcie", gpus=2))      # one NVLink bridge
+    assert ll128_enabled(make_group("h100-pcie", gpus=2))  # one NVLink bridge
 
 
 def test_ll128_across_gb200_racks_by_release():
@@ -188,6 +242,7 @@ def test_ll128_across_gb200_racks_by_release():
     NCCL_LL128_C2C (default 1). Inside one rack every hop is NVLink either way."""
     from shardbudget.comm.versions import at_nccl
     from shardbudget.fabric.catalog import load_catalog
+
     for version, across in (("2.26", False), ("2.27", True), ("2.30", True)):
         catalog = at_nccl(load_catalog(), version)
         assert ll128_enabled(make_group("gb200-nvl72", nodes=2, catalog=catalog)) is across
@@ -201,23 +256,35 @@ def test_ll128_across_gb200_racks_by_release():
 def test_multi_node_latency_terms_follow_tuning_cc():
     # NCCL's estimate, 2 nodes x 1 A100, ring LL: 6.6 + 2 steps x NET tree LL 5.0 (ppn == 1) = 16.6 us;
     # the time adds Ampere's measured launch offset (+1.71 us): 18.31 us (nccl-tests#150: 19-20 us)
-    ring_ll = next(c for c in candidates(make_group("hgx-a100", nodes=2, gpus=2), "all-reduce")
-                   if c.algorithm == "ring" and c.protocol == "ll")
+    ring_ll = next(
+        c
+        for c in candidates(make_group("hgx-a100", nodes=2, gpus=2), "all-reduce")
+        if c.algorithm == "ring" and c.protocol == "ll"
+    )
     assert ring_ll.select_latency_s == pytest.approx(16.6e-6)
     assert ring_ll.latency_s == pytest.approx(18.31e-6)
     # 32 nodes x 8 A100, tree LL: 6.8 + 2 x (7 x 0.6 + log2i(32) = 5 x 5.0) = 65.2 us (nccl#652: 62.5-71 us)
-    tree_ll = next(c for c in candidates(make_group("hgx-a100", nodes=32), "all-reduce")
-                   if c.algorithm == "tree" and c.protocol == "ll")
+    tree_ll = next(
+        c
+        for c in candidates(make_group("hgx-a100", nodes=32), "all-reduce")
+        if c.algorithm == "tree" and c.protocol == "ll"
+    )
     assert tree_ll.select_latency_s == pytest.approx(65.2e-6)
     assert tree_ll.latency_s == pytest.approx(66.91e-6)
     # log2i is floor(log2): 24 nodes take 4 tree levels, not 5
-    tree24 = next(c for c in candidates(make_group("hgx-a100", nodes=24), "all-reduce")
-                  if c.algorithm == "tree" and c.protocol == "ll")
+    tree24 = next(
+        c
+        for c in candidates(make_group("hgx-a100", nodes=24), "all-reduce")
+        if c.algorithm == "tree" and c.protocol == "ll"
+    )
     assert tree24.select_latency_s == pytest.approx((6.8 + 2 * (7 * 0.6 + 4 * 5.0)) * 1e-6)
     # 2 nodes x 8 A100 (DGX A100: AMD EPYC, getNetOverhead 2 us, x3 for Simple = 6 us per intra step),
     # ring Simple estimate: (8.4 + 28 x 6 + 2 x 14) x 1.4 (plateau) = 286.16 us
-    ring_simple = next(c for c in candidates(make_group("hgx-a100", nodes=2), "all-reduce")
-                       if c.algorithm == "ring" and c.protocol == "simple")
+    ring_simple = next(
+        c
+        for c in candidates(make_group("hgx-a100", nodes=2), "all-reduce")
+        if c.algorithm == "ring" and c.protocol == "simple"
+    )
     assert ring_simple.select_latency_s == pytest.approx(286.16e-6)
 
 
@@ -225,6 +292,7 @@ def test_multi_node_ll_caps_follow_the_cpu_vendor():
     # tuning.cc llMaxBws across nodes: AMD rows (22.5 GB/s at 2 nodes) for DGX A100's EPYC, Intel's
     # row (39.0 at 2 nodes, 20.4 beyond) for Xeon hosts, whatever the GPU generation
     from shardbudget.comm.nccl_algos import ll_cap
+
     assert ll_cap(make_group("hgx-a100", nodes=2)) == pytest.approx(22.5e9)
     assert ll_cap(make_group("hgx-h100", nodes=2)) == pytest.approx(39.0e9)
     assert ll_cap(make_group("hgx-b200", nodes=4)) == pytest.approx(20.4e9)

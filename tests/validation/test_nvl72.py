@@ -26,8 +26,10 @@ def test_small_allreduce_within_25_percent(rows, gpus):
     """16 KiB-1.2 MiB: every row of this group size within 25% (source: xla_nvl72.SOURCE)."""
     checked = [r for r in rows if r.gpus == gpus and 16 * 1024 <= r.size_bytes <= 1.2 * 2**20]
     assert len(checked) >= 6
-    errors = {r.size_bytes: collective_cost("all-reduce", r.size_bytes, xla_nvl72.SYSTEM, gpus=gpus).time_s
-              / r.time_s - 1 for r in checked}
+    errors = {
+        r.size_bytes: collective_cost("all-reduce", r.size_bytes, xla_nvl72.SYSTEM, gpus=gpus).time_s / r.time_s - 1
+        for r in checked
+    }
     worst = max(errors, key=lambda n: abs(errors[n]))
     assert abs(errors[worst]) <= TOLERANCE, f"{gpus} GPUs at {worst:.0f} B: {errors[worst]:+.0%}"
 
@@ -102,6 +104,7 @@ def test_blackwell_ll128_factor_is_its_stated_fit():
     """nccl.toml's Blackwell LL128 factor (0.632) is what calibrate.fit_nccl.fit_ll128_hop gives
     on XLA's GB200 all-gather rings of 36-72 GPUs (75 rows), to 0.005."""
     from shardbudget.fabric.catalog import load_catalog
+
     xs = xla_all_gather_samples()
     assert {x.gpus for x in xs} == {36, 64, 72}
     cat = load_catalog()

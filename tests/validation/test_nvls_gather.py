@@ -66,9 +66,16 @@ def test_b200_16_mib_rows_of_2_27_and_2_28_are_the_ring():
     2.27.5 and 2.28.9, reduce-scatter 51.5-55.4 us; the model's ring LL128 (46.0 us) within 20%."""
     path = find_file()
     with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["system"] == "b200_sxm" and r["library"] == "NCCL"
-                and r["num_gpus"] == "8" and r["bytes"] == str(2**24) and r["lib_version"] in ("2.27.5", "2.28.9")
-                and r["op"] in ("all_gather", "reduce_scatter")]
+        rows = [
+            r
+            for r in csv.DictReader(f)
+            if r["system"] == "b200_sxm"
+            and r["library"] == "NCCL"
+            and r["num_gpus"] == "8"
+            and r["bytes"] == str(2**24)
+            and r["lib_version"] in ("2.27.5", "2.28.9")
+            and r["op"] in ("all_gather", "reduce_scatter")
+        ]
     assert len(rows) == 8
     for r in rows:
         c = collective_cost(r["op"].replace("_", "-"), 2**24, "hgx-b200", gpus=8)
@@ -96,5 +103,7 @@ def test_xla_gb200_all_gather_runs_nvls(xla_rows, gpus, lo, hi, tolerance):
         assert c.algorithm == "nvls", r
         assert c.time_s == pytest.approx(r.time_s, rel=tolerance), r
     past = [r for r in xla_rows if r.gpus == gpus and r.size_bytes >= 4 * hi]
-    assert past and all(collective_cost("all-gather", r.size_bytes, "gb200-nvl72", gpus=gpus,
-                                        catalog=cat).algorithm == "ring" for r in past)
+    assert past and all(
+        collective_cost("all-gather", r.size_bytes, "gb200-nvl72", gpus=gpus, catalog=cat).algorithm == "ring"
+        for r in past
+    )

@@ -28,8 +28,12 @@ def _rows(data_dir, key: str, version: str, gpus: int) -> dict[int, float]:
     out: dict[int, list[float]] = {}
     with mc.find_file(data_dir).open(newline="") as f:
         for r in csv.DictReader(f):
-            if (r["system"], r["library"], r["lib_version"], int(r["num_gpus"])) == \
-                    (key, "SGLang_CustomAllReduce_graph", version, gpus) and r["op"] == "all_reduce":
+            if (r["system"], r["library"], r["lib_version"], int(r["num_gpus"])) == (
+                key,
+                "SGLang_CustomAllReduce_graph",
+                version,
+                gpus,
+            ) and r["op"] == "all_reduce":
                 out.setdefault(int(r["bytes"]), []).append(float(r["time_us"]))
     return {n: float(np.median(v)) for n, v in out.items()}
 

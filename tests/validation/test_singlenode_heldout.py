@@ -50,15 +50,29 @@ from shardbudget.calibrate import nccl_tests as measured
 from shardbudget.calibrate.constants import neutral
 from shardbudget.calibrate.fit_nccl import _scaled_floor
 
-NCCL = {"gb300-nvl72": (0.058, 0.126), "h100-pcie": (0.003, 0.003), "hgx-a100": (0.082, 0.272),
-        "hgx-b200": (0.042, 0.102), "hgx-b300": (0.045, 0.109), "hgx-h100": (0.042, 0.110),
-        "hgx-h200": (0.011, 0.093), "l40s-pcie-nps1-degraded": (0.255, 0.577), "mi300x": (0.099, 0.222),
-        "rtx4090-pcie": (0.118, 0.203)}
+NCCL = {
+    "gb300-nvl72": (0.058, 0.126),
+    "h100-pcie": (0.003, 0.003),
+    "hgx-a100": (0.082, 0.272),
+    "hgx-b200": (0.042, 0.102),
+    "hgx-b300": (0.045, 0.109),
+    "hgx-h100": (0.042, 0.110),
+    "hgx-h200": (0.011, 0.093),
+    "l40s-pcie-nps1-degraded": (0.255, 0.577),
+    "mi300x": (0.099, 0.222),
+    "rtx4090-pcie": (0.118, 0.203),
+}
 # the engine rows priced at their releases' presets (issue 37): vLLM 0.14.0 / 0.19.0 by vllm-0.19,
 # 0.24.0 / 0.27.0 by vllm (0.34.0), SGLang 0.5.10 / 0.5.14 by sglang-0.5.14 (benchmarks/loso.py's table
 # per release); H100 held out was 9.8% / 26.0% on 142 rows when every vLLM row took one preset
-CUSTOM = {"gb300-nvl72": (0.083, 0.227), "hgx-a100": (0.143, 0.278), "hgx-b200": (0.050, 0.183),
-          "hgx-b300": (0.040, 0.161), "hgx-h100": (0.082, 0.240), "l40s-pcie-nps1-degraded": (0.109, 0.310)}
+CUSTOM = {
+    "gb300-nvl72": (0.083, 0.227),
+    "hgx-a100": (0.143, 0.278),
+    "hgx-b200": (0.050, 0.183),
+    "hgx-b300": (0.040, 0.161),
+    "hgx-h100": (0.082, 0.240),
+    "l40s-pcie-nps1-degraded": (0.109, 0.310),
+}
 TARGETS = {"nccl": (0.10, 0.25), "custom": (0.12, 0.30)}
 MEDIAN_TOL, P90_TOL = 0.015, 0.03
 
@@ -102,7 +116,10 @@ def test_the_fold_holds_the_system_out(data_dir):
     cal = loso.fit_without("hgx-h100", data_dir)
     assert all(not n.startswith("hopper: floors pooled") for n in cal.notes)
     assert {n.split(":")[0] for n in cal.notes if "NCCL floor ratio" in n} == {
-        "sglang hopper", "trtllm hopper", "vllm hopper"}
+        "sglang hopper",
+        "trtllm hopper",
+        "vllm hopper",
+    }
     full = loso.fit_without(None, data_dir)
     assert cal.arch["hopper"] != full.arch["hopper"]
 
@@ -132,8 +149,15 @@ def test_stas00_a100_small_rows_are_dropped_with_the_reason(data_dir):
     assert len(small) == 14 and not any(r.kept for r in small)
     assert all(r.reason == rules.STAS00_A100 for r in small)
     assert sum(r.kept for r in rows) == 6
-    mc = [r for r in measured_comm.load_rows(data_dir) if r.system == "hgx-a100" and r.library == "nccl"
-          and r.op == "all-reduce" and r.gpus == 8 and r.size_bytes == 32768]
+    mc = [
+        r
+        for r in measured_comm.load_rows(data_dir)
+        if r.system == "hgx-a100"
+        and r.library == "nccl"
+        and r.op == "all-reduce"
+        and r.gpus == 8
+        and r.size_bytes == 32768
+    ]
     assert mc and 43.83e-6 / mc[0].time_s == pytest.approx(1.69, abs=0.02)
 
 
@@ -145,13 +169,16 @@ def test_a_pooled_floor_does_not_scale_the_engines(data_dir):
     assert not any("NCCL floor ratio" in n for n in cal.notes)
 
 
-@pytest.mark.parametrize("system, gpus, size, measured_us, tol", [
-    # measured_comm.csv, TensorRT-LLM 1.3.0rc20 under CUDA graphs
-    ("gb300-nvl72", 8, 2**29, 1419.86, 0.02),   # TRTLLM_MNNVL_twoshot, across 2 trays
-    ("gb300-nvl72", 16, 2**29, 2071.18, 0.02),  # TRTLLM_MNNVL_twoshot, across 4 trays
-    ("hgx-b200", 8, 4 * 2**20, 39.42, 0.05),    # TRTLLM two-shot in one HGX box
-    ("hgx-h100", 8, 4 * 2**20, 51.90, 0.12),    # 58.0 us (+11.8%; 55.5 before the 1.0.0 A100 rows, NCCL's in
-])                                              # 1.0, left the two-shot fit: hopper's barrier 7.89 -> 8.84 us)
+@pytest.mark.parametrize(
+    "system, gpus, size, measured_us, tol",
+    [
+        # measured_comm.csv, TensorRT-LLM 1.3.0rc20 under CUDA graphs
+        ("gb300-nvl72", 8, 2**29, 1419.86, 0.02),  # TRTLLM_MNNVL_twoshot, across 2 trays
+        ("gb300-nvl72", 16, 2**29, 2071.18, 0.02),  # TRTLLM_MNNVL_twoshot, across 4 trays
+        ("hgx-b200", 8, 4 * 2**20, 39.42, 0.05),  # TRTLLM two-shot in one HGX box
+        ("hgx-h100", 8, 4 * 2**20, 51.90, 0.12),  # 58.0 us (+11.8%; 55.5 before the 1.0.0 A100 rows, NCCL's in
+    ],
+)  # 1.0, left the two-shot fit: hopper's barrier 7.89 -> 8.84 us)
 def test_mnnvl_and_single_node_two_shot_have_their_own_rates(system, gpus, size, measured_us, tol):
     """TensorRT-LLM's multi-node NVLink two-shot (GB300 across trays) and its single-node two-shot are
     different kernels with their own rates (custom_allreduce.toml mnnvl_two_shot_efficiency: 0.98 of
@@ -160,6 +187,7 @@ def test_mnnvl_and_single_node_two_shot_have_their_own_rates(system, gpus, size,
     (measured 39.4) and H100 at 32.9 us (51.9); held out, GB300's MNNVL rows were priced at the
     HGX rate, 2.1x slow."""
     from shardbudget.comm.collectives import sweep
+
     cost = sweep("all-reduce", [size], system, gpus=gpus, impl="trtllm")[0]
     assert cost.algorithm == "two-shot"
     assert cost.time_s == pytest.approx(measured_us * 1e-6, rel=tol)
@@ -170,6 +198,7 @@ def test_mnnvl_rates_without_rows_are_the_ring_busbw():
     at the ring's busbw (efficiency 1.0); the catalog keeps no MNNVL second stage of its own (the
     two-shot then adds one NVLink LL step, custom_kernels.two_shot_extra_s, test_mnnvl_fallback.py)."""
     from shardbudget.fabric.catalog import load_catalog
+
     e = neutral(load_catalog()).engines["trtllm"]
     assert e.efficiency(2, 8, "blackwell", mnnvl=True) == 1.0
     assert e.efficiency(1, 16, "blackwell", mnnvl=True) == 1.0

@@ -23,18 +23,30 @@ naming every value that differs from a fresh fit by more than one unit of its la
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m shardbudget.calibrate", description=__doc__.split("\n\n")[0],
-                                 epilog=EPILOG)
+    ap = argparse.ArgumentParser(
+        prog="python -m shardbudget.calibrate", description=__doc__.split("\n\n")[0], epilog=EPILOG
+    )
     what = ap.add_mutually_exclusive_group()
     what.add_argument("--check", action="store_true", help="compare the catalog with a fresh fit; write nothing")
     what.add_argument("--print", action="store_true", help="print the fitted constants; write nothing")
     what.add_argument("--json", action="store_true", help="print the fitted catalog values as JSON; write nothing")
-    what.add_argument("--report", action="store_true", help="print the model's known defects (calibrate/falls.py KNOWN)")
-    what.add_argument("--falls", action="store_true",
-                      help="print MEASURED and KNOWN as a scan finds them today (paste into calibrate/falls.py)")
-    ap.add_argument("--data", type=Path, default=None, help="folder of the measurements (default: the repository's data/)")
-    ap.add_argument("--catalog-dir", type=Path, default=CATALOG,
-                    help="with --check: the catalog folder to compare (default: the package's, src/shardbudget/catalog)")
+    what.add_argument(
+        "--report", action="store_true", help="print the model's known defects (calibrate/falls.py KNOWN)"
+    )
+    what.add_argument(
+        "--falls",
+        action="store_true",
+        help="print MEASURED and KNOWN as a scan finds them today (paste into calibrate/falls.py)",
+    )
+    ap.add_argument(
+        "--data", type=Path, default=None, help="folder of the measurements (default: the repository's data/)"
+    )
+    ap.add_argument(
+        "--catalog-dir",
+        type=Path,
+        default=CATALOG,
+        help="with --check: the catalog folder to compare (default: the package's, src/shardbudget/catalog)",
+    )
     return ap
 
 
@@ -44,11 +56,15 @@ def _check(data: Path | None, catalog_dir: Path) -> int:
     for line in found:
         print(line)
     if found:
-        print(f"calibrate: {len(found)} catalog value(s) differ from a fresh fit: run `python -m shardbudget.calibrate` "
-              "and read the diff")
+        print(
+            f"calibrate: {len(found)} catalog value(s) differ from a fresh fit: run `python -m shardbudget.calibrate` "
+            "and read the diff"
+        )
         return 1
-    print(f"calibrate: the catalog holds a fresh fit: {len(values)} fitted entries, each within one unit of its "
-          "last written digit")
+    print(
+        f"calibrate: the catalog holds a fresh fit: {len(values)} fitted entries, each within one unit of its "
+        "last written digit"
+    )
     return 0
 
 

@@ -60,15 +60,20 @@ def _compare(field: Field, name: str, have, want) -> list[str]:
         for k, v in want.items():
             out += _compare(field, f"{name}.{k}", have.get(k), v)
         if not field.keep_other_keys:
-            out += [f"{_at(field)} {name}.{k} = {have[k]} is in the catalog but no longer fitted" for k in have
-                    if k not in want]
+            out += [
+                f"{_at(field)} {name}.{k} = {have[k]} is in the catalog but no longer fitted"
+                for k in have
+                if k not in want
+            ]
         return out
     number = _number(field, have)
     if number is None:
         return [f"{_at(field)} {name} missing from the catalog (fit {field.render_number(want)})"]
     if abs(number - want) > field.unit(want) * (1 + 1e-9):
-        return [f"{_at(field)} {name} = {field.render_number(number)} in the catalog, "
-                f"{field.render_number(want)} fitted (tolerance {field.unit(want):g})"]
+        return [
+            f"{_at(field)} {name} = {field.render_number(number)} in the catalog, "
+            f"{field.render_number(want)} fitted (tolerance {field.unit(want):g})"
+        ]
     return []
 
 
@@ -113,7 +118,9 @@ def render(field: Field, want, have=None) -> str:
     for k in keys:
         v = want.get(k, have.get(k))
         if field.kind == NESTED:
-            items.append(f"{_key(k)} = {render(Field(field.file, field.table, k, TABLE, field.digits), v, have.get(k))}")
+            items.append(
+                f"{_key(k)} = {render(Field(field.file, field.table, k, TABLE, field.digits), v, have.get(k))}"
+            )
         else:
             items.append(f"{_key(k)} = {field.render_number(v) if k in want else _scalar(v)}")
     return "{ " + ", ".join(items) + " }"
@@ -134,8 +141,9 @@ def rewritten(values: dict[Field, object], catalog_dir: Path = CATALOG) -> dict[
 
 
 def values_to_json(values: dict[Field, object]) -> str:
-    return json.dumps([[f.file, f.table, f.key, f.kind, f.digits, f.significant, f.keep_other_keys, v]
-                       for f, v in values.items()])
+    return json.dumps(
+        [[f.file, f.table, f.key, f.kind, f.digits, f.significant, f.keep_other_keys, v] for f, v in values.items()]
+    )
 
 
 def values_from_json(text: str) -> dict[Field, object]:

@@ -48,16 +48,29 @@ def apply(catalog: Catalog, cal: Calibration) -> Catalog:
     nvls.update(cal.nvls_link_efficiency)
     ring_eff = dict(nccl.ring_efficiency)
     ring_eff.update(cal.ring_efficiency)
-    nccl = replace(nccl, arch=MappingProxyType(arch), nvls_link_efficiency=MappingProxyType(nvls),
-                   ring_efficiency=MappingProxyType(ring_eff),
-                   nvls_decay_per_rank=nccl.nvls_decay_per_rank if cal.nvls_decay_per_rank is None else cal.nvls_decay_per_rank,
-                   nvls_small_latency_per_doubling_s=(nccl.nvls_small_latency_per_doubling_s
-                                                      if cal.nvls_small_per_doubling_s is None
-                                                      else cal.nvls_small_per_doubling_s),
-                   shm_ll_bandwidth_fraction=(nccl.shm_ll_bandwidth_fraction if cal.shm_ll_bandwidth_fraction is None
-                                              else cal.shm_ll_bandwidth_fraction))
-    fabrics = {n: (replace(f, achievable_bytes_per_s=min(cal.fabric_achievable[n], f.bytes_per_s))
-                   if n in cal.fabric_achievable else f) for n, f in catalog.fabrics.items()}
+    nccl = replace(
+        nccl,
+        arch=MappingProxyType(arch),
+        nvls_link_efficiency=MappingProxyType(nvls),
+        ring_efficiency=MappingProxyType(ring_eff),
+        nvls_decay_per_rank=nccl.nvls_decay_per_rank if cal.nvls_decay_per_rank is None else cal.nvls_decay_per_rank,
+        nvls_small_latency_per_doubling_s=(
+            nccl.nvls_small_latency_per_doubling_s
+            if cal.nvls_small_per_doubling_s is None
+            else cal.nvls_small_per_doubling_s
+        ),
+        shm_ll_bandwidth_fraction=(
+            nccl.shm_ll_bandwidth_fraction if cal.shm_ll_bandwidth_fraction is None else cal.shm_ll_bandwidth_fraction
+        ),
+    )
+    fabrics = {
+        n: (
+            replace(f, achievable_bytes_per_s=min(cal.fabric_achievable[n], f.bytes_per_s))
+            if n in cal.fabric_achievable
+            else f
+        )
+        for n, f in catalog.fabrics.items()
+    }
     cpus = {}
     for n, c in catalog.cpus.items():
         host = cal.cpu_host.get(n, c.host_bytes_per_s)
@@ -70,20 +83,39 @@ def apply(catalog: Catalog, cal: Calibration) -> Catalog:
         if "launch_s" in changes:
             changes["launch_s"] = MappingProxyType(dict(changes["launch_s"]))
         engines[name] = replace(engines[name], **changes)
-    return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
-                   cpus=cpus, engines=engines)
+    return Catalog(
+        fabrics=fabrics,
+        gpus=catalog.gpus,
+        systems=systems,
+        nccl=nccl,
+        sources=catalog.sources,
+        cpus=cpus,
+        engines=engines,
+    )
 
 
 def _remap(s: System, fabrics: Mapping[str, Fabric], cpus: Mapping[str, CPU]) -> System:
     def fab(f):
         return fabrics.get(f.name, f) if f is not None else None
+
     pcie = s.pcie
     if pcie is not None:
-        pcie = replace(pcie, host_bridge=fab(pcie.host_bridge), shm=fab(pcie.shm), switch_uplink=fab(pcie.switch_uplink),
-                       cross_socket=fab(pcie.cross_socket))
-    return replace(s, intra_fabric=fab(s.intra_fabric), fallback_fabric=fab(s.fallback_fabric),
-                   socket_fabric=fab(s.socket_fabric), nic_fabric=fab(s.nic_fabric),
-                   cpu=cpus.get(s.cpu.name, s.cpu) if s.cpu is not None else None, pcie=pcie)
+        pcie = replace(
+            pcie,
+            host_bridge=fab(pcie.host_bridge),
+            shm=fab(pcie.shm),
+            switch_uplink=fab(pcie.switch_uplink),
+            cross_socket=fab(pcie.cross_socket),
+        )
+    return replace(
+        s,
+        intra_fabric=fab(s.intra_fabric),
+        fallback_fabric=fab(s.fallback_fabric),
+        socket_fabric=fab(s.socket_fabric),
+        nic_fabric=fab(s.nic_fabric),
+        cpu=cpus.get(s.cpu.name, s.cpu) if s.cpu is not None else None,
+        pcie=pcie,
+    )
 
 
 def neutral(catalog: Catalog) -> Catalog:
@@ -98,27 +130,52 @@ def neutral(catalog: Catalog) -> Catalog:
     for fabric, _ in list(nvls.items()):
         gen = "hopper" if "gen3" in fabric else "blackwell"
         nvls[fabric] = nccl.nvls_nccl_efficiency.get(gen, 0.74)
-    nccl = replace(nccl, arch=MappingProxyType({}), ring_efficiency=MappingProxyType({}),
-                   nvls_link_efficiency=MappingProxyType(nvls), nvls_decay_per_rank=0.0,
-                   shm_ll_bandwidth_fraction=nccl.protocol_bandwidth_fraction["ll"])
+    nccl = replace(
+        nccl,
+        arch=MappingProxyType({}),
+        ring_efficiency=MappingProxyType({}),
+        nvls_link_efficiency=MappingProxyType(nvls),
+        nvls_decay_per_rank=0.0,
+        shm_ll_bandwidth_fraction=nccl.protocol_bandwidth_fraction["ll"],
+    )
     fabrics = dict(catalog.fabrics)
     for name in FITTED_FABRICS:
         f = fabrics[name]
         share = 2 / 3 if f.p2p else 1 / 5
         fabrics[name] = replace(f, achievable_bytes_per_s=f.bytes_per_s * share)
-    cpus = {n: replace(c, host_bytes_per_s=float("inf"), socket_stream_bytes_per_s=c.socket_link_bytes_per_s)
-            for n, c in catalog.cpus.items()}
+    cpus = {
+        n: replace(c, host_bytes_per_s=float("inf"), socket_stream_bytes_per_s=c.socket_link_bytes_per_s)
+        for n, c in catalog.cpus.items()
+    }
     generic = nccl.custom
     ones = MappingProxyType({"default": 1.0})
-    engines = {n: replace(e, launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}), per_peer_s=0.0,
-                          two_shot_extra_s=MappingProxyType({"default": generic.sync_s}), one_shot_efficiency=ones,
-                          one_shot_efficiency_by_arch=MappingProxyType({}),
-                          two_shot_efficiency=ones, mnnvl_one_shot_efficiency=ones, mnnvl_two_shot_efficiency=ones,
-                          mnnvl_two_shot_extra_s=None, mnnvl_launch_s=None, mnnvl_per_peer_s=None)
-               for n, e in catalog.engines.items()}
+    engines = {
+        n: replace(
+            e,
+            launch_s=MappingProxyType({"any": generic.launch_s + generic.sync_s}),
+            per_peer_s=0.0,
+            two_shot_extra_s=MappingProxyType({"default": generic.sync_s}),
+            one_shot_efficiency=ones,
+            one_shot_efficiency_by_arch=MappingProxyType({}),
+            two_shot_efficiency=ones,
+            mnnvl_one_shot_efficiency=ones,
+            mnnvl_two_shot_efficiency=ones,
+            mnnvl_two_shot_extra_s=None,
+            mnnvl_launch_s=None,
+            mnnvl_per_peer_s=None,
+        )
+        for n, e in catalog.engines.items()
+    }
     systems = {n: _remap(s, fabrics, cpus) for n, s in catalog.systems.items()}
-    return Catalog(fabrics=fabrics, gpus=catalog.gpus, systems=systems, nccl=nccl, sources=catalog.sources,
-                   cpus=cpus, engines=engines)
+    return Catalog(
+        fabrics=fabrics,
+        gpus=catalog.gpus,
+        systems=systems,
+        nccl=nccl,
+        sources=catalog.sources,
+        cpus=cpus,
+        engines=engines,
+    )
 
 
 FITTED_FABRICS = ("pcie4-hostbridge", "pcie4-no-p2p-pod")

@@ -33,9 +33,9 @@ from .paths import DATA, data_file
 
 @dataclass(frozen=True)
 class TpCase:
-    source: str          # substring of the CSV `source`
-    model_csv: str       # substring of the CSV `model`
-    hardware: str        # substring of the CSV `hardware`
+    source: str  # substring of the CSV `source`
+    model_csv: str  # substring of the CSV `model`
+    hardware: str  # substring of the CSV `hardware`
     metric: str
     tp: int
     batch: int
@@ -44,7 +44,7 @@ class TpCase:
     engine: str
     impl: str | None
     context: int
-    to_itl_s: float      # factor turning the CSV value into seconds per token
+    to_itl_s: float  # factor turning the CSV value into seconds per token
     tolerance: float
     note: str = ""
 
@@ -54,21 +54,72 @@ T = "huggingface/text-generation-inf"
 TP_CASES = [
     # vLLM 0.7.2 benchmark_latency, input 1, output 200: ITL = end-to-end / 200; vLLM uses its custom
     # all-reduce on NVLink; mean context ~100 tokens.
-    *[TpCase(V, "QwQ-32B", "A100", "end_to_end_latency", tp, b, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
-           1 / 200, 0.25) for tp in (2, 4, 8) for b in (1, 16)],
-    TpCase(V, "QwQ-32B", "A100", "end_to_end_latency", 2, 128, "qwq-32b", "hgx-a100", "vllm-v0", None, 100,
-         1 / 200, 0.25),
+    *[
+        TpCase(
+            V,
+            "QwQ-32B",
+            "A100",
+            "end_to_end_latency",
+            tp,
+            b,
+            "qwq-32b",
+            "hgx-a100",
+            "vllm-v0",
+            None,
+            100,
+            1 / 200,
+            0.25,
+        )
+        for tp in (2, 4, 8)
+        for b in (1, 16)
+    ],
+    TpCase(
+        V, "QwQ-32B", "A100", "end_to_end_latency", 2, 128, "qwq-32b", "hgx-a100", "vllm-v0", None, 100, 1 / 200, 0.25
+    ),
     # TGI per-token latency, eager PyTorch (no CUDA graphs), prompt length not stated: ~300 context.
-    *[TpCase(T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "tgi", None, 300,
-           1e-3, 0.20) for hw, system in (("A100", "hgx-a100"), ("H100", "hgx-h100")) for tp in (1, 2, 4)],
+    *[
+        TpCase(
+            T, "CodeLlama-34", hw, "latency_per_token_avg", tp, 1, "codellama-34b", system, "tgi", None, 300, 1e-3, 0.20
+        )
+        for hw, system in (("A100", "hgx-a100"), ("H100", "hgx-h100"))
+        for tp in (1, 2, 4)
+    ],
     # SGLang, concurrency 1, 1000 in / 1000 out: ITL = 1 / output throughput; custom all-reduce. Measured
     # before SGLang 0.5.23 (release not stated): priced at sglang-0.5.14, the release current then.
-    TpCase("sgl-project/sglang/issues/28224", "Llama-3.3-70B", "GB200", "output_throughput", 4, 1, "llama-3.1-70b",
-         "gb200-nvl72", "sglang-0.5.14", None, 1500, -1.0, 0.20, "before the regression"),
+    TpCase(
+        "sgl-project/sglang/issues/28224",
+        "Llama-3.3-70B",
+        "GB200",
+        "output_throughput",
+        4,
+        1,
+        "llama-3.1-70b",
+        "gb200-nvl72",
+        "sglang-0.5.14",
+        None,
+        1500,
+        -1.0,
+        0.20,
+        "before the regression",
+    ),
     # vLLM V1 serving at QPS 1 on B200: TPOT of steps that also carry other requests' prefill chunks.
     # A 2025 pull request's numbers: priced at vllm-0.19, the oldest preset released after them.
-    TpCase("vllm-project/vllm/pull/20759", "Llama-3.1-7", "B200", "median_TPOT", 4, 2, "llama-3.1-70b", "hgx-b200",
-         "vllm-0.19", None, 700, 1e-3, 0.40, "~2 requests in flight and prefill chunks mixed into decode steps"),
+    TpCase(
+        "vllm-project/vllm/pull/20759",
+        "Llama-3.1-7",
+        "B200",
+        "median_TPOT",
+        4,
+        2,
+        "llama-3.1-70b",
+        "hgx-b200",
+        "vllm-0.19",
+        None,
+        700,
+        1e-3,
+        0.40,
+        "~2 requests in flight and prefill chunks mixed into decode steps",
+    ),
 ]
 
 
@@ -80,9 +131,16 @@ def tp_rows(data_dir: Path | None = None) -> list[dict]:
 
 def tp_measured(rows: list[dict], case: TpCase) -> float:
     """The case's one CSV row as seconds per token."""
-    hits = [r for r in rows if case.source in r["source"] and case.model_csv in r["model"]
-            and case.hardware in r["hardware"] and r["metric"] == case.metric and r["tp"] == str(case.tp)
-            and (r["batch"] == str(case.batch) or not r["batch"].isdigit())]
+    hits = [
+        r
+        for r in rows
+        if case.source in r["source"]
+        and case.model_csv in r["model"]
+        and case.hardware in r["hardware"]
+        and r["metric"] == case.metric
+        and r["tp"] == str(case.tp)
+        and (r["batch"] == str(case.batch) or not r["batch"].isdigit())
+    ]
     if case.metric == "median_TPOT":
         hits = [r for r in hits if r["batch"] == "QPS=1"]
     if case.model_csv == "Llama-3.3-70B":
@@ -93,8 +151,15 @@ def tp_measured(rows: list[dict], case: TpCase) -> float:
 
 
 def tp_predicted(case: TpCase) -> float:
-    return decode_step(case.model, case.system, Plan(case.tp), batch=case.batch, context=case.context,
-                       impl=case.impl, engine=case.engine).total_s
+    return decode_step(
+        case.model,
+        case.system,
+        Plan(case.tp),
+        batch=case.batch,
+        context=case.context,
+        impl=case.impl,
+        engine=case.engine,
+    ).total_s
 
 
 MEASUREMENTS = DATA / "decode_measurements.csv"
@@ -117,9 +182,15 @@ class Case:
 
 
 def _measurement(source: str, note: str, *, model: str = "", input_len: str = "", output_len: str = "") -> float:
-    rows = [r for r in csv.DictReader(MEASUREMENTS.open(newline="")) if source in r["source"] and note in r["note"]
-            and (not model or r["model"] == model)
-            and (not input_len or r["input_len"] == input_len) and (not output_len or r["output_len"] == output_len)]
+    rows = [
+        r
+        for r in csv.DictReader(MEASUREMENTS.open(newline=""))
+        if source in r["source"]
+        and note in r["note"]
+        and (not model or r["model"] == model)
+        and (not input_len or r["input_len"] == input_len)
+        and (not output_len or r["output_len"] == output_len)
+    ]
     assert len(rows) == 1, f"{source} / {note} / {input_len}/{output_len}: {len(rows)} rows"
     r = rows[0]
     value = float(r["value"])
@@ -129,19 +200,61 @@ def _measurement(source: str, note: str, *, model: str = "", input_len: str = ""
 def measurement_cases() -> list[Case]:
     """The rows of decode_measurements.csv this validation uses."""
     out = []
-    for inp, outp in (("128", "128"), ("128", "1024"), ("1024", "128"), ("2048", "128"), ("3072", "128"),
-                      ("4096", "128"), ("8192", "128")):
-        out.append(Case(f"qwen3-30b-a3b a100 TP1 {inp}/{outp}", "tt-inference-server#340", "qwen3-30b-a3b",
-                        "hgx-a100", Plan(1), 1, int(inp) + int(outp) // 2, "vllm-0.19",
-                        _measurement("issues/340", "", model="qwen3-30b-a3b", input_len=inp, output_len=outp), True))
-    out.append(Case("deepseek-v3 b200 TRT-LLM EP8 TP8 nvfp4", "TensorRT-LLM blog1", "deepseek-v3", "hgx-b200",
-                    Plan(8, 1, 8), 1, 2048, "trtllm", _measurement("blog1", "Baseline: CUDA Graph"), True,
-                    precision=Precision(weights="bf16", expert_weights="nvfp4")))
+    for inp, outp in (
+        ("128", "128"),
+        ("128", "1024"),
+        ("1024", "128"),
+        ("2048", "128"),
+        ("3072", "128"),
+        ("4096", "128"),
+        ("8192", "128"),
+    ):
+        out.append(
+            Case(
+                f"qwen3-30b-a3b a100 TP1 {inp}/{outp}",
+                "tt-inference-server#340",
+                "qwen3-30b-a3b",
+                "hgx-a100",
+                Plan(1),
+                1,
+                int(inp) + int(outp) // 2,
+                "vllm-0.19",
+                _measurement("issues/340", "", model="qwen3-30b-a3b", input_len=inp, output_len=outp),
+                True,
+            )
+        )
+    out.append(
+        Case(
+            "deepseek-v3 b200 TRT-LLM EP8 TP8 nvfp4",
+            "TensorRT-LLM blog1",
+            "deepseek-v3",
+            "hgx-b200",
+            Plan(8, 1, 8),
+            1,
+            2048,
+            "trtllm",
+            _measurement("blog1", "Baseline: CUDA Graph"),
+            True,
+            precision=Precision(weights="bf16", expert_weights="nvfp4"),
+        )
+    )
     # the 2025-07-09 table of #356 names its engine (SGLang over InfiniBand); the 2025-07-08 one does not.
     # July 2025 is before SGLang 0.5.0 (August 2025): the release line of the sglang-0.4 preset
-    out.append(Case("deepseek-v3 2x h100 TP16 sglang-0.4", "tt-inference-server#356", "deepseek-v3", "hgx-h100",
-                    Plan(16), 1, 192, "sglang-0.4",
-                    _measurement("issues/356", "names SGLang", input_len="128", output_len="128"), True, nodes=2))
+    out.append(
+        Case(
+            "deepseek-v3 2x h100 TP16 sglang-0.4",
+            "tt-inference-server#356",
+            "deepseek-v3",
+            "hgx-h100",
+            Plan(16),
+            1,
+            192,
+            "sglang-0.4",
+            _measurement("issues/356", "names SGLang", input_len="128", output_len="128"),
+            True,
+            nodes=2,
+        )
+    )
     return out
 
 
@@ -149,8 +262,16 @@ def predicted_s(case: Case) -> float:
     cat = load_catalog()
     cfg, system = load_model(case.model), cat.system(case.system)
     precision = case.precision or precision_for(cfg, system)[0]
-    return decode_step(cfg, system, case.plan, batch=case.batch, context=case.context, engine=case.engine,
-                       precision=precision, nodes=case.nodes).total_s
+    return decode_step(
+        cfg,
+        system,
+        case.plan,
+        batch=case.batch,
+        context=case.context,
+        engine=case.engine,
+        precision=precision,
+        nodes=case.nodes,
+    ).total_s
 
 
 def summary(pairs: list[tuple[float, float]]) -> tuple[float, float]:

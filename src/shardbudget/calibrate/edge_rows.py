@@ -15,8 +15,14 @@ from .switches import NVL72_XLA, Switch
 NOISE = 0.01
 """A measured fall must exceed 1% to count (repeats of one size in measured_comm.csv differ by 1-5%)."""
 
-MEASURED_COMM = {"hgx-a100": "a100_sxm", "hgx-h100": "h100_sxm", "hgx-b200": "b200_sxm", "hgx-b300": "b300_sxm",
-                 "gb300-nvl72": "gb300", "l40s-pcie-nps1-degraded": "l40s"}
+MEASURED_COMM = {
+    "hgx-a100": "a100_sxm",
+    "hgx-h100": "h100_sxm",
+    "hgx-b200": "b200_sxm",
+    "hgx-b300": "b300_sxm",
+    "gb300-nvl72": "gb300",
+    "l40s-pcie-nps1-degraded": "l40s",
+}
 
 
 SAME_ENGINE_KERNELS = {"hgx-h200": "hgx-h100", "hgx-h20": "hgx-h100"}
@@ -40,10 +46,20 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
     """(source, {bytes: us}) measured for this system, GPU count, library (at the release the model
     follows: an engine's preset version exactly; NCCL's newest table) and op; empty where there is none."""
     if system == "rtx4090-pcie" and impl == "nccl" and op == "all-reduce":
-        rows = [r for r in nccl_tests.load_rows() if r.kept and r.source_id == "kalavai-4090" and r.op == "all-reduce"
-                and r.catalog_system == system and r.gpus == gpus and r.time_s]
-        return ("nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod)",
-                {int(r.size_bytes): r.time_s * 1e6 for r in rows})
+        rows = [
+            r
+            for r in nccl_tests.load_rows()
+            if r.kept
+            and r.source_id == "kalavai-4090"
+            and r.op == "all-reduce"
+            and r.catalog_system == system
+            and r.gpus == gpus
+            and r.time_s
+        ]
+        return (
+            "nccl_tests.csv kalavai-client scripts/README.md (Kubernetes pod)",
+            {int(r.size_bytes): r.time_s * 1e6 for r in rows},
+        )
     stand_in = SAME_ENGINE_KERNELS.get(system) if impl != "nccl" else None
     if (stand_in or system) not in MEASURED_COMM:
         return xla_series(system, gpus, impl, op)
@@ -52,17 +68,34 @@ def series(system: str, gpus: int, impl: str, op: str = "all-reduce") -> tuple[s
     library, mode = ("vllm-0.19", "eager") if impl == "eager" else (impl, "" if impl == "nccl" else "graph")
     pin = mc.pinned_version(library)
     pin = SAME_RELEASE.get((library, key), pin)
-    rows = [r for r in mc.load_rows() if r.key == key and r.library == library and r.mode == mode
-            and r.op == op and r.gpus == gpus and (pin is None or r.version == pin)]
+    rows = [
+        r
+        for r in mc.load_rows()
+        if r.key == key
+        and r.library == library
+        and r.mode == mode
+        and r.op == op
+        and r.gpus == gpus
+        and (pin is None or r.version == pin)
+    ]
     if not rows:
         return xla_series(system, gpus, impl, op)
-    label = {"nccl": "NCCL", "vllm": "vLLM_custom_graph", "vllm-0.19": "vLLM_custom_graph",
-             "sglang": "SGLang_CustomAllReduce_graph", "sglang-0.5.14": "SGLang_CustomAllReduce_graph",
-             "trtllm": "TRTLLM", "trtllm-1.0": "TRTLLM", "eager": "vLLM_custom_eager"}[impl]
+    label = {
+        "nccl": "NCCL",
+        "vllm": "vLLM_custom_graph",
+        "vllm-0.19": "vLLM_custom_graph",
+        "sglang": "SGLang_CustomAllReduce_graph",
+        "sglang-0.5.14": "SGLang_CustomAllReduce_graph",
+        "trtllm": "TRTLLM",
+        "trtllm-1.0": "TRTLLM",
+        "eager": "vLLM_custom_eager",
+    }[impl]
     what = "" if op == "all-reduce" else f" {op}"
     whose = f" (for {system}: SAME_ENGINE_KERNELS)" if stand_in else ""
-    return (f"measured_comm.csv {key} {label} {rows[0].version}{what}{whose}",
-            {int(r.size_bytes): r.time_s * 1e6 for r in rows})
+    return (
+        f"measured_comm.csv {key} {label} {rows[0].version}{what}{whose}",
+        {int(r.size_bytes): r.time_s * 1e6 for r in rows},
+    )
 
 
 def xla_series(system: str, gpus: int, impl: str, op: str) -> tuple[str, dict[int, float]]:
@@ -75,8 +108,10 @@ def xla_series(system: str, gpus: int, impl: str, op: str) -> tuple[str, dict[in
     rows = [r for r in xla_nvl72.load_rows(min_gpus=gpus, op=op, system=system) if r.gpus == gpus]
     if not rows:
         return ("", {})
-    return (f"xla_collective_perf_table.csv {xla_nvl72.DEVICES[system]} all-gather (NCCL + XLA launch)",
-            {int(r.size_bytes): r.xla_time_s * 1e6 for r in rows})
+    return (
+        f"xla_collective_perf_table.csv {xla_nvl72.DEVICES[system]} all-gather (NCCL + XLA launch)",
+        {int(r.size_bytes): r.xla_time_s * 1e6 for r in rows},
+    )
 
 
 @lru_cache(maxsize=None)
@@ -84,9 +119,13 @@ def mnnvl_series(gpus: int, kernel: str) -> dict[int, float]:
     """TensorRT-LLM's MNNVL one-shot or two-shot rows on GB300 trays (measured_comm.csv times each
     kernel apart: TRTLLM_MNNVL_oneshot / _twoshot)."""
     with mc.find_file(None).open(newline="") as f:
-        return {int(r["bytes"]): float(r["time_us"]) for r in csv.DictReader(f)
-                if r["library"] == f"TRTLLM_MNNVL_{kernel}" and int(r["num_gpus"]) == gpus
-                and r["lib_version"] == mc.pinned_version("trtllm")}
+        return {
+            int(r["bytes"]): float(r["time_us"])
+            for r in csv.DictReader(f)
+            if r["library"] == f"TRTLLM_MNNVL_{kernel}"
+            and int(r["num_gpus"]) == gpus
+            and r["lib_version"] == mc.pinned_version("trtllm")
+        }
 
 
 def measured_at_edge(s: Switch) -> tuple[float, float, str] | None:
@@ -107,6 +146,7 @@ def measured_at_edge(s: Switch) -> tuple[float, float, str] | None:
 
     def at(t: dict[int, float], a: int, b: int) -> float:
         return t[a] + (t[b] - t[a]) * (s.edge_bytes - a) / (b - a)
+
     quoted = ", ".join([f"{lo_t[n]:.2f} us at {n} B" for n in below] + [f"{hi_t[n]:.2f} us at {n} B" for n in above])
     return at(lo_t, *below), at(hi_t, *above), f"{source}, {s.gpus} GPUs: {quoted}"
 

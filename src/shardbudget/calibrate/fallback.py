@@ -31,10 +31,13 @@ def kernel_caps(cal: Calibration, catalog: Catalog, systems: Sequence[str]) -> d
     caps: dict[str, float] = {}
     for name, fit in cal.engines.items():
         by_arch = fit.get("one_shot_efficiency_by_arch", {})
-        rates = [eff * ring_path(catalog.system(system), int(g)).busbw_bytes_per_s
-                 for system in systems if catalog.system(system).topology != "pcie"
-                 for g, eff in by_arch.get(catalog.system(system).gpu.arch, {}).items()
-                 if int(g) <= catalog.system(system).gpus_per_node]
+        rates = [
+            eff * ring_path(catalog.system(system), int(g)).busbw_bytes_per_s
+            for system in systems
+            if catalog.system(system).topology != "pcie"
+            for g, eff in by_arch.get(catalog.system(system).gpu.arch, {}).items()
+            if int(g) <= catalog.system(system).gpus_per_node
+        ]
         if rates:
             caps[name] = float(min(rates))
     return caps
@@ -53,8 +56,9 @@ def pcie_kernel_efficiency(cal: Calibration, catalog: Catalog, system: str) -> N
         if fit is None or key in fit.get("one_shot_efficiency_by_arch", {}):
             continue
         table = {str(g): min(1.0, cap / ring_path(s, g).busbw_bytes_per_s) for g in (2, 4, 8) if g <= s.gpus_per_node}
-        fit["one_shot_efficiency_by_arch"] = MappingProxyType(dict(fit["one_shot_efficiency_by_arch"]) | {
-            key: MappingProxyType(table)})
+        fit["one_shot_efficiency_by_arch"] = MappingProxyType(
+            dict(fit["one_shot_efficiency_by_arch"]) | {key: MappingProxyType(table)}
+        )
         cal.notes.append(f"{name} {key}: one-shot at the PCIe link's rate (kernel cap {cap / 1e9:.0f} GB/s)")
 
 
@@ -103,8 +107,9 @@ def shm_prior(cal: Calibration, base: Catalog, system: str) -> float | None:
     if gen is None:
         return None
     public = shm_public.one_socket_hops(gen, without=system)
-    fitted = [v for k, v in cal.shm_hop.items()
-              if k != system and pcie_generation(base, _shm_fabric(base.system(k))) == gen]
+    fitted = [
+        v for k, v in cal.shm_hop.items() if k != system and pcie_generation(base, _shm_fabric(base.system(k))) == gen
+    ]
     pool = public + fitted
     return float(statistics.median(pool)) if pool else None
 

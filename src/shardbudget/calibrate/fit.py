@@ -22,9 +22,14 @@ from .fit_pcie import fit_pcie, fit_shm_hop, fit_shm_ll
 from .samples import Sample, engine_samples, samples, xla_all_gather_samples, xla_samples
 
 
-def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2,
-              engine_rows: Sequence[tuple[str, Sample]] = (), xla: Sequence[Sample] = (),
-              xla_all_gather: Sequence[Sample] = ()) -> Calibration:
+def calibrate(
+    xs: Sequence[Sample],
+    base: Catalog | None = None,
+    rounds: int = 2,
+    engine_rows: Sequence[tuple[str, Sample]] = (),
+    xla: Sequence[Sample] = (),
+    xla_all_gather: Sequence[Sample] = (),
+) -> Calibration:
     """Fit every constant on `xs` (and the engines' on `engine_rows`, NVLS's small-message cost
     also on `xla`, LL128's NVLink step on `xla_all_gather`), starting from `base`."""
     base = base or load_catalog()
@@ -72,5 +77,10 @@ def calibrate(xs: Sequence[Sample], base: Catalog | None = None, rounds: int = 2
 def fit_all(data_dir: Path | None = None, base: Catalog | None = None) -> Calibration:
     """Every constant fitted on the measurements of `data_dir` (the repository's data/), as the
     built-in catalog holds them."""
-    return calibrate(samples(data_dir), base=base, engine_rows=engine_samples(data_dir), xla=xla_samples(data_dir),
-                     xla_all_gather=xla_all_gather_samples(data_dir))
+    return calibrate(
+        samples(data_dir),
+        base=base,
+        engine_rows=engine_samples(data_dir),
+        xla=xla_samples(data_dir),
+        xla_all_gather=xla_all_gather_samples(data_dir),
+    )

@@ -106,8 +106,10 @@ def _floor_fit(floors: Mapping[str, Mapping[int, list[float]]], per_peer_default
         if fit is not None:
             slopes.append(max(0.0, fit[1]))
     per_peer = float(statistics.median(slopes)) if slopes else per_peer_default
-    launch = {a: float(statistics.median(t - per_peer * (g - 2) for g, v in by_g.items() for t in v))
-              for a, by_g in floors.items()}
+    launch = {
+        a: float(statistics.median(t - per_peer * (g - 2) for g, v in by_g.items() for t in v))
+        for a, by_g in floors.items()
+    }
     return {"per_peer_s": per_peer, "launch_s": launch}
 
 
@@ -131,9 +133,14 @@ def _shot_fit(fit: dict, algo: str, key: str, pts: _Points) -> None:
     if algo == "two-shot":
         # the second barrier per GPU generation: its rows' time beyond the pooled efficiency's
         # transfer, median (one constant for all priced H100 TP4 at 17.7 us where vLLM measures 11.4)
-        fit["two_shot_extra_s"] = MappingProxyType({"default": extra} | {
-            a: max(0.0, float(statistics.median(y - x / table.get(str(g), table["default"]) for g, x, y in rows)))
-            for a, rows in pts.two_by_arch.items() if len(rows) >= 3})
+        fit["two_shot_extra_s"] = MappingProxyType(
+            {"default": extra}
+            | {
+                a: max(0.0, float(statistics.median(y - x / table.get(str(g), table["default"]) for g, x, y in rows)))
+                for a, rows in pts.two_by_arch.items()
+                if len(rows) >= 3
+            }
+        )
 
 
 def _transfer_point(k, c, x: Sample, group) -> tuple[float, float]:

@@ -39,13 +39,20 @@ def fit_ring_efficiency(xs: Sequence[Sample], catalog: Catalog) -> dict[int, flo
     ratios: dict[int, list[float]] = defaultdict(list)
     for x in xs:
         s = catalog.system(x.system)
-        if (x.nodes != 1 or x.algo not in ("auto", "ring") or x.gpus not in (2, 4) or x.size_bytes < 2 * LARGE
-                or s.topology != "switch"):
+        if (
+            x.nodes != 1
+            or x.algo not in ("auto", "ring")
+            or x.gpus not in (2, 4)
+            or x.size_bytes < 2 * LARGE
+            or s.topology != "switch"
+        ):
             continue
         group, c = _chosen(catalog, x)
         if x.algo == "ring":
-            c = min((k for k in candidates(group, "all-reduce") if k.algorithm == "ring"),
-                    key=lambda k: k.select_time_s(x.size_bytes))
+            c = min(
+                (k for k in candidates(group, "all-reduce") if k.algorithm == "ring"),
+                key=lambda k: k.select_time_s(x.size_bytes),
+            )
         if c.algorithm != "ring" or c.protocol != "simple":
             continue
         busbw = x.size_bytes / (x.time_s - c.latency_s) * busbw_factor("all-reduce", x.gpus)
@@ -62,8 +69,9 @@ def _line_fit(points: list[tuple[float, float]]) -> tuple[float, float] | None:
     return float(c0), float(c1)
 
 
-def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm",
-               shape: ArchFloor | None = None) -> dict[str, ArchFloor]:
+def fit_floors(
+    xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_comm", shape: ArchFloor | None = None
+) -> dict[str, ArchFloor]:
     """Per GPU generation: LL (and LL128) and Simple offsets on baseLat and factors on the NVLink hop
     rows; NVLS's small-message fixed cost per rank. `rows`: "measured_comm" (the sweeps made for
     this, LL at <= 8 KiB), or "nccl_tests": the published single-node tables of switch and PCIe
@@ -77,8 +85,13 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
     for arch in sorted({k[0] for k in by} | {k[0] for k in pcie_offsets}):
         offset, scale = {}, {}
         for proto in ("ll", "simple"):
-            line = _floor_line(by.get((arch, proto), {}), pcie_offsets.get((arch, proto), []),
-                               catalog.nccl.base_latency_s["ring"][proto], proto, shape)
+            line = _floor_line(
+                by.get((arch, proto), {}),
+                pcie_offsets.get((arch, proto), []),
+                catalog.nccl.base_latency_s["ring"][proto],
+                proto,
+                shape,
+            )
             if line is not None:
                 offset[proto], scale[proto] = line
         if "ll" not in offset:
@@ -86,13 +99,17 @@ def fit_floors(xs: Sequence[Sample], catalog: Catalog, *, rows: str = "measured_
         offset.setdefault("simple", offset["ll"])
         scale.setdefault("simple", 1.0)
         offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
-        out[arch] = ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
-                              source="shardbudget.calibrate fit_floors")
+        out[arch] = ArchFloor(
+            base_offset_s=MappingProxyType(offset),
+            nvlink_hop_scale=MappingProxyType(scale),
+            source="shardbudget.calibrate fit_floors",
+        )
     return out
 
 
-def _floor_points(xs: Sequence[Sample], catalog: Catalog, *, sweeps: bool
-                  ) -> tuple[dict[tuple[str, str], dict[int, list[tuple[float, float]]]], dict[tuple[str, str], list[float]]]:
+def _floor_points(
+    xs: Sequence[Sample], catalog: Catalog, *, sweeps: bool
+) -> tuple[dict[tuple[str, str], dict[int, list[tuple[float, float]]]], dict[tuple[str, str], list[float]]]:
     """The latency-bound ring rows of fit_floors: over NVLink, (steps x NCCL's hop, residual - base)
     per (generation, protocol) and GPU count; over PCIe, the offsets (residual - base - steps x hop)."""
     by: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
@@ -108,8 +125,11 @@ def _floor_points(xs: Sequence[Sample], catalog: Catalog, *, sweeps: bool
         # latency-dominated rows only: LL at <= 8 KiB, Simple where its bandwidth term is at most
         # as large as its latency term (else the residual is mostly bandwidth noise)
         bandwidth_bound = x.size_bytes / c.algbw_bytes_per_s > max(residual, 0.0)
-        if (c.protocol == "ll" and (x.size_bytes > 8192 if sweeps else bandwidth_bound)) or (
-                c.protocol == "simple" and bandwidth_bound) or c.protocol == "ll128":
+        if (
+            (c.protocol == "ll" and (x.size_bytes > 8192 if sweeps else bandwidth_bound))
+            or (c.protocol == "simple" and bandwidth_bound)
+            or c.protocol == "ll128"
+        ):
             continue
         path = ring_path(s, x.gpus)
         steps = 2 * (x.gpus - 1)
@@ -123,8 +143,13 @@ def _floor_points(xs: Sequence[Sample], catalog: Catalog, *, sweeps: bool
     return by, pcie_offsets
 
 
-def _floor_line(by_gpus: Mapping[int, list[tuple[float, float]]], pcie_offsets: Sequence[float], base_s: float,
-                proto: str, shape: ArchFloor | None) -> tuple[float, float] | None:
+def _floor_line(
+    by_gpus: Mapping[int, list[tuple[float, float]]],
+    pcie_offsets: Sequence[float],
+    base_s: float,
+    proto: str,
+    shape: ArchFloor | None,
+) -> tuple[float, float] | None:
     """(offset, hop scale) of one generation and protocol: a line through the medians of its GPU
     counts over NVLink; at one GPU count, `shape`'s line scaled to it, else an offset on NCCL's hop;
     over PCIe only, the median offset on NCCL's hop."""
@@ -183,15 +208,20 @@ def pooled_floor(floors: Mapping[str, ArchFloor]) -> ArchFloor | None:
     floors = {a: f for a, f in floors.items() if f.nvlink_hop_scale["ll"] != 1.0}
     if not floors:
         return None
+
     def mean(get):
         return {p: float(np.mean([get(f)[p] for f in floors.values()])) for p in ("ll", "ll128", "simple")}
+
     bases = [f.nvls_small_latency_s for f in floors.values() if f.nvls_small_latency_s]
     # a pooled generation has no LL128 rows of its own: its LL128 takes its LL parameters (fit_floors)
     offset, scale = mean(lambda f: f.base_offset_s), mean(lambda f: f.nvlink_hop_scale)
     offset["ll128"], scale["ll128"] = offset["ll"], scale["ll"]
-    return ArchFloor(base_offset_s=MappingProxyType(offset), nvlink_hop_scale=MappingProxyType(scale),
-                     nvls_small_latency_s=float(np.mean(bases)) if bases else 0.0,
-                     source="mean of the other generations' fits")
+    return ArchFloor(
+        base_offset_s=MappingProxyType(offset),
+        nvlink_hop_scale=MappingProxyType(scale),
+        nvls_small_latency_s=float(np.mean(bases)) if bases else 0.0,
+        source="mean of the other generations' fits",
+    )
 
 
 def fit_nvls_small(xs: Sequence[Sample], catalog: Catalog) -> tuple[dict[str, float], float | None]:
@@ -248,8 +278,9 @@ def fit_nvls(xs: Sequence[Sample], catalog: Catalog, xla: Sequence[Sample] = ())
         if not fabric.endswith("(xla)"):
             # the rate a line's slope stands for is the largest messages': where a fabric was measured
             # at >= 1 GiB, those rows (8x B200 NVLS at 512 MiB reaches 0.53 of the link, at 8 GiB 0.60)
-            rows = [(g, e) for g, v in by_g.items() for e, n in v if n >= HUGE] or \
-                   [(g, e) for g, v in by_g.items() for e, _ in v]
+            rows = [(g, e) for g, v in by_g.items() for e, n in v if n >= HUGE] or [
+                (g, e) for g, v in by_g.items() for e, _ in v
+            ]
             out[fabric] = float(statistics.median(e * (1 + k * (g - 1)) for g, e in rows))
     return _same_generation(out, catalog), k
 

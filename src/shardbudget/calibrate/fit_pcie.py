@@ -16,8 +16,9 @@ from .fit_nccl import _chosen, _single
 from .samples import Sample
 
 
-def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None = None
-             ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+def fit_pcie(
+    xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None = None
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """Invert the PCIe rings' bottlenecks: (fabric achievable, CPU host path, CPU socket stream).
     Which link a ring's busbw measures is read from `structure` (the built-in catalog: the box as
     it is built); the number from the rows."""
@@ -37,8 +38,12 @@ def fit_pcie(xs: Sequence[Sample], catalog: Catalog, structure: Catalog | None =
         if path.bottleneck.startswith("host"):
             uses = float(path.bottleneck.split("shared by ")[1].split()[0])
             host[s.cpu.name].append(busbw * uses)
-        elif any(h.transport == "shm" and h.ceiling_bytes_per_s == s.cpu.socket_stream_bytes_per_s
-                 and s.cpu.socket_stream_bytes_per_s == path.busbw_bytes_per_s for h in hops):
+        elif any(
+            h.transport == "shm"
+            and h.ceiling_bytes_per_s == s.cpu.socket_stream_bytes_per_s
+            and s.cpu.socket_stream_bytes_per_s == path.busbw_bytes_per_s
+            for h in hops
+        ):
             stream[s.cpu.name].append(busbw)
         else:
             name = path.bottleneck.split("(")[-1].rstrip(")")
@@ -87,5 +92,11 @@ def _shm_fabric(s: System) -> Fabric | None:
 
 def pcie_generation(catalog: Catalog, fabric: Fabric) -> int | None:
     """The PCIe generation whose link (the catalog's pcie3..pcie6) runs at this fabric's peak."""
-    return next((g for g in range(3, 7) if f"pcie{g}" in catalog.fabrics
-                 and catalog.fabrics[f"pcie{g}"].bytes_per_s == fabric.bytes_per_s), None)
+    return next(
+        (
+            g
+            for g in range(3, 7)
+            if f"pcie{g}" in catalog.fabrics and catalog.fabrics[f"pcie{g}"].bytes_per_s == fabric.bytes_per_s
+        ),
+        None,
+    )

@@ -71,17 +71,42 @@ def cases(data_dir: Path | None) -> list[Case]:
             continue
         if r.library == "nccl":
             words, lacks = stated_release(catalog, r.version)
-            out.append(Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s, nccl=r.version, release=words,
-                            lacks=lacks))
-        elif r.mode == "graph" and runs_custom_kernel(make_group(r.system, gpus=r.gpus, catalog=catalog), r.library,
-                                                      r.size_bytes):
-            out.append(Case("custom", r.system, r.gpus, 1, r.size_bytes, r.time_s, impl=r.library,
-                            **engine_release(r.library, r.version)))
+            out.append(
+                Case("nccl", r.system, r.gpus, 1, r.size_bytes, r.time_s, nccl=r.version, release=words, lacks=lacks)
+            )
+        elif r.mode == "graph" and runs_custom_kernel(
+            make_group(r.system, gpus=r.gpus, catalog=catalog), r.library, r.size_bytes
+        ):
+            out.append(
+                Case(
+                    "custom",
+                    r.system,
+                    r.gpus,
+                    1,
+                    r.size_bytes,
+                    r.time_s,
+                    impl=r.library,
+                    **engine_release(r.library, r.version),
+                )
+            )
     for r in nccl_tests.load_rows(data_dir):
         if r.kept and r.op == "all-reduce":
             words, lacks = stated_release(catalog, r.nccl)
-            out.append(Case("multi" if r.multi_node else "nccl", r.system, r.gpus, r.nodes, r.size_bytes, r.time_s,
-                            algo=r.algo, variant=r.variant, nccl=r.nccl, release=words, lacks=lacks))
+            out.append(
+                Case(
+                    "multi" if r.multi_node else "nccl",
+                    r.system,
+                    r.gpus,
+                    r.nodes,
+                    r.size_bytes,
+                    r.time_s,
+                    algo=r.algo,
+                    variant=r.variant,
+                    nccl=r.nccl,
+                    release=words,
+                    lacks=lacks,
+                )
+            )
     return out
 
 
@@ -101,8 +126,10 @@ def engine_release(preset: str, version: str) -> dict:
     if line is None:
         return {"release": f"{preset} ({version})", "lacks": None}
     choice = preset_for(line, version)
-    return {"release": f"{preset} ({ENGINE_WORDS[line]} {version})",
-            "lacks": None if choice.exact else f"no preset read at {version}: priced by {choice.preset}"}
+    return {
+        "release": f"{preset} ({ENGINE_WORDS[line]} {version})",
+        "lacks": None if choice.exact else f"no preset read at {version}: priced by {choice.preset}",
+    }
 
 
 def case_errors(cal: Calibration, rows: list[Case]) -> list[tuple[Case, float]]:
@@ -113,8 +140,16 @@ def case_errors(cal: Calibration, rows: list[Case]) -> list[tuple[Case, float]]:
         if c.variant not in catalogs:
             catalogs[c.variant] = fold_catalog(cal, c.variant)
         system = c.variant or c.system
-        cost = sweep("all-reduce", [c.size_bytes], system, nodes=c.nodes, gpus=c.gpus, algo=c.algo, impl=c.impl,
-                     catalog=at_stated(catalogs[c.variant], c.nccl))[0]
+        cost = sweep(
+            "all-reduce",
+            [c.size_bytes],
+            system,
+            nodes=c.nodes,
+            gpus=c.gpus,
+            algo=c.algo,
+            impl=c.impl,
+            catalog=at_stated(catalogs[c.variant], c.nccl),
+        )[0]
         out.append((c, abs(cost.time_s / c.time_s - 1)))
     return out
 
@@ -132,16 +167,29 @@ def release_records(held: list[tuple[Case, float]]) -> list[dict]:
     groups: dict[tuple, list[float]] = {}
     for c, e in held:
         groups.setdefault((c.metric, c.release, c.lacks), []).append(e)
-    return [{"metric": m, "release": rel, "lacks": lacks, "rows": len(errs), "median": summary(errs)[0],
-             "p90": summary(errs)[1]} for (m, rel, lacks), errs in sorted(groups.items(), key=lambda kv: kv[0][:2])]
+    return [
+        {
+            "metric": m,
+            "release": rel,
+            "lacks": lacks,
+            "rows": len(errs),
+            "median": summary(errs)[0],
+            "p90": summary(errs)[1],
+        }
+        for (m, rel, lacks), errs in sorted(groups.items(), key=lambda kv: kv[0][:2])
+    ]
 
 
 def release_lines(held: list[tuple[Case, float]]) -> list[str]:
-    lines = ["Per release the rows state, held out ([lacks]: no rules of that release's own; priced by the nearest)",
-             f"  {'metric':8} {'release':34} {'n':>5} {'median':>8} {'p90':>8}"]
+    lines = [
+        "Per release the rows state, held out ([lacks]: no rules of that release's own; priced by the nearest)",
+        f"  {'metric':8} {'release':34} {'n':>5} {'median':>8} {'p90':>8}",
+    ]
     for r in release_records(held):
-        lines.append(f"  {r['metric']:8} {r['release']:34} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
-                     + (f"  [lacks] {r['lacks']}" if r["lacks"] else ""))
+        lines.append(
+            f"  {r['metric']:8} {r['release']:34} {r['rows']:>5} {r['median']:>8.1%} {r['p90']:>8.1%}"
+            + (f"  [lacks] {r['lacks']}" if r["lacks"] else "")
+        )
     return lines
 
 
@@ -149,11 +197,21 @@ def row_lines(cal: Calibration, rows: list[Case]) -> list[str]:
     """Each single-node NCCL case held out: GPUs, size, measured, predicted, error, the line that ran."""
     out = []
     for c in sorted((c for c in rows if c.metric == "nccl"), key=lambda c: (c.gpus, c.algo, c.size_bytes)):
-        cost = sweep("all-reduce", [c.size_bytes], c.variant or c.system, nodes=c.nodes, gpus=c.gpus, algo=c.algo,
-                     impl=c.impl, catalog=at_stated(fold_catalog(cal, c.variant), c.nccl))[0]
-        out.append(f"    {c.gpus:>3} GPUs {c.algo:5} {c.size_bytes:>12.0f} B  measured {c.time_s * 1e6:>10.1f} us  "
-                   f"predicted {cost.time_s * 1e6:>10.1f} us  {cost.time_s / c.time_s - 1:>+7.1%}  "
-                   f"{cost.algorithm}/{cost.protocol}")
+        cost = sweep(
+            "all-reduce",
+            [c.size_bytes],
+            c.variant or c.system,
+            nodes=c.nodes,
+            gpus=c.gpus,
+            algo=c.algo,
+            impl=c.impl,
+            catalog=at_stated(fold_catalog(cal, c.variant), c.nccl),
+        )[0]
+        out.append(
+            f"    {c.gpus:>3} GPUs {c.algo:5} {c.size_bytes:>12.0f} B  measured {c.time_s * 1e6:>10.1f} us  "
+            f"predicted {cost.time_s * 1e6:>10.1f} us  {cost.time_s / c.time_s - 1:>+7.1%}  "
+            f"{cost.algorithm}/{cost.protocol}"
+        )
     return out
 
 
@@ -167,8 +225,10 @@ def held_out_errors(metric: str, data_dir: Path | None) -> dict[str, list[float]
     """|predicted - measured| / measured of every `metric` row, each system predicted by constants
     fitted without it, by system (pool the lists for the figure over every system)."""
     rows = [c for c in cases(data_dir) if c.metric == metric]
-    return {s: errors(fit_without(s, data_dir), [c for c in rows if c.system == s])[metric]
-            for s in sorted({c.system for c in rows})}
+    return {
+        s: errors(fit_without(s, data_dir), [c for c in rows if c.system == s])[metric]
+        for s in sorted({c.system for c in rows})
+    }
 
 
 def fit_without(system: str | None, data_dir: Path | None) -> Calibration:
@@ -177,6 +237,7 @@ def fit_without(system: str | None, data_dir: Path | None) -> Calibration:
     base = neutral(load_catalog())
     # XLA's GB200 NVL72 table (not a system's nccl-tests or measured_comm rows: whole XLA executables,
     # used only for shapes, NVLS's growth with the group) enters every fold as it enters the calibration
-    cal = calibrate(xs, base=base, engine_rows=eng, xla=xla_samples(data_dir),
-                    xla_all_gather=xla_all_gather_samples(data_dir))
+    cal = calibrate(
+        xs, base=base, engine_rows=eng, xla=xla_samples(data_dir), xla_all_gather=xla_all_gather_samples(data_dir)
+    )
     return held_out(cal, base, system) if system else cal

@@ -35,17 +35,34 @@ from ..engines import load_engine
 from ..engines.releases import preset_for
 from .paths import data_file
 
-SYSTEMS = {"a100_sxm": "hgx-a100", "h100_sxm": "hgx-h100", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
-           "gb300": "gb300-nvl72", "l40s": "l40s-pcie-nps1-degraded"}
+SYSTEMS = {
+    "a100_sxm": "hgx-a100",
+    "h100_sxm": "hgx-h100",
+    "b200_sxm": "hgx-b200",
+    "b300_sxm": "hgx-b300",
+    "gb300": "gb300-nvl72",
+    "l40s": "l40s-pcie-nps1-degraded",
+}
 """The file's system keys -> catalog systems (the README names the hardware only by device)."""
-OPS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-       "alltoall": "all-to-all"}
-ENGINES = {"vLLM_custom_graph": ("vllm", "graph"), "vLLM_custom_eager": ("vllm", "eager"),
-           "SGLang_CustomAllReduce_graph": ("sglang", "graph"), "SGLang_CustomAllReduce_eager": ("sglang", "eager"),
-           "TRTLLM": ("trtllm", "graph"), "TRTLLM_MNNVL_oneshot": ("trtllm", "graph"),
-           "TRTLLM_MNNVL_twoshot": ("trtllm", "graph")}
+OPS = {
+    "all_reduce": "all-reduce",
+    "all_gather": "all-gather",
+    "reduce_scatter": "reduce-scatter",
+    "alltoall": "all-to-all",
+}
+ENGINES = {
+    "vLLM_custom_graph": ("vllm", "graph"),
+    "vLLM_custom_eager": ("vllm", "eager"),
+    "SGLang_CustomAllReduce_graph": ("sglang", "graph"),
+    "SGLang_CustomAllReduce_eager": ("sglang", "eager"),
+    "TRTLLM": ("trtllm", "graph"),
+    "TRTLLM_MNNVL_oneshot": ("trtllm", "graph"),
+    "TRTLLM_MNNVL_twoshot": ("trtllm", "graph"),
+}
 """library column -> (engine, mode). TensorRT-LLM's benchmark captures its all-reduce in a CUDA graph
 (its 512 B times, 2.6-4.6 us on NVLink, have no host launch in them)."""
+
+
 def release_preset(engine: str, version: str) -> str:
     """The preset that prices a row of `engine` at `version`: the oldest preset of the engine's line at
     or after that release (shardbudget.engines.releases.preset_for): TensorRT-LLM 1.0.0 -> trtllm-1.0,
@@ -127,7 +144,7 @@ def _load(path: str) -> tuple[CommRow, ...]:
             groups[k].append(float(r["time_us"]) * 1e-6)
             sources[k] = r["source"]
     versions: dict[tuple, set[str]] = defaultdict(set)
-    for (key, lib, mode, version, *_rest) in groups:
+    for key, lib, mode, version, *_rest in groups:
         versions[(key, lib, mode)].add(version)
     newest = {k: _chosen(k[1], v) for k, v in versions.items()}
     out = []
@@ -135,9 +152,21 @@ def _load(path: str) -> tuple[CommRow, ...]:
         key, lib, mode, version, op, gpus, size = k
         if newest[(key, lib, mode)] != version:
             continue
-        out.append(CommRow(key=key, system=SYSTEMS[key], library=lib, mode=mode, version=version, op=op,
-                           gpus=gpus, size_bytes=float(size), time_s=statistics.median(times),
-                           repeats=len(times), source=sources[k]))
+        out.append(
+            CommRow(
+                key=key,
+                system=SYSTEMS[key],
+                library=lib,
+                mode=mode,
+                version=version,
+                op=op,
+                gpus=gpus,
+                size_bytes=float(size),
+                time_s=statistics.median(times),
+                repeats=len(times),
+                source=sources[k],
+            )
+        )
     return tuple(out)
 
 
@@ -145,9 +174,24 @@ def load_rows(data_dir: Path | str | None = None) -> list[CommRow]:
     return list(_load(str(find_file(data_dir))))
 
 
-def select(rows: Iterable[CommRow], *, library: str | None = None, mode: str | None = None, op: str | None = None,
-           system: str | None = None, gpus: Sequence[int] | None = None, lo: float = 0.0,
-           hi: float = float("inf")) -> list[CommRow]:
-    return [r for r in rows if (library is None or r.library == library) and (mode is None or r.mode == mode)
-            and (op is None or r.op == op) and (system is None or r.system == system)
-            and (gpus is None or r.gpus in gpus) and lo <= r.size_bytes <= hi]
+def select(
+    rows: Iterable[CommRow],
+    *,
+    library: str | None = None,
+    mode: str | None = None,
+    op: str | None = None,
+    system: str | None = None,
+    gpus: Sequence[int] | None = None,
+    lo: float = 0.0,
+    hi: float = float("inf"),
+) -> list[CommRow]:
+    return [
+        r
+        for r in rows
+        if (library is None or r.library == library)
+        and (mode is None or r.mode == mode)
+        and (op is None or r.op == op)
+        and (system is None or r.system == system)
+        and (gpus is None or r.gpus in gpus)
+        and lo <= r.size_bytes <= hi
+    ]

@@ -49,6 +49,7 @@ GiB = 1 << 30
 
 # --- rows -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Row:
     line: int
@@ -138,10 +139,26 @@ def _row(line: int, r: dict, rule: Rule) -> Row:
         kept, reason = False, "no message size or no time/bandwidth in the row"
     if kept and size is not None and size < rule.drop_below_bytes:
         kept, reason = False, rule.drop_small_reason
-    return Row(line=line, csv_nodes=csv_nodes, source_id=rule.source_id, source=r["source"], hardware=r["hardware"], op=op,
-               n_gpus=n_gpus, size_bytes=size, time_s=time_s, derived=derived, system=rule.system,
-               nodes=nodes, gpus=n_gpus, algo=rule.algo, variant=rule.variant, kept=kept, reason=reason,
-               nccl=stated_nccl(r))
+    return Row(
+        line=line,
+        csv_nodes=csv_nodes,
+        source_id=rule.source_id,
+        source=r["source"],
+        hardware=r["hardware"],
+        op=op,
+        n_gpus=n_gpus,
+        size_bytes=size,
+        time_s=time_s,
+        derived=derived,
+        system=rule.system,
+        nodes=nodes,
+        gpus=n_gpus,
+        algo=rule.algo,
+        variant=rule.variant,
+        kept=kept,
+        reason=reason,
+        nccl=stated_nccl(r),
+    )
 
 
 NCCL_STATED = re.compile(r"NCCL[ _]v?(\d+\.\d+(?:\.\d+)?)")
@@ -172,13 +189,16 @@ def _load(path: str) -> tuple[Row, ...]:
         for line, r in enumerate(csv.DictReader(f), start=2):
             rule = next((x for x in RULES if x.matches(r)), None)
             if rule is None:
-                raise UnclassifiedRow(f"nccl_tests.csv line {line}: no rule for source {r['source'][:80]!r}, "
-                                      f"hardware {r['hardware'][:60]!r}; add one to RULES (keep or drop, with why)")
+                raise UnclassifiedRow(
+                    f"nccl_tests.csv line {line}: no rule for source {r['source'][:80]!r}, "
+                    f"hardware {r['hardware'][:60]!r}; add one to RULES (keep or drop, with why)"
+                )
             out.append(_row(line, r, rule))
     return tuple(out)
 
 
 # --- predictions and errors -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Compared:
@@ -202,8 +222,9 @@ def predict(rows: Iterable[Row], extra_catalogs: Sequence[str] = ()) -> list[Com
         if not row.kept:
             continue
         catalog = at_stated(variant_catalog(row.variant, tuple(extra_catalogs)), row.nccl)
-        cost = sweep(row.op, [row.size_bytes], row.catalog_system, nodes=row.nodes, gpus=row.gpus,
-                     algo=row.algo, catalog=catalog)[0]
+        cost = sweep(
+            row.op, [row.size_bytes], row.catalog_system, nodes=row.nodes, gpus=row.gpus, algo=row.algo, catalog=catalog
+        )[0]
         out.append(Compared(row, cost.time_s, cost.algorithm, cost.protocol))
     return out
 

@@ -20,6 +20,8 @@ def data_file(name: str, data_dir: Path | str | None = None) -> Path:
     """`data_dir`/`name` (default the repository's data/), or FileNotFoundError naming where it looked."""
     path = Path(data_dir or DATA) / name
     if not path.is_file():
-        raise FileNotFoundError(f"{name} not found in {path.parent}: the measurements live in the repository's "
-                                "data/ folder; run from a clone of the repository or pass --data DIR")
+        raise FileNotFoundError(
+            f"{name} not found in {path.parent}: the measurements live in the repository's "
+            "data/ folder; run from a clone of the repository or pass --data DIR"
+        )
     return path

@@ -21,8 +21,11 @@ def falls_tables() -> str:
         if measured_fall(sw):
             measured.append(f"    {key!r}:\n        {m[2]!r},")
         else:
-            why = "no rows measured at this release" if m is None else \
-                f"measured {m[0]:.2f} -> {m[1]:.2f} us at the edge, no fall"
+            why = (
+                "no rows measured at this release"
+                if m is None
+                else f"measured {m[0]:.2f} -> {m[1]:.2f} us at the edge, no fall"
+            )
             known.append(f"    {key!r}: {why!r},")
     return "\n".join(["MEASURED = {", *measured, "}", "KNOWN = {", *known, "}"])
 
@@ -33,20 +36,36 @@ def defect_records() -> list[dict]:
     out = []
     for key, why in sorted(KNOWN.items(), key=lambda kv: str(kv[0])):
         sw, before_us, after_us = model_switch(key)
-        out.append({"key": list(key), "system": sw.system, "gpus": sw.gpus, "library": sw.impl, "op": sw.op,
-                    "switch": f"{sw.before} -> {sw.after}", "edge_bytes": sw.edge_bytes,
-                    "at": format_bytes(sw.edge_bytes), "before_us": before_us, "after_us": after_us, "data": why})
+        out.append(
+            {
+                "key": list(key),
+                "system": sw.system,
+                "gpus": sw.gpus,
+                "library": sw.impl,
+                "op": sw.op,
+                "switch": f"{sw.before} -> {sw.after}",
+                "edge_bytes": sw.edge_bytes,
+                "at": format_bytes(sw.edge_bytes),
+                "before_us": before_us,
+                "after_us": after_us,
+                "data": why,
+            }
+        )
     return out
 
 
 def known_defects(records: list[dict] | None = None) -> list[str]:
     """One line per known defect (`defect_records`), under a header that counts them."""
     records = defect_records() if records is None else records
-    lines = [f"known defects: {len(records)} kernel switches where the model's time falls as the message grows "
-             "and no measurement does (issue 20)",
-             f"  {'system':<22} {'GPUs':>4}  {'library':<10} {'op':<14} {'switch':<40} {'at':>10}  "
-             f"{'model (us)':>19}  what the data say"]
+    lines = [
+        f"known defects: {len(records)} kernel switches where the model's time falls as the message grows "
+        "and no measurement does (issue 20)",
+        f"  {'system':<22} {'GPUs':>4}  {'library':<10} {'op':<14} {'switch':<40} {'at':>10}  "
+        f"{'model (us)':>19}  what the data say",
+    ]
     for r in records:
-        lines.append(f"  {r['system']:<22} {r['gpus']:>4}  {r['library']:<10} {r['op']:<14} {r['switch']:<40} "
-                     f"{r['at']:>10}  {r['before_us']:>8.2f} -> {r['after_us']:>8.2f}  {r['data']}")
+        lines.append(
+            f"  {r['system']:<22} {r['gpus']:>4}  {r['library']:<10} {r['op']:<14} {r['switch']:<40} "
+            f"{r['at']:>10}  {r['before_us']:>8.2f} -> {r['after_us']:>8.2f}  {r['data']}"
+        )
     return lines

@@ -33,8 +33,10 @@ class Sample:
 
 def samples(data_dir: Path | None = None) -> list[Sample]:
     """Single- and multi-node NCCL all-reduce rows of measured_comm.csv and nccl_tests.csv."""
-    out = [Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm", nccl=r.version)
-           for r in mc.select(mc.load_rows(data_dir), library="nccl", op="all-reduce")]
+    out = [
+        Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm", nccl=r.version)
+        for r in mc.select(mc.load_rows(data_dir), library="nccl", op="all-reduce")
+    ]
     for r in nccl_tests.load_rows(data_dir):
         if r.kept and r.op == "all-reduce" and r.variant is None:
             out.append(Sample(r.system, r.gpus, r.nodes, r.size_bytes, r.time_s, r.algo, r.source_id, nccl=r.nccl))
@@ -53,8 +55,10 @@ def xla_all_gather_samples(data_dir: Path | None = None) -> list[Sample]:
     NVLS for an all-gather of at most 32 local ranks, xla_nvl72.NVLS_ALL_GATHER_MAX_GPUS); only
     fit_ll128_hop reads them."""
     xla = xla_nvl72
-    return [Sample(xla.SYSTEM, r.gpus, 1, r.size_bytes, r.time_s, source="xla-all-gather")
-            for r in xla.load_rows(data_dir, min_gpus=xla.NVLS_ALL_GATHER_MAX_GPUS + 1, op="all-gather")]
+    return [
+        Sample(xla.SYSTEM, r.gpus, 1, r.size_bytes, r.time_s, source="xla-all-gather")
+        for r in xla.load_rows(data_dir, min_gpus=xla.NVLS_ALL_GATHER_MAX_GPUS + 1, op="all-gather")
+    ]
 
 
 PRICED_NOT_FITTED = frozenset({"vllm"})
@@ -67,9 +71,14 @@ the validation's, not the fit's (the catalog stays the fixed point of the fit it
 def engine_samples(data_dir: Path | None = None) -> list[tuple[str, Sample]]:
     """(engine preset, row) for measured_comm.csv's engine all-reduce rows under CUDA graphs; the preset
     is the row's release's (measured_comm.release_preset: TensorRT-LLM 1.0.0 rows are trtllm-1.0's)."""
-    return [(r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
-            for r in mc.load_rows(data_dir) if r.library != "nccl" and r.mode == "graph" and not _older_kernel_nccl(r)
-            and r.library not in PRICED_NOT_FITTED]
+    return [
+        (r.library, Sample(r.system, r.gpus, 1, r.size_bytes, r.time_s, source="measured_comm"))
+        for r in mc.load_rows(data_dir)
+        if r.library != "nccl"
+        and r.mode == "graph"
+        and not _older_kernel_nccl(r)
+        and r.library not in PRICED_NOT_FITTED
+    ]
 
 
 def _older_kernel_nccl(r: mc.CommRow) -> bool:
@@ -78,5 +87,8 @@ def _older_kernel_nccl(r: mc.CommRow) -> bool:
     (sgl-project/sglang#24363, default from 0.5.12) runs its two-shot to 16 MiB: such rows are
     not the kernel's, and its 0.5.14 limits would fit them as two-shot rows."""
     # r.library is the preset of the row's release (sglang-0.5.14 for 0.5.10's rows): its kernel's engine
-    return KERNEL_OF.get(r.library, r.library) == "sglang" and mc._version_key(r.version) < (0, 5, 12) \
-        and r.size_bytes > 8 * 2 ** 20
+    return (
+        KERNEL_OF.get(r.library, r.library) == "sglang"
+        and mc._version_key(r.version) < (0, 5, 12)
+        and r.size_bytes > 8 * 2**20
+    )

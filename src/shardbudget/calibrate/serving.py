@@ -29,10 +29,19 @@ from .paths import DATA
 TARGET_ARCHS = ("ampere", "hopper", "blackwell")
 TIE = 0.05
 FAMILIES = {"deepseek-v3": "DeepSeek-V3/R1 (MoE)", "llama-3.1-70b": "Llama-3 70B", "qwen3-30b-a3b": "Qwen3 MoE"}
-ISSUE_EXAMPLE = dict(model="deepseek-v3", system="hgx-b200", tp=4, ep=1, engine="sglang", dtype="fp8",
-                     input_len=8192, output_len=1024, concurrency=16,
-                     source="shardbudget issue 21: 'DeepSeek-V3 FP8 at TP4 on B200 under SGLang with an 8k prompt', "
-                            "measured at concurrency <= 16 (output length not stated; 1024 assumed)")
+ISSUE_EXAMPLE = dict(
+    model="deepseek-v3",
+    system="hgx-b200",
+    tp=4,
+    ep=1,
+    engine="sglang",
+    dtype="fp8",
+    input_len=8192,
+    output_len=1024,
+    concurrency=16,
+    source="shardbudget issue 21: 'DeepSeek-V3 FP8 at TP4 on B200 under SGLang with an 8k prompt', "
+    "measured at concurrency <= 16 (output length not stated; 1024 assumed)",
+)
 
 
 def release_choice(r: dict):
@@ -59,8 +68,10 @@ def release_records(table: list[dict]) -> list[dict]:
     by = defaultdict(list)
     for t in table:
         by[(t["engine"], t["release"].exact, t["release"].why)].append(t["err"])
-    return [{"preset": p, "exact": exact, "why": why, "rows": len(errs), "median": summary(errs)[0]}
-            for (p, exact, why), errs in sorted(by.items())]
+    return [
+        {"preset": p, "exact": exact, "why": why, "rows": len(errs), "median": summary(errs)[0]}
+        for (p, exact, why), errs in sorted(by.items())
+    ]
 
 
 def release_lines(table: list[dict]) -> str:
@@ -102,8 +113,11 @@ def launch(r: dict, launches: list[dict] | None = None) -> tuple[str | None, flo
     each prompt's and output's length uniformly from [int(0.8 L), L], a mean of 0.9 L); (None, 1.0)
     where no launch line is known (the engine's 'auto' KV cache, the lengths as stated)."""
     for row in _launches() if launches is None else launches:
-        if row["source_contains"] in r["source"] and (row["engine"], row["system"], row["dtype"]) == \
-                (r["engine"].split("-")[0], r["system"], r["dtype"].split(" ")[0]):
+        if row["source_contains"] in r["source"] and (row["engine"], row["system"], row["dtype"]) == (
+            r["engine"].split("-")[0],
+            r["system"],
+            r["dtype"].split(" ")[0],
+        ):
             kv = None if row["kv_dtype"] == "auto" else row["kv_dtype"]
             return kv, (1.0 + float(row["random_range_ratio"])) / 2.0
     return None, 1.0
@@ -118,8 +132,15 @@ def _rows() -> list[dict]:
     for r in out:
         r["kv_dtype"], r["length_scale"] = launch(r, launches)
     for r in csv.DictReader((DATA / "decode_measurements.csv").open(newline="")):
-        if r["metric"] == "tpot_ms" and r["engine"] != "unknown" and r["system"] and r["batch"] == "1" \
-                and r["model"] in FAMILIES and r["input_len"] and r["output_len"]:
+        if (
+            r["metric"] == "tpot_ms"
+            and r["engine"] != "unknown"
+            and r["system"]
+            and r["batch"] == "1"
+            and r["model"] in FAMILIES
+            and r["input_len"]
+            and r["output_len"]
+        ):
             out.append({**r, "concurrency": r["batch"], "value": r["value"], "ep": r["ep"] or "1"})
     return [{**r, "engine": release_engine(r), "release": release_choice(r)} for r in out]
 
@@ -161,7 +182,8 @@ def fastest_plan_cases(table: list[dict]) -> list[tuple[str, bool]]:
     data = tp_rows()
     for c in TP_CASES:
         groups[(c.model, c.system, c.engine, "", "", "", c.batch)].append(
-            (f"TP{c.tp}", tp_predicted(c), tp_measured(data, c)))
+            (f"TP{c.tp}", tp_predicted(c), tp_measured(data, c))
+        )
     out = []
     for key, alts in groups.items():
         if len({a[0] for a in alts}) < 2:
@@ -169,8 +191,13 @@ def fastest_plan_cases(table: list[dict]) -> list[tuple[str, bool]]:
         meas = sorted(alts, key=lambda a: a[2])
         if meas[1][2] / meas[0][2] - 1 <= TIE:
             continue  # a tie: no fastest to agree on
-        out.append((" ".join(str(k) for k in key if k != "") + f": measured {meas[0][0]}, priced "
-                    f"{min(alts, key=lambda a: a[1])[0]}", min(alts, key=lambda a: a[1])[0] == meas[0][0]))
+        out.append(
+            (
+                " ".join(str(k) for k in key if k != "") + f": measured {meas[0][0]}, priced "
+                f"{min(alts, key=lambda a: a[1])[0]}",
+                min(alts, key=lambda a: a[1])[0] == meas[0][0],
+            )
+        )
     return out
 
 
@@ -185,13 +212,26 @@ def priced_table(cat, as_stated: bool = False) -> tuple[list[dict], list[str]]:
             r = {**r, "kv_dtype": None if r["source"] in serving else r.get("kv_dtype"), "length_scale": 1.0}
         pred, ok = predict(r, cat)
         meas = float(r["value"]) * 1e-3
-        t = {"model": r["model"], "gpu": r["system"], "engine": r["engine"], "dtype": r["dtype"],
-             "family": FAMILIES.get(r["model"], r["model"]), "plan": f"TP{r['tp']} EP{r['ep'] or 1}",
-             "input_len": r["input_len"], "output_len": r["output_len"], "concurrency": int(r["concurrency"]),
-             "pred": pred, "meas": meas, "err": pred / meas - 1, "source": r["source"],
-             "family_dtype": f"{FAMILIES.get(r['model'], r['model'])} x {r['dtype'].split(' ')[0]}",
-             "band": band(int(r["concurrency"])), "source_name": source_name(r["source"]),
-             "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS, "release": r["release"]}
+        t = {
+            "model": r["model"],
+            "gpu": r["system"],
+            "engine": r["engine"],
+            "dtype": r["dtype"],
+            "family": FAMILIES.get(r["model"], r["model"]),
+            "plan": f"TP{r['tp']} EP{r['ep'] or 1}",
+            "input_len": r["input_len"],
+            "output_len": r["output_len"],
+            "concurrency": int(r["concurrency"]),
+            "pred": pred,
+            "meas": meas,
+            "err": pred / meas - 1,
+            "source": r["source"],
+            "family_dtype": f"{FAMILIES.get(r['model'], r['model'])} x {r['dtype'].split(' ')[0]}",
+            "band": band(int(r["concurrency"])),
+            "source_name": source_name(r["source"]),
+            "target": cat.system(r["system"]).gpu.arch in TARGET_ARCHS,
+            "release": r["release"],
+        }
         table.append(t)
         if not ok and t["concurrency"] <= 16:
             refused.append(f"{t['model']} {t['gpu']} {t['engine']} {t['plan']} c{t['concurrency']}")

@@ -36,9 +36,20 @@ class ShmRow:
 @lru_cache(maxsize=1)
 def load_rows(path: Path = PATH) -> tuple[ShmRow, ...]:
     with open(path, newline="", encoding="utf-8") as f:
-        return tuple(ShmRow(r["source"], r["hardware"], r["cpu"], int(r["pcie_gen"]), int(r["n_gpus"]),
-                            int(r["sockets"]), float(r["busbw_GBps"]) * 1e9, r["system"])
-                     for r in csv.DictReader(f) if r["transport"] == "SHM")
+        return tuple(
+            ShmRow(
+                r["source"],
+                r["hardware"],
+                r["cpu"],
+                int(r["pcie_gen"]),
+                int(r["n_gpus"]),
+                int(r["sockets"]),
+                float(r["busbw_GBps"]) * 1e9,
+                r["system"],
+            )
+            for r in csv.DictReader(f)
+            if r["transport"] == "SHM"
+        )
 
 
 def one_socket_hops(pcie_gen: int, without: str | None = None) -> list[float]:

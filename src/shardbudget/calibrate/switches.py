@@ -56,7 +56,8 @@ class Switch:
         names (TensorRT-LLM's moves with the hidden size)."""
         if self.impl == "nccl":
             return (self.system, self.gpus, "nccl", self.before, self.after) + (
-                () if self.op == "all-reduce" else (self.op,))
+                () if self.op == "all-reduce" else (self.op,)
+            )
         return (self.system, self.gpus, self.impl, self.before, self.after, self.edge_bytes)
 
 
@@ -64,8 +65,9 @@ def _name(c) -> str:
     return f"{c.algorithm}/{c.protocol}"
 
 
-def nccl_switch(system: str, gpus: int, lines, lo: float, hi: float, impl: str = "nccl",
-                op: str = "all-reduce") -> Switch | None:
+def nccl_switch(
+    system: str, gpus: int, lines, lo: float, hi: float, impl: str = "nccl", op: str = "all-reduce"
+) -> Switch | None:
     """The line the choice among `lines` leaves and the one it takes between lo and hi, and where (to a
     byte): NCCL's by its estimate, TensorRT-LLM's MNNVL kernels by their limits."""
     a, b = pick(lines, lo), pick(lines, hi)
@@ -128,10 +130,20 @@ SCAN_NCCL_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 NVL72_XLA = ("gb200-nvl72", "gb300-nvl72")
 
 NVL72_STEPS = {
-    ("gb200-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
-        "XLA GB200 table (xla_nvl72.load_rows), 16 GPUs: 49.0 us at 64 KiB, 40.7 us at 128 KiB (ring LL -> NVLS)",
-    ("gb300-nvl72", 16, "nccl", "ring/ll", "nvls/simple"):
-        "the same NVL72 fabric and NCCL choice as gb200-nvl72 (XLA sm_103 16 GPUs: 51.2 -> 41.6 us)",
+    (
+        "gb200-nvl72",
+        16,
+        "nccl",
+        "ring/ll",
+        "nvls/simple",
+    ): "XLA GB200 table (xla_nvl72.load_rows), 16 GPUs: 49.0 us at 64 KiB, 40.7 us at 128 KiB (ring LL -> NVLS)",
+    (
+        "gb300-nvl72",
+        16,
+        "nccl",
+        "ring/ll",
+        "nvls/simple",
+    ): "the same NVL72 fabric and NCCL choice as gb200-nvl72 (XLA sm_103 16 GPUs: 51.2 -> 41.6 us)",
 }
 """NCCL switches beyond 8 GPUs and the measurement that has the same step (test_collective_monotonic.test_nvl72_steps_are_in_the_data)."""
 
@@ -155,6 +167,7 @@ def scan() -> dict[tuple, tuple[Switch, float, float]]:
         if sw.gpus == 16 and sw.system in NVL72_XLA and sw.impl == "nccl" and sw.after == "nvls/simple":
             return
         found.setdefault(sw.key, (sw, ta * 1e6, tb * 1e6))
+
     for name in sorted(cat.systems):
         for g in (g for g in SCAN_GPUS if g <= cat.system(name).gpus_per_node):
             group = make_group(name, nodes=1, gpus=g, catalog=cat)

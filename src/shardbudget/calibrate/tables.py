@@ -53,7 +53,7 @@ class Field:
         """One unit of the last written digit of `value`: the tolerance of the check."""
         if (self.significant or self.kind == RATE) and value:
             return 10.0 ** (math.floor(math.log10(abs(value))) - self.digits + 1)
-        return 10.0 ** -self.digits
+        return 10.0**-self.digits
 
     def render_number(self, value: float) -> str:
         """`value` as the file writes it: fixed decimals (or significant digits), a whole number as N.0."""
@@ -67,18 +67,39 @@ class Field:
 
 def _fields_of_arch(arch: str) -> list[Field]:
     t = f"nccl.calibrated.arch.{arch}"
-    return [Field("nccl.toml", t, "base_offset_us", TABLE, 2), Field("nccl.toml", t, "nvlink_hop_scale", TABLE, 3, significant=True),
-            Field("nccl.toml", t, "nvls_small_latency_us", NUMBER, 2)]
+    return [
+        Field("nccl.toml", t, "base_offset_us", TABLE, 2),
+        Field("nccl.toml", t, "nvlink_hop_scale", TABLE, 3, significant=True),
+        Field("nccl.toml", t, "nvls_small_latency_us", NUMBER, 2),
+    ]
 
 
-_ENGINE_KEYS = (("launch_us", TABLE, 2), ("per_peer_us", NUMBER, 3), ("two_shot_extra_us", TABLE, 2),
-                ("one_shot_efficiency", TABLE, 3), ("one_shot_efficiency_by_arch", NESTED, 3),
-                ("two_shot_efficiency", TABLE, 3), ("mnnvl_one_shot_efficiency", TABLE, 3),
-                ("mnnvl_two_shot_efficiency", TABLE, 3), ("mnnvl_launch_us", NUMBER, 2), ("mnnvl_per_peer_us", NUMBER, 3))
-_ENGINE_SCALE = {"launch_us": 1 / US, "per_peer_us": 1 / US, "two_shot_extra_us": 1 / US, "mnnvl_launch_us": 1 / US,
-                 "mnnvl_per_peer_us": 1 / US}
-_ENGINE_FIT_KEY = {"launch_us": "launch_s", "per_peer_us": "per_peer_s", "two_shot_extra_us": "two_shot_extra_s",
-                   "mnnvl_launch_us": "mnnvl_launch_s", "mnnvl_per_peer_us": "mnnvl_per_peer_s"}
+_ENGINE_KEYS = (
+    ("launch_us", TABLE, 2),
+    ("per_peer_us", NUMBER, 3),
+    ("two_shot_extra_us", TABLE, 2),
+    ("one_shot_efficiency", TABLE, 3),
+    ("one_shot_efficiency_by_arch", NESTED, 3),
+    ("two_shot_efficiency", TABLE, 3),
+    ("mnnvl_one_shot_efficiency", TABLE, 3),
+    ("mnnvl_two_shot_efficiency", TABLE, 3),
+    ("mnnvl_launch_us", NUMBER, 2),
+    ("mnnvl_per_peer_us", NUMBER, 3),
+)
+_ENGINE_SCALE = {
+    "launch_us": 1 / US,
+    "per_peer_us": 1 / US,
+    "two_shot_extra_us": 1 / US,
+    "mnnvl_launch_us": 1 / US,
+    "mnnvl_per_peer_us": 1 / US,
+}
+_ENGINE_FIT_KEY = {
+    "launch_us": "launch_s",
+    "per_peer_us": "per_peer_s",
+    "two_shot_extra_us": "two_shot_extra_s",
+    "mnnvl_launch_us": "mnnvl_launch_s",
+    "mnnvl_per_peer_us": "mnnvl_per_peer_s",
+}
 
 
 def _scaled(value, scale: float):
@@ -114,7 +135,8 @@ def _engine_values(cal: Calibration) -> dict[Field, object]:
             value = fit.get(_ENGINE_FIT_KEY.get(key, key))
             if value is not None:
                 out[Field("custom_allreduce.toml", f"engines.{engine}", key, kind, digits)] = _scaled(
-                    value, _ENGINE_SCALE.get(key, 1.0))
+                    value, _ENGINE_SCALE.get(key, 1.0)
+                )
     return out
 
 

@@ -61,9 +61,10 @@ def set_value(text: str, table: str, key: str, value: str) -> str:
         m = pattern.match(lines[i])
         if m:
             rest = m.group(2)
-            lines[i] = m.group(1) + value + rest[_value_end(rest):]
+            lines[i] = m.group(1) + value + rest[_value_end(rest) :]
             return "\n".join(lines)
-    last = max((i for i in range(start, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")),
-               default=start)
+    last = max(
+        (i for i in range(start, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")), default=start
+    )
     lines.insert(last + 1, f"{key} = {value}")
     return "\n".join(lines)

@@ -36,8 +36,10 @@ NVLS_ALL_GATHER_MAX_GPUS = 32
 """NCCL offers NVLS for all-gather / reduce-scatter only up to NCCL_MAX_NVLS_ARITY local ranks
 (src/include/device.h: 32; enqueue.cc updateCollCostTable skips NVLS for a non-all-reduce above it):
 an all-gather of 33 to 72 NVL72 GPUs is a ring, whichever its protocol."""
-SOURCE = ("xla_collective_perf_table.csv (ROCm/xla collective_interpolator_data.h at d02afb4f, "
-          "device sm_100_GB200, all-reduce)")
+SOURCE = (
+    "xla_collective_perf_table.csv (ROCm/xla collective_interpolator_data.h at d02afb4f, "
+    "device sm_100_GB200, all-reduce)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ def path(data_dir: Path | None = None) -> Path:
 
 
 @lru_cache(maxsize=16)
-def load_rows(data_dir: Path | None = None, min_gpus: int = 8, op: str = "all-reduce",
-              system: str = SYSTEM) -> tuple[XlaRow, ...]:
+def load_rows(
+    data_dir: Path | None = None, min_gpus: int = 8, op: str = "all-reduce", system: str = SYSTEM
+) -> tuple[XlaRow, ...]:
     """`system`'s rows of `op` (all-reduce, all-gather: `tensor_bytes` is nccl-tests' size, the
     gathered output; XLA's reduce-scatter rows, 1.3-2 us at 72 GPUs, are no NCCL time and are not
     read) at `min_gpus` GPUs or more, glitches dropped, sorted."""

@@ -37,6 +37,7 @@ def console_main() -> None:
     than searched for cycles by the interpreter's last collection at exit (the OS frees it all)."""
     gc.set_threshold(GC_THRESHOLD, 10, 10)
     from .app import main as run
+
     code = run()
     gc.freeze()
     sys.exit(code)
@@ -45,5 +46,6 @@ def console_main() -> None:
 def __getattr__(name: str):
     if name == "main":  # the entry point in-process (tests): imports typer
         from .app import main as run
+
         return run
     raise AttributeError(f"module 'shardbudget.cli' has no attribute {name!r}")

@@ -26,21 +26,39 @@ from ..errors import RenamedName, ShardbudgetError
 
 EXIT_OK, EXIT_VERDICT, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 """The exit-code contract of every command (module docstring; docs/commands.md "Exit codes")."""
-REPORT_BUGS = ("a bug in shardbudget: please report it to the project's issue tracker with the command line, "
-               "`shardbudget --version` and the traceback SHARDBUDGET_DEBUG=1 prints")
+REPORT_BUGS = (
+    "a bug in shardbudget: please report it to the project's issue tracker with the command line, "
+    "`shardbudget --version` and the traceback SHARDBUDGET_DEBUG=1 prints"
+)
 HELP = "How far can a transformer be tensor-parallel sharded before the interconnect sets its per-token latency?"
 # Help is click's plain format: typer's rich panels import rich's markdown, traceback and layout
 # modules, ~1.9x the start-up of Python with numpy on their own, past the 0.30 s `--help` budget
 # (issue 24; measured with farm-bench: `import typer.rich_utils` 0.267 s cpu, `import numpy` 0.139 s).
-TYPER = dict(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-             context_settings={"max_content_width": 100})
+TYPER = dict(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 100},
+)
 app = typer.Typer(help=HELP, **TYPER)
 
 COMMANDS = {  # command -> the module of this package that defines it
-    "fabrics": "fabrics", "allreduce": "collectives", "compare": "collectives", "plan": "plan",
-    "deploy": "deploy", "explain": "explain", "models": "fabrics", "engines": "engines", "measure": "measure",
+    "fabrics": "fabrics",
+    "allreduce": "collectives",
+    "compare": "collectives",
+    "plan": "plan",
+    "deploy": "deploy",
+    "explain": "explain",
+    "models": "fabrics",
+    "engines": "engines",
+    "measure": "measure",
     "fit": "measure",
-    "check": "check", "topo": "topo", "lab": "measure", "report": "report", "demo": "report",
+    "check": "check",
+    "topo": "topo",
+    "lab": "measure",
+    "report": "report",
+    "demo": "report",
 }
 SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --help` (a test holds them equal)
     "fabrics": "The fabric catalog: per-direction bandwidth, per-hop latency and the source of each number.",
@@ -64,6 +82,7 @@ SUMMARIES = {  # command -> the first line of its docstring, for `shardbudget --
 def _version(value: bool) -> None:
     if value:
         from .. import __version__
+
         typer.echo(f"shardbudget {__version__}")
         raise typer.Exit()
 
@@ -75,8 +94,11 @@ def _group(commands: list) -> typer.Typer:
     one.registered_commands = commands
 
     @one.callback()
-    def _main(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
-                                                    help="Print the version and exit.")] = False) -> None:
+    def _main(
+        version: Annotated[
+            bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+        ] = False,
+    ) -> None:
         pass
 
     return one
@@ -107,9 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         with warnings.catch_warnings():
             _notes_for_renamed_names()
-            code = _app_for(argv)(args=argv, prog_name="shardbudget", standalone_mode=False)  # typer.Exit(code) comes back as the code (check: 1)
+            code = _app_for(argv)(
+                args=argv, prog_name="shardbudget", standalone_mode=False
+            )  # typer.Exit(code) comes back as the code (check: 1)
     except ShardbudgetError as err:
         from ..quoting import one_line  # a path or name in the message: one line, no escape sequence
+
         typer.echo(f"error: {one_line(err)}", err=True)
         return err.exit_code
     except _click_errors() as err:  # usage errors: unknown option, missing value, bad int
@@ -151,6 +176,7 @@ def _notes_for_renamed_names() -> None:
         if text not in said:
             said.add(text)
             from ..quoting import one_line
+
             typer.echo(f"note: {one_line(text)}", err=True)
 
     warnings.simplefilter("always", RenamedName)

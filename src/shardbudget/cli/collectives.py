@@ -8,8 +8,24 @@ import typer
 
 from . import args
 from .app import app
-from .args import (NcclOpt, NcclSymmetricOpt, BatchOpt, CatalogOpt, ElementDtypeOpt, ForceOpt, GpusOpt, ImplOpt, JsonOpt, ModelOpt,
-                   NodesOpt, OpOpt, PlotOpt, SystemOpt, SystemsOpt, size_opt)
+from .args import (
+    NcclOpt,
+    NcclSymmetricOpt,
+    BatchOpt,
+    CatalogOpt,
+    ElementDtypeOpt,
+    ForceOpt,
+    GpusOpt,
+    ImplOpt,
+    JsonOpt,
+    ModelOpt,
+    NodesOpt,
+    OpOpt,
+    PlotOpt,
+    SystemOpt,
+    SystemsOpt,
+    size_opt,
+)
 from .command_io import check_plot, load_catalogs, print_json, write_plot
 from .options import FABRIC, FabricArgs, build_request, groups
 
@@ -22,7 +38,13 @@ def allreduce(
     gpus: GpusOpt = None,
     op: OpOpt = "all-reduce",
     size: size_opt("8B:1GiB") = None,
-    algo: Annotated[str, typer.Option("--algo", help="auto | ring | tree | nvls | one-shot | two-shot | hierarchical | direct; all-to-all: deepep-normal | deepep-ll (DeepEP's dispatch + combine, their mean per call)")] = "auto",
+    algo: Annotated[
+        str,
+        typer.Option(
+            "--algo",
+            help="auto | ring | tree | nvls | one-shot | two-shot | hierarchical | direct; all-to-all: deepep-normal | deepep-ll (DeepEP's dispatch + combine, their mean per call)",
+        ),
+    ] = "auto",
     protocol: Annotated[str, typer.Option("--protocol", help="auto | ll | ll128 | simple")] = "auto",
     impl: ImplOpt = None,
     dtype: ElementDtypeOpt = None,
@@ -34,13 +56,21 @@ def allreduce(
     json_out: JsonOpt = False,
 ) -> None:
     """An nccl-tests-like table of predicted collective times on a system."""
-    from ..comm.collectives import (crossover_bytes, custom_allreduce_allowed, make_group, normalize_op, require_peers,
-                                    sweep)
+    from ..comm.collectives import (
+        crossover_bytes,
+        custom_allreduce_allowed,
+        make_group,
+        normalize_op,
+        require_peers,
+        sweep,
+    )
     from ..comm.custom_kernels import ENGINES
     from ..comm.net_path import gdr
     from ..dtypes import dtype_bytes
+
     check_plot(plot, force=force)
     from ..engines.release import engine_catalog
+
     sizes = args.sizes(size, "8B:1GiB")
     op, impl, dtype, nodes = normalize_op(op), impl or "nccl", dtype or "bf16", nodes or 1
     # an engine's kernels run beside the NCCL its release installs (plan prices the same)
@@ -54,22 +84,41 @@ def allreduce(
         # the engine's whole rule, as plan prices it (one-shot, two-shot, symmetric memory, NCCL);
         # TensorRT-LLM's is by tokens: a row of hidden 8192 at the element size
         from ..engines.allreduce import allreduce_ranges_for, engine_costs
+
         ranges = allreduce_ranges_for(impl, group, 8192.0 * elem_bytes)
         costs, rule = engine_costs(ranges, group, sizes), ranges.describe()
     if json_out:
-        print_json({"system": group.system.name, "nodes": nodes, "gpus": group.ranks, "op": op,
-                    "impl": impl, "algo": algo, "protocol": protocol, "dtype": dtype,
-                    "crossover_bytes": cross, "engine_rule": rule, "gpudirect_rdma": gdr(group.system, cat.nccl) if nodes > 1 else None,
-                    "rows": costs})
+        print_json(
+            {
+                "system": group.system.name,
+                "nodes": nodes,
+                "gpus": group.ranks,
+                "op": op,
+                "impl": impl,
+                "algo": algo,
+                "protocol": protocol,
+                "dtype": dtype,
+                "crossover_bytes": cross,
+                "engine_rule": rule,
+                "gpudirect_rdma": gdr(group.system, cat.nccl) if nodes > 1 else None,
+                "rows": costs,
+            }
+        )
     else:
         from ..report import tables
+
         why = custom_allreduce_allowed(group, impl) if op == "all-reduce" else "custom kernels are all-reduce only"
-        tables.print_sweep(group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why,
-                           rule=rule)
+        tables.print_sweep(
+            group, costs, op=op, impl=impl, elem_bytes=elem_bytes, crossover=cross, why_not_custom=why, rule=rule
+        )
     if plot:
         from ..report import figures
-        write_plot(lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op),
-                   plot, force=force)
+
+        write_plot(
+            lambda: figures.fabric_comparison([(f"{group.system.name} x{group.ranks}", costs, cross)], op=op),
+            plot,
+            force=force,
+        )
 
 
 @app.command()
@@ -89,6 +138,7 @@ def compare(
 ) -> None:
     """Systems side by side: crossover sizes and the time ratio at the sizes decode really uses."""
     from ..decide.compare import compare_systems
+
     check_plot(plot, force=force)
     req = build_request(model, system[0], fabric=fabric, nodes=nodes, batches=batch or args.REPORT_BATCHES)
     result = compare_systems(req, system, gpus=gpus, op=op, curves=plot is not None)
@@ -96,7 +146,9 @@ def compare(
         print_json(result.to_dict())
     else:
         from ..report import tables
+
         tables.print_compare(result)
     if plot:
         from ..report import figures
+
         write_plot(lambda: figures.compare_figure(result), plot, force=force)

@@ -21,9 +21,11 @@ from . import args
 def load_catalogs(paths: Optional[list[Path]], nccl: Optional[str] = None, nccl_symmetric: bool = False):
     """The built-in catalog with the user's files, priced as NCCL `nccl` (--nccl, --nccl-symmetric)."""
     from ..fabric.catalog import load_catalog
+
     cat = load_catalog(tuple(str(p) for p in paths or ()))
     if nccl or nccl_symmetric:
         from ..comm.versions import at_nccl
+
         cat = at_nccl(cat, nccl, symmetric=nccl_symmetric)
     return cat
 
@@ -33,6 +35,7 @@ def model_name(name: str, download: bool) -> str:
     cache now; the name then resolves from there wherever the library loads it."""
     if download:
         from ..model import load_model
+
         load_model(name, download=True)
     return name
 
@@ -46,6 +49,7 @@ def check_out(path: Optional[Path], *, force: bool, what: str = "the output") ->
     with --force. Checked before any work (and before anything is printed)."""
     if path is not None:
         from ..atomic import check_output_path
+
         check_output_path(path, what=what, force=force)
 
 
@@ -53,6 +57,7 @@ def check_plot(plot: Optional[Path], *, force: bool = False) -> None:
     """Refuse a bad --plot path before any work (and before anything is printed)."""
     if plot is not None:
         from ..report.output import check_path
+
         check_path(plot, force=force)
 
 
@@ -60,6 +65,7 @@ def write_plot(make_figure, plot: Path, *, force: bool = False) -> None:
     """Build and save a figure, saying so on stderr while it takes time; matplotlib's layout warnings
     are not the user's problem."""
     from ..report.output import save
+
     start = time.monotonic()
     if sys.stderr.isatty():
         typer.echo(f"drawing {plot} ...", err=True)
@@ -71,6 +77,7 @@ def write_plot(make_figure, plot: Path, *, force: bool = False) -> None:
 
 def progress_bar():
     """A transient progress bar on stderr while a report is computed; silent when stderr is not a terminal."""
+
     @contextmanager
     def cm():
         if not sys.stderr.isatty():
@@ -78,8 +85,14 @@ def progress_bar():
             return
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-        with Progress(TextColumn("{task.description:<48}"), BarColumn(), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True) as bar:
+
+        with Progress(
+            TextColumn("{task.description:<48}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
             task = bar.add_task("starting", total=None)
 
             def update(what: str, done: int, total: int) -> None:

@@ -13,8 +13,10 @@ from .args import BatchOpt, ContextOpt, JsonOpt, ModelOpt, NodesOpt
 from .command_io import print_json
 from .options import BUDGETS, FABRIC, STEP, BudgetArgs, FabricArgs, StepArgs, build_request, groups
 
-ExplainSystemsOpt = Annotated[Optional[list[str]], typer.Option(
-    "--system", "-s", help="Systems to compare, e.g. -s hgx-h100 -s h100-pcie (repeat).")]
+ExplainSystemsOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--system", "-s", help="Systems to compare, e.g. -s hgx-h100 -s h100-pcie (repeat)."),
+]
 
 
 @app.command()
@@ -37,20 +39,37 @@ def explain(
     without P2P, two nodes); several are compared with each other. Default: hgx-h100."""
     from ..decide.questions import explain as explain_questions
     from ..errors import PlanError
+
     if batch and len(batch) > 1:
         raise PlanError("explain answers for one batch size: give --batch once")
     systems = system or [args.EXPLAIN_SYSTEM]
-    req = build_request(model, systems[0], fabric=fabric, step=step, budgets=budgets, nodes=nodes,
-                        batches=batch or [1], context=context or args.CONTEXT_TOKENS)
+    req = build_request(
+        model,
+        systems[0],
+        fabric=fabric,
+        step=step,
+        budgets=budgets,
+        nodes=nodes,
+        batches=batch or [1],
+        context=context or args.CONTEXT_TOKENS,
+    )
     result = explain_questions(req, systems=systems)
     if json_out:
         print_json(result)
         return
     from ..quoting import terminal  # names in the answers: no escape sequence reaches the terminal raw
     from ..report.tables import text_width, wrap
+
     width = text_width()  # None when piped: one line per paragraph, tables whole
-    print(terminal(wrap(f"# {result.model} on {', '.join(result.systems)}, engine {result.engine} {result.release}, "
-                        f"NCCL {result.nccl}", width)))
+    print(
+        terminal(
+            wrap(
+                f"# {result.model} on {', '.join(result.systems)}, engine {result.engine} {result.release}, "
+                f"NCCL {result.nccl}",
+                width,
+            )
+        )
+    )
     for note in result.notes:  # a degraded system, said before anything is answered on it
         print(terminal(wrap(f"# {note}", width)))
     for note in req.scenario.precision_notes:

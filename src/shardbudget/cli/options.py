@@ -62,8 +62,13 @@ class StepArgs:
 
     def settings(self):
         from ..step.settings import PlanSettings
-        return PlanSettings(overlap=self.overlap, sequence_parallel=self.sequence_parallel,
-                            memory_utilization=self.gpu_memory_utilization, moe_a2a=self.moe_a2a)
+
+        return PlanSettings(
+            overlap=self.overlap,
+            sequence_parallel=self.sequence_parallel,
+            memory_utilization=self.gpu_memory_utilization,
+            moe_a2a=self.moe_a2a,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,12 +89,20 @@ _KEYWORD = {FabricArgs: "fabric", StepArgs: "step", BudgetArgs: "budgets"}
 def groups(*kinds: type):
     """A decorator: the command takes every option of `kinds` (FABRIC, STEP, BUDGETS), and receives
     them as one record per group (keywords fabric=, step=, budgets=)."""
+
     def wrap(command):
         sig = inspect.signature(command, eval_str=True)
         own = [p for p in sig.parameters.values() if p.name not in {_KEYWORD[k] for k in kinds}]
-        added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
-                                   annotation=get_type_hints(k, include_extras=True)[f.name], default=f.default)
-                 for k in kinds for f in fields(k)]
+        added = [
+            inspect.Parameter(
+                f.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=get_type_hints(k, include_extras=True)[f.name],
+                default=f.default,
+            )
+            for k in kinds
+            for f in fields(k)
+        ]
 
         @functools.wraps(command)
         def run(**kwargs):
@@ -101,28 +114,64 @@ def groups(*kinds: type):
         run.__signature__ = sig.replace(parameters=params)
         run.__annotations__ = {p.name: p.annotation for p in params} | {"return": sig.return_annotation}
         return run
+
     return wrap
 
 
-def build_request(model: str, system: str, *, fabric: FabricArgs, step: StepArgs | None = None,
-                  budgets: BudgetArgs | None = None, nodes: Optional[int] = None, batches=BATCHES,
-                  context: Optional[int] = None, input_len: Optional[int] = None, output_len: Optional[int] = None,
-                  speculation=None, jitter: Optional[list[Path]] = None, pp_all: bool = False,
-                  comm_threshold: float = COMM_THRESHOLD,
-                  knee_threshold: float = KNEE_THRESHOLD, pricing=None):
+def build_request(
+    model: str,
+    system: str,
+    *,
+    fabric: FabricArgs,
+    step: StepArgs | None = None,
+    budgets: BudgetArgs | None = None,
+    nodes: Optional[int] = None,
+    batches=BATCHES,
+    context: Optional[int] = None,
+    input_len: Optional[int] = None,
+    output_len: Optional[int] = None,
+    speculation=None,
+    jitter: Optional[list[Path]] = None,
+    pp_all: bool = False,
+    comm_threshold: float = COMM_THRESHOLD,
+    knee_threshold: float = KNEE_THRESHOLD,
+    pricing=None,
+):
     """The request a command's options describe (decide.request.Request), every value checked."""
     from ..decide.request import Budgets, Request, workload
     from ..step.scenario import scenario
+
     step = step or StepArgs()
     budget_s, ttft_s = budgets.seconds() if budgets else (None, None)
-    limits = Budgets(budget_s=budget_s, ttft_budget_s=ttft_s, comm_threshold=comm_threshold,
-                     knee_threshold=knee_threshold)
-    work = workload(context=args.tokens("--context", context), input_len=args.tokens("--input-len", input_len),
-                    output_len=args.tokens("--output-len", output_len), speculation=speculation)
-    sc = scenario(fabric.model(model), system, nodes=nodes, engine=fabric.engine, dtype=step.dtype,
-                  kv_dtype=step.kv_dtype, impl=fabric.impl, settings=step.settings(), catalog=fabric.load_catalog())
-    return Request(scenario=sc, budgets=limits, workload=work, batches=tuple(batches), jitter=args.jitter(jitter),
-                   pp_all=pp_all, pricing=pricing)
+    limits = Budgets(
+        budget_s=budget_s, ttft_budget_s=ttft_s, comm_threshold=comm_threshold, knee_threshold=knee_threshold
+    )
+    work = workload(
+        context=args.tokens("--context", context),
+        input_len=args.tokens("--input-len", input_len),
+        output_len=args.tokens("--output-len", output_len),
+        speculation=speculation,
+    )
+    sc = scenario(
+        fabric.model(model),
+        system,
+        nodes=nodes,
+        engine=fabric.engine,
+        dtype=step.dtype,
+        kv_dtype=step.kv_dtype,
+        impl=fabric.impl,
+        settings=step.settings(),
+        catalog=fabric.load_catalog(),
+    )
+    return Request(
+        scenario=sc,
+        budgets=limits,
+        workload=work,
+        batches=tuple(batches),
+        jitter=args.jitter(jitter),
+        pp_all=pp_all,
+        pricing=pricing,
+    )
 
 
 __all__ = ["BUDGETS", "BudgetArgs", "FABRIC", "FabricArgs", "STEP", "StepArgs", "build_request", "groups"]

@@ -32,8 +32,19 @@ from ..fabric.catalog import load_catalog
 from .nccl_symmetric import symmetric_candidates
 from .nvls_gather import NVLS_MAX_ARITY, nvls_gather
 from .lines import Candidate, Group, pick, times_and_latencies_s  # noqa: F401 (re-exported)
-from .nccl_algos import (alltoall, broadcast, hierarchical, ll128_enabled, nvls, nvls_efficiency,  # noqa: F401
-                         nvls_small, protocols, ring, sendrecv, tree)
+from .nccl_algos import (
+    alltoall,
+    broadcast,
+    hierarchical,
+    ll128_enabled,
+    nvls,
+    nvls_efficiency,  # noqa: F401
+    nvls_small,
+    protocols,
+    ring,
+    sendrecv,
+    tree,
+)
 from ..fabric.ring_path import Path, ring_path
 from . import moe_a2a
 
@@ -49,8 +60,10 @@ def normalize_op(op: str) -> CollectiveOp:
 
 # --- who takes part, and over which links ---------------------------------------------------
 
-def make_group(system: System | str, *, nodes: int = 1, gpus: int | None = None,
-               catalog: Catalog | None = None) -> Group:
+
+def make_group(
+    system: System | str, *, nodes: int = 1, gpus: int | None = None, catalog: Catalog | None = None
+) -> Group:
     """Validate a GPU count against the nodes: `gpus` defaults to every GPU of the nodes."""
     catalog = catalog or load_catalog()
     system = catalog.system(system) if isinstance(system, str) else system
@@ -61,8 +74,10 @@ def make_group(system: System | str, *, nodes: int = 1, gpus: int | None = None,
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise PlanError(f"gpus must be a whole number of at least 1, got {gpus!r}")
     if gpus > total:
-        raise PlanError(f"{gpus} GPUs requested but {nodes} x {system.name} has {total} "
-                        f"({system.gpus_per_node} per node); add --nodes")
+        raise PlanError(
+            f"{gpus} GPUs requested but {nodes} x {system.name} has {total} "
+            f"({system.gpus_per_node} per node); add --nodes"
+        )
     if gpus % nodes:
         raise PlanError(f"{gpus} GPUs cannot be spread evenly over {nodes} nodes")
     if nodes > 1 and system.nic_fabric is None:
@@ -75,10 +90,15 @@ def require_peers(group: Group, what: str) -> Group:
     collective on one GPU moves no data, so its algbw would print as infinite and a ratio of two such
     times divide by zero. The same rule and words as `measure` (a collective needs at least 2 ranks)."""
     if group.ranks < 2:
-        asked = f"--gpus {group.ranks}" if group.ranks < group.nodes * group.system.gpus_per_node else \
-            f"{group.system.name} has {group.system.gpus_per_node} GPU per node"
-        raise PlanError(f"{what}: a collective needs at least 2 GPUs, got {group.ranks} ({asked}): on one GPU it moves "
-                        "no data, so it has no time or bandwidth to show")
+        asked = (
+            f"--gpus {group.ranks}"
+            if group.ranks < group.nodes * group.system.gpus_per_node
+            else f"{group.system.name} has {group.system.gpus_per_node} GPU per node"
+        )
+        raise PlanError(
+            f"{what}: a collective needs at least 2 GPUs, got {group.ranks} ({asked}): on one GPU it moves "
+            "no data, so it has no time or bandwidth to show"
+        )
     return group
 
 
@@ -107,8 +127,12 @@ def _candidates(group: Group, op: str, impl: str, catalog: Catalog) -> tuple[Can
     if op == "all-reduce":
         if group.nodes > 1:
             out += [tree(group, p) for p in protocols(group)]
-        out += [nvls(group), nvls_small(group), hierarchical(group, op, candidates),
-                hierarchical(group, op, candidates, small=True)]
+        out += [
+            nvls(group),
+            nvls_small(group),
+            hierarchical(group, op, candidates),
+            hierarchical(group, op, candidates, small=True),
+        ]
         if group.catalog.nccl.symmetric:
             out += symmetric_candidates(group)
         if impl != "nccl":
@@ -139,8 +163,9 @@ def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: s
     pool = candidates(group, op, "custom" if algo in ("one-shot", "two-shot") and impl == "nccl" else impl)
     if algo == "tree" and op == "all-reduce" and group.nodes == 1:
         pool = pool + tuple(tree(group, p) for p in protocols(group))
-    chosen = tuple(c for c in pool if (algo == "auto" or c.algorithm == algo)
-                   and (protocol == "auto" or c.protocol == protocol))
+    chosen = tuple(
+        c for c in pool if (algo == "auto" or c.algorithm == algo) and (protocol == "auto" or c.protocol == protocol)
+    )
     if not chosen:
         raise PlanError(_why_not(group, op, impl, algo, protocol))
     return chosen
@@ -148,8 +173,11 @@ def explicit_candidates(group: Group, op: str, impl: str, algo: str, protocol: s
 
 def _why_not(group: Group, op: str, impl: str, algo: str, protocol: str) -> str:
     where = f"{op} on {group.ranks} GPUs of {group.system.name} ({group.nodes} node(s))"
-    if algo == "nvls" and protocol not in ("auto", "simple") and any(
-            c.algorithm == "nvls" for c in candidates(group, op)):
+    if (
+        algo == "nvls"
+        and protocol not in ("auto", "simple")
+        and any(c.algorithm == "nvls" for c in candidates(group, op))
+    ):
         return f"NVLS runs the Simple protocol only (NCCL has no LL or LL128 NVLS kernels); not {protocol} for {where}"
     if algo == "nvls" and op != "all-reduce" and group.gpus_per_node > NVLS_MAX_ARITY:
         return f"NCCL runs NVLS {op} on at most {NVLS_MAX_ARITY} ranks (NCCL_MAX_NVLS_ARITY); not {where}"
@@ -167,12 +195,12 @@ def _why_not(group: Group, op: str, impl: str, algo: str, protocol: str) -> str:
     if algo == "hierarchical":
         return f"hierarchical all-reduce needs 2+ nodes with 2+ GPUs each; not {where}"
     if protocol == "ll128" and not ll128_enabled(group):
-        return (f"NCCL enables LL128 only over NVLink inside the node and rail NICs between nodes; "
-                f"not for {where}")
+        return f"NCCL enables LL128 only over NVLink inside the node and rail NICs between nodes; not for {where}"
     return f"no {algo} algorithm with protocol {protocol} for {where}"
 
 
 # --- results --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -211,24 +239,53 @@ def cost_of(group: Group, op: str, msg_bytes: float, c: Candidate) -> Cost:
         bandwidth_s += c.ll_staging.extra_s(msg_bytes)
     time_s = c.latency_s + bandwidth_s
     algbw = msg_bytes / time_s if time_s > 0 else math.inf
-    return Cost(op=op, msg_bytes=msg_bytes, ranks=group.ranks, nodes=group.nodes,
-                algorithm=c.algorithm, protocol=c.protocol, time_s=time_s, latency_s=c.latency_s,
-                bandwidth_s=bandwidth_s, algbw_bytes_per_s=algbw,
-                busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks) if group.ranks > 1 else 0.0,
-                crossover_bytes=c.latency_s * c.algbw_bytes_per_s, impl=c.impl)
+    return Cost(
+        op=op,
+        msg_bytes=msg_bytes,
+        ranks=group.ranks,
+        nodes=group.nodes,
+        algorithm=c.algorithm,
+        protocol=c.protocol,
+        time_s=time_s,
+        latency_s=c.latency_s,
+        bandwidth_s=bandwidth_s,
+        algbw_bytes_per_s=algbw,
+        busbw_bytes_per_s=algbw * busbw_factor(op, group.ranks) if group.ranks > 1 else 0.0,
+        crossover_bytes=c.latency_s * c.algbw_bytes_per_s,
+        impl=c.impl,
+    )
 
 
-def collective_cost(op: str, msg_bytes: float, system: System | str, *, nodes: int = 1,
-                    gpus: int | None = None, algo: str = "auto", protocol: str = "auto",
-                    impl: str = "nccl", catalog: Catalog | None = None) -> Cost:
+def collective_cost(
+    op: str,
+    msg_bytes: float,
+    system: System | str,
+    *,
+    nodes: int = 1,
+    gpus: int | None = None,
+    algo: str = "auto",
+    protocol: str = "auto",
+    impl: str = "nccl",
+    catalog: Catalog | None = None,
+) -> Cost:
     """Price one collective of `msg_bytes` per rank (nccl-tests' "size") on `gpus` GPUs."""
-    return sweep(op, [msg_bytes], system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol,
-                 impl=impl, catalog=catalog)[0]
+    return sweep(
+        op, [msg_bytes], system, nodes=nodes, gpus=gpus, algo=algo, protocol=protocol, impl=impl, catalog=catalog
+    )[0]
 
 
-def sweep(op: str, sizes_bytes: Iterable[float], system: System | str, *, nodes: int = 1,
-          gpus: int | None = None, algo: str = "auto", protocol: str = "auto", impl: str = "nccl",
-          catalog: Catalog | None = None) -> list[Cost]:
+def sweep(
+    op: str,
+    sizes_bytes: Iterable[float],
+    system: System | str,
+    *,
+    nodes: int = 1,
+    gpus: int | None = None,
+    algo: str = "auto",
+    protocol: str = "auto",
+    impl: str = "nccl",
+    catalog: Catalog | None = None,
+) -> list[Cost]:
     op = normalize_op(op)
     if impl not in IMPLS:
         raise UnknownNameError("implementation", impl, IMPLS)
@@ -242,11 +299,10 @@ def sweep(op: str, sizes_bytes: Iterable[float], system: System | str, *, nodes:
     return out
 
 
-def crossover_bytes(group: Group, op: str, impl: str = "nccl", algo: str = "auto",
-                    protocol: str = "auto") -> float:
+def crossover_bytes(group: Group, op: str, impl: str = "nccl", algo: str = "auto", protocol: str = "auto") -> float:
     """Smallest message at which the chosen algorithm's bandwidth term exceeds its latency term."""
     cands = explicit_candidates(group, op, impl, algo, protocol)
-    lo, hi = 1.0, 2.0 ** 45
+    lo, hi = 1.0, 2.0**45
     if _bw_dominates(cands, lo):
         return lo
     if not _bw_dominates(cands, hi):

@@ -54,16 +54,24 @@ def custom_allreduce_allowed(group: Group, impl: str = "custom") -> str | None:
 
 def _host_words(group: Group, what: str) -> str:
     s = group.system
-    return (f"{what} need every rank on one host ({s.host_gpus} GPUs of {s.name}: vLLM's "
-            f"in_the_same_node_as); {group.gpus_per_node} GPUs span {group.hosts} hosts")
+    return (
+        f"{what} need every rank on one host ({s.host_gpus} GPUs of {s.name}: vLLM's "
+        f"in_the_same_node_as); {group.gpus_per_node} GPUs span {group.hosts} hosts"
+    )
 
 
 def mnnvl(group: Group, e: EngineKernels) -> bool:
     """The engine's multi-node NVLink kernel runs here: ranks on several hosts of one NVLink domain
     with Grace (aarch64) hosts, as TensorRT-LLM's MNNVLAllReduce.is_mnnvl requires."""
     s = group.system
-    return (bool(e.mnnvl_max_bytes) and group.nodes == 1 and group.hosts > 1
-            and s.cpu is not None and s.cpu.vendor == "arm" and ring_path(s, group.gpus_per_node).nccl_link == "nvlink")
+    return (
+        bool(e.mnnvl_max_bytes)
+        and group.nodes == 1
+        and group.hosts > 1
+        and s.cpu is not None
+        and s.cpu.vendor == "arm"
+        and ring_path(s, group.gpus_per_node).nccl_link == "nvlink"
+    )
 
 
 def custom_candidates(group: Group, impl: str) -> list[Candidate]:
@@ -81,16 +89,22 @@ def _engine_allowed(group: Group, e: EngineKernels) -> str | None:
     if group.hosts > 1:
         if mnnvl(group, e):
             return None
-        return _host_words(group, f"{e.name}'s custom all-reduce kernels") if e.single_host else (
-            f"{e.name}'s all-reduce kernels reach other hosts only over multi-node NVLink with Grace hosts")
+        return (
+            _host_words(group, f"{e.name}'s custom all-reduce kernels")
+            if e.single_host
+            else (f"{e.name}'s all-reduce kernels reach other hosts only over multi-node NVLink with Grace hosts")
+        )
     if g not in e.world_sizes:
         return f"{e.name}'s custom all-reduce supports {', '.join(map(str, e.world_sizes))} GPUs, not {g}"
     path = ring_path(s, g)
     if not path.p2p:
         return f"{e.name}'s custom all-reduce needs GPU peer-to-peer access, which {path.name} does not give"
     if path.nccl_link != "nvlink" and g > e.pcie_max_gpus:
-        return (f"{e.name} runs its custom all-reduce on at most {e.pcie_max_gpus} PCIe-only GPUs"
-                if e.pcie_max_gpus else f"{e.name}'s custom all-reduce needs NVLink")
+        return (
+            f"{e.name} runs its custom all-reduce on at most {e.pcie_max_gpus} PCIe-only GPUs"
+            if e.pcie_max_gpus
+            else f"{e.name}'s custom all-reduce needs NVLink"
+        )
     return None
 
 
@@ -142,8 +156,18 @@ def _engine_kernels(group: Group, e: EngineKernels) -> list[Candidate]:
     # the sources test `bytes < limit`; messages are whole multiples of 16 bytes, so limit - 1 is exact
     out = [Candidate("one-shot", "ll", latency, one_bw, max_bytes=one_limit - 1, priority=0, impl="custom")]
     if one_limit < limit:
-        out.append(Candidate("two-shot", "ll", latency + two_shot_extra_s(group, e), two_bw,
-                             min_bytes=one_limit, max_bytes=limit - 1, priority=0, impl="custom"))
+        out.append(
+            Candidate(
+                "two-shot",
+                "ll",
+                latency + two_shot_extra_s(group, e),
+                two_bw,
+                min_bytes=one_limit,
+                max_bytes=limit - 1,
+                priority=0,
+                impl="custom",
+            )
+        )
     return out
 
 
@@ -173,8 +197,15 @@ def _custom(group: Group, shots: int) -> Candidate | None:
     if shots == 1:
         # one-shot: each rank reads all p-1 peers' full buffers and reduces locally
         algbw = path.busbw_bytes_per_s / (p - 1)
-        return Candidate("one-shot", "ll", latency, algbw, custom.one_shot_max_bytes if p > 2 else custom.max_bytes,
-                         priority=0, impl="custom")
+        return Candidate(
+            "one-shot",
+            "ll",
+            latency,
+            algbw,
+            custom.one_shot_max_bytes if p > 2 else custom.max_bytes,
+            priority=0,
+            impl="custom",
+        )
     # two-shot: reduce-scatter then all-gather through peer memory, 2(p-1)/p of n each way
     algbw = path.busbw_bytes_per_s / busbw_factor("all-reduce", p)
     return Candidate("two-shot", "ll", latency, algbw, custom.max_bytes, priority=0, impl="custom")
@@ -184,8 +215,15 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 # eager configurations and in 0.19 (vllm-0.19: the release its costs are fitted on), SGLang's in its 0.4
 # release line (the same REDUCE_CASE kernel) and 0.5.14 (CustomAllReduceV2 under 0.5.14's limits), TensorRT-LLM's
 # in 1.0 (the same allReduceFusionKernels one-shot / two-shot, under 1.0's token rule).
-KERNEL_OF = {"eager": "vllm", "vllm-v0": "vllm", "vllm-0.9": "vllm", "vllm-0.19": "vllm", "sglang-0.4": "sglang",
-             "sglang-0.5.14": "sglang", "trtllm-1.0": "trtllm"}
+KERNEL_OF = {
+    "eager": "vllm",
+    "vllm-v0": "vllm",
+    "vllm-0.9": "vllm",
+    "vllm-0.19": "vllm",
+    "sglang-0.4": "sglang",
+    "sglang-0.5.14": "sglang",
+    "trtllm-1.0": "trtllm",
+}
 
 
 def custom_candidate(group: Group, shots: int, *, engine: str = DEFAULT_ENGINE) -> Candidate | None:
@@ -222,8 +260,9 @@ def symm_mem_candidate(group: Group, *, engine: str = DEFAULT_ENGINE, multimem: 
     else:
         algbw, kind, latency = two_bw, "symm-mem", latency + e.two_shot_extra_for(group.system.gpu.arch)
     copies_s_per_byte = 2 * 2 / group.system.gpu.mem_bytes_per_s  # two copies, each reads and writes n
-    return Candidate(kind, "ll", latency + 2 * e.symm_mem_copy_s, 1 / (1 / algbw + copies_s_per_byte),
-                     priority=0, impl="custom")
+    return Candidate(
+        kind, "ll", latency + 2 * e.symm_mem_copy_s, 1 / (1 / algbw + copies_s_per_byte), priority=0, impl="custom"
+    )
 
 
 def runs_custom_kernel(group: Group, impl: str, msg_bytes: float) -> bool:

@@ -129,8 +129,7 @@ def pick(cands: Sequence[Candidate], msg_bytes: float) -> Candidate:
     apart (NVLS's small- and large-message lines share NCCL's one estimate) by their real time."""
     valid = [c for c in cands if c.accepts(msg_bytes)] or list(cands)
     top = min(c.priority for c in valid)
-    return min((c for c in valid if c.priority == top),
-               key=lambda c: (c.select_time_s(msg_bytes), c.time_s(msg_bytes)))
+    return min((c for c in valid if c.priority == top), key=lambda c: (c.select_time_s(msg_bytes), c.time_s(msg_bytes)))
 
 
 def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:

@@ -180,6 +180,7 @@ def ring_efficiency(group: Group, path: Path) -> float:
 
 # --- ring ----------------------------------------------------------------------------------------
 
+
 def _ring_line(group: Group, op: str, proto: str, real: bool) -> tuple[float, float]:
     p, n_nodes = group.ranks, group.nodes
     steps = 2 * (p - 1) if op == "all-reduce" else p - 1
@@ -193,8 +194,11 @@ def _ring_line(group: Group, op: str, proto: str, real: bool) -> tuple[float, fl
         # each ring leaves every node once: the node's NICs carry busbw * (their count) in total
         busbw = min(busbw, nic_bytes_per_s(group, "achievable" if real else "nccl"))
         hop = max(hop, net_overhead_s(group) * (3 if proto == "simple" else 1))
-    latency = (base_latency_s(group, "ring", proto, real) + (steps - inter_steps) * hop
-               + inter_steps * net_hop_s(group, proto, "ring", real))
+    latency = (
+        base_latency_s(group, "ring", proto, real)
+        + (steps - inter_steps) * hop
+        + inter_steps * net_hop_s(group, proto, "ring", real)
+    )
     if n_nodes > 1 and op == "all-reduce" and proto == "simple":
         # tuning.cc "plateau effect of ring": multi-node Simple ring all-reduce latency x1.4 (x1.9
         # before sm80) once a rank's share per channel passes 64 B, i.e. wherever Simple is chosen
@@ -212,7 +216,12 @@ def protocol_busbw(group: Group, busbw: float, proto: str, real: bool = False) -
     above it (measured_comm.csv: 8x H100 at 1 MiB 0.5 x 370 GB/s busbw, not 141), so the real line
     drops the cap there."""
     fraction = nccl(group).protocol_bandwidth_fraction[proto]
-    if real and proto == "ll" and group.gpus_per_node > 1 and "shm" in ring_path(group.system, group.gpus_per_node).transports:
+    if (
+        real
+        and proto == "ll"
+        and group.gpus_per_node > 1
+        and "shm" in ring_path(group.system, group.gpus_per_node).transports
+    ):
         # over host memory the path's round trips, not its bytes, bind: LL's inline flags cost
         # little (measured: 2x RTX 4090 LL at 0.5-1 MiB 3.5 GB/s beside Simple's 3.74)
         fraction = nccl(group).shm_ll_bandwidth_fraction
@@ -228,19 +237,27 @@ def chooses_by_nccl_tables(group: Group) -> bool:
     return group.system.gpu.generation.nccl_tables
 
 
-def _line(algo: str, proto: str, group: Group, real: tuple[float, float], estimate: tuple[float, float],
-          **kw) -> Candidate:
+def _line(
+    algo: str, proto: str, group: Group, real: tuple[float, float], estimate: tuple[float, float], **kw
+) -> Candidate:
     if not chooses_by_nccl_tables(group):
         return Candidate(algo, proto, *real, **kw)
     return Candidate(algo, proto, *real, select_latency_s=estimate[0], select_algbw_bytes_per_s=estimate[1], **kw)
 
 
 def ring(group: Group, op: str, proto: str) -> Candidate:
-    return _line("ring", proto, group, _ring_line(group, op, proto, real=True), _ring_line(group, op, proto, real=False),
-                 ll_staging=ll_staging(group, "ring", op, proto, nccl(group).ll_net_proxy_line_s))
+    return _line(
+        "ring",
+        proto,
+        group,
+        _ring_line(group, op, proto, real=True),
+        _ring_line(group, op, proto, real=False),
+        ll_staging=ll_staging(group, "ring", op, proto, nccl(group).ll_net_proxy_line_s),
+    )
 
 
 # --- tree ----------------------------------------------------------------------------------------
+
 
 def _tree_line(group: Group, proto: str, real: bool) -> tuple[float, float]:
     g, n_nodes = group.gpus_per_node, group.nodes
@@ -261,7 +278,8 @@ def _tree_line(group: Group, proto: str, real: bool) -> tuple[float, float]:
     if proto == "ll":
         busbw = min(busbw, ll_cap(group))
     latency = base_latency_s(group, "tree", proto, real) + 2 * (
-        (g - 1) * hop + log2i(n_nodes) * net_hop_s(group, proto, "tree", real))
+        (g - 1) * hop + log2i(n_nodes) * net_hop_s(group, proto, "tree", real)
+    )
     return latency, busbw * 0.5  # the tree moves n up and n down
 
 
@@ -269,12 +287,19 @@ def tree(group: Group, proto: str) -> Candidate:
     """NCCL's double binary tree across nodes, a chain inside each node (all-reduce only). Its
     bandwidth carries tuning.cc's treeCorrectionFactor by message size, in NCCL's estimate and in
     the time alike: NCCL applies it because "trees are not perfectly sticking to the model"."""
-    return _line("tree", proto, group, _tree_line(group, proto, real=True), _tree_line(group, proto, real=False),
-                 bw_factors=nccl(group).tree_correction[proto], ll_staging=ll_staging(group, "tree", "all-reduce", proto,
-                                                                                        nccl(group).ll_net_proxy_line_s))
+    return _line(
+        "tree",
+        proto,
+        group,
+        _tree_line(group, proto, real=True),
+        _tree_line(group, proto, real=False),
+        bw_factors=nccl(group).tree_correction[proto],
+        ll_staging=ll_staging(group, "tree", "all-reduce", proto, nccl(group).ll_net_proxy_line_s),
+    )
 
 
 # --- NVLS ----------------------------------------------------------------------------------------
+
 
 def nvls_efficiency(system: System, catalog: Catalog, gpus: int | None = None) -> float | None:
     """Share of the per-direction NVLink rate an NVLS all-reduce sustains on this switch fabric:
@@ -321,9 +346,14 @@ def nvls(group: Group) -> Candidate | None:
         return None
     c = nccl(group)
     sel_lat, sel_bw = _nvls_estimate(group, g)
-    return Candidate("nvls", "simple", c.nvls_latency_s + c.nvls_latency_per_rank_s * g,
-                     s.intra_fabric.bytes_per_s * eff * g / (g + 1),
-                     select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw)
+    return Candidate(
+        "nvls",
+        "simple",
+        c.nvls_latency_s + c.nvls_latency_per_rank_s * g,
+        s.intra_fabric.bytes_per_s * eff * g / (g + 1),
+        select_latency_s=sel_lat,
+        select_algbw_bytes_per_s=sel_bw,
+    )
 
 
 def nvls_small(group: Group) -> Candidate | None:
@@ -344,14 +374,23 @@ def nvls_small(group: Group) -> Candidate | None:
     c = nccl(group)
     base = c.arch_floor(group.system.gpu.arch).nvls_small_latency_s
     g = group.gpus_per_node
-    latency = (base + c.nvls_small_latency_per_doubling_s * math.log2(g) if base
-               else c.hw_latency_s["nvlink"]["nvls"]["simple"])
-    return Candidate("nvls", "simple", latency,
-                     full.algbw_bytes_per_s * c.nvls_small_algbw_fraction,
-                     select_latency_s=full.select_latency_s, select_algbw_bytes_per_s=full.select_algbw_bytes_per_s)
+    latency = (
+        base + c.nvls_small_latency_per_doubling_s * math.log2(g)
+        if base
+        else c.hw_latency_s["nvlink"]["nvls"]["simple"]
+    )
+    return Candidate(
+        "nvls",
+        "simple",
+        latency,
+        full.algbw_bytes_per_s * c.nvls_small_algbw_fraction,
+        select_latency_s=full.select_latency_s,
+        select_algbw_bytes_per_s=full.select_algbw_bytes_per_s,
+    )
 
 
 # --- hierarchical (NVLSTree, or reduce-scatter + all-reduce + all-gather) ------------------------
+
 
 def best_line(cands: Sequence[Candidate]) -> Candidate:
     """The candidate with the best bandwidth (for composite algorithms' large-message parts)."""
@@ -377,13 +416,19 @@ def _nvls_tree_intra_estimate(group: Group) -> float:
     (heads on NICs, the inter speed array), which is not modelled; taken at the NVLink rate x
     nvlsEfficiency x 15/16 x 2 (16 channels), as NCCL's one-domain graph reaches at 8 GPUs."""
     c, g = nccl(group), group.gpus_per_node
-    busbw = (group.system.intra_fabric.nccl_bytes_per_s * c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)
-             * (NVLS_CHANNELS - 1) / NVLS_CHANNELS * 2)
+    busbw = (
+        group.system.intra_fabric.nccl_bytes_per_s
+        * c.nvls_nccl_efficiency.get(group.system.gpu.arch, 0.0)
+        * (NVLS_CHANNELS - 1)
+        / NVLS_CHANNELS
+        * 2
+    )
     return busbw / busbw_factor("all-reduce", g)
 
 
-def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]],
-                 small: bool = False) -> Candidate | None:
+def hierarchical(
+    group: Group, op: str, candidates: Callable[[Group, str], Sequence[Candidate]], small: bool = False
+) -> Candidate | None:
     """Intra-node reduce-scatter, inter-node all-reduce of n/g per GPU on its own rail, intra-node
     all-gather. Where the node has NVLS this is NCCL's NVLSTree, whose stages are pipelined (built on
     the small-message NVLS line when `small`); elsewhere the three run one after the other
@@ -404,20 +449,24 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
         # Between two nodes a slice crosses the network once each way; in the double binary tree of
         # more nodes (connect.cc ncclGetDtree) a node with two children receives and sends it twice
         # (tuning.cc: NVLSTree interBw / 2 for nNodes > 2).
-        inter_ar = min((c for c in candidates(inter, "all-reduce") if c.protocol == "simple"),
-                       key=lambda c: c.latency_s)
+        inter_ar = min(
+            (c for c in candidates(inter, "all-reduce") if c.protocol == "simple"), key=lambda c: c.latency_s
+        )
         tree = (1 if n_nodes <= 2 else 2) * group_nics(group) / nvls_heads(group)
         inter_algbw = nic_bytes_per_s(group) / tree
         # NCCL's estimate: NVLS intra latency + 2 log2i(N) network steps (tuning.cc NVLSTree)
-        sel_lat = (nccl(group).hw_latency_s["nvlink"]["nvls_tree"]["simple"]
-                   + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"])
+        sel_lat = (
+            nccl(group).hw_latency_s["nvlink"]["nvls_tree"]["simple"]
+            + 2 * log2i(n_nodes) * nccl(group).hw_latency_s["net"]["nvls_tree"]["simple"]
+        )
         sel_bw = min(_nvls_tree_intra_estimate(one_node), nic_bytes_per_s(group, "nccl") / tree)
         bw = min(switch.algbw_bytes_per_s, inter_algbw)
         latency = switch.latency_s + inter_ar.latency_s
         if not small:  # a message of many pipeline steps first fills the tree (nvls_tree_step_bytes)
             latency += 2 * log2i(n_nodes) * nvls_tree_step_bytes(group) / bw
-        return Candidate("hierarchical", "simple", latency, bw,
-                         select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw)
+        return Candidate(
+            "hierarchical", "simple", latency, bw, select_latency_s=sel_lat, select_algbw_bytes_per_s=sel_bw
+        )
     rs = best_line(candidates(one_node, "reduce-scatter"))
     ag = best_line(candidates(one_node, "all-gather"))
     ar = min((c for c in candidates(inter, "all-reduce")), key=lambda c: c.latency_s)
@@ -431,13 +480,17 @@ def hierarchical(group: Group, op: str, candidates: Callable[[Group, str], Seque
 
 # --- all-to-all, send/recv, broadcast --------------------------------------------------------
 
+
 def alltoall(group: Group) -> Candidate:
     """NCCL all-to-all = grouped send/recv to every peer; intra and inter traffic overlap."""
     p, g, n_nodes = group.ranks, group.gpus_per_node, group.nodes
     path = intra(group)
     hop = intra_hop_s(group, path, "ring", "simple", True) if path is not None else 0.0
-    latency = base_latency_s(group, "ring", "simple", True) + hop + (
-        net_hop_s(group, "simple", "p2p", True) if n_nodes > 1 else 0.0)
+    latency = (
+        base_latency_s(group, "ring", "simple", True)
+        + hop
+        + (net_hop_s(group, "simple", "p2p", True) if n_nodes > 1 else 0.0)
+    )
     seconds_per_byte = 0.0
     if path is not None:  # (g-1)/p of the message goes to peers in the node
         seconds_per_byte = (g - 1) / p / path.busbw_bytes_per_s
@@ -452,8 +505,9 @@ def sendrecv(group: Group, proto: str) -> Candidate:
     else:
         path = ring_path(group.system, max(2, group.gpus_per_node))
         bw, hop = path.busbw_bytes_per_s, intra_hop_s(group, path, "ring", proto, True)
-    return Candidate("direct", proto, base_latency_s(group, "ring", proto, True) + hop,
-                     protocol_busbw(group, bw, proto))
+    return Candidate(
+        "direct", proto, base_latency_s(group, "ring", proto, True) + hop, protocol_busbw(group, bw, proto)
+    )
 
 
 def broadcast(group: Group, proto: str) -> Candidate:
@@ -461,8 +515,14 @@ def broadcast(group: Group, proto: str) -> Candidate:
     k = busbw_factor("all-gather", group.ranks)
     if line.select_latency_s is None:
         return Candidate("ring", proto, line.latency_s, line.algbw_bytes_per_s * k)
-    return Candidate("ring", proto, line.latency_s, line.algbw_bytes_per_s * k,
-                     select_latency_s=line.select_latency_s, select_algbw_bytes_per_s=line.select_algbw_bytes_per_s * k)
+    return Candidate(
+        "ring",
+        proto,
+        line.latency_s,
+        line.algbw_bytes_per_s * k,
+        select_latency_s=line.select_latency_s,
+        select_algbw_bytes_per_s=line.select_algbw_bytes_per_s * k,
+    )
 
 
 def ll128_enabled(group: Group) -> bool:

@@ -59,11 +59,15 @@ def _kernels(p: int, model: NcclSymmetric, nvls: bool) -> list[tuple[str, bool, 
     sm_bw = model.sm_bw_gibps * GIB_PER_US
     peak, peak_mc = model.peak_gibps, model.multimem_peak_gibps
     nvls_blocks = -(-model.multimem_blocks // p)
-    rows = [("AGxLL_R", True, p * LL_BUS_FACTOR, 1.0, MAX_BLOCKS, peak),
-            ("RSxLD_AGxST", False, 2 * (p - 1) / p, 1.0, MAX_BLOCKS, peak)]
+    rows = [
+        ("AGxLL_R", True, p * LL_BUS_FACTOR, 1.0, MAX_BLOCKS, peak),
+        ("RSxLD_AGxST", False, 2 * (p - 1) / p, 1.0, MAX_BLOCKS, peak),
+    ]
     if nvls:
-        rows += [("AGxLLMC_R", True, p * LL_BUS_FACTOR, 1.1, MAX_BLOCKS, peak),
-                 ("RSxLDMC_AGxSTMC", False, 1 / p + 1, float(p), nvls_blocks, peak_mc)]
+        rows += [
+            ("AGxLLMC_R", True, p * LL_BUS_FACTOR, 1.1, MAX_BLOCKS, peak),
+            ("RSxLDMC_AGxSTMC", False, 1 / p + 1, float(p), nvls_blocks, peak_mc),
+        ]
     out = []
     for name, ll, bus, mult, blocks, top in rows:
         bw = _softmin(blocks * sm_bw * mult, top * GIB_PER_US, sm_bw)
@@ -98,14 +102,23 @@ def symmetric_candidates(group: Group) -> list[Candidate]:
     # what the links carry: multimem no faster than NVLS, loads/stores no faster than the ring's
     # busbw over 2(p-1)/p (NCCL's peaks are estimates, 480-1000 GiB/s, above any NVLink)
     full = nvls(group)
-    physical = {"RSxLDMC_AGxSTMC": full.algbw_bytes_per_s if full is not None else math.inf,
-                "RSxLD_AGxST": path.busbw_bytes_per_s / busbw_factor("all-reduce", g)}
+    physical = {
+        "RSxLDMC_AGxSTMC": full.algbw_bytes_per_s if full is not None else math.inf,
+        "RSxLD_AGxST": path.busbw_bytes_per_s / busbw_factor("all-reduce", g),
+    }
     out = []
     for name, ll, bus, bw, base in kernels:
         estimate = bw * 1e6 / bus  # bytes of message per second, as NCCL's model has it
-        out.append(Candidate(f"symmetric-{name}", "ll" if ll else "simple", base * scale,
-                             min(estimate, physical.get(name, math.inf)),
-                             max_bytes=LL_MAX_BUS_BYTES - 1 if ll else math.inf, priority=0))
+        out.append(
+            Candidate(
+                f"symmetric-{name}",
+                "ll" if ll else "simple",
+                base * scale,
+                min(estimate, physical.get(name, math.inf)),
+                max_bytes=LL_MAX_BUS_BYTES - 1 if ll else math.inf,
+                priority=0,
+            )
+        )
     return out
 
 

@@ -79,10 +79,15 @@ def describe(system: System, nccl: NcclConstants) -> str:
     path = system.nic_path.upper()
     if gdr(system, nccl):
         return f"GPUDirect RDMA (GPU-NIC path {path})"
-    why = (f"NCCL {nccl.version[0]}.{nccl.version[1]} leaves NCCL_NET_GDR_C2C off" if system.nic_path == "p2c"
-           else f"{path} is beyond NCCL_NET_GDR_LEVEL {GDR_LEVEL.upper()}")
-    return (f"host-staged, no GPUDirect RDMA (GPU-NIC path {path}: {why}): "
-            f"{STAGED_SHARE:.0%} of the NIC rate, +1 PCIe hop per network step")
+    why = (
+        f"NCCL {nccl.version[0]}.{nccl.version[1]} leaves NCCL_NET_GDR_C2C off"
+        if system.nic_path == "p2c"
+        else f"{path} is beyond NCCL_NET_GDR_LEVEL {GDR_LEVEL.upper()}"
+    )
+    return (
+        f"host-staged, no GPUDirect RDMA (GPU-NIC path {path}: {why}): "
+        f"{STAGED_SHARE:.0%} of the NIC rate, +1 PCIe hop per network step"
+    )
 
 
 __all__ = ["GDR_LEVEL", "describe", "STAGED_SHARE", "gdr", "node_nic_bytes_per_s", "staged", "staged_hop_s"]

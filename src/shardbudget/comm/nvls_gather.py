@@ -58,5 +58,11 @@ def nvls_gather(group: Group, op: str) -> Candidate | None:
         return None
     sel_bw = s.intra_fabric.nccl_bytes_per_s * share
     latency = nvls_small(group).latency_s
-    return Candidate("nvls", "simple", latency, s.intra_fabric.bytes_per_s * nvls_efficiency(s, group.catalog, g),
-                     select_latency_s=c.hw_latency_s["nvlink"]["nvls"]["simple"], select_algbw_bytes_per_s=sel_bw)
+    return Candidate(
+        "nvls",
+        "simple",
+        latency,
+        s.intra_fabric.bytes_per_s * nvls_efficiency(s, group.catalog, g),
+        select_latency_s=c.hw_latency_s["nvlink"]["nvls"]["simple"],
+        select_algbw_bytes_per_s=sel_bw,
+    )

@@ -39,8 +39,9 @@ def op_or_none(name: object) -> CollectiveOp | None:
     return _ALIASES.get(_key(name)) if isinstance(name, str) else None
 
 
-def parse_op(name: object, allowed: Iterable[CollectiveOp] = tuple(CollectiveOp),
-             error: type[ShardbudgetError] | None = None) -> CollectiveOp:
+def parse_op(
+    name: object, allowed: Iterable[CollectiveOp] = tuple(CollectiveOp), error: type[ShardbudgetError] | None = None
+) -> CollectiveOp:
     """The operation `name` spells, if it is one of `allowed`; else a one-line error (with 'did you
     mean') of type `error` (default UnknownNameError)."""
     allowed = tuple(allowed)
@@ -49,8 +50,9 @@ def parse_op(name: object, allowed: Iterable[CollectiveOp] = tuple(CollectiveOp)
         return op
     unknown = UnknownNameError("collective", str(name), [a.value for a in allowed])
     if op is not None:
-        unknown.args = (f"collective {op.value!r} is not supported here (expected one of "
-                        f"{', '.join(a.value for a in allowed)})",)
+        unknown.args = (
+            f"collective {op.value!r} is not supported here (expected one of {', '.join(a.value for a in allowed)})",
+        )
     if error is None:
         raise unknown
     raise error(str(unknown)) from None

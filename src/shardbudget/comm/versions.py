@@ -45,8 +45,9 @@ OLDEST = (2, 18)
 """The oldest release whose tables data/nccl_constants.md quotes."""
 
 
-def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = False,
-            stated: bool | None = None) -> Catalog:
+def at_nccl(
+    catalog: Catalog, version: str | None = None, *, symmetric: bool = False, stated: bool | None = None
+) -> Catalog:
     """`catalog` priced as NCCL `version` (None: the catalog's own), with or without registered
     symmetric buffers. A named version is `stated` (an engine's shipped one does not replace it)
     unless told otherwise. The same catalog object back when nothing changes (caches stay warm)."""
@@ -60,8 +61,10 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     if version and ver < OLDEST:
         raise CatalogError(f"--nccl: {version!r} is older than {oldest}, the oldest release modelled; {known}")
     if version and ver > nccl.tables_version:  # a release past the tables: its rules are not read (issue 34)
-        raise CatalogError(f"--nccl: {version!r} is newer than {newest}, the newest release the catalog knows "
-                           f"(its tables are NCCL {newest}'s); give {newest} or an older release")
+        raise CatalogError(
+            f"--nccl: {version!r} is newer than {newest}, the newest release the catalog knows "
+            f"(its tables are NCCL {newest}'s); give {newest} or an older release"
+        )
     stated = (nccl.stated or version is not None) if stated is None else stated
     if ver == nccl.version and symmetric == nccl.symmetric and stated == nccl.stated:
         return catalog
@@ -70,10 +73,15 @@ def at_nccl(catalog: Catalog, version: str | None = None, *, symmetric: bool = F
     net = dict(hw["net"])
     net["nvls_tree"] = MappingProxyType({**net["nvls_tree"], "simple": (new if ver >= first else old) * 1e-6})
     hw["net"] = MappingProxyType(net)
-    nccl = replace(nccl, version=ver, symmetric=symmetric, stated=stated,
-                   hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}),
-                   ring_ll128_per_channel_bytes_per_s=_ll128_per_channel(nccl.ring_ll128_per_channel_bytes_per_s, ver),
-                   search_speeds_bytes_per_s=_search_speeds(nccl.search_speeds_bytes_per_s, ver))
+    nccl = replace(
+        nccl,
+        version=ver,
+        symmetric=symmetric,
+        stated=stated,
+        hw_latency_s=MappingProxyType({k: MappingProxyType(v) for k, v in hw.items()}),
+        ring_ll128_per_channel_bytes_per_s=_ll128_per_channel(nccl.ring_ll128_per_channel_bytes_per_s, ver),
+        search_speeds_bytes_per_s=_search_speeds(nccl.search_speeds_bytes_per_s, ver),
+    )
     return replace(catalog, nccl=nccl)
 
 

@@ -45,8 +45,13 @@ class Answer:
     tables: tuple[Table, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"question": self.question, "text": self.text, "figures": self.figures, "takeaway": self.takeaway,
-                "tables": [t.to_dict() for t in self.tables]}
+        return {
+            "question": self.question,
+            "text": self.text,
+            "figures": self.figures,
+            "takeaway": self.takeaway,
+            "tables": [t.to_dict() for t in self.tables],
+        }
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,20 @@ class Explanation:
         return self.answers[i]
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "systems": list(self.systems), "engine": self.engine, "batch": self.batch,
-                "context": self.context, "nodes": self.nodes, "dtype": self.dtype, "budget_s": self.budget_s,
-                "release": self.release, "nccl": self.nccl, "answers": [a.to_dict() for a in self.answers],
-                "notes": list(self.notes)}
+        return {
+            "model": self.model,
+            "systems": list(self.systems),
+            "engine": self.engine,
+            "batch": self.batch,
+            "context": self.context,
+            "nodes": self.nodes,
+            "dtype": self.dtype,
+            "budget_s": self.budget_s,
+            "release": self.release,
+            "nccl": self.nccl,
+            "answers": [a.to_dict() for a in self.answers],
+            "notes": list(self.notes),
+        }
 
 
 def shown(t_s: float) -> float:
@@ -141,7 +156,9 @@ class Ask:
             self.results[key] = (system, plan(self.req.on(system, nodes).at(batches)))
         return self.results[key][1]
 
-    def row(self, system: System, key: tuple[int, int, int, int], nodes: int = 1, batch: int | None = None) -> Row | None:
+    def row(
+        self, system: System, key: tuple[int, int, int, int], nodes: int = 1, batch: int | None = None
+    ) -> Row | None:
         b = self.batch if batch is None else batch
         res = self.plan(system, nodes, (b,))
         return next((r for r in res.results[0].rows if r.key == key), None)

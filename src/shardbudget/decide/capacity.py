@@ -57,11 +57,13 @@ class Load:
     def __post_init__(self) -> None:
         if (self.rate_per_s is None) == (self.users is None):
             raise PlanError("give --rate (requests per second) or --users (concurrent users), not both")
-        if self.rate_per_s is not None and (isinstance(self.rate_per_s, bool) or not self.rate_per_s > 0
-                                            or not math.isfinite(self.rate_per_s)):
+        if self.rate_per_s is not None and (
+            isinstance(self.rate_per_s, bool) or not self.rate_per_s > 0 or not math.isfinite(self.rate_per_s)
+        ):
             raise PlanError(f"--rate must be a number of requests per second above 0, got {self.rate_per_s!r}")
-        if self.users is not None and (isinstance(self.users, bool) or not isinstance(self.users, int)
-                                       or self.users < 1):
+        if self.users is not None and (
+            isinstance(self.users, bool) or not isinstance(self.users, int) or self.users < 1
+        ):
             raise PlanError(f"--users must be a whole number of at least 1, got {self.users!r}")
 
     def words(self) -> str:
@@ -116,11 +118,21 @@ class LoadAnswer:
     text: str = ""
 
     def to_dict(self) -> dict:
-        return {"rate_per_s": self.load.rate_per_s, "users": self.load.users, "gpus": self.gpus,
-                "in_flight_per_replica": self.batch,
-                "batch_cap_per_replica": self.result.best.max_batch if self.result and self.result.best else None,
-                "tpot_s": self.tpot_s, "itl_s": self.itl_s, "ttft_s": self.ttft_s, "served_at_batch_cap": self.served, "binding": self.binding, "fabric": self.fabric,
-                "verdict": self.text, "deploy": self.result.to_dict() if self.result else None}
+        return {
+            "rate_per_s": self.load.rate_per_s,
+            "users": self.load.users,
+            "gpus": self.gpus,
+            "in_flight_per_replica": self.batch,
+            "batch_cap_per_replica": self.result.best.max_batch if self.result and self.result.best else None,
+            "tpot_s": self.tpot_s,
+            "itl_s": self.itl_s,
+            "ttft_s": self.ttft_s,
+            "served_at_batch_cap": self.served,
+            "binding": self.binding,
+            "fabric": self.fabric,
+            "verdict": self.text,
+            "deploy": self.result.to_dict() if self.result else None,
+        }
 
 
 def plan_sizes(system: System) -> list[int]:
@@ -165,16 +177,23 @@ def better_fabric(system: System, catalog: Catalog) -> tuple[str, System] | None
         cases = [c for c in fabric_cases(system, catalog, system.gpus_per_node) if c.whatif and c.nodes == 1]
         faster = [c for c in cases if c.system.topology == "switch"] or [c for c in cases if "no P2P" not in c.label]
         return (faster[0].label, faster[0].system) if faster else None
-    wider = [s for s in catalog.systems.values() if s.gpu.arch == system.gpu.arch and s.topology == "switch"
-             and s.domain_gpus > system.domain_gpus]
+    wider = [
+        s
+        for s in catalog.systems.values()
+        if s.gpu.arch == system.gpu.arch and s.topology == "switch" and s.domain_gpus > system.domain_gpus
+    ]
     if not wider:
         return None
     t = max(wider, key=lambda s: (s.domain_gpus, s.intra_fabric.achievable_bytes_per_s))  # ties: catalog order
     if t.gpu is system.gpu:
         return f"{t.name} ({t.intra_fabric.name}, {t.domain_gpus} GPUs in one NVLink domain)", t
     label = f"{system.gpu.name} in the {t.intra_fabric.name} domain of {t.name} (what-if, {t.domain_gpus} GPUs)"
-    return label, dataclasses.replace(t, name=f"{system.gpu.name} on {t.intra_fabric.name}", gpu=system.gpu,
-                                      description=f"what-if: {t.name} with {system.gpu.name} GPUs")
+    return label, dataclasses.replace(
+        t,
+        name=f"{system.gpu.name} on {t.intra_fabric.name}",
+        gpu=system.gpu,
+        description=f"what-if: {t.name} with {system.gpu.name} GPUs",
+    )
 
 
 def deploy_for_load(req: Request, load: Load) -> LoadAnswer:
@@ -195,9 +214,18 @@ def deploy_for_load(req: Request, load: Load) -> LoadAnswer:
     batch, tpot, itl, ttft = _batch_for(sc, o, load, **search)
     result = _at_load(result, load, batch, cfg, sysm, catalog)
     fabric = _fabric(sc, load, best.gpus, search)
-    answer = LoadAnswer(load=load, gpus=best.gpus, result=result, batch=batch, tpot_s=tpot, itl_s=itl, ttft_s=ttft,
-                        served=load.served(o.replicas, o.max_batch, o.cycle_s, workload.output_len),
-                        binding=o.binding, fabric=fabric)
+    answer = LoadAnswer(
+        load=load,
+        gpus=best.gpus,
+        result=result,
+        batch=batch,
+        tpot_s=tpot,
+        itl_s=itl,
+        ttft_s=ttft,
+        served=load.served(o.replicas, o.max_batch, o.cycle_s, workload.output_len),
+        binding=o.binding,
+        fabric=fabric,
+    )
     return dataclasses.replace(answer, text=answer_text(answer))
 
 
@@ -205,8 +233,14 @@ def _serving(result: DeployResult, load: Load, cfg: ModelConfig, system: System,
     """The deploy result with its best option the best-ranked one that serves the load (for a rate
     that is deploy's own best: the most tokens/s; for users, the most seats may be another)."""
     out = result.workload.output_len
-    o = next((o for o in result.options if o.meets_budget
-              and load.served(o.replicas, o.max_batch, o.cycle_s, out) >= load.amount * (1 - 1e-9)), None)
+    o = next(
+        (
+            o
+            for o in result.options
+            if o.meets_budget and load.served(o.replicas, o.max_batch, o.cycle_s, out) >= load.amount * (1 - 1e-9)
+        ),
+        None,
+    )
     if o is None:  # the search and deploy price the same curves: this cannot happen
         raise PlanError(f"deploy on {result.gpus} GPUs serves less than {load.words()}; please report it")
     if o is result.best:
@@ -215,16 +249,18 @@ def _serving(result: DeployResult, load: Load, cfg: ModelConfig, system: System,
     return deploying._with_words(chosen, *deploying.build_launches(chosen, cfg, system, catalog))
 
 
-def _at_load(result: DeployResult, load: Load, batch: int, cfg: ModelConfig, system: System,
-             catalog: Catalog) -> DeployResult:
+def _at_load(
+    result: DeployResult, load: Load, batch: int, cfg: ModelConfig, system: System, catalog: Catalog
+) -> DeployResult:
     """The result that names the load and its best option's sequences in flight per replica, with
     launch lines that say both beside the batch cap they set."""
     at = dataclasses.replace(result, load=load.words(), in_flight=batch)
     return deploying._with_words(at, *deploying.build_launches(at, cfg, system, catalog))
 
 
-def _batch_for(sc: Scenario, o: Option, load: Load, *, budgets: Budgets,
-               work: Workload) -> tuple[int, float, float, float]:
+def _batch_for(
+    sc: Scenario, o: Option, load: Load, *, budgets: Budgets, work: Workload
+) -> tuple[int, float, float, float]:
     """The smallest batch per replica of option `o` that serves the load, with its TPOT, ITL and TTFT."""
     p = Plan(o.tp, o.pp, o.ep, o.dp)
     c = deploying._curve(sc, p, work=work)
@@ -242,9 +278,13 @@ def _fabric(sc: Scenario, load: Load, gpus: int, search: dict) -> dict | None:
     label, fast = better
     best = fewest(capacities(sc.on(fast), load, **search))
     fast_gpus = best.gpus if best else None
-    return {"label": label, "system": fast.name, "gpus": fast_gpus,
-            "saves": gpus - fast_gpus if fast_gpus is not None else 0,
-            "split": f"{best.replicas}x{best.plan.label().replace(' ', '/')}" if best else None}
+    return {
+        "label": label,
+        "system": fast.name,
+        "gpus": fast_gpus,
+        "saves": gpus - fast_gpus if fast_gpus is not None else 0,
+        "split": f"{best.replicas}x{best.plan.label().replace(' ', '/')}" if best else None,
+    }
 
 
 def _check_within_bound(system: System, load: Load, caps: list[PlanCapacity]) -> None:
@@ -255,39 +295,69 @@ def _check_within_bound(system: System, load: Load, caps: list[PlanCapacity]) ->
         return
     c = min(serving, key=lambda c: (c.gpus, -c.per_replica))
     flag = "--rate" if load.rate_per_s is not None else "--users"
-    raise PlanError(f"{flag}: {load.words()} take {c.gpus:,} GPUs of {system.name} at the fewest "
-                    f"({c.replicas:,} x {c.plan.label().replace(' ', '/')} replicas at batch {c.option.max_batch}), past "
-                    f"the {MAX_LOAD_GPUS:,} an answer may take (about the largest clusters built)")
+    raise PlanError(
+        f"{flag}: {load.words()} take {c.gpus:,} GPUs of {system.name} at the fewest "
+        f"({c.replicas:,} x {c.plan.label().replace(' ', '/')} replicas at batch {c.option.max_batch}), past "
+        f"the {MAX_LOAD_GPUS:,} an answer may take (about the largest clusters built)"
+    )
 
 
-def _none_serves(cfg: ModelConfig, system: System, load: Load, caps: list[PlanCapacity], budgets: Budgets,
-                 token: str) -> LoadAnswer:
+def _none_serves(
+    cfg: ModelConfig, system: System, load: Load, caps: list[PlanCapacity], budgets: Budgets, token: str
+) -> LoadAnswer:
     fitting = [c for c in caps if not (c.option.binding == "memory" and c.option.max_batch == 0)]
     closest = min(fitting, key=lambda c: c.option.tpot_s, default=None)
-    answer = LoadAnswer(load=load, gpus=None, result=None, batch=0, tpot_s=math.nan, itl_s=math.nan, ttft_s=math.nan,
-                        served=0.0,
-                        binding=closest.option.binding if closest else "memory", fabric=None, closest=closest)
+    answer = LoadAnswer(
+        load=load,
+        gpus=None,
+        result=None,
+        batch=0,
+        tpot_s=math.nan,
+        itl_s=math.nan,
+        ttft_s=math.nan,
+        served=0.0,
+        binding=closest.option.binding if closest else "memory",
+        fabric=None,
+        closest=closest,
+    )
     return dataclasses.replace(answer, text=_none_text(cfg, system, answer, budgets, token))
 
 
 def _none_text(cfg: ModelConfig, system: System, a: LoadAnswer, budgets: Budgets, token: str) -> str:
-    within = " and ".join(w for w in (f"{format_seconds(budgets.budget_s)} {token}" if budgets.budget_s else "",
-                                      f"{format_seconds(budgets.ttft_budget_s)} TTFT" if budgets.ttft_budget_s else "")
-                          if w) or "the budgets"
+    within = (
+        " and ".join(
+            w
+            for w in (
+                f"{format_seconds(budgets.budget_s)} {token}" if budgets.budget_s else "",
+                f"{format_seconds(budgets.ttft_budget_s)} TTFT" if budgets.ttft_budget_s else "",
+            )
+            if w
+        )
+        or "the budgets"
+    )
     c = a.closest
     if c is None:
-        return (f"No replica of {cfg.name} up to {MAX_REPLICA_NODES} x {system.name} fits in memory, even at batch 1: "
-                f"no number of GPUs serves {a.load.words()}.")
+        return (
+            f"No replica of {cfg.name} up to {MAX_REPLICA_NODES} x {system.name} fits in memory, even at batch 1: "
+            f"no number of GPUs serves {a.load.words()}."
+        )
     o = c.option
     ttft = "" if math.isnan(o.ttft_s) else f", TTFT {format_seconds(o.ttft_s)}"
-    return (f"No replica of {cfg.name} on {system.name} meets {within} even at batch 1, so no number of GPUs serves "
-            f"{a.load.words()}: the closest is one {c.plan.label().replace(' ', '/')} replica at "
-            f"{format_seconds(o.tpot_s)} {token}{ttft} (binding: {o.binding}).")
+    return (
+        f"No replica of {cfg.name} on {system.name} meets {within} even at batch 1, so no number of GPUs serves "
+        f"{a.load.words()}: the closest is one {c.plan.label().replace(' ', '/')} replica at "
+        f"{format_seconds(o.tpot_s)} {token}{ttft} (binding: {o.binding})."
+    )
 
 
-CAP_WORDS = {"itl": "the most the ITL budget allows", "tpot": "the most the TPOT budget allows",
-             "ttft": "the most the TTFT budget allows", "memory": "the most memory (the KV cache) holds",
-             "max-batch": "the batch sweep's end (no budget binds)", "prefill": "the most the prefill side feeds"}
+CAP_WORDS = {
+    "itl": "the most the ITL budget allows",
+    "tpot": "the most the TPOT budget allows",
+    "ttft": "the most the TTFT budget allows",
+    "memory": "the most memory (the KV cache) holds",
+    "max-batch": "the batch sweep's end (no budget binds)",
+    "prefill": "the most the prefill side feeds",
+}
 """What sets a replica's batch cap, by the binding constraint."""
 
 
@@ -299,15 +369,18 @@ def answer_text(a: LoadAnswer) -> str:
     """One paragraph, with numbers: GPUs, split, batch, which budget binds, the fabric what-if."""
     r, o = a.result, a.result.best
     unit = "requests/s" if a.load.rate_per_s is not None else "users"
-    times = f"{r.judged} {format_seconds(a.tpot_s)}" + (f", ITL {format_seconds(a.itl_s)}"
-                                                          if format_seconds(a.itl_s) != format_seconds(a.tpot_s) else "")
+    times = f"{r.judged} {format_seconds(a.tpot_s)}" + (
+        f", ITL {format_seconds(a.itl_s)}" if format_seconds(a.itl_s) != format_seconds(a.tpot_s) else ""
+    )
     # the load and the cap in the words the table ('in flight', 'batch cap') and the launch lines' note use
-    text = (f"{_cap(a.load.words())} take {a.gpus} GPU{'s' if a.gpus > 1 else ''} of {r.system} ({r.nodes} node"
-            f"{'s' if r.nodes > 1 else ''}): {o.label()}, with {a.batch} sequences in flight per replica at {a.load.words()} "
-            f"({times}" + ("" if math.isnan(a.ttft_s) else f", TTFT {format_seconds(a.ttft_s)}") + f") and a batch "
-            f"cap of {o.max_batch} sequences per replica, {CAP_WORDS.get(a.binding, a.binding)}, which the launch lines set as "
-            f"each engine's largest batch. {o.replicas} replica{'s' if o.replicas > 1 else ''} at that cap serve"
-            f"{'' if o.replicas > 1 else 's'} up to {a.served:,.4g} {unit}; one fewer GPU does not serve the load.")
+    text = (
+        f"{_cap(a.load.words())} take {a.gpus} GPU{'s' if a.gpus > 1 else ''} of {r.system} ({r.nodes} node"
+        f"{'s' if r.nodes > 1 else ''}): {o.label()}, with {a.batch} sequences in flight per replica at {a.load.words()} "
+        f"({times}" + ("" if math.isnan(a.ttft_s) else f", TTFT {format_seconds(a.ttft_s)}") + f") and a batch "
+        f"cap of {o.max_batch} sequences per replica, {CAP_WORDS.get(a.binding, a.binding)}, which the launch lines set as "
+        f"each engine's largest batch. {o.replicas} replica{'s' if o.replicas > 1 else ''} at that cap serve"
+        f"{'' if o.replicas > 1 else 's'} up to {a.served:,.4g} {unit}; one fewer GPU does not serve the load."
+    )
     f = a.fabric
     if f is None:
         text += f" The catalog has no faster fabric for {r.system}'s GPUs to price."
@@ -320,5 +393,15 @@ def answer_text(a: LoadAnswer) -> str:
     return text
 
 
-__all__ = ["Load", "LoadAnswer", "MAX_REPLICA_NODES", "PlanCapacity", "answer_text", "better_fabric", "capacities",
-           "deploy_for_load", "fewest", "plan_sizes"]
+__all__ = [
+    "Load",
+    "LoadAnswer",
+    "MAX_REPLICA_NODES",
+    "PlanCapacity",
+    "answer_text",
+    "better_fabric",
+    "capacities",
+    "deploy_for_load",
+    "fewest",
+    "plan_sizes",
+]

@@ -7,8 +7,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..comm.collectives import (Cost, crossover_bytes, custom_allreduce_allowed, make_group, normalize_op,
-                                require_peers, sweep)
+from ..comm.collectives import (
+    Cost,
+    crossover_bytes,
+    custom_allreduce_allowed,
+    make_group,
+    normalize_op,
+    require_peers,
+    sweep,
+)
 from ..fabric.hardware import System
 from ..model import ModelConfig, hidden_message_bytes
 from ..units import format_rate, format_seconds
@@ -28,7 +35,7 @@ class CompareRow:
 
 
 # compare --plot: 8 B to 4 GiB, 113 sizes (a factor of 2^(29/112) apart: smooth on a log axis)
-CURVE_MIN_BYTES, CURVE_MAX_BYTES, CURVE_POINTS = 8, 2 ** 32, 113
+CURVE_MIN_BYTES, CURVE_MAX_BYTES, CURVE_POINTS = 8, 2**32, 113
 
 
 @dataclass(frozen=True)
@@ -51,11 +58,23 @@ class CompareResult:
         return f"{self.gpus} GPUs over {self.nodes} node(s)"
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "gpus": self.gpus, "nodes": self.nodes, "impl": self.impl,
-                "systems": list(self.systems),
-                "crossover_bytes": dict(zip(self.systems, self.crossovers)),
-                "rows": [{"bytes": r.msg_bytes, "label": r.label, "ratio": r.ratio,
-                          "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)}} for r in self.rows]}
+        return {
+            "op": self.op,
+            "gpus": self.gpus,
+            "nodes": self.nodes,
+            "impl": self.impl,
+            "systems": list(self.systems),
+            "crossover_bytes": dict(zip(self.systems, self.crossovers)),
+            "rows": [
+                {
+                    "bytes": r.msg_bytes,
+                    "label": r.label,
+                    "ratio": r.ratio,
+                    "costs": {s: c.to_dict() for s, c in zip(self.systems, r.costs)},
+                }
+                for r in self.rows
+            ],
+        }
 
 
 def decode_message_sizes(cfg: ModelConfig, batches: Sequence[int], act_dtype: str = "bf16") -> list[tuple[float, str]]:
@@ -66,9 +85,15 @@ def decode_message_sizes(cfg: ModelConfig, batches: Sequence[int], act_dtype: st
     return out
 
 
-def compare_systems(req: Request, systems: Sequence[str | System] | None = None, *, gpus: int | None = None,
-                    op: str = "all-reduce", extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30),
-                    curves: bool = False) -> CompareResult:
+def compare_systems(
+    req: Request,
+    systems: Sequence[str | System] | None = None,
+    *,
+    gpus: int | None = None,
+    op: str = "all-reduce",
+    extra_sizes: tuple[float, ...] = (8.0, 1 << 20, 1 << 30),
+    curves: bool = False,
+) -> CompareResult:
     """`op` on each of `systems` (default: the request's) over the request's nodes, at the messages
     its model sends per decode step at its batches, priced at the NCCL release its engine installs
     with its implementation (NCCL unless it forces the engines' custom kernels); with `curves`, also
@@ -83,18 +108,42 @@ def compare_systems(req: Request, systems: Sequence[str | System] | None = None,
     sizes = decode_message_sizes(sc.model, req.batches, sc.precision.activations)
     sizes += [(n, "reference") for n in extra_sizes if all(n != m for m, _ in sizes)]
     sizes.sort(key=lambda x: x[0])
-    per_system = [sweep(op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus,
-                        impl=effective_impl(g, impl), catalog=catalog) for g in groups]
+    per_system = [
+        sweep(
+            op, [n for n, _ in sizes], g.system, nodes=nodes, gpus=gpus, impl=effective_impl(g, impl), catalog=catalog
+        )
+        for g in groups
+    ]
     rows = tuple(CompareRow(n, label, tuple(costs[i] for costs in per_system)) for i, (n, label) in enumerate(sizes))
     curve_sizes = [float(s) for s in np.geomspace(CURVE_MIN_BYTES, CURVE_MAX_BYTES, CURVE_POINTS)] if curves else []
-    lines = tuple(tuple(sweep(op, curve_sizes, g.system, nodes=nodes, gpus=gpus, impl=effective_impl(g, impl),
-                              catalog=catalog)) for g in groups) if curves else ()
+    lines = (
+        tuple(
+            tuple(
+                sweep(op, curve_sizes, g.system, nodes=nodes, gpus=gpus, impl=effective_impl(g, impl), catalog=catalog)
+            )
+            for g in groups
+        )
+        if curves
+        else ()
+    )
     crossovers = tuple(crossover_bytes(g, op, effective_impl(g, impl)) for g in groups)
-    notes = tuple(f"latency floor {format_seconds(per_system[i][0].latency_s)}, "
-                  f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}"
-                  + (f"; degraded: {entries[i].degraded}" if entries[i].degraded else "") for i in range(len(groups)))
-    return CompareResult(op=op, gpus=gpus, nodes=nodes, systems=tuple(s.name for s in entries),
-                         crossovers=crossovers, notes=notes, rows=rows, impl=impl, curves=lines)
+    notes = tuple(
+        f"latency floor {format_seconds(per_system[i][0].latency_s)}, "
+        f"large-message busbw {format_rate(per_system[i][-1].busbw_bytes_per_s)}"
+        + (f"; degraded: {entries[i].degraded}" if entries[i].degraded else "")
+        for i in range(len(groups))
+    )
+    return CompareResult(
+        op=op,
+        gpus=gpus,
+        nodes=nodes,
+        systems=tuple(s.name for s in entries),
+        crossovers=crossovers,
+        notes=notes,
+        rows=rows,
+        impl=impl,
+        curves=lines,
+    )
 
 
 def effective_impl(group, impl: str) -> str:

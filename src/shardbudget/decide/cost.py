@@ -71,8 +71,13 @@ class Rates:
 
     def to_dict(self) -> dict:
         """What the costs were priced with, for the JSON ("prices") and the table's header."""
-        return {"usd_per_gpu_hour": self.usd_per_gpu_hour, "price_source": self.price_source,
-                "gpu_watts": self.gpu_watts, "power_source": self.power_source, "uncounted": list(self.uncounted)}
+        return {
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "price_source": self.price_source,
+            "gpu_watts": self.gpu_watts,
+            "power_source": self.power_source,
+            "uncounted": list(self.uncounted),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,13 +120,22 @@ def rates(catalog, system, pricing: Pricing | None) -> Rates:
     watts = pricing.gpu_watts if pricing.gpu_watts is not None else power.load_watts if power else None
     switches = cost.switch_watts_per_node if cost and cost.switch_watts_per_node else 0.0
     uncounted = ("CPUs and fans",) + (() if switches else _switches(system))
-    return Rates(usd_per_gpu_hour=price, gpu_watts=watts, switch_watts_per_node=switches,
-                 watts_per_nic=nic.watts_per_nic if nic else None, gpus_per_node=system.gpus_per_node,
-                 nics_per_node=system.nics_per_node,
-                 price_source="--gpu-hour-usd" if pricing.gpu_hour_usd is not None else cost.source if cost and
-                 cost.usd_per_gpu_hour else "",
-                 power_source="--gpu-watts" if pricing.gpu_watts is not None else power.source if power else "",
-                 uncounted=uncounted, objective=pricing.objective)
+    return Rates(
+        usd_per_gpu_hour=price,
+        gpu_watts=watts,
+        switch_watts_per_node=switches,
+        watts_per_nic=nic.watts_per_nic if nic else None,
+        gpus_per_node=system.gpus_per_node,
+        nics_per_node=system.nics_per_node,
+        price_source="--gpu-hour-usd"
+        if pricing.gpu_hour_usd is not None
+        else cost.source
+        if cost and cost.usd_per_gpu_hour
+        else "",
+        power_source="--gpu-watts" if pricing.gpu_watts is not None else power.source if power else "",
+        uncounted=uncounted,
+        objective=pricing.objective,
+    )
 
 
 def _switches(system) -> tuple[str, ...]:
@@ -139,11 +153,15 @@ def _switches(system) -> tuple[str, ...]:
 def check_rates(r: Rates, pricing: Pricing, system: str) -> None:
     """Refuse an objective the request cannot price: no GPU-hour price for cost, no board power for energy."""
     if pricing.objective == "cost" and r.usd_per_gpu_hour is None:
-        raise PlanError(f"--objective cost: no GPU-hour price for {system} in the catalog; give --gpu-hour-usd, or a "
-                        f"[system_costs.{system}] table with usd_per_gpu_hour in a --catalog file")
+        raise PlanError(
+            f"--objective cost: no GPU-hour price for {system} in the catalog; give --gpu-hour-usd, or a "
+            f"[system_costs.{system}] table with usd_per_gpu_hour in a --catalog file"
+        )
     if pricing.objective == "energy" and r.gpu_watts is None:
-        raise PlanError(f"--objective energy: no board power for {system}'s GPU in the catalog; give --gpu-watts, or "
-                        f"a [gpu_power.<gpu>] table with load_watts in a --catalog file")
+        raise PlanError(
+            f"--objective energy: no board power for {system}'s GPU in the catalog; give --gpu-watts, or "
+            f"a [gpu_power.<gpu>] table with load_watts in a --catalog file"
+        )
 
 
 def checked_rates(catalog, system, pricing: Pricing | None) -> Rates:
@@ -155,15 +173,22 @@ def checked_rates(catalog, system, pricing: Pricing | None) -> Rates:
 
 def with_costs(options: list, r: Rates, rank) -> list:
     """deploy's options (deploy.Option), each with its OptionCost, sorted by `rank(option, objective)`."""
-    return sorted((replace(o, cost=option_cost(r, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu,
-                                               gpus_per_replica=o.gpus_per_replica)) for o in options),
-                  key=lambda o: rank(o, r.objective))
+    return sorted(
+        (
+            replace(
+                o, cost=option_cost(r, tokens_per_s_per_gpu=o.tokens_per_s_per_gpu, gpus_per_replica=o.gpus_per_replica)
+            )
+            for o in options
+        ),
+        key=lambda o: rank(o, r.objective),
+    )
 
 
 def cost_view(r: Rates, curves: dict, options) -> CostView:
     """The deployment's CostView: its objective, prices, and `curves` on the cost and energy axes."""
-    return CostView(objective=r.objective, prices=r.to_dict(), curves=cost_curves(curves, {o.label(): o.cost
-                                                                                           for o in options}))
+    return CostView(
+        objective=r.objective, prices=r.to_dict(), curves=cost_curves(curves, {o.label(): o.cost for o in options})
+    )
 
 
 def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int) -> OptionCost:
@@ -175,9 +200,14 @@ def option_cost(r: Rates, *, tokens_per_s_per_gpu: float, gpus_per_replica: int)
         watts = r.gpu_watts + (r.switch_watts_per_node + nics) / r.gpus_per_node
     rate = tokens_per_s_per_gpu
     usd = None if r.usd_per_gpu_hour is None else (r.usd_per_gpu_hour / 3600 / rate * 1e6 if rate > 0 else math.inf)
-    return OptionCost(usd_per_mtok=usd, tokens_per_joule=None if watts is None else rate / watts,
-                      watts_per_gpu=watts, usd_per_gpu_hour=r.usd_per_gpu_hour, nics_counted=spans,
-                      uncounted=r.uncounted + (("the NICs' links",) if spans and r.watts_per_nic is None else ()))
+    return OptionCost(
+        usd_per_mtok=usd,
+        tokens_per_joule=None if watts is None else rate / watts,
+        watts_per_gpu=watts,
+        usd_per_gpu_hour=r.usd_per_gpu_hour,
+        nics_counted=spans,
+        uncounted=r.uncounted + (("the NICs' links",) if spans and r.watts_per_nic is None else ()),
+    )
 
 
 def objective_key(objective: str, o) -> float:
@@ -206,8 +236,21 @@ def cost_curves(curves: dict, costs: dict[str, OptionCost]) -> dict:
     return out
 
 
-__all__ = ["OBJECTIVES", "CostView", "OptionCost", "Pricing", "Rates", "check_rates", "checked_rates", "cost_curves",
-           "cost_view", "objective_key", "option_cost", "rates", "with_costs"]
+__all__ = [
+    "OBJECTIVES",
+    "CostView",
+    "OptionCost",
+    "Pricing",
+    "Rates",
+    "check_rates",
+    "checked_rates",
+    "cost_curves",
+    "cost_view",
+    "objective_key",
+    "option_cost",
+    "rates",
+    "with_costs",
+]
 
 
 def usd_text(usd: float) -> str:
@@ -215,7 +258,9 @@ def usd_text(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:.3g}"
 
 
-def fabric_cost_view(cases: list[tuple[str, object, float, float, int]], catalog) -> tuple[list[OptionCost | None], str]:
+def fabric_cost_view(
+    cases: list[tuple[str, object, float, float, int]], catalog
+) -> tuple[list[OptionCost | None], str]:
     """explain's cost view of its first answer: per case (label, system, ITL s, sequences in flight
     per replica (pp micro-batches of the batch), GPUs of the replica) the $ per million tokens and
     tokens per joule of that replica at that batch (None where the
@@ -225,19 +270,26 @@ def fabric_cost_view(cases: list[tuple[str, object, float, float, int]], catalog
     for _, system, itl_s, seqs, gpus in cases:
         r = rates(catalog, system, Pricing())
         priced = r.usd_per_gpu_hour is not None or r.gpu_watts is not None
-        costs.append(option_cost(r, tokens_per_s_per_gpu=seqs / itl_s / gpus, gpus_per_replica=gpus) if priced else None)
+        costs.append(
+            option_cost(r, tokens_per_s_per_gpu=seqs / itl_s / gpus, gpus_per_replica=gpus) if priced else None
+        )
     usd = [(c.usd_per_mtok, case) for c, case in zip(costs, cases) if c is not None and c.usd_per_mtok is not None]
     if not usd:
         return costs, ""
     fast = min(cases, key=lambda c: c[2])
     fast_usd = next((u for u, c in usd if c is fast), None)
-    text = (f"Priced at the catalog's GPU-hour (prices.toml), {fast[0]} costs {usd_text(fast_usd)} per million output "
-            f"tokens at this batch." if fast_usd is not None else
-            f"The fastest, {fast[0]}, has no GPU-hour price in the catalog.")
+    text = (
+        f"Priced at the catalog's GPU-hour (prices.toml), {fast[0]} costs {usd_text(fast_usd)} per million output "
+        f"tokens at this batch."
+        if fast_usd is not None
+        else f"The fastest, {fast[0]}, has no GPU-hour price in the catalog."
+    )
     cheap_usd, cheap = min(usd, key=lambda uc: uc[0])
     if fast_usd is not None and cheap is not fast and cheap_usd < fast_usd:
-        text += (f" {cheap[0]} wins on cost at {usd_text(cheap_usd)} per million tokens ({fast_usd / cheap_usd:.2f}x "
-                 f"cheaper) while losing on latency (ITL {cheap[2] * 1e3:.2f} ms against {fast[2] * 1e3:.2f} ms).")
+        text += (
+            f" {cheap[0]} wins on cost at {usd_text(cheap_usd)} per million tokens ({fast_usd / cheap_usd:.2f}x "
+            f"cheaper) while losing on latency (ITL {cheap[2] * 1e3:.2f} ms against {fast[2] * 1e3:.2f} ms)."
+        )
     elif fast_usd is not None and len(usd) > 1:
         text += " It is also the cheapest per token: the faster fabric pays for itself."
     return costs, text

@@ -173,20 +173,39 @@ class DeployResult:
     costs: CostView = CostView()  # --objective, the prices, the figure's cost / energy curves (decide.cost)
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "system": self.system, "nodes": self.nodes, "gpus": self.gpus,
-                "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "engine": self.engine,
-                "engine_version": self.engine_version, "nccl": self.nccl,
-                "workload": asdict(self.workload), "options": [o.to_dict() for o in self.options],
-                "best": self.best.to_dict() if self.best else None, "pareto": list(self.pareto),
-                "launch": dict(self.launch), "verdict": self.verdict, "notes": list(self.notes),
-                "prefill": self.prefill, "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
-                "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
-                "batch": self.batch, "impl": self.impl, "tail": self.tail, "judged": self.judged,
-                "judged_words": self.judged_words, "load": self.load, "in_flight_per_replica": self.in_flight,
-                **self.costs.to_dict()}
+        return {
+            "model": self.model,
+            "system": self.system,
+            "nodes": self.nodes,
+            "gpus": self.gpus,
+            "budget_s": self.budget_s,
+            "ttft_budget_s": self.ttft_budget_s,
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "nccl": self.nccl,
+            "workload": asdict(self.workload),
+            "options": [o.to_dict() for o in self.options],
+            "best": self.best.to_dict() if self.best else None,
+            "pareto": list(self.pareto),
+            "launch": dict(self.launch),
+            "verdict": self.verdict,
+            "notes": list(self.notes),
+            "prefill": self.prefill,
+            "launch_plans": {e: la.to_dict() for e, la in self.launches.items()},
+            "without_speculation": self.without_speculation.to_dict() if self.without_speculation else None,
+            "batch": self.batch,
+            "impl": self.impl,
+            "tail": self.tail,
+            "judged": self.judged,
+            "judged_words": self.judged_words,
+            "load": self.load,
+            "in_flight_per_replica": self.in_flight,
+            **self.costs.to_dict(),
+        }
 
 
 # --- the splits -----------------------------------------------------------------------------
+
 
 def splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]]:
     """Every (replicas, plan) with replicas x plan GPUs = `gpus`: a replica inside a node, or over
@@ -226,6 +245,7 @@ def partial_splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[in
 
 # --- one option -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Curve:
     """Per batch b = 1..MAX_BATCH of one plan: TPOT, ITL, TTFT, memory, communication share."""
@@ -251,15 +271,26 @@ class _Curve:
     need: MemoryNeed | None = None  # what mem_bytes is made of (kv_cache per entry)
 
     def memory_at(self, i: int) -> dict | None:  # entry i's parts, as plan's rows give them
-        return None if self.need is None else {**self.need.to_dict(), "kv_cache": float(self.need.kv_cache[i]), "total": float(self.mem_bytes[i])}
+        return (
+            None
+            if self.need is None
+            else {**self.need.to_dict(), "kv_cache": float(self.need.kv_cache[i]), "total": float(self.mem_bytes[i])}
+        )
 
 
 def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = None) -> _Curve:
     b = np.arange(1, MAX_BATCH + 1, dtype=float)
     settings, gpu, engine = sc.settings, sc.system.gpu, sc.engine
     seqs = p.pp * b
-    need = memory_need(sc.model, p, precision=sc.precision, engine=engine, batch=seqs,
-                       context=float(work.max_context), workspace_bytes=settings.workspace_bytes)
+    need = memory_need(
+        sc.model,
+        p,
+        precision=sc.precision,
+        engine=engine,
+        batch=seqs,
+        context=float(work.max_context),
+        workspace_bytes=settings.workspace_bytes,
+    )
     mem = need.total
     fit = memory_fits(need, gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
     frac = raised_fraction(need, gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
@@ -271,15 +302,29 @@ def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = N
         ttft = np.full_like(b, prefill.ttft_s if prefill is not None else sc.prompt_alone_s(p, work.context))
         return _Curve(step, step * yield_, ttft, mem, comm / step, seqs, step, fit, work.judged, yield_, frac, need)
     s = served_curve(sc, p, batch=b, input_len=work.input_len, output_len=work.output_len, spec=work.speculation)
-    return _Curve(s.tpot_s, s.decode_s * yield_, s.ttft_s, mem, s.comm_s / s.tpot_s, seqs, s.cycle_s, fit, work.judged,
-                  yield_, frac, need)
+    return _Curve(
+        s.tpot_s,
+        s.decode_s * yield_,
+        s.ttft_s,
+        mem,
+        s.comm_s / s.tpot_s,
+        seqs,
+        s.cycle_s,
+        fit,
+        work.judged,
+        yield_,
+        frac,
+        need,
+    )
 
 
 def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
     """The split at its largest batch within the budgets, or (`batch`) at that decode batch."""
     fits = c.fits
     itl_ok = c.tpot_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
-    ttft_ok = ~(c.ttft_s > budgets.ttft_budget_s) if budgets.ttft_budget_s is not None else np.ones_like(fits)  # NaN: no TTFT
+    ttft_ok = (
+        ~(c.ttft_s > budgets.ttft_budget_s) if budgets.ttft_budget_s is not None else np.ones_like(fits)
+    )  # NaN: no TTFT
     ok = fits & itl_ok & ttft_ok
     if batch is None:  # the batch grows while every smaller batch also meets the constraints
         n = int(np.argmin(ok)) if not ok.all() else MAX_BATCH
@@ -287,24 +332,49 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
     else:  # the batch given: it runs where it fits in memory, and meets the budgets or not
         n = i = batch - 1
         runs, meets = bool(fits[i]), bool(ok[i])
-    binding = ("max-batch" if n == MAX_BATCH else "batch" if ok[n] else "memory" if not fits[n]
-               else c.token.lower() if not itl_ok[n] else "ttft")
+    binding = (
+        "max-batch"
+        if n == MAX_BATCH
+        else "batch"
+        if ok[n]
+        else "memory"
+        if not fits[n]
+        else c.token.lower()
+        if not itl_ok[n]
+        else "ttft"
+    )
     per_replica = float(c.seqs[i]) / c.cycle_s[i] if runs else 0.0  # no batch runs: no throughput
-    return Option(replicas=replicas, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, max_batch=int(c.seqs[i]) if runs else 0,
-                  tpot_s=float(c.tpot_s[i]), itl_s=float(c.itl_s[i]), cycle_s=float(c.cycle_s[i]),
-                  ttft_s=float(c.ttft_s[i]), tokens_per_s=float(replicas * per_replica),
-                  tokens_per_s_per_gpu=float(per_replica / p.gpus),
-                  tokens_per_s_per_user=float(1 / c.tpot_s[i]) if runs else 0.0,
-                  mem_bytes_per_gpu=float(c.mem_bytes[i]), binding=binding, meets_budget=meets,
-                  comm_share=float(c.comm_share[i]), gpus_per_replica=p.gpus, tokens_per_step=c.tokens_per_step,
-                  memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i])
-                  else float(c.fraction[i]), memory=c.memory_at(i))
+    return Option(
+        replicas=replicas,
+        tp=p.tp,
+        pp=p.pp,
+        ep=p.ep,
+        dp=p.dp,
+        max_batch=int(c.seqs[i]) if runs else 0,
+        tpot_s=float(c.tpot_s[i]),
+        itl_s=float(c.itl_s[i]),
+        cycle_s=float(c.cycle_s[i]),
+        ttft_s=float(c.ttft_s[i]),
+        tokens_per_s=float(replicas * per_replica),
+        tokens_per_s_per_gpu=float(per_replica / p.gpus),
+        tokens_per_s_per_user=float(1 / c.tpot_s[i]) if runs else 0.0,
+        mem_bytes_per_gpu=float(c.mem_bytes[i]),
+        binding=binding,
+        meets_budget=meets,
+        comm_share=float(c.comm_share[i]),
+        gpus_per_replica=p.gpus,
+        tokens_per_step=c.tokens_per_step,
+        memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i]) else float(c.fraction[i]),
+        memory=c.memory_at(i),
+    )
 
 
 # --- the sweep ------------------------------------------------------------------------------
 
-def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = None,
-           batch: int | None = None) -> DeployResult:
+
+def deploy(
+    req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = None, batch: int | None = None
+) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
     the one with the most tokens/s per GPU. With `disaggregate` (P, D), P of the GPUs prefill and
@@ -319,11 +389,24 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
     rated = checked_rates(sc.catalog, sysm, req.pricing)
     decode_gpus = _decode_gpus(gpus, disaggregate, workload, batch)
     options, curves, prefills = [], {}, {}
-    side = prefill_side(sc, gpus=disaggregate[0], input_len=workload.input_len,  # one for every decode plan
-                        candidates=splits(cfg, sysm, disaggregate[0])) if disaggregate else None
+    side = (
+        prefill_side(
+            sc,
+            gpus=disaggregate[0],
+            input_len=workload.input_len,  # one for every decode plan
+            candidates=splits(cfg, sysm, disaggregate[0]),
+        )
+        if disaggregate
+        else None
+    )
     for replicas, p in splits(cfg, sysm, decode_gpus):
-        pre = with_handoff(sc, *side, gpus=disaggregate[0], input_len=workload.input_len, decode_plan=p,
-                           decode_gpus=decode_gpus) if side else None
+        pre = (
+            with_handoff(
+                sc, *side, gpus=disaggregate[0], input_len=workload.input_len, decode_plan=p, decode_gpus=decode_gpus
+            )
+            if side
+            else None
+        )
         c = _curve(sc, p, work=workload, prefill=pre)
         opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:
@@ -334,41 +417,67 @@ def deploy(req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = No
         curves[opt.label()] = _frontier_curve(c, opt)
         prefills[opt.label()] = pre
     if not disaggregate and not any(o.meets_budget for o in options):  # fewer GPUs, where they meet the budgets
-        fewer = [_left(_option(r, p, _curve(sc, p, work=workload), budgets=budgets, batch=batch), gpus)
-                 for r, p in partial_splits(cfg, sysm, gpus)]
+        fewer = [
+            _left(_option(r, p, _curve(sc, p, work=workload), budgets=budgets, batch=batch), gpus)
+            for r, p in partial_splits(cfg, sysm, gpus)
+        ]
         if any(o.meets_budget for o in fewer):
-            fewer = [_with_tail(o, sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload, jitter=req.jitter, batch=batch)
-                     if req.jitter is not None else o for o in fewer]
+            fewer = [
+                _with_tail(o, sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload, jitter=req.jitter, batch=batch)
+                if req.jitter is not None
+                else o
+                for o in fewer
+            ]
             options += fewer
-            curves.update({o.label(): _frontier_curve(_curve(sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload), o)
-                           for o in fewer})
+            curves.update(
+                {o.label(): _frontier_curve(_curve(sc, Plan(o.tp, o.pp, o.ep, o.dp), work=workload), o) for o in fewer}
+            )
             prefills.update({o.label(): None for o in fewer})
     if not options:
-        raise PlanError(f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
-                        f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})")
+        raise PlanError(
+            f"no way to split {gpus} GPUs of {sysm.name} into replicas of {cfg.name}: no plan's "
+            f"GPU count divides {gpus} (heads {cfg.num_heads}, KV heads {cfg.num_kv_heads})"
+        )
     options = with_costs(options, rated, _rank)
     best = next((o for o in options if o.meets_budget), None)
-    result = DeployResult(model=cfg.name, system=sysm.name, nodes=nodes, gpus=gpus, budget_s=budgets.budget_s,
-                          ttft_budget_s=budgets.ttft_budget_s, engine=sc.engine, workload=workload,
-                          options=tuple(options), best=best, pareto=tuple(pareto_front(curves, options)),
-                          curves=curves,
-                          prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
-                          notes=tuple(sc.precision_notes),
-                          memory_utilization=sc.settings.memory_utilization, precision=sc.precision,
-                          chunk_tokens=CHUNK_TOKENS, batch=batch, impl=sc.impl,
-                          tail=req.jitter.describe() if req.jitter else None, nccl=nccl_words(sc.catalog, sc.engine),
-                          judged=workload.judged, judged_words=_judged_words(workload, disaggregate),
-                          engine_version=load_engine(sc.engine).version, costs=cost_view(rated, curves, options),
-                          without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate,
-                                                          batch=batch))
+    result = DeployResult(
+        model=cfg.name,
+        system=sysm.name,
+        nodes=nodes,
+        gpus=gpus,
+        budget_s=budgets.budget_s,
+        ttft_budget_s=budgets.ttft_budget_s,
+        engine=sc.engine,
+        workload=workload,
+        options=tuple(options),
+        best=best,
+        pareto=tuple(pareto_front(curves, options)),
+        curves=curves,
+        prefill=prefills[best.label()].to_dict() if best and prefills[best.label()] else None,
+        notes=tuple(sc.precision_notes),
+        memory_utilization=sc.settings.memory_utilization,
+        precision=sc.precision,
+        chunk_tokens=CHUNK_TOKENS,
+        batch=batch,
+        impl=sc.impl,
+        tail=req.jitter.describe() if req.jitter else None,
+        nccl=nccl_words(sc.catalog, sc.engine),
+        judged=workload.judged,
+        judged_words=_judged_words(workload, disaggregate),
+        engine_version=load_engine(sc.engine).version,
+        costs=cost_view(rated, curves, options),
+        without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate, batch=batch),
+    )
     return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
 
 
 def _judged_words(work: Workload, disaggregate: tuple[int, int] | None) -> str:
     if disaggregate is None:
         return work.judged_words
-    return (f"the budget judges the TPOT: time per output token of the decode side; its prompts are prefilled on "
-            f"the other {disaggregate[0]} GPUs and handed over, none is mixed in, so the TPOT is the ITL")
+    return (
+        f"the budget judges the TPOT: time per output token of the decode side; its prompts are prefilled on "
+        f"the other {disaggregate[0]} GPUs and handed over, none is mixed in, so the TPOT is the ITL"
+    )
 
 
 def _check_request(req: Request, workload: Workload) -> None:
@@ -377,12 +486,15 @@ def _check_request(req: Request, workload: Workload) -> None:
     tail under speculation (how many drafts a step accepts varies too, and is not modelled)."""
     sc = req.scenario
     if req.jitter is not None and workload.speculation is not None:
-        raise PlanError("--jitter with --speculative: a speculative token's tail also depends on how many drafts "
-                        "each step accepts, which is not modelled; drop one of them")
+        raise PlanError(
+            "--jitter with --speculative: a speculative token's tail also depends on how many drafts "
+            "each step accepts, which is not modelled; drop one of them"
+        )
     cfg = sc.model
     if cfg.max_position_embeddings and workload.max_context > cfg.max_position_embeddings:
-        raise PlanError(f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of "
-                        f"{cfg.max_position_embeddings}")
+        raise PlanError(
+            f"a sequence of {workload.max_context} tokens exceeds {cfg.name}'s maximum of {cfg.max_position_embeddings}"
+        )
     check_request(sc.engine, sc.system, cfg, workload.speculation)
 
 
@@ -396,8 +508,9 @@ def _left(o: Option, gpus: int) -> Option:
     return dataclasses.replace(o, gpus_left=gpus - o.replicas * o.gpus_per_replica)
 
 
-def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,
-                   batches: Sequence[int | None] = (None,)) -> list[list[tuple[Option, ...]]]:
+def budget_options(
+    req: Request, *, gpus: int, budgets_s: Sequence, batches: Sequence[int | None] = (None,)
+) -> list[list[tuple[Option, ...]]]:
     """Per batch of `batches` (None: each option's largest within the budget), `deploy`'s options
     (best first) at each budget of `budgets_s` (on the request's judged time: TPOT served, ITL decode
     only), each split priced once (the report's controls)."""
@@ -406,8 +519,13 @@ def budget_options(req: Request, *, gpus: int, budgets_s: Sequence,
     for b in batches:
         _check_batch(b)
     curves = [(r, p, _curve(sc, p, work=req.served_workload)) for r, p in splits(sc.model, sc.system, gpus)]
-    return [[tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
-             for k in budgets_s] for b in batches]
+    return [
+        [
+            tuple(sorted((_option(r, p, c, budgets=Budgets(budget_s=k), batch=b) for r, p, c in curves), key=_rank))
+            for k in budgets_s
+        ]
+        for b in batches
+    ]
 
 
 def _plain_best(req: Request, workload: Workload, **question) -> Option | None:
@@ -428,12 +546,16 @@ def _decode_gpus(gpus: int, disaggregate: tuple[int, int] | None, work: Workload
     if disaggregate is None:
         return gpus
     if batch is not None:
-        raise PlanError("give --batch or --disaggregate, not both: a disaggregated batch is what the prefill side feeds")
+        raise PlanError(
+            "give --batch or --disaggregate, not both: a disaggregated batch is what the prefill side feeds"
+        )
     if work.context:
         raise PlanError("--disaggregate needs --input-len/--output-len (a prompt to hand over), not --context")
     if sum(disaggregate) != gpus:
-        raise PlanError(f"--disaggregate {disaggregate[0]}:{disaggregate[1]} uses {sum(disaggregate)} GPUs, "
-                        f"not the {gpus} of --gpus")
+        raise PlanError(
+            f"--disaggregate {disaggregate[0]}:{disaggregate[1]} uses {sum(disaggregate)} GPUs, "
+            f"not the {gpus} of --gpus"
+        )
     return disaggregate[1]
 
 
@@ -449,10 +571,22 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
     takes = opt.replicas * c.seqs[:n] / c.cycle_s[:n] >= fed
     i = int(np.argmax(takes)) if takes.any() else n - 1
     tpot = float(c.tpot_s[i])
-    return Option(**{**fields, "max_batch": int(c.seqs[i]), "tpot_s": tpot, "itl_s": float(c.itl_s[i]),
-                     "cycle_s": float(c.cycle_s[i]), "tokens_per_s": fed, "tokens_per_s_per_gpu": fed / gpus,
-                     "tokens_per_s_per_user": 1 / tpot, "mem_bytes_per_gpu": float(c.mem_bytes[i]), "memory": c.memory_at(i),
-                     "comm_share": float(c.comm_share[i]), "binding": "prefill"})
+    return Option(
+        **{
+            **fields,
+            "max_batch": int(c.seqs[i]),
+            "tpot_s": tpot,
+            "itl_s": float(c.itl_s[i]),
+            "cycle_s": float(c.cycle_s[i]),
+            "tokens_per_s": fed,
+            "tokens_per_s_per_gpu": fed / gpus,
+            "tokens_per_s_per_user": 1 / tpot,
+            "mem_bytes_per_gpu": float(c.mem_bytes[i]),
+            "memory": c.memory_at(i),
+            "comm_share": float(c.comm_share[i]),
+            "binding": "prefill",
+        }
+    )
 
 
 def _with_tail(opt: Option, sc: Scenario, p: Plan, *, work: Workload, jitter: Jitter, batch: int | None) -> Option:
@@ -471,15 +605,19 @@ def _nodes(system: System, gpus: int, nodes: int | None) -> int:
     nodes = needed if nodes is None else nodes
     check_nodes(system, nodes)
     if gpus > nodes * system.gpus_per_node:
-        raise PlanError(f"{gpus} GPUs do not fit in {nodes} x {system.name} ({system.gpus_per_node} per node); "
-                        f"give --nodes {needed} or fewer --gpus")
+        raise PlanError(
+            f"{gpus} GPUs do not fit in {nodes} x {system.name} ({system.gpus_per_node} per node); "
+            f"give --nodes {needed} or fewer --gpus"
+        )
     if nodes > needed:
         # replicas are placed on whole nodes (a replica inside one node, or over whole nodes): what
         # is priced must be what the header says, so fewer GPUs than the nodes hold is refused
         # rather than priced on `needed` nodes under a header of `nodes`
-        raise PlanError(f"{gpus} GPUs fill {needed} x {system.name} ({system.gpus_per_node} per node), not {nodes}: "
-                        f"deploy places replicas on whole nodes; give --nodes {needed}, or --gpus "
-                        f"{nodes * system.gpus_per_node} for {nodes} nodes")
+        raise PlanError(
+            f"{gpus} GPUs fill {needed} x {system.name} ({system.gpus_per_node} per node), not {nodes}: "
+            f"deploy places replicas on whole nodes; give --nodes {needed}, or --gpus "
+            f"{nodes * system.gpus_per_node} for {nodes} nodes"
+        )
     return nodes
 
 
@@ -492,9 +630,24 @@ def _with_words(r: DeployResult, launches: dict, skipped: dict) -> DeployResult:
     """The result with its verdict and the commands of its best option: each engine's text, or why
     it cannot run it."""
     text = {e: launches[e].text() if e in launches else f"# not run: {skipped[e]}" for e in (*launches, *skipped)}
-    return DeployResult(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "launch": text,
-                           "launches": launches, "verdict": verdict_text(r)})
+    return DeployResult(
+        **{
+            **{f: getattr(r, f) for f in r.__dataclass_fields__},
+            "launch": text,
+            "launches": launches,
+            "verdict": verdict_text(r),
+        }
+    )
 
 
-__all__ = ["DeployResult", "MAX_BATCH", "Option", "Workload", "budget_options", "deploy", "pareto_front", "splits",
-           "verdict_text"]
+__all__ = [
+    "DeployResult",
+    "MAX_BATCH",
+    "Option",
+    "Workload",
+    "budget_options",
+    "deploy",
+    "pareto_front",
+    "splits",
+    "verdict_text",
+]

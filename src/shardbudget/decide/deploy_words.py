@@ -12,8 +12,14 @@ from ..units import format_decimal_bytes, format_seconds
 
 def verdict_text(r) -> str:  # r: a deploy.DeployResult
     """One paragraph, with numbers: the choice, against one replica of the widest TP (or the runner-up)."""
-    budgets = " and ".join(w for w in (f"{format_seconds(r.budget_s)} {r.judged}" if r.budget_s else "",
-                                       f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "") if w)
+    budgets = " and ".join(
+        w
+        for w in (
+            f"{format_seconds(r.budget_s)} {r.judged}" if r.budget_s else "",
+            f"{format_seconds(r.ttft_budget_s)} TTFT" if r.ttft_budget_s else "",
+        )
+        if w
+    )
     within = f"within {budgets}" if budgets else "with no budget"
     if r.best is None:
         spec = r.workload.speculation
@@ -21,21 +27,31 @@ def verdict_text(r) -> str:  # r: a deploy.DeployResult
     b = r.best
     pre = r.prefill
     stages = f" PP{pre['pp']}" if pre and pre["pp"] > 1 else ""
-    where = (f"On {r.gpus} GPUs of {r.system} ({pre['gpus']} prefilling as {pre['replicas']}x TP{pre['tp']}"
-             f"{stages}, TTFT {format_seconds(pre['ttft_s'])} of which the KV "
-             f"hand-off is {format_seconds(pre['kv_transfer_s'])}, {100 * pre['kv_transfer_share_of_ttft']:.1f}%)"
-             if pre else f"On {r.gpus} GPUs of {r.system}")
+    where = (
+        f"On {r.gpus} GPUs of {r.system} ({pre['gpus']} prefilling as {pre['replicas']}x TP{pre['tp']}"
+        f"{stages}, TTFT {format_seconds(pre['ttft_s'])} of which the KV "
+        f"hand-off is {format_seconds(pre['kv_transfer_s'])}, {100 * pre['kv_transfer_share_of_ttft']:.1f}%)"
+        if pre
+        else f"On {r.gpus} GPUs of {r.system}"
+    )
     left = ""
     if b.gpus_left:  # fewer GPUs than given meet the budgets where all of them do not (deploy.partial_splits)
-        left = (f" on {b.replicas * b.gpus_per_replica} of them ({b.gpus_left} GPU{'s' if b.gpus_left > 1 else ''} "
-                f"left: no split of all {r.gpus} meets the budgets)")
-    at = (f"with {b.max_batch} sequences in flight per replica" if r.batch else
-          f"at its batch cap of {b.max_batch} per replica")  # the table's 'in flight' / 'batch cap'
-    text = (f"{where}, {b.label()}{left} {at} gives {_most(r.costs.objective, b)} {within}: "
-            f"{b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
-            f"{b.tokens_per_s_per_user:.0f} tokens/s per user ({_times(r, b)}; "
-            f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "
-            f"{100 * b.comm_share:.0f}% of its {r.judged} in communication).")
+        left = (
+            f" on {b.replicas * b.gpus_per_replica} of them ({b.gpus_left} GPU{'s' if b.gpus_left > 1 else ''} "
+            f"left: no split of all {r.gpus} meets the budgets)"
+        )
+    at = (
+        f"with {b.max_batch} sequences in flight per replica"
+        if r.batch
+        else f"at its batch cap of {b.max_batch} per replica"
+    )  # the table's 'in flight' / 'batch cap'
+    text = (
+        f"{where}, {b.label()}{left} {at} gives {_most(r.costs.objective, b)} {within}: "
+        f"{b.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, {b.tokens_per_s:,.0f} in all, "
+        f"{b.tokens_per_s_per_user:.0f} tokens/s per user ({_times(r, b)}; "
+        f"{'the batch is given' if b.binding == 'batch' else b.binding + ' binds'}; "
+        f"{100 * b.comm_share:.0f}% of its {r.judged} in communication)."
+    )
     if r.workload.speculation is not None:
         text += comparison_text(r.workload.speculation, b, r.without_speculation)
     # Against the plan people reach for first: one replica, tensor-parallel as wide as the GPUs allow.
@@ -43,14 +59,18 @@ def verdict_text(r) -> str:  # r: a deploy.DeployResult
     if whole is b:
         second = next((o for o in r.options if o is not b and o.meets_budget), None)
         if second is not None:
-            text += (f" The runner-up, {second.label()}, gives {second.tokens_per_s_per_gpu:,.0f}/GPU "
-                     f"({second.tokens_per_s_per_gpu / b.tokens_per_s_per_gpu:.2f}x) {_batch(r, second)}.")
+            text += (
+                f" The runner-up, {second.label()}, gives {second.tokens_per_s_per_gpu:,.0f}/GPU "
+                f"({second.tokens_per_s_per_gpu / b.tokens_per_s_per_gpu:.2f}x) {_batch(r, second)}."
+            )
         return text
     if whole is not None:
         if whole.meets_budget:
-            text += (f" That is {b.tokens_per_s_per_gpu / whole.tokens_per_s_per_gpu:.2f}x the tokens/s of one "
-                     f"{whole.label()[2:]} replica ({whole.tokens_per_s_per_gpu:,.0f}/GPU {_batch(r, whole)}, "
-                     f"{100 * whole.comm_share:.0f}% of its {r.judged} in communication).")
+            text += (
+                f" That is {b.tokens_per_s_per_gpu / whole.tokens_per_s_per_gpu:.2f}x the tokens/s of one "
+                f"{whole.label()[2:]} replica ({whole.tokens_per_s_per_gpu:,.0f}/GPU {_batch(r, whole)}, "
+                f"{100 * whole.comm_share:.0f}% of its {r.judged} in communication)."
+            )
         else:
             text += f" One {whole.label()[2:]} replica of all {r.gpus} GPUs misses the budget ({whole.binding})."
     return text
@@ -85,13 +105,18 @@ def _no_option_text(r, budgets: str) -> str:
     if not fitting:
         c = min(r.options, key=lambda o: o.mem_bytes_per_gpu)
         gpus = f"{r.gpus} GPU{'s' if r.gpus != 1 else ''}"
-        return (f"No split of {gpus} of {r.system} fits {r.model} in memory, even at batch 1: the closest is "
-                f"{c.label()} at {format_decimal_bytes(c.mem_bytes_per_gpu)} per GPU; give more --gpus or a smaller "
-                f"--dtype / --kv-dtype / context.")
+        return (
+            f"No split of {gpus} of {r.system} fits {r.model} in memory, even at batch 1: the closest is "
+            f"{c.label()} at {format_decimal_bytes(c.mem_bytes_per_gpu)} per GPU; give more --gpus or a smaller "
+            f"--dtype / --kv-dtype / context."
+        )
     c = min(fitting, key=lambda o: o.tpot_s)
-    return (f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
-            f"{format_seconds(c.tpot_s)} {r.judged}" + ("" if math.isnan(c.ttft_s) else f", TTFT {format_seconds(c.ttft_s)}")
-            + f" (binding: {c.binding}).")
+    return (
+        f"No way to spend {r.gpus} GPUs on {r.model} meets {budgets}: the closest is {c.label()} at "
+        f"{format_seconds(c.tpot_s)} {r.judged}"
+        + ("" if math.isnan(c.ttft_s) else f", TTFT {format_seconds(c.ttft_s)}")
+        + f" (binding: {c.binding})."
+    )
 
 
 __all__ = ["verdict_text"]

@@ -42,10 +42,19 @@ class Prefill:
         return self.replicas / self.prefill_s
 
     def to_dict(self) -> dict:
-        return {"gpus": self.gpus, "replicas": self.replicas, "tp": self.plan.tp, "pp": self.plan.pp,
-                "ep": self.plan.ep, "dp": self.plan.dp, "prefill_s": self.prefill_s, "kv_transfer_s": self.transfer_s,
-                "ttft_s": self.ttft_s, "kv_transfer_share_of_ttft": self.transfer_s / self.ttft_s,
-                "prompts_per_s": self.prompts_per_s}
+        return {
+            "gpus": self.gpus,
+            "replicas": self.replicas,
+            "tp": self.plan.tp,
+            "pp": self.plan.pp,
+            "ep": self.plan.ep,
+            "dp": self.plan.dp,
+            "prefill_s": self.prefill_s,
+            "kv_transfer_s": self.transfer_s,
+            "ttft_s": self.ttft_s,
+            "kv_transfer_share_of_ttft": self.transfer_s / self.ttft_s,
+            "prompts_per_s": self.prompts_per_s,
+        }
 
 
 def parse_split(text: str) -> tuple[int, int]:
@@ -56,18 +65,31 @@ def parse_split(text: str) -> tuple[int, int]:
     return int(left), int(right)
 
 
-def with_handoff(sc: Scenario, replicas: int, p: Plan, t: float, *, gpus: int, input_len: int, decode_plan: Plan,
-                 decode_gpus: int) -> Prefill:
+def with_handoff(
+    sc: Scenario, replicas: int, p: Plan, t: float, *, gpus: int, input_len: int, decode_plan: Plan, decode_gpus: int
+) -> Prefill:
     """The prefill side `prefill_side` chose, with its KV hand-off to `decode_plan`'s GPUs."""
     system = sc.system
-    return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t,
-                   transfer_s=kv_handoff_s(sc.model, system, sc.catalog, input_len=input_len, decode_plan=decode_plan,
-                                           kv_dtype=sc.precision.kv_dtype,
-                                           same_node=gpus + decode_gpus <= system.gpus_per_node))
+    return Prefill(
+        gpus=gpus,
+        replicas=replicas,
+        plan=p,
+        prefill_s=t,
+        transfer_s=kv_handoff_s(
+            sc.model,
+            system,
+            sc.catalog,
+            input_len=input_len,
+            decode_plan=decode_plan,
+            kv_dtype=sc.precision.kv_dtype,
+            same_node=gpus + decode_gpus <= system.gpus_per_node,
+        ),
+    )
 
 
-def prefill_side(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tuple[int, Plan]],
-                 memo: dict | None = None) -> tuple[int, Plan, float]:
+def prefill_side(
+    sc: Scenario, *, gpus: int, input_len: int, candidates: list[tuple[int, Plan]], memo: dict | None = None
+) -> tuple[int, Plan, float]:
     """(replicas, plan, one prompt's prefill seconds) of the split of `gpus` GPUs that fits one prompt
     in memory and prefills the most prompts per second: the same for every decode side it feeds.
     `memo` (plan -> prefill seconds, or None where one prompt does not fit) keeps each plan's price
@@ -76,14 +98,28 @@ def prefill_side(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tu
     memo = {} if memo is None else memo
     for _, p in candidates:
         if p not in memo:
-            fit = memory_fits(memory_need(cfg, p, precision=precision, engine=engine, batch=1, context=float(input_len),
-                                          workspace_bytes=settings.workspace_bytes),
-                              system.gpu, engine=engine, plan=p, utilization=settings.memory_utilization)
+            fit = memory_fits(
+                memory_need(
+                    cfg,
+                    p,
+                    precision=precision,
+                    engine=engine,
+                    batch=1,
+                    context=float(input_len),
+                    workspace_bytes=settings.workspace_bytes,
+                ),
+                system.gpu,
+                engine=engine,
+                plan=p,
+                utilization=settings.memory_utilization,
+            )
             memo[p] = float(sc.step(p, "prefill").evaluate(1.0, float(input_len)).total_s) if fit else None
     fitting = [(r, p) for r, p in candidates if memo[p] is not None]
     if not fitting:
-        raise PlanError(f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
-                        f"give prefill more GPUs (--disaggregate P:D)")
+        raise PlanError(
+            f"no plan of {cfg.name} fits a prefill side of {gpus} GPUs of {system.name} in memory; "
+            f"give prefill more GPUs (--disaggregate P:D)"
+        )
     best = None
     for replicas, p in fitting:
         t = memo[p]
@@ -92,15 +128,31 @@ def prefill_side(sc: Scenario, *, gpus: int, input_len: int, candidates: list[tu
     return best
 
 
-def kv_handoff_s(cfg: ModelConfig, system: System, catalog: Catalog, *, input_len: int, decode_plan: Plan,
-                 kv_dtype: str, same_node: bool) -> float:
+def kv_handoff_s(
+    cfg: ModelConfig,
+    system: System,
+    catalog: Catalog,
+    *,
+    input_len: int,
+    decode_plan: Plan,
+    kv_dtype: str,
+    same_node: bool,
+) -> float:
     """One prompt's KV cache, each decode GPU's shard received in parallel over its own path."""
-    shard = kv_cache_bytes_per_gpu(cfg, batch=1, context=float(input_len), tp=decode_plan.tp, pp=decode_plan.pp,
-                                   kv_dtype=kv_dtype, attn_dp=decode_plan.dp)
+    shard = kv_cache_bytes_per_gpu(
+        cfg,
+        batch=1,
+        context=float(input_len),
+        tp=decode_plan.tp,
+        pp=decode_plan.pp,
+        kv_dtype=kv_dtype,
+        attn_dp=decode_plan.dp,
+    )
     if not same_node and system.nic_fabric is None:
         raise PlanError(f"{system.name} has no scale-out network to hand the KV cache to another node")
-    return collective_cost("send/recv", max(float(shard), 1.0), system, nodes=1 if same_node else 2, gpus=2,
-                           catalog=catalog).time_s
+    return collective_cost(
+        "send/recv", max(float(shard), 1.0), system, nodes=1 if same_node else 2, gpus=2, catalog=catalog
+    ).time_s
 
 
 __all__ = ["Prefill", "kv_handoff_s", "parse_split", "prefill_side", "with_handoff"]

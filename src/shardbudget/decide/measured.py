@@ -67,23 +67,36 @@ def predict_samples(samples, sysm: System, *, impl: str = "nccl", catalog: Catal
     nodes = s0.n_nodes or max(1, math.ceil(s0.n_ranks / sysm.gpus_per_node))
     try:
         group = make_group(sysm, nodes=nodes, gpus=s0.n_ranks, catalog=catalog)
-        return [c.time_s for c in sweep(op, [max(1.0, s.msg_bytes) for s in samples], sysm, nodes=nodes,
-                                        gpus=s0.n_ranks, impl=effective_impl(group, impl), catalog=catalog)]
+        return [
+            c.time_s
+            for c in sweep(
+                op,
+                [max(1.0, s.msg_bytes) for s in samples],
+                sysm,
+                nodes=nodes,
+                gpus=s0.n_ranks,
+                impl=effective_impl(group, impl),
+                catalog=catalog,
+            )
+        ]
     except ShardbudgetError:
         return None
 
 
-def measured_entry(ms: MeasurementSet, system: str, *, path: str | None = None, impl: str = "nccl",
-                   catalog: Catalog | None = None) -> MeasuredEntry:
+def measured_entry(
+    ms: MeasurementSet, system: str, *, path: str | None = None, impl: str = "nccl", catalog: Catalog | None = None
+) -> MeasuredEntry:
     """`ms` beside the model of `system` at the same sizes, ranks and nodes."""
     catalog = catalog or load_catalog()
     sysm, runs = catalog.system(system), []
     for label, samples in measured_groups(ms):
         pred = predict_samples(samples, sysm, impl=impl, catalog=catalog)
-        runs.append(MeasuredRun(label=label, samples=tuple(samples),
-                                predicted_s=tuple(pred) if pred is not None else None))
-    return MeasuredEntry(path=str(path if path is not None else ms.source), measurement=ms, system=system,
-                         runs=tuple(runs))
+        runs.append(
+            MeasuredRun(label=label, samples=tuple(samples), predicted_s=tuple(pred) if pred is not None else None)
+        )
+    return MeasuredEntry(
+        path=str(path if path is not None else ms.source), measurement=ms, system=system, runs=tuple(runs)
+    )
 
 
 __all__ = ["MeasuredEntry", "MeasuredRun", "measured_entry", "measured_groups", "predict_samples"]

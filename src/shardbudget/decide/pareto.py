@@ -25,9 +25,18 @@ def pareto_front(curves: dict, options: Sequence) -> list[dict]:
     front = []
     for j in order[g > best_before]:  # a point is on the front when it beats every faster one
         o = by_label[labels[which[j]]]
-        front.append({"tp": o.tp, "pp": o.pp, "ep": o.ep, "dp": o.dp, "replicas": o.replicas,
-                      "batch": o.pp * (int(index[j]) + 1), "tokens_per_s_per_user": float(user[j]),
-                      "tokens_per_s_per_gpu": float(per_gpu[j])})
+        front.append(
+            {
+                "tp": o.tp,
+                "pp": o.pp,
+                "ep": o.ep,
+                "dp": o.dp,
+                "replicas": o.replicas,
+                "batch": o.pp * (int(index[j]) + 1),
+                "tokens_per_s_per_user": float(user[j]),
+                "tokens_per_s_per_gpu": float(per_gpu[j]),
+            }
+        )
     return front
 
 

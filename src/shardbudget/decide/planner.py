@@ -60,10 +60,16 @@ class BatchResult:
         return self.judgement.best_plan if self.judgement else None
 
     def to_dict(self) -> dict:
-        return {"batch": self.batch, "rows": [r.to_dict() for r in self.rows], "min_tp_memory": self.min_tp_memory,
-                "max_tp_budget": self.max_tp_budget, "best_tp": self.best_tp, "best_plan": self.best_plan,
-                "min_gpus_memory": self.min_gpus_memory,
-                "verdict": self.verdict}
+        return {
+            "batch": self.batch,
+            "rows": [r.to_dict() for r in self.rows],
+            "min_tp_memory": self.min_tp_memory,
+            "max_tp_budget": self.max_tp_budget,
+            "best_tp": self.best_tp,
+            "best_plan": self.best_plan,
+            "min_gpus_memory": self.min_gpus_memory,
+            "verdict": self.verdict,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,13 +108,29 @@ class Assumptions:
 
     def to_dict(self) -> dict:
         eff = {**self.efficiency.to_dict(), **self.settings.to_dict(), "memory_utilization": self.memory_utilization}
-        return {"efficiency": eff, "impl": self.impl, "engine": self.engine, "engine_version": self.engine_version,
-                "nccl": self.nccl, "allreduce": dict(self.allreduce), "weight_dtype": self.weight_dtype,
-                "kv_dtype": self.kv_dtype, "act_dtype": self.act_dtype, "comm_threshold": self.comm_threshold,
-                "knee_threshold": self.knee_threshold, "ttft": self.ttft, "gpu": self.gpu,
-                "intra_fabric": self.intra_fabric, "nic": self.nic, "expert_dtype": self.expert_dtype,
-                "compute_dtype": self.compute_dtype, "notes": list(self.notes), "tail": self.tail, "tpot": self.tpot,
-                "judged": self.judged}
+        return {
+            "efficiency": eff,
+            "impl": self.impl,
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "nccl": self.nccl,
+            "allreduce": dict(self.allreduce),
+            "weight_dtype": self.weight_dtype,
+            "kv_dtype": self.kv_dtype,
+            "act_dtype": self.act_dtype,
+            "comm_threshold": self.comm_threshold,
+            "knee_threshold": self.knee_threshold,
+            "ttft": self.ttft,
+            "gpu": self.gpu,
+            "intra_fabric": self.intra_fabric,
+            "nic": self.nic,
+            "expert_dtype": self.expert_dtype,
+            "compute_dtype": self.compute_dtype,
+            "notes": list(self.notes),
+            "tail": self.tail,
+            "tpot": self.tpot,
+            "judged": self.judged,
+        }
 
 
 @dataclass(frozen=True)
@@ -125,14 +147,23 @@ class PlanResult:
     assumptions: Assumptions
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "system": self.system, "nodes": self.nodes, "context": self.context,
-                "budget_s": self.budget_s, "ttft_budget_s": self.ttft_budget_s, "impl": self.impl,
-                "dtype": self.dtype, "expert_dtype": self.assumptions.expert_dtype or self.dtype,
-                "results": [r.to_dict() for r in self.results],
-                "assumptions": self.assumptions.to_dict()}
+        return {
+            "model": self.model,
+            "system": self.system,
+            "nodes": self.nodes,
+            "context": self.context,
+            "budget_s": self.budget_s,
+            "ttft_budget_s": self.ttft_budget_s,
+            "impl": self.impl,
+            "dtype": self.dtype,
+            "expert_dtype": self.assumptions.expert_dtype or self.dtype,
+            "results": [r.to_dict() for r in self.results],
+            "assumptions": self.assumptions.to_dict(),
+        }
 
 
 # --- which plans are valid ------------------------------------------------------------------
+
 
 def _tp_problem(cfg: ModelConfig, tp: int) -> str | None:
     """Why the model's heads refuse this TP degree (as engines refuse it), or None."""
@@ -147,7 +178,7 @@ def _tp_degrees(system: System, total: int) -> list[int]:
     """TP degrees worth sweeping: powers of two, and whole nodes (TP beyond one node spans whole
     nodes of the scale-out network), up to every GPU of the nodes."""
     gpn = system.gpus_per_node
-    powers = {2 ** k for k in range(0, 17) if 2 ** k <= total}
+    powers = {2**k for k in range(0, 17) if 2**k <= total}
     whole_nodes = {gpn * k for k in range(1, total // gpn + 1)}
     return sorted(t for t in powers | whole_nodes if t <= gpn or t % gpn == 0)
 
@@ -161,18 +192,23 @@ def plan_notes(cfg: ModelConfig, system: System, nodes: int, plans: Sequence[Pla
     """What the sweep left out and why, and where KV heads are replicated (as vLLM does)."""
     total = nodes * system.gpus_per_node
     notes = []
-    for tp in (2 ** k for k in range(1, 17)):
+    for tp in (2**k for k in range(1, 17)):
         if tp > total:
             break
         if tp > system.gpus_per_node and tp % system.gpus_per_node:
             notes.append(f"TP{tp} skipped: TP beyond one node must span whole nodes of {system.gpus_per_node} GPUs")
         elif (why := _tp_problem(cfg, tp)) is not None:
-            offered = " (offered with data-parallel attention, which needs no head split)" \
-                if _dp_attention_ok(cfg, tp) else ""
+            offered = (
+                " (offered with data-parallel attention, which needs no head split)"
+                if _dp_attention_ok(cfg, tp)
+                else ""
+            )
             notes.append(f"TP{tp} skipped: {why}{offered}")
         elif not cfg.is_mla and tp > cfg.num_kv_heads:
-            notes.append(f"TP{tp}: {cfg.num_kv_heads} KV heads for {tp} GPUs, so each KV head is replicated on "
-                         f"{tp // cfg.num_kv_heads} GPUs (KV cache and K/V weights per GPU stop shrinking)")
+            notes.append(
+                f"TP{tp}: {cfg.num_kv_heads} KV heads for {tp} GPUs, so each KV head is replicated on "
+                f"{tp // cfg.num_kv_heads} GPUs (KV cache and K/V weights per GPU stop shrinking)"
+            )
     used = max((p.gpus for p in plans), default=total)
     if used < total:
         notes.append(f"no valid plan uses all {total} GPUs: the largest uses {used}")
@@ -188,8 +224,9 @@ def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = 
     plans: list[Plan] = []
     for tp in _tp_degrees(system, total):
         heads_ok, dp_ok = _tp_problem(cfg, tp) is None, _dp_attention_ok(cfg, tp)
-        pps = [pp for pp in range(1, total // tp + 1) if pp <= cfg.num_layers
-               and (pp == 1 or pp_all or tp * pp == total)]
+        pps = [
+            pp for pp in range(1, total // tp + 1) if pp <= cfg.num_layers and (pp == 1 or pp_all or tp * pp == total)
+        ]
         for pp in pps:
             if heads_ok:
                 plans.append(Plan(tp, pp, 1))
@@ -198,20 +235,28 @@ def valid_plans(cfg: ModelConfig, system: System, nodes: int, *, pp_all: bool = 
             if dp_ok:
                 plans.append(Plan(tp, pp, tp, tp))  # attention data-parallel, experts over EP
     if not plans:
-        raise PlanError(f"no valid TP degree for {cfg.name} on {total} GPUs of {system.name} "
-                        f"(num_attention_heads {cfg.num_heads}, num_key_value_heads {cfg.num_kv_heads})")
+        raise PlanError(
+            f"no valid TP degree for {cfg.name} on {total} GPUs of {system.name} "
+            f"(num_attention_heads {cfg.num_heads}, num_key_value_heads {cfg.num_kv_heads})"
+        )
     return plans
 
 
 # --- the sweep ------------------------------------------------------------------------------
 
+
 def plan_rows(req: Request, p: Plan, batches) -> list[Row]:
     """The rows of one plan at these batches (floats allowed: a measured mean in flight) under the
     request's workload, priced as `plan` prices its rows (check's serving runs)."""
     work = req.decode_workload
-    return _plan_rows(req.scenario, p, batches=np.asarray(batches, dtype=float), context=shown_context(work),
-                      budgets=req.budgets, served=work.served)
-
+    return _plan_rows(
+        req.scenario,
+        p,
+        batches=np.asarray(batches, dtype=float),
+        context=shown_context(work),
+        budgets=req.budgets,
+        served=work.served,
+    )
 
 
 def plan(req: Request) -> PlanResult:
@@ -231,16 +276,34 @@ def plan(req: Request) -> PlanResult:
     served, context = work.served, shown_context(work)
     plans = valid_plans(cfg, sysm, nodes, pp_all=req.pp_all)
     batch_arr = np.asarray(req.batches, dtype=float)
-    rows_by_plan = {p: _plan_rows(sc, p, batches=batch_arr, context=context, budgets=req.budgets, jitter=req.jitter,
-                                  served=served)
-                    for p in plans}
+    rows_by_plan = {
+        p: _plan_rows(sc, p, batches=batch_arr, context=context, budgets=req.budgets, jitter=req.jitter, served=served)
+        for p in plans
+    }
     usable = usable_bytes(sysm.gpu, engine=sc.engine, plan=Plan(1), utilization=sc.settings.memory_utilization)
-    results = [_batch_result(int(b), [rows_by_plan[p][i] for p in plans], _Where(cfg, sysm, nodes), req.budgets,
-                             usable_bytes=usable, token=work.judged)
-               for i, b in enumerate(req.batches)]
-    return PlanResult(model=cfg.name, system=sysm.name, nodes=nodes, context=context, budget_s=req.budgets.budget_s,
-                      ttft_budget_s=req.budgets.ttft_budget_s, impl=sc.impl, dtype=sc.dtype or sc.precision.weights,
-                      results=tuple(results), assumptions=_assumptions(req, plans, usable, served, context))
+    results = [
+        _batch_result(
+            int(b),
+            [rows_by_plan[p][i] for p in plans],
+            _Where(cfg, sysm, nodes),
+            req.budgets,
+            usable_bytes=usable,
+            token=work.judged,
+        )
+        for i, b in enumerate(req.batches)
+    ]
+    return PlanResult(
+        model=cfg.name,
+        system=sysm.name,
+        nodes=nodes,
+        context=context,
+        budget_s=req.budgets.budget_s,
+        ttft_budget_s=req.budgets.ttft_budget_s,
+        impl=sc.impl,
+        dtype=sc.dtype or sc.precision.weights,
+        results=tuple(results),
+        assumptions=_assumptions(req, plans, usable, served, context),
+    )
 
 
 def shown_context(work: Workload) -> int:
@@ -250,22 +313,36 @@ def shown_context(work: Workload) -> int:
     return served[0] + served[1] // 2 if served else work.context
 
 
-def _assumptions(req: Request, plans: Sequence[Plan], usable: float, served: tuple[int, int] | None,
-                 context: int) -> Assumptions:
+def _assumptions(
+    req: Request, plans: Sequence[Plan], usable: float, served: tuple[int, int] | None, context: int
+) -> Assumptions:
     sc, b = req.scenario, req.budgets
     sysm, precision = sc.system, sc.precision
-    return Assumptions(efficiency=sc.eff, settings=sc.settings, memory_utilization=usable / sysm.gpu.memory_bytes,
-                       impl=sc.impl, engine=sc.engine, engine_version=load_engine(sc.engine).version,
-                       nccl=nccl_words(sc.catalog, sc.engine), allreduce=allreduce_words(sc, plans),
-                       weight_dtype=precision.weights, kv_dtype=precision.kv_dtype, act_dtype=precision.activations,
-                       comm_threshold=b.comm_threshold, knee_threshold=b.knee_threshold,
-                       ttft=f"prefill of one {served[0] if served else context}-token prompt",
-                       gpu=sysm.gpu.name, intra_fabric=sysm.intra_fabric.name,
-                       nic=f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
-                       expert_dtype=precision.expert_dtype, compute_dtype=precision.compute_dtype,
-                       notes=tuple(sc.precision_notes) + tuple(plan_notes(sc.model, sysm, sc.node_count, plans)),
-                       tail=req.jitter.describe() if req.jitter else None, tpot=served_words(served, context),
-                       judged=req.decode_workload.judged)
+    return Assumptions(
+        efficiency=sc.eff,
+        settings=sc.settings,
+        memory_utilization=usable / sysm.gpu.memory_bytes,
+        impl=sc.impl,
+        engine=sc.engine,
+        engine_version=load_engine(sc.engine).version,
+        nccl=nccl_words(sc.catalog, sc.engine),
+        allreduce=allreduce_words(sc, plans),
+        weight_dtype=precision.weights,
+        kv_dtype=precision.kv_dtype,
+        act_dtype=precision.activations,
+        comm_threshold=b.comm_threshold,
+        knee_threshold=b.knee_threshold,
+        ttft=f"prefill of one {served[0] if served else context}-token prompt",
+        gpu=sysm.gpu.name,
+        intra_fabric=sysm.intra_fabric.name,
+        nic=f"{sysm.nics_per_node}x {sysm.nic_fabric.name}" if sysm.nic_fabric else None,
+        expert_dtype=precision.expert_dtype,
+        compute_dtype=precision.compute_dtype,
+        notes=tuple(sc.precision_notes) + tuple(plan_notes(sc.model, sysm, sc.node_count, plans)),
+        tail=req.jitter.describe() if req.jitter else None,
+        tpot=served_words(served, context),
+        judged=req.decode_workload.judged,
+    )
 
 
 def allreduce_words(sc: Scenario, plans: Sequence[Plan]) -> dict:
@@ -294,17 +371,29 @@ def _forced_words(impl: str, group) -> str:
 def served_words(served: tuple[int, int] | None, context: int) -> str:
     """What the plan's latency columns answer: decode only, or the served TPOT too."""
     if served is None:
-        return (f"decode only: ITL is one decode step at context {context}, no prompts mixed in; the budget and every "
-                f"verdict judge the ITL (give --input-len/--output-len for the served TPOT)")
+        return (
+            f"decode only: ITL is one decode step at context {context}, no prompts mixed in; the budget and every "
+            f"verdict judge the ITL (give --input-len/--output-len for the served TPOT)"
+        )
     i, o = served
-    return (f"served at input {i} / output {o} tokens: ITL is the decode step alone (at context {i + o // 2}), TPOT "
-            f"the decode step with the other requests' prompts mixed in (chunked prefill), as deploy prices it; the "
-            f"budget and every verdict judge the TPOT; compute, comm and host split the TPOT (comm counts the "
-            f"prompts' collectives); TTFT is a new prompt's chunks in the batch's steps")
+    return (
+        f"served at input {i} / output {o} tokens: ITL is the decode step alone (at context {i + o // 2}), TPOT "
+        f"the decode step with the other requests' prompts mixed in (chunked prefill), as deploy prices it; the "
+        f"budget and every verdict judge the TPOT; compute, comm and host split the TPOT (comm counts the "
+        f"prompts' collectives); TTFT is a new prompt's chunks in the batch's steps"
+    )
 
 
-def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budgets: Budgets,
-               jitter: Jitter | None = None, served: tuple[int, int] | None = None) -> list[Row]:
+def _plan_rows(
+    sc: Scenario,
+    p: Plan,
+    *,
+    batches: np.ndarray,
+    context: int,
+    budgets: Budgets,
+    jitter: Jitter | None = None,
+    served: tuple[int, int] | None = None,
+) -> list[Row]:
     """One Row per batch size for plan `p`: decode ITL and its parts, TTFT, memory, fits, meets, and
     the ITL's p99 where `jitter` gives measured per-iteration times."""
     settings = sc.settings
@@ -313,12 +402,20 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
     dec = decode.evaluate(batches, at)
     calls = decode.tp_allreduces(batches, at)  # the TP all-reduce each row was priced with
     p99s = jitter.row_p99s(decode, batches, at, dec.total_s) if jitter else [None] * len(batches)
-    need = memory_need(sc.model, p, precision=sc.precision, engine=sc.engine, batch=batches,
-                       context=float(sum(served) if served else context), workspace_bytes=settings.workspace_bytes)
+    need = memory_need(
+        sc.model,
+        p,
+        precision=sc.precision,
+        engine=sc.engine,
+        batch=batches,
+        context=float(sum(served) if served else context),
+        workspace_bytes=settings.workspace_bytes,
+    )
     mem = need.total
     ok = memory_fits(need, sc.system.gpu, engine=sc.engine, plan=p, utilization=settings.memory_utilization)
     if served:  # TPOT and TTFT at each batch as deploy prices them (a prompt's chunks ride in the batch's steps)
         from ..step.served import served_curve  # only here: plan's start-up loads neither it nor speculative
+
         curve = served_curve(sc, p, batch=batches, input_len=served[0], output_len=served[1])
         tpots, tpot_comms, ttfts = curve.tpot_s, curve.comm_s, curve.ttft_s
     else:  # one prompt of `context` tokens prefilled alone
@@ -331,14 +428,34 @@ def _plan_rows(sc: Scenario, p: Plan, *, batches: np.ndarray, context: int, budg
         tpot = None if tpots[i] is None else float(tpots[i])
         tpot_comm = None if tpot_comms[i] is None else float(tpot_comms[i])
         judged, judged_comm = (itl, comm) if tpot is None else (tpot, tpot_comm)
-        meets = fits and (budgets.budget_s is None or judged <= budgets.budget_s) and (
-            budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
-        rows.append(Row(tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, itl_s=itl, compute_s=float(dec.compute_s[i]),
-                        comm_s=comm, comm_share=judged_comm / judged if judged else 0.0,
-                        comm_latency_s=float(dec.comm_latency_s[i]), other_s=float(dec.other_s[i]),
-                        ttft_s=ttft, mem_bytes_per_gpu=float(mem[i]), fits_memory=fits, meets_budget=meets,
-                        memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
-                        itl_p99_s=p99s[i], tpot_s=tpot, tpot_comm_s=tpot_comm, allreduce=calls[i]))
+        meets = (
+            fits
+            and (budgets.budget_s is None or judged <= budgets.budget_s)
+            and (budgets.ttft_budget_s is None or ttft <= budgets.ttft_budget_s)
+        )
+        rows.append(
+            Row(
+                tp=p.tp,
+                pp=p.pp,
+                ep=p.ep,
+                dp=p.dp,
+                itl_s=itl,
+                compute_s=float(dec.compute_s[i]),
+                comm_s=comm,
+                comm_share=judged_comm / judged if judged else 0.0,
+                comm_latency_s=float(dec.comm_latency_s[i]),
+                other_s=float(dec.other_s[i]),
+                ttft_s=ttft,
+                mem_bytes_per_gpu=float(mem[i]),
+                fits_memory=fits,
+                meets_budget=meets,
+                memory={**need.to_dict(), "kv_cache": float(need.kv_cache[i]), "total": float(mem[i])},
+                itl_p99_s=p99s[i],
+                tpot_s=tpot,
+                tpot_comm_s=tpot_comm,
+                allreduce=calls[i],
+            )
+        )
     return rows
 
 
@@ -355,20 +472,38 @@ class _Where:
         return f"{self.cfg.name} on {name}"
 
 
-def _batch_result(batch: int, rows: list[Row], where: _Where, budgets: Budgets, *, usable_bytes: float,
-                  token: str) -> BatchResult:
-    v = judge(batch, rows, where=where.text(), gpu_memory_bytes=where.system.gpu.memory_bytes, usable_bytes=usable_bytes,
-              limits=Thresholds(budget_s=budgets.budget_s, ttft_budget_s=budgets.ttft_budget_s,
-                                comm_threshold=budgets.comm_threshold, knee_threshold=budgets.knee_threshold,
-                                token=token))
+def _batch_result(
+    batch: int, rows: list[Row], where: _Where, budgets: Budgets, *, usable_bytes: float, token: str
+) -> BatchResult:
+    v = judge(
+        batch,
+        rows,
+        where=where.text(),
+        gpu_memory_bytes=where.system.gpu.memory_bytes,
+        usable_bytes=usable_bytes,
+        limits=Thresholds(
+            budget_s=budgets.budget_s,
+            ttft_budget_s=budgets.ttft_budget_s,
+            comm_threshold=budgets.comm_threshold,
+            knee_threshold=budgets.knee_threshold,
+            token=token,
+        ),
+    )
     fitting = [r for r in v.rows if r.fits_memory]
-    return BatchResult(batch=batch, rows=v.rows, min_tp_memory=min((r.tp for r in fitting), default=None),
-                       max_tp_budget=v.largest_tp_within_budget.tp if v.largest_tp_within_budget else None,
-                       best_tp=v.best.tp if v.best else None, verdict=v.text, judgement=v,
-                       min_gpus_memory=v.smallest.gpus if v.smallest else None)
+    return BatchResult(
+        batch=batch,
+        rows=v.rows,
+        min_tp_memory=min((r.tp for r in fitting), default=None),
+        max_tp_budget=v.largest_tp_within_budget.tp if v.largest_tp_within_budget else None,
+        best_tp=v.best.tp if v.best else None,
+        verdict=v.text,
+        judgement=v,
+        min_gpus_memory=v.smallest.gpus if v.smallest else None,
+    )
 
 
 # --- the inverse question -------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Requirement:
@@ -416,48 +551,99 @@ def required_fabric(req: Request, tp: int) -> Requirement:
     lat = st.comm_latency_s
     bw_time = st.comm_s - lat
     bus_bytes = sum(c.count * c.msg_bytes * busbw_factor("all-reduce", tp) for c in calls)
-    common = dict(model=cfg.name, system=sysm.name, tp=tp, nodes=nodes, batch=batch, budget_s=budget_s,
-                  itl_s=st.total_s, compute_s=st.compute_s, comm_budget_s=comm_budget,
-                  current_busbw_bytes_per_s=bus_bytes / bw_time if bw_time > 0 else math.inf)
+    common = dict(
+        model=cfg.name,
+        system=sysm.name,
+        tp=tp,
+        nodes=nodes,
+        batch=batch,
+        budget_s=budget_s,
+        itl_s=st.total_s,
+        compute_s=st.compute_s,
+        comm_budget_s=comm_budget,
+        current_busbw_bytes_per_s=bus_bytes / bw_time if bw_time > 0 else math.inf,
+    )
     if n_calls == 0:
-        return Requirement(**common, comm_s=0.0, calls_per_step=0, current_latency_per_call_s=0.0,
-                           required_latency_per_call_s=None, required_busbw_bytes_per_s=None,
-                           explanation="TP1 inserts no collectives.")
+        return Requirement(
+            **common,
+            comm_s=0.0,
+            calls_per_step=0,
+            current_latency_per_call_s=0.0,
+            required_latency_per_call_s=None,
+            required_busbw_bytes_per_s=None,
+            explanation="TP1 inserts no collectives.",
+        )
     req_lat = (comm_budget - bw_time) / n_calls if comm_budget > bw_time else None
     req_bw = bus_bytes / (comm_budget - lat) if comm_budget > lat else None
-    text = _requirement_text(sysm, tp=tp, st=st, n_calls=n_calls, comm_budget=comm_budget, bw_time=bw_time,
-                             req_lat=req_lat, req_bw=req_bw, budget_s=budget_s)
-    return Requirement(**common, comm_s=st.comm_s, calls_per_step=int(n_calls), current_latency_per_call_s=lat / n_calls,
-                       required_latency_per_call_s=req_lat, required_busbw_bytes_per_s=req_bw, explanation=text)
+    text = _requirement_text(
+        sysm,
+        tp=tp,
+        st=st,
+        n_calls=n_calls,
+        comm_budget=comm_budget,
+        bw_time=bw_time,
+        req_lat=req_lat,
+        req_bw=req_bw,
+        budget_s=budget_s,
+    )
+    return Requirement(
+        **common,
+        comm_s=st.comm_s,
+        calls_per_step=int(n_calls),
+        current_latency_per_call_s=lat / n_calls,
+        required_latency_per_call_s=req_lat,
+        required_busbw_bytes_per_s=req_bw,
+        explanation=text,
+    )
 
 
-def _requirement_text(sysm: System, *, tp: int, st, n_calls: float, comm_budget: float, bw_time: float,
-                      req_lat: float | None, req_bw: float | None, budget_s: float) -> str:
+def _requirement_text(
+    sysm: System,
+    *,
+    tp: int,
+    st,
+    n_calls: float,
+    comm_budget: float,
+    bw_time: float,
+    req_lat: float | None,
+    req_bw: float | None,
+    budget_s: float,
+) -> str:
     lat = st.comm_latency_s
     if st.total_s <= budget_s:
         slack = budget_s - st.total_s
-        return (f"TP{tp} already meets the {format_seconds(budget_s)} budget at {format_seconds(st.total_s)}: "
-                f"{format_seconds(slack)} of headroom ({100 * slack / budget_s:.0f}% of the budget). Its "
-                f"{n_calls} collectives could each take {format_seconds(slack / n_calls)} longer, or the fabric "
-                f"could be {_slower_factor(st, slack)} slower in latency, before TP{tp} misses it.")
+        return (
+            f"TP{tp} already meets the {format_seconds(budget_s)} budget at {format_seconds(st.total_s)}: "
+            f"{format_seconds(slack)} of headroom ({100 * slack / budget_s:.0f}% of the budget). Its "
+            f"{n_calls} collectives could each take {format_seconds(slack / n_calls)} longer, or the fabric "
+            f"could be {_slower_factor(st, slack)} slower in latency, before TP{tp} misses it."
+        )
     if comm_budget <= 0:
-        return (f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
-                f"{format_seconds(budget_s)} budget: no fabric can make TP{tp} fit.")
-    text = (f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
-            f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
-            f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. ")
+        return (
+            f"Compute and host overhead alone take {format_seconds(st.compute_s + st.other_s)}, more than the "
+            f"{format_seconds(budget_s)} budget: no fabric can make TP{tp} fit."
+        )
+    text = (
+        f"TP{tp} leaves {format_seconds(comm_budget)} for {n_calls} collectives per token "
+        f"({format_seconds(comm_budget / n_calls)} each). Today each costs "
+        f"{format_seconds(lat / n_calls)} of latency plus {format_seconds(bw_time / n_calls)} of transfer. "
+    )
     if req_lat is not None:
         ratio = req_lat / (lat / n_calls)
         fabric = sysm.nic_fabric if tp > sysm.gpus_per_node and sysm.nic_fabric else sysm.intra_fabric
         hop = fabric.hop_latency_s["ll"]
-        text += (f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)} "
-                 f"({100 * ratio:.0f}% of today's: e.g. the {fabric.name} per-hop latency from "
-                 f"{format_seconds(hop)} to {format_seconds(hop * ratio)}, with NCCL's base latency scaled alike). ")
+        text += (
+            f"Keeping today's bandwidth, each call's latency must fall to {format_seconds(req_lat)} "
+            f"({100 * ratio:.0f}% of today's: e.g. the {fabric.name} per-hop latency from "
+            f"{format_seconds(hop)} to {format_seconds(hop * ratio)}, with NCCL's base latency scaled alike). "
+        )
     else:
         text += "No latency is small enough with today's bandwidth. "
-    return text + (f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
-                   if req_bw is not None else "With today's per-call latency no bandwidth is enough: latency alone "
-                   "breaks the budget.")
+    return text + (
+        f"Keeping today's latency, bus bandwidth must reach {format_rate(req_bw)}."
+        if req_bw is not None
+        else "With today's per-call latency no bandwidth is enough: latency alone breaks the budget."
+    )
 
 
 def _slower_factor(st, slack: float) -> str:
@@ -467,4 +653,15 @@ def _slower_factor(st, slack: float) -> str:
     return f"{(st.comm_latency_s + slack) / st.comm_latency_s:.1f}x"
 
 
-__all__ = ["Assumptions", "BatchResult", "PlanResult", "Requirement", "Row", "plan", "plan_rows", "required_fabric", "shown_context", "valid_plans"]
+__all__ = [
+    "Assumptions",
+    "BatchResult",
+    "PlanResult",
+    "Requirement",
+    "Row",
+    "plan",
+    "plan_rows",
+    "required_fabric",
+    "shown_context",
+    "valid_plans",
+]

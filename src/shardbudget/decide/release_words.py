@@ -17,7 +17,8 @@ def nccl_words(catalog: Catalog, engine: str | None = None) -> str:
     nccl = engine_catalog(catalog, engine).nccl
     words = f"{nccl.version[0]}.{nccl.version[1]}" + (", symmetric buffers" if nccl.symmetric else "")
     why = (["--nccl"] if nccl.stated else []) + (
-        [f"{preset.name} {preset.version} ships {preset.nccl}"] if preset is not None and preset.nccl else [])
+        [f"{preset.name} {preset.version} ships {preset.nccl}"] if preset is not None and preset.nccl else []
+    )
     return words + (f" ({'; '.join(why)})" if why else "")
 
 

@@ -45,8 +45,8 @@ Progress = Callable[[str, int, int], None]
 
 FABRIC_OP = CollectiveOp.ALL_REDUCE
 # Message sizes of the fabric sweep: 8 B to 1 GiB, 16 points per factor of 2^5 (smooth on a log axis).
-SWEEP_MIN_BYTES, SWEEP_MAX_BYTES, SWEEP_POINTS = 8.0, float(2 ** 30), 106
-REFERENCE_BYTES = (8.0, float(2 ** 16), float(2 ** 20), float(2 ** 24), float(2 ** 28), float(2 ** 30))
+SWEEP_MIN_BYTES, SWEEP_MAX_BYTES, SWEEP_POINTS = 8.0, float(2**30), 106
+REFERENCE_BYTES = (8.0, float(2**16), float(2**20), float(2**24), float(2**28), float(2**30))
 """Sizes the fabric table shows beside the messages the model sends."""
 
 
@@ -70,8 +70,9 @@ def parse_system_spec(text: str, default_nodes: int = 1) -> SystemSpec:
     if not sep:
         return SystemSpec(name, default_nodes)
     if not count.strip().isdigit() or int(count) < 1:
-        raise PlanError(f"system {text!r}: the node count after ':' must be a whole number of at least 1 "
-                        f"(e.g. hgx-h100:2)")
+        raise PlanError(
+            f"system {text!r}: the node count after ':' must be a whole number of at least 1 (e.g. hgx-h100:2)"
+        )
     return SystemSpec(name.strip(), int(count))
 
 
@@ -153,9 +154,15 @@ class _Steps:
         self.done += 1
 
 
-def answer_report(req: Request, systems: Sequence[str] = (), *, measured: Sequence[str | os.PathLike] = (),
-                  measured_system: str | None = None, progress: Progress | None = None,
-                  budget_steps: int = defaults.BUDGET_STEPS) -> ReportAnswers:
+def answer_report(
+    req: Request,
+    systems: Sequence[str] = (),
+    *,
+    measured: Sequence[str | os.PathLike] = (),
+    measured_system: str | None = None,
+    progress: Progress | None = None,
+    budget_steps: int = defaults.BUDGET_STEPS,
+) -> ReportAnswers:
     """The report's answers for the request on each of `systems` ('hgx-h100', or 'hgx-h100:2' for two
     nodes; a bare name spans the request's nodes; default: the request's own system); with
     `budget_steps` > 0, the interactive section's too. The report prices decode at one context."""
@@ -186,8 +193,9 @@ def answer_report(req: Request, systems: Sequence[str] = (), *, measured: Sequen
         grid = answer_grid(reqs, plans, gpus, steps=budget_steps)
     # What one decode step sends per all-reduce: batch x hidden x activation bytes, and what prefill
     # of one `context`-token prompt sends.
-    marks = tuple((float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in req.batches) + \
-        ((float(hidden_message_bytes(cfg, work.context)), f"prefill {work.context} tokens"),)
+    marks = tuple((float(hidden_message_bytes(cfg, b)), f"decode batch {b}") for b in req.batches) + (
+        (float(hidden_message_bytes(cfg, work.context)), f"prefill {work.context} tokens"),
+    )
     table_sizes = tuple(sorted({m for m, _ in marks} | set(REFERENCE_BYTES)))
     fabric = []
     for s in specs:
@@ -198,27 +206,60 @@ def answer_report(req: Request, systems: Sequence[str] = (), *, measured: Sequen
     entries = []
     for path, ms in sets:
         step(f"comparing {os.path.basename(path)} with {measured_system}")
-        entries.append(measured_entry(ms, measured_system, path=path, impl=req.scenario.impl or "nccl",
-                                      catalog=catalog))
+        entries.append(
+            measured_entry(ms, measured_system, path=path, impl=req.scenario.impl or "nccl", catalog=catalog)
+        )
     progress("done", step.total, step.total)
-    return ReportAnswers(request=req, specs=tuple(specs), settings=_settings(req, specs), plans=tuple(plans),
-                         deployments=spent, fabric=tuple(fabric), marks=marks, table_sizes=table_sizes,
-                         answers=tuple(answers), answers_error=answers_error, measured=tuple(entries), grid=grid)
+    return ReportAnswers(
+        request=req,
+        specs=tuple(specs),
+        settings=_settings(req, specs),
+        plans=tuple(plans),
+        deployments=spent,
+        fabric=tuple(fabric),
+        marks=marks,
+        table_sizes=table_sizes,
+        answers=tuple(answers),
+        answers_error=answers_error,
+        measured=tuple(entries),
+        grid=grid,
+    )
 
 
-def demo_answers(*, engine: str = defaults.DEFAULT_ENGINE, catalog=None, progress: Progress | None = None,
-                 budget_steps: int = defaults.BUDGET_STEPS) -> ReportAnswers:
+def demo_answers(
+    *,
+    engine: str = defaults.DEFAULT_ENGINE,
+    catalog=None,
+    progress: Progress | None = None,
+    budget_steps: int = defaults.BUDGET_STEPS,
+) -> ReportAnswers:
     """The demo's answers under `engine` (its all-reduce the one the engine picks by size)."""
-    req = request(DEMO_MODEL, DEMO_SYSTEMS[0], batches=DEMO_BATCHES, context=DEMO_CONTEXT, budget_s=DEMO_BUDGET_S,
-                  engine=engine, dtype=DEMO_DTYPE, catalog=catalog)
+    req = request(
+        DEMO_MODEL,
+        DEMO_SYSTEMS[0],
+        batches=DEMO_BATCHES,
+        context=DEMO_CONTEXT,
+        budget_s=DEMO_BUDGET_S,
+        engine=engine,
+        dtype=DEMO_DTYPE,
+        catalog=catalog,
+    )
     return answer_report(req, DEMO_SYSTEMS, progress=progress, budget_steps=budget_steps)
 
 
 def _settings(req: Request, specs: Sequence[SystemSpec]) -> ReportSettings:
     b, sc = req.budgets, req.scenario
-    return ReportSettings(model=req.model.name, systems=[s.label for s in specs], batches=list(req.batches),
-                          context=req.decode_workload.context, budget_s=b.budget_s, ttft_budget_s=b.ttft_budget_s,
-                          impl=sc.impl, engine=sc.engine, dtype=sc.dtype)
+    return ReportSettings(
+        model=req.model.name,
+        systems=[s.label for s in specs],
+        batches=list(req.batches),
+        context=req.decode_workload.context,
+        budget_s=b.budget_s,
+        ttft_budget_s=b.ttft_budget_s,
+        impl=sc.impl,
+        engine=sc.engine,
+        dtype=sc.dtype,
+    )
 
 
 def _deployment(req: Request, gpus: int) -> DeployResult | str:
@@ -244,9 +285,14 @@ def fabric_curve(spec: SystemSpec, impl: str | None, catalog, table_sizes: Seque
     group = make_group(spec.name, nodes=spec.nodes, catalog=catalog)
     use = effective_impl(group, impl or "nccl")
     price = lambda at: tuple(sweep(FABRIC_OP, list(at), spec.name, nodes=spec.nodes, impl=use, catalog=catalog))  # noqa: E731
-    return FabricCurve(label=f"{spec.label} ×{group.ranks}", costs=price(sizes),
-                       crossover_bytes=crossover_bytes(group, FABRIC_OP, use), group=group, impl=use,
-                       table=price(table_sizes) if table_sizes else ())
+    return FabricCurve(
+        label=f"{spec.label} ×{group.ranks}",
+        costs=price(sizes),
+        crossover_bytes=crossover_bytes(group, FABRIC_OP, use),
+        group=group,
+        impl=use,
+        table=price(table_sizes) if table_sizes else (),
+    )
 
 
 def _answers(req: Request, specs: Sequence[SystemSpec]) -> tuple[list, str | None]:
@@ -259,6 +305,26 @@ def _answers(req: Request, specs: Sequence[SystemSpec]) -> tuple[list, str | Non
         return [], str(err)
 
 
-__all__ = ["DEMO_BATCHES", "DEMO_BUDGET_S", "DEMO_CONTEXT", "DEMO_DTYPE", "DEMO_MODEL", "DEMO_SYSTEMS", "FABRIC_OP", "FabricCurve", "Progress", "REFERENCE_BYTES", "ReportAnswers", "ReportSettings", "SWEEP_MAX_BYTES",
-           "SWEEP_MIN_BYTES", "SWEEP_POINTS", "SystemSpec", "answer_report", "demo_answers", "fabric_curve", "no_progress",
-           "parse_system_spec"]
+__all__ = [
+    "DEMO_BATCHES",
+    "DEMO_BUDGET_S",
+    "DEMO_CONTEXT",
+    "DEMO_DTYPE",
+    "DEMO_MODEL",
+    "DEMO_SYSTEMS",
+    "FABRIC_OP",
+    "FabricCurve",
+    "Progress",
+    "REFERENCE_BYTES",
+    "ReportAnswers",
+    "ReportSettings",
+    "SWEEP_MAX_BYTES",
+    "SWEEP_MIN_BYTES",
+    "SWEEP_POINTS",
+    "SystemSpec",
+    "answer_report",
+    "demo_answers",
+    "fabric_curve",
+    "no_progress",
+    "parse_system_spec",
+]

@@ -43,8 +43,7 @@ def engine_dimension(engine: str | None = None) -> tuple[tuple[EngineChoice, ...
     """The engine control's values and the one selected first: the engines users choose between
     (vllm, sglang, trtllm, eager), the report's own `engine` among them (an older one, vllm-v0 or
     tgi, is added after them)."""
-    names = (*defaults.CURRENT_ENGINES,
-             *([engine] if engine and engine not in defaults.CURRENT_ENGINES else []))
+    names = (*defaults.CURRENT_ENGINES, *([engine] if engine and engine not in defaults.CURRENT_ENGINES else []))
     return tuple(EngineChoice(key=e, label=e) for e in names), names.index(engine) if engine else 0
 
 
@@ -74,23 +73,36 @@ class GridAnswers:
     """[system][engine]: deploy's options (None: deploy cannot split that system's GPUs)."""
 
 
-def answer_grid(reqs: Sequence[Request], plans: Sequence[PlanResult], gpus: Sequence[int], *,
-                steps: int) -> GridAnswers:
+def answer_grid(
+    reqs: Sequence[Request], plans: Sequence[PlanResult], gpus: Sequence[int], *, steps: int
+) -> GridAnswers:
     """The grid of the report's requests (one per system, `plans` their own plans, `gpus` each one's
     GPUs to spend): every engine, `steps` budgets of the slider, every batch."""
     engines, first = engine_dimension(reqs[0].scenario.engine)
-    per_system = tuple(tuple(res if e.key == r.scenario.engine else plan(r.with_engine(e.key)) for e in engines)
-                       for r, res in zip(reqs, plans))
-    itls = [row.judged_s for per in per_system for res in per for br in res.results for row in br.rows
-            if row.fits_memory]
+    per_system = tuple(
+        tuple(res if e.key == r.scenario.engine else plan(r.with_engine(e.key)) for e in engines)
+        for r, res in zip(reqs, plans)
+    )
+    itls = [
+        row.judged_s for per in per_system for res in per for br in res.results for row in br.rows if row.fits_memory
+    ]
     budgets = tuple(budget_steps(itls, reqs[0].budgets.budget_s, steps))
-    verdicts = tuple(tuple(tuple(tuple(rejudge(res, i, b, catalog=r.scenario.catalog) for b in budgets)
-                                 for i in range(len(res.results))) for res in per)
-                     for r, per in zip(reqs, per_system))
-    deploys = tuple(tuple(deploy_options(deploy_request(r).with_engine(e.key), gpus=n, budgets_s=budgets)
-                          for e in engines) for r, n in zip(reqs, gpus))
-    return GridAnswers(engines=engines, initial_engine=first, budgets=budgets, plans=per_system, verdicts=verdicts,
-                       deploys=deploys)
+    verdicts = tuple(
+        tuple(
+            tuple(
+                tuple(rejudge(res, i, b, catalog=r.scenario.catalog) for b in budgets) for i in range(len(res.results))
+            )
+            for res in per
+        )
+        for r, per in zip(reqs, per_system)
+    )
+    deploys = tuple(
+        tuple(deploy_options(deploy_request(r).with_engine(e.key), gpus=n, budgets_s=budgets) for e in engines)
+        for r, n in zip(reqs, gpus)
+    )
+    return GridAnswers(
+        engines=engines, initial_engine=first, budgets=budgets, plans=per_system, verdicts=verdicts, deploys=deploys
+    )
 
 
 def deploy_request(req: Request) -> Request:
@@ -128,15 +140,34 @@ def rejudge(result: PlanResult, batch_index: int, budget_s: float | None, *, cat
     budget, as the planner defines it); every verdict is then `verdicts.judge`'s on the same rows."""
     br = result.results[batch_index]
     ttft_budget = result.ttft_budget_s
-    rows = [replace(r, verdict="", comm_bound=False,
-                    meets_budget=r.fits_memory and (budget_s is None or r.judged_s <= budget_s)
-                    and (ttft_budget is None or r.ttft_s <= ttft_budget)) for r in br.rows]
+    rows = [
+        replace(
+            r,
+            verdict="",
+            comm_bound=False,
+            meets_budget=r.fits_memory
+            and (budget_s is None or r.judged_s <= budget_s)
+            and (ttft_budget is None or r.ttft_s <= ttft_budget),
+        )
+        for r in br.rows
+    ]
     a = result.assumptions
     gpu = catalog.system(result.system).gpu
-    limits = Thresholds(budget_s=budget_s, ttft_budget_s=ttft_budget, comm_threshold=a.comm_threshold,
-                        knee_threshold=a.knee_threshold, token=a.judged)
-    return judge(br.batch, rows, where=where_text(result), gpu_memory_bytes=gpu.memory_bytes,
-                 usable_bytes=gpu.memory_bytes * a.memory_utilization, limits=limits)
+    limits = Thresholds(
+        budget_s=budget_s,
+        ttft_budget_s=ttft_budget,
+        comm_threshold=a.comm_threshold,
+        knee_threshold=a.knee_threshold,
+        token=a.judged,
+    )
+    return judge(
+        br.batch,
+        rows,
+        where=where_text(result),
+        gpu_memory_bytes=gpu.memory_bytes,
+        usable_bytes=gpu.memory_bytes * a.memory_utilization,
+        limits=limits,
+    )
 
 
 def budget_steps(itls_s: Sequence[float], report_budget_s: float | None, count: int) -> list[float | None]:
@@ -146,9 +177,11 @@ def budget_steps(itls_s: Sequence[float], report_budget_s: float | None, count: 
     finite = [t for t in itls_s if math.isfinite(t) and t > 0]
     if finite:
         lo, hi = min(finite) * SPAN_BELOW, max(finite) * SPAN_ABOVE
-        nice = [float(f"{m * 10.0 ** e:.3g}") for e in range(math.floor(math.log10(lo)) - 1,
-                                                             math.ceil(math.log10(hi)) + 1)
-                for m in NICE_MANTISSAS]
+        nice = [
+            float(f"{m * 10.0**e:.3g}")
+            for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+            for m in NICE_MANTISSAS
+        ]
         nice = sorted(x for x in nice if lo <= x <= hi)
         if len(nice) > count:  # keep both ends, thin the middle evenly
             nice = [nice[round(i * (len(nice) - 1) / (count - 1))] for i in range(count)]
@@ -160,10 +193,24 @@ def budget_steps(itls_s: Sequence[float], report_budget_s: float | None, count: 
 
 def check_budget_steps(count) -> int:
     if isinstance(count, bool) or not isinstance(count, int) or not (count == 0 or 2 <= count <= MAX_BUDGET_STEPS):
-        raise ShardbudgetError(f"budget steps must be 0 (no interactive section) or a whole number from 2 to "
-                               f"{MAX_BUDGET_STEPS}, got {count!r}")
+        raise ShardbudgetError(
+            f"budget steps must be 0 (no interactive section) or a whole number from 2 to "
+            f"{MAX_BUDGET_STEPS}, got {count!r}"
+        )
     return count
 
 
-__all__ = ["DeployOptions", "EngineChoice", "GridAnswers", "MAX_BUDGET_STEPS", "answer_grid", "budget_steps",
-           "check_budget_steps", "deploy_request", "deploy_options", "engine_dimension", "rejudge", "where_text"]
+__all__ = [
+    "DeployOptions",
+    "EngineChoice",
+    "GridAnswers",
+    "MAX_BUDGET_STEPS",
+    "answer_grid",
+    "budget_steps",
+    "check_budget_steps",
+    "deploy_request",
+    "deploy_options",
+    "engine_dimension",
+    "rejudge",
+    "where_text",
+]

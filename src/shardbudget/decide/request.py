@@ -47,8 +47,10 @@ class Budgets:
         for name, v in (("budget (--budget)", self.budget_s), ("ttft budget (--ttft-budget)", self.ttft_budget_s)):
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise PlanError(f"{name} must be a positive time, got {v!r}")
-        for name, v in (("comm_threshold (--comm-threshold)", self.comm_threshold),
-                        ("knee_threshold (--knee-threshold)", self.knee_threshold)):
+        for name, v in (
+            ("comm_threshold (--comm-threshold)", self.comm_threshold),
+            ("knee_threshold (--knee-threshold)", self.knee_threshold),
+        ):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
                 raise PlanError(f"{name} must be between 0 and 1, got {v!r}")
 
@@ -87,11 +89,15 @@ class Workload:
     def judged_words(self) -> str:
         """The header's sentence: which time the budget judges, and what it is."""
         if self.served:
-            return ("the budget judges the TPOT: time per output token, the decode step with the other requests' "
-                    "prompts mixed in (chunked prefill); comm % counts the prompts' collectives")
+            return (
+                "the budget judges the TPOT: time per output token, the decode step with the other requests' "
+                "prompts mixed in (chunked prefill); comm % counts the prompts' collectives"
+            )
         if self.speculation is not None:
-            return ("the budget judges the TPOT: time per output token, a verify step and its drafts over the "
-                    "tokens it yields; no prompt mixed in")
+            return (
+                "the budget judges the TPOT: time per output token, a verify step and its drafts over the "
+                "tokens it yields; no prompt mixed in"
+            )
         return "the budget judges the ITL: one decode step, no prompt mixed in"
 
     @property
@@ -134,8 +140,10 @@ class Request:
             if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1:
                 raise PlanError(f"batch must be a whole number of at least 1, got {b!r}")
         if self.jitter is not None and self.workload is not None and self.workload.speculation is not None:
-            raise PlanError("--jitter with --speculative: a speculative token's tail also depends on how many drafts "
-                            "each step accepts, which is not modelled; drop one of them")
+            raise PlanError(
+                "--jitter with --speculative: a speculative token's tail also depends on how many drafts "
+                "each step accepts, which is not modelled; drop one of them"
+            )
         if self.workload is not None:
             self.check_length(self.workload)
 
@@ -183,8 +191,13 @@ def _whole(name: str, v, unit: str) -> None:
         raise PlanError(f"{name} must be a whole number of {unit}, at least 1, got {v!r}")
 
 
-def workload(*, context: int | None = None, input_len: int | None = None, output_len: int | None = None,
-             speculation: Speculation | None = None) -> Workload | None:
+def workload(
+    *,
+    context: int | None = None,
+    input_len: int | None = None,
+    output_len: int | None = None,
+    speculation: Speculation | None = None,
+) -> Workload | None:
     """The workload these options give: decode only at `context`, served at `input_len` /
     `output_len` (either alone takes the other's default), or None where none is given."""
     if context is not None and (input_len is not None or output_len is not None):
@@ -193,31 +206,69 @@ def workload(*, context: int | None = None, input_len: int | None = None, output
         return Workload(context=context, speculation=speculation)
     if input_len is None and output_len is None:
         return Workload(speculation=speculation) if speculation is not None else None
-    return Workload(input_len=defaults.INPUT_TOKENS if input_len is None else input_len,
-                    output_len=defaults.OUTPUT_TOKENS if output_len is None else output_len, speculation=speculation)
+    return Workload(
+        input_len=defaults.INPUT_TOKENS if input_len is None else input_len,
+        output_len=defaults.OUTPUT_TOKENS if output_len is None else output_len,
+        speculation=speculation,
+    )
 
 
-def request(model: str | ModelConfig, system: str | System, *, nodes: int | None = None,
-            batches: Sequence[int] = defaults.BATCHES, context: int | None = None, input_len: int | None = None,
-            output_len: int | None = None, work: Workload | None = None, budget_s: float | None = defaults.BUDGET_S,
-            ttft_budget_s: float | None = None, comm_threshold: float = defaults.COMM_THRESHOLD,
-            knee_threshold: float = defaults.KNEE_THRESHOLD, engine: str = defaults.DEFAULT_ENGINE,
-            impl: str | None = None, dtype: str | None = None, kv_dtype: str | None = None,
-            settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None, eff: Efficiency | None = None,
-            precision: Precision | None = None, jitter: Jitter | None = None, pp_all: bool = False,
-            pricing: Pricing | None = None) -> Request:
+def request(
+    model: str | ModelConfig,
+    system: str | System,
+    *,
+    nodes: int | None = None,
+    batches: Sequence[int] = defaults.BATCHES,
+    context: int | None = None,
+    input_len: int | None = None,
+    output_len: int | None = None,
+    work: Workload | None = None,
+    budget_s: float | None = defaults.BUDGET_S,
+    ttft_budget_s: float | None = None,
+    comm_threshold: float = defaults.COMM_THRESHOLD,
+    knee_threshold: float = defaults.KNEE_THRESHOLD,
+    engine: str = defaults.DEFAULT_ENGINE,
+    impl: str | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    settings: PlanSettings = PlanSettings(),
+    catalog: Catalog | None = None,
+    eff: Efficiency | None = None,
+    precision: Precision | None = None,
+    jitter: Jitter | None = None,
+    pp_all: bool = False,
+    pricing: Pricing | None = None,
+) -> Request:
     """The request these names and numbers describe, every one checked: the library's way to ask
     (the CLI builds the same objects from its options). `work` is a whole Workload; `context`, or
     `input_len` / `output_len`, build one (not both)."""
-    budgets = Budgets(budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold,
-                      knee_threshold=knee_threshold)
+    budgets = Budgets(
+        budget_s=budget_s, ttft_budget_s=ttft_budget_s, comm_threshold=comm_threshold, knee_threshold=knee_threshold
+    )
     if work is not None and (context, input_len, output_len) != (None, None, None):
         raise PlanError("give a Workload or --context / --input-len / --output-len, not both")
-    sc = scenario(model, system, nodes=nodes, engine=engine, dtype=dtype, kv_dtype=kv_dtype, impl=impl,
-                  settings=settings, catalog=catalog, eff=eff, precision=precision)
-    return Request(scenario=sc, budgets=budgets,
-                   workload=work or workload(context=context, input_len=input_len, output_len=output_len),
-                   batches=tuple(batches), jitter=jitter, pp_all=pp_all, pricing=pricing)
+    sc = scenario(
+        model,
+        system,
+        nodes=nodes,
+        engine=engine,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        impl=impl,
+        settings=settings,
+        catalog=catalog,
+        eff=eff,
+        precision=precision,
+    )
+    return Request(
+        scenario=sc,
+        budgets=budgets,
+        workload=work or workload(context=context, input_len=input_len, output_len=output_len),
+        batches=tuple(batches),
+        jitter=jitter,
+        pp_all=pp_all,
+        pricing=pricing,
+    )
 
 
 __all__ = ["Budgets", "Request", "Workload", "request", "workload"]

@@ -40,8 +40,10 @@ class Jitter:
 
     def describe(self) -> str:
         ranks = sorted({s.n_ranks for s in self.samples})
-        return (f"p99 from per-iteration times of {', '.join(self.ops)} at {'/'.join(map(str, ranks))} ranks "
-                f"({', '.join(self.sources)}); other collectives at their mean; calls independent (tail.py)")
+        return (
+            f"p99 from per-iteration times of {', '.join(self.ops)} at {'/'.join(map(str, ranks))} ranks "
+            f"({', '.join(self.sources)}); other collectives at their mean; calls independent (tail.py)"
+        )
 
     def call(self, op: str, ranks: int, msg_bytes: float, count: int, mean_s: float) -> CallStats:
         """One kind of call of the step: the jitter measured for `op` at the rank count nearest
@@ -65,13 +67,16 @@ def read_jitter(paths: Iterable[str | os.PathLike]) -> Jitter:
     sets = read_logs(paths)
     samples = tuple(s for ms in sets for s in ms.samples if s.per_iter is not None)
     if not samples:
-        raise PlanError(f"--jitter {', '.join(paths)}: no per-iteration times in the log; run nccl-tests with "
-                        "-I 1 (and -J FILE for JSON), or shardbudget measure, whose JSON keeps every iteration")
+        raise PlanError(
+            f"--jitter {', '.join(paths)}: no per-iteration times in the log; run nccl-tests with "
+            "-I 1 (and -J FILE for JSON), or shardbudget measure, whose JSON keeps every iteration"
+        )
     return Jitter(samples=samples, sources=tuple(os.path.basename(p) for p in paths))
 
 
-def step_p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter: Jitter,
-                   quantile: float = QUANTILE) -> float:
+def step_p99_itl_s(
+    step_model, batch: int, context: float, itl_s: float, jitter: Jitter, quantile: float = QUANTILE
+) -> float:
     """The `quantile` of one token's ITL for a compiled step (step.StepModel) at `batch`: its
     collectives with measured jitter, the rest of `itl_s` fixed."""
     groups = step_model.groups
@@ -82,5 +87,3 @@ def step_p99_itl_s(step_model, batch: int, context: float, itl_s: float, jitter:
         calls.append(jitter.call(c.op, ranks, c.msg_bytes, c.count, c.time_s))
     rest_s = max(itl_s - math.fsum(c.count * c.mean_s for c in calls), 0.0)
     return p99_itl_s(rest_s, calls, quantile)
-
-

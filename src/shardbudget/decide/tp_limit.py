@@ -54,8 +54,15 @@ class TpParts:
         return self.row.comm_s
 
     def to_dict(self) -> dict:
-        return {"tp": self.tp, "itl_s": self.row.itl_s, "work_s": self.work_s, "fixed_s": self.fixed_s,
-                "comm_s": self.comm_s, "comm_share": self.row.comm_share, "fits": self.row.fits_memory}
+        return {
+            "tp": self.tp,
+            "itl_s": self.row.itl_s,
+            "work_s": self.work_s,
+            "fixed_s": self.fixed_s,
+            "comm_s": self.comm_s,
+            "comm_share": self.row.comm_share,
+            "fits": self.row.fits_memory,
+        }
 
 
 def work_s(ask: Ask, system: System, tp: int, batch: int) -> float:
@@ -92,18 +99,29 @@ def gain_eaten_after(parts: Sequence[TpParts]) -> TpParts | None:
 
 
 def _parts_table(parts: Sequence[TpParts]) -> tuple[tuple[str, ...], ...]:
-    return tuple((f"TP{p.tp}", format_seconds(p.row.itl_s), format_seconds(p.work_s), format_seconds(p.fixed_s),
-                  format_seconds(p.comm_s), f"{100 * p.row.comm_share:.0f}%", "yes" if p.row.fits_memory else "no")
-                 for p in parts)
+    return tuple(
+        (
+            f"TP{p.tp}",
+            format_seconds(p.row.itl_s),
+            format_seconds(p.work_s),
+            format_seconds(p.fixed_s),
+            format_seconds(p.comm_s),
+            f"{100 * p.row.comm_share:.0f}%",
+            "yes" if p.row.fits_memory else "no",
+        )
+        for p in parts
+    )
 
 
 def _step_words(a: TpParts, b: TpParts) -> str:
     """From TP a to TP b, each part as printed, with its ratio."""
-    return (f"From TP{a.tp} to TP{b.tp} the work falls from {format_seconds(a.work_s)} to {format_seconds(b.work_s)} "
-            f"({ratio(a.work_s, b.work_s):.2f}x for {b.tp // a.tp}x the GPUs), the fixed costs go from "
-            f"{format_seconds(a.fixed_s)} to {format_seconds(b.fixed_s)} and communication from "
-            f"{format_seconds(a.comm_s)} to {format_seconds(b.comm_s)}: the ITL goes from {format_seconds(a.row.itl_s)} "
-            f"to {format_seconds(b.row.itl_s)} ({ratio(a.row.itl_s, b.row.itl_s):.2f}x).")
+    return (
+        f"From TP{a.tp} to TP{b.tp} the work falls from {format_seconds(a.work_s)} to {format_seconds(b.work_s)} "
+        f"({ratio(a.work_s, b.work_s):.2f}x for {b.tp // a.tp}x the GPUs), the fixed costs go from "
+        f"{format_seconds(a.fixed_s)} to {format_seconds(b.fixed_s)} and communication from "
+        f"{format_seconds(a.comm_s)} to {format_seconds(b.comm_s)}: the ITL goes from {format_seconds(a.row.itl_s)} "
+        f"to {format_seconds(b.row.itl_s)} ({ratio(a.row.itl_s, b.row.itl_s):.2f}x)."
+    )
 
 
 def _batch_rows(ask: Ask, system: System, nodes: int, batches: Sequence[int]) -> list[dict]:
@@ -113,23 +131,47 @@ def _batch_rows(ask: Ask, system: System, nodes: int, batches: Sequence[int]) ->
         eaten = gain_eaten_after(parts)
         best = br.judgement.best if br.judgement else None
         top = parts[-1] if parts else None
-        out.append({"batch": br.batch, "gain_eaten_after_tp": eaten.tp if eaten else None,
-                    "largest_tp": top.tp if top else None,
-                    "best_plan": best.label() if best else None, "best_itl_s": best.itl_s if best else None,
-                    "best_comm_share": best.comm_share if best else None,
-                    "largest_tp_fixed_share": (top.fixed_s / top.row.itl_s) if top else None,
-                    "largest_tp_comm_share": top.row.comm_share if top else None})
+        out.append(
+            {
+                "batch": br.batch,
+                "gain_eaten_after_tp": eaten.tp if eaten else None,
+                "largest_tp": top.tp if top else None,
+                "best_plan": best.label() if best else None,
+                "best_itl_s": best.itl_s if best else None,
+                "best_comm_share": best.comm_share if best else None,
+                "largest_tp_fixed_share": (top.fixed_s / top.row.itl_s) if top else None,
+                "largest_tp_comm_share": top.row.comm_share if top else None,
+            }
+        )
     return out
 
 
 def _batch_table(table: Sequence[dict]) -> Table:
     top = table[0]["largest_tp"]
-    rows = tuple((str(t["batch"]), f"TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{top}",
-                  t["best_plan"] or "none", format_seconds(t["best_itl_s"]) if t["best_itl_s"] else "–",
-                  _pct(t["best_comm_share"]), _pct(t["largest_tp_fixed_share"]), _pct(t["largest_tp_comm_share"]))
-                 for t in table)
-    return Table(("batch", "gain eaten after", "latency-optimal", "its ITL", "its comm share",
-                  f"TP{top}: fixed share", f"TP{top}: comm share"), rows)
+    rows = tuple(
+        (
+            str(t["batch"]),
+            f"TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{top}",
+            t["best_plan"] or "none",
+            format_seconds(t["best_itl_s"]) if t["best_itl_s"] else "–",
+            _pct(t["best_comm_share"]),
+            _pct(t["largest_tp_fixed_share"]),
+            _pct(t["largest_tp_comm_share"]),
+        )
+        for t in table
+    )
+    return Table(
+        (
+            "batch",
+            "gain eaten after",
+            "latency-optimal",
+            "its ITL",
+            "its comm share",
+            f"TP{top}: fixed share",
+            f"TP{top}: comm share",
+        ),
+        rows,
+    )
 
 
 def _pct(share: float | None) -> str:
@@ -153,29 +195,46 @@ def when_allreduce_limits(ask: Ask, system: System, *, nodes: int = 1) -> Answer
     br = next(b for b in ask.plan(system, nodes, batches).results if b.batch == ask.batch)
     v, eaten = br.judgement, gain_eaten_after(parts)
     crossing = next((p for p in parts if p.row.comm_share > ask.comm_threshold), None)
-    text = (f"{ask.cfg.name}, batch {ask.batch}, on {where} ({ask.engine}): each token's time is work that TP "
-            f"divides (the roofline of the sharded GEMMs, attention and KV reads), fixed costs that it does not "
-            f"(kernel floors, launches, host and per-step overhead) and communication.")
+    text = (
+        f"{ask.cfg.name}, batch {ask.batch}, on {where} ({ask.engine}): each token's time is work that TP "
+        f"divides (the roofline of the sharded GEMMs, attention and KV reads), fixed costs that it does not "
+        f"(kernel floors, launches, host and per-step overhead) and communication."
+    )
     if eaten is not None:
         nxt = parts[parts.index(eaten) + 1]
-        text += (" " + _step_words(parts[parts.index(eaten) - 1], eaten) if parts.index(eaten) else "")
-        text += (f" Past TP{eaten.tp} the gain is eaten: TP{nxt.tp} saves {format_seconds(eaten.work_s - nxt.work_s)} "
-                 f"of work and adds {format_seconds(nxt.fixed_s + nxt.comm_s - eaten.fixed_s - eaten.comm_s)} of "
-                 f"fixed cost and communication ({format_seconds(eaten.row.itl_s)} to {format_seconds(nxt.row.itl_s)}).")
+        text += " " + _step_words(parts[parts.index(eaten) - 1], eaten) if parts.index(eaten) else ""
+        text += (
+            f" Past TP{eaten.tp} the gain is eaten: TP{nxt.tp} saves {format_seconds(eaten.work_s - nxt.work_s)} "
+            f"of work and adds {format_seconds(nxt.fixed_s + nxt.comm_s - eaten.fixed_s - eaten.comm_s)} of "
+            f"fixed cost and communication ({format_seconds(eaten.row.itl_s)} to {format_seconds(nxt.row.itl_s)})."
+        )
     elif len(parts) >= 2:
         text += " " + _step_words(parts[-2], parts[-1])
         text += f" Up to TP{parts[-1].tp} every doubling saves more work than it adds in fixed cost and communication."
-    text += (f" The planner's latency-optimal plan is {v.best.label()} ({format_seconds(v.best.itl_s)}, "
-             f"{100 * v.best.comm_share:.0f}% communication)." if v and v.best else " No plan fits in memory.")
+    text += (
+        f" The planner's latency-optimal plan is {v.best.label()} ({format_seconds(v.best.itl_s)}, "
+        f"{100 * v.best.comm_share:.0f}% communication)."
+        if v and v.best
+        else " No plan fits in memory."
+    )
     table = _batch_rows(ask, system, nodes, batches)
-    figures = {"system": system.name, "nodes": nodes, "batch": ask.batch,
-               "parts": [p.to_dict() for p in parts], "gain_eaten_after_tp": eaten.tp if eaten else None,
-               "first_tp_over_threshold": crossing.tp if crossing else None, "best_plan": br.best_plan,
-               "by_batch": table}
-    return Answer("When does all-reduce limit model sharding?", text, figures,
-                  _limits_takeaway(where, table, crossing, ask.comm_threshold),
-                  (Table(("TP", "ITL", "work", "fixed", "comm", "comm share", "fits"), _parts_table(parts)),
-                   _batch_table(table)))
+    figures = {
+        "system": system.name,
+        "nodes": nodes,
+        "batch": ask.batch,
+        "parts": [p.to_dict() for p in parts],
+        "gain_eaten_after_tp": eaten.tp if eaten else None,
+        "first_tp_over_threshold": crossing.tp if crossing else None,
+        "best_plan": br.best_plan,
+        "by_batch": table,
+    }
+    return Answer(
+        "When does all-reduce limit model sharding?",
+        text,
+        figures,
+        _limits_takeaway(where, table, crossing, ask.comm_threshold),
+        (Table(("TP", "ITL", "work", "fixed", "comm", "comm share", "fits"), _parts_table(parts)), _batch_table(table)),
+    )
 
 
 def _optimal_words(table: Sequence[dict]) -> str:
@@ -201,16 +260,20 @@ def _limits_takeaway(where: str, table: Sequence[dict], crossing, threshold: flo
         return f"after TP{t['gain_eaten_after_tp']}" if t["gain_eaten_after_tp"] else f"not by TP{t['largest_tp']}"
 
     optimal = _optimal_words(table)
-    text = (f"All-reduce limits sharding where communication plus the fixed per-kernel costs grow by more than the "
-            f"work TP saves: on {where} the gain is eaten {at(first)} at batch {first['batch']} and {at(last)} at "
-            f"batch {last['batch']}; {optimal}.")
+    text = (
+        f"All-reduce limits sharding where communication plus the fixed per-kernel costs grow by more than the "
+        f"work TP saves: on {where} the gain is eaten {at(first)} at batch {first['batch']} and {at(last)} at "
+        f"batch {last['batch']}; {optimal}."
+    )
     if crossing is not None:
-        text += (f" Communication passes {100 * threshold:.0f}% of the token from TP{crossing.tp} "
-                 f"(the comm-bound warning).")
+        text += (
+            f" Communication passes {100 * threshold:.0f}% of the token from TP{crossing.tp} (the comm-bound warning)."
+        )
     return text
 
 
 # --- question 3 ---------------------------------------------------------------------------
+
 
 def _estimate(fabric: Fabric) -> str:
     src = fabric.latency_source or ""
@@ -275,14 +338,20 @@ def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answ
     if best is None:
         take = f"On {nodes} {unit}s no plan fits in memory."
     elif best.gpus > g and best.tp > g:
-        take = (f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}: crossing {unit}s with TP "
-                f"still pays here, but {100 * best.comm_share:.0f}% of its token is communication.")
+        take = (
+            f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}: crossing {unit}s with TP "
+            f"still pays here, but {100 * best.comm_share:.0f}% of its token is communication."
+        )
     else:
-        group = (f", its TP group inside one {domain} ({g} GPUs)." if best.tp > 1 else
-                 f", which sends no TP all-reduce; the fastest plan that does, TP{cross.tp_in}, keeps its group inside "
-                 f"one {domain} ({g} GPUs).")
-        take = (f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}{group}"
-                + _across_words(cross, name, unit, figures.get("lost", [])))
+        group = (
+            f", its TP group inside one {domain} ({g} GPUs)."
+            if best.tp > 1
+            else f", which sends no TP all-reduce; the fastest plan that does, TP{cross.tp_in}, keeps its group inside "
+            f"one {domain} ({g} GPUs)."
+        )
+        take = f"On {nodes} {unit}s the planner's latency-optimal plan is {best.label()}{group}" + _across_words(
+            cross, name, unit, figures.get("lost", [])
+        )
     figures["best_plan_two_nodes"] = v.best_plan if v else None
     # the question presumes the network is the slower fabric; on a PCIe node it may not be (issue 34: on the
     # degraded L40S box TP8's call takes 1.355 ms inside the node and 539.5 us split over two nodes of RoCE).
@@ -292,12 +361,17 @@ def why_the_network_is_slow(ask: Ask, system: System, *, nodes: int = 2) -> Answ
     figures.update(split_call=split.to_dict() if split else None, split_over_inside_call=pace)
     if pace is None or pace > NETWORK_SAME_PACE:
         return Answer(f"Why is {name} slow for decode parallelism?", text, figures, take)
-    words = (f"{1 / pace:.1f}x faster than" if pace < 1 / NETWORK_SAME_PACE
-             else f"about as fast as ({pace:.2f}x the time of)")
-    verdict = (f"{name} is not the slow fabric here: TP{cross.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce "
-               f"split over 2 {unit}s x {cross.tp_in // 2} GPUs runs as {split.words} at "
-               f"{format_seconds(split.time_s)} per call, {words} the same group inside one {unit} "
-               f"({format_seconds(inside.time_s)}), whose ring has {_node_path_words(system, cross.tp_in)}. ")
+    words = (
+        f"{1 / pace:.1f}x faster than"
+        if pace < 1 / NETWORK_SAME_PACE
+        else f"about as fast as ({pace:.2f}x the time of)"
+    )
+    verdict = (
+        f"{name} is not the slow fabric here: TP{cross.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce "
+        f"split over 2 {unit}s x {cross.tp_in // 2} GPUs runs as {split.words} at "
+        f"{format_seconds(split.time_s)} per call, {words} the same group inside one {unit} "
+        f"({format_seconds(inside.time_s)}), whose ring has {_node_path_words(system, cross.tp_in)}. "
+    )
     return Answer(f"Is {name} slower than staying inside one {system.name} for decode?", text, figures, verdict + take)
 
 
@@ -325,8 +399,11 @@ def _node_path_words(system: System, tp: int) -> str:
     hop that binds it."""
     path = intra_path(system, tp)
     staged = "shm" in path.transports
-    how = "hops staged through host memory" if staged and "p2p" not in path.transports else (
-        "P2P hops, and hops staged through host memory" if staged else "P2P hops")
+    how = (
+        "hops staged through host memory"
+        if staged and "p2p" not in path.transports
+        else ("P2P hops, and hops staged through host memory" if staged else "P2P hops")
+    )
     return f"{how}, {format_rate(path.busbw_bytes_per_s)} busbw for TP{tp}"
 
 
@@ -336,16 +413,27 @@ def _across_words(c: Crossing, network: str, unit: str, lost: list[str]) -> str:
     if c.one is None or c.two is None or c.one.allreduce is None or c.two.allreduce is None:
         return ""
     inside, across = c.one.allreduce, c.two.allreduce
-    group = f"the same TP{c.tp_in} group split over 2 {unit}s" if c.whatif else f"TP{c.tp_out} over {c.across_nodes} {unit}s"
+    group = (
+        f"the same TP{c.tp_in} group split over 2 {unit}s"
+        if c.whatif
+        else f"TP{c.tp_out} over {c.across_nodes} {unit}s"
+    )
     latency = across.latency_s / across.time_s if across.time_s else 0.0  # the line's latency term's share
-    sets = ("its per-message latency, not its bandwidth, sets the call" if latency >= 0.5 else
-            "its bandwidth, more than its per-message latency, sets the call")
-    text = (f" Over {network}, {group} runs its all-reduce at {format_seconds(across.time_s)} per call against "
-            f"{format_seconds(inside.time_s)} inside ({ratio(across.time_s, inside.time_s):.1f}x), "
-            f"{100 * latency:.0f}% of it the latency term: {sets}")
+    sets = (
+        "its per-message latency, not its bandwidth, sets the call"
+        if latency >= 0.5
+        else "its bandwidth, more than its per-message latency, sets the call"
+    )
+    text = (
+        f" Over {network}, {group} runs its all-reduce at {format_seconds(across.time_s)} per call against "
+        f"{format_seconds(inside.time_s)} inside ({ratio(across.time_s, inside.time_s):.1f}x), "
+        f"{100 * latency:.0f}% of it the latency term: {sets}"
+    )
     text += f"; and it loses {' and '.join(lost)}." if lost else "."
-    return text + (f" Its token takes {format_seconds(c.two.itl_s)} against {format_seconds(c.one.itl_s)} "
-                   f"({ratio(c.two.itl_s, c.one.itl_s):.2f}x).")
+    return text + (
+        f" Its token takes {format_seconds(c.two.itl_s)} against {format_seconds(c.one.itl_s)} "
+        f"({ratio(c.two.itl_s, c.one.itl_s):.2f}x)."
+    )
 
 
 def _lost(inside: AllReduceCall, across: AllReduceCall, system: System, tp_in: int) -> list[str]:
@@ -366,13 +454,17 @@ def _network_facts(ask: Ask, system: System, c: Crossing) -> tuple[str, dict]:
     one, two = c.one, c.two
     inside = one.allreduce if one is not None and c.tp_in > 1 else None  # the calls the rows were priced with
     across = two.allreduce if two is not None else None
-    figures = {"tp_one_node": c.tp_in, "tp_across": c.tp_out if two is not None else None,
-               "across_whatif": c.whatif if two is not None else None,
-               "one_node_call": inside.to_dict() if inside else None,
-               "across_call": across.to_dict() if across else None,
-               "one_node_itl_s": one.itl_s if one else None, "two_node_itl_s": two.itl_s if two else None,
-               "one_node_comm_share": one.comm_share if one else None,
-               "two_node_comm_share": two.comm_share if two else None}
+    figures = {
+        "tp_one_node": c.tp_in,
+        "tp_across": c.tp_out if two is not None else None,
+        "across_whatif": c.whatif if two is not None else None,
+        "one_node_call": inside.to_dict() if inside else None,
+        "across_call": across.to_dict() if across else None,
+        "one_node_itl_s": one.itl_s if one else None,
+        "two_node_itl_s": two.itl_s if two else None,
+        "one_node_comm_share": one.comm_share if one else None,
+        "two_node_comm_share": two.comm_share if two else None,
+    }
     if inside is None or across is None or one is None:
         return (f"{ask.cfg.name} has no TP group of 2 or more GPUs to take across {unit}s of {system.name}.", figures)
     lost = _lost(inside, across, system, c.tp_in)
@@ -383,25 +475,41 @@ def _network_facts(ask: Ask, system: System, c: Crossing) -> tuple[str, dict]:
     figures.update(network_hop_s=hop, network_hop_algorithm=algo, network_hop_protocol=across.protocol, lost=lost)
     nics = c.across_system.nics_per_node
     if c.whatif:
-        where = (f"Split over 2 {unit}s, {per_node} GPUs in each (a what-if: no TP group of {ask.cfg.name} crosses "
-                 f"{unit}s of {system.name}, whose {g} GPUs hold TP{largest_tp(ask.cfg, g)}, the most its heads "
-                 f"allow), the same group's all-reduce runs as {across.words} over {nics}x {nic.name} per {unit}")
+        where = (
+            f"Split over 2 {unit}s, {per_node} GPUs in each (a what-if: no TP group of {ask.cfg.name} crosses "
+            f"{unit}s of {system.name}, whose {g} GPUs hold TP{largest_tp(ask.cfg, g)}, the most its heads "
+            f"allow), the same group's all-reduce runs as {across.words} over {nics}x {nic.name} per {unit}"
+        )
     else:
-        where = (f"Over {c.across_nodes} {unit}s TP{c.tp_out}'s all-reduce runs as {across.words} over {nics}x "
-                 f"{nic.name} per {unit}")
-    text = (f"Inside one {unit} TP{c.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
-            f"{format_seconds(inside.time_s)} per call. {where}: {format_seconds(across.time_s)} per call "
-            f"({ratio(across.time_s, inside.time_s):.1f}x). ")
+        where = (
+            f"Over {c.across_nodes} {unit}s TP{c.tp_out}'s all-reduce runs as {across.words} over {nics}x "
+            f"{nic.name} per {unit}"
+        )
+    text = (
+        f"Inside one {unit} TP{c.tp_in}'s {format_bytes(inside.msg_bytes)} all-reduce runs as {inside.words}: "
+        f"{format_seconds(inside.time_s)} per call. {where}: {format_seconds(across.time_s)} per call "
+        f"({ratio(across.time_s, inside.time_s):.1f}x). "
+    )
     text += f"Leaving the {unit} the group loses {' and '.join(lost)}; " if lost else ""
     proto = across.protocol.upper() if across.protocol != "simple" else "Simple"
-    text += (f"{'each' if lost else 'Each'} network step of NCCL's {algo} ({proto}) costs {format_seconds(hop)}, "
-             f"{_estimate(nic)}. With {across.count} such calls per token, communication goes from "
-             f"{100 * one.comm_share:.0f}% of TP{c.tp_in}'s {format_seconds(one.itl_s)} to {100 * two.comm_share:.0f}% "
-             f"of {'the split ' if c.whatif else ''}TP{c.tp_out}'s {format_seconds(two.itl_s)} "
-             f"({ratio(two.comm_s, one.comm_s):.1f}x the communication, {format_seconds(one.comm_s)} to "
-             f"{format_seconds(two.comm_s)}).")
+    text += (
+        f"{'each' if lost else 'Each'} network step of NCCL's {algo} ({proto}) costs {format_seconds(hop)}, "
+        f"{_estimate(nic)}. With {across.count} such calls per token, communication goes from "
+        f"{100 * one.comm_share:.0f}% of TP{c.tp_in}'s {format_seconds(one.itl_s)} to {100 * two.comm_share:.0f}% "
+        f"of {'the split ' if c.whatif else ''}TP{c.tp_out}'s {format_seconds(two.itl_s)} "
+        f"({ratio(two.comm_s, one.comm_s):.1f}x the communication, {format_seconds(one.comm_s)} to "
+        f"{format_seconds(two.comm_s)})."
+    )
     return text, figures
 
 
-__all__ = ["BATCHES", "Crossing", "TpParts", "gain_eaten_after", "tp_parts", "when_allreduce_limits", "why_the_network_is_slow",
-           "work_s"]
+__all__ = [
+    "BATCHES",
+    "Crossing",
+    "TpParts",
+    "gain_eaten_after",
+    "tp_parts",
+    "when_allreduce_limits",
+    "why_the_network_is_slow",
+    "work_s",
+]

@@ -105,8 +105,12 @@ class Row:
 
     def label(self) -> str:
         """TP8, TP8 PP2, TP8 EP8, TP8 EP8 DP8 (data-parallel attention)."""
-        return (f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
-                + (f" DP{self.dp}" if self.dp > 1 else ""))
+        return (
+            f"TP{self.tp}"
+            + (f" PP{self.pp}" if self.pp > 1 else "")
+            + (f" EP{self.ep}" if self.ep > 1 else "")
+            + (f" DP{self.dp}" if self.dp > 1 else "")
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "allreduce": self.allreduce.to_dict() if self.allreduce else None}
@@ -173,13 +177,15 @@ def is_too_far(r: Row, best: Row, fitting: list[Row], knee: float) -> bool:
     # the same product as latency_optimal's test, so a plan inside the knee there is past it here
     # (a ratio minus one rounds differently at the edge)
     past_best = r.gpus > best.gpus and best.judged_s <= r.judged_s * (1 + knee)
-    slower_than_smaller = any(o.judged_s < r.judged_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp))
-                              for o in fitting)
+    slower_than_smaller = any(
+        o.judged_s < r.judged_s and (o.gpus < r.gpus or (o.gpus == r.gpus and o.tp < r.tp)) for o in fitting
+    )
     return past_best or slower_than_smaller
 
 
-def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, usable_bytes: float,
-          limits: Thresholds) -> Verdict:
+def judge(
+    batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, usable_bytes: float, limits: Thresholds
+) -> Verdict:
     """The verdicts of one batch size over `rows` (one per plan); every row the Verdict points at is
     the labelled row of its table."""
     knee = limits.knee_threshold
@@ -191,16 +197,21 @@ def judge(batch: int, rows: list[Row], *, where: str, gpu_memory_bytes: float, u
     meeting = [r for r in fitting if r.meets_budget]
     best = next((r for r in fitting if best0 and r.key == best0.key), None)
     v = Verdict(
-        batch=batch, rows=labelled,
+        batch=batch,
+        rows=labelled,
         smallest=min(fitting, key=lambda r: (r.gpus, r.mem_bytes_per_gpu, r.judged_s)) if fitting else None,
-        fastest=_fastest(fitting, best), best=best,
+        fastest=_fastest(fitting, best),
+        best=best,
         largest_tp_within_budget=min(meeting, key=lambda r: (-r.tp, r.gpus, r.judged_s)) if meeting else None,
         closest=_closest(fitting, limits) if fitting and not meeting else None,
         pick=best if best and best.meets_budget else latency_optimal(meeting, knee),
         too_far=tuple(sorted((r for r in fitting if r.verdict == "sharded too far"), key=_order)),
-        comm_bound=bool(best and best.comm_share > limits.comm_threshold), sentences=())
-    text = _sentences(v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes,
-                      rows=rows, limits=limits)
+        comm_bound=bool(best and best.comm_share > limits.comm_threshold),
+        sentences=(),
+    )
+    text = _sentences(
+        v, where=where, gpu_memory_bytes=gpu_memory_bytes, usable_bytes=usable_bytes, rows=rows, limits=limits
+    )
     return Verdict(**{**{f: getattr(v, f) for f in v.__dataclass_fields__}, "sentences": text})
 
 
@@ -228,10 +239,12 @@ def _labelled(r: Row, best: Row | None, far: set, comm_threshold: float) -> Row:
 
 def _closest(fitting: list[Row], limits: Thresholds) -> Row:
     """The plan whose worst budget ratio (judged time / budget, TTFT / TTFT budget) is smallest."""
+
     def worst(r: Row) -> float:
         ratios = [r.judged_s / limits.budget_s if limits.budget_s else 0.0]
         ratios.append(r.ttft_s / limits.ttft_budget_s if limits.ttft_budget_s else 0.0)
         return max(ratios)
+
     return min(fitting, key=lambda r: (worst(r), r.gpus))
 
 
@@ -254,24 +267,32 @@ def _budget_words(limits: Thresholds) -> str:
     return " and ".join(words)
 
 
-def _sentences(v: Verdict, *, where: str, gpu_memory_bytes: float, usable_bytes: float, rows: list[Row],
-               limits: Thresholds) -> tuple[str, ...]:
+def _sentences(
+    v: Verdict, *, where: str, gpu_memory_bytes: float, usable_bytes: float, rows: list[Row], limits: Thresholds
+) -> tuple[str, ...]:
     head = f"Batch {v.batch}: {where}"
     if v.best is None:
         least = min(rows, key=lambda r: r.mem_bytes_per_gpu) if rows else None
-        need = (f" (the smallest need is {least.label()} with {format_decimal_bytes(least.mem_bytes_per_gpu)} per GPU; "
-                f"{format_decimal_bytes(usable_bytes)} of the {format_decimal_bytes(gpu_memory_bytes)} are usable)"
-                if least else "")
+        need = (
+            f" (the smallest need is {least.label()} with {format_decimal_bytes(least.mem_bytes_per_gpu)} per GPU; "
+            f"{format_decimal_bytes(usable_bytes)} of the {format_decimal_bytes(gpu_memory_bytes)} are usable)"
+            if least
+            else ""
+        )
         return (f"{head} does not fit in memory under any plan{need}; add nodes or quantise.",)
     s = v.smallest
-    out = [f"{head} fits on as few as {s.gpus} GPU{'s' if s.gpus > 1 else ''} "
-           f"({s.label()}: {format_decimal_bytes(s.mem_bytes_per_gpu)} per GPU)."]
+    out = [
+        f"{head} fits on as few as {s.gpus} GPU{'s' if s.gpus > 1 else ''} "
+        f"({s.label()}: {format_decimal_bytes(s.mem_bytes_per_gpu)} per GPU)."
+    ]
     out.append(_best_sentence(v, limits))
     if limits.budget_s is not None or limits.ttft_budget_s is not None:
         out.append(_budget_sentence(v, limits))
         if v.pick is not None and v.pick.key != v.best.key:
-            out.append(f"{v.best.label()} misses {_budget_words(limits)}; within it, pick {v.pick.label()} "
-                       f"({_ms(v.pick.judged_s)}).")
+            out.append(
+                f"{v.best.label()} misses {_budget_words(limits)}; within it, pick {v.pick.label()} "
+                f"({_ms(v.pick.judged_s)})."
+            )
     if v.too_far:
         out.append(_too_far_sentence(v, limits))
     out.append(_comm_sentence(v, limits))
@@ -280,11 +301,12 @@ def _sentences(v: Verdict, *, where: str, gpu_memory_bytes: float, usable_bytes:
 
 def _best_sentence(v: Verdict, limits: Thresholds) -> str:
     best, fastest = v.best, v.fastest
-    text = (f"Latency-optimal: {best.label()} at {_ms(best.judged_s)} per token "
-            f"({_share(best)} of it communication)")
+    text = f"Latency-optimal: {best.label()} at {_ms(best.judged_s)} per token ({_share(best)} of it communication)"
     if fastest.key != best.key:
-        return (text + f"; {fastest.label()} is faster ({_ms(fastest.judged_s)}) but by less than "
-                f"{100 * limits.knee_threshold:.0f}% for {fastest.gpus - best.gpus} more GPUs.")
+        return (
+            text + f"; {fastest.label()} is faster ({_ms(fastest.judged_s)}) but by less than "
+            f"{100 * limits.knee_threshold:.0f}% for {fastest.gpus - best.gpus} more GPUs."
+        )
     larger = [r for r in v.rows if r.fits_memory and r.gpus > best.gpus]
     return text + ("; no plan with more GPUs is faster." if larger else "; it is the fastest plan swept.")
 
@@ -301,10 +323,15 @@ def _budget_sentence(v: Verdict, limits: Thresholds) -> str:
         token_ok = limits.budget_s is None or c.judged_s <= limits.budget_s
         ttft_ok = c.ttft_s <= limits.ttft_budget_s
         words = {True: "meets", False: "misses"}
-        time = (f"its {token} {_ms(c.judged_s)} {parts} {words[token_ok]} the {token} budget"
-                if limits.budget_s is not None else f"its {token} is {_ms(c.judged_s)} {parts}")
-        return (f"No plan meets {budgets}: the closest is {c.label()}; {time}, its TTFT {_ms(c.ttft_s)} "
-                f"{words[ttft_ok]} the TTFT budget.")
+        time = (
+            f"its {token} {_ms(c.judged_s)} {parts} {words[token_ok]} the {token} budget"
+            if limits.budget_s is not None
+            else f"its {token} is {_ms(c.judged_s)} {parts}"
+        )
+        return (
+            f"No plan meets {budgets}: the closest is {c.label()}; {time}, its TTFT {_ms(c.ttft_s)} "
+            f"{words[ttft_ok]} the TTFT budget."
+        )
     r = v.largest_tp_within_budget
     ttft = f", TTFT {_ms(r.ttft_s)}" if limits.ttft_budget_s is not None else ""
     plan = "" if r.label() == f"TP{r.tp}" else f"{r.label()}: "
@@ -315,11 +342,16 @@ def _too_far_sentence(v: Verdict, limits: Thresholds) -> str:
     n = len(v.too_far)
     widest = max(v.too_far, key=lambda r: (r.tp, r.gpus, r.judged_s))
     some = ", ".join(f"{r.label()} {_ms(r.judged_s)}" for r in v.too_far[:3]) + (", ..." if n > 3 else "")
-    comm = (f"; at {widest.label()} communication is {_share(widest)} of the {limits.token}"
-            if widest.comm_share >= 0.01 else "")
-    return (f"{n} plan{'s are' if n > 1 else ' is'} sharded too far, {'each ' if n > 1 else ''}using more GPUs "
-            f"or a higher TP than another plan that is faster or at most {100 * limits.knee_threshold:.0f}% slower "
-            f"({some}){comm}.")
+    comm = (
+        f"; at {widest.label()} communication is {_share(widest)} of the {limits.token}"
+        if widest.comm_share >= 0.01
+        else ""
+    )
+    return (
+        f"{n} plan{'s are' if n > 1 else ' is'} sharded too far, {'each ' if n > 1 else ''}using more GPUs "
+        f"or a higher TP than another plan that is faster or at most {100 * limits.knee_threshold:.0f}% slower "
+        f"({some}){comm}."
+    )
 
 
 def _comm_sentence(v: Verdict, limits: Thresholds) -> str:
@@ -327,10 +359,14 @@ def _comm_sentence(v: Verdict, limits: Thresholds) -> str:
     parts = f"{_ms(best.judged_comm_s)} of {_ms(best.judged_s)}"
     share = _share(best, limits.comm_threshold)
     if v.comm_bound:
-        return (f"Warning: communication is {share} of {best.label()}'s {token} ({parts}), above the "
-                f"{100 * limits.comm_threshold:.0f}% threshold: the fabric, not the GPUs, sets its token time.")
-    return (f"Communication is {share} of {best.label()}'s {token} ({parts}), under the "
-            f"{100 * limits.comm_threshold:.0f}% threshold.")
+        return (
+            f"Warning: communication is {share} of {best.label()}'s {token} ({parts}), above the "
+            f"{100 * limits.comm_threshold:.0f}% threshold: the fabric, not the GPUs, sets its token time."
+        )
+    return (
+        f"Communication is {share} of {best.label()}'s {token} ({parts}), under the "
+        f"{100 * limits.comm_threshold:.0f}% threshold."
+    )
 
 
 __all__ = ["LABELS", "Row", "Thresholds", "Verdict", "is_too_far", "judge", "latency_optimal"]

@@ -55,8 +55,14 @@ def _ring_name(s: System) -> str:
 
 def nvswitch_template(system: System, catalog: Catalog) -> System | None:
     """The catalog's NVSwitch system of the GPU's generation (None: there is none, e.g. AMD, Ada)."""
-    same = [s for s in catalog.systems.values() if s.topology == "switch" and s.gpu.arch == system.gpu.arch
-            and s.intra_fabric.kind == "nvswitch" and s.gpus_per_node <= 8]
+    same = [
+        s
+        for s in catalog.systems.values()
+        if s.topology == "switch"
+        and s.gpu.arch == system.gpu.arch
+        and s.intra_fabric.kind == "nvswitch"
+        and s.gpus_per_node <= 8
+    ]
     return min(same, key=lambda s: (s.gpu is not system.gpu, s.name), default=None)
 
 
@@ -88,22 +94,48 @@ def _pcie_whatif(system: System, catalog: Catalog, *, p2p: bool) -> System | Non
     n = system.gpus_per_node
     link = catalog.fabric(names["link"])
     if p2p:
-        tree = PcieTree(sockets=1, gpus_per_switch=n, host_bridge=catalog.fabric(names["bridge"]),
-                        shm=catalog.fabric(names["shm"]), switch_uplink=link, nics_per_switch=0, p2p_level="auto",
-                        gpu_p2p=True, source="what-if: one root complex, every GPU under its PCIe switches")
+        tree = PcieTree(
+            sockets=1,
+            gpus_per_switch=n,
+            host_bridge=catalog.fabric(names["bridge"]),
+            shm=catalog.fabric(names["shm"]),
+            switch_uplink=link,
+            nics_per_switch=0,
+            p2p_level="auto",
+            gpu_p2p=True,
+            source="what-if: one root complex, every GPU under its PCIe switches",
+        )
         words, where = "P2P", "switches"
     else:
         # every GPU on its own root port of one healthy CPU, so each hop is the generation's one-socket SHM hop
         # (host_staged.toml), not eight hops' copies queued on one switch uplink (3 GB/s at Gen4)
-        tree = PcieTree(sockets=1, gpus_per_switch=1, host_bridge=catalog.fabric(names["bridge"]),
-                        shm=catalog.fabric(names["shm"]), switch_uplink=None, nics_per_switch=0, p2p_level="auto",
-                        gpu_p2p=False, source="what-if: every GPU on its own root port of one CPU, P2P off")
+        tree = PcieTree(
+            sockets=1,
+            gpus_per_switch=1,
+            host_bridge=catalog.fabric(names["bridge"]),
+            shm=catalog.fabric(names["shm"]),
+            switch_uplink=None,
+            nics_per_switch=0,
+            p2p_level="auto",
+            gpu_p2p=False,
+            source="what-if: every GPU on its own root port of one CPU, P2P off",
+        )
         words, where = "no P2P (SHM through host memory)", "root ports of one healthy host"
-    return dataclasses.replace(system, name=f"{system.gpu.name} on PCIe Gen{gen}, {words}",
-                               description=f"what-if: {n}x {system.gpu.name} on PCIe Gen{gen} {where}, {words}",
-                               topology="pcie", intra_fabric=link, fallback_fabric=None, socket_fabric=None,
-                               gpus_per_socket=n, domain_gpus=n, cpu=cpu, pcie=tree, degraded="",
-                               source=f"what-if built from the catalog's pcie{gen} fabrics")
+    return dataclasses.replace(
+        system,
+        name=f"{system.gpu.name} on PCIe Gen{gen}, {words}",
+        description=f"what-if: {n}x {system.gpu.name} on PCIe Gen{gen} {where}, {words}",
+        topology="pcie",
+        intra_fabric=link,
+        fallback_fabric=None,
+        socket_fabric=None,
+        gpus_per_socket=n,
+        domain_gpus=n,
+        cpu=cpu,
+        pcie=tree,
+        degraded="",
+        source=f"what-if built from the catalog's pcie{gen} fabrics",
+    )
 
 
 def two_nodes(system: System, tp: int) -> System | None:
@@ -114,16 +146,25 @@ def two_nodes(system: System, tp: int) -> System | None:
     per_socket = math.gcd(system.gpus_per_socket, half)
     tree = system.pcie
     if tree is not None:
-        tree = dataclasses.replace(tree, sockets=half // per_socket,
-                                   gpus_per_switch=math.gcd(tree.gpus_per_switch, per_socket),
-                                   nics_per_switch=0 if math.gcd(tree.gpus_per_switch, per_socket) < 2
-                                   else tree.nics_per_switch)
+        tree = dataclasses.replace(
+            tree,
+            sockets=half // per_socket,
+            gpus_per_switch=math.gcd(tree.gpus_per_switch, per_socket),
+            nics_per_switch=0 if math.gcd(tree.gpus_per_switch, per_socket) < 2 else tree.nics_per_switch,
+        )
     nics = max(1, system.nics_per_node * half // system.gpus_per_node)
     unit = "racks" if system.intra_fabric.kind == "nvl72" else "nodes"  # an NVL72's node is its rack
-    return dataclasses.replace(system, name=f"{system.name} as 2 {unit} x {half} GPUs",
-                               description=f"what-if: {system.name} with {half} GPUs per node", gpus_per_node=half,
-                               gpus_per_socket=per_socket, domain_gpus=half, nics_per_node=nics, pcie=tree,
-                               gpus_per_host=math.gcd(system.host_gpus, half))
+    return dataclasses.replace(
+        system,
+        name=f"{system.name} as 2 {unit} x {half} GPUs",
+        description=f"what-if: {system.name} with {half} GPUs per node",
+        gpus_per_node=half,
+        gpus_per_socket=per_socket,
+        domain_gpus=half,
+        nics_per_node=nics,
+        pcie=tree,
+        gpus_per_host=math.gcd(system.host_gpus, half),
+    )
 
 
 def fabric_cases(system: System, catalog: Catalog, tp: int) -> list[FabricCase]:
@@ -132,16 +173,22 @@ def fabric_cases(system: System, catalog: Catalog, tp: int) -> list[FabricCase]:
     if system.topology != "switch":
         t = nvswitch_template(system, catalog)
         if t is not None:
-            s = dataclasses.replace(t, name=f"{system.gpu.name} on {t.intra_fabric.name}", gpu=system.gpu,
-                                    description=f"what-if: {t.name} with {system.gpu.name} GPUs")
-            cases.append(FabricCase(f"{system.gpu.name} on {t.intra_fabric.name} of {t.name} (what-if)", s,
-                                    whatif=True))
+            s = dataclasses.replace(
+                t,
+                name=f"{system.gpu.name} on {t.intra_fabric.name}",
+                gpu=system.gpu,
+                description=f"what-if: {t.name} with {system.gpu.name} GPUs",
+            )
+            cases.append(
+                FabricCase(f"{system.gpu.name} on {t.intra_fabric.name} of {t.name} (what-if)", s, whatif=True)
+            )
     # a what-if the system already is is left out: P2P where every hop of its own TP ring is P2P, no
     # P2P where every hop is host-staged on the healthy hop of its generation (a dual-root box does both,
     # and a degraded host or a slower SHM hop is not the healthy path: both what-ifs are shown)
     own = set(intra_path(system, tp).transports) if system.topology == "pcie" and tp > 1 else set()
-    healthy_shm = (system.pcie is not None and system.pcie.shm.name == f"pcie{pcie_gen(system)}-no-p2p"
-                   and not system.degraded)
+    healthy_shm = (
+        system.pcie is not None and system.pcie.shm.name == f"pcie{pcie_gen(system)}-no-p2p" and not system.degraded
+    )
     for p2p in (True, False):
         same = bool(own) and (own <= {"p2p"} if p2p else (own <= {"shm"} and healthy_shm))
         s = _pcie_whatif(system, catalog, p2p=p2p) if not same else None
@@ -150,9 +197,15 @@ def fabric_cases(system: System, catalog: Catalog, tp: int) -> list[FabricCase]:
     split = two_nodes(system, tp)
     if split is not None:
         unit = "racks" if system.intra_fabric.kind == "nvl72" else "nodes"  # an NVL72's node is its rack
-        cases.append(FabricCase(f"{system.name}, TP{tp} over 2 {unit} x {tp // 2} GPUs, "
-                                f"{split.nics_per_node}x {system.nic_fabric.name} each (what-if)",
-                                split, nodes=2, whatif=True))
+        cases.append(
+            FabricCase(
+                f"{system.name}, TP{tp} over 2 {unit} x {tp // 2} GPUs, "
+                f"{split.nics_per_node}x {system.nic_fabric.name} each (what-if)",
+                split,
+                nodes=2,
+                whatif=True,
+            )
+        )
     return cases
 
 

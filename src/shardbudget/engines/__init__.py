@@ -10,5 +10,12 @@ from .memory_default import default_memory_fraction
 from .presets import ALLREDUCE_KINDS, ENGINE_NAMES, EnginePreset, load_engine
 from .rules import allreduce_choice
 
-__all__ = ["ALLREDUCE_KINDS", "ENGINE_NAMES", "EnginePreset", "allreduce_choice", "allreduce_ranges",
-           "default_memory_fraction", "load_engine"]
+__all__ = [
+    "ALLREDUCE_KINDS",
+    "ENGINE_NAMES",
+    "EnginePreset",
+    "allreduce_choice",
+    "allreduce_ranges",
+    "default_memory_fraction",
+    "load_engine",
+]

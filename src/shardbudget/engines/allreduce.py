@@ -21,10 +21,17 @@ from ..units import format_bytes
 from .presets import EnginePreset, load_engine
 from .rules import allreduce_choice
 
-KIND_WORDS = {"none": "no collective", "one-shot": "one-shot", "two-shot": "two-shot",
-              "flashinfer-one-shot": "FlashInfer one-shot", "flashinfer-two-shot": "FlashInfer two-shot",
-              "symm-mem-multimem": "symmetric-memory multimem", "symm-mem-two-shot": "symmetric-memory two-shot",
-              "mnnvl": "MNNVL", "nccl": "NCCL"}
+KIND_WORDS = {
+    "none": "no collective",
+    "one-shot": "one-shot",
+    "two-shot": "two-shot",
+    "flashinfer-one-shot": "FlashInfer one-shot",
+    "flashinfer-two-shot": "FlashInfer two-shot",
+    "symm-mem-multimem": "symmetric-memory multimem",
+    "symm-mem-two-shot": "symmetric-memory two-shot",
+    "mnnvl": "MNNVL",
+    "nccl": "NCCL",
+}
 
 
 @dataclass(frozen=True)
@@ -70,9 +77,16 @@ def _group_facts(group: Group) -> dict:
     cpu = group.system.cpu
     # TensorRT-LLM's is_mnnvl: several hosts of one NVLink domain, aarch64 (Grace) hosts
     mnnvl = nvlink and group.hosts > 1 and cpu is not None and cpu.vendor == "arm"
-    return {"nvlink": nvlink, "p2p": bool(path and path.p2p), "arch": group.system.gpu.sm, "nodes": group.nodes,
-            "multicast": bool(path and path.nvls), "hosts": group.hosts, "mnnvl": mnnvl,
-            "nccl_symmetric": group.catalog.nccl.symmetric}
+    return {
+        "nvlink": nvlink,
+        "p2p": bool(path and path.p2p),
+        "arch": group.system.gpu.sm,
+        "nodes": group.nodes,
+        "multicast": bool(path and path.nvls),
+        "hosts": group.hosts,
+        "mnnvl": mnnvl,
+        "nccl_symmetric": group.catalog.nccl.symmetric,
+    }
 
 
 def _pool(group: Group, kind: str, engine: str) -> tuple[Candidate, ...]:
@@ -110,9 +124,20 @@ def _ranges_for(engine: str, group: Group, bytes_per_token: float, catalog) -> A
 
     def choice(n: float) -> str:
         tokens = max(1, int(n // bytes_per_token)) if bytes_per_token else None
-        return allreduce_choice(preset, group.ranks, n, facts["nvlink"], facts["p2p"], arch=facts["arch"],
-                                nodes=facts["nodes"], tokens=tokens, multicast=facts["multicast"],
-                                hosts=facts["hosts"], mnnvl=facts["mnnvl"], nccl_symmetric=facts["nccl_symmetric"])
+        return allreduce_choice(
+            preset,
+            group.ranks,
+            n,
+            facts["nvlink"],
+            facts["p2p"],
+            arch=facts["arch"],
+            nodes=facts["nodes"],
+            tokens=tokens,
+            multicast=facts["multicast"],
+            hosts=facts["hosts"],
+            mnnvl=facts["mnnvl"],
+            nccl_symmetric=facts["nccl_symmetric"],
+        )
 
     bounds = [0.0] + edges + [math.inf]
     kinds = [choice((lo + hi) / 2 if math.isfinite(hi) else lo * 2 + 1) for lo, hi in zip(bounds, bounds[1:])]
@@ -132,7 +157,7 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
         out |= custom.tuned.edges() if custom.tuned is not None else set()
         if custom.strategy is not None and bytes_per_token:
             # TensorRT-LLM's table changes kernel only where floor(log2(tokens)) steps
-            out |= {2 ** k * bytes_per_token for k in range(16)}
+            out |= {2**k * bytes_per_token for k in range(16)}
         if custom.nccl_above_tokens is not None and bytes_per_token:
             # TensorRT-LLM 1.0: its token thresholds (the last token at the edge itself)
             limits = (custom.nccl_above_tokens, custom.one_shot_max_tokens)
@@ -148,9 +173,17 @@ def _edges(preset: EnginePreset, bytes_per_token: float) -> set[float]:
     return {e for e in out if e > 0}
 
 
-def allreduce_ranges(preset: EnginePreset, world_size: int, *, nvlink: bool, p2p: bool,
-                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     max_bytes: float = 2.0 ** 30) -> tuple[tuple[float, str], ...]:
+def allreduce_ranges(
+    preset: EnginePreset,
+    world_size: int,
+    *,
+    nvlink: bool,
+    p2p: bool,
+    arch: str | None = None,
+    nodes: int = 1,
+    tokens: int | None = None,
+    max_bytes: float = 2.0**30,
+) -> tuple[tuple[float, str], ...]:
     """The choice as size ranges for a plan header: ((upper bytes, kind), ...), last upper = inf.
 
     E.g. vLLM, 8x H100: ((256 KiB, 'one-shot'), (64 MiB, 'symm-mem-multimem'), (inf, 'nccl')),
@@ -210,4 +243,11 @@ def _unlimited(pool: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
     return tuple(c if c.impl == "nccl" else dataclasses.replace(c, max_bytes=math.inf, min_bytes=0.0) for c in pool)
 
 
-__all__ = ["AllReduceRanges", "KIND_WORDS", "allreduce_ranges", "allreduce_ranges_for", "engine_allreduce_s", "engine_costs"]
+__all__ = [
+    "AllReduceRanges",
+    "KIND_WORDS",
+    "allreduce_ranges",
+    "allreduce_ranges_for",
+    "engine_allreduce_s",
+    "engine_costs",
+]

@@ -48,7 +48,9 @@ def _specs(t: Table, name: str) -> Mapping[str, Any]:
     table = t.table(name)
     out = {}
     for k, spec in table.entries():
-        if not isinstance(spec, (str, list, dict)) or (isinstance(spec, list) and not all(isinstance(c, str) for c in spec)):
+        if not isinstance(spec, (str, list, dict)) or (
+            isinstance(spec, list) and not all(isinstance(c, str) for c in spec)
+        ):
             raise table.fail(k, f"a type is a word, a list of choices or a table, got {spec!r}")
         out[k] = spec
     table.done()
@@ -89,7 +91,7 @@ def _images(t: Table) -> Mapping[str, str]:
     out = {}
     for k, _ in list(t.data.items()):
         if k.startswith("image_") and k != "image_rocm":
-            generation = k[len("image_"):]
+            generation = k[len("image_") :]
             if generation not in builtin_archs():
                 raise UnknownNameError(f"GPU generation in {t.at(k)}", generation, builtin_archs())
             out[generation] = t.text(k)
@@ -192,13 +194,18 @@ class EngineCli:
         """The flag of a role ('tensor_parallel' -> '--tensor-parallel-size'), or a one-line error."""
         value = getattr(self, role, "") if role in ROLES else ""
         if not value:
-            raise CatalogError(f"engines/{self.name}.toml: cli has no flag for {role!r} "
-                               f"(its roles: {', '.join(r for r in ROLES if getattr(self, r))})")
+            raise CatalogError(
+                f"engines/{self.name}.toml: cli has no flag for {role!r} "
+                f"(its roles: {', '.join(r for r in ROLES if getattr(self, r))})"
+            )
         return value
 
 
-ROLES = tuple(k for k in record_keys(EngineCli) if k not in ("positional", "source") and
-              EngineCli.__dataclass_fields__[k].type == "str")
+ROLES = tuple(
+    k
+    for k in record_keys(EngineCli)
+    if k not in ("positional", "source") and EngineCli.__dataclass_fields__[k].type == "str"
+)
 """The roles a launch line's flags are added by (`Flags.add`)."""
 
 
@@ -212,9 +219,19 @@ def load_cli(name: str) -> EngineCli:
     """The [cli] table of one engine's preset (`presets.ENGINE_NAMES`)."""
     where = f"engines/{engine_name(name)}.toml"
     text = read_builtin(where)
-    return cached(f"engine-cli-{name}", [text],
-                  lambda: read_cli(Table(parse_toml(text, where), "", where).table("cli"), name))
+    return cached(
+        f"engine-cli-{name}", [text], lambda: read_cli(Table(parse_toml(text, where), "", where).table("cli"), name)
+    )
 
 
-__all__ = ["ROLES", "SPECULATIVE_METHODS", "Disaggregation", "EngineCli", "Multinode", "ProgramTable", "Support",
-           "load_cli", "read_cli"]
+__all__ = [
+    "ROLES",
+    "SPECULATIVE_METHODS",
+    "Disaggregation",
+    "EngineCli",
+    "Multinode",
+    "ProgramTable",
+    "Support",
+    "load_cli",
+    "read_cli",
+]

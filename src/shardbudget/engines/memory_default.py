@@ -18,13 +18,21 @@ def default_memory_fraction(preset: EnginePreset, gpu_memory_bytes: float, *, tp
     rule = preset.memory.reserve
     if rule is None:
         return preset.memory.fraction
-    mib = 2.0 ** 20
+    mib = 2.0**20
     gpu_mib = gpu_memory_bytes / mib
     chunked = _by_memory(rule.chunked_prefill_by_memory, gpu_memory_bytes, 1, f"engines/{preset.name}.toml: memory")
-    bs = _by_memory(preset.cuda_graphs.max_batch_by_memory, gpu_memory_bytes, 1 if tp < 4 else 2,
-                    f"engines/{preset.name}.toml: cuda_graphs.max_batch_by_memory")
-    reserved = (rule.reserved_base_bytes + rule.reserved_per_chunked_prefill_token_bytes * max(chunked, 2048)
-                + rule.reserved_per_cuda_graph_bs_bytes * bs + rule.reserved_per_tp_pp_over_8_bytes * tp * pp / 8)
+    bs = _by_memory(
+        preset.cuda_graphs.max_batch_by_memory,
+        gpu_memory_bytes,
+        1 if tp < 4 else 2,
+        f"engines/{preset.name}.toml: cuda_graphs.max_batch_by_memory",
+    )
+    reserved = (
+        rule.reserved_base_bytes
+        + rule.reserved_per_chunked_prefill_token_bytes * max(chunked, 2048)
+        + rule.reserved_per_cuda_graph_bs_bytes * bs
+        + rule.reserved_per_tp_pp_over_8_bytes * tp * pp / 8
+    )
     if gpu_memory_bytes > rule.reserved_min_large_gpu_above_bytes:
         reserved = max(reserved, rule.reserved_min_large_gpu_bytes)
     return round((gpu_mib - reserved / mib) / gpu_mib, 3)

@@ -42,11 +42,27 @@ from ..defaults import ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
 from ..fabric.catalog import builtin_archs
 
-__all__ = ["ALLREDUCE_KINDS", "EnginePreset", "capability", "engine_name", "load_engine", "read_engine",
-           "sizes_by_world"]
+__all__ = [
+    "ALLREDUCE_KINDS",
+    "EnginePreset",
+    "capability",
+    "engine_name",
+    "load_engine",
+    "read_engine",
+    "sizes_by_world",
+]
 
-ALLREDUCE_KINDS = ("none", "one-shot", "two-shot", "flashinfer-one-shot", "flashinfer-two-shot", "symm-mem-multimem",
-                   "symm-mem-two-shot", "mnnvl", "nccl")
+ALLREDUCE_KINDS = (
+    "none",
+    "one-shot",
+    "two-shot",
+    "flashinfer-one-shot",
+    "flashinfer-two-shot",
+    "symm-mem-multimem",
+    "symm-mem-two-shot",
+    "mnnvl",
+    "nccl",
+)
 """What `allreduce_choice` returns: no collective (one GPU), the engine's custom one-shot or
 two-shot IPC kernel, FlashInfer's one-shot or two-shot (vLLM 0.34's first choice), torch
 symmetric-memory all-reduce (multimem = NVLS in-switch reduction, or its two-shot), the engine's
@@ -61,6 +77,7 @@ _KERNEL_ROLES = ("moe", "attention_mha_gqa", "attention_mla")
 
 # --- how the tables' special fields are read (datafile.key kinds) -------------------------------------
 
+
 def _one_shot_below(t: Table, name: str) -> tuple[tuple[int, float], ...]:
     rows = []
     for i, row in enumerate(t.raw(name, types=list)):
@@ -70,7 +87,7 @@ def _one_shot_below(t: Table, name: str) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(rows))
 
 
-_STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2 ** k for k in range(7, 14)), tuple(2 ** k for k in range(15))
+_STRATEGY_HIDDEN, _STRATEGY_TOKENS = tuple(2**k for k in range(7, 14)), tuple(2**k for k in range(15))
 
 
 def _strategy(t: Table, name: str) -> Mapping[str, Mapping[int, tuple[str, ...]]]:
@@ -158,6 +175,7 @@ def _chunk_rows(t: Table, name: str) -> tuple[tuple[float, int], ...]:
 
 # --- the preset's records: each field's `key` is what its table may hold (datafile) -------------------
 
+
 @dataclass(frozen=True, kw_only=True)
 class CudaGraphs:
     decode: bool = key("decode")
@@ -218,7 +236,8 @@ class CustomAllReduce:
     one_shot_below: tuple[tuple[int, float], ...] = key("one_shot_below", _one_shot_below, default=())
     """(largest world size, bytes): one-shot when world size <= it and message < bytes."""
     max_bytes_with_symm_mem: Mapping[str, Mapping[int, float]] = key(
-        "max_bytes_with_symm_mem", sizes_by_world, factory=lambda: MappingProxyType({}))
+        "max_bytes_with_symm_mem", sizes_by_world, factory=lambda: MappingProxyType({})
+    )
     """[arch][world size] -> the lower limit vLLM uses when torch symmetric memory is on."""
     strategy: Mapping[str, Mapping[int, tuple[str, ...]]] | None = key("strategy", _strategy, default=None)
     """TensorRT-LLM's lookup table: [capability][world size] -> one string per hidden size (128 ...
@@ -378,18 +397,22 @@ class EnginePreset:
     released: str = ""
     """The release's date as the file states it ('2026-04-03', '2026-11'), "" if not stated."""
 
-    def fused_for(self, model_type: str, arch: str, *, one_node: bool, quantized: bool,
-                  fp4_experts: bool = False) -> tuple[bool, bool]:
+    def fused_for(
+        self, model_type: str, arch: str, *, one_node: bool, quantized: bool, fp4_experts: bool = False
+    ) -> tuple[bool, bool]:
         """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
         generation: the preset's defaults and its model_type@arch rules (the first needs one node
         without DP attention)."""
         ar = self.allreduce.fused_residual_rmsnorm or (
-            one_node and self.runs(self.fused_allreduce_norm_auto, model_type, arch, quantized=quantized))
-        return ar, self.runs(self.fused_moe_routing_auto, model_type, arch, quantized=quantized,
-                             fp4_experts=fp4_experts)
+            one_node and self.runs(self.fused_allreduce_norm_auto, model_type, arch, quantized=quantized)
+        )
+        return ar, self.runs(
+            self.fused_moe_routing_auto, model_type, arch, quantized=quantized, fp4_experts=fp4_experts
+        )
 
-    def runs(self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool,
-             fp4_experts: bool = False) -> bool:
+    def runs(
+        self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool, fp4_experts: bool = False
+    ) -> bool:
         """Whether one of `rules` matches: model_type@arch ('*' any model type), ':quantized' for
         quantized GEMMs only, ':fp4' for experts computed in FP4 only."""
         held = {"": True, "quantized": quantized, "fp4": fp4_experts}
@@ -403,10 +426,12 @@ class EnginePreset:
 
 # --- loading --------------------------------------------------------------------------------
 
+
 def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
     """Validate one parsed preset file into an `EnginePreset`: every table read strictly (a key no
     record declares is refused with the file, the table and the nearest known key), [cli] too."""
     from .cli_tables import read_cli  # the launch tables' records: deploy's, built here only to check them
+
     top = Table(dict(raw), "", where)
     eng = top.table("engine")
     allreduce = read_record(AllReducePolicy, top.table("allreduce"))
@@ -417,17 +442,24 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
     kernels, fusions = top.opt_table("kernels"), top.opt_table("fusions")
     read_cli(top.table("cli"), eng.text("name"))
     preset = EnginePreset(
-        name=eng.text("name"), version=eng.text("version"), launcher=eng.text("launcher"),
-        source=eng.text("source"), nccl=eng.text("nccl", ""),
+        name=eng.text("name"),
+        version=eng.text("version"),
+        launcher=eng.text("launcher"),
+        source=eng.text("source"),
+        nccl=eng.text("nccl", ""),
         cuda_graphs=read_record(CudaGraphs, top.table("cuda_graphs")),
-        host=read_record(HostOverhead, top.table("host")), allreduce=allreduce,
+        host=read_record(HostOverhead, top.table("host")),
+        allreduce=allreduce,
         memory=_memory(top.table("memory")),
         kernels=MappingProxyType({r: kernels.text(r) for r in _KERNEL_ROLES if kernels and kernels.has(r)}),
         fused_allreduce_norm_auto=allreduce.fused_residual_rmsnorm_auto,
-        fused_moe_routing_auto=(_rules(kernels, "fused_moe_routing_auto")
-                                if kernels and kernels.has("fused_moe_routing_auto") else ()),
+        fused_moe_routing_auto=(
+            _rules(kernels, "fused_moe_routing_auto") if kernels and kernels.has("fused_moe_routing_auto") else ()
+        ),
         moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
-        fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(), released=eng.text("released", ""))
+        fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(),
+        released=eng.text("released", ""),
+    )
     eng.text("allreduce_commit", "")  # the commit the all-reduce rule was read at, for the reader
     for table in (eng, kernels, top):
         if table is not None:
@@ -439,8 +471,9 @@ def _memory(mem: Table) -> MemoryPolicy:
     """[memory]: one of the three engines' fraction keys, the sizes, and SGLang's reserve rule."""
     given = [k for k in _FRACTION_KEYS if mem.has(k)]
     if len(given) != 1:
-        raise CatalogError(f"{mem.where}: needs one of {', '.join(_FRACTION_KEYS)}" +
-                           (f", not {len(given)}" if given else ""))
+        raise CatalogError(
+            f"{mem.where}: needs one of {', '.join(_FRACTION_KEYS)}" + (f", not {len(given)}" if given else "")
+        )
     reserve = read_record(MemoryRule, mem, done=False) if mem.has("reserved_base") else None
     return read_record(MemoryPolicy, mem, fraction=mem.fraction(given[0]), reserve=reserve)
 
@@ -465,8 +498,9 @@ def engine_name(name: str) -> str:
     if name not in ENGINE_NAMES:
         err = UnknownNameError("engine", name, ENGINE_NAMES)
         if "(known:" not in err.args[0]:  # an unknown release: every preset named, not only the closest
-            err.args = (f"{err.args[0]} (presets: {', '.join(ENGINE_NAMES)}; `shardbudget engines` lists their "
-                        "releases)",)
+            err.args = (
+                f"{err.args[0]} (presets: {', '.join(ENGINE_NAMES)}; `shardbudget engines` lists their releases)",
+            )
         raise err
     return name
 

@@ -9,10 +9,22 @@ import math
 from .presets import CustomAllReduce, EnginePreset, capability
 
 
-def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nvlink: bool, p2p: bool, *,
-                     arch: str | None = None, nodes: int = 1, tokens: int | None = None,
-                     multicast: bool | None = None, symm_mem: bool | None = None, hosts: int = 1,
-                     mnnvl: bool = False, nccl_symmetric: bool = False) -> str:
+def allreduce_choice(
+    preset: EnginePreset,
+    world_size: int,
+    msg_bytes: float,
+    nvlink: bool,
+    p2p: bool,
+    *,
+    arch: str | None = None,
+    nodes: int = 1,
+    tokens: int | None = None,
+    multicast: bool | None = None,
+    symm_mem: bool | None = None,
+    hosts: int = 1,
+    mnnvl: bool = False,
+    nccl_symmetric: bool = False,
+) -> str:
     """Which all-reduce the engine runs for one message, as one of `ALLREDUCE_KINDS`.
 
     `msg_bytes` is the per-rank buffer (nccl-tests 'size'): tokens x hidden x 2 bytes for a bf16
@@ -29,8 +41,7 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
     where its gate takes the size, NCCL (whose symmetric kernels then run) comes first.
     """
     if world_size < 1 or msg_bytes < 0 or nodes < 1:
-        raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and "
-                         f"msg_bytes ({msg_bytes}) >= 0")
+        raise ValueError(f"world_size ({world_size}) and nodes ({nodes}) must be >= 1 and msg_bytes ({msg_bytes}) >= 0")
     if world_size == 1:
         return "none"
     policy, arch = preset.allreduce, capability(arch)
@@ -44,13 +55,21 @@ def allreduce_choice(preset: EnginePreset, world_size: int, msg_bytes: float, nv
         return _table_rule(preset, custom, world_size, msg_bytes, nvlink, p2p, single, tokens, arch)
     multicast = nvlink if multicast is None else multicast
     symm = policy.symm_mem if "symm-mem" in policy.order else None
-    symm_on = (symm is not None and (symm.default_enabled if symm_mem is None else symm_mem)
-               and nodes == 1 and (hosts == 1 or symm.across_hosts) and arch in symm.archs
-               and (multicast or not symm.needs_multicast)
-               and world_size in symm.max_bytes.get(arch, {}))
+    symm_on = (
+        symm is not None
+        and (symm.default_enabled if symm_mem is None else symm_mem)
+        and nodes == 1
+        and (hosts == 1 or symm.across_hosts)
+        and arch in symm.archs
+        and (multicast or not symm.needs_multicast)
+        and world_size in symm.max_bytes.get(arch, {})
+    )
     # vLLM 0.34: FlashInfer's all-reduce runs before the custom kernel where it takes the message
-    fi = policy.flashinfer and nodes == 1 and policy.flashinfer.shot(world_size, msg_bytes, arch, nvlink=nvlink,
-                                                                      p2p=p2p, hosts=hosts)
+    fi = (
+        policy.flashinfer
+        and nodes == 1
+        and policy.flashinfer.shot(world_size, msg_bytes, arch, nvlink=nvlink, p2p=p2p, hosts=hosts)
+    )
     if fi:
         return fi
     if custom is not None and custom.tuned is not None and custom.tuned.eligible(world_size, nvlink, p2p, single, arch):
@@ -91,8 +110,17 @@ def _shot_by_bytes(custom: CustomAllReduce, world_size: int, msg_bytes: float) -
     return "two-shot"
 
 
-def _table_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, msg_bytes: float,
-                nvlink: bool, p2p: bool, nodes: int, tokens: int | None, arch: str | None) -> str:
+def _table_rule(
+    preset: EnginePreset,
+    custom: CustomAllReduce,
+    world_size: int,
+    msg_bytes: float,
+    nvlink: bool,
+    p2p: bool,
+    nodes: int,
+    tokens: int | None,
+    arch: str | None,
+) -> str:
     """TensorRT-LLM AUTO (allreduceOp.cpp selectImplementation, customAllReduceUtils.h
     selectStrategyLookUpTable) for a bf16 all-reduce fused with residual + RMSNorm; in 1.0
     (`nccl_above_tokens`) no table: NCCL above the token threshold, else MIN_LATENCY's one-shot
@@ -118,5 +146,3 @@ def _table_rule(preset: EnginePreset, custom: CustomAllReduce, world_size: int, 
     if rows is None or not (0 <= h < len(rows) and 0 <= t < len(rows[h])):
         return "nccl"  # outside the table: NCCL_SYMMETRIC
     return {"1": "one-shot", "2": "two-shot", "N": "nccl"}[rows[h][t]]
-
-

@@ -65,12 +65,19 @@ class FlashInferAllReduce:
     """[capability][world size] -> largest one-shot message (inclusive), bytes."""
     source: str = key("source")
 
-    def shot(self, world_size: int, msg_bytes: float, arch: str | None, *, nvlink: bool, p2p: bool,
-             hosts: int) -> str | None:
+    def shot(
+        self, world_size: int, msg_bytes: float, arch: str | None, *, nvlink: bool, p2p: bool, hosts: int
+    ) -> str | None:
         """'flashinfer-one-shot' / 'flashinfer-two-shot' where it takes the message, else None."""
         limit = self.max_bytes.get(arch or "", {}).get(world_size)
-        if (not self.default_enabled or limit is None or hosts > 1 or not p2p or (self.needs_nvlink and not nvlink)
-                or msg_bytes > limit):
+        if (
+            not self.default_enabled
+            or limit is None
+            or hosts > 1
+            or not p2p
+            or (self.needs_nvlink and not nvlink)
+            or msg_bytes > limit
+        ):
             return None
         one = self.one_shot_max.get(arch or "", {}).get(world_size, limit)
         return "flashinfer-one-shot" if msg_bytes <= one else "flashinfer-two-shot"

@@ -20,9 +20,29 @@ from ..datacache import cached, read_builtin
 from ..datafile import Table, check_name, find, fold, parse_toml, read_record, read_toml_file
 from ..errors import CatalogError
 from . import nccl_constants
-from .hardware import (CPU, CPU_VENDORS, FABRIC_KINDS, FIGURES, GPU, NCCL_LINKS, NIC_PATHS, P2P_LEVELS, PROTOCOLS,
-                       TOPOLOGIES, Arch, Catalog, Fabric, GpuPower, HostStaged, NicPower, PcieTree, System,
-                       SystemCost, current_name, lookup)
+from .hardware import (
+    CPU,
+    CPU_VENDORS,
+    FABRIC_KINDS,
+    FIGURES,
+    GPU,
+    NCCL_LINKS,
+    NIC_PATHS,
+    P2P_LEVELS,
+    PROTOCOLS,
+    TOPOLOGIES,
+    Arch,
+    Catalog,
+    Fabric,
+    GpuPower,
+    HostStaged,
+    NicPower,
+    PcieTree,
+    System,
+    SystemCost,
+    current_name,
+    lookup,
+)
 from .nccl_constants import NcclConstants
 
 
@@ -48,8 +68,10 @@ def _hop_latencies(entry: Table, nccl_link: str, nccl: NcclConstants) -> dict[st
         elif proto in defaults:
             out[proto] = defaults[proto]
         else:
-            raise CatalogError(f"{entry.where}: hop_latency.{proto} is missing and NCCL's table has "
-                               f"no default for link class {nccl_link!r}")
+            raise CatalogError(
+                f"{entry.where}: hop_latency.{proto} is missing and NCCL's table has "
+                f"no default for link class {nccl_link!r}"
+            )
     if given is not None:
         given.done()
     return out
@@ -63,21 +85,32 @@ def _read_fabric(e: Table, name: str, nccl: NcclConstants, host_staged: Mapping[
     staged = _staged_row(e, host_staged)
     achievable = staged.busbw_bytes_per_s if staged else _rate(e, "achievable_bandwidth", "achievable_direction", peak)
     if achievable > peak * 1.0001:
-        raise CatalogError(f"{e.where}: achievable_bandwidth ({units.format_rate(achievable)}) "
-                           f"exceeds the peak bandwidth ({units.format_rate(peak)})")
+        raise CatalogError(
+            f"{e.where}: achievable_bandwidth ({units.format_rate(achievable)}) "
+            f"exceeds the peak bandwidth ({units.format_rate(peak)})"
+        )
     fabric = Fabric(
-        name=name, kind=e.choice("kind", FABRIC_KINDS), description=e.text("description", ""),
-        bytes_per_s=peak, achievable_bytes_per_s=achievable,
-        hop_latency_s=_hop_latencies(e, nccl_link, nccl), nccl_link=nccl_link,
-        in_switch_reduction=e.flag("in_switch_reduction", False), p2p=e.flag("p2p", True),
+        name=name,
+        kind=e.choice("kind", FABRIC_KINDS),
+        description=e.text("description", ""),
+        bytes_per_s=peak,
+        achievable_bytes_per_s=achievable,
+        hop_latency_s=_hop_latencies(e, nccl_link, nccl),
+        nccl_link=nccl_link,
+        in_switch_reduction=e.flag("in_switch_reduction", False),
+        p2p=e.flag("p2p", True),
         nvls_efficiency=_fraction(e, "nvls_efficiency"),
-        links_per_gpu=links, per_link_bytes_per_s=per_link,
-        figure=e.choice("figure", FIGURES, "peak"), source=_source(e),
-        achievable_source=(f"host_staged.{staged.name}: {staged.source}" if staged
-                           else e.text("achievable_source", "")),
+        links_per_gpu=links,
+        per_link_bytes_per_s=per_link,
+        figure=e.choice("figure", FIGURES, "peak"),
+        source=_source(e),
+        achievable_source=(
+            f"host_staged.{staged.name}: {staged.source}" if staged else e.text("achievable_source", "")
+        ),
         latency_source=e.text("latency_source", ""),
         nccl_bytes_per_s=_rate(e, "nccl_bandwidth", "bandwidth_direction", achievable),
-        achievable_gpus=e.raw("achievable_gpus", None, int), host_staged=staged.name if staged else "",
+        achievable_gpus=e.raw("achievable_gpus", None, int),
+        host_staged=staged.name if staged else "",
     )
     e.done()  # nccl_source: where the NCCL figure comes from, a note for the reader
     return fabric
@@ -94,8 +127,11 @@ def _staged_row(e: Table, rows: Mapping[str, HostStaged]) -> HostStaged | None:
             raise e.fail(clash, "the fabric names a host_staged row, which is its achievable figure and its source")
     row = lookup("host-staged path", e.text("host_staged"), rows, e.at("host_staged"))
     if row.sockets != 1 or row.degraded:
-        raise e.fail("host_staged", f"host_staged.{row.name} is {'degraded' if row.degraded else 'a ring across sockets'}:"
-                                    " a fabric's figure is one hop inside one socket of a healthy host")
+        raise e.fail(
+            "host_staged",
+            f"host_staged.{row.name} is {'degraded' if row.degraded else 'a ring across sockets'}:"
+            " a fabric's figure is one hop inside one socket of a healthy host",
+        )
     return row
 
 
@@ -110,14 +146,21 @@ def _read_gpu(e: Table, name: str, archs: Mapping[str, Arch]) -> GPU:
     arch = _generation(e, archs)
     bf16 = e.quantity("bf16_dense", units.parse_flops)
     gpu = GPU(
-        name=name, description=e.text("description", ""), arch=arch.name, generation=arch,
+        name=name,
+        description=e.text("description", ""),
+        arch=arch.name,
+        generation=arch,
         memory_bytes=e.quantity("memory", _bytes_with_unit),
         mem_bytes_per_s=e.quantity("memory_bandwidth", units.parse_rate),
-        bf16_flops_per_s=bf16, fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
+        bf16_flops_per_s=bf16,
+        fp8_flops_per_s=e.quantity("fp8_dense", units.parse_flops, bf16),
         fp4_flops_per_s=e.quantity("fp4_dense", units.parse_flops, 0.0),
-        memory_smi=e.text("memory_smi", ""), memory_source=e.text("memory_source", ""),
-        pcie_p2p=e.flag("pcie_p2p", True), figure=e.choice("figure", FIGURES, "peak"),
-        compute_capability=e.text("compute_capability", ""), source=_source(e),
+        memory_smi=e.text("memory_smi", ""),
+        memory_source=e.text("memory_source", ""),
+        pcie_p2p=e.flag("pcie_p2p", True),
+        figure=e.choice("figure", FIGURES, "peak"),
+        compute_capability=e.text("compute_capability", ""),
+        source=_source(e),
     )
     e.done()
     return gpu
@@ -129,8 +172,11 @@ def _generation(e: Table, archs: Mapping[str, Arch]) -> Arch:
     arch = e.text("arch")
     known = find(arch, archs)
     if known is None:
-        raise e.fail("arch", f"GPU generation {arch!r} is not described in the catalog (it describes "
-                             f"{', '.join(archs)}); add an [archs.{arch}] table with its facts and their sources")
+        raise e.fail(
+            "arch",
+            f"GPU generation {arch!r} is not described in the catalog (it describes "
+            f"{', '.join(archs)}); add an [archs.{arch}] table with its facts and their sources",
+        )
     return archs[known]
 
 
@@ -144,18 +190,24 @@ def _read_cpu(e: Table, name: str) -> CPU:
     nccl_link = _rate(e, "nccl_socket_link_bandwidth", "bandwidth_direction", link)
     vendor = e.choice("vendor", CPU_VENDORS)
     cpu = CPU(
-        name=name, description=e.text("description", ""), vendor=vendor,
-        socket_link_bytes_per_s=link, nccl_socket_link_bytes_per_s=nccl_link,
+        name=name,
+        description=e.text("description", ""),
+        vendor=vendor,
+        socket_link_bytes_per_s=link,
+        nccl_socket_link_bytes_per_s=nccl_link,
         socket_stream_bytes_per_s=_rate(e, "socket_stream_bandwidth", "bandwidth_direction", link),
         host_bytes_per_s=_rate(e, "host_bandwidth", "bandwidth_direction", float("inf")),
         socket_latency_s=e.quantity("socket_latency", _seconds_or_zero, 0.0),
         net_overhead_s=e.quantity("net_overhead", _seconds_or_zero, _NET_OVERHEAD_S.get(vendor, 1e-6)),
-        source=_source(e), degraded=_degraded(e, name),
+        source=_source(e),
+        degraded=_degraded(e, name),
     )
     e.done()  # socket_link_source, host_source, latency_source: provenance, notes for the reader
     if cpu.socket_stream_bytes_per_s > cpu.socket_link_bytes_per_s * 1.0001:
-        raise CatalogError(f"{e.where}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
-                           f" exceeds socket_link_bandwidth ({units.format_rate(cpu.socket_link_bytes_per_s)})")
+        raise CatalogError(
+            f"{e.where}: socket_stream_bandwidth ({units.format_rate(cpu.socket_stream_bytes_per_s)})"
+            f" exceeds socket_link_bandwidth ({units.format_rate(cpu.socket_link_bytes_per_s)})"
+        )
     return cpu
 
 
@@ -177,10 +229,14 @@ def _read_pcie(e: Table, fabrics: Mapping[str, Fabric]) -> PcieTree:
         return None if name is None else lookup("fabric", name, fabrics, e.at(key))
 
     tree = PcieTree(
-        sockets=e.integer("sockets", 1, maximum=8), gpus_per_switch=e.integer("gpus_per_switch", 1, maximum=64),
-        host_bridge=fab("host_bridge"), shm=fab("shm"), switch_uplink=fab("switch_uplink", None),
+        sockets=e.integer("sockets", 1, maximum=8),
+        gpus_per_switch=e.integer("gpus_per_switch", 1, maximum=64),
+        host_bridge=fab("host_bridge"),
+        shm=fab("shm"),
+        switch_uplink=fab("switch_uplink", None),
         nics_per_switch=e.integer("nics_per_switch", 0, minimum=0, maximum=16),
-        p2p_level=e.choice("p2p_level", P2P_LEVELS, "auto"), gpu_p2p=e.raw("gpu_p2p", None, bool),
+        p2p_level=e.choice("p2p_level", P2P_LEVELS, "auto"),
+        gpu_p2p=e.raw("gpu_p2p", None, bool),
         source=_source(e),
     )
     e.done()
@@ -190,19 +246,40 @@ def _read_pcie(e: Table, fabrics: Mapping[str, Fabric]) -> PcieTree:
     return tree
 
 
-def _legacy_pcie(topology: str, gpus_per_node: int, gpus_per_socket: int, intra: Fabric,
-                 fallback: Fabric | None, socket: Fabric | None) -> PcieTree:
+def _legacy_pcie(
+    topology: str,
+    gpus_per_node: int,
+    gpus_per_socket: int,
+    intra: Fabric,
+    fallback: Fabric | None,
+    socket: Fabric | None,
+) -> PcieTree:
     """The tree a legacy entry (no [pcie] table) describes: each socket's GPUs under one switch, every
     PCIe hop on the entry's PCIe fabric, P2P wherever that fabric allows it, and `socket_fabric`
     standing for the socket crossing. It prices rings exactly as the catalog did before the tree."""
     link = fallback if topology == "pairs" and fallback is not None else intra
-    return PcieTree(sockets=max(1, gpus_per_node // gpus_per_socket), gpus_per_switch=gpus_per_socket,
-                    host_bridge=link, shm=link, switch_uplink=None, nics_per_switch=0, p2p_level="sys",
-                    legacy=True, cross_socket=socket, source="derived from the entry's legacy fields")
+    return PcieTree(
+        sockets=max(1, gpus_per_node // gpus_per_socket),
+        gpus_per_switch=gpus_per_socket,
+        host_bridge=link,
+        shm=link,
+        switch_uplink=None,
+        nics_per_switch=0,
+        p2p_level="sys",
+        legacy=True,
+        cross_socket=socket,
+        source="derived from the entry's legacy fields",
+    )
 
 
-def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mapping[str, GPU],
-                 cpus: Mapping[str, CPU] | None = None, renamed: Mapping[str, str] | None = None) -> System:
+def _read_system(
+    e: Table,
+    name: str,
+    fabrics: Mapping[str, Fabric],
+    gpus: Mapping[str, GPU],
+    cpus: Mapping[str, CPU] | None = None,
+    renamed: Mapping[str, str] | None = None,
+) -> System:
     gpus_per_node = e.integer("gpus_per_node")
     topology = e.choice("topology", TOPOLOGIES)
     nic_name = e.raw("nic_fabric", None, str)
@@ -211,13 +288,19 @@ def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mappi
     if topology == "pairs" and fallback is None:
         raise CatalogError(f"{e.where}: topology 'pairs' needs a fallback_fabric (the PCIe path)")
     cpu_name = e.raw("cpu", None, str)
-    cpu = (lookup("CPU", current_name(cpu_name, cpus or {}, renamed or {}, "CPU"), cpus or {}, e.at("cpu"))
-           if cpu_name else None)
+    cpu = (
+        lookup("CPU", current_name(cpu_name, cpus or {}, renamed or {}, "CPU"), cpus or {}, e.at("cpu"))
+        if cpu_name
+        else None
+    )
     pcie_table = e.opt_table("pcie")
     pcie = _read_pcie(pcie_table, fabrics) if pcie_table is not None else None
     system = System(
-        name=name, description=e.text("description", ""),
-        gpu=lookup("GPU", e.text("gpu"), gpus, e.at("gpu")), gpus_per_node=gpus_per_node, topology=topology,
+        name=name,
+        description=e.text("description", ""),
+        gpu=lookup("GPU", e.text("gpu"), gpus, e.at("gpu")),
+        gpus_per_node=gpus_per_node,
+        topology=topology,
         intra_fabric=lookup("fabric", e.text("intra_fabric"), fabrics, e.at("intra_fabric")),
         fallback_fabric=lookup("fabric", fallback, fabrics, e.at("fallback_fabric")) if fallback else None,
         socket_fabric=lookup("fabric", socket, fabrics, e.at("socket_fabric")) if socket else None,
@@ -230,15 +313,29 @@ def _read_system(e: Table, name: str, fabrics: Mapping[str, Fabric], gpus: Mappi
         base_latency_s=e.quantity("base_latency", _seconds_or_zero, None),
         base_latency_scale=_positive_float(e, "base_latency_scale"),
         profile_source=e.text("profile_source", ""),
-        cpu=cpu, pcie=pcie, gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
-        nic_path=e.choice("nic_path", NIC_PATHS, _default_nic_path(topology, cpu, pcie, e.flag("rail_optimized", True))),
+        cpu=cpu,
+        pcie=pcie,
+        gpus_per_host=e.integer("gpus_per_host", gpus_per_node),
+        nic_path=e.choice(
+            "nic_path", NIC_PATHS, _default_nic_path(topology, cpu, pcie, e.flag("rail_optimized", True))
+        ),
         # a node on a degraded host is degraded: its own reason, else its CPU's
-        degraded=_degraded(e, name) or (f"on CPU {cpu.name}: {cpu.degraded}" if cpu is not None and cpu.degraded else ""),
+        degraded=_degraded(e, name)
+        or (f"on CPU {cpu.name}: {cpu.degraded}" if cpu is not None and cpu.degraded else ""),
     )
     e.done()
     if system.pcie is None:
-        system = replace(system, pcie=_legacy_pcie(topology, gpus_per_node, system.gpus_per_socket,
-                                                   system.intra_fabric, system.fallback_fabric, system.socket_fabric))
+        system = replace(
+            system,
+            pcie=_legacy_pcie(
+                topology,
+                gpus_per_node,
+                system.gpus_per_socket,
+                system.intra_fabric,
+                system.fallback_fabric,
+                system.socket_fabric,
+            ),
+        )
     _validate_system(system, e.where)
     return system
 
@@ -279,11 +376,13 @@ def _bytes_with_unit(value: Any, what: str) -> float:
 
 def _validate_system(s: System, where: str) -> None:
     if s.gpus_per_node % s.gpus_per_socket:
-        raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) must divide gpus_per_node "
-                           f"({s.gpus_per_node})")
+        raise CatalogError(
+            f"{where}: gpus_per_socket ({s.gpus_per_socket}) must divide gpus_per_node ({s.gpus_per_node})"
+        )
     if s.domain_gpus < s.gpus_per_node or s.domain_gpus % s.gpus_per_node:
-        raise CatalogError(f"{where}: domain_gpus ({s.domain_gpus}) must be a multiple of gpus_per_node "
-                           f"({s.gpus_per_node})")
+        raise CatalogError(
+            f"{where}: domain_gpus ({s.domain_gpus}) must be a multiple of gpus_per_node ({s.gpus_per_node})"
+        )
     if s.gpus_per_node % s.host_gpus:
         raise CatalogError(f"{where}: gpus_per_host ({s.host_gpus}) must divide gpus_per_node ({s.gpus_per_node})")
     if s.nic_fabric is not None and s.nics_per_node < 1:
@@ -296,28 +395,56 @@ def _validate_system(s: System, where: str) -> None:
             raise CatalogError(f"{where}.pcie: sockets ({tree.sockets}) must divide gpus_per_node ({s.gpus_per_node})")
         per_socket = s.gpus_per_node // tree.sockets
         if per_socket % tree.gpus_per_switch:
-            raise CatalogError(f"{where}.pcie: gpus_per_switch ({tree.gpus_per_switch}) must divide the GPUs of "
-                               f"one socket ({per_socket})")
+            raise CatalogError(
+                f"{where}.pcie: gpus_per_switch ({tree.gpus_per_switch}) must divide the GPUs of "
+                f"one socket ({per_socket})"
+            )
         if tree.gpus_per_switch > 1 and tree.switch_uplink is None:
             raise CatalogError(f"{where}.pcie: {tree.gpus_per_switch} GPUs per switch need a switch_uplink fabric")
         if tree.nics_per_switch and (tree.gpus_per_switch < 2 or s.nic_fabric is None):
-            raise CatalogError(f"{where}.pcie: nics_per_switch ({tree.nics_per_switch}) needs GPUs behind a switch "
-                               f"(gpus_per_switch >= 2) and a nic_fabric")
+            raise CatalogError(
+                f"{where}.pcie: nics_per_switch ({tree.nics_per_switch}) needs GPUs behind a switch "
+                f"(gpus_per_switch >= 2) and a nic_fabric"
+            )
         if s.cpu is None and (tree.sockets > 1 or s.topology in ("pcie", "pairs")):
             raise CatalogError(f"{where}: a [pcie] tree with GPU traffic through the CPU needs a cpu ([cpus] entry)")
         if tree.sockets * per_socket != s.gpus_per_node or s.gpus_per_socket != per_socket:
-            raise CatalogError(f"{where}: gpus_per_socket ({s.gpus_per_socket}) disagrees with the tree's "
-                               f"{tree.sockets} sockets of {per_socket} GPUs")
+            raise CatalogError(
+                f"{where}: gpus_per_socket ({s.gpus_per_socket}) disagrees with the tree's "
+                f"{tree.sockets} sockets of {per_socket} GPUs"
+            )
 
 
 def _builtin_texts() -> list[tuple[str, str]]:
-    return [(f"catalog/{n}", read_builtin(f"catalog/{n}"))
-            for n in ("nccl.toml", "archs.toml", "host_staged.toml", "fabrics.toml", "gpus.toml", "cpus.toml",
-                      "systems.toml", "custom_allreduce.toml", "prices.toml")]
+    return [
+        (f"catalog/{n}", read_builtin(f"catalog/{n}"))
+        for n in (
+            "nccl.toml",
+            "archs.toml",
+            "host_staged.toml",
+            "fabrics.toml",
+            "gpus.toml",
+            "cpus.toml",
+            "systems.toml",
+            "custom_allreduce.toml",
+            "prices.toml",
+        )
+    ]
 
 
-_SECTIONS = ("nccl", "archs", "host_staged", "fabrics", "gpus", "cpus", "systems", "engines", "gpu_power",
-             "system_costs", "nic_power")
+_SECTIONS = (
+    "nccl",
+    "archs",
+    "host_staged",
+    "fabrics",
+    "gpus",
+    "cpus",
+    "systems",
+    "engines",
+    "gpu_power",
+    "system_costs",
+    "nic_power",
+)
 
 OVERLAYS = ("engines", "gpu_power", "system_costs", "nic_power")
 """Sections a later file may set again for a name, under its own spelling: the engines' kernel
@@ -341,8 +468,10 @@ class _Merged:
 
     def tables(self, section: str) -> list[tuple[str, Table]]:
         """(name, table) of a section's entries, each table naming its file and place."""
-        return [(name, Table(data, f"{section}.{name}", self.origin[section, fold(name)][0]))
-                for name, data in self.sections[section].items()]
+        return [
+            (name, Table(data, f"{section}.{name}", self.origin[section, fold(name)][0]))
+            for name, data in self.sections[section].items()
+        ]
 
     def add(self, where: str, section: str, part: dict) -> None:
         for name, data in part.items():
@@ -351,8 +480,10 @@ class _Merged:
             if first is not None and not (section in OVERLAYS and first[1] == name):
                 kind = "a built-in" if first[0].startswith("catalog/") else f"{first[0]}'s"
                 same = "" if first[1] == name else f" {first[1]!r} (names are compared ignoring case)"
-                raise CatalogError(f"{where}: [{section}.{name}] redefines {kind} entry{same or ' of that name'}; a name "
-                                   f"means one thing: give yours another name (e.g. {name}-mine)")
+                raise CatalogError(
+                    f"{where}: [{section}.{name}] redefines {kind} entry{same or ' of that name'}; a name "
+                    f"means one thing: give yours another name (e.g. {name}-mine)"
+                )
             self.origin[section, fold(name)] = (where, name)
             self.sections[section][name] = data
 
@@ -368,8 +499,9 @@ def _merge(docs: list[tuple[str, dict]]) -> _Merged:
     for where, doc in docs:
         unknown = set(doc) - set(_SECTIONS) - {"meta", "renamed"}
         if unknown:
-            raise CatalogError(f"{where}: unknown section(s) {', '.join(sorted(unknown))} "
-                               f"(expected {', '.join(_SECTIONS[1:])})")
+            raise CatalogError(
+                f"{where}: unknown section(s) {', '.join(sorted(unknown))} (expected {', '.join(_SECTIONS[1:])})"
+            )
         for section in _SECTIONS:
             part = doc.get(section, {})
             if not isinstance(part, dict):
@@ -398,7 +530,9 @@ def _renamed(merged: _Merged, tables: Mapping[str, Mapping[str, Any]]) -> dict[s
         top = Table(data, "renamed", where)
         for section, part in top.entries():
             if section not in RENAMED_SECTIONS:
-                raise top.fail(section, f"names of [{section}] cannot be renamed here (only {', '.join(RENAMED_SECTIONS)})")
+                raise top.fail(
+                    section, f"names of [{section}] cannot be renamed here (only {', '.join(RENAMED_SECTIONS)})"
+                )
             t = top.table(section)
             if section not in tables:  # read in a later pass
                 continue
@@ -454,11 +588,21 @@ def _build(builtin: list[tuple[str, str]], extra: tuple[str, ...]) -> Catalog:
     systems = {n: _read_system(t, n, fabrics, gpus, cpus, renamed_cpus) for n, t in merged.tables("systems")}
     renamed = _renamed(merged, {"systems": systems, "cpus": cpus})
     engines = nccl_constants.read_engines(merged.tables("engines"))
-    return Catalog(fabrics=fabrics, gpus=gpus, systems=systems, nccl=nccl, sources=extra, cpus=cpus,
-                   engines=engines, archs=archs, host_staged=host_staged, renamed=renamed,
-                   gpu_power=_priced(merged, "gpu_power", GpuPower, gpus, "GPU"),
-                   system_costs=_priced(merged, "system_costs", SystemCost, systems, "system"),
-                   nic_power=_priced(merged, "nic_power", NicPower, fabrics, "fabric"))
+    return Catalog(
+        fabrics=fabrics,
+        gpus=gpus,
+        systems=systems,
+        nccl=nccl,
+        sources=extra,
+        cpus=cpus,
+        engines=engines,
+        archs=archs,
+        host_staged=host_staged,
+        renamed=renamed,
+        gpu_power=_priced(merged, "gpu_power", GpuPower, gpus, "GPU"),
+        system_costs=_priced(merged, "system_costs", SystemCost, systems, "system"),
+        nic_power=_priced(merged, "nic_power", NicPower, fabrics, "fabric"),
+    )
 
 
 def _priced(merged: _Merged, section: str, record: type, known: Mapping[str, Any], kind: str) -> dict:
@@ -482,9 +626,11 @@ def _priced(merged: _Merged, section: str, record: type, known: Mapping[str, Any
 def _read_arch(t: Table, name: str, nccl: NcclConstants) -> Arch:
     """One GPU generation's facts (`[archs.<name>]`), and the row NCCL's per-generation LL cap
     (tuning.cc llMaxBws) has for it, without which a one-node LL ring could not be priced."""
-    sources = {k[:-len("_source")]: v for k, v in t.data.items() if k.endswith("_source") and isinstance(v, str)}
+    sources = {k[: -len("_source")]: v for k, v in t.data.items() if k.endswith("_source") and isinstance(v, str)}
     arch = read_record(Arch, t, name=name, sources=sources)  # a dict, as Fabric.hop_latency_s: asdict copies it
     if name not in nccl.ll_max_bytes_per_s["one_node"]:
-        raise CatalogError(f"{t.where}: NCCL's one-node LL cap has no row for {name!r}: add it to "
-                           f"[nccl.ll_max_bw_gbps] one_node (tuning.cc llMaxBws, by compute capability)")
+        raise CatalogError(
+            f"{t.where}: NCCL's one-node LL cap has no row for {name!r}: add it to "
+            f"[nccl.ll_max_bw_gbps] one_node (tuning.cc llMaxBws, by compute capability)"
+        )
     return arch

@@ -17,8 +17,7 @@ from ..errors import RenamedName, UnknownNameError
 from .nccl_constants import EngineKernels, NcclConstants
 
 PROTOCOLS = ("ll", "ll128", "simple")
-FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "efa", "ethernet", "xgmi",
-                "tcp")
+FABRIC_KINDS = ("nvlink", "nvswitch", "nvl72", "pcie", "infiniband", "roce", "efa", "ethernet", "xgmi", "tcp")
 NCCL_LINKS = ("nvlink", "pci", "net")  # the rows of NCCL's hwLat table (src/graph/tuning.cc)
 FIGURES = ("peak", "measured", "achievable")
 TOPOLOGIES = ("switch", "pairs", "pcie", "mesh", "single")
@@ -403,8 +402,9 @@ class Catalog:
         return lookup("GPU", name, self.gpus)
 
     def system(self, name: str) -> System:
-        return lookup("system", current_name(name, self.systems, self.renamed.get("systems", {}), "system"),
-                      self.systems)
+        return lookup(
+            "system", current_name(name, self.systems, self.renamed.get("systems", {}), "system"), self.systems
+        )
 
 
 def current_name(name: str, table: Mapping[str, Any], renamed: Mapping[str, str], kind: str) -> str:
@@ -418,8 +418,13 @@ def current_name(name: str, table: Mapping[str, Any], renamed: Mapping[str, str]
         return name
     new = renamed[old]
     why = getattr(table.get(new), "degraded", "")
-    warnings.warn(f"{kind} {old!r} is now {new!r}" + (f", a degraded profile: {why}" if why else "")
-                  + f"; the name {old!r} goes in the next release", RenamedName, stacklevel=3)
+    warnings.warn(
+        f"{kind} {old!r} is now {new!r}"
+        + (f", a degraded profile: {why}" if why else "")
+        + f"; the name {old!r} goes in the next release",
+        RenamedName,
+        stacklevel=3,
+    )
     return new
 
 

@@ -18,7 +18,7 @@ from ..datafile import Table
 from ..errors import CatalogError, UnknownNameError
 
 US = 1e-6  # seconds per microsecond
-GB = 1e9   # bytes per GB
+GB = 1e9  # bytes per GB
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +98,14 @@ class EngineKernels:
     def for_release(self, preset: str) -> EngineKernels:
         """These kernels as the older release `preset` runs them: its limits, these costs."""
         limits = self.releases[preset]
-        return replace(self, name=preset, max_bytes=limits["max_bytes"], one_shot_max_bytes=limits["one_shot_max_bytes"],
-                       one_shot_max_bytes_by_arch=limits.get("one_shot_max_bytes_by_arch", MappingProxyType({})),
-                       releases=MappingProxyType({}))
+        return replace(
+            self,
+            name=preset,
+            max_bytes=limits["max_bytes"],
+            one_shot_max_bytes=limits["one_shot_max_bytes"],
+            one_shot_max_bytes_by_arch=limits.get("one_shot_max_bytes_by_arch", MappingProxyType({})),
+            releases=MappingProxyType({}),
+        )
 
     def _by_gpus(self, table: Mapping[str, float], gpus: int) -> float:
         return float(table.get(str(gpus), table.get("default", 0.0)))
@@ -182,13 +187,16 @@ def read_engines(tables: Iterable[tuple[str, Table]]) -> dict[str, EngineKernels
 def _engine(e: Table, name: str) -> EngineKernels:
     releases = e.raw("releases", {}, dict)
     kernels = EngineKernels(
-        name=name, version=str(e.raw("version", types=(str, int, float))),
+        name=name,
+        version=str(e.raw("version", types=(str, int, float))),
         world_sizes=e.world_sizes("world_sizes"),
         max_bytes=_frozen(e.raw("max_bytes", types=_TABLE_OR_NUM)),
         one_shot_max_bytes=_frozen(e.raw("one_shot_max_bytes", types=_TABLE_OR_NUM)),
         one_shot_max_bytes_by_arch=_frozen(e.raw("one_shot_max_bytes_by_arch", {}, dict)),
-        pcie_max_gpus=e.count("pcie_max_gpus"), single_host=e.flag("single_host", False),
-        launch_s=_frozen(e.raw("launch_us", types=dict), US), per_peer_s=e.number("per_peer_us") * US,
+        pcie_max_gpus=e.count("pcie_max_gpus"),
+        single_host=e.flag("single_host", False),
+        launch_s=_frozen(e.raw("launch_us", types=dict), US),
+        per_peer_s=e.number("per_peer_us") * US,
         two_shot_extra_s=_by_arch(e.raw("two_shot_extra_us", types=_TABLE_OR_NUM), US),
         symm_mem_copy_s=e.number("symm_mem_copy_us", 0.0) * US,
         two_shot_pair_extra_s=_us_or_none(e, "two_shot_pair_extra_us"),
@@ -200,10 +208,13 @@ def _engine(e: Table, name: str) -> EngineKernels:
         mnnvl_one_shot_efficiency=_by_gpu_table(e.raw("mnnvl_one_shot_efficiency", 1.0, _TABLE_OR_NUM)),
         mnnvl_two_shot_efficiency=_by_gpu_table(e.raw("mnnvl_two_shot_efficiency", 1.0, _TABLE_OR_NUM)),
         mnnvl_two_shot_extra_s=_us_or_none(e, "mnnvl_two_shot_extra_us"),
-        mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"), mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
-        releases=MappingProxyType({r: _release_limits(Table(v, f"{e.path}.releases.{r}", e.file))
-                                   for r, v in releases.items()}),
-        source=e.text("source"))
+        mnnvl_launch_s=_us_or_none(e, "mnnvl_launch_us"),
+        mnnvl_per_peer_s=_us_or_none(e, "mnnvl_per_peer_us"),
+        releases=MappingProxyType(
+            {r: _release_limits(Table(v, f"{e.path}.releases.{r}", e.file)) for r, v in releases.items()}
+        ),
+        source=e.text("source"),
+    )
     e.done()
     return kernels
 
@@ -234,9 +245,11 @@ class ArchFloor:
     source: str = ""
 
 
-NEUTRAL_FLOOR = ArchFloor(base_offset_s=MappingProxyType({"ll": 0.0, "ll128": 0.0, "simple": 0.0}),
-                          nvlink_hop_scale=MappingProxyType({"ll": 1.0, "ll128": 1.0, "simple": 1.0}),
-                          source="NCCL's tables as they are")
+NEUTRAL_FLOOR = ArchFloor(
+    base_offset_s=MappingProxyType({"ll": 0.0, "ll128": 0.0, "simple": 0.0}),
+    nvlink_hop_scale=MappingProxyType({"ll": 1.0, "ll128": 1.0, "simple": 1.0}),
+    source="NCCL's tables as they are",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,11 +358,16 @@ def read_nccl(raw: Mapping[str, Any], where: str = "catalog/nccl.toml") -> NcclC
         ring_plateau_factor=_frozen(cal.raw("ring_plateau_factor", types=dict)),
         net_overhead_s=cal.number("net_overhead_us") * US,
         ll_net_proxy_line_s=cal.number("ll_net_proxy_line_ns") * 1e-9,
-        version=version, tables_version=version,
+        version=version,
+        tables_version=version,
         custom=CustomAllReduce(
-            launch_s=custom.number("launch_us") * US, sync_s=custom.number("sync_us") * US,
-            max_bytes=custom.number("max_bytes"), one_shot_max_bytes=custom.number("one_shot_max_bytes"),
-            world_sizes=custom.world_sizes("world_sizes"), source=custom.text("source")),
+            launch_s=custom.number("launch_us") * US,
+            sync_s=custom.number("sync_us") * US,
+            max_bytes=custom.number("max_bytes"),
+            one_shot_max_bytes=custom.number("one_shot_max_bytes"),
+            world_sizes=custom.world_sizes("world_sizes"),
+            source=custom.text("source"),
+        ),
     )
     for table in (custom, cal, t):
         table.done()
@@ -369,9 +387,12 @@ def parse_version(text: str, where: str = "--nccl") -> tuple[int, int]:
 
 
 def _floor(t: Table) -> ArchFloor:
-    floor = ArchFloor(base_offset_s=_frozen(t.raw("base_offset_us", types=dict), US),
-                      nvlink_hop_scale=_frozen(t.raw("nvlink_hop_scale", types=dict)),
-                      nvls_small_latency_s=t.number("nvls_small_latency_us", 0.0) * US, source=t.text("source", ""))
+    floor = ArchFloor(
+        base_offset_s=_frozen(t.raw("base_offset_us", types=dict), US),
+        nvlink_hop_scale=_frozen(t.raw("nvlink_hop_scale", types=dict)),
+        nvls_small_latency_s=t.number("nvls_small_latency_us", 0.0) * US,
+        source=t.text("source", ""),
+    )
     t.done()
     return floor
 
@@ -422,8 +443,12 @@ def _same_shape(old: Any, value: Any, signed: bool = False) -> bool:
     items = value if isinstance(value, list) else [value]
     positive = _positive(old) and not signed
     numbers_ok = bool(items) and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        and (signed or (v > 0 if positive else v >= 0)) for v in items)
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and (signed or (v > 0 if positive else v >= 0))
+        for v in items
+    )
     # a per-node-count row of floats keeps its length (it is indexed); a set of ints need not
     length_ok = len(items) == len(olds) or all(type(o) is int for o in olds)
     return isinstance(value, list) == isinstance(old, list) and numbers_ok and length_ok
@@ -437,4 +462,13 @@ def _shape(old: Any) -> str:
     return kind + ("> 0" if _positive(old) else ">= 0")
 
 
-__all__ = ["ArchFloor", "parse_version", "CustomAllReduce", "EngineKernels", "read_engines", "NcclConstants", "overlay", "read_nccl"]
+__all__ = [
+    "ArchFloor",
+    "parse_version",
+    "CustomAllReduce",
+    "EngineKernels",
+    "read_engines",
+    "NcclConstants",
+    "overlay",
+    "read_nccl",
+]

@@ -81,6 +81,7 @@ class Path:
 
 # --- where each GPU sits --------------------------------------------------------------------
 
+
 def _per_socket(s: System) -> int:
     return max(1, s.gpus_per_node // s.pcie.sockets)
 
@@ -144,6 +145,7 @@ def _net_is_faster(s: System, path: str) -> bool:
 
 # --- one hop ----------------------------------------------------------------------------------
 
+
 def hop(s: System, g: int, a: int, b: int) -> Hop:
     """The transport and shared links of the ring hop a -> b in a communicator of g GPUs."""
     path = path_type(s, a, b)
@@ -158,7 +160,10 @@ def hop(s: System, g: int, a: int, b: int) -> Hop:
     if _net_is_faster(s, path):
         nic = s.nic_fabric
         # each switch's NICs carry its GPUs' traffic out and in
-        uses = ((f"nic{switch_of(s, a)}>", 1 / tree.nics_per_switch), (f"nic{switch_of(s, b)}<", 1 / tree.nics_per_switch))
+        uses = (
+            (f"nic{switch_of(s, a)}>", 1 / tree.nics_per_switch),
+            (f"nic{switch_of(s, b)}<", 1 / tree.nics_per_switch),
+        )
         return Hop(a, b, path, "net", nic, nic.achievable_bytes_per_s, uses)
     driver = s.gpu.pcie_p2p if tree.gpu_p2p is None else tree.gpu_p2p
     p2p = driver and link.p2p and PATH_ORDER[path] <= PATH_ORDER[p2p_level(s, g)]
@@ -240,8 +245,15 @@ def ring_path(s: System, g: int) -> Path:
         nccl_bw *= (g - 1) / (s.gpus_per_node - 1)
     latency = {p: sum(h.fabric.hop_latency_s[p] + h.extra_latency_s for h in hops) / len(hops) for p in PROTOCOLS}
     names = sorted({h.fabric.name for h in hops})
-    return Path(name="+".join(names), busbw_bytes_per_s=busbw, peak_bytes_per_s=peak, hop_latency_s=latency, nccl_busbw_bytes_per_s=nccl_bw,
-                nccl_link="nvlink" if all(h.fabric.nccl_link == "nvlink" for h in hops) else "pci",
-                nvls=s.topology == "switch" and all(h.fabric.in_switch_reduction for h in hops),
-                p2p=all(h.transport in ("nvlink", "p2p") for h in hops),
-                transports=tuple(h.transport for h in hops), bottleneck=bottleneck)
+    return Path(
+        name="+".join(names),
+        busbw_bytes_per_s=busbw,
+        peak_bytes_per_s=peak,
+        hop_latency_s=latency,
+        nccl_busbw_bytes_per_s=nccl_bw,
+        nccl_link="nvlink" if all(h.fabric.nccl_link == "nvlink" for h in hops) else "pci",
+        nvls=s.topology == "switch" and all(h.fabric.in_switch_reduction for h in hops),
+        p2p=all(h.transport in ("nvlink", "p2p") for h in hops),
+        transports=tuple(h.transport for h in hops),
+        bottleneck=bottleneck,
+    )

@@ -20,8 +20,10 @@ MAX_NVLINKS_PER_GPU = 18
 PCIE_GEN = {"a100-sxm": 4, "a100-pcie": 4, "l40s": 4, "l4": 4, "rtx4090": 4}
 """Host PCIe generation where it differs from the generation's (catalog/archs.toml `pcie_gen`;
 NVIDIA datasheets: A100 and the Ada boards are PCIe Gen4 x16)."""
-NIC_BY_SPEED = {"ib": {100: "ib-edr", 200: "ib-hdr", 400: "ib-ndr", 800: "ib-xdr"},
-                "efa": {100: "efa", 200: "efa-v3", 400: "efa-v4"}}
+NIC_BY_SPEED = {
+    "ib": {100: "ib-edr", 200: "ib-hdr", 400: "ib-ndr", 800: "ib-xdr"},
+    "efa": {100: "efa", 200: "efa-v3", 400: "efa-v4"},
+}
 """NIC fabric by (family, Gbit/s): EFA devices are named rdmap* / efa*; every other RDMA NIC is taken
 for InfiniBand at its line rate (RoCE is indistinguishable in NCCL's XML: use --nic-fabric)."""
 INTEL_CPUS = {85: "xeon-icx", 106: "xeon-icx", 143: "xeon-spr", 207: "xeon-emr", 173: "xeon-gnr", 174: "xeon-gnr"}
@@ -70,22 +72,26 @@ def pcie_fabrics(topo: TopoInput, facts: Facts, catalog: Catalog) -> dict:
 
 # --- CPU ---------------------------------------------------------------------------------------
 
+
 def choose_cpu(topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None, requested: str | None) -> str:
     if requested is not None:
         name = catalog.cpu(requested).name  # the current name, where an old one was given
         facts.notes.append(f"cpu: {name} (--cpu)")
         return _said_if_degraded(catalog, name, facts)
     pcie_box = facts.topology in ("pcie", "pairs")
-    for found, why in ((_cpu_from_xml(topo, pcie_box), "the NCCL topology XML's <cpu>"),
-                       (_cpu_from_name(topo, pcie_box), f"lscpu's model {topo.cpu_model!r}")):
+    for found, why in (
+        (_cpu_from_xml(topo, pcie_box), "the NCCL topology XML's <cpu>"),
+        (_cpu_from_name(topo, pcie_box), f"lscpu's model {topo.cpu_model!r}"),
+    ):
         if found and found in catalog.cpus:
             facts.notes.append(f"cpu: {found} (from {why})")
             return _said_if_degraded(catalog, found, facts)
     if template is not None and template.cpu is not None:
         facts.notes.append(f"cpu: {template.cpu.name} (not in the input; from built-in {template.name}, same GPU)")
         return _said_if_degraded(catalog, template.cpu.name, facts)
-    facts.warnings.append("the input does not say which CPU the node has: assuming xeon-spr (Intel Sapphire "
-                          "Rapids); pass --cpu NAME")
+    facts.warnings.append(
+        "the input does not say which CPU the node has: assuming xeon-spr (Intel Sapphire Rapids); pass --cpu NAME"
+    )
     return "xeon-spr"
 
 
@@ -93,8 +99,10 @@ def _said_if_degraded(catalog: Catalog, cpu: str, facts: Facts) -> str:
     """`cpu`, with a warning where the catalog marks it degraded: the profile inherits it."""
     why = catalog.cpu(cpu).degraded
     if why:
-        facts.warnings.append(f"cpu {cpu} is a degraded host profile ({why}); the profile is priced on it: "
-                              "name it so, or pass --cpu for a healthy host (epyc-turin: a dual-socket EPYC measured healthy)")
+        facts.warnings.append(
+            f"cpu {cpu} is a degraded host profile ({why}); the profile is priced on it: "
+            "name it so, or pass --cpu for a healthy host (epyc-turin: a dual-socket EPYC measured healthy)"
+        )
     return cpu
 
 
@@ -135,8 +143,10 @@ def _cpu_from_name(topo: TopoInput, pcie_box: bool) -> str | None:
 
 # --- NICs ----------------------------------------------------------------------------------------
 
-def choose_nics(topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None,
-                requested: str | None) -> dict:
+
+def choose_nics(
+    topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None, requested: str | None
+) -> dict:
     """nic_fabric, nics_per_node, rail_optimized and nics_per_switch for the profile."""
     none = {"nics_per_node": 0, "rail_optimized": False, "nics_per_switch": 0}
     count, rail, per_switch = _nic_layout(topo, facts)
@@ -146,15 +156,24 @@ def choose_nics(topo: TopoInput, facts: Facts, catalog: Catalog, template: Syste
             facts.notes.append("NICs: none in the input: the profile has no scale-out network")
             return none
         count, rail = template.nics_per_node, template.rail_optimized
-        facts.notes.append(f"NICs: none in the input (nvidia-smi lists RDMA devices only); {count} as built-in "
-                           f"{template.name}")
+        facts.notes.append(
+            f"NICs: none in the input (nvidia-smi lists RDMA devices only); {count} as built-in {template.name}"
+        )
     elif fabric is None:
-        facts.warnings.append(f"the input shows {count} NIC(s) but not their speed: pass --nic-fabric NAME; "
-                              f"the profile has no scale-out network")
+        facts.warnings.append(
+            f"the input shows {count} NIC(s) but not their speed: pass --nic-fabric NAME; "
+            f"the profile has no scale-out network"
+        )
         return none
     else:
-        facts.notes.append(f"NICs: {count}, " + ("each GPU with its own NIC under its PCIe switch: rail-optimised"
-                                                 if rail else "not under every GPU's switch: shared by all GPUs"))
+        facts.notes.append(
+            f"NICs: {count}, "
+            + (
+                "each GPU with its own NIC under its PCIe switch: rail-optimised"
+                if rail
+                else "not under every GPU's switch: shared by all GPUs"
+            )
+        )
     return {"nic_fabric": fabric, "nics_per_node": count, "rail_optimized": rail, "nics_per_switch": per_switch}
 
 
@@ -176,8 +195,9 @@ def _nic_layout(topo: TopoInput, facts: Facts) -> tuple[int, bool, int]:
     return count, rail, per_switch
 
 
-def _nic_fabric(topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None,
-                requested: str | None) -> str | None:
+def _nic_fabric(
+    topo: TopoInput, facts: Facts, catalog: Catalog, template: System | None, requested: str | None
+) -> str | None:
     if requested is not None:
         f = catalog.fabric(requested)
         if f.nccl_link != "net":
@@ -194,13 +214,15 @@ def _nic_fabric(topo: TopoInput, facts: Facts, catalog: Catalog, template: Syste
             return name
         facts.warnings.append(f"no catalog {family.upper()} fabric runs at {gbps} Gb/s: pass --nic-fabric NAME")
     if template is not None and template.nic_fabric is not None:
-        facts.notes.append(f"NIC fabric: {template.nic_fabric.name} (speed not in the input; from built-in "
-                           f"{template.name}, same GPU)")
+        facts.notes.append(
+            f"NIC fabric: {template.nic_fabric.name} (speed not in the input; from built-in {template.name}, same GPU)"
+        )
         return template.nic_fabric.name
     return None
 
 
 # --- P2P ---------------------------------------------------------------------------------------
+
 
 def p2p_stops_under_one_switch(topo: TopoInput) -> bool:
     """P2P only between GPUs under one switch (PIX), not across switches (PXB): NCCL_P2P_LEVEL=PIX in
@@ -232,9 +254,15 @@ def choose_p2p(topo: TopoInput, facts: Facts) -> dict:
     status = {(a, b): topo.p2p.status[a][b] for a, b in pairs}
     if not any(s == "OK" for s in status.values()):
         why = sorted({s for s in status.values()})
-        facts.notes.append(f"P2P: `topo -p2p` says no PCIe pair can ({', '.join(why)}: "
-                           + ("the GPU's driver refuses it, as GeForce drivers do" if "GNS" in why else
-                              "the chipset or topology refuses it") + "): NCCL stages every PCIe hop through host memory")
+        facts.notes.append(
+            f"P2P: `topo -p2p` says no PCIe pair can ({', '.join(why)}: "
+            + (
+                "the GPU's driver refuses it, as GeForce drivers do"
+                if "GNS" in why
+                else "the chipset or topology refuses it"
+            )
+            + "): NCCL stages every PCIe hop through host memory"
+        )
         out["gpu_p2p"] = False
         return out
     if not facts.gpu.pcie_p2p:
@@ -245,12 +273,15 @@ def choose_p2p(topo: TopoInput, facts: Facts) -> dict:
         facts.notes.append("P2P: OK under one switch (PIX) only, not across switches (PXB): level PIX")
     far = sorted({m.paths[a][b] for (a, b), s in status.items() if s == "OK"} & {"phb", "node", "sys"}) if m else []
     if far:
-        facts.notes.append(f"P2P: the driver allows it through the host ({', '.join(far).upper()}), but NCCL's "
-                           f"default level (PXB) does not use it; NCCL_P2P_LEVEL=SYS would")
+        facts.notes.append(
+            f"P2P: the driver allows it through the host ({', '.join(far).upper()}), but NCCL's "
+            f"default level (PXB) does not use it; NCCL_P2P_LEVEL=SYS would"
+        )
     return out
 
 
 # --- NVLink fabrics -----------------------------------------------------------------------------
+
 
 def switch_fabric(facts: Facts, catalog: Catalog, template: System | None) -> str:
     if template is not None and template.topology == "switch" and template.intra_fabric.links_per_gpu == facts.nvlinks:
@@ -261,8 +292,10 @@ def switch_fabric(facts: Facts, catalog: Catalog, template: System | None) -> st
     if not name:
         raise CatalogError(f"no NVSwitch fabric in the catalog for {facts.gpu.arch} GPUs ({facts.gpu.name})")
     if catalog.fabric(name).links_per_gpu != facts.nvlinks:
-        facts.warnings.append(f"NV{facts.nvlinks} per pair but {name} has {catalog.fabric(name).links_per_gpu} "
-                              f"links per GPU: its bandwidth may not be this box's")
+        facts.warnings.append(
+            f"NV{facts.nvlinks} per pair but {name} has {catalog.fabric(name).links_per_gpu} "
+            f"links per GPU: its bandwidth may not be this box's"
+        )
     facts.notes.append(f"NVSwitch fabric: {name} ({facts.gpu.arch})")
     return name
 
@@ -281,13 +314,20 @@ def bridge_fabric(facts: Facts, catalog: Catalog, template: System | None, name:
     per, nccl = gen.nvlink_link_bytes_per_s / 1e9, gen.nccl_nvlink_link_bytes_per_s / 1e9
     what = "bridge" if facts.topology == "pairs" else "mesh"
     table = {
-        "kind": "nvlink", "nccl_link": "nvlink", "links_per_gpu": links,
+        "kind": "nvlink",
+        "nccl_link": "nvlink",
+        "links_per_gpu": links,
         "description": f"NVLink {what} of {links} link(s) per GPU ({facts.gpu.name}), from nvidia-smi NV{facts.nvlinks}",
-        "link_bandwidth": f"{per:g} GB/s", "bandwidth": f"{per * links:g} GB/s",
-        "achievable_bandwidth": f"{nccl * links:.4g} GB/s", "nccl_bandwidth": f"{nccl * links:.4g} GB/s",
+        "link_bandwidth": f"{per:g} GB/s",
+        "bandwidth": f"{per * links:g} GB/s",
+        "achievable_bandwidth": f"{nccl * links:.4g} GB/s",
+        "nccl_bandwidth": f"{nccl * links:.4g} GB/s",
         "achievable_source": f"estimate: NCCL's own {nccl:g} GB/s per link (topo.h, {arch}) x {links}; no measurement of this box",
         "nccl_source": "NCCL src/graph/topo.h (5067397c) SMxx_NVLINK_BW per link",
-        "source": "https://www.nvidia.com/en-us/data-center/nvlink/ (per-link rate per direction)"}
-    facts.notes.append(f"NVLink fabric: new {name}-nvlink, {links} link(s) x {per:g} GB/s per direction "
-                       f"(achievable taken as NCCL's {nccl:g} GB/s per link)")
+        "source": "https://www.nvidia.com/en-us/data-center/nvlink/ (per-link rate per direction)",
+    }
+    facts.notes.append(
+        f"NVLink fabric: new {name}-nvlink, {links} link(s) x {per:g} GB/s per direction "
+        f"(achievable taken as NCCL's {nccl:g} GB/s per link)"
+    )
     return f"{name}-nvlink", {f"{name}-nvlink": table}

@@ -130,6 +130,7 @@ class TopoInput:
 
 # --- files -----------------------------------------------------------------------------------
 
+
 def read_topology_files(paths) -> TopoInput:
     """Read one or more files (any mix of the formats above) into one `TopoInput`."""
     parts = [_read_one(Path(p)) for p in paths]
@@ -147,29 +148,47 @@ def parse_topology_text(text: str, *, source: str = "<text>") -> TopoInput:
     legend_only_pci = matrix is not None and matrix.legend and not matrix.legend_nvlink
     pci_only = bool(re.search(r"topo\s+(-mp\b|--matrix_pci)", text)) or legend_only_pci
     if matrix is None and p2p is None and xml is None:
-        raise CatalogError(f"{source}: no `nvidia-smi topo -m` matrix, `topo -p2p` matrix or NCCL topology XML "
-                           f"found (expected a header line such as 'GPU0  GPU1  CPU Affinity')")
-    return TopoInput(sources=(source,), matrix=matrix, p2p=p2p, xml=xml, gpu_names=names, cpu_vendor=vendor,
-                     cpu_model=model, p2p_level=level, pci_only=pci_only)
+        raise CatalogError(
+            f"{source}: no `nvidia-smi topo -m` matrix, `topo -p2p` matrix or NCCL topology XML "
+            f"found (expected a header line such as 'GPU0  GPU1  CPU Affinity')"
+        )
+    return TopoInput(
+        sources=(source,),
+        matrix=matrix,
+        p2p=p2p,
+        xml=xml,
+        gpu_names=names,
+        cpu_vendor=vendor,
+        cpu_model=model,
+        p2p_level=level,
+        pci_only=pci_only,
+    )
 
 
 def merge_inputs(parts: list[TopoInput]) -> TopoInput:
     """One input from several files: each kind of table may come from one file only."""
+
     def one(kind: str):
         found = [(p.sources[0], getattr(p, kind)) for p in parts if getattr(p, kind) is not None]
         if len(found) > 1:
-            raise CatalogError(f"{found[1][0]}: a second {kind} table (the first is in {found[0][0]}); "
-                               f"give one per node")
+            raise CatalogError(
+                f"{found[1][0]}: a second {kind} table (the first is in {found[0][0]}); give one per node"
+            )
         return found[0][1] if found else None
 
     names = next((p.gpu_names for p in parts if p.gpu_names), ())
     return TopoInput(
-        sources=tuple(s for p in parts for s in p.sources), matrix=one("matrix"), p2p=one("p2p"), xml=one("xml"),
-        gpu_names=names, cpu_vendor=next((p.cpu_vendor for p in parts if p.cpu_vendor), None),
+        sources=tuple(s for p in parts for s in p.sources),
+        matrix=one("matrix"),
+        p2p=one("p2p"),
+        xml=one("xml"),
+        gpu_names=names,
+        cpu_vendor=next((p.cpu_vendor for p in parts if p.cpu_vendor), None),
         cpu_model=next((p.cpu_model for p in parts if p.cpu_model), None),
         p2p_level=next((p.p2p_level for p in parts if p.p2p_level), None),
         pci_only=any(p.pci_only and p.matrix is not None for p in parts),
-        warnings=tuple(w for p in parts for w in p.warnings))
+        warnings=tuple(w for p in parts for w in p.warnings),
+    )
 
 
 def _read_one(path: Path) -> TopoInput:
@@ -181,6 +200,7 @@ def _read_one(path: Path) -> TopoInput:
 
 
 # --- matrices --------------------------------------------------------------------------------
+
 
 def _tables(lines: list[str], source: str) -> tuple[Matrix | None, P2pMatrix | None]:
     """The first topology matrix and the first P2P matrix in the lines."""
@@ -194,7 +214,7 @@ def _tables(lines: list[str], source: str) -> tuple[Matrix | None, P2pMatrix | N
             if cells and cells <= set(P2P_STATUS) | {"X"} and ({"OK"} & cells or cells & {"CNS", "GNS", "TNS", "NS"}):
                 p2p = p2p or _p2p_matrix(header, rows, source, i + 1)
             elif matrix is None:
-                matrix = _topo_matrix(header, rows, lines[end:end + 40], source, i + 1)
+                matrix = _topo_matrix(header, rows, lines[end : end + 40], source, i + 1)
             i = end
         else:
             i += 1
@@ -227,9 +247,10 @@ def _columns(header: list[str], source: str, line: int) -> list[str]:
             break
         cols.append(tok)
     gpus = [c for c in cols if re.fullmatch(r"GPU\d+", c)]
-    if gpus != [f"GPU{k}" for k in range(len(gpus))] or cols[:len(gpus)] != gpus:
-        raise CatalogError(f"{source}:{line}: GPU columns must be GPU0, GPU1, ... first in the header, got "
-                           f"{' '.join(cols[:12])}")
+    if gpus != [f"GPU{k}" for k in range(len(gpus))] or cols[: len(gpus)] != gpus:
+        raise CatalogError(
+            f"{source}:{line}: GPU columns must be GPU0, GPU1, ... first in the header, got {' '.join(cols[:12])}"
+        )
     if len(gpus) > _MAX_GPUS:
         raise CatalogError(f"{source}:{line}: {len(gpus)} GPU columns; at most {_MAX_GPUS} GPUs per node")
     return cols
@@ -246,8 +267,9 @@ def _cell(tok: str, where: str) -> tuple[str, int]:
     raise CatalogError(f"{where}: {tok!r} is not a topology entry (expected X, NV#, PIX, PXB, PHB, NODE or SYS)")
 
 
-def _topo_matrix(header: list[str], rows: list[tuple[int, list[str]]], after: list[str], source: str,
-                 line: int) -> Matrix:
+def _topo_matrix(
+    header: list[str], rows: list[tuple[int, list[str]]], after: list[str], source: str, line: int
+) -> Matrix:
     cols = _columns(header, source, line)
     n = sum(1 for c in cols if c.startswith("GPU"))
     by_label: dict[str, tuple[int, list[str]]] = {}
@@ -255,8 +277,10 @@ def _topo_matrix(header: list[str], rows: list[tuple[int, list[str]]], after: li
         if toks[0] in by_label:
             raise CatalogError(f"{source}:{lineno}: second row for {toks[0]}")
         if len(toks) - 1 < len(cols):
-            raise CatalogError(f"{source}:{lineno}: row {toks[0]} has {len(toks) - 1} entries, the header "
-                               f"{len(cols)} device columns ({' '.join(cols)})")
+            raise CatalogError(
+                f"{source}:{lineno}: row {toks[0]} has {len(toks) - 1} entries, the header "
+                f"{len(cols)} device columns ({' '.join(cols)})"
+            )
         by_label[toks[0]] = (lineno, toks)
     missing = [f"GPU{k}" for k in range(n) if f"GPU{k}" not in by_label]
     if missing:
@@ -271,13 +295,20 @@ def _topo_matrix(header: list[str], rows: list[tuple[int, list[str]]], after: li
             raise CatalogError(f"{source}:{lineno}: row GPU{g}: NV# towards a NIC is not a PCIe path")
         paths.append(tuple(c[0] for c in cells[:n]) + tuple(c[0] for c in cells[n:]))
         nvl.append(tuple(c[1] for c in cells[:n]))
-        extra = toks[1 + len(cols):]
+        extra = toks[1 + len(cols) :]
         numa.append(int(extra[1]) if len(extra) >= 2 and extra[1].isdigit() else None)
     _check_symmetric(paths, nvl, n, source, by_label)
     legend = any(s.strip().startswith("Legend") for s in after)
-    return Matrix(line=line, paths=tuple(p[:n] for p in paths), nvlinks=tuple(nvl), nics=tuple(cols[n:]),
-                  nic_paths=tuple(tuple(paths[g][n + k] for g in range(n)) for k in range(len(cols) - n)),
-                  numa=tuple(numa), legend=legend, legend_nvlink=any("NV#" in s for s in after))
+    return Matrix(
+        line=line,
+        paths=tuple(p[:n] for p in paths),
+        nvlinks=tuple(nvl),
+        nics=tuple(cols[n:]),
+        nic_paths=tuple(tuple(paths[g][n + k] for g in range(n)) for k in range(len(cols) - n)),
+        numa=tuple(numa),
+        legend=legend,
+        legend_nvlink=any("NV#" in s for s in after),
+    )
 
 
 def _check_symmetric(paths, nvl, n: int, source: str, by_label) -> None:
@@ -285,8 +316,10 @@ def _check_symmetric(paths, nvl, n: int, source: str, by_label) -> None:
         for b in range(a + 1, n):
             if paths[a][b] != paths[b][a] or nvl[a][b] != nvl[b][a]:
                 lineno = by_label[f"GPU{b}"][0]
-                raise CatalogError(f"{source}:{lineno}: GPU{a}-GPU{b} and GPU{b}-GPU{a} disagree "
-                                   f"({_spell(paths[a][b], nvl[a][b])} vs {_spell(paths[b][a], nvl[b][a])})")
+                raise CatalogError(
+                    f"{source}:{lineno}: GPU{a}-GPU{b} and GPU{b}-GPU{a} disagree "
+                    f"({_spell(paths[a][b], nvl[a][b])} vs {_spell(paths[b][a], nvl[b][a])})"
+                )
 
 
 def _spell(path: str, links: int) -> str:
@@ -301,11 +334,10 @@ def _p2p_matrix(header: list[str], rows: list[tuple[int, list[str]]], source: st
         row = next((r for r in rows if r[1][0] == f"GPU{g}"), None)
         if row is None or len(row[1]) - 1 < n:
             raise CatalogError(f"{source}:{line}: the P2P matrix has no complete row for GPU{g}")
-        cells = row[1][1:n + 1]
+        cells = row[1][1 : n + 1]
         bad = [c for c in cells if c not in P2P_STATUS and c != "X"]
         if bad:
-            raise CatalogError(f"{source}:{row[0]}: {bad[0]!r} is not a P2P status "
-                               f"(expected {', '.join(P2P_STATUS)})")
+            raise CatalogError(f"{source}:{row[0]}: {bad[0]!r} is not a P2P status (expected {', '.join(P2P_STATUS)})")
         status.append(tuple(cells))
     return P2pMatrix(line=line, status=tuple(status))
 
@@ -348,7 +380,7 @@ def _xml(text: str, source: str) -> XmlTopology | None:
     m = re.search(r"<system\b.*?</system>", text, re.S)
     if m is None:
         return None
-    line = text[:m.start()].count("\n") + 1
+    line = text[: m.start()].count("\n") + 1
     if "<!ENTITY" in m.group(0) or "<!DOCTYPE" in m.group(0):
         raise CatalogError(f"{source}:{line}: NCCL topology XML with a DTD or entities is not accepted")
     try:
@@ -369,8 +401,10 @@ def _walk(node, cpu: int, stack: list, gpus: list, nics: list, source: str, line
     """Depth-first over the <pci> elements under `node`; `stack` holds node and the <pci> above it, so
     a device's PCIe switch is the <pci> enclosing its own <pci> (its own bus id on a CPU root port)."""
     if len(stack) > _MAX_PCI_DEPTH:  # the walk recurses once per level: a bound, not a RecursionError
-        raise CatalogError(f"{source}:{line}: NCCL topology XML nests <pci> more than {_MAX_PCI_DEPTH} deep; a node's "
-                           "PCIe tree has a few levels of switches")
+        raise CatalogError(
+            f"{source}:{line}: NCCL topology XML nests <pci> more than {_MAX_PCI_DEPTH} deep; a node's "
+            "PCIe tree has a few levels of switches"
+        )
     for child in node:
         if child.tag == "pci":
             gpu = child.find("gpu")
@@ -396,9 +430,16 @@ def _xml_gpu(pci, gpu, cpu: int, stack: list, source: str, line: int) -> XmlGpu:
         else:
             peers.append((target, count))
     busid = pci.get("busid", "").lower()
-    return XmlGpu(dev=dev, busid=busid, sm=_int(gpu.get("sm")), cpu=cpu,
-                  switch=(stack[-1].get("busid", "").lower() if stack else busid),
-                  pcie_gen=_gen(pci.get("link_speed", "")), nvlink_switch=to_switch, nvlink_peers=tuple(peers))
+    return XmlGpu(
+        dev=dev,
+        busid=busid,
+        sm=_int(gpu.get("sm")),
+        cpu=cpu,
+        switch=(stack[-1].get("busid", "").lower() if stack else busid),
+        pcie_gen=_gen(pci.get("link_speed", "")),
+        nvlink_switch=to_switch,
+        nvlink_peers=tuple(peers),
+    )
 
 
 def _xml_net(net, cpu: int, switch: str) -> XmlNic:

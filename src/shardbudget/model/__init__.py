@@ -22,17 +22,46 @@ from .comms import CollectiveCall, collectives_for_layer, hidden_message_bytes, 
 from .config import ModelConfig, config_from_dict, layer_kinds, list_models, load_model
 from .layers import LayerKind
 from .ops import Op, embedding_ops, expected_experts_hit, layer_work, lm_head_ops
-from .params import (active_params, kv_bytes_per_token, kv_cache_bytes_per_gpu, memory_bytes_per_gpu,
-                     total_params, weight_bytes_per_gpu)
+from .params import (
+    active_params,
+    kv_bytes_per_token,
+    kv_cache_bytes_per_gpu,
+    memory_bytes_per_gpu,
+    total_params,
+    weight_bytes_per_gpu,
+)
 from .plan import Plan
 from .precision import default_precision
 from .quant import Checkpoint
 from .work import Precision, StepWork, pipeline_calls, step_work
 
 __all__ = [
-    "Checkpoint", "CollectiveCall", "LayerKind", "ModelConfig", "Op", "Plan", "Precision", "StepWork", "active_params",
-    "collectives_for_layer", "config_from_dict", "default_precision", "embedding_ops", "expected_experts_hit",
-    "hidden_message_bytes", "kv_bytes_per_token", "kv_cache_bytes_per_gpu", "layer_kinds", "layer_work", "list_models",
-    "lm_head_ops", "load_model", "memory_bytes_per_gpu", "pipeline_calls", "pp_collectives", "step_work", "total_params",
+    "Checkpoint",
+    "CollectiveCall",
+    "LayerKind",
+    "ModelConfig",
+    "Op",
+    "Plan",
+    "Precision",
+    "StepWork",
+    "active_params",
+    "collectives_for_layer",
+    "config_from_dict",
+    "default_precision",
+    "embedding_ops",
+    "expected_experts_hit",
+    "hidden_message_bytes",
+    "kv_bytes_per_token",
+    "kv_cache_bytes_per_gpu",
+    "layer_kinds",
+    "layer_work",
+    "list_models",
+    "lm_head_ops",
+    "load_model",
+    "memory_bytes_per_gpu",
+    "pipeline_calls",
+    "pp_collectives",
+    "step_work",
+    "total_params",
     "weight_bytes_per_gpu",
 ]

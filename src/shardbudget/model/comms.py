@@ -18,8 +18,13 @@ from .layers import LayerKind
 from .plan import check_amount, check_degree, check_pp, check_sharding, layer_kind
 
 GROUPS = ("tp", "ep", "pp")
-AR, RS, AG, A2A, P2P = (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_GATHER,
-                        CollectiveOp.ALL_TO_ALL, CollectiveOp.SEND_RECV)
+AR, RS, AG, A2A, P2P = (
+    CollectiveOp.ALL_REDUCE,
+    CollectiveOp.REDUCE_SCATTER,
+    CollectiveOp.ALL_GATHER,
+    CollectiveOp.ALL_TO_ALL,
+    CollectiveOp.SEND_RECV,
+)
 
 
 @dataclass(frozen=True)
@@ -55,9 +60,17 @@ def _tp_reductions(count: int, msg_bytes, sequence_parallel: bool) -> list[Colle
     return [CollectiveCall(AR, msg_bytes, "tp", count)]
 
 
-def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens, tp: int, ep: int = 1,
-                          act_dtype: str = "bf16", sequence_parallel: bool = False,
-                          attn_dp: int = 1) -> list[CollectiveCall]:
+def collectives_for_layer(
+    cfg: ModelConfig,
+    layer: int | str | LayerKind,
+    *,
+    tokens,
+    tp: int,
+    ep: int = 1,
+    act_dtype: str = "bf16",
+    sequence_parallel: bool = False,
+    attn_dp: int = 1,
+) -> list[CollectiveCall]:
     """The collectives one decoder layer inserts per step.
 
     tp > 1: the row-parallel O projection and MLP down projection leave partial sums, so each is
@@ -83,21 +96,39 @@ def collectives_for_layer(cfg: ModelConfig, layer: int | str | LayerKind, *, tok
     check_amount("tokens", tokens, minimum=0, strict=True)
     hidden = hidden_message_bytes(cfg, tokens, act_dtype)
     if kind.ffn not in ("dense", "moe") or kind.attention == "none":
-        return _hybrid_collectives(cfg, kind, tokens=tokens, tp=tp, ep=ep, act_dtype=act_dtype,
-                                   sequence_parallel=sequence_parallel, data_parallel=attn_dp > 1 and tp_attn == 1)
+        return _hybrid_collectives(
+            cfg,
+            kind,
+            tokens=tokens,
+            tp=tp,
+            ep=ep,
+            act_dtype=act_dtype,
+            sequence_parallel=sequence_parallel,
+            data_parallel=attn_dp > 1 and tp_attn == 1,
+        )
     if attn_dp > 1 and tp_attn == 1:
         if kind.ffn == "moe":
             return [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
         return [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
     if kind.ffn == "moe" and ep > tp:  # expert ranks beyond the TP group hold other tokens
         reductions = (1 + bool(cfg.num_shared_experts)) if tp > 1 else 0
-        return (_tp_reductions(reductions, hidden, sequence_parallel)
-                + [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)])  # dispatch + combine
+        return _tp_reductions(reductions, hidden, sequence_parallel) + [
+            CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)
+        ]  # dispatch + combine
     return _tp_reductions(2 if tp > 1 else 0, hidden, sequence_parallel)
 
 
-def _hybrid_collectives(cfg: ModelConfig, kind: LayerKind, *, tokens, tp: int, ep: int, act_dtype: str,
-                        sequence_parallel: bool, data_parallel: bool) -> list[CollectiveCall]:
+def _hybrid_collectives(
+    cfg: ModelConfig,
+    kind: LayerKind,
+    *,
+    tokens,
+    tp: int,
+    ep: int,
+    act_dtype: str,
+    sequence_parallel: bool,
+    data_parallel: bool,
+) -> list[CollectiveCall]:
     """Layers with a mixer or an FFN alone (Nemotron-H blocks) or with a dense MLP beside the experts
     (Gemma 4): one TP all-reduce per row-parallel output that a norm follows. A Gated DeltaNet or
     Mamba-2 mixer's out_proj is row-parallel like attention's o_proj, so it inserts the same one.
@@ -107,7 +138,7 @@ def _hybrid_collectives(cfg: ModelConfig, kind: LayerKind, *, tokens, tp: int, e
     a2a = [CollectiveCall(A2A, dispatch_bytes(cfg, tokens, ep, act_dtype), "ep", 2)]
     if data_parallel:
         gather = [CollectiveCall(AG, hidden, "tp"), CollectiveCall(RS, hidden, "tp")]
-        return ((gather if "dense" in kind.ffn else []) + (a2a if "moe" in kind.ffn else []))
+        return (gather if "dense" in kind.ffn else []) + (a2a if "moe" in kind.ffn else [])
     reductions = int(kind.attention != "none") + int("dense" in kind.ffn)
     calls = []
     if "moe" in kind.ffn:
@@ -143,5 +174,13 @@ def embedding_collectives(cfg: ModelConfig, *, tokens, tp: int, act_dtype: str =
     return [CollectiveCall(AR, hidden_message_bytes(cfg, tokens, act_dtype), "tp")] if tp > 1 else []
 
 
-__all__ = ["CollectiveCall", "GROUPS", "collectives_for_layer", "dispatch_bytes", "embedding_collectives",
-           "hidden_message_bytes", "lm_head_collectives", "pp_collectives"]
+__all__ = [
+    "CollectiveCall",
+    "GROUPS",
+    "collectives_for_layer",
+    "dispatch_bytes",
+    "embedding_collectives",
+    "hidden_message_bytes",
+    "lm_head_collectives",
+    "pp_collectives",
+]

@@ -282,8 +282,13 @@ def _parse_bytes(data: bytes, *, name: str, where: str) -> ModelConfig:
     except UnicodeDecodeError:
         raise CatalogError(f"{where} is not UTF-8 text, so not a config.json") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        reason = ("nested too deeply to read (thousands of levels); a config.json nests a few"
-                  if isinstance(exc, RecursionError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        reason = (
+            "nested too deeply to read (thousands of levels); a config.json nests a few"
+            if isinstance(exc, RecursionError)
+            else str(exc).splitlines()[0]
+            if str(exc)
+            else type(exc).__name__
+        )
         raise CatalogError(f"{where} is not valid JSON: {reason}") from None
     return config_from_dict(raw, name=name, where=where)
 
@@ -314,9 +319,15 @@ CONFIG_MAX_BYTES = 16 * 2**20
 
 def _load_path(path: Path, name: str | None = None) -> ModelConfig:
     from ..atomic import read_user_file  # a user's file only: shipped models start without it
+
     file = path / "config.json" if path.is_dir() else path
-    data = read_user_file(file, what="a Hugging Face config.json", limit=CONFIG_MAX_BYTES, error=CatalogError,
-                          missing=f"cannot read {file}: no such file")
+    data = read_user_file(
+        file,
+        what="a Hugging Face config.json",
+        limit=CONFIG_MAX_BYTES,
+        error=CatalogError,
+        missing=f"cannot read {file}: no such file",
+    )
     folder = None if name is not None or file.name != "config.json" else os.path.abspath(file.parent)
     name = name or (file.parent.name if file.name == "config.json" else file.stem) or file.stem
     cfg = _parse_bytes(data, name=name, where=str(file))
@@ -357,8 +368,7 @@ def load_model(name_or_path: str | PathLike, *, download: bool = False) -> Model
     looks_like_path = "/" in text or "\\" in text or text.endswith(".json")
     if isinstance(name_or_path, PathLike) or looks_like_path or _is_existing_path(text):
         if not _is_existing_path(text):
-            raise CatalogError(f"no model config at {text} (expected a config.json file or a folder "
-                               f"holding one)")
+            raise CatalogError(f"no model config at {text} (expected a config.json file or a folder holding one)")
         return _load_path(Path(text))
     if hub.hub_id_problem(text) is None:  # a bare id ('gpt2'): cached, or fetched when asked
         cached = hub.cached_config(text)

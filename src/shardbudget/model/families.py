@@ -203,5 +203,19 @@ BY_MODEL_TYPE: dict[str, Family] = {f.model_type: f for f in FAMILIES}
 BY_ARCHITECTURE: dict[str, Family] = {a: f for f in FAMILIES for a in f.architectures}
 
 
-__all__ = ["ACTIVATIONS", "ATTENTION_KINDS", "BY_ARCHITECTURE", "BY_MODEL_TYPE", "FAMILIES", "Family", "LAYOUTS",
-           "MOE_LAYOUTS", "QK_NORMS", "SIGNATURES", "TEXT_ONLY", "WINDOW_RULES", "load_families", "read_families"]
+__all__ = [
+    "ACTIVATIONS",
+    "ATTENTION_KINDS",
+    "BY_ARCHITECTURE",
+    "BY_MODEL_TYPE",
+    "FAMILIES",
+    "Family",
+    "LAYOUTS",
+    "MOE_LAYOUTS",
+    "QK_NORMS",
+    "SIGNATURES",
+    "TEXT_ONLY",
+    "WINDOW_RULES",
+    "load_families",
+    "read_families",
+]

@@ -49,8 +49,15 @@ def looks_like_hub_id(text: str) -> bool:
     """'ORG/NAME' as people type an id: one '/', both sides non-empty, not a path ('./x', '/x',
     '~/x', 'x.json'). Whether its characters are legal is `hub_id_problem`'s question."""
     org, slash, name = text.partition("/")
-    return (bool(slash) and bool(org) and bool(name) and "/" not in name and "\\" not in text
-            and not text.startswith((".", "~")) and not text.lower().endswith(".json"))
+    return (
+        bool(slash)
+        and bool(org)
+        and bool(name)
+        and "/" not in name
+        and "\\" not in text
+        and not text.startswith((".", "~"))
+        and not text.lower().endswith(".json")
+    )
 
 
 def hub_id_problem(repo_id: str) -> str | None:
@@ -74,8 +81,10 @@ def check_hub_id(repo_id: str) -> None:
     """A CatalogError naming what is wrong with an id that is neither a valid id nor a path."""
     problem = hub_id_problem(repo_id)
     if problem is not None:
-        raise CatalogError(f"{repo_id!r} is not a Hugging Face model id ({problem}; expected ORG/NAME of "
-                           f"letters, digits, '-', '_' and '.') and there is no such file or folder")
+        raise CatalogError(
+            f"{repo_id!r} is not a Hugging Face model id ({problem}; expected ORG/NAME of "
+            f"letters, digits, '-', '_' and '.') and there is no such file or folder"
+        )
 
 
 def repo_folder(repo_id: str, cache: Path | None = None) -> Path:
@@ -104,9 +113,11 @@ def cached_config(repo_id: str, cache: Path | None = None) -> Path | None:
 def not_found_message(repo_id: str, shipped_hint: str = "") -> str:
     """One line: where an id was looked for, and how to get it."""
     where = repo_folder(repo_id) / "snapshots" / "*" / CONFIG_NAME
-    return (f"model {repo_id!r} is not in the Hugging Face cache (looked for {where}) and is not a "
-            f"folder; add --download to fetch its config.json (needs huggingface_hub), or give a "
-            f"config.json path{shipped_hint}")
+    return (
+        f"model {repo_id!r} is not in the Hugging Face cache (looked for {where}) and is not a "
+        f"folder; add --download to fetch its config.json (needs huggingface_hub), or give a "
+        f"config.json path{shipped_hint}"
+    )
 
 
 @lru_cache(maxsize=1)
@@ -142,8 +153,7 @@ def download_config(repo_id: str) -> Path:
     try:
         from huggingface_hub import hf_hub_download  # noqa: PLC0415 (optional dependency)
     except ImportError:
-        raise CatalogError(f"--download needs huggingface_hub to fetch {repo_id}/config.json: "
-                           f"{INSTALL_HINT}") from None
+        raise CatalogError(f"--download needs huggingface_hub to fetch {repo_id}/config.json: {INSTALL_HINT}") from None
     try:
         return Path(hf_hub_download(repo_id, CONFIG_NAME, cache_dir=str(hub_cache_dir())))
     except Exception as exc:  # noqa: BLE001 - every failure of the hub client becomes one line
@@ -154,20 +164,37 @@ def _download_error(repo_id: str, exc: Exception) -> str:
     kinds = {c.__name__ for c in type(exc).__mro__}
     url = f"https://huggingface.co/{repo_id}"
     if "GatedRepoError" in kinds:
-        return (f"{repo_id} is gated on the Hugging Face Hub: accept its licence at {url} and log in "
-                f"(huggingface-cli login, or set HF_TOKEN)")
+        return (
+            f"{repo_id} is gated on the Hugging Face Hub: accept its licence at {url} and log in "
+            f"(huggingface-cli login, or set HF_TOKEN)"
+        )
     if "RepositoryNotFoundError" in kinds:
-        return (f"no model {repo_id!r} on the Hugging Face Hub ({url}); if it is private, log in "
-                f"(huggingface-cli login, or set HF_TOKEN)")
+        return (
+            f"no model {repo_id!r} on the Hugging Face Hub ({url}); if it is private, log in "
+            f"(huggingface-cli login, or set HF_TOKEN)"
+        )
     if "EntryNotFoundError" in kinds and "LocalEntryNotFoundError" not in kinds:
         return f"{repo_id} has no config.json on the Hugging Face Hub ({url})"
-    offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") else ""
+    offline = (
+        " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") else ""
+    )
     if kinds & {"LocalEntryNotFoundError", "OfflineModeIsEnabled", "ConnectionError", "Timeout", "ConnectError"}:
-        return (f"cannot reach the Hugging Face Hub to fetch {repo_id}/config.json{offline}, and it is not "
-                f"in the cache {repo_folder(repo_id)}")
+        return (
+            f"cannot reach the Hugging Face Hub to fetch {repo_id}/config.json{offline}, and it is not "
+            f"in the cache {repo_folder(repo_id)}"
+        )
     reason = (str(exc).strip().splitlines() or [""])[0][:200]
     return f"could not fetch {repo_id}/config.json from the Hugging Face Hub: {type(exc).__name__}: {reason}"
 
 
-__all__ = ["cached_config", "check_hub_id", "download_config", "hub_cache_dir", "hub_id_problem",
-           "looks_like_hub_id", "not_found_message", "repo_folder", "shipped_hint"]
+__all__ = [
+    "cached_config",
+    "check_hub_id",
+    "download_config",
+    "hub_cache_dir",
+    "hub_id_problem",
+    "looks_like_hub_id",
+    "not_found_message",
+    "repo_folder",
+    "shipped_hint",
+]

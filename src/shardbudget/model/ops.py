@@ -87,41 +87,77 @@ class Op:
 
 
 class _Bytes(NamedTuple):
-    w: float   # bytes per weight element, its scales' share included
-    a: float   # bytes per activation element
+    w: float  # bytes per weight element, its scales' share included
+    a: float  # bytes per activation element
     kv: float  # bytes per KV-cache element
     e: float = 0.0  # bytes per routed-expert weight element, the same
 
 
 def _expert_gemm(name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float, active_experts) -> Op:
     """A grouped expert GEMM: as `_gemm`, with the weights in the experts' dtype."""
-    return Op(name, 2.0 * m * n * k, weight_elems * b.e + (m * k + m * n) * b.a, "gemm", kernel="grouped_moe_gemm",
-              active_experts=active_experts, shape_nk=(n, k))
+    return Op(
+        name,
+        2.0 * m * n * k,
+        weight_elems * b.e + (m * k + m * n) * b.a,
+        "gemm",
+        kernel="grouped_moe_gemm",
+        active_experts=active_experts,
+        shape_nk=(n, k),
+    )
 
 
-def _gemm(name: str, *, m: float, k: float, n: float, b: _Bytes,
-          weight_elems: float | None = None, norm_input: bool = True) -> Op:
+def _gemm(
+    name: str, *, m: float, k: float, n: float, b: _Bytes, weight_elems: float | None = None, norm_input: bool = True
+) -> Op:
     """[m, k] activations times a [k, n] weight shard. 2*m*n*k: one multiply and one add per weight
     element per row. `weight_elems` overrides k*n when only part of a stacked weight is read;
     `norm_input` False where attention writes the input (o_proj, MLA's absorbed products)."""
     weight = k * n if weight_elems is None else weight_elems
-    return Op(name, 2.0 * m * n * k, weight * b.w + (m * k + m * n) * b.a, "gemm", kernel="dense_gemm",
-              shape_nk=(n, k), norm_input=norm_input)
+    return Op(
+        name,
+        2.0 * m * n * k,
+        weight * b.w + (m * k + m * n) * b.a,
+        "gemm",
+        kernel="dense_gemm",
+        shape_nk=(n, k),
+        norm_input=norm_input,
+    )
 
 
-def _elementwise(name: str, *, elems: float, flops_per_elem: float, b: _Bytes,
-                 read_elems: float | None = None, weight_elems: float = 0.0, kernel: str | None = None,
-                 after_allreduce: bool = False) -> Op:
+def _elementwise(
+    name: str,
+    *,
+    elems: float,
+    flops_per_elem: float,
+    b: _Bytes,
+    read_elems: float | None = None,
+    weight_elems: float = 0.0,
+    kernel: str | None = None,
+    after_allreduce: bool = False,
+) -> Op:
     """Reads `read_elems` (default: elems) activations, writes `elems`."""
     read = elems if read_elems is None else read_elems
-    return Op(name, flops_per_elem * elems, (read + elems) * b.a + weight_elems * b.w,
-              "elementwise", kernel=kernel, after_allreduce=after_allreduce)
+    return Op(
+        name,
+        flops_per_elem * elems,
+        (read + elems) * b.a + weight_elems * b.w,
+        "elementwise",
+        kernel=kernel,
+        after_allreduce=after_allreduce,
+    )
 
 
 def _rms_norm(name: str, tokens: float, width: int, b: _Bytes, *, after_allreduce: bool = False) -> Op:
     # ~4 FLOPs per element: square, sum, scale by 1/rms, multiply by the weight.
-    return _elementwise(name, elems=tokens * width, flops_per_elem=4, b=b, weight_elems=width, kernel="rmsnorm",
-                        after_allreduce=after_allreduce)
+    return _elementwise(
+        name,
+        elems=tokens * width,
+        flops_per_elem=4,
+        b=b,
+        weight_elems=width,
+        kernel="rmsnorm",
+        after_allreduce=after_allreduce,
+    )
 
 
 def _residual(name: str, tokens: float, cfg: ModelConfig, b: _Bytes) -> Op:
@@ -136,8 +172,9 @@ _GATE_FLOPS = {"silu": 5, "gelu_tanh": 10}
 
 def _gated_act(name: str, elems: float, b: _Bytes, activation: str = "silu") -> Op:
     # act(gate) * up reads 2 elements and writes 1 per output element.
-    return _elementwise(name, elems=elems, flops_per_elem=_GATE_FLOPS[activation], b=b, read_elems=2 * elems,
-                        kernel="activation")
+    return _elementwise(
+        name, elems=elems, flops_per_elem=_GATE_FLOPS[activation], b=b, read_elems=2 * elems, kernel="activation"
+    )
 
 
 def _softmax(scores: float) -> Op:
@@ -145,8 +182,9 @@ def _softmax(scores: float) -> Op:
     return Op("softmax", 5.0 * scores, 0.0, "elementwise", launches=False)
 
 
-def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
-             phase: str, kind: LayerKind) -> list[Op]:
+def _gqa_ops(
+    cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str, kind: LayerKind
+) -> list[Op]:
     """Llama 4's NoPE layers skip the rotary op and the qk norm priced here: < 0.1 % of a layer.
     The heads are those of this kind of layer (`ModelConfig.heads_for`)."""
     g = cfg.heads_for(kind)
@@ -156,47 +194,80 @@ def _gqa_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
     bias = qkv_width if cfg.qkv_bias else 0
     ops = [_gemm("qkv_proj", m=tokens, k=h, n=qkv_width, b=b, weight_elems=h * qkv_width + bias)]
     if cfg.qk_norm:
-        ops.append(_elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b,
-                                kernel="rmsnorm"))
+        ops.append(
+            _elementwise("qk_norm", elems=tokens * (heads + kv_heads) * d, flops_per_elem=4, b=b, kernel="rmsnorm")
+        )
     # RoPE on q and k: two multiplies and an add per element.
     ops.append(_elementwise("rotary", elems=tokens * (heads + kv_heads) * d, flops_per_elem=3, b=b, kernel="rotary"))
-    ops += _gqa_attention(cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase,
-                          kind=kind)
+    ops += _gqa_attention(
+        cfg, tokens=tokens, context=context, heads=heads, kv_heads=kv_heads, b=b, phase=phase, kind=kind
+    )
     if cfg.attn_output_gate:  # sigmoid(gate) * output, the gate computed by q_proj
-        ops.append(_elementwise("output_gate", elems=tokens * heads * g.v_head_dim, flops_per_elem=5, b=b,
-                                read_elems=2 * tokens * heads * g.v_head_dim))
-    ops.append(_gemm("o_proj", m=tokens, k=heads * g.v_head_dim, n=h, b=b,
-                     weight_elems=heads * g.v_head_dim * h + (h if cfg.o_bias else 0), norm_input=False))
+        ops.append(
+            _elementwise(
+                "output_gate",
+                elems=tokens * heads * g.v_head_dim,
+                flops_per_elem=5,
+                b=b,
+                read_elems=2 * tokens * heads * g.v_head_dim,
+            )
+        )
+    ops.append(
+        _gemm(
+            "o_proj",
+            m=tokens,
+            k=heads * g.v_head_dim,
+            n=h,
+            b=b,
+            weight_elems=heads * g.v_head_dim * h + (h if cfg.o_bias else 0),
+            norm_input=False,
+        )
+    )
     return ops
 
 
-def _gqa_attention(cfg: ModelConfig, *, tokens: float, context: float, heads: float, kv_heads: float,
-                   b: _Bytes, phase: str, kind: LayerKind) -> list[Op]:
+def _gqa_attention(
+    cfg: ModelConfig,
+    *,
+    tokens: float,
+    context: float,
+    heads: float,
+    kv_heads: float,
+    b: _Bytes,
+    phase: str,
+    kind: LayerKind,
+) -> list[Op]:
     g = cfg.heads_for(kind)
     d, dv = g.head_dim, g.v_head_dim
     # K and V of one token on this rank (replicas included); K alone where keys double as values
-    kv_token_bytes = 2 * kv_heads * d * b.kv if dv == d and not g.k_eq_v else kv_heads * (d + (0 if g.k_eq_v else dv)) * b.kv
+    kv_token_bytes = (
+        2 * kv_heads * d * b.kv if dv == d and not g.k_eq_v else kv_heads * (d + (0 if g.k_eq_v else dv)) * b.kv
+    )
     keys = attention_keys(kind, context, phase)  # a window / chunk stops the growth past its span
     if phase == "decode":
-        cache_read = tokens * keys * kv_token_bytes     # one sequence per token, each reads its keys
+        cache_read = tokens * keys * kv_token_bytes  # one sequence per token, each reads its keys
     else:
-        cache_read = tokens * kv_token_bytes            # each prompt's fresh K/V read once
+        cache_read = tokens * kv_token_bytes  # each prompt's fresh K/V read once
     scores = tokens * heads * keys
     flops = 2 * 2 * scores * d if dv == d else 2 * scores * (d + dv)  # QK^T and PV: 2*d FLOPs per pair each
     io = tokens * heads * (d + dv) * b.a + tokens * kv_token_bytes  # read Q, write O, append new K/V
-    kernel = None if phase != "decode" else (
-        "attention_decode_mha" if g.kv_heads == g.heads else "attention_decode_gqa")
+    kernel = (
+        None if phase != "decode" else ("attention_decode_mha" if g.kv_heads == g.heads else "attention_decode_gqa")
+    )
     return [Op("attention", flops, cache_read + io, "attention", kernel=kernel), _softmax(scores)]
 
 
-def _mla_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes,
-             phase: str, kind: LayerKind = _FULL) -> list[Op]:
+def _mla_ops(
+    cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str, kind: LayerKind = _FULL
+) -> list[Op]:
     h, heads = cfg.hidden_size, cfg.num_heads / tp
     lora, rope, q_lora = cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.q_lora_rank
     qk_dim = cfg.qk_nope_head_dim + rope
     # Down-projections (q_a and kv_a_proj_with_mqa, fused) are replicated on every rank.
-    ops = [_gemm("qkv_a_proj", m=tokens, k=h, n=q_lora + lora + rope, b=b),
-           _rms_norm("qkv_a_norm", tokens, q_lora + lora, b)]
+    ops = [
+        _gemm("qkv_a_proj", m=tokens, k=h, n=q_lora + lora + rope, b=b),
+        _rms_norm("qkv_a_norm", tokens, q_lora + lora, b),
+    ]
     ops.append(_gemm("q_b_proj" if q_lora else "q_proj", m=tokens, k=q_lora or h, n=heads * qk_dim, b=b))
     ops.append(_elementwise("rotary", elems=tokens * (heads + 1) * rope, flops_per_elem=3, b=b, kernel="rotary"))
     if kind.attention == "sparse":  # DSA: the indexer picks the keys; MLA attends over them alone
@@ -218,11 +289,10 @@ def _mla_absorbed(cfg: ModelConfig, tokens: float, context: float, heads: float,
     lora, nope, v = cfg.kv_lora_rank, cfg.qk_nope_head_dim, cfg.v_head_dim
     latent = lora + cfg.qk_rope_head_dim
     # Per-head batched matmuls: rows are (token, head) pairs.
-    ops = [_gemm("q_absorb", m=tokens * heads, k=nope, n=lora, b=b, weight_elems=heads * nope * lora,
-                 norm_input=False)]
+    ops = [_gemm("q_absorb", m=tokens * heads, k=nope, n=lora, b=b, weight_elems=heads * nope * lora, norm_input=False)]
     scores = tokens * heads * context
     flops = 2 * scores * latent + 2 * scores * lora  # q.[c_kv, k_rope], then P.c_kv
-    cache_read = tokens * context * latent * b.kv    # each sequence's latents, read once for all heads
+    cache_read = tokens * context * latent * b.kv  # each sequence's latents, read once for all heads
     io = tokens * heads * (latent + lora) * b.a + tokens * latent * b.kv  # q in, out, new latent
     ops += [Op("attention", flops, cache_read + io, "attention", kernel="attention_decode_mla"), _softmax(scores)]
     ops.append(_gemm("v_up", m=tokens * heads, k=lora, n=v, b=b, weight_elems=heads * lora * v, norm_input=False))
@@ -251,15 +321,22 @@ def _indexer_ops(cfg: ModelConfig, tokens: float, context: float, b: _Bytes, pha
     key_bytes = idim * INDEXER_KEY_BYTES_PER_ELEM
     scores = tokens * ih * keys
     cache_read = tokens * keys * key_bytes if phase == "decode" else tokens * key_bytes
-    return [_gemm("indexer_q", m=tokens, k=cfg.q_lora_rank or h, n=ih * idim, b=b),
-            _gemm("indexer_k_weights", m=tokens, k=h, n=idim + ih, b=b),
-            Op("indexer_scores", 2.0 * scores * idim + 3.0 * scores, cache_read + tokens * (ih * idim * b.a + key_bytes),
-               "attention"),
-            Op("indexer_topk", 5.0 * tokens * keys, tokens * keys * 4.0 + tokens * cfg.index_topk * 4.0, "elementwise")]
+    return [
+        _gemm("indexer_q", m=tokens, k=cfg.q_lora_rank or h, n=ih * idim, b=b),
+        _gemm("indexer_k_weights", m=tokens, k=h, n=idim + ih, b=b),
+        Op(
+            "indexer_scores",
+            2.0 * scores * idim + 3.0 * scores,
+            cache_read + tokens * (ih * idim * b.a + key_bytes),
+            "attention",
+        ),
+        Op("indexer_topk", 5.0 * tokens * keys, tokens * keys * 4.0 + tokens * cfg.index_topk * 4.0, "elementwise"),
+    ]
 
 
-def _state_scan(name: str, *, tokens, seqs, state_bytes: float, flops_per_token: float, io_per_token: float,
-                phase: str) -> Op:
+def _state_scan(
+    name: str, *, tokens, seqs, state_bytes: float, flops_per_token: float, io_per_token: float, phase: str
+) -> Op:
     """The recurrence of a linear-attention or Mamba mixer: decode reads and writes each sequence's
     state once (the bytes that bound it, whatever the context); prefill's chunked scan writes the
     final state and streams its inputs and outputs."""
@@ -282,8 +359,12 @@ def _conv(tokens: float, seqs, channels: float, cfg: ModelConfig, b: _Bytes, pha
     """The causal depthwise convolution of conv_kernel taps over `channels` (this rank's); decode
     reads and writes each sequence's last conv_kernel - 1 inputs."""
     state = (2.0 if phase == "decode" else 1.0) * seqs * (cfg.conv_kernel - 1) * channels * b.kv
-    return Op("short_conv", 2.0 * cfg.conv_kernel * tokens * channels,
-              2.0 * tokens * channels * b.a + state + channels * cfg.conv_kernel * b.w, "elementwise")
+    return Op(
+        "short_conv",
+        2.0 * cfg.conv_kernel * tokens * channels,
+        2.0 * tokens * channels * b.a + state + channels * cfg.conv_kernel * b.w,
+        "elementwise",
+    )
 
 
 def _gdn_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str) -> list[Op]:
@@ -296,14 +377,29 @@ def _gdn_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _By
     key, value = hk * dk, hv * dv
     seqs = tokens if phase == "decode" else tokens / np.maximum(context, 1.0)
     chunk = 0.0 if phase == "decode" else 2.0 * _SCAN_CHUNK * (dk + dv)
-    return [_gemm("linear_in_proj", m=tokens, k=h, n=2 * key + 2 * value + 2 * hv, b=b),
-            _conv(tokens, seqs, 2 * key + value, cfg, b, phase),
-            _state_scan("linear_attention", tokens=tokens, seqs=seqs, state_bytes=hv * dk * dv * _state_b(cfg, b),
-                        flops_per_token=hv * (8.0 * dk * dv + chunk), io_per_token=(2 * key + 2 * value) * b.a,
-                        phase=phase),
-            _elementwise("linear_gated_norm", elems=tokens * value, flops_per_elem=9, b=b,
-                         read_elems=2 * tokens * value, weight_elems=dv, kernel="rmsnorm"),
-            _gemm("linear_out_proj", m=tokens, k=value, n=h, b=b)]
+    return [
+        _gemm("linear_in_proj", m=tokens, k=h, n=2 * key + 2 * value + 2 * hv, b=b),
+        _conv(tokens, seqs, 2 * key + value, cfg, b, phase),
+        _state_scan(
+            "linear_attention",
+            tokens=tokens,
+            seqs=seqs,
+            state_bytes=hv * dk * dv * _state_b(cfg, b),
+            flops_per_token=hv * (8.0 * dk * dv + chunk),
+            io_per_token=(2 * key + 2 * value) * b.a,
+            phase=phase,
+        ),
+        _elementwise(
+            "linear_gated_norm",
+            elems=tokens * value,
+            flops_per_elem=9,
+            b=b,
+            read_elems=2 * tokens * value,
+            weight_elems=dv,
+            kernel="rmsnorm",
+        ),
+        _gemm("linear_out_proj", m=tokens, k=value, n=h, b=b),
+    ]
 
 
 def _mamba_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _Bytes, phase: str) -> list[Op]:
@@ -315,14 +411,29 @@ def _mamba_ops(cfg: ModelConfig, *, tokens: float, context: float, tp: int, b: _
     inner, bc = heads * p, 2 * max(cfg.mamba_groups / tp, 1.0) * n  # groups replicated when tp exceeds them
     seqs = tokens if phase == "decode" else tokens / np.maximum(context, 1.0)
     chunk = 0.0 if phase == "decode" else 2.0 * _SCAN_CHUNK * (n + p)
-    return [_gemm("mamba_in_proj", m=tokens, k=h, n=2 * inner + bc + heads, b=b),
-            _conv(tokens, seqs, inner + bc, cfg, b, phase),
-            _state_scan("ssm_scan", tokens=tokens, seqs=seqs, state_bytes=heads * p * n * _state_b(cfg, b),
-                        flops_per_token=heads * (6.0 * p * n + chunk), io_per_token=(2 * inner + bc) * b.a,
-                        phase=phase),
-            _elementwise("mamba_gated_norm", elems=tokens * inner, flops_per_elem=9, b=b,
-                         read_elems=2 * tokens * inner, weight_elems=inner, kernel="rmsnorm"),
-            _gemm("mamba_out_proj", m=tokens, k=inner, n=h, b=b)]
+    return [
+        _gemm("mamba_in_proj", m=tokens, k=h, n=2 * inner + bc + heads, b=b),
+        _conv(tokens, seqs, inner + bc, cfg, b, phase),
+        _state_scan(
+            "ssm_scan",
+            tokens=tokens,
+            seqs=seqs,
+            state_bytes=heads * p * n * _state_b(cfg, b),
+            flops_per_token=heads * (6.0 * p * n + chunk),
+            io_per_token=(2 * inner + bc) * b.a,
+            phase=phase,
+        ),
+        _elementwise(
+            "mamba_gated_norm",
+            elems=tokens * inner,
+            flops_per_elem=9,
+            b=b,
+            read_elems=2 * tokens * inner,
+            weight_elems=inner,
+            kernel="rmsnorm",
+        ),
+        _gemm("mamba_out_proj", m=tokens, k=inner, n=h, b=b),
+    ]
 
 
 def _mlp_ops(prefix: str, cfg: ModelConfig, tokens: float, width: float, b: _Bytes) -> list[Op]:
@@ -330,12 +441,16 @@ def _mlp_ops(prefix: str, cfg: ModelConfig, tokens: float, width: float, b: _Byt
     A relu2 MLP (Nemotron-H) has no gate: up, squared ReLU, down."""
     h = cfg.hidden_size
     if cfg.family.mlp_matrices == 2:
-        return [_gemm(f"{prefix}_up", m=tokens, k=h, n=width, b=b),
-                _elementwise(f"{prefix}_act", elems=tokens * width, flops_per_elem=2, b=b, kernel="activation"),
-                _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
-    return [_gemm(f"{prefix}_gate_up", m=tokens, k=h, n=2 * width, b=b),
-            _gated_act(f"{prefix}_act", tokens * width, b, cfg.family.activation),
-            _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b)]
+        return [
+            _gemm(f"{prefix}_up", m=tokens, k=h, n=width, b=b),
+            _elementwise(f"{prefix}_act", elems=tokens * width, flops_per_elem=2, b=b, kernel="activation"),
+            _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b),
+        ]
+    return [
+        _gemm(f"{prefix}_gate_up", m=tokens, k=h, n=2 * width, b=b),
+        _gated_act(f"{prefix}_act", tokens * width, b, cfg.family.activation),
+        _gemm(f"{prefix}_down", m=tokens, k=width, n=h, b=b),
+    ]
 
 
 def expected_experts_hit(cfg: ModelConfig, tokens: float, *, ep: int = 1) -> float:
@@ -360,33 +475,68 @@ def _moe_ops(cfg: ModelConfig, tokens: float, tp: int, ep: int, b: _Bytes) -> li
     # kernel and the sort of tokens by expert that a fused-MoE call needs first (vLLM fused_moe:
     # fused_topk / grouped_topk, then moe_align_block_size): three kernels before the experts run.
     # The gate stays unquantized (bf16 weights and GEMM) in FP8 / FP4 checkpoints as engines run them.
-    ops = [Op("router", 2.0 * tokens * h * e, router_params(cfg) * b.a + tokens * (h + e) * b.a, "gemm",
-              kernel="dense_gemm", shape_nk=(e, h), quantized=False),
-           Op("topk", 5.0 * tokens * e, tokens * e * (b.a + 4.0), "elementwise", kernel="moe_routing_topk",
-              in_fused_moe=True),
-           Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align", in_fused_moe=True)]
+    ops = [
+        Op(
+            "router",
+            2.0 * tokens * h * e,
+            router_params(cfg) * b.a + tokens * (h + e) * b.a,
+            "gemm",
+            kernel="dense_gemm",
+            shape_nk=(e, h),
+            quantized=False,
+        ),
+        Op(
+            "topk",
+            5.0 * tokens * e,
+            tokens * e * (b.a + 4.0),
+            "elementwise",
+            kernel="moe_routing_topk",
+            in_fused_moe=True,
+        ),
+        Op("moe_align", 2.0 * tokens * k, tokens * k * 8.0, "elementwise", kernel="moe_align", in_fused_moe=True),
+    ]
     if ep > 1:
         pairs, width = tokens * k / ep, cfg.moe_intermediate_size  # whole experts, E/ep per rank
     else:
         pairs, width = tokens * k, cfg.moe_intermediate_size / tp  # every expert tp-sharded
     hit = expected_experts_hit(cfg, tokens, ep=ep)
     # the step waits for the busiest EP rank: more pairs and more distinct experts than the mean
-    load, spread = busiest_rank(e, k, ep, tokens, groups=cfg.expert_groups,
-                                groups_per_token=cfg.expert_groups_per_token)
+    load, spread = busiest_rank(
+        e, k, ep, tokens, groups=cfg.expert_groups, groups_per_token=cfg.expert_groups_per_token
+    )
     pairs, hit = pairs * load, np.minimum(hit * spread, e / ep)
     up_bias, down_bias = (2 * width, h) if cfg.family.expert_bias else (0, 0)  # gpt-oss expert biases
     up = cfg.family.mlp_matrices - 1  # gate and up, or up alone (relu2 experts)
-    act = replace(_gated_act("expert_act", pairs * width, b, cfg.family.activation) if up == 2 else
-                  _elementwise("expert_act", elems=pairs * width, flops_per_elem=2, b=b, kernel="activation"),
-                  in_fused_moe=True)
+    act = replace(
+        _gated_act("expert_act", pairs * width, b, cfg.family.activation)
+        if up == 2
+        else _elementwise("expert_act", elems=pairs * width, flops_per_elem=2, b=b, kernel="activation"),
+        in_fused_moe=True,
+    )
     # the fused-experts call's floor grows with the experts hit; its two grouped GEMMs share it
-    ops += [_expert_gemm("expert_gate_up", m=pairs, k=h, n=up * width, b=b,
-                         weight_elems=hit * (h * up * width + up_bias), active_experts=hit / 2),
-            act,
-            _expert_gemm("expert_down", m=pairs, k=width, n=h, b=b, weight_elems=hit * (width * h + down_bias),
-                         active_experts=hit / 2),
-            # scale each expert's output by its gate weight and sum the k of them per token
-            Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise", in_fused_moe=True)]
+    ops += [
+        _expert_gemm(
+            "expert_gate_up",
+            m=pairs,
+            k=h,
+            n=up * width,
+            b=b,
+            weight_elems=hit * (h * up * width + up_bias),
+            active_experts=hit / 2,
+        ),
+        act,
+        _expert_gemm(
+            "expert_down",
+            m=pairs,
+            k=width,
+            n=h,
+            b=b,
+            weight_elems=hit * (width * h + down_bias),
+            active_experts=hit / 2,
+        ),
+        # scale each expert's output by its gate weight and sum the k of them per token
+        Op("expert_combine", 2.0 * pairs * h, (pairs + pairs / k) * h * b.a, "elementwise", in_fused_moe=True),
+    ]
     if cfg.num_shared_experts:
         width = cfg.num_shared_experts * cfg.shared_expert_intermediate_size / tp
         ops += _mlp_ops("shared_expert", cfg, tokens, width, b)
@@ -409,10 +559,23 @@ def _busiest_rank_tokens(tokens, context, attn_dp: int, phase: str):
     return busiest_rank_sequences(tokens / per_seq, attn_dp) * per_seq
 
 
-def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float, context: float, tp: int,
-               ep: int = 1, weight_dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str | None = None,
-               phase: str = "decode", attn_dp: int = 1, expert_dtype: str | None = None,
-               weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None) -> list[Op]:
+def layer_work(
+    cfg: ModelConfig,
+    layer: int | str | LayerKind,
+    *,
+    tokens: float,
+    context: float,
+    tp: int,
+    ep: int = 1,
+    weight_dtype: str = "bf16",
+    act_dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    phase: str = "decode",
+    attn_dp: int = 1,
+    expert_dtype: str | None = None,
+    weight_scale_bytes: float = 0.0,
+    expert_scale_bytes: float | None = None,
+) -> list[Op]:
     """The ops one GPU runs for one decoder layer in one step, in execution order.
 
     layer: a layer index, a `LayerKind` from `layer_kinds`, or "dense" / "moe" (the model's one such kind).
@@ -429,9 +592,13 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
     tp_attn = check_sharding(cfg, tp=tp, ep=ep, attn_dp=attn_dp)
     _check_work(tokens, context, phase)
     local = _busiest_rank_tokens(tokens, context, attn_dp, phase)
-    b = _Bytes(dtype_bytes(weight_dtype) + weight_scale_bytes, dtype_bytes(act_dtype), dtype_bytes(kv_dtype or act_dtype),
-               dtype_bytes(expert_dtype or weight_dtype) + (weight_scale_bytes if expert_scale_bytes is None
-                                                            else expert_scale_bytes))
+    b = _Bytes(
+        dtype_bytes(weight_dtype) + weight_scale_bytes,
+        dtype_bytes(act_dtype),
+        dtype_bytes(kv_dtype or act_dtype),
+        dtype_bytes(expert_dtype or weight_dtype)
+        + (weight_scale_bytes if expert_scale_bytes is None else expert_scale_bytes),
+    )
     h = cfg.hidden_size
     gemma = cfg.family.norms_per_layer == 4  # Gemma normalises each sub-block's output too
     ops = _mixer_block(cfg, kind, local=local, context=context, tp=tp_attn, b=b, phase=phase, gemma=gemma)
@@ -455,8 +622,9 @@ def layer_work(cfg: ModelConfig, layer: int | str | LayerKind, *, tokens: float,
     return ops
 
 
-def _mixer_block(cfg: ModelConfig, kind: LayerKind, *, local, context, tp: int, b: _Bytes, phase: str,
-                 gemma: bool) -> list[Op]:
+def _mixer_block(
+    cfg: ModelConfig, kind: LayerKind, *, local, context, tp: int, b: _Bytes, phase: str, gemma: bool
+) -> list[Op]:
     """The input norm, the token mixer (attention of the layer's kind, Gated DeltaNet, Mamba-2) and
     its residual add; nothing for a block without a mixer (Nemotron-H's MoE and MLP blocks)."""
     if kind.attention == "none":
@@ -476,8 +644,9 @@ def _mixer_block(cfg: ModelConfig, kind: LayerKind, *, local, context, tp: int, 
     return ops
 
 
-def embedding_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16",
-                  act_dtype: str = "bf16") -> list[Op]:
+def embedding_ops(
+    cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16", act_dtype: str = "bf16"
+) -> list[Op]:
     """Vocabulary-parallel embedding lookup (vLLM `VocabParallelEmbedding`): each rank copies the rows
     it owns (tokens/tp on average) and writes zeros for the rest (`comms` adds the all-reduce)."""
     check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
@@ -486,15 +655,16 @@ def embedding_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf1
     return [Op("embedding", 0.0, tokens * h * w / tp + tokens * h * a, "elementwise")]
 
 
-def lm_head_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16",
-                act_dtype: str = "bf16") -> list[Op]:
+def lm_head_ops(cfg: ModelConfig, *, tokens, tp: int, weight_dtype: str = "bf16", act_dtype: str = "bf16") -> list[Op]:
     """Final norm and vocabulary-parallel LM head for `tokens` rows (in prefill only the last token
     of each prompt needs logits: pass the batch size). Each rank computes its vocab_size/tp slice."""
     check_degree("tp", tp)  # vocabulary-parallel: any tp splits the vocabulary
     check_amount("tokens", tokens, minimum=0, strict=True)
     b = _Bytes(dtype_bytes(weight_dtype), dtype_bytes(act_dtype), 0.0)
-    return [_rms_norm("final_norm", tokens, cfg.hidden_size, b),
-            _gemm("lm_head", m=tokens, k=cfg.hidden_size, n=cfg.vocab_size / tp, b=b)]
+    return [
+        _rms_norm("final_norm", tokens, cfg.hidden_size, b),
+        _gemm("lm_head", m=tokens, k=cfg.hidden_size, n=cfg.vocab_size / tp, b=b),
+    ]
 
 
 __all__ = ["OP_KINDS", "Op", "PHASES", "embedding_ops", "expected_experts_hit", "layer_work", "lm_head_ops"]

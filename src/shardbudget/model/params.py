@@ -48,12 +48,12 @@ def _attention_params_per_gpu(cfg: ModelConfig, tp: int, kind: LayerKind = Layer
         return _mla_params_per_gpu(cfg, tp) + norms + (indexer_params(cfg) if kind.attention == "sparse" else 0)
     h, g = cfg.hidden_size, cfg.heads_for(kind)
     heads, d = g.heads / tp, g.head_dim
-    qkv_width = qkv_width_per_gpu(cfg, g, tp)                 # fused QKV output columns per rank
-    params = h * qkv_width + heads * g.v_head_dim * h          # QKV (column-) + O (row-parallel)
+    qkv_width = qkv_width_per_gpu(cfg, g, tp)  # fused QKV output columns per rank
+    params = h * qkv_width + heads * g.v_head_dim * h  # QKV (column-) + O (row-parallel)
     params += qkv_width if cfg.qkv_bias else 0
-    params += h if cfg.o_bias else 0                           # added once after the reduction: replicated
+    params += h if cfg.o_bias else 0  # added once after the reduction: replicated
     params += 2 * d if cfg.qk_norm and cfg.family.qk_norm == "rms" else 0  # q_norm, k_norm: replicated
-    params += heads if cfg.family.attention_sinks else 0       # one sink logit per local head
+    params += heads if cfg.family.attention_sinks else 0  # one sink logit per local head
     return params + norms
 
 
@@ -72,13 +72,13 @@ def _state_mixer_params_per_gpu(cfg: ModelConfig, kind: LayerKind, tp: int) -> f
     if kind.attention == "linear":
         key, value = cfg.linear_key_heads * cfg.linear_key_head_dim, cfg.linear_value_heads * cfg.linear_value_head_dim
         in_proj = h * (2 * key + 2 * value + 2 * cfg.linear_value_heads)  # q, k, v, z (gate) and b, a per value head
-        conv = (2 * key + value) * cfg.conv_kernel                          # depthwise over q, k, v
-        per_head = 2 * cfg.linear_value_heads                               # A_log, dt_bias
+        conv = (2 * key + value) * cfg.conv_kernel  # depthwise over q, k, v
+        per_head = 2 * cfg.linear_value_heads  # A_log, dt_bias
         return (in_proj + conv + per_head + value * h) / tp + cfg.linear_value_head_dim  # + out_proj; norm
     if kind.attention == "mamba":
         inner, bc = cfg.mamba_heads * cfg.mamba_head_dim, 2 * cfg.mamba_groups * cfg.ssm_state_size
-        in_proj = h * (2 * inner + bc + cfg.mamba_heads)                    # x, z, B, C, dt
-        conv = (inner + bc) * (cfg.conv_kernel + 1)                         # depthwise weights + bias
+        in_proj = h * (2 * inner + bc + cfg.mamba_heads)  # x, z, B, C, dt
+        conv = (inner + bc) * (cfg.conv_kernel + 1)  # depthwise weights + bias
         return (in_proj + conv + 3 * cfg.mamba_heads + inner + inner * h) / tp  # A_log, D, dt_bias; norm; out
     return 0.0
 
@@ -90,9 +90,8 @@ def _mla_params_per_gpu(cfg: ModelConfig, tp: int) -> float:
     # q: down-projection + its norm (replicated), then the column-parallel up-projection.
     q = h * q_lora + q_lora + q_lora * heads * qk_dim if q_lora else h * heads * qk_dim
     # kv: kv_a_proj_with_mqa + kv_a_layernorm (replicated), kv_b_proj = W_UK and W_UV (column-par.).
-    kv = (h * latent + cfg.kv_lora_rank
-          + cfg.kv_lora_rank * heads * (cfg.qk_nope_head_dim + cfg.v_head_dim))
-    return q + kv + heads * cfg.v_head_dim * h                 # + O (row-parallel)
+    kv = h * latent + cfg.kv_lora_rank + cfg.kv_lora_rank * heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+    return q + kv + heads * cfg.v_head_dim * h  # + O (row-parallel)
 
 
 def expert_params(cfg: ModelConfig) -> float:
@@ -133,8 +132,10 @@ def shared_params(cfg: ModelConfig) -> float:
 
 def total_params(cfg: ModelConfig) -> int:
     """Every parameter of the model: embedding, layers, final norm and (untied) LM head."""
-    layers = sum(n * (_attention_params_per_gpu(cfg, 1, kind) + sum(_ffn_params_per_gpu(cfg, kind.ffn, 1, 1)))
-                 for kind, n in layer_kinds(cfg).items())
+    layers = sum(
+        n * (_attention_params_per_gpu(cfg, 1, kind) + sum(_ffn_params_per_gpu(cfg, kind.ffn, 1, 1)))
+        for kind, n in layer_kinds(cfg).items()
+    )
     matrix = cfg.vocab_size * cfg.hidden_size
     return round(layers + matrix * (1 if cfg.tie_embeddings else 2) + cfg.hidden_size)
 
@@ -151,16 +152,27 @@ def active_params(cfg: ModelConfig, *, include_embedding: bool = True) -> int:
     dense = cfg.family.mlp_matrices * h * cfg.intermediate_size
     moe = router_params(cfg) + shared_params(cfg) + cfg.experts_per_token * expert_params(cfg)
     active_ffn = {"dense": dense, "moe": moe, "dense+moe": dense + moe, "none": 0.0}
-    layers = sum(n * (_attention_params_per_gpu(cfg, 1, kind) + active_ffn[kind.ffn])
-                 for kind, n in layer_kinds(cfg).items())
+    layers = sum(
+        n * (_attention_params_per_gpu(cfg, 1, kind) + active_ffn[kind.ffn]) for kind, n in layer_kinds(cfg).items()
+    )
     matrix = cfg.vocab_size * h
     embedding = matrix if include_embedding and not cfg.tie_embeddings else 0
     return round(layers + matrix + embedding + h)
 
 
-def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, weight_dtype: str = "bf16",
-                         attn_dp: int = 1, expert_dtype: str | None = None, head_dtype: str | None = None,
-                         weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None) -> float:
+def weight_bytes_per_gpu(
+    cfg: ModelConfig,
+    *,
+    tp: int,
+    pp: int = 1,
+    ep: int = 1,
+    weight_dtype: str = "bf16",
+    attn_dp: int = 1,
+    expert_dtype: str | None = None,
+    head_dtype: str | None = None,
+    weight_scale_bytes: float = 0.0,
+    expert_scale_bytes: float | None = None,
+) -> float:
     """Weight bytes on the most loaded GPU of the plan (the heaviest pipeline stage).
 
     Counts replicated KV heads when tp > num_kv_heads, replicated norms / router / MLA
@@ -181,7 +193,7 @@ def weight_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1,
     for kind in layer_kinds(cfg):
         other, routed = _ffn_params_per_gpu(cfg, kind.ffn, tp, ep)
         other += _attention_params_per_gpu(cfg, tp_attn, kind) + (shared_extra if "moe" in kind.ffn else 0.0)
-        per_layer[kind] = other * w + routed * e             # bytes of one layer on one rank
+        per_layer[kind] = other * w + routed * e  # bytes of one layer on one rank
     # bytes per rank of the vocabulary-parallel embedding / LM head
     vocab_shard = cfg.vocab_size * cfg.hidden_size / tp * dtype_bytes(head_dtype or weight_dtype)
     heaviest, start = 0.0, 0
@@ -234,7 +246,9 @@ def state_bytes_per_layer(cfg: ModelConfig, kind: LayerKind, tp: int, kv_dtype: 
     state_b = dtype_bytes(cfg.state_dtype or kv_dtype)
     if kind.attention == "linear":
         recurrent = cfg.linear_value_heads * cfg.linear_key_head_dim * cfg.linear_value_head_dim
-        channels = 2 * cfg.linear_key_heads * cfg.linear_key_head_dim + cfg.linear_value_heads * cfg.linear_value_head_dim
+        channels = (
+            2 * cfg.linear_key_heads * cfg.linear_key_head_dim + cfg.linear_value_heads * cfg.linear_value_head_dim
+        )
     elif kind.attention == "mamba":
         recurrent = cfg.mamba_heads * cfg.mamba_head_dim * cfg.ssm_state_size
         channels = cfg.mamba_heads * cfg.mamba_head_dim + 2 * cfg.mamba_groups * cfg.ssm_state_size
@@ -245,8 +259,14 @@ def state_bytes_per_layer(cfg: ModelConfig, kind: LayerKind, tp: int, kv_dtype: 
 
 def _uniform_cache(cfg: ModelConfig) -> bool:
     """Every layer caches the same bytes per token (the models before hybrids: one formula)."""
-    return not cfg.has_state and cfg.sliding_heads is None and cfg.full_heads is None and not cfg.index_topk \
-        and (cfg.is_mla or cfg.v_head_dim in (0, cfg.head_dim)) and not cfg.ffn_only_layers
+    return (
+        not cfg.has_state
+        and cfg.sliding_heads is None
+        and cfg.full_heads is None
+        and not cfg.index_topk
+        and (cfg.is_mla or cfg.v_head_dim in (0, cfg.head_dim))
+        and not cfg.ffn_only_layers
+    )
 
 
 def kv_bytes_per_token(cfg: ModelConfig, kv_dtype: str = "bf16") -> float:
@@ -293,13 +313,16 @@ def _stage_cache_bytes(cfg: ModelConfig, context, tp: int, pp: int, kv_dtype: st
         stage = 0.0
         for kind, n in layer_kinds(cfg, start, start + count).items():
             per_token = kv_bytes_per_token_layer(cfg, kind, tp, kv_dtype)
-            stage = stage + n * (cached_tokens(kind, context) * per_token + state_bytes_per_layer(cfg, kind, tp, kv_dtype))
+            stage = stage + n * (
+                cached_tokens(kind, context) * per_token + state_bytes_per_layer(cfg, kind, tp, kv_dtype)
+            )
         heaviest, start = stage if heaviest is None else np.maximum(heaviest, stage), start + count
     return heaviest
 
 
-def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: int, pp: int = 1,
-                           kv_dtype: str = "bf16", attn_dp: int = 1) -> float:
+def kv_cache_bytes_per_gpu(
+    cfg: ModelConfig, *, batch: int, context: float, tp: int, pp: int = 1, kv_dtype: str = "bf16", attn_dp: int = 1
+) -> float:
     """KV-cache (and state) bytes on the most loaded GPU for `batch` sequences of `context` tokens
     each (with data-parallel attention each GPU caches only its own batch / attn_dp sequences, whole
     heads). Sliding-window and chunked layers cache at most their window (Mistral-7B v0.1: 4096
@@ -320,21 +343,56 @@ def kv_cache_bytes_per_gpu(cfg: ModelConfig, *, batch: int, context: float, tp: 
     return batch * _stage_cached_tokens(cfg, context, pp) * _kv_elems_per_token_layer(cfg, tp) * dtype_bytes(kv_dtype)
 
 
-def memory_bytes_per_gpu(cfg: ModelConfig, *, tp: int, pp: int = 1, ep: int = 1, attn_dp: int = 1, batch, context,
-                         weight_dtype: str = "bf16", kv_dtype: str = "bf16", workspace_bytes: float = 0.0,
-                         expert_dtype: str | None = None, head_dtype: str | None = None,
-                         weight_scale_bytes: float = 0.0, expert_scale_bytes: float | None = None):
+def memory_bytes_per_gpu(
+    cfg: ModelConfig,
+    *,
+    tp: int,
+    pp: int = 1,
+    ep: int = 1,
+    attn_dp: int = 1,
+    batch,
+    context,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    workspace_bytes: float = 0.0,
+    expert_dtype: str | None = None,
+    head_dtype: str | None = None,
+    weight_scale_bytes: float = 0.0,
+    expert_scale_bytes: float | None = None,
+):
     """Weights + KV cache for batch x context + a fixed workspace, bytes on the most loaded GPU;
     an array when batch or context is one (they broadcast). `expert_dtype` / `head_dtype` and the
     scales as in `weight_bytes_per_gpu` (`work.Precision.memory_dtypes` gives them all for a precision)."""
-    weights = weight_bytes_per_gpu(cfg, tp=tp, pp=pp, ep=ep, weight_dtype=weight_dtype, attn_dp=attn_dp,
-                                   expert_dtype=expert_dtype, head_dtype=head_dtype,
-                                   weight_scale_bytes=weight_scale_bytes, expert_scale_bytes=expert_scale_bytes)
+    weights = weight_bytes_per_gpu(
+        cfg,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        weight_dtype=weight_dtype,
+        attn_dp=attn_dp,
+        expert_dtype=expert_dtype,
+        head_dtype=head_dtype,
+        weight_scale_bytes=weight_scale_bytes,
+        expert_scale_bytes=expert_scale_bytes,
+    )
     kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=tp, pp=pp, kv_dtype=kv_dtype, attn_dp=attn_dp)
     return weights + kv + workspace_bytes
 
 
-__all__ = ["INDEXER_KEY_BYTES_PER_ELEM", "active_params", "expert_params", "kv_bytes_per_token",
-           "kv_bytes_per_token_layer", "kv_cache_bytes_per_gpu", "kv_heads_per_gpu", "memory_bytes_per_gpu",
-           "qkv_width_per_gpu", "router_params", "shared_params", "state_bytes_per_layer", "state_bytes_per_sequence",
-           "total_params", "weight_bytes_per_gpu"]
+__all__ = [
+    "INDEXER_KEY_BYTES_PER_ELEM",
+    "active_params",
+    "expert_params",
+    "kv_bytes_per_token",
+    "kv_bytes_per_token_layer",
+    "kv_cache_bytes_per_gpu",
+    "kv_heads_per_gpu",
+    "memory_bytes_per_gpu",
+    "qkv_width_per_gpu",
+    "router_params",
+    "shared_params",
+    "state_bytes_per_layer",
+    "state_bytes_per_sequence",
+    "total_params",
+    "weight_bytes_per_gpu",
+]

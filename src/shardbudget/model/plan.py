@@ -31,8 +31,12 @@ class Plan:
         return self.tp * self.pp
 
     def label(self) -> str:
-        return (f"TP{self.tp}" + (f" PP{self.pp}" if self.pp > 1 else "") + (f" EP{self.ep}" if self.ep > 1 else "")
-                + (f" DP-attention{self.dp}" if self.dp > 1 else ""))
+        return (
+            f"TP{self.tp}"
+            + (f" PP{self.pp}" if self.pp > 1 else "")
+            + (f" EP{self.ep}" if self.ep > 1 else "")
+            + (f" DP-attention{self.dp}" if self.dp > 1 else "")
+        )
 
     @property
     def attention_tp(self) -> int:
@@ -76,8 +80,10 @@ def tp_bounds(cfg: ModelConfig) -> list[tuple[str, int, bool]]:
         if g is not None:
             bounds += [(f"{what} attention heads", g.heads, False), (f"{what} key/value heads", g.kv_heads, True)]
     if cfg.linear_layers:
-        bounds += [("linear_num_key_heads", cfg.linear_key_heads, False),
-                   ("linear_num_value_heads", cfg.linear_value_heads, False)]
+        bounds += [
+            ("linear_num_key_heads", cfg.linear_key_heads, False),
+            ("linear_num_value_heads", cfg.linear_value_heads, False),
+        ]
     if cfg.mamba_layers:
         bounds += [("mamba_num_heads", cfg.mamba_heads, False), ("n_groups", cfg.mamba_groups, True)]
     return bounds
@@ -107,8 +113,9 @@ def check_attn_dp(cfg: ModelConfig, tp: int, ep: int, attn_dp: int) -> int:
     if attn_dp == 1:
         return tp
     if attn_dp != tp or ep != tp or not cfg.is_moe:
-        raise PlanError(f"data-parallel attention (dp {attn_dp}) needs an MoE model with dp = ep = tp; "
-                        f"got tp {tp}, ep {ep}")
+        raise PlanError(
+            f"data-parallel attention (dp {attn_dp}) needs an MoE model with dp = ep = tp; got tp {tp}, ep {ep}"
+        )
     return 1
 
 
@@ -150,8 +157,9 @@ def layer_kind(cfg: ModelConfig, layer: int | str | LayerKind) -> LayerKind:
     ("dense" / "moe") that only one kind of the model has."""
     if isinstance(layer, int) and not isinstance(layer, bool):
         if not 0 <= layer < cfg.num_layers:
-            raise PlanError(f"layer ({layer}) must be from 0 to {cfg.num_layers - 1} "
-                            f"({cfg.name} has {cfg.num_layers} layers)")
+            raise PlanError(
+                f"layer ({layer}) must be from 0 to {cfg.num_layers - 1} ({cfg.name} has {cfg.num_layers} layers)"
+            )
         return cfg.layer_kind_at(layer)
     kinds = layer_kinds(cfg)
     if isinstance(layer, tuple) and any(layer == k for k in kinds):
@@ -159,8 +167,9 @@ def layer_kind(cfg: ModelConfig, layer: int | str | LayerKind) -> LayerKind:
     named = [k for k in kinds if k.ffn == layer] if isinstance(layer, str) else []
     if len(named) == 1:
         return named[0]
-    raise PlanError(f"layer {layer!r} is neither a layer index nor a layer kind of {cfg.name} "
-                    f"({', '.join(k.label for k in kinds)})")
+    raise PlanError(
+        f"layer {layer!r} is neither a layer index nor a layer kind of {cfg.name} ({', '.join(k.label for k in kinds)})"
+    )
 
 
 def stage_layer_counts(num_layers: int, pp: int) -> list[int]:
@@ -180,6 +189,17 @@ def busiest_rank_sequences(batch, attn_dp: int):
     return np.ceil(np.asarray(batch, dtype=float) / attn_dp - 1e-9)
 
 
-__all__ = ["Plan", "busiest_rank_sequences", "check_amount", "check_attn_dp", "check_degree", "check_ep", "check_pp",
-           "check_sharding", "check_tp", "tp_bounds",
-           "layer_kind", "stage_layer_counts"]
+__all__ = [
+    "Plan",
+    "busiest_rank_sequences",
+    "check_amount",
+    "check_attn_dp",
+    "check_degree",
+    "check_ep",
+    "check_pp",
+    "check_sharding",
+    "check_tp",
+    "tp_bounds",
+    "layer_kind",
+    "stage_layer_counts",
+]

@@ -85,8 +85,10 @@ def _scales(cfg: ModelConfig, linear: str, experts: str, override: str | None) -
         return (override_scales(override)[0],) * 2
     ck = cfg.checkpoint
     quantized = {ck.linear_dtype, ck.expert_dtype} - set(_SIXTEEN_BIT + ("fp32",))
-    return (ck.scale_bytes if linear in quantized and ck.scope == "linear" else 0.0,
-            ck.scale_bytes if experts in quantized and ck.scope != "none" else 0.0)
+    return (
+        ck.scale_bytes if linear in quantized and ck.scope == "linear" else 0.0,
+        ck.scale_bytes if experts in quantized and ck.scope != "none" else 0.0,
+    )
 
 
 def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> str:
@@ -98,21 +100,26 @@ def _computable(wanted: str | None, act: str, gpu: _GPU, notes: list[str]) -> st
         if gpu.generation.fp4_tensor_cores:
             notes.append(f"{wanted} GEMMs on {gpu.name}'s FP4 tensor cores, at its dense FP4 peak")
             return wanted
-        notes.append(f"{gpu.name} ({gpu.arch}) has no FP4 tensor cores: {wanted} weights run weight-only, "
-                     f"dequantised to {act} in the GEMM (W4A16), at the {act} peak")
+        notes.append(
+            f"{gpu.name} ({gpu.arch}) has no FP4 tensor cores: {wanted} weights run weight-only, "
+            f"dequantised to {act} in the GEMM (W4A16), at the {act} peak"
+        )
         return act
     if wanted == "fp8":
         if gpu.generation.fp8_tensor_cores:
             return "fp8"
-        notes.append(f"{gpu.name} ({gpu.arch}) has no FP8 tensor cores: fp8 weights run weight-only, "
-                     f"dequantised to {act} in the GEMM (W8A16, vLLM's FP8 Marlin), at the {act} peak")
+        notes.append(
+            f"{gpu.name} ({gpu.arch}) has no FP8 tensor cores: fp8 weights run weight-only, "
+            f"dequantised to {act} in the GEMM (W8A16, vLLM's FP8 Marlin), at the {act} peak"
+        )
         return act
     # int8 / int4 / int3 / int2: the catalog has no integer peaks; priced weight-only at the 16-bit rate
     return act
 
 
-def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = None,
-                      kv_override: str | None = None) -> tuple[Precision, tuple[str, ...]]:
+def default_precision(
+    cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = None, kv_override: str | None = None
+) -> tuple[Precision, tuple[str, ...]]:
     """The `Precision` an engine runs `cfg` in on `gpu` by default, and one-line notes on what was
     decided (checkpoint format, weight-only fallbacks, the KV-cache dtype, reader warnings).
 
@@ -127,8 +134,9 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
         linear = experts = head = weights
         wanted = weights if weights == "fp8" or weights in FP4_DTYPES else None
         if cfg.checkpoint.scope != "none" or weights != cfg.checkpoint.torch_dtype:
-            notes.append(f"--dtype {weights} prices every weight in {weights}, not as {cfg.name} ships them "
-                         f"({_describe(cfg)})")
+            notes.append(
+                f"--dtype {weights} prices every weight in {weights}, not as {cfg.name} ships them ({_describe(cfg)})"
+            )
     else:
         linear, experts, head, wanted = _checkpoint_dtypes(cfg, act)
         if cfg.checkpoint.scope != "none":
@@ -141,9 +149,15 @@ def default_precision(cfg: ModelConfig, gpu: _GPU, dtype_override: str | None = 
     if dtype_override is not None and linear_scales:
         notes.append(f"--dtype {weights}: {override_scales(weights)[1]} (AWQ's and GPTQ's default group)")
     # Fields equal to what they default to stay None, so equal precisions compare (and cache) equal.
-    precision = Precision(weights=linear, activations=act, kv=kv, expert_weights=None if experts == linear else experts,
-                          head_weights=None if head == linear else head, weight_scale_bytes=linear_scales,
-                          expert_scale_bytes=None if expert_scales == linear_scales else expert_scales)
+    precision = Precision(
+        weights=linear,
+        activations=act,
+        kv=kv,
+        expert_weights=None if experts == linear else experts,
+        head_weights=None if head == linear else head,
+        weight_scale_bytes=linear_scales,
+        expert_scale_bytes=None if expert_scales == linear_scales else expert_scales,
+    )
     if compute != precision.compute_dtype:
         precision = replace(precision, compute=compute)
     return precision, tuple(notes)

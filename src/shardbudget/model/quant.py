@@ -141,18 +141,30 @@ def _short_name(scale_b: float, torch: str) -> str:
     return {4.0: "fp32", 1.0: "8-bit"}.get(scale_b, torch if torch in ("bf16", "fp16") else "16-bit")
 
 
-def _grouped(weights: str, act: str | None, *, group: int, scale_b: float, scale: str, zero_bits: float = 0.0,
-             extra: float = 0.0) -> _Format:
+def _grouped(
+    weights: str, act: str | None, *, group: int, scale_b: float, scale: str, zero_bits: float = 0.0, extra: float = 0.0
+) -> _Format:
     """A scale (and a zero point of `zero_bits`) per `group` weights; `extra`: bytes per weight more."""
     zero = f" and a {zero_bits:g}-bit zero point" if zero_bits else ""
-    return _Format(weights, act, (scale_b + zero_bits / 8) / group + extra, f"one {scale} scale{zero} per {group} weights")
+    return _Format(
+        weights, act, (scale_b + zero_bits / 8) / group + extra, f"one {scale} scale{zero} per {group} weights"
+    )
 
 
-def _per_channel(weights: str, act: str | None, *, in_features: int, scale_b: float, scale: str,
-                 zero_bits: float = 0.0, extra: float = 0.0) -> _Format:
+def _per_channel(
+    weights: str,
+    act: str | None,
+    *,
+    in_features: int,
+    scale_b: float,
+    scale: str,
+    zero_bits: float = 0.0,
+    extra: float = 0.0,
+) -> _Format:
     zero = f" and a {zero_bits:g}-bit zero point" if zero_bits else ""
-    return _Format(weights, act, (scale_b + zero_bits / 8) / in_features + extra,
-                   f"one {scale} scale{zero} per output channel")
+    return _Format(
+        weights, act, (scale_b + zero_bits / 8) / in_features + extra, f"one {scale} scale{zero} per output channel"
+    )
 
 
 def _per_tensor(weights: str, act: str | None, scale: str = "fp32") -> _Format:
@@ -178,8 +190,11 @@ def _fp8(q: dict, ctx: _Ctx) -> _Format:
     block = q.get("weight_block_size")
     if block is None:
         return _per_tensor("fp8", "fp8")
-    if (not isinstance(block, list) or len(block) != 2
-            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+    if (
+        not isinstance(block, list)
+        or len(block) != 2
+        or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+    ):
         raise ValueError(f"weight_block_size {reprlib.repr(block)}")
     # one FP32 weight_scale_inv per block (DeepSeek-V3; vLLM Fp8LinearMethod's float32 block scales)
     return _Format("fp8", "fp8", 4.0 / (block[0] * block[1]), f"one fp32 scale per {block[0]}x{block[1]} block")
@@ -205,8 +220,10 @@ def _int_bits(q: dict, *keys: str) -> str:
     # 8.0 == 8 passes the engines' `bits in [2, 3, 4, 8]`; "8", True or NaN do not
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value in INT_BITS:
         return INT_BITS[int(value)]
-    raise BadBits(f"quantization_config.{key} {reprlib.repr(value)}: expected the number of bits per weight, "
-                  f"one of {', '.join(map(str, INT_BITS))} (as vLLM and transformers read GPTQ / AWQ)")
+    raise BadBits(
+        f"quantization_config.{key} {reprlib.repr(value)}: expected the number of bits per weight, "
+        f"one of {', '.join(map(str, INT_BITS))} (as vLLM and transformers read GPTQ / AWQ)"
+    )
 
 
 def _awq(q: dict, ctx: _Ctx) -> _Format:
@@ -223,8 +240,9 @@ def _gptq(q: dict, ctx: _Ctx) -> _Format:
     weights = _int_bits(q, "bits")
     group, zero, g_idx = _positive_int(q, "group_size", 128), dtype_bytes(weights) * 8, 4.0 / ctx.in_features
     if group == -1:
-        return _per_channel(weights, None, in_features=ctx.in_features, scale_b=2.0, scale="fp16", zero_bits=zero,
-                            extra=g_idx)
+        return _per_channel(
+            weights, None, in_features=ctx.in_features, scale_b=2.0, scale="fp16", zero_bits=zero, extra=g_idx
+        )
     return _grouped(weights, None, group=group, scale_b=2.0, scale="fp16", zero_bits=zero, extra=g_idx)
 
 
@@ -234,8 +252,9 @@ def _bitsandbytes(q: dict, ctx: _Ctx) -> _Format:
     if q.get("load_in_8bit") is True:
         return _per_channel("int8", None, in_features=ctx.in_features, scale_b=4.0, scale="fp32")
     if q.get("bnb_4bit_use_double_quant") is True:
-        return _Format("int4", None, 1.0 / 64 + 4.0 / (64 * 256),
-                       "one 8-bit absmax per 64 weights and an fp32 per 256 blocks")
+        return _Format(
+            "int4", None, 1.0 / 64 + 4.0 / (64 * 256), "one 8-bit absmax per 64 weights and an fp32 per 256 blocks"
+        )
     return _grouped("int4", None, group=64, scale_b=4.0, scale="fp32")
 
 
@@ -291,10 +310,15 @@ def _tensor_scales(spec: dict, weights: str, act: str | None, ctx: _Ctx) -> _For
         return _per_channel(weights, act, in_features=ctx.in_features, scale_b=scale_b, scale=scale, zero_bits=zero)
     if strategy == "block":
         block = spec.get("block_structure")
-        if (not isinstance(block, list) or len(block) != 2
-                or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+        if (
+            not isinstance(block, list)
+            or len(block) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)
+        ):
             raise ValueError(f"block_structure {reprlib.repr(block)}")
-        return _Format(weights, act, scale_b / (block[0] * block[1]), f"one {scale} scale per {block[0]}x{block[1]} block")
+        return _Format(
+            weights, act, scale_b / (block[0] * block[1]), f"one {scale} scale per {block[0]}x{block[1]} block"
+        )
     if strategy in ("tensor", "tensor_group"):
         return _per_tensor(weights, act, scale)
     raise ValueError(f"strategy {reprlib.repr(strategy)}")
@@ -320,19 +344,26 @@ def _mxfp4(q: dict, ctx: _Ctx) -> _Format:
 
 # quant_method -> reader (weights, activations or None for weight-only, scales) and the scope.
 _METHODS = {
-    "fp8": (_fp8, "linear"), "fbgemm_fp8": (_fbgemm_fp8, "linear"),
+    "fp8": (_fp8, "linear"),
+    "fbgemm_fp8": (_fbgemm_fp8, "linear"),
     "compressed-tensors": (_compressed_tensors, "linear"),
-    "awq": (_awq, "linear"), "awq_marlin": (_awq, "linear"),
-    "gptq": (_gptq, "linear"), "gptq_marlin": (_gptq, "linear"),
-    "bitsandbytes": (_bitsandbytes, "linear"), "modelopt": (_modelopt, "linear"),
+    "awq": (_awq, "linear"),
+    "awq_marlin": (_awq, "linear"),
+    "gptq": (_gptq, "linear"),
+    "gptq_marlin": (_gptq, "linear"),
+    "bitsandbytes": (_bitsandbytes, "linear"),
+    "modelopt": (_modelopt, "linear"),
     "mxfp4": (_mxfp4, "experts"),
 }
 KNOWN_METHODS = tuple(sorted(_METHODS))
 
 _PROBES = {
     "attention": ("model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj"),
-    "experts": ("model.layers.1.mlp.experts.0.gate_proj", "model.layers.1.mlp.experts.0.down_proj",
-                "model.layers.1.block_sparse_moe.experts.0.w1"),
+    "experts": (
+        "model.layers.1.mlp.experts.0.gate_proj",
+        "model.layers.1.mlp.experts.0.down_proj",
+        "model.layers.1.block_sparse_moe.experts.0.w1",
+    ),
 }
 """Module names in the Hugging Face layout that an `ignore` list is tried on: a layer's attention
 and its routed experts (DeepSeek / Qwen `mlp.experts.N`, Mixtral `block_sparse_moe.experts.N`)."""
@@ -374,14 +405,16 @@ online `--quantization fp8` quantizes; MXFP4 and NVFP4 hold their scales."""
 def override_scales(weights: str) -> tuple[float, str]:
     """(bytes per weight, words) of the scales a `--dtype` weight is priced with (`OVERRIDE_SCALES`)."""
     if weights in OVERRIDE_SCALES:
-        f = _grouped(weights, None, group=OVERRIDE_SCALES[weights], scale_b=2.0, scale="fp16",
-                     zero_bits=dtype_bytes(weights) * 8)
+        f = _grouped(
+            weights, None, group=OVERRIDE_SCALES[weights], scale_b=2.0, scale="fp16", zero_bits=dtype_bytes(weights) * 8
+        )
         return f.scale_bytes, f.scale_words
     return 0.0, ""
 
 
-def read_checkpoint(raw: dict, *, text: dict | None = None, where: str = "config.json",
-                    in_features: int = 4096) -> Checkpoint:
+def read_checkpoint(
+    raw: dict, *, text: dict | None = None, where: str = "config.json", in_features: int = 4096
+) -> Checkpoint:
     """The checkpoint precision of a config.json (`where` names it). `text` is the nested text_config of
     a multimodal checkpoint: torch_dtype and quantization_config are read from the top level first,
     then there. `in_features`: the row length a per-channel scale is shared by (the hidden size). A
@@ -397,8 +430,10 @@ def read_checkpoint(raw: dict, *, text: dict | None = None, where: str = "config
     method = q.get("quant_method") if isinstance(q, dict) else None
     if not isinstance(method, str) or method.lower() not in _METHODS:
         shown = reprlib.repr(method) if isinstance(q, dict) else f"a {type(q).__name__}"
-        warnings.append(f"quantization_config quant_method {shown} is not one shardbudget reads "
-                        f"(known: {', '.join(KNOWN_METHODS)}); weights priced as {torch}")
+        warnings.append(
+            f"quantization_config quant_method {shown} is not one shardbudget reads "
+            f"(known: {', '.join(KNOWN_METHODS)}); weights priced as {torch}"
+        )
         return Checkpoint(torch_dtype=torch, weight_dtype=torch, warnings=tuple(warnings))
     reader, scope = _METHODS[method.lower()]
     try:
@@ -407,14 +442,21 @@ def read_checkpoint(raw: dict, *, text: dict | None = None, where: str = "config
         raise CatalogError(f"{where}: {exc}") from None
     except (ValueError, TypeError, UnknownNameError) as exc:
         what = reprlib.repr(str(exc))[1:-1]  # bounded: the message may quote a hostile value
-        warnings.append(f"quantization_config {method!r} has {what}, which shardbudget does not read; "
-                        f"weights priced as {torch}")
+        warnings.append(
+            f"quantization_config {method!r} has {what}, which shardbudget does not read; weights priced as {torch}"
+        )
         return Checkpoint(torch_dtype=torch, quant_method=method, weight_dtype=torch, warnings=tuple(warnings))
     dtype(found.weights)  # the table knows every name the readers return
-    return Checkpoint(torch_dtype=torch, quant_method=method, weight_dtype=found.weights,
-                      scope=_scope(q, method, scope), activation_dtype=found.activations,
-                      scale_bytes=found.scale_bytes, scale_words=found.scale_words, warnings=tuple(warnings))
+    return Checkpoint(
+        torch_dtype=torch,
+        quant_method=method,
+        weight_dtype=found.weights,
+        scope=_scope(q, method, scope),
+        activation_dtype=found.activations,
+        scale_bytes=found.scale_bytes,
+        scale_words=found.scale_words,
+        warnings=tuple(warnings),
+    )
 
 
-__all__ = ["Checkpoint", "INT_BITS", "KNOWN_METHODS", "OVERRIDE_SCALES", "SCOPES", "override_scales",
-           "read_checkpoint"]
+__all__ = ["Checkpoint", "INT_BITS", "KNOWN_METHODS", "OVERRIDE_SCALES", "SCOPES", "override_scales", "read_checkpoint"]

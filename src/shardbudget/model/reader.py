@@ -43,16 +43,17 @@ class _Reader:
     def name(self, key: str) -> str:
         return repr(self.prefix + key)
 
-    def integer(self, key: str, *, minimum: int = 1, default: int | None = None,
-                maximum: int = MAX_INT) -> int:
+    def integer(self, key: str, *, minimum: int = 1, default: int | None = None, maximum: int = MAX_INT) -> int:
         value = self.raw.get(key)
         if value is None:
             if default is None:
                 raise self.fail(f"config.json is missing {self.name(key)}")
             return default
         if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-            raise self.fail(f"config.json field {self.name(key)} must be an integer from {minimum} to "
-                            f"{maximum}, got {_short(value)}")
+            raise self.fail(
+                f"config.json field {self.name(key)} must be an integer from {minimum} to "
+                f"{maximum}, got {_short(value)}"
+            )
         return value
 
     def flag(self, key: str, *, default: bool) -> bool:
@@ -68,20 +69,28 @@ class _Reader:
         if value is None:
             return ()
         ok = isinstance(value, list) and all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count for i in value)
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count for i in value
+        )
         if not ok:
-            raise self.fail(f"config.json field {self.name(key)} must be a list of layer indices from 0 "
-                            f"to {count - 1}, got {_short(value)}")
+            raise self.fail(
+                f"config.json field {self.name(key)} must be a list of layer indices from 0 "
+                f"to {count - 1}, got {_short(value)}"
+            )
         return tuple(sorted(set(value)))
 
     def per_layer(self, key: str, count: int, allowed: tuple) -> list:
         """A list with one entry per layer (at least `count`), each one of `allowed`."""
         value = self.raw.get(key)
-        ok = isinstance(value, list) and len(value) >= count and all(
-            any(v == a and type(v) is type(a) for a in allowed) for v in value[:count])
+        ok = (
+            isinstance(value, list)
+            and len(value) >= count
+            and all(any(v == a and type(v) is type(a) for a in allowed) for v in value[:count])
+        )
         if not ok:
-            raise self.fail(f"config.json field {self.name(key)} must list one of {', '.join(map(repr, allowed))} "
-                            f"for each of the {count} layers, got {_short(value)}")
+            raise self.fail(
+                f"config.json field {self.name(key)} must list one of {', '.join(map(repr, allowed))} "
+                f"for each of the {count} layers, got {_short(value)}"
+            )
         return value[:count]
 
 
@@ -91,24 +100,26 @@ def _family(raw: dict, where: str) -> tuple[Family, tuple[str, ...]]:
     says so: `layouts.matched_family`); one that matches none is refused."""
     r = _Reader(raw, where)
     if raw.get("is_encoder_decoder") is True:
-        raise r.fail("config.json describes an encoder-decoder model; only decoder-only models are "
-                     "supported")
+        raise r.fail("config.json describes an encoder-decoder model; only decoder-only models are supported")
     model_type = raw.get("model_type")
     if model_type is not None:
         if isinstance(model_type, str) and model_type in BY_MODEL_TYPE:
             return BY_MODEL_TYPE[model_type], ()
         matched = layouts.matched_family(raw, model_type) if isinstance(model_type, str) else None
         if matched is None:
-            raise r.fail(f"config.json field 'model_type' is {_short(model_type)}, which shardbudget "
-                         f"does not model (supported: {', '.join(sorted(BY_MODEL_TYPE))})")
+            raise r.fail(
+                f"config.json field 'model_type' is {_short(model_type)}, which shardbudget "
+                f"does not model (supported: {', '.join(sorted(BY_MODEL_TYPE))})"
+            )
         return matched[0], (matched[1],)
     archs = raw.get("architectures")
     if archs is None:
         raise r.fail("config.json is missing 'model_type' (and 'architectures')")
-    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str) \
-            or archs[0] not in BY_ARCHITECTURE:
-        raise r.fail(f"config.json field 'architectures' is {_short(archs)}, which shardbudget does "
-                     f"not model (supported: {', '.join(sorted(BY_ARCHITECTURE))})")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str) or archs[0] not in BY_ARCHITECTURE:
+        raise r.fail(
+            f"config.json field 'architectures' is {_short(archs)}, which shardbudget does "
+            f"not model (supported: {', '.join(sorted(BY_ARCHITECTURE))})"
+        )
     return BY_ARCHITECTURE[archs[0]], ()
 
 
@@ -119,8 +130,10 @@ def _decoder_reader(raw: dict, family: Family, where: str) -> _Reader:
     if family.text_config:
         text = raw.get("text_config")
         if not isinstance(text, dict):
-            raise CatalogError(f"config.json of a {family.model_type} model must hold its decoder in a "
-                               f"'text_config' object, got {_short(text)} (in {where})")
+            raise CatalogError(
+                f"config.json of a {family.model_type} model must hold its decoder in a "
+                f"'text_config' object, got {_short(text)} (in {where})"
+            )
         fields = dict(text)
         if raw.get("tie_word_embeddings") is not None:
             fields["tie_word_embeddings"] = raw["tie_word_embeddings"]
@@ -137,8 +150,9 @@ def _attention_fields(r: _Reader, family: Family) -> dict[str, Any]:
     heads, hidden = r.integer("num_attention_heads"), r.integer("hidden_size")
     kv_heads = r.integer("num_key_value_heads", default=heads)  # absent/null: multi-head attention
     if heads % kv_heads:
-        raise r.fail(f"config.json field {r.name('num_key_value_heads')} ({kv_heads}) must divide "
-                     f"num_attention_heads ({heads})")
+        raise r.fail(
+            f"config.json field {r.name('num_key_value_heads')} ({kv_heads}) must divide num_attention_heads ({heads})"
+        )
     fields: dict[str, Any] = {"hidden_size": hidden, "num_heads": heads, "num_kv_heads": kv_heads}
     if family.attention == "mla":
         fields.update(_mla_fields(r))
@@ -149,8 +163,10 @@ def _attention_fields(r: _Reader, family: Family) -> dict[str, Any]:
     if r.has("head_dim"):
         fields["head_dim"] = r.integer("head_dim")
     elif hidden % heads:
-        raise r.fail(f"config.json has no 'head_dim' and hidden_size ({hidden}) is not divisible by "
-                     f"num_attention_heads ({heads})")
+        raise r.fail(
+            f"config.json has no 'head_dim' and hidden_size ({hidden}) is not divisible by "
+            f"num_attention_heads ({heads})"
+        )
     else:
         fields["head_dim"] = hidden // heads
     bias = r.flag("attention_bias", default=False)
@@ -187,22 +203,33 @@ def _qwen_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     only_mlp = set(r.indices("mlp_only_layers", layers))
     dense = tuple(i for i in range(layers) if i in only_mlp or (i + 1) % step)
     shared_width = r.integer("shared_expert_intermediate_size", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("num_experts"), expert_width=r.integer("moe_intermediate_size"),
-                        dense=dense, shared=1 if shared_width else 0, shared_width=shared_width)
+    return _checked_moe(
+        r,
+        experts=r.integer("num_experts"),
+        expert_width=r.integer("moe_intermediate_size"),
+        dense=dense,
+        shared=1 if shared_width else 0,
+        shared_width=shared_width,
+    )
 
 
 def _deepseek_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     first_dense = r.integer("first_k_dense_replace", minimum=0, default=0)
     if first_dense > layers:
-        raise r.fail(f"config.json field 'first_k_dense_replace' ({first_dense}) exceeds "
-                     f"num_hidden_layers ({layers})")
+        raise r.fail(f"config.json field 'first_k_dense_replace' ({first_dense}) exceeds num_hidden_layers ({layers})")
     freq = r.integer("moe_layer_freq", default=1)
     dense = tuple(i for i in range(layers) if i < first_dense or i % freq)
     width = r.integer("moe_intermediate_size")
     shared = r.integer("n_shared_experts", minimum=0, default=0)
-    moe = _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense,
-                       shared=shared, shared_width=width if shared else 0,
-                       router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    moe = _checked_moe(
+        r,
+        experts=r.integer("n_routed_experts"),
+        expert_width=width,
+        dense=dense,
+        shared=shared,
+        shared_width=width if shared else 0,
+        router_bias=r.raw.get("topk_method") in family.router_bias_methods,
+    )
     # group-limited routing (modeling_deepseek.py MoEGate: topk_method group_limited_greedy / noaux_tc)
     if r.raw.get("topk_method") in ("group_limited_greedy", "noaux_tc"):
         groups = r.integer("n_group", default=1)
@@ -222,8 +249,14 @@ def _llama4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     step = r.integer("interleave_moe_layer_step", default=1)
     moe = set(r.indices("moe_layers", layers)) if r.has("moe_layers") else set(range(step - 1, layers, step))
     width = r.integer("intermediate_size")
-    return _checked_moe(r, experts=r.integer("num_local_experts"), expert_width=width,
-                        dense=tuple(i for i in range(layers) if i not in moe), shared=1, shared_width=width)
+    return _checked_moe(
+        r,
+        experts=r.integer("num_local_experts"),
+        expert_width=width,
+        dense=tuple(i for i in range(layers) if i not in moe),
+        shared=1,
+        shared_width=width,
+    )
 
 
 def _gemma4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
@@ -231,8 +264,9 @@ def _gemma4_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     # layer beside its dense MLP (intermediate_size), the two outputs summed.
     if not r.flag("enable_moe_block", default=False):
         return {}
-    return _checked_moe(r, experts=r.integer("num_experts"), expert_width=r.integer("moe_intermediate_size"),
-                        k_key="top_k_experts")
+    return _checked_moe(
+        r, experts=r.integer("num_experts"), expert_width=r.integer("moe_intermediate_size"), k_key="top_k_experts"
+    )
 
 
 def _nemotron_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
@@ -242,9 +276,14 @@ def _nemotron_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
         return {}
     shared_width = r.integer("moe_shared_expert_intermediate_size", minimum=0, default=0)
     shared = r.integer("n_shared_experts", minimum=0, default=1) if shared_width else 0
-    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=r.integer("moe_intermediate_size"),
-                        dense=tuple(i for i, block in enumerate(pattern) if block != "E"), shared=shared,
-                        shared_width=shared_width if shared else 0)
+    return _checked_moe(
+        r,
+        experts=r.integer("n_routed_experts"),
+        expert_width=r.integer("moe_intermediate_size"),
+        dense=tuple(i for i, block in enumerate(pattern) if block != "E"),
+        shared=shared,
+        shared_width=shared_width if shared else 0,
+    )
 
 
 def _mimo_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
@@ -254,34 +293,62 @@ def _mimo_moe(r: _Reader, family: Family, layers: int) -> dict[str, Any]:
     if isinstance(freq, list):
         freq = r.per_layer("moe_layer_freq", layers, (0, 1))
         if len(r.raw["moe_layer_freq"]) != layers:
-            raise r.fail(f"config.json field {r.name('moe_layer_freq')} lists {len(r.raw['moe_layer_freq'])} "
-                         f"layers, but num_hidden_layers is {layers}")
+            raise r.fail(
+                f"config.json field {r.name('moe_layer_freq')} lists {len(r.raw['moe_layer_freq'])} "
+                f"layers, but num_hidden_layers is {layers}"
+            )
         dense = tuple(i for i, f in enumerate(freq) if f == 0)
     else:
         every = r.integer("moe_layer_freq")
         dense = tuple(i for i in range(layers) if i % every)
     width = r.integer("moe_intermediate_size")
     shared = r.integer("n_shared_experts", minimum=0, default=0)
-    return _checked_moe(r, experts=r.integer("n_routed_experts"), expert_width=width, dense=dense, shared=shared,
-                        shared_width=width if shared else 0,
-                        router_bias=r.raw.get("topk_method") in family.router_bias_methods)
+    return _checked_moe(
+        r,
+        experts=r.integer("n_routed_experts"),
+        expert_width=width,
+        dense=dense,
+        shared=shared,
+        shared_width=width if shared else 0,
+        router_bias=r.raw.get("topk_method") in family.router_bias_methods,
+    )
 
 
 # One reader per MoE layout of families.MOE_LAYOUTS.
-_MOE_READERS = {"mixtral": _mixtral_moe, "qwen_moe": _qwen_moe, "deepseek": _deepseek_moe, "llama4": _llama4_moe,
-                "gemma4": _gemma4_moe, "nemotron": _nemotron_moe, "mimo": _mimo_moe}
+_MOE_READERS = {
+    "mixtral": _mixtral_moe,
+    "qwen_moe": _qwen_moe,
+    "deepseek": _deepseek_moe,
+    "llama4": _llama4_moe,
+    "gemma4": _gemma4_moe,
+    "nemotron": _nemotron_moe,
+    "mimo": _mimo_moe,
+}
 
 
-def _checked_moe(r: _Reader, *, experts: int, expert_width: int, dense: tuple[int, ...] = (),
-                 shared: int = 0, shared_width: int = 0, router_bias: bool = False,
-                 k_key: str = "num_experts_per_tok") -> dict[str, Any]:
+def _checked_moe(
+    r: _Reader,
+    *,
+    experts: int,
+    expert_width: int,
+    dense: tuple[int, ...] = (),
+    shared: int = 0,
+    shared_width: int = 0,
+    router_bias: bool = False,
+    k_key: str = "num_experts_per_tok",
+) -> dict[str, Any]:
     k = r.integer(k_key)
     if k > experts:
-        raise r.fail(f"config.json field {r.name(k_key)} ({k}) exceeds the number of routed "
-                     f"experts ({experts})")
-    return {"num_experts": experts, "experts_per_token": k, "moe_intermediate_size": expert_width,
-            "num_shared_experts": shared, "shared_expert_intermediate_size": shared_width,
-            "dense_layers": dense, "router_bias": router_bias}
+        raise r.fail(f"config.json field {r.name(k_key)} ({k}) exceeds the number of routed experts ({experts})")
+    return {
+        "num_experts": experts,
+        "experts_per_token": k,
+        "moe_intermediate_size": expert_width,
+        "num_shared_experts": shared,
+        "shared_expert_intermediate_size": shared_width,
+        "dense_layers": dense,
+        "router_bias": router_bias,
+    }
 
 
 def _rule_spans(r: _Reader, rule: str, layers: int) -> list[str]:
@@ -351,8 +418,7 @@ def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
     """The keyword arguments of `config.ModelConfig` for a parsed config.json; anything malformed
     raises `CatalogError` naming the key and the value."""
     if not isinstance(raw, dict):
-        raise CatalogError(f"config.json must hold a JSON object, got a {type(raw).__name__} "
-                           f"(in {where})")
+        raise CatalogError(f"config.json must hold a JSON object, got a {type(raw).__name__} (in {where})")
     family, notes = _family(raw, where)
     r = _decoder_reader(raw, family, where)
     layers = r.integer("num_hidden_layers", maximum=MAX_LAYERS)
@@ -363,14 +429,23 @@ def read_fields(raw: Any, *, name: str, where: str) -> dict[str, Any]:
         moe["dense_with_experts"] = family.moe == "gemma4"
     layout = layouts.LAYOUT_READERS[family.layout](r, family, layers) if family.layout != "uniform" else {}
     return dict(
-        name=name, model_type=family.model_type, num_layers=layers, notes=notes, **layout,
-        intermediate_size=_dense_width(r, family, moe, layout), vocab_size=r.integer("vocab_size"),
+        name=name,
+        model_type=family.model_type,
+        num_layers=layers,
+        notes=notes,
+        **layout,
+        intermediate_size=_dense_width(r, family, moe, layout),
+        vocab_size=r.integer("vocab_size"),
         tie_embeddings=r.flag("tie_word_embeddings", default=False),
         max_position_embeddings=r.integer("max_position_embeddings", default=0),
         mtp_layers=_mtp_layers(r),
-        checkpoint=read_checkpoint(raw, text=r.raw if family.text_config else None, where=where,
-                                   in_features=r.integer("hidden_size")),
-        **_attention_fields(r, family), **_window_fields(r, family, layers), **moe)
+        checkpoint=read_checkpoint(
+            raw, text=r.raw if family.text_config else None, where=where, in_features=r.integer("hidden_size")
+        ),
+        **_attention_fields(r, family),
+        **_window_fields(r, family, layers),
+        **moe,
+    )
 
 
 __all__ = ["MAX_INT", "MAX_LAYERS", "read_fields"]

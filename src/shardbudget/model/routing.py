@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-SIM_TOKENS = tuple(2 ** i for i in range(9))
+SIM_TOKENS = tuple(2**i for i in range(9))
 """Step sizes (tokens) simulated; beyond the last the excess over the mean falls as 1 / sqrt(n)."""
 POOL = 1024
 """Single-token routing decisions drawn once per (E, k, groups); steps draw their tokens from them."""
@@ -48,8 +48,9 @@ def _pool(experts: int, k: int, groups: int, groups_per_token: int) -> np.ndarra
 
 
 @lru_cache(maxsize=64)
-def busiest_rank_factors(experts: int, k: int, ep: int, groups: int = 1,
-                         groups_per_token: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def busiest_rank_factors(
+    experts: int, k: int, ep: int, groups: int = 1, groups_per_token: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(log2 n, E[max]/mean of (token, expert) pairs per rank, E[max]/mean of distinct experts hit
     per rank) at n = SIM_TOKENS, for `ep` ranks of E/ep consecutive experts (module doc)."""
     pool = _pool(experts, k, groups, groups_per_token)
@@ -78,8 +79,9 @@ def _factor(log_n: np.ndarray, table: np.ndarray, tokens) -> np.ndarray | float:
     return np.where(t <= last, inside, beyond)
 
 
-def busiest_rank(experts: int, k: int, ep: int, tokens, *, groups: int = 1,
-                 groups_per_token: int = 1) -> tuple[np.ndarray | float, np.ndarray | float]:
+def busiest_rank(
+    experts: int, k: int, ep: int, tokens, *, groups: int = 1, groups_per_token: int = 1
+) -> tuple[np.ndarray | float, np.ndarray | float]:
     """(pairs factor, distinct-experts factor) of the busiest of `ep` ranks over the average one for
     a step of `tokens` tokens (arrays broadcast); (1, 1) without expert parallelism."""
     if ep <= 1:

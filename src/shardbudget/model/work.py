@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..dtypes import FP4_DTYPES, WEIGHT_DTYPES, canonical, dtype_bytes
-from .comms import (CollectiveCall, collectives_for_layer, embedding_collectives, lm_head_collectives,
-                    pp_collectives)
+from .comms import CollectiveCall, collectives_for_layer, embedding_collectives, lm_head_collectives, pp_collectives
 from .config import ModelConfig, layer_kinds
 from .ops import Op, embedding_ops, layer_work, lm_head_ops
 from .plan import Plan
@@ -104,9 +103,14 @@ class Precision:
     def memory_dtypes(self) -> dict[str, str | float]:
         """Keyword arguments of `params.memory_bytes_per_gpu` for this precision: the four dtypes
         and the weights' and experts' scales."""
-        return {"weight_dtype": self.weights, "expert_dtype": self.expert_dtype, "head_dtype": self.head_dtype,
-                "kv_dtype": self.kv_dtype, "weight_scale_bytes": self.weight_scale_bytes,
-                "expert_scale_bytes": self.expert_scales}
+        return {
+            "weight_dtype": self.weights,
+            "expert_dtype": self.expert_dtype,
+            "head_dtype": self.head_dtype,
+            "kv_dtype": self.kv_dtype,
+            "weight_scale_bytes": self.weight_scale_bytes,
+            "expert_scale_bytes": self.expert_scales,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,16 @@ class StepWork:
     """Collectives with `count` = calls per step."""
 
 
-def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "decode",
-              precision: Precision = Precision(), sequence_parallel: bool = False) -> StepWork:
+def step_work(
+    cfg: ModelConfig,
+    plan: Plan,
+    *,
+    batch,
+    context,
+    phase: str = "decode",
+    precision: Precision = Precision(),
+    sequence_parallel: bool = False,
+) -> StepWork:
     """The ops and collectives of one decode step (batch sequences, one token each, `context`
     cached) or one prefill (batch prompts of `context` tokens; only each prompt's last token needs
     logits)."""
@@ -127,14 +139,38 @@ def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "dec
     ops: list[tuple[int, Op]] = []
     calls: list[CollectiveCall] = []
     for kind, layers in layer_kinds(cfg).items():
-        ops += [(layers, op) for op in layer_work(cfg, kind, tokens=tokens, context=context, tp=plan.tp, ep=plan.ep,
-                                                  weight_dtype=w, act_dtype=a, kv_dtype=kv, phase=phase,
-                                                  attn_dp=plan.dp, expert_dtype=precision.expert_dtype,
-                                                  weight_scale_bytes=precision.weight_scale_bytes,
-                                                  expert_scale_bytes=precision.expert_scales)]
-        calls += [replace(c, count=layers * c.count)
-                  for c in collectives_for_layer(cfg, kind, tokens=tokens, tp=plan.tp, ep=plan.ep, act_dtype=a,
-                                                 sequence_parallel=sequence_parallel, attn_dp=plan.dp)]
+        ops += [
+            (layers, op)
+            for op in layer_work(
+                cfg,
+                kind,
+                tokens=tokens,
+                context=context,
+                tp=plan.tp,
+                ep=plan.ep,
+                weight_dtype=w,
+                act_dtype=a,
+                kv_dtype=kv,
+                phase=phase,
+                attn_dp=plan.dp,
+                expert_dtype=precision.expert_dtype,
+                weight_scale_bytes=precision.weight_scale_bytes,
+                expert_scale_bytes=precision.expert_scales,
+            )
+        ]
+        calls += [
+            replace(c, count=layers * c.count)
+            for c in collectives_for_layer(
+                cfg,
+                kind,
+                tokens=tokens,
+                tp=plan.tp,
+                ep=plan.ep,
+                act_dtype=a,
+                sequence_parallel=sequence_parallel,
+                attn_dp=plan.dp,
+            )
+        ]
     ops += [(1, op) for op in embedding_ops(cfg, tokens=tokens, tp=plan.tp, weight_dtype=head, act_dtype=a)]
     ops += [(1, op) for op in lm_head_ops(cfg, tokens=batch, tp=plan.tp, weight_dtype=head, act_dtype=a)]
     calls += embedding_collectives(cfg, tokens=tokens, tp=plan.tp, act_dtype=a)
@@ -143,8 +179,9 @@ def step_work(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "dec
     return StepWork(ops=ops, calls=calls)
 
 
-def pipeline_calls(cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "decode",
-                   precision: Precision = Precision()) -> list[CollectiveCall]:
+def pipeline_calls(
+    cfg: ModelConfig, plan: Plan, *, batch, context, phase: str = "decode", precision: Precision = Precision()
+) -> list[CollectiveCall]:
     """The sends between pipeline stages: all that `plan.pp` adds to a step's work (the ops and the
     TP/EP collectives of every layer are those of the same plan at PP 1)."""
     tokens = batch if phase == "decode" else batch * context

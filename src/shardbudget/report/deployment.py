@@ -20,8 +20,26 @@ from .tables import deploy_cells
 def _options_table(r: DeployResult) -> str:
     tpot = r.judged == "TPOT"
     rows = [deploy_cells(o, tpot=tpot) for o in r.options[:SHOWN_OPTIONS]]
-    return table(["option", "batch cap", "ITL ms", *(["TPOT ms"] if tpot else []), "TTFT ms", "tok/s", "tok/s/GPU",
-                  "$/Mtok", "tok/J", "tok/s/user", "GB/GPU", "comm %", "binding", "meets"], rows, left=1)
+    return table(
+        [
+            "option",
+            "batch cap",
+            "ITL ms",
+            *(["TPOT ms"] if tpot else []),
+            "TTFT ms",
+            "tok/s",
+            "tok/s/GPU",
+            "$/Mtok",
+            "tok/J",
+            "tok/s/user",
+            "GB/GPU",
+            "comm %",
+            "binding",
+            "meets",
+        ],
+        rows,
+        left=1,
+    )
 
 
 def _workload_words(data) -> str:
@@ -30,8 +48,12 @@ def _workload_words(data) -> str:
     if r is None:
         return ""
     w = r.workload
-    served = (f"served at input {w.input_len} / output {w.output_len} tokens (deploy's defaults: the other "
-              f"requests' prompts mixed into the decode steps)" if w.served else f"decode at context {w.context}")
+    served = (
+        f"served at input {w.input_len} / output {w.output_len} tokens (deploy's defaults: the other "
+        f"requests' prompts mixed into the decode steps)"
+        if w.served
+        else f"decode at context {w.context}"
+    )
     return f" As <code>shardbudget deploy --gpus N</code> answers it: {esc(served)}; {esc(r.judged_words)}."
 
 
@@ -39,10 +61,11 @@ def section_deploy(data) -> str:
     """Per system: the options, the figure, the choice in words and its launch lines."""
     if not getattr(data, "deployments", None):
         return ""
-    out = ['<h2 id="deploy">How to spend the GPUs</h2>',
-           '<p class="note">Every split of each system\'s GPUs into identical replicas, each at its batch cap (the '
-           'largest batch within the budgets and memory); best tokens/s per GPU first.'
-           + _workload_words(data) + '</p>']
+    out = [
+        '<h2 id="deploy">How to spend the GPUs</h2>',
+        '<p class="note">Every split of each system\'s GPUs into identical replicas, each at its batch cap (the '
+        "largest batch within the budgets and memory); best tokens/s per GPU first." + _workload_words(data) + "</p>",
+    ]
     for k, (spec, r) in enumerate(zip(data.specs, data.deployments)):
         out.append(f"<h3>{esc(spec.label)}</h3>")
         if isinstance(r, str):
@@ -50,8 +73,14 @@ def section_deploy(data) -> str:
             continue
         out.append(f"<p>{esc(r.verdict)}</p>")
         out.append(_options_table(r))
-        out.append(fig_block(f"fig-deploy-{k}", pareto_figure(r), "Each option's tokens/s per user against tokens/s "
-                             "per GPU as its batch grows; dashed: the Pareto front; star: the choice."))
+        out.append(
+            fig_block(
+                f"fig-deploy-{k}",
+                pareto_figure(r),
+                "Each option's tokens/s per user against tokens/s "
+                "per GPU as its batch grows; dashed: the Pareto front; star: the choice.",
+            )
+        )
         if r.launch:
             out.append(launch_block([f"{engine}: {line}" for engine, line in r.launch.items()]))
     return "\n".join(out)

@@ -22,10 +22,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..decide.compare import CompareResult
 
 
-
-def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
-                      op: str = CollectiveOp.ALL_REDUCE, marks: Sequence[tuple[float, str]] = (),
-                      colors: Mapping[str, str] | None = None, title: str | None = None) -> Figure:
+def fabric_comparison(
+    entries: Sequence[tuple[str, Sequence[Any], float]],
+    *,
+    op: str = CollectiveOp.ALL_REDUCE,
+    marks: Sequence[tuple[float, str]] = (),
+    colors: Mapping[str, str] | None = None,
+    title: str | None = None,
+) -> Figure:
     """Collective time vs message size, one line per (system, GPU count).
 
     `entries`: (label, costs from `collectives.sweep`, crossover bytes). Solid: predicted time;
@@ -49,8 +53,15 @@ def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
         for msg, label in marks:
             if x_lo <= msg <= x_hi:
                 ax.axvline(msg, color="#555555", lw=1, ls=":", zorder=1)
-                text = ax.text(msg, 0.8, f"{label}: {fmt_bytes(msg)}", transform=ax.get_xaxis_transform(),
-                               rotation=90, fontsize=8, color="#333333")
+                text = ax.text(
+                    msg,
+                    0.8,
+                    f"{label}: {fmt_bytes(msg)}",
+                    transform=ax.get_xaxis_transform(),
+                    rotation=90,
+                    fontsize=8,
+                    color="#333333",
+                )
                 labels.append((text, _mark_spots(msg)))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -67,18 +78,26 @@ def fabric_comparison(entries: Sequence[tuple[str, Sequence[Any], float]], *,
 
 # Where a label may go, nearest first: no line may cross it (style.place_labels). A crossover's label
 # sits beside its circle, in any quadrant, up to 50 points away.
-_CROSS_SPOTS = sorted(({"position": (dx * sx, dy * sy), "ha": "right" if sx < 0 else "left",
-                        "va": "bottom" if sy > 0 else "top"}
-                       for dx in (9, 24, 48) for dy in (9, 22, 36, 50) for sx, sy in ((-1, 1), (1, -1), (1, 1), (-1, -1))),
-                      key=lambda kw: abs(kw["position"][0]) + abs(kw["position"][1]))
+_CROSS_SPOTS = sorted(
+    (
+        {"position": (dx * sx, dy * sy), "ha": "right" if sx < 0 else "left", "va": "bottom" if sy > 0 else "top"}
+        for dx in (9, 24, 48)
+        for dy in (9, 22, 36, 50)
+        for sx, sy in ((-1, 1), (1, -1), (1, 1), (-1, -1))
+    ),
+    key=lambda kw: abs(kw["position"][0]) + abs(kw["position"][1]),
+)
 
 
 def _mark_spots(msg: float) -> list[dict]:
     """Beside a marked size's dotted line (left, then right of it), from 0.8 of the axes' height down,
     then above that."""
     tops = [0.8, 0.74, 0.68, 0.62, 0.56, 0.5, 0.44, 0.38, 0.86, 0.92, 0.97]
-    return [{"position": (msg * f, y), "ha": ha, "va": "top"} for y in tops
-            for f, ha in ((1 / 1.05, "right"), (1.05, "left"))]
+    return [
+        {"position": (msg * f, y), "ha": ha, "va": "top"}
+        for y in tops
+        for f, ha in ((1 / 1.05, "right"), (1.05, "left"))
+    ]
 
 
 def _shade_regimes(ax, entries, x_lo: float, x_hi: float) -> list:
@@ -90,12 +109,28 @@ def _shade_regimes(ax, entries, x_lo: float, x_hi: float) -> list:
     ax.axvspan(x_lo, min(finite), color="#4C72B0", alpha=0.07, lw=0)
     ax.axvspan(max(finite), x_hi, color="#DD8452", alpha=0.08, lw=0)
     every = "\n(every fabric)" if len(entries) > 1 else ""
-    left = ax.text(x_lo * 1.3, 0.985, "latency-bound" + every, transform=ax.get_xaxis_transform(),
-                   ha="left", fontsize=8.5, color="#34495E")
-    right = ax.text(x_hi / 1.3, 0.985, "bandwidth-bound" + every, transform=ax.get_xaxis_transform(),
-                    ha="right", fontsize=8.5, color="#7E5109")
-    return [(left, [{"position": (x_lo * 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))]),
-            (right, [{"position": (x_hi / 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))])]
+    left = ax.text(
+        x_lo * 1.3,
+        0.985,
+        "latency-bound" + every,
+        transform=ax.get_xaxis_transform(),
+        ha="left",
+        fontsize=8.5,
+        color="#34495E",
+    )
+    right = ax.text(
+        x_hi / 1.3,
+        0.985,
+        "bandwidth-bound" + every,
+        transform=ax.get_xaxis_transform(),
+        ha="right",
+        fontsize=8.5,
+        color="#7E5109",
+    )
+    return [
+        (left, [{"position": (x_lo * 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))]),
+        (right, [{"position": (x_hi / 1.3, y), "va": va} for y, va in ((0.985, "top"), (0.015, "bottom"))]),
+    ]
 
 
 def _plot_curve(ax, label: str, costs, cross: float, *, color: str) -> list:
@@ -103,13 +138,27 @@ def _plot_curve(ax, label: str, costs, cross: float, *, color: str) -> list:
     xs = [c.msg_bytes for c in costs]
     ts = [c.time_s for c in costs]
     ax.plot(xs, ts, color=color, lw=2.2, label=f"{label}: predicted time")
-    ax.plot(xs, [c.latency_s for c in costs], color=color, lw=1.2, ls="--", alpha=0.8,
-            label=f"{label}: latency term (floor)")
+    ax.plot(
+        xs,
+        [c.latency_s for c in costs],
+        color=color,
+        lw=1.2,
+        ls="--",
+        alpha=0.8,
+        label=f"{label}: latency term (floor)",
+    )
     if math.isfinite(cross) and xs[0] <= cross <= xs[-1]:
         t_cross = _loglog_interp(cross, xs, ts)
         ax.plot([cross], [t_cross], "o", ms=7, mfc="white", mec=color, mew=2, zorder=5)
-        text = ax.annotate(f"crossover {fmt_bytes(cross)}", (cross, t_cross), xytext=(-9, 9),
-                           textcoords="offset points", fontsize=8, color=color, fontweight="bold")
+        text = ax.annotate(
+            f"crossover {fmt_bytes(cross)}",
+            (cross, t_cross),
+            xytext=(-9, 9),
+            textcoords="offset points",
+            fontsize=8,
+            color=color,
+            fontweight="bold",
+        )
         return [(text, _CROSS_SPOTS)]
     return []
 
@@ -122,20 +171,27 @@ def _fabric_finding(entries, op: str, marks) -> str:
     decode = [(m, lbl) for m, lbl in marks if "decode" in lbl.lower()] or list(marks)
     if len(entries) > 1 and decode:
         msg, lbl = decode[0]
-        times = sorted(((_loglog_interp(msg, [c.msg_bytes for c in costs], [c.time_s for c in costs]), label)
-                        for label, costs, _ in entries))
+        times = sorted(
+            (
+                (_loglog_interp(msg, [c.msg_bytes for c in costs], [c.time_s for c in costs]), label)
+                for label, costs, _ in entries
+            )
+        )
         (t_fast, fast), (t_slow, slow) = times[0], times[-1]
         crosses = [cross for _, _, cross in entries if math.isfinite(cross)]
-        tail = (f"; every fabric is latency-bound below {fmt_bytes(min(crosses))}" if crosses else "")
-        return (f"{op} at the {fmt_bytes(msg)} message of {lbl}: {slow} takes {fmt_seconds(t_slow)}, "
-                f"{t_slow / t_fast:.1f}× {fast} ({fmt_seconds(t_fast)}){tail}")
+        tail = f"; every fabric is latency-bound below {fmt_bytes(min(crosses))}" if crosses else ""
+        return (
+            f"{op} at the {fmt_bytes(msg)} message of {lbl}: {slow} takes {fmt_seconds(t_slow)}, "
+            f"{t_slow / t_fast:.1f}× {fast} ({fmt_seconds(t_fast)}){tail}"
+        )
     parts = []
     for label, costs, cross in entries:
         floor = min(c.latency_s for c in costs)
         where = f"latency-bound below {fmt_bytes(cross)}" if math.isfinite(cross) else "latency-bound throughout"
         busbw = format_decimal_bytes(float(f"{costs[-1].busbw_bytes_per_s:.3g}"))
-        parts.append(f"{label}: {where} (floor {fmt_seconds(floor)}), "
-                     f"busbw {busbw}/s at {fmt_bytes(costs[-1].msg_bytes)}")
+        parts.append(
+            f"{label}: {where} (floor {fmt_seconds(floor)}), busbw {busbw}/s at {fmt_bytes(costs[-1].msg_bytes)}"
+        )
     return f"{op}: " + "; ".join(parts)
 
 
@@ -144,8 +200,10 @@ def compare_figure(result: CompareResult, *, colors: Mapping[str, str] | None = 
     4 GiB, at the NCCL release and implementation of the comparison) with the compared sizes marked."""
     if not result.curves:
         raise FigureError("compare's figure needs its curves: compare_systems(..., curves=True)")
-    entries = [(f"{name} ×{result.gpus}", list(costs), cross)
-               for name, costs, cross in zip(result.systems, result.curves, result.crossovers)]
+    entries = [
+        (f"{name} ×{result.gpus}", list(costs), cross)
+        for name, costs, cross in zip(result.systems, result.curves, result.crossovers)
+    ]
     marks = [(r.msg_bytes, r.label) for r in result.rows if r.label != "reference"]
     return fabric_comparison(entries, op=result.op, marks=marks, colors=colors)
 

@@ -18,8 +18,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_CURVES = 10
 """Curves drawn: the options with the most tokens/s per GPU (all of them stay in the front)."""
-CURVE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C6D31", "#882255",
-                "#999933", "#6A6A6A")
+CURVE_COLORS = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#8C6D31",
+    "#882255",
+    "#999933",
+    "#6A6A6A",
+)
 """One colour per curve, MAX_CURVES of them (Okabe-Ito and Tol's muted, colour-blind safe): none is
 black, which the front, the budget and the choice use (issue 24: 4xTP2 and 1xTP4/PP2 were both blue,
 1xTP1/PP8 black like the front, from an 8-colour palette cycled over 10 curves)."""
@@ -52,17 +62,31 @@ def pareto_figure(result: DeployResult, axis: str = "throughput") -> Figure:
                 ax.plot(user, y, lw=1.6, color=colors[label], label=names[label])
         front = result.pareto
         if axis == "throughput":
-            ax.plot([p["tokens_per_s_per_user"] for p in front], [p["tokens_per_s_per_gpu"] for p in front], "k--",
-                    lw=1.2, label="Pareto front")
+            ax.plot(
+                [p["tokens_per_s_per_user"] for p in front],
+                [p["tokens_per_s_per_gpu"] for p in front],
+                "k--",
+                lw=1.2,
+                label="Pareto front",
+            )
         if result.budget_s:
             ax.axvline(1 / result.budget_s, color="black", ls=":", lw=1.2, label=f"{result.judged} budget")
         if result.best is not None:
             b = result.best
-            star = {"throughput": b.tokens_per_s_per_gpu, "cost": b.cost and b.cost.usd_per_mtok,
-                    "energy": b.cost and b.cost.tokens_per_joule}[axis]
+            star = {
+                "throughput": b.tokens_per_s_per_gpu,
+                "cost": b.cost and b.cost.usd_per_mtok,
+                "energy": b.cost and b.cost.tokens_per_joule,
+            }[axis]
             if star is not None:
-                ax.plot([b.tokens_per_s_per_user], [star], "*", ms=16, color="black",
-                        label=f"choice: {b.label()}, batch cap {b.max_batch}")
+                ax.plot(
+                    [b.tokens_per_s_per_user],
+                    [star],
+                    "*",
+                    ms=16,
+                    color="black",
+                    label=f"choice: {b.label()}, batch cap {b.max_batch}",
+                )
         ax.set_xscale("log")
         log_axis(ax.xaxis, lambda v: f"{v:g}")  # 20, 30, 40, 60, 100: not 2×10¹
         ax.set_xlabel(f"tokens/s per user (1 / {result.judged})")
@@ -87,7 +111,7 @@ def legend_names(shown: list[str], curves: dict) -> dict[str, str]:
     for i, label in enumerate(shown):
         x, y = (np.asarray(a, dtype=float) for a in curves[label])
         out[label] = f"{label} (no batch fits)" if x.size == 0 else label
-        for top in reversed(shown[i + 1:]) if x.size else ():
+        for top in reversed(shown[i + 1 :]) if x.size else ():
             xt, yt = (np.asarray(a, dtype=float) for a in curves[top])
             if xt.size < 2 or x.min() < xt.min() * (1 - UNDER_REL) or x.max() > xt.max() * (1 + UNDER_REL):
                 continue  # some of it reaches past the other's ends (by more than a line width)
@@ -102,8 +126,10 @@ def legend_names(shown: list[str], curves: dict) -> dict[str, str]:
 def _title(r: DeployResult) -> str:
     if r.best is None:
         return f"{r.model} on {r.gpus} GPUs of {r.system}: no option meets the budget"
-    return (f"{r.model} on {r.gpus} GPUs of {r.system}: {r.best.label()} gives "
-            f"{r.best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {r.best.tokens_per_s_per_user:.0f} tokens/s per user")
+    return (
+        f"{r.model} on {r.gpus} GPUs of {r.system}: {r.best.label()} gives "
+        f"{r.best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at {r.best.tokens_per_s_per_user:.0f} tokens/s per user"
+    )
 
 
 __all__ = ["legend_names", "pareto_figure"]

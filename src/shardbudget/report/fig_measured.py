@@ -15,8 +15,16 @@ import numpy as np
 
 from .fmt import fmt_bytes
 from .output import FigureError
-from .style import (PALETTE, WINDOW_COLOR, bytes_axis, figure_style, finding_title, new_figure, place_labels,
-                    seconds_axis)
+from .style import (
+    PALETTE,
+    WINDOW_COLOR,
+    bytes_axis,
+    figure_style,
+    finding_title,
+    new_figure,
+    place_labels,
+    seconds_axis,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -36,11 +44,19 @@ def measured_vs_predicted(measured: MeasuredEntry, *, color: str | None = None, 
     system, groups = measured.system, []
     for run in measured.runs[:max_runs]:
         if run.predicted_s is not None:
-            groups.append((run.label, [max(1.0, s.msg_bytes) for s in run.samples], [s.time_s for s in run.samples],
-                           list(run.predicted_s), f"predicted on {system} ({run.samples[0].n_ranks} GPUs)"))
+            groups.append(
+                (
+                    run.label,
+                    [max(1.0, s.msg_bytes) for s in run.samples],
+                    [s.time_s for s in run.samples],
+                    list(run.predicted_s),
+                    f"predicted on {system} ({run.samples[0].n_ranks} GPUs)",
+                )
+            )
     if not groups:
-        raise FigureError(f"{measured.measurement.source}: no run in it can be placed on {system} "
-                          "(ranks, nodes or op do not match)")
+        raise FigureError(
+            f"{measured.measurement.source}: no run in it can be placed on {system} (ranks, nodes or op do not match)"
+        )
     name = os.path.basename(str(measured.measurement.source)) or str(measured.measurement.source)
     return _measured_figure(groups, f"{name} against the {system} model", color)
 
@@ -53,13 +69,21 @@ def _fit_vs_measured(result, *, color: str | None, max_runs: int) -> Figure:
     for (op, ranks, nodes), rs in list(by.items())[:max_runs]:
         rs = sorted(rs, key=lambda r: r.msg_bytes)
         where = f"{op}, {ranks} ranks on {nodes} node{'s' if nodes != 1 else ''}"
-        groups.append((where, [max(1.0, r.msg_bytes) for r in rs], [r.measured_s for r in rs],
-                       [r.predicted_s for r in rs], f"fitted {result.name}"))
+        groups.append(
+            (
+                where,
+                [max(1.0, r.msg_bytes) for r in rs],
+                [r.measured_s for r in rs],
+                [r.predicted_s for r in rs],
+                f"fitted {result.name}",
+            )
+        )
     if not groups:
         raise FigureError(f"fit {result.name!r} has no residuals to plot")
     names = ", ".join(os.path.basename(str(s)) for s in result.sources) or "measurements"
-    return _measured_figure(groups, f"{names} against the fitted profile {result.name} (from {result.base_system})",
-                            color)
+    return _measured_figure(
+        groups, f"{names} against the fitted profile {result.name} (from {result.base_system})", color
+    )
 
 
 def _measured_figure(groups, what: str, color: str | None) -> Figure:
@@ -89,26 +113,47 @@ def _measured_figure(groups, what: str, color: str | None) -> Figure:
         bottom.set_ylim(max(-100, min(-30, lo * 1.15)), min(300, max(30, hi * 1.15)))
         bottom.set_ylabel("error (%)\n(pred − meas) / meas")
         bottom.set_xlabel("message size per rank (bytes, nccl-tests 'size')")
-        band = bottom.text(0.005, 0.97, "±20% band; points outside −100..300% are drawn at the edge",
-                           transform=bottom.transAxes, fontsize=7.5, color="#555555")
+        band = bottom.text(
+            0.005,
+            0.97,
+            "±20% band; points outside −100..300% are drawn at the edge",
+            transform=bottom.transAxes,
+            fontsize=7.5,
+            color="#555555",
+        )
         finding_title(fig, _error_finding(what, errors_all))
-        place_labels(fig, [(band, [{"position": (x, y), "ha": ha, "va": va} for y, va in ((0.97, "top"), (0.03, "bottom"))
-                                   for x, ha in ((0.005, "left"), (0.995, "right"))])])
+        place_labels(
+            fig,
+            [
+                (
+                    band,
+                    [
+                        {"position": (x, y), "ha": ha, "va": va}
+                        for y, va in ((0.97, "top"), (0.03, "bottom"))
+                        for x, ha in ((0.005, "left"), (0.995, "right"))
+                    ],
+                )
+            ],
+        )
     return fig
 
 
-def error_summary(errors: Sequence[tuple[float, float]], split_bytes: float = 2 ** 20) -> dict:
+def error_summary(errors: Sequence[tuple[float, float]], split_bytes: float = 2**20) -> dict:
     """Median |error| % overall, below and from `split_bytes` (latency- vs bandwidth-dominated sizes)."""
 
     def med(vals):
         return float(np.median(np.abs(vals))) if len(vals) else None
 
-    return {"median_abs_pct": med([e for _, e in errors]),
-            "small_median_abs_pct": med([e for x, e in errors if x < split_bytes]),
-            "large_median_abs_pct": med([e for x, e in errors if x >= split_bytes]),
-            "small_median_pct": float(np.median([e for x, e in errors if x < split_bytes]))
-            if any(x < split_bytes for x, _ in errors) else None,
-            "split_bytes": split_bytes, "n": len(errors)}
+    return {
+        "median_abs_pct": med([e for _, e in errors]),
+        "small_median_abs_pct": med([e for x, e in errors if x < split_bytes]),
+        "large_median_abs_pct": med([e for x, e in errors if x >= split_bytes]),
+        "small_median_pct": float(np.median([e for x, e in errors if x < split_bytes]))
+        if any(x < split_bytes for x, _ in errors)
+        else None,
+        "split_bytes": split_bytes,
+        "n": len(errors),
+    }
 
 
 def _error_finding(what: str, errors) -> str:
@@ -121,8 +166,11 @@ def _error_finding(what: str, errors) -> str:
         details.append(f"{s['large_median_abs_pct']:.0f}% from {fmt_bytes(s['split_bytes'])} up")
     text += (" — " + ", ".join(details)) if details else ""
     if s["small_median_pct"] is not None and abs(s["small_median_pct"]) > 20:
-        text += ("; small messages take longer than predicted" if s["small_median_pct"] < 0
-                 else "; small messages are faster than predicted")
+        text += (
+            "; small messages take longer than predicted"
+            if s["small_median_pct"] < 0
+            else "; small messages are faster than predicted"
+        )
     return text
 
 

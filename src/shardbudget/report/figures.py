@@ -24,6 +24,22 @@ from .fig_serving import serving_figure
 from .output import FORMATS, FigureError, check_path, render, save, to_svg
 from .style import PALETTE, system_colors
 
-__all__ = ["FORMATS", "FigureError", "PALETTE", "check_path", "comm_share", "compare_figure", "error_summary",
-           "fabric_comparison", "measured_vs_predicted", "memory_window", "pareto_figure",
-           "render", "save", "serving_figure", "system_colors", "to_svg", "where_the_token_goes"]
+__all__ = [
+    "FORMATS",
+    "FigureError",
+    "PALETTE",
+    "check_path",
+    "comm_share",
+    "compare_figure",
+    "error_summary",
+    "fabric_comparison",
+    "measured_vs_predicted",
+    "memory_window",
+    "pareto_figure",
+    "render",
+    "save",
+    "serving_figure",
+    "system_colors",
+    "to_svg",
+    "where_the_token_goes",
+]

@@ -20,7 +20,7 @@ def fmt_bytes(n_bytes: float) -> str:
     """Bytes in binary prefixes with three significant digits: '67.2 KiB' (nccl-tests sweeps are
     powers of two, so binary prefixes give round numbers)."""
     exp = 0 if n_bytes < 1024 else min(int(math.log(n_bytes, 1024)), 5)
-    value = float(f"{n_bytes / 1024 ** exp:.3g}")
+    value = float(f"{n_bytes / 1024**exp:.3g}")
     return f"{value:g} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[exp]}"
 
 

@@ -64,8 +64,11 @@ GRID_FORMAT = "shardbudget.report-grid/1"
 MAX_GRID_BYTES = 4_000_000
 """The most a report embeds (4 MB, decimal): beyond it a browser parses the page for seconds."""
 DEPLOY_KEYS = ("replicas", "tp", "pp", "ep", "dp", "max_batch", "itl_s", "tpot_s", "tokens_per_s_per_gpu")
-PARTS = (("compute_s", "compute", PART_COLORS["compute"]), ("comm_s", "communication", PART_COLORS["latency"]),
-         ("host_s", "host and per-step overhead", PART_COLORS["other"]))
+PARTS = (
+    ("compute_s", "compute", PART_COLORS["compute"]),
+    ("comm_s", "communication", PART_COLORS["latency"]),
+    ("host_s", "host and per-step overhead", PART_COLORS["other"]),
+)
 
 
 class GridTooLargeError(FigureError):
@@ -87,8 +90,10 @@ def _option_dicts(options: DeployOptions | None, budgets: Sequence, batches: Seq
     empty lists where deploy had none to offer."""
     if options is None:
         return {"largest": [[] for _ in budgets], "at": [[[] for _ in budgets] for _ in batches]}
-    return {"largest": [[_option_dict(o) for o in opts] for opts in options.largest],
-            "at": [[[_option_dict(o) for o in opts] for opts in per_batch] for per_batch in options.at]}
+    return {
+        "largest": [[_option_dict(o) for o in opts] for opts in options.largest],
+        "at": [[[_option_dict(o) for o in opts] for opts in per_batch] for per_batch in options.at],
+    }
 
 
 def _option_dict(o) -> dict:
@@ -105,17 +110,25 @@ def deployment_entry(opt: dict, batch: int) -> dict:
     throughput ("–")."""
     missing = [key for key in (*DEPLOY_KEYS, "mem_bytes_per_gpu") if key not in opt]
     if missing:
-        raise ShardbudgetError(f"deployment option lacks {', '.join(missing)} (expected keys: "
-                               f"{', '.join(DEPLOY_KEYS)}, mem_bytes_per_gpu)")
+        raise ShardbudgetError(
+            f"deployment option lacks {', '.join(missing)} (expected keys: {', '.join(DEPLOY_KEYS)}, mem_bytes_per_gpu)"
+        )
     tp, pp, ep, dp = (int(opt[key]) for key in ("tp", "pp", "ep", "dp"))
     label = Plan(tp, pp, ep, dp).label().replace("DP-attention", "DP")  # as the plan table's rows
     runs, mem = int(opt["max_batch"]) > 0, opt["mem_bytes_per_gpu"]
-    return {"plan": f"{int(opt['replicas'])} × {label}", "gpus": int(opt["replicas"]) * tp * pp, "in_flight": pp * batch,
-            "itl_s": _num(opt["itl_s"]), "itl": fmt_seconds(opt["itl_s"]),
-            "tpot_s": _num(opt["tpot_s"]), "tpot": fmt_seconds(opt["tpot_s"]),
-            "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
-            "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if runs else "–",
-            "mem_bytes_per_gpu": _num(mem), "mem": f"{mem / 1e9:.1f} GB"}
+    return {
+        "plan": f"{int(opt['replicas'])} × {label}",
+        "gpus": int(opt["replicas"]) * tp * pp,
+        "in_flight": pp * batch,
+        "itl_s": _num(opt["itl_s"]),
+        "itl": fmt_seconds(opt["itl_s"]),
+        "tpot_s": _num(opt["tpot_s"]),
+        "tpot": fmt_seconds(opt["tpot_s"]),
+        "tokens_per_s_per_gpu": _num(opt["tokens_per_s_per_gpu"]),
+        "tokens": _rate_text(opt["tokens_per_s_per_gpu"]) if runs else "–",
+        "mem_bytes_per_gpu": _num(mem),
+        "mem": f"{mem / 1e9:.1f} GB",
+    }
 
 
 def _split(opt: dict) -> tuple:
@@ -134,12 +147,23 @@ def deployment_cell(src: dict, batches: Sequence[int], rows: _Strings) -> dict:
                 index.setdefault(_split(o), len(index))
     at = [{_split(o): o for o in per_batch[0]} if per_batch else {} for per_batch in src["at"]]
     largest = [{_split(o): o["max_batch"] for o in opts} for opts in src["largest"]]
-    return {"rows": [[rows(json.dumps(deployment_entry(by[key], b), sort_keys=True)) for key in index]
-                     if by else [] for b, by in zip(batches, at)],
-            "largest": [[str(m[key]) if m.get(key) else "–" for key in index] for m in largest],
-            "steps": [[{"order": [index[_split(o)] for o in opts[:SHOWN_OPTIONS]],
-                        "labels": [_BINDING_LABEL[o["binding"]] for o in opts[:SHOWN_OPTIONS]]}
-                       for opts in per_batch] for per_batch in src["at"]]}
+    return {
+        "rows": [
+            [rows(json.dumps(deployment_entry(by[key], b), sort_keys=True)) for key in index] if by else []
+            for b, by in zip(batches, at)
+        ],
+        "largest": [[str(m[key]) if m.get(key) else "–" for key in index] for m in largest],
+        "steps": [
+            [
+                {
+                    "order": [index[_split(o)] for o in opts[:SHOWN_OPTIONS]],
+                    "labels": [_BINDING_LABEL[o["binding"]] for o in opts[:SHOWN_OPTIONS]],
+                }
+                for opts in per_batch
+            ]
+            for per_batch in src["at"]
+        ],
+    }
 
 
 def _rate_text(tokens_per_s: float) -> str:
@@ -148,6 +172,7 @@ def _rate_text(tokens_per_s: float) -> str:
 
 
 # --- the grid ------------------------------------------------------------------------------
+
 
 class _Strings:
     """Each distinct sentence once; cells refer to them by index."""
@@ -168,56 +193,101 @@ def lead_sentence(v: Verdict, budget_s: float | None) -> str:
         return "Does not fit in memory under any plan."
     if v.pick is not None:
         p = v.pick
-        run = (f"Within the {fmt_seconds(budget_s)} budget, run {p.label()}" if budget_s is not None else
-               f"With no budget, run the latency-optimal {p.label()}")
-        return (f"{run}: {fmt_seconds(p.judged_s)} per token on {p.gpus} GPU{'s' if p.gpus > 1 else ''}, "
-                f"{fmt_pct(p.comm_share)} of it communication.")
+        run = (
+            f"Within the {fmt_seconds(budget_s)} budget, run {p.label()}"
+            if budget_s is not None
+            else f"With no budget, run the latency-optimal {p.label()}"
+        )
+        return (
+            f"{run}: {fmt_seconds(p.judged_s)} per token on {p.gpus} GPU{'s' if p.gpus > 1 else ''}, "
+            f"{fmt_pct(p.comm_share)} of it communication."
+        )
     c = v.closest
     budget = f"the {fmt_seconds(budget_s)} budget" if budget_s is not None else "the TTFT budget"
-    return (f"No plan meets {budget}: the closest is {c.label()} at "
-            f"{fmt_seconds(c.judged_s)} per token.")
+    return f"No plan meets {budget}: the closest is {c.label()} at {fmt_seconds(c.judged_s)} per token."
 
 
 def _row_entry(r: Row) -> dict:
-    return {"plan": r.label(), "tp": r.tp, "pp": r.pp, "ep": r.ep, "dp": r.dp, "gpus": r.gpus,
-            "itl_s": _num(r.itl_s), "compute_s": _num(r.compute_s), "comm_s": _num(r.comm_s),
-            "host_s": _num(r.other_s), "mem_bytes_per_gpu": _num(r.mem_bytes_per_gpu), "fits": r.fits_memory,
-            "comm_bound": r.comm_bound, "itl": fmt_seconds(r.itl_s), "mem": f"{r.mem_bytes_per_gpu / 1e9:.1f} GB",
-            "share": fmt_pct(r.comm_share)}
+    return {
+        "plan": r.label(),
+        "tp": r.tp,
+        "pp": r.pp,
+        "ep": r.ep,
+        "dp": r.dp,
+        "gpus": r.gpus,
+        "itl_s": _num(r.itl_s),
+        "compute_s": _num(r.compute_s),
+        "comm_s": _num(r.comm_s),
+        "host_s": _num(r.other_s),
+        "mem_bytes_per_gpu": _num(r.mem_bytes_per_gpu),
+        "fits": r.fits_memory,
+        "comm_bound": r.comm_bound,
+        "itl": fmt_seconds(r.itl_s),
+        "mem": f"{r.mem_bytes_per_gpu / 1e9:.1f} GB",
+        "share": fmt_pct(r.comm_share),
+    }
 
 
-def _cell(rows: Sequence[Row], verdicts: Sequence[Verdict], budgets: Sequence[float | None],
-          strings: _Strings) -> dict:
+def _cell(rows: Sequence[Row], verdicts: Sequence[Verdict], budgets: Sequence[float | None], strings: _Strings) -> dict:
     index = {r.key: k for k, r in enumerate(rows)}
     steps = []
     for budget_s, v in zip(budgets, verdicts):
-        steps.append({"lead": strings(lead_sentence(v, budget_s)), "sentences": [strings(s) for s in v.sentences],
-                      "labels": [LABELS.index(r.verdict) for r in v.rows],
-                      "pick": index[v.pick.key] if v.pick else None, "best": index[v.best.key] if v.best else None})
+        steps.append(
+            {
+                "lead": strings(lead_sentence(v, budget_s)),
+                "sentences": [strings(s) for s in v.sentences],
+                "labels": [LABELS.index(r.verdict) for r in v.rows],
+                "pick": index[v.pick.key] if v.pick else None,
+                "best": index[v.best.key] if v.best else None,
+            }
+        )
     order = sorted(range(len(rows)), key=lambda k: (rows[k].gpus, rows[k].judged_s, rows[k].key))
     return {"rows": [_row_entry(r) for r in rows], "order": order, "steps": steps}
 
 
-def build_grid(answers: GridAnswers, *, model: str, systems: Sequence[str], budget_s: float | None,
-               deploy_note: str = DEFAULT_DEPLOY_NOTE) -> dict:
+def build_grid(
+    answers: GridAnswers,
+    *,
+    model: str,
+    systems: Sequence[str],
+    budget_s: float | None,
+    deploy_note: str = DEFAULT_DEPLOY_NOTE,
+) -> dict:
     """The grid (see the module docstring) from the interactive section's answers: `systems` are the
     systems' labels, `budget_s` the report's own budget (selected first); `deploy_note` says under the
     deployment table what its options are."""
     plans, budgets = answers.plans, list(answers.budgets)
     batches = [br.batch for br in plans[0][0].results]
     strings = _Strings()
-    cells = [[[_cell(res.results[i].rows, answers.verdicts[s][e][i], budgets, strings) for i in range(len(batches))]
-              for e, res in enumerate(per)] for s, per in enumerate(plans)]
+    cells = [
+        [
+            [_cell(res.results[i].rows, answers.verdicts[s][e][i], budgets, strings) for i in range(len(batches))]
+            for e, res in enumerate(per)
+        ]
+        for s, per in enumerate(plans)
+    ]
     rows = _Strings()  # each distinct entry once, referred to by index
-    deploys = [[deployment_cell(_option_dicts(options, budgets, batches), batches, rows) for options in per]
-               for per in answers.deploys]
-    return {"format": GRID_FORMAT, "model": model, "systems": list(systems),
-            "engines": [{"key": c.key, "label": c.label} for c in answers.engines], "batches": batches,
-            "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
-            "initial": {"system": 0, "engine": answers.initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
-            "labels": list(LABELS), "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
-            "strings": strings.table(), "cells": cells, "deploy": deploys, "deploy_labels": list(DEPLOY_LABELS),
-            "deploy_rows": [json.loads(t) for t in rows.table()], "deploy_note": deploy_note}
+    deploys = [
+        [deployment_cell(_option_dicts(options, budgets, batches), batches, rows) for options in per]
+        for per in answers.deploys
+    ]
+    return {
+        "format": GRID_FORMAT,
+        "model": model,
+        "systems": list(systems),
+        "engines": [{"key": c.key, "label": c.label} for c in answers.engines],
+        "batches": batches,
+        "budgets": [{"s": b, "label": fmt_seconds(b) if b is not None else "no budget"} for b in budgets],
+        "initial": {"system": 0, "engine": answers.initial_engine, "batch": 0, "budget": budgets.index(budget_s)},
+        "labels": list(LABELS),
+        "parts": [{"key": k, "label": lbl, "color": c} for k, lbl, c in PARTS],
+        "strings": strings.table(),
+        "cells": cells,
+        "deploy": deploys,
+        "deploy_labels": list(DEPLOY_LABELS),
+        "deploy_rows": [json.loads(t) for t in rows.table()],
+        "deploy_note": deploy_note,
+    }
 
 
 def _num(x):
@@ -241,10 +311,23 @@ def grid_json(grid: dict, *, max_bytes: int | None = None) -> str:
             f"the interactive report's grid is {len(text) / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB a report "
             f"embeds ({len(grid['systems'])} systems x {len(grid['engines'])} engines x {len(grid['batches'])} "
             f"batches x {n_steps} budget steps): give fewer batches (--batch), systems (--system) or budget "
-            f"steps (--budget-steps {n_steps} now; 0 leaves the interactive section out)")
+            f"steps (--budget-steps {n_steps} now; 0 leaves the interactive section out)"
+        )
     return text
 
 
-__all__ = ["DEFAULT_BUDGET_STEPS", "DEFAULT_DEPLOY_NOTE", "DEPLOY_KEYS", "DEPLOY_LABELS", "GRID_FORMAT",
-           "GridTooLargeError", "MAX_GRID_BYTES", "SHOWN_OPTIONS", "build_grid", "deployment_cell", "deployment_entry",
-           "grid_json", "lead_sentence"]
+__all__ = [
+    "DEFAULT_BUDGET_STEPS",
+    "DEFAULT_DEPLOY_NOTE",
+    "DEPLOY_KEYS",
+    "DEPLOY_LABELS",
+    "GRID_FORMAT",
+    "GridTooLargeError",
+    "MAX_GRID_BYTES",
+    "SHOWN_OPTIONS",
+    "build_grid",
+    "deployment_cell",
+    "deployment_entry",
+    "grid_json",
+    "lead_sentence",
+]

@@ -39,6 +39,23 @@ def write_report(path: str | os.PathLike, answers: ReportAnswers, *, force: bool
     return write_html(path, build_report(answers), force=force)
 
 
-__all__ = ["DEFAULT_BUDGET_STEPS", "GridTooLargeError", "ReportData", "SystemSpec", "build_report", "check_report_path",
-           "engine_words", "esc", "headline", "parse_system_spec", "recommendations", "render", "summary_sentences",
-           "verdict_rows", "view", "weights_words", "write_html", "write_report"]
+__all__ = [
+    "DEFAULT_BUDGET_STEPS",
+    "GridTooLargeError",
+    "ReportData",
+    "SystemSpec",
+    "build_report",
+    "check_report_path",
+    "engine_words",
+    "esc",
+    "headline",
+    "parse_system_spec",
+    "recommendations",
+    "render",
+    "summary_sentences",
+    "verdict_rows",
+    "view",
+    "weights_words",
+    "write_html",
+    "write_report",
+]

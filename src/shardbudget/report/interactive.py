@@ -46,29 +46,37 @@ def script_hash() -> str:
 
 
 def _select(ctl_id: str, what: str, names: list[str], selected: int) -> str:
-    opts = "".join(f'<option value="{i}"{" selected" if i == selected else ""}>{esc(n)}</option>'
-                   for i, n in enumerate(names))
+    opts = "".join(
+        f'<option value="{i}"{" selected" if i == selected else ""}>{esc(n)}</option>' for i, n in enumerate(names)
+    )
     return f'<label>{esc(what)}<select id="{ctl_id}">{opts}</select></label>'
 
 
 def _controls(grid: dict) -> str:
     init, budgets = grid["initial"], grid["budgets"]
     first = budgets[init["budget"]]["label"]
-    slider = (f'<label for="sb-budget">budget<input type="range" id="sb-budget" min="0" '
-              f'max="{len(budgets) - 1}" step="1" value="{init["budget"]}" aria-valuetext="{esc(first)}"></label>'
-              f'<output id="sb-budget-value" for="sb-budget">{esc(first)}</output>')
-    return ('<div class="controls">' + slider
-            + _select("sb-system", "system", grid["systems"], init["system"])
-            + _select("sb-engine", "engine", [e["label"] for e in grid["engines"]], init["engine"])
-            + _select("sb-batch", "batch", [str(b) for b in grid["batches"]], init["batch"]) + "</div>")
+    slider = (
+        f'<label for="sb-budget">budget<input type="range" id="sb-budget" min="0" '
+        f'max="{len(budgets) - 1}" step="1" value="{init["budget"]}" aria-valuetext="{esc(first)}"></label>'
+        f'<output id="sb-budget-value" for="sb-budget">{esc(first)}</output>'
+    )
+    return (
+        '<div class="controls">'
+        + slider
+        + _select("sb-system", "system", grid["systems"], init["system"])
+        + _select("sb-engine", "engine", [e["label"] for e in grid["engines"]], init["engine"])
+        + _select("sb-batch", "batch", [str(b) for b in grid["batches"]], init["batch"])
+        + "</div>"
+    )
 
 
 def _initial_verdict(grid: dict) -> str:
     init = grid["initial"]
     step = grid["cells"][init["system"]][init["engine"]][init["batch"]]["steps"][init["budget"]]
     strings = grid["strings"]
-    return (f'<p class="lead">{esc(strings[step["lead"]])}</p>'
-            + "".join(f"<p>{esc(strings[i])}</p>" for i in step["sentences"]))
+    return f'<p class="lead">{esc(strings[step["lead"]])}</p>' + "".join(
+        f"<p>{esc(strings[i])}</p>" for i in step["sentences"]
+    )
 
 
 def section_explore(data: ReportData) -> str:
@@ -76,29 +84,42 @@ def section_explore(data: ReportData) -> str:
     if data.grid is None or data.grid_json is None:
         return ""
     grid = data.grid
-    headers = ["deployment", "GPUs", "in flight per replica", "ITL", "TPOT", "tokens/s per GPU", "memory per GPU",
-               "batch cap in budget", "budget"]
-    head = "".join(f'<th class="l">{esc(h)}</th>' if h in ("deployment", "budget") else f"<th>{esc(h)}</th>"
-                   for h in headers)
-    return "\n".join([
-        '<section id="explore" class="explore">',
-        '<h2 id="explore-title">Explore: budget, system, engine, batch</h2>',
-        f'<p class="note">Move the budget or pick a system, engine or batch: the verdict, the bars and the table '
-        f'are looked up in a grid the planner computed for {len(grid["budgets"])} budgets (every sentence is '
-        f"the planner's own). The sections below show the report's own budget.</p>",
-        _controls(grid),
-        f'<div id="sb-verdict" class="verdict" aria-live="polite">{_initial_verdict(grid)}</div>',
-        '<figure id="sb-bars-figure"><div id="sb-bars"></div><figcaption>Inter-token latency of each plan at the '
-        "selected batch, split into compute, communication and host time (per-step overhead). Faded: the plan "
-        "does not fit in GPU memory. Dashed: the budget. Bold: the plan to run under it.</figcaption></figure>",
-        '<h3 id="explore-deploy">Deployments under the selected engine, batch and budget</h3>',
-        f'<table id="sb-deploy"><thead><tr>{head}</tr></thead><tbody></tbody></table>',
-        f'<p class="note">{esc(grid["deploy_note"])}</p>',
-        '<noscript><p class="note">The controls need JavaScript; every number is also in the sections '
-        "below.</p></noscript>",
-        f'<script type="application/json" id="sb-grid">{data.grid_json}</script>',
-        f"<script>{script()}</script>",
-        "</section>"])
+    headers = [
+        "deployment",
+        "GPUs",
+        "in flight per replica",
+        "ITL",
+        "TPOT",
+        "tokens/s per GPU",
+        "memory per GPU",
+        "batch cap in budget",
+        "budget",
+    ]
+    head = "".join(
+        f'<th class="l">{esc(h)}</th>' if h in ("deployment", "budget") else f"<th>{esc(h)}</th>" for h in headers
+    )
+    return "\n".join(
+        [
+            '<section id="explore" class="explore">',
+            '<h2 id="explore-title">Explore: budget, system, engine, batch</h2>',
+            f'<p class="note">Move the budget or pick a system, engine or batch: the verdict, the bars and the table '
+            f"are looked up in a grid the planner computed for {len(grid['budgets'])} budgets (every sentence is "
+            f"the planner's own). The sections below show the report's own budget.</p>",
+            _controls(grid),
+            f'<div id="sb-verdict" class="verdict" aria-live="polite">{_initial_verdict(grid)}</div>',
+            '<figure id="sb-bars-figure"><div id="sb-bars"></div><figcaption>Inter-token latency of each plan at the '
+            "selected batch, split into compute, communication and host time (per-step overhead). Faded: the plan "
+            "does not fit in GPU memory. Dashed: the budget. Bold: the plan to run under it.</figcaption></figure>",
+            '<h3 id="explore-deploy">Deployments under the selected engine, batch and budget</h3>',
+            f'<table id="sb-deploy"><thead><tr>{head}</tr></thead><tbody></tbody></table>',
+            f'<p class="note">{esc(grid["deploy_note"])}</p>',
+            '<noscript><p class="note">The controls need JavaScript; every number is also in the sections '
+            "below.</p></noscript>",
+            f'<script type="application/json" id="sb-grid">{data.grid_json}</script>',
+            f"<script>{script()}</script>",
+            "</section>",
+        ]
+    )
 
 
 __all__ = ["CSS", "script", "script_hash", "section_explore"]

@@ -24,28 +24,31 @@ def svg_inline(fig, alt: str, fig_id: str) -> str:
     Its element ids are salted with `fig_id`, so that no two figures of the page share one."""
     svg = to_svg(fig, id_salt=fig_id)
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
-    svg = svg.replace("<style type=\"text/css\">*{", "<style type=\"text/css\">svg.sbfig *{", 1)
+    svg = svg.replace('<style type="text/css">*{', '<style type="text/css">svg.sbfig *{', 1)
     return svg.replace("<svg ", f'<svg class="sbfig" role="img" aria-label="{esc(alt)}" ', 1)
 
 
 def fig_block(fig_id: str, fig, caption: str) -> str:
     """A <figure> with the figure inline, named by its title (the finding) for screen readers."""
     title = fig._suptitle.get_text().replace("\n", " ") if getattr(fig, "_suptitle", None) else caption
-    return (f'<figure id="{fig_id}">{svg_inline(fig, title, fig_id)}'
-            f"<figcaption>{esc(caption)}</figcaption></figure>")
+    return f'<figure id="{fig_id}">{svg_inline(fig, title, fig_id)}<figcaption>{esc(caption)}</figcaption></figure>'
 
 
 _NUMERIC = re.compile(r"^[-+–]?(\d|–$|none$|never$|TP\d)")
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1,
-          classes: Sequence[Sequence[str]] | None = None) -> str:
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    left: int = 1,
+    classes: Sequence[Sequence[str]] | None = None,
+) -> str:
     """A table; the first `left` columns and every column that holds words are left-aligned,
     numbers right-aligned. `classes`: an extra CSS class per cell ('ok', 'bad', 'warn' or '')."""
     ncol = len(headers)
     lefts = [i < left or not all(_NUMERIC.match(str(row[i])) for row in rows if i < len(row)) for i in range(ncol)]
-    head = "".join(f'<th class="l">{esc(h)}</th>' if lefts[i] else f"<th>{esc(h)}</th>"
-                   for i, h in enumerate(headers))
+    head = "".join(f'<th class="l">{esc(h)}</th>' if lefts[i] else f"<th>{esc(h)}</th>" for i, h in enumerate(headers))
     body = []
     for k, row in enumerate(rows):
         cells = []
@@ -68,8 +71,9 @@ def launch_block(lines: Sequence[str]) -> str:
     """Command lines as a <pre class="launch">: the page wraps them at spaces only (never after a '-' inside
     an option name or a path), continued lines indented; the text, copied, is the command unchanged."""
     pieces = re.split(r"(\s+)", "\n".join(lines))
-    words = "".join(f"<span>{esc(p)}</span>" if p and not p.isspace() and len(p) <= NOWRAP_CHARS else esc(p)
-                    for p in pieces)
+    words = "".join(
+        f"<span>{esc(p)}</span>" if p and not p.isspace() and len(p) <= NOWRAP_CHARS else esc(p) for p in pieces
+    )
     return f'<pre class="launch">{words}</pre>'
 
 

@@ -44,7 +44,7 @@ def render(fig: Figure, fmt: str, *, id_salt: str = SVG_ID_SALT) -> bytes:
 def to_svg(fig: Figure, *, id_salt: str = SVG_ID_SALT) -> str:
     """Inline SVG (no XML prolog or DOCTYPE), ready to be placed in an HTML page."""
     text = render(fig, "svg", id_salt=id_salt).decode("utf-8")
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def check_path(path: str | os.PathLike, *, force: bool = True) -> str:
@@ -77,5 +77,14 @@ def _write(path: Path, data: bytes | str, what: str, *, force: bool) -> Path:
         raise FigureError(f"cannot write {what} to {path}: {err.strerror or err}") from None
 
 
-__all__ = ["FORMATS", "FigureError", "REPORT_SUFFIXES", "check_path", "check_report_path", "render", "save",
-           "to_svg", "write_html"]
+__all__ = [
+    "FORMATS",
+    "FigureError",
+    "REPORT_SUFFIXES",
+    "check_path",
+    "check_report_path",
+    "render",
+    "save",
+    "to_svg",
+    "write_html",
+]

@@ -69,13 +69,17 @@ footer { margin-top: 48px; color: var(--muted); font-size: 12.5px; border-top: 1
 """
 
 
-
 def render(data: ReportData, progress: Progress | None = None) -> str:
     """The report as one HTML document."""
     progress = progress or no_progress
     title = f"shardbudget: how far can {data.model} be sharded?"
-    parts = [f"<h1>{esc(title)}</h1>", _subtitle(data), _verdict(data), _verdict_table(data),
-             interactive.section_explore(data)]
+    parts = [
+        f"<h1>{esc(title)}</h1>",
+        _subtitle(data),
+        _verdict(data),
+        _verdict_table(data),
+        interactive.section_explore(data),
+    ]
     sections = list(SECTIONS)
     if data.measured:
         sections.append(("measured vs predicted", section_measured))
@@ -83,19 +87,26 @@ def render(data: ReportData, progress: Progress | None = None) -> str:
         progress(f"drawing {what}", k, len(sections))
         parts.append(section(data))
     progress("figures drawn", len(sections), len(sections))
-    parts += [section_deploy(data), section_answers(data), section_catalog(data), section_assumptions(data),
-              _footer(data)]
+    parts += [
+        section_deploy(data),
+        section_answers(data),
+        section_catalog(data),
+        section_assumptions(data),
+        _footer(data),
+    ]
     return _document(title, "\n".join(p for p in parts if p), scripted=data.grid is not None)
 
 
 def _subtitle(data: ReportData) -> str:
     st = data.settings
     budget = fmt_seconds(st.budget_s) if st.budget_s else "none"
-    return (f'<p class="sub">{esc(data.model)} ({esc(weights_words(data))} weights), context {st.context} tokens, '
-            f"decode batch {esc(', '.join(str(b) for b in st.batches))}, inter-token latency budget "
-            f"{esc(budget)}, {esc(engine_words(data))}; systems: "
-            f"{esc(', '.join(st.systems))}. All times are predictions of the model "
-            f"unless marked measured.</p>")
+    return (
+        f'<p class="sub">{esc(data.model)} ({esc(weights_words(data))} weights), context {st.context} tokens, '
+        f"decode batch {esc(', '.join(str(b) for b in st.batches))}, inter-token latency budget "
+        f"{esc(budget)}, {esc(engine_words(data))}; systems: "
+        f"{esc(', '.join(st.systems))}. All times are predictions of the model "
+        f"unless marked measured.</p>"
+    )
 
 
 def _verdict(data: ReportData) -> str:
@@ -110,8 +121,10 @@ def _verdict(data: ReportData) -> str:
     for spec, res in zip(data.specs, data.plans):
         own = " ".join(next(per_system) for _ in res.results)
         color = data.colors.get(spec.label, "#777")
-        parts.append(f'<li><span class="swatch" style="background:{esc(color)}"></span>'
-                     f"<b>{esc(system_finding(res))}</b>. {esc(own)}</li>")
+        parts.append(
+            f'<li><span class="swatch" style="background:{esc(color)}"></span>'
+            f"<b>{esc(system_finding(res))}</b>. {esc(own)}</li>"
+        )
     parts.append("</ul></section>")
     return "\n".join(parts)
 
@@ -119,18 +132,55 @@ def _verdict(data: ReportData) -> str:
 def _verdict_table(data: ReportData) -> str:
     rows = verdict_rows(data)
     threshold = comm_threshold(data.plans[0])
-    cls = [["", "", "", "ok" if r["meets"] else "bad", "", "",
-            "bad" if (r["comm_share"] or 0) > threshold else "", "",
-            "ok" if r["meets"] and not r["too_far"] else ("bad" if not r["meets"] else "warn")] for r in rows]
-    parts = ['<h2 id="verdict-table">Verdict per system and batch</h2>',
-             f'<p class="note">{esc(engine_words(data))}; fewest GPUs: the plan that fits on the fewest GPUs '
-             "(any TP x PP), as <code>plan</code> says it.</p>",
-             table(["system", "batch", "fewest GPUs (memory)", "max TP (budget)", "best plan", "ITL at best (ms)",
-                    "comm share at best", "all-reduce at best", "verdict"],
-                   [[r["system"], r["batch"], r["fewest_gpus"], fmt_tp(r["max_tp"]), r["best_plan"] or "none",
-                     fmt_ms(r["itl_s"]), fmt_pct(r["comm_share"]), r["allreduce"] or "–", r["verdict"]] for r in rows],
-                   left=1, classes=cls),
-             "<details><summary>What the planner says, in full</summary>"]
+    cls = [
+        [
+            "",
+            "",
+            "",
+            "ok" if r["meets"] else "bad",
+            "",
+            "",
+            "bad" if (r["comm_share"] or 0) > threshold else "",
+            "",
+            "ok" if r["meets"] and not r["too_far"] else ("bad" if not r["meets"] else "warn"),
+        ]
+        for r in rows
+    ]
+    parts = [
+        '<h2 id="verdict-table">Verdict per system and batch</h2>',
+        f'<p class="note">{esc(engine_words(data))}; fewest GPUs: the plan that fits on the fewest GPUs '
+        "(any TP x PP), as <code>plan</code> says it.</p>",
+        table(
+            [
+                "system",
+                "batch",
+                "fewest GPUs (memory)",
+                "max TP (budget)",
+                "best plan",
+                "ITL at best (ms)",
+                "comm share at best",
+                "all-reduce at best",
+                "verdict",
+            ],
+            [
+                [
+                    r["system"],
+                    r["batch"],
+                    r["fewest_gpus"],
+                    fmt_tp(r["max_tp"]),
+                    r["best_plan"] or "none",
+                    fmt_ms(r["itl_s"]),
+                    fmt_pct(r["comm_share"]),
+                    r["allreduce"] or "–",
+                    r["verdict"],
+                ]
+                for r in rows
+            ],
+            left=1,
+            classes=cls,
+        ),
+        "<details><summary>What the planner says, in full</summary>",
+    ]
     for res in data.plans:
         for br in res.results:
             parts.append(f"<p>{esc(br.verdict)}</p>")
@@ -141,10 +191,12 @@ def _verdict_table(data: ReportData) -> str:
 def _footer(data: ReportData) -> str:
     cfg = data.model_cfg
     scripts = "one inline script that reads the grid in the page" if data.grid is not None else "no scripts"
-    return (f"<footer>Written by shardbudget {esc(__version__)}. A single self-contained file: {scripts}, "
-            f"no fonts, no links to load. Model config: {esc(cfg.name)} "
-            f"({cfg.num_layers} layers, hidden {cfg.hidden_size}, {cfg.num_heads} heads / "
-            f"{cfg.num_kv_heads} KV heads).</footer>")
+    return (
+        f"<footer>Written by shardbudget {esc(__version__)}. A single self-contained file: {scripts}, "
+        f"no fonts, no links to load. Model config: {esc(cfg.name)} "
+        f"({cfg.num_layers} layers, hidden {cfg.hidden_size}, {cfg.num_heads} heads / "
+        f"{cfg.num_kv_heads} KV heads).</footer>"
+    )
 
 
 def _document(title: str, body: str, *, scripted: bool = False) -> str:
@@ -152,11 +204,13 @@ def _document(title: str, body: str, *, scripted: bool = False) -> str:
     # no script but the interactive section's own (by its hash).
     scripts = f" script-src {interactive.script_hash()};" if scripted else ""
     css = _CSS + (interactive.CSS if scripted else "")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"
-            f"{scripts} style-src 'unsafe-inline'; img-src data:\">\n"
-            f"<title>{esc(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
+        f"{scripts} style-src 'unsafe-inline'; img-src data:\">\n"
+        f"<title>{esc(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    )
 
 
 __all__ = ["render"]

@@ -98,5 +98,14 @@ def _pick_clause(brs, budget: float | None) -> str:
     return text + ("; within it " + ", ".join(picks) if picks else "")
 
 
-__all__ = ["batch_result", "budget_words", "comm_threshold", "fabric_words", "plan_batches", "result_label",
-           "system_finding", "too_far_tps", "tp_line"]
+__all__ = [
+    "batch_result",
+    "budget_words",
+    "comm_threshold",
+    "fabric_words",
+    "plan_batches",
+    "result_label",
+    "system_finding",
+    "too_far_tps",
+    "tp_line",
+]

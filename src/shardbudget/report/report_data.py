@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..decide.report_answers import (FABRIC_OP, FabricCurve, ReportAnswers, ReportSettings, SystemSpec,
-                                     parse_system_spec)
+from ..decide.report_answers import FABRIC_OP, FabricCurve, ReportAnswers, ReportSettings, SystemSpec, parse_system_spec
 from ..decide.request import Request
 from ..fabric.hardware import Catalog
 from ..model import ModelConfig
@@ -48,26 +47,50 @@ class ReportData:
 def grid_deploy_note(req: Request) -> str:
     """What the interactive deployment table answers: deploy --batch B with deploy's defaults."""
     w = req.served_workload
-    return ("Every way to split the system's GPUs into identical replicas (shardbudget deploy --batch B: every GPU of "
-            f"its nodes, served at input {w.input_len} / output {w.output_len} tokens, deploy's defaults), each at "
-            "the selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s per GPU first "
-            f"among those that meet the budget; {w.judged_words}. The plans above decode at the report's context: the "
-            "same budget judges their ITL. The last but one column is deploy's own answer, the batch cap within the "
-            "budget.")
+    return (
+        "Every way to split the system's GPUs into identical replicas (shardbudget deploy --batch B: every GPU of "
+        f"its nodes, served at input {w.input_len} / output {w.output_len} tokens, deploy's defaults), each at "
+        "the selected batch (a PP replica keeps PP micro-batches of it in flight), best tokens/s per GPU first "
+        f"among those that meet the budget; {w.judged_words}. The plans above decode at the report's context: the "
+        "same budget judges their ITL. The last but one column is deploy's own answer, the batch cap within the "
+        "budget."
+    )
 
 
 def view(ans: ReportAnswers) -> ReportData:
     """The report's data from the request's answers: the grid built (and its size checked) from the
     answers' verdicts and options, one colour per system."""
     labels = [s.label for s in ans.specs]
-    grid = (build_grid(ans.grid, model=ans.request.model.name, systems=labels, budget_s=ans.settings.budget_s,
-                       deploy_note=grid_deploy_note(ans.request)) if ans.grid else None)
-    return ReportData(model=ans.request.model.name, model_cfg=ans.request.model, request=ans.request,
-                      specs=list(ans.specs), plans=list(ans.plans), fabric=list(ans.fabric), marks=list(ans.marks),
-                      answers=list(ans.answers), answers_error=ans.answers_error, measured=list(ans.measured),
-                      settings=ans.settings, catalog=ans.request.scenario.catalog, colors=system_colors(labels),
-                      grid=grid, grid_json=grid_json(grid) if grid else None, deployments=list(ans.deployments),
-                      table_sizes=ans.table_sizes)
+    grid = (
+        build_grid(
+            ans.grid,
+            model=ans.request.model.name,
+            systems=labels,
+            budget_s=ans.settings.budget_s,
+            deploy_note=grid_deploy_note(ans.request),
+        )
+        if ans.grid
+        else None
+    )
+    return ReportData(
+        model=ans.request.model.name,
+        model_cfg=ans.request.model,
+        request=ans.request,
+        specs=list(ans.specs),
+        plans=list(ans.plans),
+        fabric=list(ans.fabric),
+        marks=list(ans.marks),
+        answers=list(ans.answers),
+        answers_error=ans.answers_error,
+        measured=list(ans.measured),
+        settings=ans.settings,
+        catalog=ans.request.scenario.catalog,
+        colors=system_colors(labels),
+        grid=grid,
+        grid_json=grid_json(grid) if grid else None,
+        deployments=list(ans.deployments),
+        table_sizes=ans.table_sizes,
+    )
 
 
 __all__ = ["FABRIC_OP", "FabricCurve", "ReportData", "ReportSettings", "SystemSpec", "parse_system_spec", "view"]

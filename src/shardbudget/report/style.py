@@ -34,15 +34,29 @@ BATCH_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
 _RC = {
-    "font.size": 10, "axes.titlesize": 10.5, "axes.labelsize": 10, "legend.fontsize": 8.5,
-    "xtick.labelsize": 9, "ytick.labelsize": 9, "figure.titlesize": 12, "figure.titleweight": "bold",
-    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.25,
-    "grid.linewidth": 0.6, "legend.frameon": False, "figure.dpi": 100, "savefig.dpi": 130,
+    "font.size": 10,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "figure.titlesize": 12,
+    "figure.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+    "figure.dpi": 100,
+    "savefig.dpi": 130,
     "figure.facecolor": "white",
-    "axes.facecolor": "white", "savefig.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
     # SVG text as <text> elements: a fraction of the size of glyph paths, searchable in a page, and
     # no font files to embed; browsers fall back to their sans-serif where DejaVu is missing.
-    "svg.fonttype": "none", "font.family": "sans-serif",
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"],
 }
 
@@ -51,12 +65,14 @@ _RC = {
 def figure_style(rc: Mapping[str, object] | None = None):
     """The shared rcParams (plus `rc`), for building a figure and again for saving it."""
     import matplotlib
+
     with matplotlib.rc_context(_RC | dict(rc or {})):
         yield
 
 
 def new_figure(width_in: float, height_in: float) -> Figure:
     from matplotlib.figure import Figure
+
     return Figure(figsize=(width_in, height_in), layout="constrained")
 
 
@@ -67,18 +83,20 @@ def finding_title(fig: Figure, text: str) -> None:
     fig.suptitle("\n".join(textwrap.wrap(text, width_chars)) or text, ha="center")
 
 
-def legend_patch(color: str, label: str, *, hatch: str | None = None, edge: str | None = None,
-                 alpha: float = 1.0):
+def legend_patch(color: str, label: str, *, hatch: str | None = None, edge: str | None = None, alpha: float = 1.0):
     from matplotlib.patches import Patch
+
     return Patch(facecolor=color, edgecolor=edge or color, hatch=hatch, alpha=alpha, label=label)
 
 
 def legend_line(label: str, **kwargs):
     from matplotlib.lines import Line2D
+
     return Line2D([], [], label=label, **kwargs)
 
 
 # --- colours ----------------------------------------------------------------------------------
+
 
 def system_colors(labels: Sequence[str]) -> dict[str, str]:
     """One colour per system label, in the given order (a report passes all its labels once)."""
@@ -121,13 +139,14 @@ def _pow2_locator(max_ticks: int = BYTE_TICKS):
                 exps = range(math.ceil(e_lo / step) * step, e_hi + 1, step)
                 if len(exps) <= max_ticks:
                     break
-            return [2.0 ** e for e in exps]
+            return [2.0**e for e in exps]
 
     return Pow2Locator()
 
 
 def bytes_axis(axis) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     axis.set_major_locator(_pow2_locator())
     axis.set_minor_locator(LogLocator(base=2, subs=(1.0,), numticks=60))
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v) if v > 0 else ""))
@@ -152,20 +171,26 @@ def seconds_axis(axis) -> None:
         log_axis(axis, format_seconds)
         return
     from matplotlib.ticker import FuncFormatter
+
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v) if v > 0 else "0"))
 
 
 def ms_axis(axis) -> None:
     from matplotlib.ticker import FuncFormatter
+
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 1e3:g}"))
 
 
 # --- labels that no line crosses --------------------------------------------------------------
 
+
 def drawn_lines(ax) -> list:
     """The axes' visible lines (not marker-only) as paths in display coordinates."""
-    return [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
-            if line.get_visible() and line.get_linestyle() not in ("None", "none", "", " ")]
+    return [
+        line.get_transform().transform_path(line.get_path())
+        for line in ax.get_lines()
+        if line.get_visible() and line.get_linestyle() not in ("None", "none", "", " ")
+    ]
 
 
 def crossings(box, lines) -> int:
@@ -180,6 +205,7 @@ def place_labels(fig: Figure, placements) -> None:
     the least crossed, on a white box drawn over the lines. Call it when the figure is complete (the
     layout is computed here, once, and the labels are kept out of it)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     placements = list(placements)
     if not placements:
         return
@@ -211,6 +237,25 @@ def place_labels(fig: Figure, placements) -> None:
         taken.append(text.get_window_extent(renderer))
 
 
-__all__ = ["BATCH_STYLES", "MARKERS", "PALETTE", "PART_COLORS", "TOO_FAR_COLOR", "WINDOW_COLOR", "bytes_axis",
-           "colors_for", "crossings", "drawn_lines", "figure_style", "finding_title", "legend_line", "legend_patch",
-           "log_axis", "ms_axis", "new_figure", "place_labels", "seconds_axis", "system_colors"]
+__all__ = [
+    "BATCH_STYLES",
+    "MARKERS",
+    "PALETTE",
+    "PART_COLORS",
+    "TOO_FAR_COLOR",
+    "WINDOW_COLOR",
+    "bytes_axis",
+    "colors_for",
+    "crossings",
+    "drawn_lines",
+    "figure_style",
+    "finding_title",
+    "legend_line",
+    "legend_patch",
+    "log_axis",
+    "ms_axis",
+    "new_figure",
+    "place_labels",
+    "seconds_axis",
+    "system_colors",
+]

@@ -19,13 +19,23 @@ def verdict_rows(data: ReportData) -> list[dict]:
         for br in res.results:
             v = br.judgement
             best, small = (v.best, v.smallest) if v else (None, None)
-            out.append({"system": spec.label, "batch": br.batch, "min_tp": br.min_tp_memory,
-                        "fewest_gpus": f"{small.gpus} ({small.label()})" if small else "none",
-                        "max_tp": br.max_tp_budget, "best_tp": br.best_tp, "best_plan": best.label() if best else None,
-                        "itl_s": best.itl_s if best else None, "comm_share": best.comm_share if best else None,
-                        "allreduce": _allreduce(best),
-                        "verdict": _short_verdict(v, res.budget_s), "meets": br.max_tp_budget is not None,
-                        "too_far": [r.label() for r in v.too_far] if v else []})
+            out.append(
+                {
+                    "system": spec.label,
+                    "batch": br.batch,
+                    "min_tp": br.min_tp_memory,
+                    "fewest_gpus": f"{small.gpus} ({small.label()})" if small else "none",
+                    "max_tp": br.max_tp_budget,
+                    "best_tp": br.best_tp,
+                    "best_plan": best.label() if best else None,
+                    "itl_s": best.itl_s if best else None,
+                    "comm_share": best.comm_share if best else None,
+                    "allreduce": _allreduce(best),
+                    "verdict": _short_verdict(v, res.budget_s),
+                    "meets": br.max_tp_budget is not None,
+                    "too_far": [r.label() for r in v.too_far] if v else [],
+                }
+            )
     return out
 
 
@@ -40,8 +50,11 @@ def engine_words(data: ReportData) -> str:
     st = data.settings
     a = data.plans[0].assumptions
     nccl = f", NCCL {a.nccl}" if a.nccl else ""
-    return f"engine {st.engine}, " + (f"every all-reduce forced to {st.impl}" if st.impl
-                                      else "all-reduce as the engine picks it by size") + nccl
+    return (
+        f"engine {st.engine}, "
+        + (f"every all-reduce forced to {st.impl}" if st.impl else "all-reduce as the engine picks it by size")
+        + nccl
+    )
 
 
 def weights_words(data: ReportData) -> str:
@@ -58,9 +71,13 @@ def _short_verdict(v, budget_s) -> str:
         return "does not fit in memory under any plan"
     text = f"latency-optimal {v.best.label()}"
     if budget_s is not None:
-        text += (f", within {budget_words(budget_s)}" if v.best.meets_budget else
-                 f"; within {budget_words(budget_s)} pick {v.pick.label()}" if v.pick else
-                 f"; nothing meets {budget_words(budget_s)}")
+        text += (
+            f", within {budget_words(budget_s)}"
+            if v.best.meets_budget
+            else f"; within {budget_words(budget_s)} pick {v.pick.label()}"
+            if v.pick
+            else f"; nothing meets {budget_words(budget_s)}"
+        )
     if v.comm_bound:
         text += f"; comm-bound ({100 * v.best.comm_share:.0f}% communication)"
     if v.too_far:
@@ -94,16 +111,25 @@ def headline(data: ReportData) -> str:
         at = "batch " + " and ".join(str(b) for b in bs)
         parts.append(f"{key[0]} at {key[1]} is the plan to pick at {at}" if key else f"no system makes it at {at}")
     text = f"{within}, " + "; ".join(parts) + "."
-    bound = [(result_label(res), br.batch, br.judgement.best) for res in data.plans for br in res.results
-             if br.judgement and br.judgement.comm_bound]
+    bound = [
+        (result_label(res), br.batch, br.judgement.best)
+        for res in data.plans
+        for br in res.results
+        if br.judgement and br.judgement.comm_bound
+    ]
     if bound:
         worst = max(bound, key=lambda x: x[2].comm_share)
-        text += (f" Comm-bound (communication over {100 * _threshold(data):.0f}% of the latency-optimal plan's "
-                 f"token): " + ", ".join(sorted({f"{label} at batch {b}" for label, b, _ in bound}))
-                 + f"; worst {worst[0]} at batch {worst[1]}, {100 * worst[2].comm_share:.0f}%.")
+        text += (
+            f" Comm-bound (communication over {100 * _threshold(data):.0f}% of the latency-optimal plan's "
+            f"token): "
+            + ", ".join(sorted({f"{label} at batch {b}" for label, b, _ in bound}))
+            + f"; worst {worst[0]} at batch {worst[1]}, {100 * worst[2].comm_share:.0f}%."
+        )
     else:
-        text += (f" Communication stays under {100 * _threshold(data):.0f}% of the latency-optimal plan's token "
-                 "on every system.")
+        text += (
+            f" Communication stays under {100 * _threshold(data):.0f}% of the latency-optimal plan's token "
+            "on every system."
+        )
     return text
 
 
@@ -122,8 +148,10 @@ def summary_sentences(data: ReportData) -> list[str]:
             out.append(f"At batch {b}, no system has a plan within {within}.")
             continue
         r, label = rec
-        out.append(f"At batch {b}, the plan to pick within {within} is {label} at {r.label()}: "
-                   f"{fmt_seconds(r.judged_s)} per token, {100 * r.comm_share:.0f}% of it communication.")
+        out.append(
+            f"At batch {b}, the plan to pick within {within} is {label} at {r.label()}: "
+            f"{fmt_seconds(r.judged_s)} per token, {100 * r.comm_share:.0f}% of it communication."
+        )
     for res in data.plans:
         for br in res.results:
             out.append(f"{result_label(res)}, {br.verdict}")

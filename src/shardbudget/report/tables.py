@@ -53,7 +53,9 @@ def text_width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
-console = Console(soft_wrap=True, width=terminal_width(), markup=False, emoji=False)  # cells are plain text: no markup or :emoji: parsing (start-up)
+console = Console(
+    soft_wrap=True, width=terminal_width(), markup=False, emoji=False
+)  # cells are plain text: no markup or :emoji: parsing (start-up)
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,9 @@ def _groups(cols: list[Col], widths: list[int], keys: int, width: int) -> list[l
     return groups
 
 
-def print_table(title: str, cols: list[Col], rows: list[list[str]], *, keys: int = 1, caption: str | None = None) -> None:
+def print_table(
+    title: str, cols: list[Col], rows: list[list[str]], *, keys: int = 1, caption: str | None = None
+) -> None:
     """A table that fits the terminal (module docstring): full headers if they fit, else short ones,
     else the columns folded into several tables, each repeating the first `keys` columns."""
     title, caption = terminal(title), caption and terminal(caption)
@@ -136,8 +140,12 @@ def wrap(text: str, width: int | None) -> str:
     for line in text.split("\n"):
         lead = "# " if line.startswith("# ") else ""
         glued = _UNIT.sub("\\1\x00", line)
-        out.append(textwrap.fill(glued, width, subsequent_indent=lead, break_long_words=False,
-                                 break_on_hyphens=False).replace("\x00", " ") or line)
+        out.append(
+            textwrap.fill(glued, width, subsequent_indent=lead, break_long_words=False, break_on_hyphens=False).replace(
+                "\x00", " "
+            )
+            or line
+        )
     return "\n".join(out)
 
 
@@ -153,35 +161,71 @@ def say(text: str) -> None:
 
 
 def fabrics_dict(cat: Catalog) -> dict:
-    return {"fabrics": [to_dict(f) for f in cat.fabrics.values()],
-            "gpus": [to_dict(g) for g in cat.gpus.values()],
-            "systems": [_system_summary(s) for s in cat.systems.values()],
-            "host_staged": [to_dict(r) for r in cat.host_staged.values()]}
+    return {
+        "fabrics": [to_dict(f) for f in cat.fabrics.values()],
+        "gpus": [to_dict(g) for g in cat.gpus.values()],
+        "systems": [_system_summary(s) for s in cat.systems.values()],
+        "host_staged": [to_dict(r) for r in cat.host_staged.values()],
+    }
 
 
 def _system_summary(s) -> dict:
-    return {"name": s.name, "description": s.description, "gpu": s.gpu.name, "gpus_per_node": s.gpus_per_node,
-            "topology": s.topology, "intra_fabric": s.intra_fabric.name,
-            "fallback_fabric": s.fallback_fabric.name if s.fallback_fabric else None,
-            "socket_fabric": s.socket_fabric.name if s.socket_fabric else None,
-            "gpus_per_socket": s.gpus_per_socket,
-            "nic_fabric": s.nic_fabric.name if s.nic_fabric else None, "nics_per_node": s.nics_per_node,
-            "rail_optimized": s.rail_optimized, "degraded": s.degraded, "source": s.source}
+    return {
+        "name": s.name,
+        "description": s.description,
+        "gpu": s.gpu.name,
+        "gpus_per_node": s.gpus_per_node,
+        "topology": s.topology,
+        "intra_fabric": s.intra_fabric.name,
+        "fallback_fabric": s.fallback_fabric.name if s.fallback_fabric else None,
+        "socket_fabric": s.socket_fabric.name if s.socket_fabric else None,
+        "gpus_per_socket": s.gpus_per_socket,
+        "nic_fabric": s.nic_fabric.name if s.nic_fabric else None,
+        "nics_per_node": s.nics_per_node,
+        "rail_optimized": s.rail_optimized,
+        "degraded": s.degraded,
+        "source": s.source,
+    }
 
 
 def print_fabrics(cat: Catalog, systems: bool = False) -> None:
-    cols = [Col("name", justify="left"), Col("kind", justify="left"), Col("peak"), Col("achievable", "achiev."),
-            Col("hop LL", "LL"), Col("hop Simple", "Simple"), Col("NVLS"), Col("P2P"),
-            Col("source", justify="left", wrap=True, min_wrap=30)]
-    rows = [[f.name, f.kind, format_rate(f.bytes_per_s), format_rate(f.achievable_bytes_per_s),
-             format_seconds(f.hop_latency_s["ll"]), format_seconds(f.hop_latency_s["simple"]),
-             "yes" if f.in_switch_reduction else "", "yes" if f.p2p else "no", f.source] for f in cat.fabrics.values()]
+    cols = [
+        Col("name", justify="left"),
+        Col("kind", justify="left"),
+        Col("peak"),
+        Col("achievable", "achiev."),
+        Col("hop LL", "LL"),
+        Col("hop Simple", "Simple"),
+        Col("NVLS"),
+        Col("P2P"),
+        Col("source", justify="left", wrap=True, min_wrap=30),
+    ]
+    rows = [
+        [
+            f.name,
+            f.kind,
+            format_rate(f.bytes_per_s),
+            format_rate(f.achievable_bytes_per_s),
+            format_seconds(f.hop_latency_s["ll"]),
+            format_seconds(f.hop_latency_s["simple"]),
+            "yes" if f.in_switch_reduction else "",
+            "yes" if f.p2p else "no",
+            f.source,
+        ]
+        for f in cat.fabrics.values()
+    ]
     print_table("Fabrics (bandwidth per GPU or per NIC port, per direction)", cols, rows)
     if not systems:
         return
-    cols = [Col("name", justify="left"), Col("GPUs"), Col("GPU", justify="left"), Col("topology", "topo", justify="left"),
-            Col("intra-node", "intra", justify="left"), Col("scale-out", "NICs", justify="left"),
-            Col("source", justify="left", wrap=True, min_wrap=30)]
+    cols = [
+        Col("name", justify="left"),
+        Col("GPUs"),
+        Col("GPU", justify="left"),
+        Col("topology", "topo", justify="left"),
+        Col("intra-node", "intra", justify="left"),
+        Col("scale-out", "NICs", justify="left"),
+        Col("source", justify="left", wrap=True, min_wrap=30),
+    ]
     rows = []
     for sy in cat.systems.values():
         nic = f"{sy.nics_per_node}x {sy.nic_fabric.name}" if sy.nic_fabric else "-"
@@ -190,10 +234,25 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
         source = f"DEGRADED, not a reference: {sy.degraded}. {sy.source}" if sy.degraded else sy.source
         rows.append([sy.name, str(sy.gpus_per_node), sy.gpu.name, sy.topology, intra, nic, source])
     print_table("Systems (nodes)", cols, rows)
-    cols = [Col("name", justify="left"), Col("memory"), Col("mem bandwidth", "mem BW"), Col("BF16"), Col("FP8"),
-            Col("source", justify="left", wrap=True, min_wrap=30)]
-    rows = [[gpu.name, format_decimal_bytes(gpu.memory_bytes), format_rate(gpu.mem_bytes_per_s),
-             f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s", _fp8_cell(gpu), gpu.source] for gpu in cat.gpus.values()]
+    cols = [
+        Col("name", justify="left"),
+        Col("memory"),
+        Col("mem bandwidth", "mem BW"),
+        Col("BF16"),
+        Col("FP8"),
+        Col("source", justify="left", wrap=True, min_wrap=30),
+    ]
+    rows = [
+        [
+            gpu.name,
+            format_decimal_bytes(gpu.memory_bytes),
+            format_rate(gpu.mem_bytes_per_s),
+            f"{gpu.bf16_flops_per_s / 1e12:.0f} TFLOP/s",
+            _fp8_cell(gpu),
+            gpu.source,
+        ]
+        for gpu in cat.gpus.values()
+    ]
     print_table("GPUs (dense tensor-core peaks)", cols, rows)
     if cat.host_staged:
         print_host_staged(cat)
@@ -202,17 +261,36 @@ def print_fabrics(cat: Catalog, systems: bool = False) -> None:
 def print_host_staged(cat: Catalog) -> None:
     """The host-staged (SHM) rings by platform, by generation within each (issue 34): what the pcieN-no-p2p
     fabrics and the CPU entries' socket streams quote."""
-    cols = [Col("name", justify="left"), Col("Gen"), Col("sockets", "skt"), Col("NUMA", justify="left"),
-            Col("GPUs on", "attach", justify="left"), Col("where", justify="left"), Col("GPUs"), Col("busbw"),
-            Col("source", justify="left", wrap=True, min_wrap=30)]
+    cols = [
+        Col("name", justify="left"),
+        Col("Gen"),
+        Col("sockets", "skt"),
+        Col("NUMA", justify="left"),
+        Col("GPUs on", "attach", justify="left"),
+        Col("where", justify="left"),
+        Col("GPUs"),
+        Col("busbw"),
+        Col("source", justify="left", wrap=True, min_wrap=30),
+    ]
     rows = []
     for r in sorted(cat.host_staged.values(), key=lambda r: (bool(r.degraded), r.sockets, r.pcie_gen, r.name)):
         source = r.source if r.measured else f"estimate: {r.source}"
-        rows.append([r.name, str(r.pcie_gen), str(r.sockets), r.numa, r.attach, r.environment, str(r.gpus),
-                     format_rate(r.busbw_bytes_per_s),
-                     f"DEGRADED, not a reference: {r.degraded}. {source}" if r.degraded else source])
-    print_table("Host-staged paths (all-reduce busbw of rings whose every hop is staged through host memory)",
-                cols, rows)
+        rows.append(
+            [
+                r.name,
+                str(r.pcie_gen),
+                str(r.sockets),
+                r.numa,
+                r.attach,
+                r.environment,
+                str(r.gpus),
+                format_rate(r.busbw_bytes_per_s),
+                f"DEGRADED, not a reference: {r.degraded}. {source}" if r.degraded else source,
+            ]
+        )
+    print_table(
+        "Host-staged paths (all-reduce busbw of rings whose every hop is staged through host memory)", cols, rows
+    )
 
 
 def _fp8_cell(gpu) -> str:
@@ -230,20 +308,30 @@ def impl_words(requested: str, costs, why_not: str | None = None) -> str:
     if requested == "nccl" or used == ["custom"]:
         return f"impl {used[0] if used else requested}"
     if used == ["nccl"]:
-        return f"impl {requested} requested, NCCL used: " + (
-            why_not or "every size is past its kernels' range")
+        return f"impl {requested} requested, NCCL used: " + (why_not or "every size is past its kernels' range")
     return f"impl {requested} where its kernels accept the size, NCCL elsewhere"
 
 
-def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossover: float,
-                why_not_custom: str | None = None, rule: str | None = None) -> None:
+def print_sweep(
+    group,
+    costs,
+    *,
+    op: str,
+    impl: str,
+    elem_bytes: float,
+    crossover: float,
+    why_not_custom: str | None = None,
+    rule: str | None = None,
+) -> None:
     """nccl-tests' column layout (count per rank), plus algorithm, protocol, implementation and the
     latency share of each row; `rule`: the engine's all-reduce rule the rows follow."""
     s = group.system
-    _out(f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
-          f"({s.gpu.name}, {s.intra_fabric.name}"
-          + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
-          + f"), {impl_words(impl, costs, why_not_custom)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]")
+    _out(
+        f"# shardbudget {op}: {s.name}, {group.ranks} GPUs on {group.nodes} node(s) "
+        f"({s.gpu.name}, {s.intra_fabric.name}"
+        + (f", {s.nics_per_node}x {s.nic_fabric.name}" if group.nodes > 1 and s.nic_fabric else "")
+        + f"), {impl_words(impl, costs, why_not_custom)}, NCCL {nccl_words(group.catalog, impl if impl in ENGINES else None)}  [predicted]"
+    )
     if impl == "custom" and why_not_custom:
         _out(f"# note: {why_not_custom}")
     if s.degraded:  # the catalog's words, read, not priced (issue 34: a degraded box says so where shown)
@@ -252,23 +340,35 @@ def print_sweep(group, costs, *, op: str, impl: str, elem_bytes: float, crossove
         _out(f"# {impl} rule: {rule}")
     if group.nodes > 1 and s.nic_fabric is not None:
         _out(f"# network: {describe_net_path(s, group.catalog.nccl)}")
-    _out(f"# crossover (bandwidth term > latency term): "
-          f"{format_bytes(crossover) if crossover != float('inf') else 'never'}")
-    _out(f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
-          f"  {'algorithm':<12} {'proto':<6} {'impl':<6} {'lat%':>5}")
+    _out(
+        f"# crossover (bandwidth term > latency term): "
+        f"{format_bytes(crossover) if crossover != float('inf') else 'never'}"
+    )
+    _out(
+        f"#{'size':>12} {'count':>12} {'time(µs)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
+        f"  {'algorithm':<12} {'proto':<6} {'impl':<6} {'lat%':>5}"
+    )
     for c in costs:
         count = nccl_tests_count(op, c.msg_bytes, elem_bytes, group.ranks)
-        _out(f" {int(c.msg_bytes):>12d} {count:>12d} {c.time_s * 1e6:>10.2f} "
-              f"{c.algbw_bytes_per_s / 1e9:>12.2f} {c.busbw_bytes_per_s / 1e9:>12.2f}  "
-              f"{c.algorithm:<12} {c.protocol:<6} {c.impl:<6} {100 * c.latency_share:>5.0f}")
+        _out(
+            f" {int(c.msg_bytes):>12d} {count:>12d} {c.time_s * 1e6:>10.2f} "
+            f"{c.algbw_bytes_per_s / 1e9:>12.2f} {c.busbw_bytes_per_s / 1e9:>12.2f}  "
+            f"{c.algorithm:<12} {c.protocol:<6} {c.impl:<6} {100 * c.latency_share:>5.0f}"
+        )
 
 
 def print_compare(result) -> None:
     cols = [Col("message"), Col("why", justify="left", wrap=True, min_wrap=12)]
     cols += [Col(s) for s in result.systems] + [Col("slowest / fastest", "max/min")]
-    rows = [[format_bytes(row.msg_bytes), row.label, *(f"{format_seconds(x.time_s)} ({x.algorithm}/{x.protocol})"
-                                                      for x in row.costs), f"{row.ratio:.1f}x"]
-            for row in result.rows]
+    rows = [
+        [
+            format_bytes(row.msg_bytes),
+            row.label,
+            *(f"{format_seconds(x.time_s)} ({x.algorithm}/{x.protocol})" for x in row.costs),
+            f"{row.ratio:.1f}x",
+        ]
+        for row in result.rows
+    ]
     print_table(f"{result.op} on {result.gpus_label}: predicted time per call", cols, rows)
     for name, cross, note in zip(result.systems, result.crossovers, result.notes):
         _out(f"  {name}: crossover {format_bytes(cross) if cross != float('inf') else 'never'}; {note}")
@@ -282,8 +382,10 @@ def print_plan(result) -> None:
     weights = result.dtype + (f", {experts} experts" if experts and experts != result.dtype else "")
     engine = " ".join(str(x) for x in (a.engine, a.engine_version) if x)
     nccl = f", NCCL {a.nccl}" if a.nccl else ""
-    say(f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, {a.judged} budget {budget}{ttft}, "
-          f"engine {engine}{nccl}, weights {weights}")
+    say(
+        f"# {result.model} on {result.nodes} x {result.system}, context {result.context}, {a.judged} budget {budget}{ttft}, "
+        f"engine {engine}{nccl}, weights {weights}"
+    )
     for tp, words in a.allreduce.items():
         say(f"# all-reduce at {tp}: {words}")
     if a.settings.moe_a2a != "nccl":
@@ -298,12 +400,24 @@ def print_plan(result) -> None:
         tail = any(r.itl_p99_s is not None for r in br.rows)  # a --jitter log measured the calls' spread
         served = any(r.tpot_s is not None for r in br.rows)  # --input-len/--output-len: the served TPOT
         ttft_ok = bool(result.ttft_budget_s)  # which rows the TTFT budget fails
-        cols = [Col("tp"), Col("pp"), Col("ep"), Col("dp"), Col("ITL ms", "ITL"),
-                *([Col("TPOT ms", "TPOT")] if served else []),
-                *([Col("p99 ITL ms", "p99")] if tail else []), Col("compute ms", "comp"), Col("comm ms", "comm"),
-                Col("host ms", "host"), Col("comm %", "c%"), Col("TTFT ms", "TTFT"),
-                *([Col("TTFT ok", "T ok")] if ttft_ok else []), Col("GB/GPU", "GB"),
-                Col("fits"), Col("verdict", justify="left", wrap=True, min_wrap=10)]
+        cols = [
+            Col("tp"),
+            Col("pp"),
+            Col("ep"),
+            Col("dp"),
+            Col("ITL ms", "ITL"),
+            *([Col("TPOT ms", "TPOT")] if served else []),
+            *([Col("p99 ITL ms", "p99")] if tail else []),
+            Col("compute ms", "comp"),
+            Col("comm ms", "comm"),
+            Col("host ms", "host"),
+            Col("comm %", "c%"),
+            Col("TTFT ms", "TTFT"),
+            *([Col("TTFT ok", "T ok")] if ttft_ok else []),
+            Col("GB/GPU", "GB"),
+            Col("fits"),
+            Col("verdict", justify="left", wrap=True, min_wrap=10),
+        ]
         rows = []
         for r in br.rows:
             verdict = r.verdict + (" (comm-bound)" if r.comm_bound and r.fits_memory else "")
@@ -311,28 +425,56 @@ def print_plan(result) -> None:
             tpot = [f"{r.tpot_s * 1e3:.2f}" if r.tpot_s is not None else "-"] if served else []
             ok = ["yes" if r.ttft_s <= result.ttft_budget_s else "no"] if ttft_ok else []
             compute, comm, host = r.judged_parts  # of the time the budget judges: the TPOT where served, else the ITL
-            rows.append([str(r.tp), str(r.pp), str(r.ep), str(r.dp), f"{r.itl_s * 1e3:.2f}", *tpot, *p99,
-                         f"{compute * 1e3:.2f}", f"{comm * 1e3:.2f}", f"{host * 1e3:.2f}",
-                         f"{100 * r.comm_share:.0f}", f"{r.ttft_s * 1e3:.0f}", *ok, f"{r.mem_bytes_per_gpu / 1e9:.1f}",
-                         "yes" if r.fits_memory else "no", verdict])
+            rows.append(
+                [
+                    str(r.tp),
+                    str(r.pp),
+                    str(r.ep),
+                    str(r.dp),
+                    f"{r.itl_s * 1e3:.2f}",
+                    *tpot,
+                    *p99,
+                    f"{compute * 1e3:.2f}",
+                    f"{comm * 1e3:.2f}",
+                    f"{host * 1e3:.2f}",
+                    f"{100 * r.comm_share:.0f}",
+                    f"{r.ttft_s * 1e3:.0f}",
+                    *ok,
+                    f"{r.mem_bytes_per_gpu / 1e9:.1f}",
+                    "yes" if r.fits_memory else "no",
+                    verdict,
+                ]
+            )
         print_table(f"batch {br.batch}", cols, rows, keys=4)
         best = br.judgement.best.label() if br.judgement and br.judgement.best else None
         smallest = br.judgement.smallest.label() if br.judgement and br.judgement.smallest else None
-        say(f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
-              f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
-              f"latency-optimal: {best or 'none'}")
+        say(
+            f"fewest GPUs that fit: {f'{br.min_gpus_memory} ({smallest})' if smallest else 'none'}   "
+            f"max TP within budget: {f'TP{br.max_tp_budget}' if br.max_tp_budget else 'none'}   "
+            f"latency-optimal: {best or 'none'}"
+        )
         say(br.verdict)
         _out()
 
 
 _MEMORY_PARTS = ("weights", "kv_cache", "activations", "cuda_graphs", "comm_buffers", "cuda_context", "total")
-_MEMORY_SHORT = {"weights": "wts", "kv_cache": "KV", "activations": "act", "cuda_graphs": "graphs",
-                 "comm_buffers": "comm", "cuda_context": "ctx", "total": "total"}
+_MEMORY_SHORT = {
+    "weights": "wts",
+    "kv_cache": "KV",
+    "activations": "act",
+    "cuda_graphs": "graphs",
+    "comm_buffers": "comm",
+    "cuda_context": "ctx",
+    "total": "total",
+}
 
 
 def _memory_cols(first: str, extra: tuple[str, ...] = ()) -> list[Col]:
-    return ([Col(first, justify="left"), *(Col(e) for e in extra)]
-            + [Col(p.replace("_", " "), _MEMORY_SHORT[p]) for p in _MEMORY_PARTS] + [Col("fits")])
+    return (
+        [Col(first, justify="left"), *(Col(e) for e in extra)]
+        + [Col(p.replace("_", " "), _MEMORY_SHORT[p]) for p in _MEMORY_PARTS]
+        + [Col("fits")]
+    )
 
 
 def _memory_cells(memory: dict | None) -> list[str]:
@@ -343,39 +485,61 @@ def print_memory(result) -> None:
     """Per batch and plan: what the engine allocates on the most loaded GPU, GB."""
     for br in result.results:
         rows = [[r.label(), *_memory_cells(r.memory), "yes" if r.fits_memory else "no"] for r in br.rows]
-        print_table(f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.engine})",
-                    _memory_cols("plan"), rows)
+        print_table(
+            f"memory per GPU, GB (batch {br.batch}; engine {result.assumptions.engine})", _memory_cols("plan"), rows
+        )
 
 
 def print_deploy_memory(result, *, rows: int | None = None) -> None:
     """deploy --memory: per option, at the batch it runs (its largest within the budgets, or --batch;
     batch 1 where none fits), what the engine allocates on the most loaded GPU, GB."""
     shown = result.options if rows is None else result.options[:rows]
-    cells = [[o.label(), str(o.max_batch or o.pp * (result.batch or 1)), *_memory_cells(o.memory),
-              "no" if o.binding == "memory" and not o.max_batch else "yes"] for o in shown]
-    print_table(f"memory per GPU, GB (per option at its batch; engine {result.engine})",
-                _memory_cols("option", ("batch",)), cells)
-
-
+    cells = [
+        [
+            o.label(),
+            str(o.max_batch or o.pp * (result.batch or 1)),
+            *_memory_cells(o.memory),
+            "no" if o.binding == "memory" and not o.max_batch else "yes",
+        ]
+        for o in shown
+    ]
+    print_table(
+        f"memory per GPU, GB (per option at its batch; engine {result.engine})",
+        _memory_cols("option", ("batch",)),
+        cells,
+    )
 
 
 def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     """The options, best first (the first `rows`; None: all), then the choice in words and its
     launch lines: with `rows` None (--all) every line, else one per shape of step where a launch
     has more than launch.layout.SUMMARY_STEPS (Launch.summary; --emit writes them all)."""
-    budgets = ", ".join(w for w in (f"{result.judged} budget {format_seconds(result.budget_s)}" if result.budget_s else "",
-                                    f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "")
-                        if w) or "no budget"
+    budgets = (
+        ", ".join(
+            w
+            for w in (
+                f"{result.judged} budget {format_seconds(result.budget_s)}" if result.budget_s else "",
+                f"TTFT budget {format_seconds(result.ttft_budget_s)}" if result.ttft_budget_s else "",
+            )
+            if w
+        )
+        or "no budget"
+    )
     w = result.workload
     load = f"context {w.context}" if w.context else f"input {w.input_len}, output {w.output_len} tokens"
     b = getattr(result, "batch", None)  # a PP replica: PP micro-batches of b, where plan's PP row holds b
     load += f", every option at batch {b} (a PP replica holds PP x {b}: its memory is plan's at PP x {b})" if b else ""
-    spec = f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}" \
-        if w.speculation else ""
+    spec = (
+        f", speculative {w.speculation.method} k={w.speculation.draft_tokens} a={w.speculation.acceptance:g}"
+        if w.speculation
+        else ""
+    )
     nccl = f", NCCL {result.nccl}" if getattr(result, "nccl", "") else ""
     engine = " ".join(x for x in (result.engine, getattr(result, "engine_version", "")) if x)
-    say(f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {engine}{nccl}, "
-          f"{load}{spec}; {budgets}")
+    say(
+        f"# {result.model} on {result.gpus} GPUs ({result.nodes} x {result.system}), engine {engine}{nccl}, "
+        f"{load}{spec}; {budgets}"
+    )
     degraded = [n for n in result.notes if DEGRADED_WORDS in n]  # in the header, as plan says it
     for note in degraded:
         say(f"# {note}")
@@ -385,8 +549,10 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     left = len(result.options) - len(shown)
     say(f"# {result.judged_words}")
     if getattr(result, "load", None) and result.best is not None:  # --rate/--users: the load beside the cap
-        say(f"# at {result.load}: {result.best.label()} runs {result.in_flight} sequences in flight per replica; "
-            f"the batch cap is each option's most within the budgets, the engines' largest batch")
+        say(
+            f"# at {result.load}: {result.best.label()} runs {result.in_flight} sequences in flight per replica; "
+            f"the batch cap is each option's most within the budgets, the engines' largest batch"
+        )
     if getattr(result, "tail", None):
         say(f"# {result.tail}")
     tail = any(o.itl_p99_s is not None for o in shown)  # --jitter: the p99 beside the mean, as plan's table
@@ -395,17 +561,33 @@ def print_deploy(result, *, rows: int | None = DEPLOY_ROWS) -> None:
     itl += [Col("p99 ITL ms", "p99")] if tail else []
     # per replica: the batch given (--batch), or the largest within the budgets, which the launch lines set
     batch = Col("in flight", "seqs") if getattr(result, "batch", None) else Col("batch cap", "cap")
-    cols = [Col("option", justify="left"), batch, *itl, Col("TTFT ms", "TTFT"),
-            Col("tok/s"), Col("tok/s/GPU", "/GPU"), Col("$/Mtok", "$/M"), Col("tok/J", "t/J"),
-            Col("tok/s/user", "/user"),
-            Col("GB/GPU", "GB"), Col("comm %", "c%"),
-            Col("binding", "binds", justify="left", wrap=True, min_wrap=8), Col("meets", "ok")]
+    cols = [
+        Col("option", justify="left"),
+        batch,
+        *itl,
+        Col("TTFT ms", "TTFT"),
+        Col("tok/s"),
+        Col("tok/s/GPU", "/GPU"),
+        Col("$/Mtok", "$/M"),
+        Col("tok/J", "t/J"),
+        Col("tok/s/user", "/user"),
+        Col("GB/GPU", "GB"),
+        Col("comm %", "c%"),
+        Col("binding", "binds", justify="left", wrap=True, min_wrap=8),
+        Col("meets", "ok"),
+    ]
     rows = [deploy_cells(o, tpot=tpot, tail=tail) for o in shown]
     cols, rows = _fit_costs(cols, rows, objective)
-    print_table(f"options (best {_BY.get(objective, '')}first)", cols, rows,
-                caption=f"{left} more options: --all shows every one, --json lists them" if left else None)
+    print_table(
+        f"options (best {_BY.get(objective, '')}first)",
+        cols,
+        rows,
+        caption=f"{left} more options: --all shows every one, --json lists them" if left else None,
+    )
     for note in result.notes:
-        if (note.startswith("warning:") and note not in degraded) or note.startswith("engine:"):  # engine: an older release
+        if (note.startswith("warning:") and note not in degraded) or note.startswith(
+            "engine:"
+        ):  # engine: an older release
             say(f"# {note}")
     if w.context:
         say(f"# TTFT: one {w.context}-token prompt prefilled alone, as plan prices a decode-only row's")
@@ -426,11 +608,16 @@ def _say_prices(costs) -> str:
     prices, objective = (costs.prices, costs.objective) if costs else ({}, "throughput")
     if prices:
         usd, watts = prices.get("usd_per_gpu_hour"), prices.get("gpu_watts")
-        say(f"# ranked by {objective}; "
-            + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)") + ", "
+        say(
+            f"# ranked by {objective}; "
+            + (f"${usd:g} per GPU-hour" if usd else "no GPU-hour price (--gpu-hour-usd)")
+            + ", "
             + (f"{watts:g} W per GPU" if watts else "no board power (--gpu-watts)")
-            + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else ""))
+            + (f" (not counted: {', '.join(prices['uncounted'])})" if prices.get("uncounted") else "")
+        )
     return objective
+
+
 _COSTS = {"cost": "$/Mtok", "energy": "tok/J"}
 
 
@@ -453,11 +640,20 @@ def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
     itl = [f"{o.itl_s * 1e3:.2f}", *([f"{o.tpot_s * 1e3:.2f}"] if tpot else [])]
     itl += [f"{o.itl_p99_s * 1e3:.2f}" if o.itl_p99_s is not None else "-"] if tail else []
     left = f" ({o.gpus_left} left)" if getattr(o, "gpus_left", 0) else ""  # GPUs it leaves idle (deploy.partial_splits)
-    return [o.label() + left, str(o.max_batch), *itl, "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
-            "–" if none else f"{o.tokens_per_s:,.0f}", "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
-            *_cost_cells(o.cost, none), "–" if none else f"{o.tokens_per_s_per_user:.1f}",
-            f"{o.mem_bytes_per_gpu / 1e9:.1f}",
-            f"{100 * o.comm_share:.0f}", o.binding, "yes" if o.meets_budget else "no"]
+    return [
+        o.label() + left,
+        str(o.max_batch),
+        *itl,
+        "–" if math.isnan(o.ttft_s) else f"{o.ttft_s * 1e3:.0f}",
+        "–" if none else f"{o.tokens_per_s:,.0f}",
+        "–" if none else f"{o.tokens_per_s_per_gpu:,.0f}",
+        *_cost_cells(o.cost, none),
+        "–" if none else f"{o.tokens_per_s_per_user:.1f}",
+        f"{o.mem_bytes_per_gpu / 1e9:.1f}",
+        f"{100 * o.comm_share:.0f}",
+        o.binding,
+        "yes" if o.meets_budget else "no",
+    ]
 
 
 def _cost_cells(c, none: bool) -> list[str]:
@@ -468,8 +664,10 @@ def _cost_cells(c, none: bool) -> list[str]:
     if c is None:
         return ["-", "-"]
     usd = c.usd_per_mtok
-    return ["-" if usd is None else f"{usd:.2f}" if usd < 10 else f"{usd:.1f}" if usd < 100 else f"{usd:,.0f}",
-            "-" if c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}"]
+    return [
+        "-" if usd is None else f"{usd:.2f}" if usd < 10 else f"{usd:.1f}" if usd < 100 else f"{usd:,.0f}",
+        "-" if c.tokens_per_joule is None else f"{c.tokens_per_joule:.2f}",
+    ]
 
 
 def print_fit(result) -> None:
@@ -479,13 +677,19 @@ def print_fit(result) -> None:
         _out(f"# {note}")
     _out(f"#{'size':>12} {'ranks':>6} {'nodes':>6} {'measured(µs)':>13} {'predicted(µs)':>14} {'error':>8}  algorithm")
     for r in sorted(result.residuals, key=lambda r: (r.ranks, r.msg_bytes)):
-        _out(f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
-              f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}")
-    _out(f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
-          f"over {len(result.residuals)} samples")
+        _out(
+            f" {int(r.msg_bytes):>12d} {r.ranks:>6d} {r.nodes:>6d} {r.measured_s * 1e6:>13.2f} "
+            f"{r.predicted_s * 1e6:>14.2f} {100 * r.rel_error:>7.1f}%  {r.algorithm}/{r.protocol}"
+        )
+    _out(
+        f"fit: median |error| {100 * result.median_abs_error:.1f}%, worst {100 * result.worst_abs_error:.1f}% "
+        f"over {len(result.residuals)} samples"
+    )
     if p.at_bound:
-        _out(f"warning: {', '.join(p.at_bound)} hit the limit of what is physical for {result.base_system}: "
-              f"these measurements do not look like that system (wrong --base-system, or not GPU collectives?)")
+        _out(
+            f"warning: {', '.join(p.at_bound)} hit the limit of what is physical for {result.base_system}: "
+            f"these measurements do not look like that system (wrong --base-system, or not GPU collectives?)"
+        )
     if result.heldout:
         parts = ", ".join(f"{n} GPUs {100 * e:.1f}%" for n, e in sorted(result.heldout.items()))
         _out(f"held out (fit without that GPU count, predict it): median |error| {parts}")

@@ -83,14 +83,29 @@ class StepModel:
 
     @cached_property
     def ops(self) -> OpPricer:
-        return engine_op_pricer(self.model, self.system, self.plan, precision=self.precision, eff=self.eff,
-                                engine=self.engine, impl=self.impl)
+        return engine_op_pricer(
+            self.model,
+            self.system,
+            self.plan,
+            precision=self.precision,
+            eff=self.eff,
+            engine=self.engine,
+            impl=self.impl,
+        )
 
     @cached_property
     def comms(self) -> CommPricer:
-        return CommPricer(model=self.model, system=self.system, plan=self.plan, catalog=self.catalog,
-                          impl=self.impl, engine=self.engine, precision=self.precision,
-                          moe_a2a=self.settings.moe_a2a, phase=self.phase)
+        return CommPricer(
+            model=self.model,
+            system=self.system,
+            plan=self.plan,
+            catalog=self.catalog,
+            impl=self.impl,
+            engine=self.engine,
+            precision=self.precision,
+            moe_a2a=self.settings.moe_a2a,
+            phase=self.phase,
+        )
 
     @property
     def groups(self) -> dict[str, Group | None]:
@@ -108,8 +123,15 @@ class StepModel:
         return self.ops.rates
 
     def work(self, batch, context) -> StepWork:
-        return step_work(self.model, self.plan, batch=batch, context=context, phase=self.phase,
-                         precision=self.precision, sequence_parallel=self.settings.sequence_parallel)
+        return step_work(
+            self.model,
+            self.plan,
+            batch=batch,
+            context=context,
+            phase=self.phase,
+            precision=self.precision,
+            sequence_parallel=self.settings.sequence_parallel,
+        )
 
     def evaluate(self, batch, context) -> StepArrays:
         """Step time and its parts for broadcastable arrays of batch and context."""
@@ -117,21 +139,30 @@ class StepModel:
         shape = np.broadcast(b, L).shape
         full, n_kernels, calls = self._gpu_parts(b, L, shape)
         half = self._gpu_parts(np.ceil(b / 2), L, shape)[0] if self.settings.overlap == "tbo" else None
-        gpu, compute, comm, comm_lat = overlap.exposed(self.settings.overlap, full, half=half,
-                                                        layers=self.model.num_layers, batch=b)
+        gpu, compute, comm, comm_lat = overlap.exposed(
+            self.settings.overlap, full, half=half, layers=self.model.num_layers, batch=b
+        )
         # eager engines launch every kernel from the host; the step cannot beat the launch loop, and
         # every collective waits for the slowest rank's host
-        host = n_kernels * self.eff.host_per_kernel_s + _host_collective_units(calls, self.plan.tp) * \
-            self.eff.host_per_collective_s
+        host = (
+            n_kernels * self.eff.host_per_kernel_s
+            + _host_collective_units(calls, self.plan.tp) * self.eff.host_per_collective_s
+        )
         # whether the GPU or the hosts set the pace, each collective starts when the slowest rank's
         # host has launched it: the skew adds to either, and is time spent in communication
         skew = self._rank_skew_s(calls)
         comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
         total = np.maximum(gpu, host) + skew + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
-        return StepArrays(total_s=total, compute_s=compute, comm_s=comm, comm_latency_s=comm_lat,
-                          other_s=total - compute - comm, launch_s=np.full(shape, n_kernels * self.eff.kernel_launch_s),
-                          calls=float(sum(c.count for c in calls)))
+        return StepArrays(
+            total_s=total,
+            compute_s=compute,
+            comm_s=comm,
+            comm_latency_s=comm_lat,
+            other_s=total - compute - comm,
+            launch_s=np.full(shape, n_kernels * self.eff.kernel_launch_s),
+            calls=float(sum(c.count for c in calls)),
+        )
 
     def _rank_skew_s(self, calls: list[CollectiveCall]) -> float:
         """Σ over TP / EP collectives of sigma x E[max of p standard normals] (see Efficiency)."""
@@ -145,8 +176,9 @@ class StepModel:
         the stage-free step's (`_stage`, shared by every PP degree) plus the sends between stages."""
         compute, gemm, n_kernels, calls, comm, comm_lat = self._stage._layer_parts(b, L, shape)
         if self.plan.pp > 1:
-            sends = merged(pipeline_calls(self.model, self.plan, batch=b, context=L, phase=self.phase,
-                                          precision=self.precision))
+            sends = merged(
+                pipeline_calls(self.model, self.plan, batch=b, context=L, phase=self.phase, precision=self.precision)
+            )
             send_s, send_lat = self.comms.comm_s(sends, shape)
             calls, comm, comm_lat = calls + sends, comm + send_s, comm_lat + send_lat
         parts = overlap.GpuParts(compute_s=compute, gemm_s=gemm, comm_s=comm, comm_latency_s=comm_lat)
@@ -159,9 +191,18 @@ class StepModel:
         degree of a TP x EP x DP plan, and are computed once for all of them."""
         if self.plan.pp == 1:
             return self
-        return compile_step(self.model, self.system, replace(self.plan, pp=1), self.catalog, impl=self.impl,
-                            engine=self.engine, precision=self.precision, phase=self.phase, eff=self.eff,
-                            settings=self.settings)
+        return compile_step(
+            self.model,
+            self.system,
+            replace(self.plan, pp=1),
+            self.catalog,
+            impl=self.impl,
+            engine=self.engine,
+            precision=self.precision,
+            phase=self.phase,
+            eff=self.eff,
+            settings=self.settings,
+        )
 
     @cached_property
     def _layer_prices(self) -> dict:
@@ -186,9 +227,15 @@ class StepModel:
 
     def step(self, batch: int, context: float) -> StepTime:
         r = self.evaluate(batch, context)
-        return StepTime(total_s=float(r.total_s), compute_s=float(r.compute_s), comm_s=float(r.comm_s),
-                        other_s=float(r.other_s), launch_s=float(r.launch_s), comm_calls=int(r.calls),
-                        comm_latency_s=float(r.comm_latency_s))
+        return StepTime(
+            total_s=float(r.total_s),
+            compute_s=float(r.compute_s),
+            comm_s=float(r.comm_s),
+            other_s=float(r.other_s),
+            launch_s=float(r.launch_s),
+            comm_calls=int(r.calls),
+            comm_latency_s=float(r.comm_latency_s),
+        )
 
     def collective_calls(self, batch: int, context: float) -> list[PricedCall]:
         """The collectives of one step with their message sizes and times."""
@@ -196,8 +243,9 @@ class StepModel:
         for call in merged(self.work(np.asarray(float(batch)), np.asarray(float(context))).calls):
             msg = float(call.msg_bytes)
             t, _ = self.comms.call_s(call, np.array([msg]))
-            rows.append(PricedCall(op=call.op.value, group=call.group, count=call.count, msg_bytes=msg,
-                                   time_s=float(t[0])))
+            rows.append(
+                PricedCall(op=call.op.value, group=call.group, count=call.count, msg_bytes=msg, time_s=float(t[0]))
+            )
         return rows
 
     def tp_allreduces(self, batch, context: float) -> list[AllReduceCall | None]:
@@ -227,14 +275,35 @@ def _host_collective_units(calls: list[CollectiveCall], tp: int) -> float:
     rank, in parallel on every rank (no per-peer term: no mechanism makes the host pay per peer)."""
     return float(sum(c.count for c in calls))
 
+
 @lru_cache(maxsize=1024)
-def compile_step(model: ModelConfig, system: System, plan: Plan, catalog: Catalog, *, impl: str | None = None,
-                 engine: str = DEFAULT_ENGINE, precision: Precision = Precision(), phase: str = "decode",
-                 eff: Efficiency | None = None, settings: PlanSettings = PlanSettings()) -> StepModel:
+def compile_step(
+    model: ModelConfig,
+    system: System,
+    plan: Plan,
+    catalog: Catalog,
+    *,
+    impl: str | None = None,
+    engine: str = DEFAULT_ENGINE,
+    precision: Precision = Precision(),
+    phase: str = "decode",
+    eff: Efficiency | None = None,
+    settings: PlanSettings = PlanSettings(),
+) -> StepModel:
     """A cached StepModel: its groups and collective candidates are built once per configuration.
     `eff` defaults to the engine preset's (settings.engine_efficiency); NCCL is the engine's (engines.release)."""
-    return StepModel(model=model, system=system, plan=plan, catalog=engine_catalog(catalog, engine), impl=impl, engine=engine,
-                     precision=precision, phase=phase, eff=eff or engine_efficiency(engine), settings=settings)
+    return StepModel(
+        model=model,
+        system=system,
+        plan=plan,
+        catalog=engine_catalog(catalog, engine),
+        impl=impl,
+        engine=engine,
+        precision=precision,
+        phase=phase,
+        eff=eff or engine_efficiency(engine),
+        settings=settings,
+    )
 
 
 __all__ = ["StepModel", "StepTime", "compile_step"]

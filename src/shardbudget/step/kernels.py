@@ -87,8 +87,11 @@ class Launch:
 def _read(cls, t: Table, **given):
     """One entry; the basis and source it must give are text, not blank."""
     entry = read_record(cls, t, **given)
-    blank = [f.name for f in fields(cls) if f.name in ("basis", "source") and f.default is MISSING
-             and not getattr(entry, f.name).strip()]
+    blank = [
+        f.name
+        for f in fields(cls)
+        if f.name in ("basis", "source") and f.default is MISSING and not getattr(entry, f.name).strip()
+    ]
     if blank:
         raise t.fail(blank[0], "must say where the number comes from")
     return entry
@@ -113,11 +116,19 @@ def read_kernels(raw: dict[str, Any], where: str = WHERE) -> dict[str, Any]:
         absent = [a for a in archs if a not in table]
         if absent:
             raise CatalogError(f"{where}: [{name}] has no entry for {', '.join(absent)}")
-    measurements = tuple(_measurement(Table(m, f"measurements[{i}]", where))
-                         for i, m in enumerate(top.raw("measurements", [], list)))
+    measurements = tuple(
+        _measurement(Table(m, f"measurements[{i}]", where)) for i, m in enumerate(top.raw("measurements", [], list))
+    )
     top.done()
-    return {"archs": archs, "op_kinds": op_kinds, "partial_op_kinds": partial, "floors": MappingProxyType(floors),
-            "tiles": MappingProxyType(tiles), "launch": MappingProxyType(launch), "measurements": measurements}
+    return {
+        "archs": archs,
+        "op_kinds": op_kinds,
+        "partial_op_kinds": partial,
+        "floors": MappingProxyType(floors),
+        "tiles": MappingProxyType(tiles),
+        "launch": MappingProxyType(launch),
+        "measurements": measurements,
+    }
 
 
 def _measurement(t: Table) -> MappingProxyType:

@@ -58,13 +58,15 @@ class MemoryNeed:
 
     def to_dict(self) -> dict:
         d = {k: float(np.max(v)) if np.ndim(v) else float(v) for k, v in asdict(self).items()}
-        d["total"] = d["weights"] + d["kv_cache"] + d["activations"] + d["cuda_graphs"] + d["comm_buffers"] \
-            + d["cuda_context"]
+        d["total"] = (
+            d["weights"] + d["kv_cache"] + d["activations"] + d["cuda_graphs"] + d["comm_buffers"] + d["cuda_context"]
+        )
         return d
 
 
-def activation_peak_bytes(cfg: ModelConfig, plan: Plan, *, act_dtype: str, tokens: int = MAX_NUM_BATCHED_TOKENS,
-                          seqs: int = MAX_NUM_SEQS) -> float:
+def activation_peak_bytes(
+    cfg: ModelConfig, plan: Plan, *, act_dtype: str, tokens: int = MAX_NUM_BATCHED_TOKENS, seqs: int = MAX_NUM_SEQS
+) -> float:
     """The profiling pass's peak: tokens x (2 x FFN width / tp + 4 x hidden) activations, plus the
     sampler's fp32 logits for `seqs` sequences (vocab / tp each)."""
     width = max(cfg.intermediate_size, cfg.moe_intermediate_size * max(cfg.experts_per_token, 1)) / plan.tp
@@ -72,28 +74,54 @@ def activation_peak_bytes(cfg: ModelConfig, plan: Plan, *, act_dtype: str, token
     return tokens * per_token * dtype_bytes(act_dtype) + seqs * cfg.vocab_size / plan.tp * 4.0
 
 
-def memory_need(cfg: ModelConfig, plan: Plan, *, precision: Precision, engine: str, batch, context,
-                workspace_bytes: float | None = None) -> MemoryNeed:
+def memory_need(
+    cfg: ModelConfig,
+    plan: Plan,
+    *,
+    precision: Precision,
+    engine: str,
+    batch,
+    context,
+    workspace_bytes: float | None = None,
+) -> MemoryNeed:
     """What the engine allocates on the plan's most loaded GPU for `batch` sequences of `context`."""
     dtypes = precision.memory_dtypes
-    weights = weight_bytes_per_gpu(cfg, tp=plan.tp, pp=plan.pp, ep=plan.ep, attn_dp=plan.dp,
-                                   weight_dtype=dtypes["weight_dtype"], expert_dtype=dtypes["expert_dtype"],
-                                   head_dtype=dtypes["head_dtype"], weight_scale_bytes=precision.weight_scale_bytes,
-                                   expert_scale_bytes=precision.expert_scales)
-    kv = kv_cache_bytes_per_gpu(cfg, batch=batch, context=context, tp=plan.tp, pp=plan.pp,
-                                kv_dtype=dtypes["kv_dtype"], attn_dp=plan.dp)
+    weights = weight_bytes_per_gpu(
+        cfg,
+        tp=plan.tp,
+        pp=plan.pp,
+        ep=plan.ep,
+        attn_dp=plan.dp,
+        weight_dtype=dtypes["weight_dtype"],
+        expert_dtype=dtypes["expert_dtype"],
+        head_dtype=dtypes["head_dtype"],
+        weight_scale_bytes=precision.weight_scale_bytes,
+        expert_scale_bytes=precision.expert_scales,
+    )
+    kv = kv_cache_bytes_per_gpu(
+        cfg, batch=batch, context=context, tp=plan.tp, pp=plan.pp, kv_dtype=dtypes["kv_dtype"], attn_dp=plan.dp
+    )
     if workspace_bytes is not None:
-        return MemoryNeed(weights=weights, kv_cache=kv, activations=workspace_bytes, cuda_graphs=0.0,
-                          comm_buffers=0.0, cuda_context=0.0)
+        return MemoryNeed(
+            weights=weights,
+            kv_cache=kv,
+            activations=workspace_bytes,
+            cuda_graphs=0.0,
+            comm_buffers=0.0,
+            cuda_context=0.0,
+        )
     m = load_engine(engine).memory
     comm = (m.custom_ar_buffers_bytes + m.nccl_buffers_bytes) if plan.tp * plan.pp > 1 else 0.0
     tokens = MAX_NUM_BATCHED_TOKENS if m.max_num_batched_tokens is None else m.max_num_batched_tokens
     seqs = MAX_NUM_SEQS if m.max_num_seqs is None else m.max_num_seqs
-    return MemoryNeed(weights=weights, kv_cache=kv,
-                      activations=activation_peak_bytes(cfg, plan, act_dtype=precision.activations, tokens=tokens,
-                                                        seqs=seqs),
-                      cuda_graphs=m.cuda_graph_pool_bytes if load_engine(engine).cuda_graphs.decode else 0.0,
-                      comm_buffers=comm, cuda_context=m.cuda_context_bytes)
+    return MemoryNeed(
+        weights=weights,
+        kv_cache=kv,
+        activations=activation_peak_bytes(cfg, plan, act_dtype=precision.activations, tokens=tokens, seqs=seqs),
+        cuda_graphs=m.cuda_graph_pool_bytes if load_engine(engine).cuda_graphs.decode else 0.0,
+        comm_buffers=comm,
+        cuda_context=m.cuda_context_bytes,
+    )
 
 
 def fraction(engine: str, gpu: GPU, plan: Plan, utilization: float | None) -> float:
@@ -149,4 +177,13 @@ def usable_bytes(gpu: GPU, *, engine: str, plan: Plan, utilization: float | None
     return fraction(engine, gpu, plan, utilization) * gpu.memory_bytes
 
 
-__all__ = ["MemoryNeed", "activation_peak_bytes", "fits", "fraction", "memory_need", "raised_fraction", "required_fraction", "usable_bytes"]
+__all__ = [
+    "MemoryNeed",
+    "activation_peak_bytes",
+    "fits",
+    "fraction",
+    "memory_need",
+    "raised_fraction",
+    "required_fraction",
+    "usable_bytes",
+]

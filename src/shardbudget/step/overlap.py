@@ -50,8 +50,9 @@ def _scaled_latency(comm_lat: np.ndarray, comm: np.ndarray, exposed: np.ndarray)
     return np.where(comm > 0, comm_lat * exposed / np.where(comm > 0, comm, 1.0), 0.0)
 
 
-def exposed(mode: str, full: GpuParts, *, half: GpuParts | None = None, layers: int = 1,
-            batch=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def exposed(
+    mode: str, full: GpuParts, *, half: GpuParts | None = None, layers: int = 1, batch=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(gpu_s, compute_s, exposed comm_s, its latency part) under one mechanism."""
     check_overlap(mode)
     if mode == "none":
@@ -65,9 +66,12 @@ def exposed(mode: str, full: GpuParts, *, half: GpuParts | None = None, layers: 
     compute = 2 * c_h
     comm = np.maximum(gpu - compute, 0.0)
     split = np.asarray(batch) >= 2
-    return (np.where(split, gpu, full.compute_s + full.comm_s), np.where(split, compute, full.compute_s),
-            np.where(split, comm, full.comm_s),
-            np.where(split, _scaled_latency(2 * half.comm_latency_s, 2 * m_h, comm), full.comm_latency_s))
+    return (
+        np.where(split, gpu, full.compute_s + full.comm_s),
+        np.where(split, compute, full.compute_s),
+        np.where(split, comm, full.comm_s),
+        np.where(split, _scaled_latency(2 * half.comm_latency_s, 2 * m_h, comm), full.comm_latency_s),
+    )
 
 
 __all__ = ["GpuParts", "OVERLAPS", "check_overlap", "exposed"]

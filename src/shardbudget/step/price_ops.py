@@ -110,8 +110,11 @@ class OpPricer:
             if self.moe_call_floor_s is not None:  # the engine release's own call floor, shared by its GEMMs
                 t = np.maximum(t, self.moe_call_floor_s / 2)
         else:
-            t = np.maximum(roof, _floor_s(entry, op, None if fused_call else self.moe_call_floor_s)) \
-                if entry is not None else roof
+            t = (
+                np.maximum(roof, _floor_s(entry, op, None if fused_call else self.moe_call_floor_s))
+                if entry is not None
+                else roof
+            )
         launches, quant = (1.0 if op.launches else 0.0), 0.0
         in_call = op.kernel == "grouped_moe_gemm" and self.moe_call_whole
         if fp8 and op.kernel in TILED_KERNELS and not (self.fused_norm_quant and op.norm_input) and not in_call:
@@ -164,23 +167,34 @@ class OpPricer:
         return total, gemm
 
 
-def engine_op_pricer(model, system: System, plan, *, precision: Precision, eff: Efficiency, engine: str,
-                     impl: str | None) -> OpPricer:
+def engine_op_pricer(
+    model, system: System, plan, *, precision: Precision, eff: Efficiency, engine: str, impl: str | None
+) -> OpPricer:
     """The op prices of a step, with what the engine fuses on this GPU for this model (its preset's
     rules): all-reduce + residual + RMSNorm (with a TP all-reduce the engine chooses), the MoE's routing,
     FP8 input quantisation inside the norm that writes it."""
     one_node = plan.dp == 1 and plan.gpus <= system.gpus_per_node
     preset = load_engine(engine)
     fp4_experts = precision.uses_fp4_gemms and precision.expert_dtype in FP4_DTYPES
-    ar, moe = preset.fused_for(model.model_type, system.gpu.arch, one_node=one_node,
-                               quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms,
-                               fp4_experts=fp4_experts)
+    ar, moe = preset.fused_for(
+        model.model_type,
+        system.gpu.arch,
+        one_node=one_node,
+        quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms,
+        fp4_experts=fp4_experts,
+    )
     # the TRT-LLM-gen fused MoE kernels are built for SM 10.x alone (FlashInfer's trtllm_*_moe,
     # vLLM's is_device_capability_family(100) checks): SM 12.x Blackwell runs the engines' other MoE
     moe = moe and system.gpu.sm.startswith("10.")
-    return OpPricer(system=system, precision=precision, eff=eff, fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
-                    fused_moe_routing=moe, fused_norm_quant=preset.fusions.norm_quant,
-                    moe_call_floor_s=preset.moe_call_floor.get(system.gpu.arch))
+    return OpPricer(
+        system=system,
+        precision=precision,
+        eff=eff,
+        fused_allreduce_norm=plan.tp > 1 and impl is None and ar,
+        fused_moe_routing=moe,
+        fused_norm_quant=preset.fusions.norm_quant,
+        moe_call_floor_s=preset.moe_call_floor.get(system.gpu.arch),
+    )
 
 
 def _floor_s(entry, op, call_floor_s: float | None = None):

@@ -98,9 +98,16 @@ def _engine_call(sm, msg: float, count: int, time_s: float) -> AllReduceCall:
     else:
         kind = (ranges.kinds + ranges.at_edge)[int(ranges.kind_index(np.array([msg]))[0])]
         line = pick(ranges.pools[kind], msg)
-    return AllReduceCall(msg_bytes=msg, count=count, time_s=time_s, latency_s=float(line.latency_s),
-                         kind=kind if line.impl == "custom" or kind == "nccl" else "nccl", algorithm=line.algorithm,
-                         protocol=line.protocol, engine=sm.engine)
+    return AllReduceCall(
+        msg_bytes=msg,
+        count=count,
+        time_s=time_s,
+        latency_s=float(line.latency_s),
+        kind=kind if line.impl == "custom" or kind == "nccl" else "nccl",
+        algorithm=line.algorithm,
+        protocol=line.protocol,
+        engine=sm.engine,
+    )
 
 
 def engine_call(sm, batch: int, context: float) -> AllReduceCall | None:

@@ -59,8 +59,18 @@ class Scenario:
 
     def step(self, plan: Plan, phase: str = "decode") -> StepModel:
         """The (cached) step model of `plan` in this scenario."""
-        return compile_step(self.model, self.system, plan, self.catalog, impl=self.impl, engine=self.engine,
-                            precision=self.precision, phase=phase, eff=self.eff, settings=self.settings)
+        return compile_step(
+            self.model,
+            self.system,
+            plan,
+            self.catalog,
+            impl=self.impl,
+            engine=self.engine,
+            precision=self.precision,
+            phase=phase,
+            eff=self.eff,
+            settings=self.settings,
+        )
 
     def prompt_alone_s(self, plan: Plan, tokens: int) -> float:
         """The TTFT of a decode-only request (no served workload): one prompt of `tokens` tokens
@@ -70,8 +80,18 @@ class Scenario:
 
     def step_of(self, model: ModelConfig, plan: Plan, phase: str = "decode") -> StepModel:
         """Another model's step in this scenario (a speculative draft model beside its target)."""
-        return compile_step(model, self.system, plan, self.catalog, impl=self.impl, engine=self.engine,
-                            precision=self.precision, phase=phase, eff=self.eff, settings=self.settings)
+        return compile_step(
+            model,
+            self.system,
+            plan,
+            self.catalog,
+            impl=self.impl,
+            engine=self.engine,
+            precision=self.precision,
+            phase=phase,
+            eff=self.eff,
+            settings=self.settings,
+        )
 
     def on(self, system: System, nodes: int | None = None) -> Scenario:
         """The same request on another system (a what-if, another system of the report): the same
@@ -80,8 +100,13 @@ class Scenario:
             return self
         precision, notes = precision_for(self.model, system, self.dtype, self.kv_dtype)
         check_nodes(system, nodes or 1)
-        return replace(self, system=system, nodes=nodes, precision=precision,
-                       precision_notes=degraded_note(system) + tuple(notes) + engine_notes(self.engine))
+        return replace(
+            self,
+            system=system,
+            nodes=nodes,
+            precision=precision,
+            precision_notes=degraded_note(system) + tuple(notes) + engine_notes(self.engine),
+        )
 
     def with_engine(self, engine: str) -> Scenario:
         """The same request under another engine: its NCCL release, its efficiencies."""
@@ -89,8 +114,13 @@ class Scenario:
             return self
         load_engine(engine)
         notes = tuple(n for n in self.precision_notes if n not in engine_notes(self.engine)) + engine_notes(engine)
-        return replace(self, engine=engine, catalog=engine_catalog(self.catalog, engine),
-                       eff=engine_efficiency(engine), precision_notes=notes)
+        return replace(
+            self,
+            engine=engine,
+            catalog=engine_catalog(self.catalog, engine),
+            eff=engine_efficiency(engine),
+            precision_notes=notes,
+        )
 
 
 def engine_notes(engine: str) -> tuple[str, ...]:
@@ -100,10 +130,20 @@ def engine_notes(engine: str) -> tuple[str, ...]:
     return (f"engine: {note}",) if note else ()
 
 
-def scenario(model: str | ModelConfig, system: str | System, *, nodes: int | None = None,
-             engine: str = defaults.DEFAULT_ENGINE, dtype: str | None = None, kv_dtype: str | None = None,
-             impl: str | None = None, settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-             eff: Efficiency | None = None, precision: Precision | None = None) -> Scenario:
+def scenario(
+    model: str | ModelConfig,
+    system: str | System,
+    *,
+    nodes: int | None = None,
+    engine: str = defaults.DEFAULT_ENGINE,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    impl: str | None = None,
+    settings: PlanSettings = PlanSettings(),
+    catalog: Catalog | None = None,
+    eff: Efficiency | None = None,
+    precision: Precision | None = None,
+) -> Scenario:
     """The scenario these names describe, every name checked (unknown ones fail with "did you mean").
 
     `catalog` is priced at `engine`'s NCCL release unless a release was stated (--nccl); `eff`
@@ -123,28 +163,62 @@ def scenario(model: str | ModelConfig, system: str | System, *, nodes: int | Non
     else:
         notes = ()
     notes = degraded_note(sysm) + tuple(notes)
-    return Scenario(model=cfg, system=sysm, catalog=catalog, nodes=nodes, engine=engine, dtype=dtype,
-                    kv_dtype=kv_dtype, precision=precision, precision_notes=tuple(notes) + engine_notes(engine),
-                    eff=eff or engine_efficiency(engine), settings=settings, impl=check_impl(impl))
+    return Scenario(
+        model=cfg,
+        system=sysm,
+        catalog=catalog,
+        nodes=nodes,
+        engine=engine,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        precision=precision,
+        precision_notes=tuple(notes) + engine_notes(engine),
+        eff=eff or engine_efficiency(engine),
+        settings=settings,
+        impl=check_impl(impl),
+    )
 
 
-def decode_step(model: str | ModelConfig, system: str | System, plan: Plan = Plan(), *, batch: int = 1,
-                context: float = defaults.CONTEXT_TOKENS, nodes: int = 1, impl: str | None = None,
-                engine: str = defaults.DEFAULT_ENGINE, precision: Precision = Precision(),
-                eff: Efficiency | None = None, settings: PlanSettings = PlanSettings(), catalog: Catalog | None = None,
-                phase: str = "decode") -> StepTime:
+def decode_step(
+    model: str | ModelConfig,
+    system: str | System,
+    plan: Plan = Plan(),
+    *,
+    batch: int = 1,
+    context: float = defaults.CONTEXT_TOKENS,
+    nodes: int = 1,
+    impl: str | None = None,
+    engine: str = defaults.DEFAULT_ENGINE,
+    precision: Precision = Precision(),
+    eff: Efficiency | None = None,
+    settings: PlanSettings = PlanSettings(),
+    catalog: Catalog | None = None,
+    phase: str = "decode",
+) -> StepTime:
     """One decode (or prefill) step's time: the library entry point for a single configuration
     (`precision` as given: bf16 throughout by default, not the checkpoint's)."""
-    sc = scenario(model, system, nodes=nodes, engine=engine, impl=impl, settings=settings, catalog=catalog, eff=eff,
-                  precision=precision)
+    sc = scenario(
+        model,
+        system,
+        nodes=nodes,
+        engine=engine,
+        impl=impl,
+        settings=settings,
+        catalog=catalog,
+        eff=eff,
+        precision=precision,
+    )
     if plan.gpus > nodes * sc.system.gpus_per_node:
-        raise PlanError(f"{plan.label()} needs {plan.gpus} GPUs but {nodes} x {sc.system.name} has "
-                        f"{nodes * sc.system.gpus_per_node}")
+        raise PlanError(
+            f"{plan.label()} needs {plan.gpus} GPUs but {nodes} x {sc.system.name} has "
+            f"{nodes * sc.system.gpus_per_node}"
+        )
     return sc.step(plan, phase).step(batch, context)
 
 
-def precision_for(cfg: ModelConfig, system: System, dtype: str | None = None,
-                  kv_dtype: str | None = None) -> tuple[Precision, tuple[str, ...]]:
+def precision_for(
+    cfg: ModelConfig, system: System, dtype: str | None = None, kv_dtype: str | None = None
+) -> tuple[Precision, tuple[str, ...]]:
     """The checkpoint's own precision (its quantization_config and torch_dtype), or every weight in
     `dtype`; the KV cache in `kv_dtype` or else the activation dtype (engines' 'auto'); formats the
     GPU has no tensor cores for priced weight-only. With notes that say what was chosen and why."""

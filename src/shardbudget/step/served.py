@@ -64,8 +64,9 @@ class ServedCurve:
     """c_p,comm: the communication part of c_p (module doc)."""
 
 
-def decode_per_token(sc: Scenario, p: Plan, *, b: np.ndarray, context: float,
-                     spec: Speculation | None) -> tuple[np.ndarray, np.ndarray, float]:
+def decode_per_token(
+    sc: Scenario, p: Plan, *, b: np.ndarray, context: float, spec: Speculation | None
+) -> tuple[np.ndarray, np.ndarray, float]:
     """(time per generated token of each sequence, communication in it, tokens per step per
     sequence) at each batch: one decode step, or with speculation the verify step plus the draft's
     k steps over the expected accepted tokens (speculative.py)."""
@@ -109,8 +110,16 @@ def prompt_token_parts(sc: Scenario, p: Plan, *, input_len: int) -> tuple[float,
     return c_p, min(comm, c_p)
 
 
-def served_curve(sc: Scenario, p: Plan, *, batch, input_len: int, output_len: int, spec: Speculation | None = None,
-                 chunk_tokens: int = CHUNK_TOKENS) -> ServedCurve:
+def served_curve(
+    sc: Scenario,
+    p: Plan,
+    *,
+    batch,
+    input_len: int,
+    output_len: int,
+    spec: Speculation | None = None,
+    chunk_tokens: int = CHUNK_TOKENS,
+) -> ServedCurve:
     """TPOT, per-slot token cycle and TTFT at each batch of `batch` (module doc); the decode step
     at the mean context a request sees, input_len + output_len / 2."""
     b = np.asarray(batch, dtype=float)
@@ -121,9 +130,24 @@ def served_curve(sc: Scenario, p: Plan, *, batch, input_len: int, output_len: in
     tpot = step + c_p * mixed
     chunks = np.ceil(input_len / np.maximum(chunk_tokens - b, 1.0))
     ttft = chunks * (step * yield_ + c_p * input_len / chunks)
-    return ServedCurve(tpot_s=tpot, cycle_s=tpot + per_request, ttft_s=ttft, comm_s=comm + c_comm * mixed,
-                       decode_s=step, decode_comm_s=comm, prompt_token_s=c_p, prompt_comm_s=c_comm)
+    return ServedCurve(
+        tpot_s=tpot,
+        cycle_s=tpot + per_request,
+        ttft_s=ttft,
+        comm_s=comm + c_comm * mixed,
+        decode_s=step,
+        decode_comm_s=comm,
+        prompt_token_s=c_p,
+        prompt_comm_s=c_comm,
+    )
 
 
-__all__ = ["CHUNK_TOKENS", "ServedCurve", "decode_per_token", "draft_tp", "prompt_token_parts", "prompt_token_s",
-           "served_curve"]
+__all__ = [
+    "CHUNK_TOKENS",
+    "ServedCurve",
+    "decode_per_token",
+    "draft_tp",
+    "prompt_token_parts",
+    "prompt_token_s",
+    "served_curve",
+]

@@ -102,11 +102,14 @@ def engine_efficiency(engine: str = DEFAULT_ENGINE, **overrides) -> Efficiency:
     kernel itself and becomes the bottleneck once TP makes kernels short."""
     host = load_engine(engine).host
     graphs = load_engine(engine).cuda_graphs.decode
-    values = {"kernel_launch_s": host.per_kernel_launch_s if graphs else EAGER_KERNEL_GAP_S,
-              "step_overhead_s": host.per_step_s, "overhead_per_seq_s": host.per_seq_s,
-              "host_per_kernel_s": 0.0 if graphs else host.per_kernel_launch_s,
-              "host_per_collective_s": 0.0 if graphs else host.per_collective_s,
-              "host_jitter_s": 0.0 if graphs else host.jitter_s}
+    values = {
+        "kernel_launch_s": host.per_kernel_launch_s if graphs else EAGER_KERNEL_GAP_S,
+        "step_overhead_s": host.per_step_s,
+        "overhead_per_seq_s": host.per_seq_s,
+        "host_per_kernel_s": 0.0 if graphs else host.per_kernel_launch_s,
+        "host_per_collective_s": 0.0 if graphs else host.per_collective_s,
+        "host_jitter_s": 0.0 if graphs else host.jitter_s,
+    }
     return Efficiency(**{**values, **overrides})
 
 

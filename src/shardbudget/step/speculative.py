@@ -35,10 +35,17 @@ class Speculation:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise UnknownNameError("speculative method", self.method, METHODS)
-        if isinstance(self.draft_tokens, bool) or not isinstance(self.draft_tokens, int) or not 1 <= self.draft_tokens <= 16:
+        if (
+            isinstance(self.draft_tokens, bool)
+            or not isinstance(self.draft_tokens, int)
+            or not 1 <= self.draft_tokens <= 16
+        ):
             raise PlanError(f"--draft-tokens must be a whole number from 1 to 16, got {self.draft_tokens!r}")
-        if isinstance(self.acceptance, bool) or not isinstance(self.acceptance, (int, float)) \
-                or not 0.0 <= self.acceptance <= 1.0:
+        if (
+            isinstance(self.acceptance, bool)
+            or not isinstance(self.acceptance, (int, float))
+            or not 0.0 <= self.acceptance <= 1.0
+        ):
             raise PlanError(f"--acceptance must be a probability in [0, 1], got {self.acceptance!r}")
         if self.method == "draft" and not self.draft_model:
             raise PlanError("--speculative draft needs --draft-model (the small model that proposes tokens)")
@@ -57,8 +64,10 @@ def comparison_text(spec: Speculation, best, plain) -> str:
     how = f"Speculation ({spec.method}, k={spec.draft_tokens}, a={spec.acceptance:g}, {spec.tokens_per_step:.2f} tokens per step)"
     if plain is None:
         return f" {how} is what makes the budgets reachable: without it no option meets them." if best else ""
-    plain_text = (f"{plain.label()} at a batch cap of {plain.max_batch}, {plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
-                  f"{100 * plain.comm_share:.0f}% communication")
+    plain_text = (
+        f"{plain.label()} at a batch cap of {plain.max_batch}, {plain.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, "
+        f"{100 * plain.comm_share:.0f}% communication"
+    )
     if best is None:
         return f" Without speculation {plain_text} meets the budgets; {how} does not."
     against = f"the best option without it ({plain_text})"
@@ -66,11 +75,13 @@ def comparison_text(spec: Speculation, best, plain) -> str:
     if ratio > 1:
         return f" {how} pays: {ratio:.2f}x the tokens/s per GPU of {against}."
     rise = best.comm_share - plain.comm_share
-    eater = (f"the fabric eats the gain: the verify step's {spec.draft_tokens + 1}x larger all-reduces raise "
-             f"communication from {100 * plain.comm_share:.0f}% to {100 * best.comm_share:.0f}% of the TPOT"
-             if rise > 0.05 else
-             f"the compute of {spec.draft_tokens + 1} tokens per sequence per step eats the gain (communication "
-             f"{100 * best.comm_share:.0f}% of the TPOT, {100 * plain.comm_share:.0f}% without)")
+    eater = (
+        f"the fabric eats the gain: the verify step's {spec.draft_tokens + 1}x larger all-reduces raise "
+        f"communication from {100 * plain.comm_share:.0f}% to {100 * best.comm_share:.0f}% of the TPOT"
+        if rise > 0.05
+        else f"the compute of {spec.draft_tokens + 1} tokens per sequence per step eats the gain (communication "
+        f"{100 * best.comm_share:.0f}% of the TPOT, {100 * plain.comm_share:.0f}% without)"
+    )
     return f" {how} does not pay: {ratio:.2f}x the tokens/s per GPU of {against}; {eater}."
 
 

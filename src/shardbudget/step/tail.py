@@ -77,8 +77,13 @@ class CallStats:
             params = (params[0] + math.log(r), params[1])
         elif self.family != "fixed":
             params = tuple(p * r for p in params)
-        return replace(self, mean_s=mean_s, variance_s2=self.variance_s2 * r ** 2,
-                       third_moment_s3=self.third_moment_s3 * r ** 3, params=params)
+        return replace(
+            self,
+            mean_s=mean_s,
+            variance_s2=self.variance_s2 * r**2,
+            third_moment_s3=self.third_moment_s3 * r**3,
+            params=params,
+        )
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "params"}
@@ -110,6 +115,7 @@ class TailEstimate:
 
 # --- one kind of call ------------------------------------------------------------------------
 
+
 def call_from_p99(count: int, mean_s: float, p99_s: float) -> CallStats:
     """A call known by its mean and p99 only: shifted exponential, lognormal when heavier-tailed."""
     count, mean_s = _count(count), _positive(mean_s, "mean_s")
@@ -120,19 +126,33 @@ def call_from_p99(count: int, mean_s: float, p99_s: float) -> CallStats:
         return CallStats(count=count, mean_s=mean_s, variance_s2=0.0, third_moment_s3=0.0, family="fixed")
     scale = excess / _LN100_MINUS_1
     if scale <= mean_s:  # the floor (mean − scale) is not negative
-        return CallStats(count=count, mean_s=mean_s, variance_s2=scale ** 2, third_moment_s3=2 * scale ** 3,
-                         family="shifted-exponential", params=(mean_s - scale, scale))
+        return CallStats(
+            count=count,
+            mean_s=mean_s,
+            variance_s2=scale**2,
+            third_moment_s3=2 * scale**3,
+            family="shifted-exponential",
+            params=(mean_s - scale, scale),
+        )
     ratio_ln = math.log(p99_s / mean_s)
-    if ratio_ln > _Z99 ** 2 / 2:
-        raise PlanError(f"p99 {p99_s:g} s is {p99_s / mean_s:.1f} x the mean {mean_s:g} s: more than "
-                        f"{math.exp(_Z99 ** 2 / 2):.1f} x, a tail one p99 cannot describe; give the "
-                        "per-iteration samples (call_from_samples)")
-    sigma = _Z99 - math.sqrt(_Z99 ** 2 - 2 * ratio_ln)  # mean = e^(mu + s²/2), p99 = e^(mu + z s)
-    w = math.exp(sigma ** 2)
-    variance = (w - 1) * mean_s ** 2
-    third = (w + 2) * (w - 1) ** 1.5 * mean_s ** 3  # skewness (w + 2)·√(w − 1) times σ³
-    return CallStats(count=count, mean_s=mean_s, variance_s2=variance, third_moment_s3=third,
-                     family="lognormal", params=(math.log(mean_s) - sigma ** 2 / 2, sigma))
+    if ratio_ln > _Z99**2 / 2:
+        raise PlanError(
+            f"p99 {p99_s:g} s is {p99_s / mean_s:.1f} x the mean {mean_s:g} s: more than "
+            f"{math.exp(_Z99**2 / 2):.1f} x, a tail one p99 cannot describe; give the "
+            "per-iteration samples (call_from_samples)"
+        )
+    sigma = _Z99 - math.sqrt(_Z99**2 - 2 * ratio_ln)  # mean = e^(mu + s²/2), p99 = e^(mu + z s)
+    w = math.exp(sigma**2)
+    variance = (w - 1) * mean_s**2
+    third = (w + 2) * (w - 1) ** 1.5 * mean_s**3  # skewness (w + 2)·√(w − 1) times σ³
+    return CallStats(
+        count=count,
+        mean_s=mean_s,
+        variance_s2=variance,
+        third_moment_s3=third,
+        family="lognormal",
+        params=(math.log(mean_s) - sigma**2 / 2, sigma),
+    )
 
 
 def call_from_samples(count: int, samples_s: Sequence[float]) -> CallStats:
@@ -144,8 +164,14 @@ def call_from_samples(count: int, samples_s: Sequence[float]) -> CallStats:
     mean = math.fsum(times) / n
     variance = math.fsum((t - mean) ** 2 for t in times) / n
     third = math.fsum((t - mean) ** 3 for t in times) / n
-    return CallStats(count=_count(count), mean_s=mean, variance_s2=variance, third_moment_s3=third,
-                     family="samples", params=tuple(times))
+    return CallStats(
+        count=_count(count),
+        mean_s=mean,
+        variance_s2=variance,
+        third_moment_s3=third,
+        family="samples",
+        params=tuple(times),
+    )
 
 
 def call_from_iter_stats(count: int, stats: IterStats, *, mean_s: float | None = None) -> CallStats:
@@ -154,15 +180,16 @@ def call_from_iter_stats(count: int, stats: IterStats, *, mean_s: float | None =
     `mean_s` stands in for a mean the statistics lack (nccl-tests' text columns: pass the sample's
     ``time_s``)."""
     if len(stats.times_s) > stats.skipped:
-        return call_from_samples(count, stats.times_s[stats.skipped:])
+        return call_from_samples(count, stats.times_s[stats.skipped :])
     mean = stats.mean_s if stats.mean_s is not None else mean_s
     if mean is None or stats.p99_s is None:
         raise PlanError("per-iteration statistics need times, or a mean and a p99")
     return call_from_p99(count, mean, max(stats.p99_s, mean))
 
 
-def call_at_size(samples: Sequence[Sample], msg_bytes: float, *, count: int,
-                 mean_s: float | None = None) -> CallStats | None:
+def call_at_size(
+    samples: Sequence[Sample], msg_bytes: float, *, count: int, mean_s: float | None = None
+) -> CallStats | None:
     """The jitter measured at the size nearest `msg_bytes` (in log size), scaled to `mean_s` if
     given (e.g. the model's time for this call); None where no sample has per-iteration data."""
     timed = [s for s in samples if s.per_iter is not None and not s.in_place]
@@ -181,8 +208,9 @@ CallSpec = CallStats | tuple[int, float, float]
 """A `CallStats`, or (count, mean_s, p99_s) for `call_from_p99`."""
 
 
-def itl_tail(mean_compute_s: float, calls: Sequence[CallSpec], quantile: float = 0.99, *,
-             method: str = "convolution") -> TailEstimate:
+def itl_tail(
+    mean_compute_s: float, calls: Sequence[CallSpec], quantile: float = 0.99, *, method: str = "convolution"
+) -> TailEstimate:
     """The ITL's mean, spread and `quantile` for `mean_compute_s` of compute (taken as fixed; give
     compute jitter as one more call of count 1) plus `calls`; see the module docstring.
 
@@ -198,12 +226,23 @@ def itl_tail(mean_compute_s: float, calls: Sequence[CallSpec], quantile: float =
     k2 = math.fsum(c.count * c.variance_s2 for c in stats)
     k3 = math.fsum(c.count * c.third_moment_s3 for c in stats)
     sd = math.sqrt(k2)
-    skew = k3 / sd ** 3 if sd > 0 else 0.0
+    skew = k3 / sd**3 if sd > 0 else 0.0
     correlated = compute + math.fsum(c.count * c.quantile_s(quantile) for c in stats)
-    q_s = (compute + convolved_quantile(stats, quantile) if method == "convolution"
-           else gamma_quantile(k1, k2, k3, quantile))
-    return TailEstimate(quantile=float(quantile), mean_s=k1, stddev_s=sd, skewness=skew,
-                        quantile_s=q_s, correlated_s=correlated, calls=stats, method=method)
+    q_s = (
+        compute + convolved_quantile(stats, quantile)
+        if method == "convolution"
+        else gamma_quantile(k1, k2, k3, quantile)
+    )
+    return TailEstimate(
+        quantile=float(quantile),
+        mean_s=k1,
+        stddev_s=sd,
+        skewness=skew,
+        quantile_s=q_s,
+        correlated_s=correlated,
+        calls=stats,
+        method=method,
+    )
 
 
 def p99_itl_s(mean_compute_s: float, calls: Sequence[CallSpec], quantile: float = 0.99) -> float:
@@ -238,5 +277,16 @@ def _non_negative(value: object, name: str) -> float:
     return float(value)
 
 
-__all__ = ["FAMILIES", "METHODS", "CallSpec", "CallStats", "TailEstimate", "call_at_size", "call_from_iter_stats",
-           "call_from_p99", "call_from_samples", "itl_tail", "p99_itl_s"]
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "CallSpec",
+    "CallStats",
+    "TailEstimate",
+    "call_at_size",
+    "call_from_iter_stats",
+    "call_from_p99",
+    "call_from_samples",
+    "itl_tail",
+    "p99_itl_s",
+]

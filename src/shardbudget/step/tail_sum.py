@@ -68,8 +68,11 @@ def convolved_quantile(calls: Sequence[CallStats], q: float) -> float:
     if not random:
         return floors
     sd = math.sqrt(math.fsum(c.count * c.variance_s2 for c in random))
-    reach = (math.fsum(c.count * (c.mean_s - _floor_s(c)) for c in random) + 20 * sd
-             + max(c.quantile_s(1 - 1e-6) - _floor_s(c) for c in random))
+    reach = (
+        math.fsum(c.count * (c.mean_s - _floor_s(c)) for c in random)
+        + 20 * sd
+        + max(c.quantile_s(1 - 1e-6) - _floor_s(c) for c in random)
+    )
     h = max(sd / _GRID_PER_SIGMA, reach / _MAX_GRID)
     n = int(math.ceil(reach / h)) + 1
     size = 1 << (2 * n - 1).bit_length()  # >= 2n: the sum's support fits without wrapping
@@ -120,18 +123,19 @@ def gamma_quantile(k1: float, k2: float, k3: float, q: float) -> float:
         return k1
     sd = math.sqrt(k2)
     z = NormalDist().inv_cdf(q)
-    skew = k3 / sd ** 3
+    skew = k3 / sd**3
     if abs(skew) < 2 / math.sqrt(_MAX_GAMMA_SHAPE):  # shape 4/skew² above the limit: Cornish-Fisher
         return k1 + sd * (z + (z * z - 1) * skew / 6)
     if skew < 0:
         return -gamma_quantile(-k1, k2, -k3, 1 - q)
     from scipy.special import gammaincinv  # scipy stays out of `import shardbudget`
 
-    shape = 4 / skew ** 2
+    shape = 4 / skew**2
     scale = k3 / (2 * k2)
     return k1 - shape * scale + scale * float(gammaincinv(shape, q))
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf  # scipy stays out of `import shardbudget`
+
     return erf(x)

@@ -24,8 +24,16 @@ from ...model import ModelConfig, list_models, load_model
 from . import sglang, trtllm, vllm
 from .flags import LaunchError, check_argv, programs
 from .layout import Launch
-from .priced import (ENGINE_LABELS, Priced, check_names, check_request, engine_runs, make_side, quantize_to,
-                     speculation_runs)
+from .priced import (
+    ENGINE_LABELS,
+    Priced,
+    check_names,
+    check_request,
+    engine_runs,
+    make_side,
+    quantize_to,
+    speculation_runs,
+)
 
 LAUNCH_ENGINES = ("vllm", "sglang", "trtllm")
 _BUILDERS = {"vllm": vllm.build, "sglang": sglang.build, "trtllm": trtllm.build}
@@ -59,29 +67,63 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
     o, pre, w = result.best, result.prefill, result.workload
     sides = []
     if pre is not None:
-        sides.append(make_side("prefill", replicas=pre["replicas"], tp=pre["tp"], pp=pre["pp"], ep=pre["ep"],
-                               dp=pre["dp"], max_batch=None, system=system, catalog=catalog,
-                               impl=getattr(result, "impl", None)))
-    sides.append(make_side("decode" if pre is not None else "serve", replicas=o.replicas, tp=o.tp, pp=o.pp, ep=o.ep,
-                           dp=o.dp, max_batch=o.max_batch, system=system, catalog=catalog,
-                           impl=getattr(result, "impl", None)))
+        sides.append(
+            make_side(
+                "prefill",
+                replicas=pre["replicas"],
+                tp=pre["tp"],
+                pp=pre["pp"],
+                ep=pre["ep"],
+                dp=pre["dp"],
+                max_batch=None,
+                system=system,
+                catalog=catalog,
+                impl=getattr(result, "impl", None),
+            )
+        )
+    sides.append(
+        make_side(
+            "decode" if pre is not None else "serve",
+            replicas=o.replicas,
+            tp=o.tp,
+            pp=o.pp,
+            ep=o.ep,
+            dp=o.dp,
+            max_batch=o.max_batch,
+            system=system,
+            catalog=catalog,
+            impl=getattr(result, "impl", None),
+        )
+    )
     precision = result.precision
     draft = _draft_id(w.speculation)
     check_names(hf_id(cfg), draft)  # before a name becomes an engine's argument (deploy checks it first)
     kv = precision.kv if precision is not None and precision.kv not in (None, precision.activations) else None
-    return Priced(model_id=hf_id(cfg), cfg=cfg, system=system, engine=result.engine, sides=tuple(sides),
-                  max_model_len=w.max_context, max_num_tokens=result.chunk_tokens,
-                  memory_fraction=result.memory_utilization, needed_fraction=o.memory_fraction,
-                  quantize_to=quantize_to(cfg, precision.weights) if precision is not None else None,
-                  kv_dtype=kv, eager=result.engine == "eager", speculation=w.speculation, draft_id=draft,
-                  load=(result.in_flight, result.load) if getattr(result, "load", None) else None)
+    return Priced(
+        model_id=hf_id(cfg),
+        cfg=cfg,
+        system=system,
+        engine=result.engine,
+        sides=tuple(sides),
+        max_model_len=w.max_context,
+        max_num_tokens=result.chunk_tokens,
+        memory_fraction=result.memory_utilization,
+        needed_fraction=o.memory_fraction,
+        quantize_to=quantize_to(cfg, precision.weights) if precision is not None else None,
+        kv_dtype=kv,
+        eager=result.engine == "eager",
+        speculation=w.speculation,
+        draft_id=draft,
+        load=(result.in_flight, result.load) if getattr(result, "load", None) else None,
+    )
 
 
 def why_not(engine: str, p: Priced) -> str | None:
     """Why an engine cannot run this option (None: it can)."""
     check = _UNSUPPORTED.get(engine)
-    return (engine_runs(engine, p.system) or speculation_runs(engine, p.speculation, p.cfg)
-            or (check(p) if check else None))
+    return (
+        engine_runs(engine, p.system) or speculation_runs(engine, p.speculation, p.cfg) or (check(p) if check else None)
+    )
 
 
 def build_launches(result, cfg: ModelConfig, system: System, catalog: Catalog) -> tuple[dict, dict]:
@@ -117,5 +159,17 @@ def check_launch(launch: Launch) -> int:
     return len(launch.steps)
 
 
-__all__ = ["ENGINE_LABELS", "LAUNCH_ENGINES", "Launch", "LaunchError", "Priced", "build_launches", "check_launch",
-           "check_request", "hf_id", "launch_lines", "priced", "why_not"]
+__all__ = [
+    "ENGINE_LABELS",
+    "LAUNCH_ENGINES",
+    "Launch",
+    "LaunchError",
+    "Priced",
+    "build_launches",
+    "check_launch",
+    "check_request",
+    "hf_id",
+    "launch_lines",
+    "priced",
+    "why_not",
+]

@@ -91,12 +91,20 @@ def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], fil
     if caps:  # the batch cap and the load in the words of deploy's table and --rate's answer (issue 34)
         load = [f"{p.load[0]} sequences in flight per replica at {p.load[1]}"] if p.load else []
         notes = [f"batch cap {caps[0]} sequences per replica", *load, *notes]
-    return Launch(engine=engine, label=f"{ENGINE_LABELS[engine]} {preset.version}",
-                  commands={name: prog.command for name, prog in programs(engine).items()}, steps=tuple(steps),
-                  nodes=nodes, gpus_per_node=gpn, image=image(engine, p.system.gpu),
-                  files=tuple(files or ()), notes=tuple(notes), env_all=nccl_env(p),
-                  scale_out=_scale_out(p),
-                  local_paths=tuple(dict.fromkeys(x for x in (p.cfg.folder, p.draft_id) if x and x.startswith("/"))))
+    return Launch(
+        engine=engine,
+        label=f"{ENGINE_LABELS[engine]} {preset.version}",
+        commands={name: prog.command for name, prog in programs(engine).items()},
+        steps=tuple(steps),
+        nodes=nodes,
+        gpus_per_node=gpn,
+        image=image(engine, p.system.gpu),
+        files=tuple(files or ()),
+        notes=tuple(notes),
+        env_all=nccl_env(p),
+        scale_out=_scale_out(p),
+        local_paths=tuple(dict.fromkeys(x for x in (p.cfg.folder, p.draft_id) if x and x.startswith("/"))),
+    )
 
 
 def draft_name(p: Priced) -> str:

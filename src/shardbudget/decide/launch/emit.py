@@ -33,9 +33,11 @@ from .k8s import K8sOptions, cluster_notes, disaggregated_manifests, gpu_resourc
 from .layout import Launch, Step, heredoc, to_yaml
 
 KINDS = ("slurm", "k8s")
-MPI_REFUSAL = ("--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
-               "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
-               "pods (no SSH server, no MPI operator): use --emit slurm")
+MPI_REFUSAL = (
+    "--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
+    "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
+    "pods (no SSH server, no MPI operator): use --emit slurm"
+)
 
 
 def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
@@ -97,10 +99,13 @@ def node_script(launch: Launch, node: int) -> str:
     if len(steps) == 1:
         return launch.command(Step(**{**steps[0].__dict__, "background": False}))
     lines = [ENDED]
-    lines += ["{ " + launch.command(Step(**{**s.__dict__, "background": False})) + '; echo "$?" >&3; } &'
-              for s in steps]
-    lines.append(f"status=0; for ((k = 0; k < {len(steps)}; k++)); do read -r rc <&3; "
-                 'if ((rc)); then status=$rc; break; fi; done; exit "$status"')
+    lines += [
+        "{ " + launch.command(Step(**{**s.__dict__, "background": False})) + '; echo "$?" >&3; } &' for s in steps
+    ]
+    lines.append(
+        f"status=0; for ((k = 0; k < {len(steps)}; k++)); do read -r rc <&3; "
+        'if ((rc)); then status=$rc; break; fi; done; exit "$status"'
+    )
     return "\n".join(lines)
 
 
@@ -123,9 +128,9 @@ SLURM_HELPERS = [
     'TOKEN_FILE="${HF_TOKEN_PATH:-${HF_HOME:-${HOME-}/.cache/huggingface}/token}"',
     'if [ -z "${HF_TOKEN-}" ] && [ -r "$TOKEN_FILE" ]; then HF_TOKEN="$(<"$TOKEN_FILE")"; fi',
     'if [ -n "${HF_TOKEN-}" ]; then export HF_TOKEN; fi',
-    "address() { local ip; ip=\"$(getent hosts \"${NODES[$1]}\" | awk '{print $1; exit}')\" || true; "
+    'address() { local ip; ip="$(getent hosts "${NODES[$1]}" | awk \'{print $1; exit}\')" || true; '
     'if [ -z "$ip" ]; then echo "launch.sbatch: getent hosts ${NODES[$1]} gave no address (node $1 of the job): '
-    'the servers need every node\'s address" >&2; exit 1; fi; printf \'%s\\n\' "$ip"; }',
+    "the servers need every node's address\" >&2; exit 1; fi; printf '%s\\n' \"$ip\"; }",
 ]
 """The Slurm script's helpers: the Hugging Face token from the environment or huggingface_hub's
 token file (HF_TOKEN_PATH, else HF_HOME/token: huggingface_hub's constants.py), exported to the
@@ -137,10 +142,12 @@ rendezvous nowhere)."""
 def _wait_steps(n: int) -> list[str]:
     """The end of the script: each node's step waited for through ENDED's pipe; the first that
     fails ends the job with its status, so Slurm marks it FAILED and stops the other steps."""
-    return [f"status=0; for ((k = 0; k < {n}; k++)); do read -r rc node <&3; if ((rc)); then status=$rc; "
-            'echo "launch.sbatch: the step on node $node (${NODES[$node]}) exited with status $rc: the job ends, '
-            'and Slurm stops the other steps" >&2; break; fi; done',
-            'exit "$status"']
+    return [
+        f"status=0; for ((k = 0; k < {n}; k++)); do read -r rc node <&3; if ((rc)); then status=$rc; "
+        'echo "launch.sbatch: the step on node $node (${NODES[$node]}) exited with status $rc: the job ends, '
+        'and Slurm stops the other steps" >&2; break; fi; done',
+        'exit "$status"',
+    ]
 
 
 def slurm_files(launch: Launch, result) -> dict[str, str]:
@@ -152,8 +159,11 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={gpn}",
         "#SBATCH --exclusive",
-        "# " + one_line(f"{launch.label}: {result.model} on {_where(launch, result)}, {result.best.label()}; "
-                        f"written by shardbudget deploy."),
+        "# "
+        + one_line(
+            f"{launch.label}: {result.model} on {_where(launch, result)}, {result.best.label()}; "
+            f"written by shardbudget deploy."
+        ),
         "# Submit from this folder (sbatch launch.sbatch); the engine must be installed on every node",
         "# " + one_line(f"(or start each node's step in its image: {launch.image})."),
         "# A gated model needs a Hugging Face token: export HF_TOKEN before sbatch (it passes the environment",
@@ -169,13 +179,16 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
     head.append(ENDED)
     for i in range(n):
         script = shell_quote(node_script(launch, i))
-        head.append(f"{{ rc=0; srun --nodes=1 --ntasks=1 --nodelist=\"${{NODES[{i}]}}\" bash -c {script} || rc=$?; "
-                    f'echo "$rc {i}" >&3; }} &')
+        head.append(
+            f'{{ rc=0; srun --nodes=1 --ntasks=1 --nodelist="${{NODES[{i}]}}" bash -c {script} || rc=$?; '
+            f'echo "$rc {i}" >&3; }} &'
+        )
     head += _wait_steps(n)
     return {"launch.sbatch": "\n".join(head) + "\n"}
 
 
 # --- Kubernetes -----------------------------------------------------------------------------
+
 
 def _k8s_command(launch: Launch, step: Step, first: int) -> str:
     """A step's command inside a pod: the device plugin picks its GPUs (no CUDA_VISIBLE_DEVICES);
@@ -202,8 +215,7 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
     config = manifest_name(result, "options") if launch.files else None
     docs = []
     if config:
-        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config},
-                     "data": dict(launch.files)})
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config}, "data": dict(launch.files)})
     # a router in front of several servers is the Service's job in Kubernetes
     launch = Launch(**{**launch.__dict__, "steps": tuple(s for s in launch.steps if s.program == "serve")})
     serve = [s for s in launch.steps if s.program == "serve"]
@@ -215,34 +227,76 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
     labels = {"app": name}
     if span == 1:
         pod = pod_spec(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config, options=options)
-        docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
-                     "spec": {"replicas": len(heads), "selector": {"matchLabels": labels},
-                              "template": {"metadata": {"labels": labels}, "spec": pod}}})
+        docs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": len(heads),
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": pod},
+                },
+            }
+        )
     else:
         first = replica_nodes[0][0]
         lead_cmd = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first)
         worker = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first + 1)
-        docs.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                     "metadata": {"name": name, "labels": labels},
-                     "spec": {"replicas": len(replica_nodes), "leaderWorkerTemplate": {
-                         "size": span,
-                         "leaderTemplate": {"metadata": {"labels": {**labels, "role": "leader"}},
-                                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config,
-                                                             options=options, rdma=True)},
-                         "workerTemplate": {"spec": pod_spec(launch, worker, gpus, resource, config,
-                                                             options=options, rdma=True)}}}})
+        docs.append(
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": len(replica_nodes),
+                    "leaderWorkerTemplate": {
+                        "size": span,
+                        "leaderTemplate": {
+                            "metadata": {"labels": {**labels, "role": "leader"}},
+                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config, options=options, rdma=True),
+                        },
+                        "workerTemplate": {
+                            "spec": pod_spec(launch, worker, gpus, resource, config, options=options, rdma=True)
+                        },
+                    },
+                },
+            }
+        )
         labels = {**labels, "role": "leader"}
-    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-                 "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]}})
-    header = "# " + one_line(f"{launch.label}: {result.model} on {result.system}, {result.best.label()}; written by "
-                             f"shardbudget deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws).") + "\n"
-    return {"manifests.yaml": header + cluster_notes(launch, options, rdma=span > 1) + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {"selector": labels, "ports": [{"port": 8000, "targetPort": 8000}]},
+        }
+    )
+    header = (
+        "# "
+        + one_line(
+            f"{launch.label}: {result.model} on {result.system}, {result.best.label()}; written by "
+            f"shardbudget deploy. LeaderWorkerSet needs its controller (sigs.k8s.io/lws)."
+        )
+        + "\n"
+    )
+    return {
+        "manifests.yaml": header
+        + cluster_notes(launch, options, rdma=span > 1)
+        + "\n---\n".join(to_yaml(d) for d in docs)
+        + "\n"
+    }
 
 
 def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
     """(first node, nodes) of each server (a head step; a multi-node server's nodes follow it)."""
-    firsts = sorted({s.node for s in launch.steps if s.program == "serve" and "--headless" not in s.argv
-                     and not re.search(r"node rank [1-9]", s.what)})
+    firsts = sorted(
+        {
+            s.node
+            for s in launch.steps
+            if s.program == "serve" and "--headless" not in s.argv and not re.search(r"node rank [1-9]", s.what)
+        }
+    )
     nodes = launch.nodes
     bounds = firsts + [nodes]
     spans = [b - a for a, b in zip(bounds, bounds[1:])]

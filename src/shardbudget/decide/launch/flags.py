@@ -69,20 +69,36 @@ def _flag_type(spec: Any, where: str) -> FlagType:
         base = word.rstrip("+*")
         if base in SCALARS and extra in ("", "repeat"):
             return FlagType(base, nargs=nargs, repeat=extra == "repeat")
-    raise LaunchError(f"{where}: a flag's type must be one of {', '.join(SCALARS)} (with + / * / repeat) or a "
-                      f"list of choices, got {spec!r}")
+    raise LaunchError(
+        f"{where}: a flag's type must be one of {', '.join(SCALARS)} (with + / * / repeat) or a "
+        f"list of choices, got {spec!r}"
+    )
 
 
-def _program(name: str, table: Mapping[str, Any], *, command: str, where: str, positional: int = 0,
-             json_keys: Mapping | None = None, env: Mapping | None = None) -> Program:
+def _program(
+    name: str,
+    table: Mapping[str, Any],
+    *,
+    command: str,
+    where: str,
+    positional: int = 0,
+    json_keys: Mapping | None = None,
+    env: Mapping | None = None,
+) -> Program:
     flags = {flag: _flag_type(spec, f"{where}.flags.{flag}") for flag, spec in table.get("flags", {}).items()}
     source = table.get("source") or ""
     if not source:
         raise LaunchError(f"{where}: needs a source")
     envs = {k: tuple(v) for k, v in (env or {}).items() if k != "source"}
-    return Program(name=name, command=command, positional=positional, flags=MappingProxyType(flags),
-                   json_keys=MappingProxyType({k: v for k, v in (json_keys or {}).items() if k != "source"}),
-                   env=MappingProxyType(envs), source=source)
+    return Program(
+        name=name,
+        command=command,
+        positional=positional,
+        flags=MappingProxyType(flags),
+        json_keys=MappingProxyType({k: v for k, v in (json_keys or {}).items() if k != "source"}),
+        env=MappingProxyType(envs),
+        source=source,
+    )
 
 
 @lru_cache(maxsize=None)
@@ -90,12 +106,24 @@ def programs(engine: str) -> Mapping[str, Program]:
     """'serve' (the engine's server) and every `[cli.programs.<name>]` of the engine's preset."""
     cli = load_cli(engine)  # engines/cli_tables.py: the preset's [cli], typed
     where = f"engines/{engine}.toml [cli]"
-    out = {"serve": _program("serve", {"flags": cli.flags, "source": cli.source},
-                             command=load_engine(engine).launcher, where=where, positional=cli.positional,
-                             json_keys=cli.json, env=cli.env)}
+    out = {
+        "serve": _program(
+            "serve",
+            {"flags": cli.flags, "source": cli.source},
+            command=load_engine(engine).launcher,
+            where=where,
+            positional=cli.positional,
+            json_keys=cli.json,
+            env=cli.env,
+        )
+    }
     for name, table in cli.programs.items():
-        out[name] = _program(name, {"flags": table.flags, "source": table.source}, command=table.command,
-                             where=f"{where}.programs.{name}")
+        out[name] = _program(
+            name,
+            {"flags": table.flags, "source": table.source},
+            command=table.command,
+            where=f"{where}.programs.{name}",
+        )
     return MappingProxyType(out)
 
 

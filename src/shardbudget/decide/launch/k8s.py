@@ -61,7 +61,7 @@ def manifest_name(result, what: str) -> str:
     if slug == model and len(slug) + 1 + len(what) <= NAME_MAX:
         return f"{slug}-{what}"
     digest = hashlib.sha256(model.encode("utf-8", "surrogateescape")).hexdigest()[:6]
-    keep = slug[:NAME_MAX - len(what) - len(digest) - 2].rstrip("-")
+    keep = slug[: NAME_MAX - len(what) - len(digest) - 2].rstrip("-")
     return f"{keep}-{digest}-{what}"
 
 
@@ -93,13 +93,17 @@ class K8sOptions:
 
     def __post_init__(self):
         if self.rdma_resource is not None and not _RESOURCE.fullmatch(self.rdma_resource):
-            raise PlanError(f"--rdma-resource {self.rdma_resource!r} is not an extended resource name (DOMAIN/NAME, "
-                            f"e.g. rdma/hca_shared_devices_a: lower-case DNS domain, then letters, digits, '-', "
-                            f"'_', '.')")
+            raise PlanError(
+                f"--rdma-resource {self.rdma_resource!r} is not an extended resource name (DOMAIN/NAME, "
+                f"e.g. rdma/hca_shared_devices_a: lower-case DNS domain, then letters, digits, '-', "
+                f"'_', '.')"
+            )
 
 
-_RESOURCE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_RESOURCE = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
 """An extended resource's name as the API server takes it: a DNS subdomain, '/', a qualified name."""
 
 
@@ -117,8 +121,17 @@ def rdma_request(launch: Launch, options: K8sOptions) -> dict:
     return {name: nics if count == "nics" else 1}
 
 
-def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str | None, *,
-             options: K8sOptions | None = None, rdma: bool = False, server: bool = True) -> dict:
+def pod_spec(
+    launch: Launch,
+    command: str,
+    gpus: int,
+    resource: str,
+    config: str | None,
+    *,
+    options: K8sOptions | None = None,
+    rdma: bool = False,
+    server: bool = True,
+) -> dict:
     """A pod of one server: its GPUs, a memory-backed /dev/shm, the engine's image and NCCL's
     environment, the option files of ConfigMap `config` copied beside it, the Hugging Face token
     from Secret HF_SECRET, a local checkpoint from the node at its own path (hostPath); with `rdma`
@@ -132,11 +145,17 @@ def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str
         volumes.append({"name": "options", "configMap": {"name": config}})
         command = f"cp /options/* . && {command}"
     env = [{"name": k, "value": v} for k, v in launch.env_all]
-    container = {"name": "server", "image": launch.image, "command": ["/bin/sh", "-c", command], "env": env,
-                 "ports": [{"containerPort": 8000}]}
+    container = {
+        "name": "server",
+        "image": launch.image,
+        "command": ["/bin/sh", "-c", command],
+        "env": env,
+        "ports": [{"containerPort": 8000}],
+    }
     if server:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET, "key": "token",
-                                                                        "optional": True}}})
+        env.append(
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET, "key": "token", "optional": True}}}
+        )
         extra = rdma_request(launch, options) if rdma else {}
         container["resources"] = {"limits": {resource: gpus, **extra}, "requests": {resource: gpus, **extra}}
         rdma = bool(extra)
@@ -149,9 +168,11 @@ def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str
     pod = {"containers": [container], "volumes": volumes}
     if options.host_network:
         if server and gpus < launch.gpus_per_node:
-            raise PlanError(f"--host-network: servers of {gpus} GPU{'s' if gpus != 1 else ''} share a node of {launch.gpus_per_node}, and on "
-                            f"the node's network their pods would all bind port {SERVER_PORT}; drop --host-network "
-                            f"(or use --emit slurm, whose servers take one port each)")
+            raise PlanError(
+                f"--host-network: servers of {gpus} GPU{'s' if gpus != 1 else ''} share a node of {launch.gpus_per_node}, and on "
+                f"the node's network their pods would all bind port {SERVER_PORT}; drop --host-network "
+                f"(or use --emit slurm, whose servers take one port each)"
+            )
         pod.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"})
     return pod
 
@@ -159,13 +180,18 @@ def pod_spec(launch: Launch, command: str, gpus: int, resource: str, config: str
 def cluster_notes(launch: Launch, options: K8sOptions, *, rdma: bool) -> str:
     """The header's lines on what the cluster must provide: the token's Secret, the RDMA device
     plugin where a group talks across nodes, the local checkpoint on every node."""
-    lines = [f"A gated model reads HF_TOKEN from Secret {HF_SECRET} (key token), made once: kubectl create "
-             f"secret generic {HF_SECRET} --from-literal=token=YOUR_TOKEN."]
+    lines = [
+        f"A gated model reads HF_TOKEN from Secret {HF_SECRET} (key token), made once: kubectl create "
+        f"secret generic {HF_SECRET} --from-literal=token=YOUR_TOKEN."
+    ]
     if rdma and (request := rdma_request(launch, options)):
         plugin = ", ".join(request)
-        lines.append(f"Pods of a group across nodes ask for {plugin} (the RDMA device plugin; another name: "
-                     f"--rdma-resource) and IPC_LOCK, so that NCCL reaches the NICs over RDMA as priced"
-                     + ("" if options.host_network else "; --host-network puts them on the nodes' network") + ".")
+        lines.append(
+            f"Pods of a group across nodes ask for {plugin} (the RDMA device plugin; another name: "
+            f"--rdma-resource) and IPC_LOCK, so that NCCL reaches the NICs over RDMA as priced"
+            + ("" if options.host_network else "; --host-network puts them on the nodes' network")
+            + "."
+        )
     for path in launch.local_paths:
         lines.append(f"Every GPU node must hold {path} (mounted from the node).")
     return "".join("# " + one_line(line) + "\n" for line in lines)
@@ -177,18 +203,22 @@ def gpu_resource(launch: Launch) -> str:
 
 SIDES = {"prefill": "prefill", "decode": "decode", "context": "prefill", "generation": "decode"}
 """A server step's first word -> its side."""
-PROXY_URL = ("https://raw.githubusercontent.com/vllm-project/vllm/{commit}/tests/v1/kv_connector/"
-             "nixl_integration/toy_proxy_server.py")
+PROXY_URL = (
+    "https://raw.githubusercontent.com/vllm-project/vllm/{commit}/tests/v1/kv_connector/"
+    "nixl_integration/toy_proxy_server.py"
+)
 
 
 def proxy_fetch() -> str:
     """The shell command that downloads the proxy at PROXY_COMMIT and writes it only where its
     SHA-256 is PROXY_SHA256 (else the pod exits 1, naming both digests)."""
     url = PROXY_URL.format(commit=PROXY_COMMIT)
-    code = ("import hashlib, sys, urllib.request as u; "
-            f'd = u.urlopen("{url}").read(); h = hashlib.sha256(d).hexdigest(); '
-            f'h == "{PROXY_SHA256}" or sys.exit("toy_proxy_server.py: sha256 " + h + " is not the pinned '
-            f'{PROXY_SHA256}"); open("toy_proxy_server.py", "wb").write(d)')
+    code = (
+        "import hashlib, sys, urllib.request as u; "
+        f'd = u.urlopen("{url}").read(); h = hashlib.sha256(d).hexdigest(); '
+        f'h == "{PROXY_SHA256}" or sys.exit("toy_proxy_server.py: sha256 " + h + " is not the pinned '
+        f'{PROXY_SHA256}"); open("toy_proxy_server.py", "wb").write(d)'
+    )
     return "python3 -c " + shell_quote(code)
 
 
@@ -199,8 +229,10 @@ def _sides(launch: Launch) -> dict[str, list[Step]]:
         word = s.what.split(" server")[0]
         if s.program == "serve" and word in SIDES:
             if "rank" in s.what or "--headless" in s.argv or "--nnodes" in s.argv:
-                raise PlanError(f"--emit k8s: a disaggregated {word} server over several nodes is not written as "
-                                f"manifests (each side is a StatefulSet of one-node servers); use --emit slurm")
+                raise PlanError(
+                    f"--emit k8s: a disaggregated {word} server over several nodes is not written as "
+                    f"manifests (each side is a StatefulSet of one-node servers); use --emit slurm"
+                )
             out.setdefault(word, []).append(s)
     return out
 
@@ -228,9 +260,20 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
     """The front end's shell command and the option files it reads (TensorRT-LLM's config)."""
     pre, dec = hosts["prefill"], hosts["decode"]
     if launch.engine == "vllm":
-        argv = ("--host", "0.0.0.0", "--port", str(ROUTER_PORT), "--prefiller-hosts", *pre,
-                "--prefiller-ports", *[str(SERVER_PORT)] * len(pre), "--decoder-hosts", *dec,
-                "--decoder-ports", *[str(SERVER_PORT)] * len(dec))
+        argv = (
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(ROUTER_PORT),
+            "--prefiller-hosts",
+            *pre,
+            "--prefiller-ports",
+            *[str(SERVER_PORT)] * len(pre),
+            "--decoder-hosts",
+            *dec,
+            "--decoder-ports",
+            *[str(SERVER_PORT)] * len(dec),
+        )
         check_argv(programs("vllm")["proxy"], argv)
         return f"{proxy_fetch()} && {_line(launch.commands['proxy'], argv)}", {}
     if launch.engine == "sglang":
@@ -244,37 +287,67 @@ def _front(launch: Launch, hosts: dict[str, list[str]]) -> tuple[str, dict]:
         package = load_cli("sglang").programs["router"].package
         install = f"(python3 -c 'import sglang_router' 2>/dev/null || python3 -m pip install -q {shell_quote(package)})"
         return f"{install} && {_line(launch.commands['router'], argv)}", {}
-    config = {"hostname": "0.0.0.0", "port": ROUTER_PORT, "backend": "pytorch",
-              "context_servers": {"num_instances": len(pre), "urls": [f"{h}:{SERVER_PORT}" for h in pre]},
-              "generation_servers": {"num_instances": len(dec), "urls": [f"{h}:{SERVER_PORT}" for h in dec]}}
-    return _line(launch.commands["disaggregated"], ("-c", "trtllm-disagg.yaml")), {"trtllm-disagg.yaml": to_yaml(config)}
+    config = {
+        "hostname": "0.0.0.0",
+        "port": ROUTER_PORT,
+        "backend": "pytorch",
+        "context_servers": {"num_instances": len(pre), "urls": [f"{h}:{SERVER_PORT}" for h in pre]},
+        "generation_servers": {"num_instances": len(dec), "urls": [f"{h}:{SERVER_PORT}" for h in dec]},
+    }
+    return _line(launch.commands["disaggregated"], ("-c", "trtllm-disagg.yaml")), {
+        "trtllm-disagg.yaml": to_yaml(config)
+    }
 
 
 def _line(command: str, argv) -> str:
     return " ".join([*program_words(command), *(shell_word(w) for w in argv)])
 
 
-def _side_docs(launch: Launch, name: str, steps: list[Step], *, resource: str, config: str | None,
-               prefill: bool, options: K8sOptions) -> list[dict]:
+def _side_docs(
+    launch: Launch,
+    name: str,
+    steps: list[Step],
+    *,
+    resource: str,
+    config: str | None,
+    prefill: bool,
+    options: K8sOptions,
+) -> list[dict]:
     gpus = len(steps[0].gpus) if steps[0].gpus is not None else launch.gpus_per_node
     labels = {"app": name}
     # the KV cache moves between pods (NIXL, Mooncake, UCX) over the NICs where they may sit on other nodes
-    pod = pod_spec(launch, _server_command(launch, steps[0]), gpus, resource, config, options=options,
-                   rdma=_across_nodes(launch))
+    pod = pod_spec(
+        launch, _server_command(launch, steps[0]), gpus, resource, config, options=options, rdma=_across_nodes(launch)
+    )
     container = pod["containers"][0]
     ports = [{"name": "http", "port": SERVER_PORT, "targetPort": SERVER_PORT}]
     if launch.engine == "vllm":
-        container["env"].append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
-                                 "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+        container["env"].append(
+            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+        )
     if launch.engine == "sglang" and prefill:
         container["ports"].append({"containerPort": _bootstrap()})
         ports.append({"name": "bootstrap", "port": _bootstrap(), "targetPort": _bootstrap()})
-    return [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-             "spec": {"clusterIP": "None", "selector": labels, "ports": ports}},
-            {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "labels": labels},
-             "spec": {"serviceName": name, "replicas": len(steps), "podManagementPolicy": "Parallel",
-                      "selector": {"matchLabels": labels},
-                      "template": {"metadata": {"labels": labels}, "spec": pod}}}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {"clusterIP": "None", "selector": labels, "ports": ports},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "serviceName": name,
+                "replicas": len(steps),
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        },
+    ]
 
 
 def _across_nodes(launch: Launch) -> bool:
@@ -292,25 +365,65 @@ def disaggregated_manifests(launch: Launch, result, options: K8sOptions | None =
     config = manifest_name(result, "options") if files else None
     docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config}, "data": files}] if config else []
     for word, steps in sides.items():
-        docs += _side_docs(launch, names[word], steps, resource=resource, config=config,
-                           prefill=SIDES[word] == "prefill", options=options)
+        docs += _side_docs(
+            launch,
+            names[word],
+            steps,
+            resource=resource,
+            config=config,
+            prefill=SIDES[word] == "prefill",
+            options=options,
+        )
     front = manifest_name(result, "router")
     pod = pod_spec(launch, command, 0, resource, config if front_files else None, options=options, server=False)
     pod["containers"][0]["ports"] = [{"containerPort": ROUTER_PORT}]
     labels = {"app": front}
-    docs += [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": front, "labels": labels},
-              "spec": {"replicas": 1, "selector": {"matchLabels": labels},
-                       "template": {"metadata": {"labels": labels}, "spec": pod}}},
-             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": front},
-              "spec": {"selector": labels, "ports": [{"port": ROUTER_PORT, "targetPort": ROUTER_PORT}]}}]
-    header = "# " + one_line(
-        f"{launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs prefill, "
-        f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet (server i at "
-        f"<side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}.") + "\n"
+    docs += [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": front, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": front},
+            "spec": {"selector": labels, "ports": [{"port": ROUTER_PORT, "targetPort": ROUTER_PORT}]},
+        },
+    ]
+    header = (
+        "# "
+        + one_line(
+            f"{launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs prefill, "
+            f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet (server i at "
+            f"<side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}."
+        )
+        + "\n"
+    )
     notes = cluster_notes(launch, options, rdma=_across_nodes(launch))
     return {"manifests.yaml": header + notes + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 
-__all__ = ["HF_SECRET", "K8sOptions", "NAME_MAX", "PROXY_COMMIT", "PROXY_SHA256", "PROXY_URL", "RDMA_RESOURCES", "SHM_SIZE",
-           "SIDES", "cluster_notes", "disaggregated_manifests", "gpu_resource", "manifest_name", "pod_spec", "proxy_fetch",
-           "rdma_request"]
+__all__ = [
+    "HF_SECRET",
+    "K8sOptions",
+    "NAME_MAX",
+    "PROXY_COMMIT",
+    "PROXY_SHA256",
+    "PROXY_URL",
+    "RDMA_RESOURCES",
+    "SHM_SIZE",
+    "SIDES",
+    "cluster_notes",
+    "disaggregated_manifests",
+    "gpu_resource",
+    "manifest_name",
+    "pod_spec",
+    "proxy_fetch",
+    "rdma_request",
+]

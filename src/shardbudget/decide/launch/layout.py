@@ -114,8 +114,9 @@ class Launch:
     """Local folders the commands read by their absolute paths (a checkpoint given as a folder):
     each node must hold them; a pod mounts them from its node (k8s.py)."""
 
-    def command(self, step: Step, *, addresses: Mapping[int, str] | None = None,
-                raw: Mapping[int, str] | None = None) -> str:
+    def command(
+        self, step: Step, *, addresses: Mapping[int, str] | None = None, raw: Mapping[int, str] | None = None
+    ) -> str:
         """The shell line of one step, without its node. `addresses`: node -> the variable that holds
         its address in place of $NODE<i>_IP; `raw`: argv index -> shell text put there as it is
         (LeaderWorkerSet's rank arithmetic, emit.py)."""
@@ -139,8 +140,9 @@ class Launch:
         if len(self.steps) == 1 and not self.files and self.steps[0].gpus is None:
             return f"{self.command(self.steps[0])}  # " + one_line(self.label + (f"; {notes}" if notes else ""))
         width = len(str(self.nodes - 1))
-        return "\n".join([*self._head(self.placeholders),
-                          *(f"[node {s.node:>{width}}] {self.command(s)}" for s in self.steps)])
+        return "\n".join(
+            [*self._head(self.placeholders), *(f"[node {s.node:>{width}}] {self.command(s)}" for s in self.steps)]
+        )
 
     def summary(self) -> str:
         """What deploy prints without --all: `text()` where there are at most SUMMARY_STEPS steps;
@@ -162,8 +164,10 @@ class Launch:
             lines.append(f"[node {steps[0].node:>{width}}] {self.command(steps[0])}")
             if len(steps) > 1:
                 nodes = _ranges(sorted({s.node for s in steps[1:]}))
-                lines.append(f"# ... and {len(steps) - 1} more like it on node{'s' if ',' in nodes or '-' in nodes else ''} "
-                             f"{nodes}: --all prints every line, --emit slurm|k8s DIR writes them")
+                lines.append(
+                    f"# ... and {len(steps) - 1} more like it on node{'s' if ',' in nodes or '-' in nodes else ''} "
+                    f"{nodes}: --all prints every line, --emit slurm|k8s DIR writes them"
+                )
         return "\n".join(lines)
 
     def _head(self, names: list[str], *, of: int | None = None) -> list[str]:
@@ -176,11 +180,25 @@ class Launch:
         return ["# " + one_line(head + (f"; {notes}" if notes else "")), *(heredoc(n, b) for n, b in self.files)]
 
     def to_dict(self) -> dict:
-        return {"engine": self.engine, "label": self.label, "image": self.image, "nodes": self.nodes,
-                "placeholders": self.placeholders, "files": dict(self.files), "notes": list(self.notes),
-                "env": dict(self.env_all),
-                "steps": [{"node": s.node, "what": s.what, "gpus": list(s.gpus) if s.gpus is not None else None,
-                           "command": self.command(s)} for s in self.steps]}
+        return {
+            "engine": self.engine,
+            "label": self.label,
+            "image": self.image,
+            "nodes": self.nodes,
+            "placeholders": self.placeholders,
+            "files": dict(self.files),
+            "notes": list(self.notes),
+            "env": dict(self.env_all),
+            "steps": [
+                {
+                    "node": s.node,
+                    "what": s.what,
+                    "gpus": list(s.gpus) if s.gpus is not None else None,
+                    "command": self.command(s),
+                }
+                for s in self.steps
+            ],
+        }
 
 
 @dataclass
@@ -219,8 +237,14 @@ def _shape(step: Step) -> tuple:
     """A step's shape: what it runs and how, the numbers in its words (ports, ranks, addresses,
     server counts) set aside."""
     num = lambda text: re.sub(r"\d+", "#", text)  # noqa: E731
-    return (step.program, num(step.what), tuple(num(w) for w in (*step.wrapper, *step.argv)),
-            tuple((k, num(v)) for k, v in step.env), None if step.gpus is None else len(step.gpus), step.background)
+    return (
+        step.program,
+        num(step.what),
+        tuple(num(w) for w in (*step.wrapper, *step.argv)),
+        tuple((k, num(v)) for k, v in step.env),
+        None if step.gpus is None else len(step.gpus),
+        step.background,
+    )
 
 
 def _ranges(nodes: list[int]) -> str:
@@ -297,5 +321,18 @@ def _scalar(v) -> str:
     return yaml_quote(str(v))
 
 
-__all__ = ["DIST_PORT", "Launch", "PLACEHOLDER", "SUMMARY_STEPS", "heredoc", "Placer", "ROUTER_PORT", "SERVER_PORT", "Step", "node_ip",
-           "program_words", "shell_word", "to_yaml"]
+__all__ = [
+    "DIST_PORT",
+    "Launch",
+    "PLACEHOLDER",
+    "SUMMARY_STEPS",
+    "heredoc",
+    "Placer",
+    "ROUTER_PORT",
+    "SERVER_PORT",
+    "Step",
+    "node_ip",
+    "program_words",
+    "shell_word",
+    "to_yaml",
+]

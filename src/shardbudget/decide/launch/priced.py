@@ -95,8 +95,19 @@ def _allreduce_kinds(engine: str, system: System, side_plan: Plan, catalog: Cata
     return set(allreduce_ranges_for(engine, group, PROBE_BYTES_PER_TOKEN).kinds)
 
 
-def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, max_batch: int | None,
-              system: System, catalog: Catalog, impl: str | None = None) -> Side:
+def make_side(
+    role: str,
+    *,
+    replicas: int,
+    tp: int,
+    pp: int,
+    ep: int,
+    dp: int,
+    max_batch: int | None,
+    system: System,
+    catalog: Catalog,
+    impl: str | None = None,
+) -> Side:
     """One side's layout and all-reduce kernels; with `impl` 'nccl' (deploy --impl nccl) every TP
     all-reduce was priced as NCCL, so the engines' own kernels are switched off."""
     plan = Plan(tp, pp, ep, dp)
@@ -108,8 +119,18 @@ def make_side(role: str, *, replicas: int, tp: int, pp: int, ep: int, dp: int, m
             kinds = {"nccl"}
         custom[engine] = bool(kinds & {"one-shot", "two-shot", "mnnvl"}) or kinds == {"none"}  # mnnvl: TRT-LLM's own
         symm[engine] = any(k.startswith("symm-mem") for k in kinds)
-    return Side(role=role, replicas=replicas, tp=tp, pp=pp, ep=ep, dp=dp, max_batch=max_batch, custom_ar=custom,
-                symm_mem=symm, flashinfer_off=fi)
+    return Side(
+        role=role,
+        replicas=replicas,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp=dp,
+        max_batch=max_batch,
+        custom_ar=custom,
+        symm_mem=symm,
+        flashinfer_off=fi,
+    )
 
 
 def quantize_to(cfg: ModelConfig, weights_dtype: str) -> str | None:
@@ -130,8 +151,10 @@ def engine_runs(engine: str, system: System) -> str | None:
     if system.gpu.arch in archs:
         return None
     label = ENGINE_LABELS[engine]
-    return (f"{label} does not run on {system.gpu.name} ({system.gpu.arch}): it supports "
-            f"{', '.join(archs)} ({support.source.split(' ')[0]})")
+    return (
+        f"{label} does not run on {system.gpu.name} ({system.gpu.arch}): it supports "
+        f"{', '.join(archs)} ({support.source.split(' ')[0]})"
+    )
 
 
 def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) -> str | None:
@@ -139,9 +162,11 @@ def speculation_runs(engine: str, spec: Speculation | None, cfg: ModelConfig) ->
     if spec is None:
         return None
     if spec.method == "mtp" and not getattr(cfg, "mtp_layers", 0):
-        return (f"{cfg.name} has no multi-token-prediction layers (its config.json sets neither "
-                f"num_nextn_predict_layers nor mtp_num_hidden_layers): --speculative mtp needs them; "
-                f"use --speculative eagle or draft")
+        return (
+            f"{cfg.name} has no multi-token-prediction layers (its config.json sets neither "
+            f"num_nextn_predict_layers nor mtp_num_hidden_layers): --speculative mtp needs them; "
+            f"use --speculative eagle or draft"
+        )
     methods = load_cli(engine).speculative_methods
     if spec.method not in methods:
         why = methods.get(f"{spec.method}_not_supported", "its flag table has no such method")
@@ -158,8 +183,10 @@ def check_names(model_id: str, draft_id: str | None = None) -> None:
             continue
         check_name(name, what, argument=True, error=PlanError)
         if found := PLACEHOLDER.search(name):
-            raise PlanError(f"{what} {name!r} contains {found.group(0)}, the placeholder deploy's commands fill in "
-                            f"with a node's address: rename it")
+            raise PlanError(
+                f"{what} {name!r} contains {found.group(0)}, the placeholder deploy's commands fill in "
+                f"with a node's address: rename it"
+            )
 
 
 def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculation | None) -> None:
@@ -177,5 +204,14 @@ def check_request(engine: str, system: System, cfg: ModelConfig, spec: Speculati
         raise PlanError(why)
 
 
-__all__ = ["ENGINE_LABELS", "Priced", "Side", "check_names", "check_request", "engine_runs", "make_side",
-           "quantize_to", "speculation_runs"]
+__all__ = [
+    "ENGINE_LABELS",
+    "Priced",
+    "Side",
+    "check_names",
+    "check_request",
+    "engine_runs",
+    "make_side",
+    "quantize_to",
+    "speculation_runs",
+]

@@ -42,7 +42,9 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
         if p.speculation.method != "mtp":
             f.raw("--speculative-draft-model-path", draft_name(p))
         # a chain of k drafts (top-1 each): k steps, k + 1 tokens verified
-        f.raw("--speculative-num-steps", k).raw("--speculative-eagle-topk", 1).raw("--speculative-num-draft-tokens", k + 1)
+        f.raw("--speculative-num-steps", k).raw("--speculative-eagle-topk", 1).raw(
+            "--speculative-num-draft-tokens", k + 1
+        )
     if side.role != "serve":
         f.raw("--disaggregation-mode", side.role)
         f.raw("--disaggregation-transfer-backend", load_cli(ENGINE).disaggregation.transfer_backend)
@@ -71,15 +73,26 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
         first, gpus, span = placer.place(gpus_needed)
         port = placer.port(first) if multi else None
         # each prefill server on a node has its own bootstrap port (8998, 8999, ...)
-        bootstrap = (load_cli(ENGINE).disaggregation.bootstrap_port + port - SERVER_PORT
-                     if side.role == "prefill" and port is not None else None)
+        bootstrap = (
+            load_cli(ENGINE).disaggregation.bootstrap_port + port - SERVER_PORT
+            if side.role == "prefill" and port is not None
+            else None
+        )
         what = f"{side.role} server {k + 1} of {len(servers)}" if len(servers) > 1 else f"{side.role} server"
         argv = _server_flags(p, side, dp=dp, port=port, bootstrap=bootstrap)
         if span > 1:
             for n in range(span):
-                extra = ["--nnodes", str(span), "--node-rank", str(n), "--dist-init-addr", f"{node_ip(first)}:{DIST_PORT}"]
-                steps.append(Step(node=first + n, what=f"{what}, node rank {n}", program="serve",
-                                  argv=tuple(argv + extra)))
+                extra = [
+                    "--nnodes",
+                    str(span),
+                    "--node-rank",
+                    str(n),
+                    "--dist-init-addr",
+                    f"{node_ip(first)}:{DIST_PORT}",
+                ]
+                steps.append(
+                    Step(node=first + n, what=f"{what}, node rank {n}", program="serve", argv=tuple(argv + extra))
+                )
         else:
             steps.append(Step(node=first, what=what, program="serve", argv=tuple(argv), gpus=gpus, background=multi))
         ends.append((first, port, bootstrap))
@@ -121,7 +134,9 @@ def build(p: Priced) -> Launch:
         steps.append(Step(node=0, what="router", program="router", argv=("--worker-urls", *urls, *router)))
     notes = spec_note(p)
     if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:
-        notes.append(f"serve a checkpoint already quantized to {p.quantize_to}: SGLang reads its method from config.json")
+        notes.append(
+            f"serve a checkpoint already quantized to {p.quantize_to}: SGLang reads its method from config.json"
+        )
     return assemble(ENGINE, p, steps, notes=notes)
 
 

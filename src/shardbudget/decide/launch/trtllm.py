@@ -75,22 +75,36 @@ def build(p: Priced) -> Launch:
             if span > 1:  # one MPI job over the replica's nodes, started from its first node
                 hosts = ",".join(f"{node_ip(first + n)}:{gpn}" for n in range(span))
                 wrapper = ("mpirun", "-H", hosts, "-np", str(side.gpus), "trtllm-llmapi-launch")
-            steps.append(Step(node=first, what=what, program="serve", argv=argv, gpus=gpus, wrapper=wrapper,
-                              background=multi))
+            steps.append(
+                Step(node=first, what=what, program="serve", argv=argv, gpus=gpus, wrapper=wrapper, background=multi)
+            )
             urls[side.role].append(f"{node_ip(first)}:{port}")
     notes = spec_note(p)
     if p.disaggregated:
-        files.append(("trtllm-disagg.yaml", to_yaml({
-            "hostname": "0.0.0.0", "port": ROUTER_PORT, "backend": "pytorch",
-            "context_servers": {"num_instances": len(urls["prefill"]), "urls": urls["prefill"]},
-            "generation_servers": {"num_instances": len(urls["decode"]), "urls": urls["decode"]}})))
-        steps.append(Step(node=0, what="disaggregated front end", program="disaggregated",
-                          argv=("-c", "trtllm-disagg.yaml")))
+        files.append(
+            (
+                "trtllm-disagg.yaml",
+                to_yaml(
+                    {
+                        "hostname": "0.0.0.0",
+                        "port": ROUTER_PORT,
+                        "backend": "pytorch",
+                        "context_servers": {"num_instances": len(urls["prefill"]), "urls": urls["prefill"]},
+                        "generation_servers": {"num_instances": len(urls["decode"]), "urls": urls["decode"]},
+                    }
+                ),
+            )
+        )
+        steps.append(
+            Step(node=0, what="disaggregated front end", program="disaggregated", argv=("-c", "trtllm-disagg.yaml"))
+        )
     elif multi:
         notes.append(f"put a load balancer in front of the {len(urls['serve'])} servers")
     if p.quantize_to:
-        notes.append(f"serve a checkpoint quantized to {p.quantize_to} (TensorRT-LLM's PyTorch backend does not "
-                     f"quantize at load; NVIDIA ModelOpt writes one)")
+        notes.append(
+            f"serve a checkpoint quantized to {p.quantize_to} (TensorRT-LLM's PyTorch backend does not "
+            f"quantize at load; NVIDIA ModelOpt writes one)"
+        )
     return assemble(ENGINE, p, steps, notes=notes, files=files)
 
 

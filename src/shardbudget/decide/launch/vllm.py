@@ -49,14 +49,15 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
     f.add("quantization", quant.get(p.quantize_to) if p.quantize_to else None)
     f.add("eager", p.eager)
     if p.speculation is not None:
-        spec = {"method": load_cli(ENGINE).speculative_methods[p.speculation.method],
-                "num_speculative_tokens": p.speculation.draft_tokens}
+        spec = {
+            "method": load_cli(ENGINE).speculative_methods[p.speculation.method],
+            "num_speculative_tokens": p.speculation.draft_tokens,
+        }
         if p.speculation.method != "mtp":
             spec["model"] = draft_name(p)
         f.add("speculative_config", json.dumps(spec, separators=(",", ":")))
     if side.role != "serve":  # a disaggregated side: prefill produces, decode consumes (kv_both for either)
-        f.add("kv_transfer", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"},
-                                        separators=(",", ":")))
+        f.add("kv_transfer", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":")))
     f.add("port", port)
     return f
 
@@ -77,8 +78,9 @@ def _servers(p: Priced, side: Side) -> tuple[int, int]:
     """(servers, DP ranks per server)."""
     rank_gpus, gpn = side.tp // side.dp * side.pp, p.system.host_gpus
     total = rank_gpus * side.replicas * side.dp
-    fold = (side.role == "serve" and not p.cfg.is_moe and rank_gpus <= gpn
-            and (total <= gpn or total % gpn == 0))  # one node, or whole nodes
+    fold = (
+        side.role == "serve" and not p.cfg.is_moe and rank_gpus <= gpn and (total <= gpn or total % gpn == 0)
+    )  # one node, or whole nodes
     return (1, side.replicas * side.dp) if fold else (side.replicas, side.dp)
 
 
@@ -95,22 +97,60 @@ def _side_steps(p: Priced, side: Side, placer: Placer, multi: bool) -> tuple[lis
         argv = _server_flags(p, side, dp=dp, port=port)
         if rank_gpus > gpn:  # TP / PP across nodes: one multiprocessing executor over the nodes
             for n in range(span):
-                extra = ["--nnodes", str(span), "--node-rank", str(n), "--master-addr", node_ip(first),
-                         "--master-port", str(MASTER_PORT)] + (["--headless"] if n else [])
-                steps.append(Step(node=first + n, what=what if not n else f"{what}, node rank {n}", program="serve",
-                                  argv=tuple(argv + extra), env=_env(side), background=multi and not n))
+                extra = [
+                    "--nnodes",
+                    str(span),
+                    "--node-rank",
+                    str(n),
+                    "--master-addr",
+                    node_ip(first),
+                    "--master-port",
+                    str(MASTER_PORT),
+                ] + (["--headless"] if n else [])
+                steps.append(
+                    Step(
+                        node=first + n,
+                        what=what if not n else f"{what}, node rank {n}",
+                        program="serve",
+                        argv=tuple(argv + extra),
+                        env=_env(side),
+                        background=multi and not n,
+                    )
+                )
         elif span > 1:  # DP ranks over nodes: the data-parallel flags, headless beyond the head
             local = gpn // rank_gpus
             for n in range(span):
-                extra = ["--data-parallel-size-local", str(local), "--data-parallel-address", node_ip(first),
-                         "--data-parallel-rpc-port", str(DIST_PORT)]
+                extra = [
+                    "--data-parallel-size-local",
+                    str(local),
+                    "--data-parallel-address",
+                    node_ip(first),
+                    "--data-parallel-rpc-port",
+                    str(DIST_PORT),
+                ]
                 if n:
                     extra += ["--headless", "--data-parallel-start-rank", str(n * local)]
-                steps.append(Step(node=first + n, what=what if not n else f"{what}, DP ranks {n * local}+",
-                                  program="serve", argv=tuple(argv + extra), env=_env(side)))
+                steps.append(
+                    Step(
+                        node=first + n,
+                        what=what if not n else f"{what}, DP ranks {n * local}+",
+                        program="serve",
+                        argv=tuple(argv + extra),
+                        env=_env(side),
+                    )
+                )
         else:
-            steps.append(Step(node=first, what=what, program="serve", argv=tuple(argv), env=_env(side), gpus=gpus,
-                              background=multi))
+            steps.append(
+                Step(
+                    node=first,
+                    what=what,
+                    program="serve",
+                    argv=tuple(argv),
+                    env=_env(side),
+                    gpus=gpus,
+                    background=multi,
+                )
+            )
         ends.append((first, port))
     return steps, ends
 
@@ -126,12 +166,31 @@ def build(p: Priced) -> Launch:
     if p.disaggregated:
         hosts = lambda role: [node_ip(n) for n, _ in ends[role]]  # noqa: E731
         ports = lambda role: [str(port) for _, port in ends[role]]  # noqa: E731
-        steps.append(Step(node=0, what="proxy", program="proxy", argv=(
-            "--host", "0.0.0.0", "--port", str(ROUTER_PORT), "--prefiller-hosts", *hosts("prefill"),
-            "--prefiller-ports", *ports("prefill"), "--decoder-hosts", *hosts("decode"),
-            "--decoder-ports", *ports("decode"))))
-        notes.append(f"toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at commit "
-                     f"{PROXY_COMMIT[:12]} (sha256 {PROXY_SHA256})")
+        steps.append(
+            Step(
+                node=0,
+                what="proxy",
+                program="proxy",
+                argv=(
+                    "--host",
+                    "0.0.0.0",
+                    "--port",
+                    str(ROUTER_PORT),
+                    "--prefiller-hosts",
+                    *hosts("prefill"),
+                    "--prefiller-ports",
+                    *ports("prefill"),
+                    "--decoder-hosts",
+                    *hosts("decode"),
+                    "--decoder-ports",
+                    *ports("decode"),
+                ),
+            )
+        )
+        notes.append(
+            f"toy_proxy_server.py is tests/v1/kv_connector/nixl_integration/ in vLLM's repository at commit "
+            f"{PROXY_COMMIT[:12]} (sha256 {PROXY_SHA256})"
+        )
     elif multi:
         notes.append(f"put a load balancer in front of the {len(ends['serve'])} servers")
     if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:

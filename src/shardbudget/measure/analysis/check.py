@@ -55,6 +55,7 @@ PLATEAU_SHARE = 0.25
 
 # --- results ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, kw_only=True)
 class SizeCheck:
     """One measured size beside its prediction."""
@@ -101,8 +102,12 @@ class RegionCheck:
         return self.verdict == "ok"
 
     def to_dict(self) -> dict:
-        return {"region": self.region, "verdict": self.verdict, "median_ratio": self.median_ratio,
-                "sizes": [s.to_dict() for s in self.sizes]}
+        return {
+            "region": self.region,
+            "verdict": self.verdict,
+            "median_ratio": self.median_ratio,
+            "sizes": [s.to_dict() for s in self.sizes],
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,12 +141,22 @@ class TableCheck:
         return self.causes[0] if self.causes else None
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "run": self.run, "op": str(self.op), "ranks": self.ranks,
-                "nodes": self.nodes, "system": self.system, "column": self.column, "ok": self.ok,
-                "regions": [r.to_dict() for r in self.regions],
-                "cause": self.cause.to_dict() if self.cause else None,
-                "causes": [c.to_dict() for c in self.causes], "settings": self.settings.to_dict(),
-                "notes": list(self.notes), "problems": [p.to_dict() for p in self.problems]}
+        return {
+            "source": self.source,
+            "run": self.run,
+            "op": str(self.op),
+            "ranks": self.ranks,
+            "nodes": self.nodes,
+            "system": self.system,
+            "column": self.column,
+            "ok": self.ok,
+            "regions": [r.to_dict() for r in self.regions],
+            "cause": self.cause.to_dict() if self.cause else None,
+            "causes": [c.to_dict() for c in self.causes],
+            "settings": self.settings.to_dict(),
+            "notes": list(self.notes),
+            "problems": [p.to_dict() for p in self.problems],
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,16 +184,30 @@ class CheckResult:
         return outcome(self.ok, self.tables, self.problems, tolerance=_pct(self.tolerance), system=self.system)
 
     def to_dict(self) -> dict:
-        return {"system": self.system, "tolerance": self.tolerance, "ok": self.ok,
-                "exit_code": self.exit_code, "outcome": self.outcome, "tables": [t.to_dict() for t in self.tables],
-                "problems": [p.to_dict() for p in self.problems], "warnings": list(self.warnings)}
+        return {
+            "system": self.system,
+            "tolerance": self.tolerance,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "outcome": self.outcome,
+            "tables": [t.to_dict() for t in self.tables],
+            "problems": [p.to_dict() for p in self.problems],
+            "warnings": list(self.warnings),
+        }
 
 
 # --- entry points ----------------------------------------------------------------------------
 
-def check_logs(paths: Iterable[str | os.PathLike], *, system: str, catalog: Catalog | None = None,
-               nodes: int | None = None, gpus: int | None = None,
-               tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+
+def check_logs(
+    paths: Iterable[str | os.PathLike],
+    *,
+    system: str,
+    catalog: Catalog | None = None,
+    nodes: int | None = None,
+    gpus: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> CheckResult:
     """Check every table of every log against `system`.
 
     `nodes` is the node count the model uses (default: what the log says, else what NCCL's INFO
@@ -203,9 +232,16 @@ def check_logs(paths: Iterable[str | os.PathLike], *, system: str, catalog: Cata
     return _check(texts, sys_, catalog, nodes=nodes, gpus=gpus, tolerance=tolerance, unusable=unusable)
 
 
-def check_text(text: str, *, system: str, source: str = "<text>", catalog: Catalog | None = None,
-               nodes: int | None = None, gpus: int | None = None,
-               tolerance: float = DEFAULT_TOLERANCE) -> CheckResult:
+def check_text(
+    text: str,
+    *,
+    system: str,
+    source: str = "<text>",
+    catalog: Catalog | None = None,
+    nodes: int | None = None,
+    gpus: int | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> CheckResult:
     """`check_logs` for a log already in memory."""
     catalog = catalog or load_catalog()
     sys_ = catalog.system(system)
@@ -227,8 +263,16 @@ def _check_request(nodes: object, gpus: object, tolerance: object) -> None:
         raise PlanError(f"--tolerance must be a fraction above 0 (0.25: within 25 %), got {tolerance!r}")
 
 
-def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: Catalog, *,
-           nodes: int | None, gpus: int | None, tolerance: float, unusable: Sequence[LogProblem] = ()) -> CheckResult:
+def _check(
+    sets: Sequence[tuple[MeasurementSet, str]],
+    system: System,
+    catalog: Catalog,
+    *,
+    nodes: int | None,
+    gpus: int | None,
+    tolerance: float,
+    unusable: Sequence[LogProblem] = (),
+) -> CheckResult:
     tables, loose, warnings = [], list(unusable), [p.text for p in unusable]
     for ms, text in sets:
         spans = _line_spans(ms)
@@ -238,13 +282,19 @@ def _check(sets: Sequence[tuple[MeasurementSet, str]], system: System, catalog: 
             if settings.version is None:
                 version = next((r.get("nccl_version") for r in ms.env.get("runs", []) if r.get("run") == run), None)
                 settings = replace(settings, version=version or ms.env.get("nccl_version"))
-            tables.append(_check_table(ms, run, samples, column, settings, system, catalog,
-                                       nodes=nodes, tolerance=tolerance))
+            tables.append(
+                _check_table(ms, run, samples, column, settings, system, catalog, nodes=nodes, tolerance=tolerance)
+            )
             checked.add(run)
         loose += [p for p in ms.problems if p.run not in checked]
         warnings += ms.warnings
-    return CheckResult(system=system.name, tolerance=float(tolerance), tables=tuple(tables), problems=tuple(loose),
-                       warnings=tuple(warnings))
+    return CheckResult(
+        system=system.name,
+        tolerance=float(tolerance),
+        tables=tuple(tables),
+        problems=tuple(loose),
+        warnings=tuple(warnings),
+    )
 
 
 def _line_spans(ms: MeasurementSet) -> dict[int, tuple[int, int | None]]:
@@ -284,16 +334,20 @@ def _runs(ms: MeasurementSet, gpus: int | None) -> list[tuple[int, list[Sample],
     if gpus is not None and not out:
         raise MeasureError(f"{name} is a log of {' and '.join(map(str, counts))} GPUs, not --gpus {gpus}")
     if not out:
-        raise MeasureError(f"{name}: no table of a collective shardbudget prices with 2 or more ranks "
-                           f"(found {', '.join(sorted({str(s.op) for s in ms.samples}))} on "
-                           f"{', '.join(map(str, counts))} ranks)")
+        raise MeasureError(
+            f"{name}: no table of a collective shardbudget prices with 2 or more ranks "
+            f"(found {', '.join(sorted({str(s.op) for s in ms.samples}))} on "
+            f"{', '.join(map(str, counts))} ranks)"
+        )
     return out
 
 
 # --- one table -------------------------------------------------------------------------------
 
-def _nodes(samples: Sequence[Sample], settings: NcclSettings, system: System,
-           nodes: int | None) -> tuple[int, list[str]]:
+
+def _nodes(
+    samples: Sequence[Sample], settings: NcclSettings, system: System, nodes: int | None
+) -> tuple[int, list[str]]:
     """The node count to model, and a note where it is not the log's own."""
     ranks, logged = samples[0].n_ranks, samples[0].n_nodes
     if nodes is not None:
@@ -301,20 +355,34 @@ def _nodes(samples: Sequence[Sample], settings: NcclSettings, system: System,
         return nodes, note
     if logged and counts_trays(ranks, logged, system):
         domains = max(1, math.ceil(ranks / system.gpus_per_node))
-        return domains, [f"the log's {logged} nodes of {ranks // logged} GPUs are {system.name}'s {system.host_gpus}-GPU "
-                         f"hosts (compute trays), {system.gpus_per_node // system.host_gpus} to an NVLink domain: checked as {domains} node(s) of "
-                         f"{system.gpus_per_node}, as NCCL runs them (--nodes {logged} prices each tray as a node)"]
+        return domains, [
+            f"the log's {logged} nodes of {ranks // logged} GPUs are {system.name}'s {system.host_gpus}-GPU "
+            f"hosts (compute trays), {system.gpus_per_node // system.host_gpus} to an NVLink domain: checked as {domains} node(s) of "
+            f"{system.gpus_per_node}, as NCCL runs them (--nodes {logged} prices each tray as a node)"
+        ]
     if logged:
         return logged, []
     if settings.n_nodes:
         return settings.n_nodes, [f"nodes from NCCL's INFO lines: {settings.n_nodes}"]
     n = max(1, math.ceil(ranks / system.gpus_per_node))
-    return n, [f"the log does not say how many nodes; assumed {n} ({ranks} ranks, "
-               f"{system.gpus_per_node} GPUs per {system.name} node; give --nodes if not)"]
+    return n, [
+        f"the log does not say how many nodes; assumed {n} ({ranks} ranks, "
+        f"{system.gpus_per_node} GPUs per {system.name} node; give --nodes if not)"
+    ]
 
 
-def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: str, settings: NcclSettings,
-                 system: System, catalog: Catalog, *, nodes: int | None, tolerance: float) -> TableCheck:
+def _check_table(
+    ms: MeasurementSet,
+    run: int,
+    samples: list[Sample],
+    column: str,
+    settings: NcclSettings,
+    system: System,
+    catalog: Catalog,
+    *,
+    nodes: int | None,
+    tolerance: float,
+) -> TableCheck:
     op, ranks = samples[0].op, samples[0].n_ranks
     n_nodes, notes = _nodes(samples, settings, system, nodes)
     where = f"{os.path.basename(ms.source)} (run {run}, {ranks} ranks)"
@@ -322,19 +390,22 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
         group = make_group(system, nodes=n_nodes, gpus=ranks, catalog=catalog)
     except PlanError as err:
         if nodes is not None and ranks > nodes * system.gpus_per_node:  # --nodes for one run of a log of several
-            raise PlanError(f"{where} does not fit {nodes} x {system.name} (--nodes {nodes}, {system.gpus_per_node} "
-                            f"GPUs per node): give --gpus to check one run of the log, or --nodes "
-                            f"{math.ceil(ranks / system.gpus_per_node)} for this one") from None
+            raise PlanError(
+                f"{where} does not fit {nodes} x {system.name} (--nodes {nodes}, {system.gpus_per_node} "
+                f"GPUs per node): give --gpus to check one run of the log, or --nodes "
+                f"{math.ceil(ranks / system.gpus_per_node)} for this one"
+            ) from None
         raise PlanError(f"{where} does not fit {system.name}: {err}") from None
     algos, protos, _ = forced_by(ms, run)
     if algos or protos:
-        notes.append(f"the run forces {' '.join(f'{k}={v}' for k, v in (('NCCL_ALGO', ','.join(algos)), ('NCCL_PROTO', ','.join(protos))) if v)}: "
-                     f"predicted with that choice")
+        notes.append(
+            f"the run forces {' '.join(f'{k}={v}' for k, v in (('NCCL_ALGO', ','.join(algos)), ('NCCL_PROTO', ','.join(protos))) if v)}: "
+            f"predicted with that choice"
+        )
     kept, impossible = plausible(_dedupe(samples), catalog, run, ms.source)
     sizes = tuple(_size_check(s, system, catalog, n_nodes, (algos, protos)) for s in kept)
     regions = tuple(_region(name, [c for c in sizes if c.region == name], tolerance) for name in REGIONS)
-    facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings,
-                       tolerance=tolerance)
+    facts = TableFacts(group=group, op=str(op), sizes=sizes, regions=regions, settings=settings, tolerance=tolerance)
     causes = diagnose(facts) if any(r.off for r in regions) else ()
     shape = _node_shape(samples, system, nodes)
     if shape is not None:
@@ -346,9 +417,20 @@ def _check_table(ms: MeasurementSet, run: int, samples: list[Sample], column: st
     if not causes and (noisy := erratic(facts)) is not None:  # every median within tolerance, but jumpy
         notes.append(noisy.text)
     notes += device_note(ms, run, system) + plateau_note(regions, sizes)
-    return TableCheck(source=ms.source, run=run, op=str(op), ranks=ranks, nodes=n_nodes, system=system.name,
-                      column=column, regions=regions, causes=tuple(causes), settings=settings,
-                      notes=tuple(notes), problems=own_problems(ms.problems, run) + tuple(impossible))
+    return TableCheck(
+        source=ms.source,
+        run=run,
+        op=str(op),
+        ranks=ranks,
+        nodes=n_nodes,
+        system=system.name,
+        column=column,
+        regions=regions,
+        causes=tuple(causes),
+        settings=settings,
+        notes=tuple(notes),
+        problems=own_problems(ms.problems, run) + tuple(impossible),
+    )
 
 
 def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) -> str | None:
@@ -364,25 +446,37 @@ def _node_shape(samples: Sequence[Sample], system: System, nodes: int | None) ->
     if logged == 1 and ranks < system.gpus_per_node:
         return None
     per_node = ranks // logged
-    return (f"the log has {per_node} GPUs per node ({ranks} ranks on {logged} nodes); {system.name} has "
-            f"{system.gpus_per_node}: checked as {logged} nodes of {per_node} GPUs, every ring crossing the network")
+    return (
+        f"the log has {per_node} GPUs per node ({ranks} ranks on {logged} nodes); {system.name} has "
+        f"{system.gpus_per_node}: checked as {logged} nodes of {per_node} GPUs, every ring crossing the network"
+    )
 
 
-def _node_cause(samples: Sequence[Sample], system: System, catalog: Catalog, n_nodes: int, tolerance: float,
-                shape: str) -> Cause:
+def _node_cause(
+    samples: Sequence[Sample], system: System, catalog: Catalog, n_nodes: int, tolerance: float, shape: str
+) -> Cause:
     """The node-shape mismatch as the first cause, with what the table reads as whole nodes of the system."""
     ranks, gpn = samples[0].n_ranks, system.gpus_per_node
     alt = max(1, math.ceil(ranks / gpn))
     words = shape.split(";")[0]
     if alt == n_nodes or (alt > 1 and ranks % gpn):
-        return Cause(kind="node-shape", region="", guess=False,
-                     text=f"{words}, not {gpn} as {system.name}; check the logs with a system of {ranks // n_nodes} GPUs per node")
+        return Cause(
+            kind="node-shape",
+            region="",
+            guess=False,
+            text=f"{words}, not {gpn} as {system.name}; check the logs with a system of {ranks // n_nodes} GPUs per node",
+        )
     ratios = [s.time_s / _size_check(s, system, catalog, alt).predicted_s for s in _dedupe(samples)]
     med = statistics.median(ratios)
-    return Cause(kind="node-shape", region="", guess=False, expected_ratio=med,
-                 text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt} --gpus {ranks}`) the "
-                      f"table is {med:.2f}x the predicted time ({verdict_of(med, tolerance)}); the log's nodes are "
-                      f"{system.name}'s {system.host_gpus}-GPU hosts (trays), its node the whole NVLink domain")
+    return Cause(
+        kind="node-shape",
+        region="",
+        guess=False,
+        expected_ratio=med,
+        text=f"{words}, not {gpn} as {system.name}: as {alt} node(s) of {gpn} (`--nodes {alt} --gpus {ranks}`) the "
+        f"table is {med:.2f}x the predicted time ({verdict_of(med, tolerance)}); the log's nodes are "
+        f"{system.name}'s {system.host_gpus}-GPU hosts (trays), its node the whole NVLink domain",
+    )
 
 
 def _dedupe(samples: Sequence[Sample]) -> list[Sample]:
@@ -400,10 +494,17 @@ def _size_check(s: Sample, system: System, catalog: Catalog, nodes: int, forced:
     share = c.latency_s / t if t > 0 else 1.0
     region = REGIONS[0] if share >= LATENCY_FLOOR_SHARE else REGIONS[2] if share <= PLATEAU_SHARE else REGIONS[1]
     busbw = s.msg_bytes / t * busbw_factor(s.op, s.n_ranks) if t > 0 else 0.0
-    return SizeCheck(msg_bytes=s.msg_bytes, measured_s=s.time_s, predicted_s=t, latency_share=share,
-                     measured_busbw_bytes_per_s=s.busbw_bytes_per_s,
-                     predicted_busbw_bytes_per_s=busbw, algorithm=c.algorithm,
-                     protocol=c.protocol, region=region)
+    return SizeCheck(
+        msg_bytes=s.msg_bytes,
+        measured_s=s.time_s,
+        predicted_s=t,
+        latency_share=share,
+        measured_busbw_bytes_per_s=s.busbw_bytes_per_s,
+        predicted_busbw_bytes_per_s=busbw,
+        algorithm=c.algorithm,
+        protocol=c.protocol,
+        region=region,
+    )
 
 
 def verdict_of(ratio: float | None, tolerance: float) -> str:
@@ -423,6 +524,7 @@ def _region(name: str, sizes: list[SizeCheck], tolerance: float) -> RegionCheck:
 
 
 # --- text -----------------------------------------------------------------------------------
+
 
 def format_check(result: CheckResult) -> str:
     """The terminal report: per table a block per region (one row per size), one cause line, the
@@ -451,22 +553,29 @@ def _pct(tolerance: float) -> str:
 
 def _format_table(t: TableCheck, tolerance: float) -> list[str]:
     version = f", NCCL {t.settings.version.split('+')[0]}" if t.settings.version else ""
-    out = [f"== {os.path.basename(t.source)}, run {t.run}: {t.op} on {t.ranks} GPUs, {t.nodes} node(s) of "
-           f"{t.system} ({t.column} times){version}"]
+    out = [
+        f"== {os.path.basename(t.source)}, run {t.run}: {t.op} on {t.ranks} GPUs, {t.nodes} node(s) of "
+        f"{t.system} ({t.column} times){version}"
+    ]
     out += [f"problem: {p.text}" for p in t.problems]
     for r in t.regions:
         if not r.sizes:
             continue
         bw = f" = {1 / r.median_ratio:.2f} of the predicted busbw" if r.region == REGIONS[2] else ""
-        out.append(f"{r.region}: {r.verdict.upper()}, median {_ratio(r.median_ratio)} the predicted time{bw} "
-                   f"({len(r.sizes)} size{'s' if len(r.sizes) != 1 else ''})")
-        out.append(f"  {'size':>10} {'measured':>11} {'predicted':>11} {'ratio':>7} {'busbw':>11} "
-                   f"{'predicted':>11}  model")
+        out.append(
+            f"{r.region}: {r.verdict.upper()}, median {_ratio(r.median_ratio)} the predicted time{bw} "
+            f"({len(r.sizes)} size{'s' if len(r.sizes) != 1 else ''})"
+        )
+        out.append(
+            f"  {'size':>10} {'measured':>11} {'predicted':>11} {'ratio':>7} {'busbw':>11} {'predicted':>11}  model"
+        )
         for c in r.sizes:
             mark = "" if verdict_of(c.ratio, tolerance) == "ok" else " *"
-            out.append(f"  {format_bytes(c.msg_bytes):>10} {format_seconds(c.measured_s):>11} "
-                       f"{format_seconds(c.predicted_s):>11} {_ratio(c.ratio):>7} {format_rate(c.measured_busbw_bytes_per_s):>11} "
-                       f"{format_rate(c.predicted_busbw_bytes_per_s):>11}  {c.algorithm}/{c.protocol}{mark}")
+            out.append(
+                f"  {format_bytes(c.msg_bytes):>10} {format_seconds(c.measured_s):>11} "
+                f"{format_seconds(c.predicted_s):>11} {_ratio(c.ratio):>7} {format_rate(c.measured_busbw_bytes_per_s):>11} "
+                f"{format_rate(c.predicted_busbw_bytes_per_s):>11}  {c.algorithm}/{c.protocol}{mark}"
+            )
     if t.cause is not None:
         out.append(f"cause: {t.cause.text}")
     out.append(f"settings: {settings_summary(t.settings)}")
@@ -495,5 +604,16 @@ def settings_summary(st: NcclSettings) -> str:
     return "; ".join(parts) if parts else "nothing"
 
 
-__all__ = ["DEFAULT_TOLERANCE", "REGIONS", "CheckResult", "RegionCheck", "SizeCheck", "TableCheck",
-           "check_logs", "check_text", "format_check", "settings_summary", "verdict_of"]
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "REGIONS",
+    "CheckResult",
+    "RegionCheck",
+    "SizeCheck",
+    "TableCheck",
+    "check_logs",
+    "check_text",
+    "format_check",
+    "settings_summary",
+    "verdict_of",
+]

@@ -46,10 +46,16 @@ JUMP = 3.0
 ratio drifts by 1.8x at most between neighbours in data/raw; noisy ones jump 4-60x)."""
 
 USUAL_CHANNELS: dict[tuple[str, str | None], tuple[int, str]] = {
-    ("nvswitch", "hopper"): (16, "NVIDIA/nccl#1453 (3 x 8 H100: 'Channel 00/16'), #892 (H800: '16 coll "
-                                 "channels'), #1429 (Hopper's 18 NVLinks set the channel count)"),
-    ("pcie", None): (2, "NCCL's PCIe rings: 'Channel 00/02' and '4 coll channels' on 2-8 PCIe GPUs "
-                        "(tinygrad/open-gpu-kernel-modules#17, NVIDIA/nccl#1706)"),
+    ("nvswitch", "hopper"): (
+        16,
+        "NVIDIA/nccl#1453 (3 x 8 H100: 'Channel 00/16'), #892 (H800: '16 coll "
+        "channels'), #1429 (Hopper's 18 NVLinks set the channel count)",
+    ),
+    ("pcie", None): (
+        2,
+        "NCCL's PCIe rings: 'Channel 00/02' and '4 coll channels' on 2-8 PCIe GPUs "
+        "(tinygrad/open-gpu-kernel-modules#17, NVIDIA/nccl#1706)",
+    ),
 }
 """The fewest ring channels NCCL normally builds on a fabric kind (and GPU architecture; None: any)."""
 
@@ -119,8 +125,14 @@ def diagnose(f: TableFacts) -> tuple[Cause, ...]:
 
 # --- what the model says each cause costs ----------------------------------------------------
 
-def _whatif(f: TableFacts, sizes: Sequence[float], *, system: System | None = None,
-            keep: Callable[[Candidate], bool] | None = None) -> float | None:
+
+def _whatif(
+    f: TableFacts,
+    sizes: Sequence[float],
+    *,
+    system: System | None = None,
+    keep: Callable[[Candidate], bool] | None = None,
+) -> float | None:
     """Median over `sizes` of (time on the variant) / (normal time), by the model; None if the
     variant has nothing to run."""
     g = f.group
@@ -193,6 +205,7 @@ def _guess_note(st: NcclSettings) -> str:
 
 # --- the plateau -----------------------------------------------------------------------------
 
+
 def _plateau_slow(f: TableFacts, ratio: float) -> list[Cause]:
     told = _plateau_from_settings(f, ratio)
     # of several stated causes, those whose model cost matches the measurement go first (a stated
@@ -201,11 +214,18 @@ def _plateau_slow(f: TableFacts, ratio: float) -> list[Cause]:
     return told if told else [_plateau_from_shape(f, ratio)]
 
 
-def _told(st: NcclSettings, kind: str, region: str, keys: tuple[str, ...], text: str,
-          expected: float | None = None) -> Cause:
+def _told(
+    st: NcclSettings, kind: str, region: str, keys: tuple[str, ...], text: str, expected: float | None = None
+) -> Cause:
     """A cause the log states: its text names the setting and line, its evidence quotes them."""
-    return Cause(kind=kind, region=region, guess=False, evidence=_ev(st, *keys), expected_ratio=expected,
-                 text=text + _said(st, *keys))
+    return Cause(
+        kind=kind,
+        region=region,
+        guess=False,
+        evidence=_ev(st, *keys),
+        expected_ratio=expected,
+        text=text + _said(st, *keys),
+    )
 
 
 def _plateau_from_settings(f: TableFacts, ratio: float) -> list[Cause]:
@@ -214,26 +234,55 @@ def _plateau_from_settings(f: TableFacts, ratio: float) -> list[Cause]:
     sizes, at = _sizes(f, PLATEAU), f"plateau at {_busbw(ratio)}"
     socket = (st.network or "").lower() == "socket" or "net-socket" in st.transports
     if f.multi_node and socket:
-        out.append(_told(st, "socket", PLATEAU, ("NCCL_IB_DISABLE", "NCCL_NET", "network", "via-net-socket", "socket"),
-                         f"network: NCCL ran over its Socket (TCP) transport, not IB/RoCE RDMA: {at}"))
+        out.append(
+            _told(
+                st,
+                "socket",
+                PLATEAU,
+                ("NCCL_IB_DISABLE", "NCCL_NET", "network", "via-net-socket", "socket"),
+                f"network: NCCL ran over its Socket (TCP) transport, not IB/RoCE RDMA: {at}",
+            )
+        )
     p2p_env = st.env_flag("P2P_DISABLE") == "1" or (st.env_flag("P2P_LEVEL") or "").upper() in ("LOC", "0")
     shm_only = "shm" in st.transports and "p2p" not in st.transports
     if _expects_p2p(f) and (p2p_env or shm_only):
         variant = _p2p_off_system(s)
         expected = _whatif(f, sizes, system=variant) if variant else None
         model = f" (the model's SHM path: {_busbw(expected)})" if expected else ""
-        out.append(_told(st, "p2p-disabled", PLATEAU, ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "via-shm"),
-                         f"P2P disabled: GPUs connect via SHM (host memory), not P2P/IPC: {at}{model}", expected))
+        out.append(
+            _told(
+                st,
+                "p2p-disabled",
+                PLATEAU,
+                ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "via-shm"),
+                f"P2P disabled: GPUs connect via SHM (host memory), not P2P/IPC: {at}{model}",
+                expected,
+            )
+        )
     if f.multi_node and not socket and st.nics is not None and st.nics < s.nics_per_node:
         expected = _whatif(f, sizes, system=replace(s, nics_per_node=st.nics))
         model = f", the model with {st.nics} NICs: {_busbw(expected)}" if expected else ""
-        out.append(_told(st, "nic-down", PLATEAU, ("nics", "NCCL_IB_HCA"),
-                         f"a NIC down: NCCL uses {st.nics} of the {s.nics_per_node} NICs per node: {at}{model}",
-                         expected))
+        out.append(
+            _told(
+                st,
+                "nic-down",
+                PLATEAU,
+                ("nics", "NCCL_IB_HCA"),
+                f"a NIC down: NCCL uses {st.nics} of the {s.nics_per_node} NICs per node: {at}{model}",
+                expected,
+            )
+        )
     if f.multi_node and not socket and st.gdr is False:
-        out.append(_told(st, "gdr-off", PLATEAU, ("gdr_disabled", "NCCL_NET_GDR_LEVEL", "via-net"),
-                         f"GDR off: network transfers are staged through host memory (no GDRDMA on NCCL's "
-                         f"NET connections): {at}"))
+        out.append(
+            _told(
+                st,
+                "gdr-off",
+                PLATEAU,
+                ("gdr_disabled", "NCCL_NET_GDR_LEVEL", "via-net"),
+                f"GDR off: network transfers are staged through host memory (no GDRDMA on NCCL's "
+                f"NET connections): {at}",
+            )
+        )
     out += _nvls_and_channels_from_settings(f, ratio, sizes)
     out += _forced_algo(f, ratio, sizes, PLATEAU)
     return out
@@ -246,17 +295,32 @@ def _nvls_and_channels_from_settings(f: TableFacts, ratio: float, sizes: list[fl
         model = f" (ring/tree speed: {_busbw(expected)})" if expected else ""
         if st.version and tuple(int(x) for x in st.version.split("+")[0].split(".")[:2]) < (2, 17):
             model += f"; NCCL {st.version.split('+')[0]} predates NVLS (2.17)"
-        out.append(_told(st, "nvls-off", PLATEAU, ("NCCL_NVLS_ENABLE", "nvls_off", "nvls_channels", "channels"),
-                         f"NVLS off: NVSwitch system but NCCL's INFO lines show no NVLS: {at}{model}", expected))
+        out.append(
+            _told(
+                st,
+                "nvls-off",
+                PLATEAU,
+                ("NCCL_NVLS_ENABLE", "nvls_off", "nvls_channels", "channels"),
+                f"NVLS off: NVSwitch system but NCCL's INFO lines show no NVLS: {at}{model}",
+                expected,
+            )
+        )
     usual = _usual_channels(f.system)
     cap = st.env_flag("MAX_NCHANNELS") or st.env_flag("MAX_NRINGS")
     channels = st.channels if st.channels is not None else (int(cap) if cap and cap.isdigit() else None)
     if channels is not None and usual is not None and channels < usual[0]:
-        out.append(_told(st, "fewer-channels", PLATEAU,
-                         ("channels", "coll_channels", "NCCL_MAX_NCHANNELS", "NCCL_MAX_NRINGS"),
-                         f"fewer channels: NCCL ran {channels} channels, {usual[0]} is usual on "
-                         f"{f.system.intra_fabric.kind}: {at} ({channels}/{usual[0]} = {channels / usual[0]:.2f} "
-                         f"expected)", usual[0] / channels))
+        out.append(
+            _told(
+                st,
+                "fewer-channels",
+                PLATEAU,
+                ("channels", "coll_channels", "NCCL_MAX_NCHANNELS", "NCCL_MAX_NRINGS"),
+                f"fewer channels: NCCL ran {channels} channels, {usual[0]} is usual on "
+                f"{f.system.intra_fabric.kind}: {at} ({channels}/{usual[0]} = {channels / usual[0]:.2f} "
+                f"expected)",
+                usual[0] / channels,
+            )
+        )
     return out
 
 
@@ -288,9 +352,16 @@ def _forced_algo(f: TableFacts, ratio: float, sizes: list[float], region: str) -
     expected = _whatif(f, sizes, keep=keep)
     if expected is None or expected <= 1 + f.tolerance / 2 or not _near(ratio, expected, f.tolerance):
         return []  # set, but it neither costs much nor explains what was measured
-    return [_told(f.settings, "nccl-algo", region, ("NCCL_ALGO", "NCCL_PROTO"),
-                  f"{label} set: the model with only those gives {_fmt(expected)} the normal time, "
-                  f"measured {_fmt(ratio)}", expected)]
+    return [
+        _told(
+            f.settings,
+            "nccl-algo",
+            region,
+            ("NCCL_ALGO", "NCCL_PROTO"),
+            f"{label} set: the model with only those gives {_fmt(expected)} the normal time, measured {_fmt(ratio)}",
+            expected,
+        )
+    ]
 
 
 def _plateau_from_shape(f: TableFacts, ratio: float) -> Cause:
@@ -305,67 +376,112 @@ def _plateau_from_shape(f: TableFacts, ratio: float) -> Cause:
         if best is not None:
             _, down, expected = best
             k = s.nics_per_node
-            return Cause(kind="nic-down", region=PLATEAU, guess=True, expected_ratio=expected,
-                         text=f"a NIC down? plateau at {_busbw(ratio)}, as with {k - down} of {k} NICs "
-                              f"({_busbw(expected)}) ({note})")
+            return Cause(
+                kind="nic-down",
+                region=PLATEAU,
+                guess=True,
+                expected_ratio=expected,
+                text=f"a NIC down? plateau at {_busbw(ratio)}, as with {k - down} of {k} NICs "
+                f"({_busbw(expected)}) ({note})",
+            )
     if _has_nvls(f):
         expected = _whatif(f, sizes, keep=lambda c: c.algorithm in ("ring", "tree"))
         if _near(ratio, expected, f.tolerance / 2):
-            return Cause(kind="nvls-off", region=PLATEAU, guess=True, expected_ratio=expected,
-                         text=f"NVLS off? plateau at {_busbw(ratio)}, ring/tree speed is {_busbw(expected)} ({note})")
+            return Cause(
+                kind="nvls-off",
+                region=PLATEAU,
+                guess=True,
+                expected_ratio=expected,
+                text=f"NVLS off? plateau at {_busbw(ratio)}, ring/tree speed is {_busbw(expected)} ({note})",
+            )
     variant = _p2p_off_system(s) if _expects_p2p(f) else None
     expected = _whatif(f, sizes, system=variant) if variant else None
     if expected is not None and expected > 1 + f.tolerance / 2 and _near(ratio, expected, f.tolerance / 2):
-        return Cause(kind="p2p-disabled", region=PLATEAU, guess=True, expected_ratio=expected,
-                     text=f"P2P disabled? plateau at {_busbw(ratio)}, the model's SHM-only path gives "
-                          f"{_busbw(expected)} ({note})")
+        return Cause(
+            kind="p2p-disabled",
+            region=PLATEAU,
+            guess=True,
+            expected_ratio=expected,
+            text=f"P2P disabled? plateau at {_busbw(ratio)}, the model's SHM-only path gives "
+            f"{_busbw(expected)} ({note})",
+        )
     return _plateau_fallback(f, ratio, note)
 
 
 def _plateau_fallback(f: TableFacts, ratio: float, note: str) -> Cause:
     if f.multi_node and 1 / ratio < SOCKET_BELOW:
-        return Cause(kind="socket", region=PLATEAU, guess=True,
-                     text=f"network at Socket speed? plateau at {_busbw(ratio)}, far below the NICs: NCCL may "
-                          f"be on its Socket (TCP) transport, not IB/RoCE ({note})")
+        return Cause(
+            kind="socket",
+            region=PLATEAU,
+            guess=True,
+            text=f"network at Socket speed? plateau at {_busbw(ratio)}, far below the NICs: NCCL may "
+            f"be on its Socket (TCP) transport, not IB/RoCE ({note})",
+        )
     if f.multi_node:
-        return Cause(kind="gdr-off", region=PLATEAU, guess=True,
-                     text=f"GDR off or a slow network? plateau at {_busbw(ratio)} across nodes ({note})")
+        return Cause(
+            kind="gdr-off",
+            region=PLATEAU,
+            guess=True,
+            text=f"GDR off or a slow network? plateau at {_busbw(ratio)} across nodes ({note})",
+        )
     usual = _usual_channels(f.system)
     channels = f" (about {round(usual[0] / ratio)} of the usual {usual[0]})" if usual and usual[0] >= 4 else ""
-    link = ("a GPU on a slower PCIe link (x8, or an older generation: nvidia-smi -q, 'Link')"
-            if f.system.intra_fabric.kind == "pcie" else "a slow link")
-    return Cause(kind="fewer-channels", region=PLATEAU, guess=True,
-                 text=f"fewer channels or {link}? plateau at {_busbw(ratio)}, as if NCCL ran "
-                      f"{1 / ratio:.2f} of its channels{channels} ({note})")
+    link = (
+        "a GPU on a slower PCIe link (x8, or an older generation: nvidia-smi -q, 'Link')"
+        if f.system.intra_fabric.kind == "pcie"
+        else "a slow link"
+    )
+    return Cause(
+        kind="fewer-channels",
+        region=PLATEAU,
+        guess=True,
+        text=f"fewer channels or {link}? plateau at {_busbw(ratio)}, as if NCCL ran "
+        f"{1 / ratio:.2f} of its channels{channels} ({note})",
+    )
 
 
 # --- the other regions -----------------------------------------------------------------------
+
 
 def _latency_slow(f: TableFacts, ratio: float) -> list[Cause]:
     forced = _forced_algo(f, ratio, _sizes(f, LATENCY), LATENCY)
     if forced:
         return forced
     net = " or the network's per-hop latency" if f.multi_node else ""
-    return [Cause(kind="overhead", region=LATENCY, guess=True,
-                  text=f"latency floor at {_fmt(ratio)} the predicted time: per-call overhead above the model's "
-                       f"(host launch without CUDA graphs, CPU affinity, busy proxy threads, another NCCL "
-                       f"version){net} ({_guess_note(f.settings)})")]
+    return [
+        Cause(
+            kind="overhead",
+            region=LATENCY,
+            guess=True,
+            text=f"latency floor at {_fmt(ratio)} the predicted time: per-call overhead above the model's "
+            f"(host launch without CUDA graphs, CPU affinity, busy proxy threads, another NCCL "
+            f"version){net} ({_guess_note(f.settings)})",
+        )
+    ]
 
 
 def _mid_slow(f: TableFacts, ratio: float) -> Cause:
     ends = "" if any(f.region(r).verdict == "no sizes" for r in (LATENCY, PLATEAU)) else " while both ends are normal"
-    return Cause(kind="mid-sizes", region=MID, guess=True,
-                 text=f"mid sizes at {_fmt(ratio)} the predicted time{ends}: NCCL switches "
-                      f"algorithm or protocol at other sizes than the model (NCCL_ALGO/NCCL_PROTO, a tuner "
-                      f"plugin), or the run was contended ({_guess_note(f.settings)})")
+    return Cause(
+        kind="mid-sizes",
+        region=MID,
+        guess=True,
+        text=f"mid sizes at {_fmt(ratio)} the predicted time{ends}: NCCL switches "
+        f"algorithm or protocol at other sizes than the model (NCCL_ALGO/NCCL_PROTO, a tuner "
+        f"plugin), or the run was contended ({_guess_note(f.settings)})",
+    )
 
 
 def _fast(f: TableFacts, regions: Sequence[Any]) -> Cause:
     which = ", ".join(f"{r.region} {_fmt(r.median_ratio)}" for r in regions)
-    return Cause(kind="faster", region=regions[0].region, guess=True,
-                 text=f"faster than the model ({which} the predicted time): the catalog entry is conservative "
-                      f"for this cluster (newer NCCL, SHARP, more NICs) or the log is of another system; "
-                      f"`shardbudget fit` calibrates a profile from it")
+    return Cause(
+        kind="faster",
+        region=regions[0].region,
+        guess=True,
+        text=f"faster than the model ({which} the predicted time): the catalog entry is conservative "
+        f"for this cluster (newer NCCL, SHARP, more NICs) or the log is of another system; "
+        f"`shardbudget fit` calibrates a profile from it",
+    )
 
 
 def erratic(f: TableFacts) -> Cause | None:
@@ -376,10 +492,14 @@ def erratic(f: TableFacts) -> Cause | None:
     if len(jumps) < 2:
         return None
     at = ", ".join(format_bytes(s.msg_bytes) for s in jumps[:4]) + (" ..." if len(jumps) > 4 else "")
-    return Cause(kind="erratic", region=jumps[0].region, guess=False,
-                 text=f"erratic: the ratio to the model jumps {JUMP:g}x or more between neighbouring sizes "
-                      f"{len(jumps)} times (at {at}): a noisy or contended run; rerun it on idle nodes before "
-                      f"reading more into it")
+    return Cause(
+        kind="erratic",
+        region=jumps[0].region,
+        guess=False,
+        text=f"erratic: the ratio to the model jumps {JUMP:g}x or more between neighbouring sizes "
+        f"{len(jumps)} times (at {at}): a noisy or contended run; rerun it on idle nodes before "
+        f"reading more into it",
+    )
 
 
 __all__ = ["Cause", "TableFacts", "USUAL_CHANNELS", "diagnose", "erratic"]

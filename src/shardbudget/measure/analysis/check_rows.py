@@ -33,8 +33,12 @@ ring moves (2(n-1)/n of the message for an all-reduce); in-switch reduction (NVL
 byte once each way, so an all-reduce's busbw may reach 2(n-1)/n of the link rate, never 2x it. Every
 other collective's busbw is at most the link rate."""
 
-_WORDS = {"corrupted": "corrupted data (a GPU or link returned wrong values)", "impossible": "impossible rows",
-          "truncated": "a truncated log", "dropped": "dropped rows"}
+_WORDS = {
+    "corrupted": "corrupted data (a GPU or link returned wrong values)",
+    "impossible": "impossible rows",
+    "truncated": "a truncated log",
+    "dropped": "dropped rows",
+}
 
 
 def busbw_ceiling(catalog: Catalog) -> tuple[float, Fabric]:
@@ -43,7 +47,9 @@ def busbw_ceiling(catalog: Catalog) -> tuple[float, Fabric]:
     return BUSBW_CEILING_FACTOR * fastest.bytes_per_s, fastest
 
 
-def plausible(samples: Sequence[Sample], catalog: Catalog, run: int, source: str) -> tuple[list[Sample], list[LogProblem]]:
+def plausible(
+    samples: Sequence[Sample], catalog: Catalog, run: int, source: str
+) -> tuple[list[Sample], list[LogProblem]]:
     """(the samples some hardware of the catalog could have produced, a problem for the others)."""
     ceiling, fastest = busbw_ceiling(catalog)
     kept = [s for s in samples if s.busbw_bytes_per_s <= ceiling]
@@ -51,12 +57,15 @@ def plausible(samples: Sequence[Sample], catalog: Catalog, run: int, source: str
     if not bad:
         return kept, []
     first = bad[0]
-    text = (f"{first.source}: dropped {len(bad)} impossible result(s) at {size_list([s.msg_bytes for s in bad])}: busbw "
-            f"{format_rate(first.busbw_bytes_per_s)} at {format_bytes(first.msg_bytes)}, above "
-            f"{format_rate(ceiling)} ({BUSBW_CEILING_FACTOR:g}x {format_rate(fastest.bytes_per_s)} per direction, "
-            f"{fastest.name}, the fastest link in the catalog): not a measurement of any GPU or link")
-    return kept, [LogProblem(kind="impossible", text=text, run=run, sizes=tuple(s.msg_bytes for s in bad),
-                             source=source)]
+    text = (
+        f"{first.source}: dropped {len(bad)} impossible result(s) at {size_list([s.msg_bytes for s in bad])}: busbw "
+        f"{format_rate(first.busbw_bytes_per_s)} at {format_bytes(first.msg_bytes)}, above "
+        f"{format_rate(ceiling)} ({BUSBW_CEILING_FACTOR:g}x {format_rate(fastest.bytes_per_s)} per direction, "
+        f"{fastest.name}, the fastest link in the catalog): not a measurement of any GPU or link"
+    )
+    return kept, [
+        LogProblem(kind="impossible", text=text, run=run, sizes=tuple(s.msg_bytes for s in bad), source=source)
+    ]
 
 
 def own_problems(problems: Sequence[LogProblem], run: int) -> tuple[LogProblem, ...]:
@@ -82,8 +91,10 @@ def plateau_note(regions: Sequence, sizes: Sequence) -> list[str]:
     """A region with no sizes is not ok, only unchecked: say so where it is the link's bandwidth."""
     if not sizes or regions[-1].sizes:
         return []
-    return [f"no size reached the bandwidth plateau (largest {format_bytes(max(c.msg_bytes for c in sizes))}): the "
-            "link's bandwidth was not checked; run up to 1 GiB or more (-e 1G) to check it"]
+    return [
+        f"no size reached the bandwidth plateau (largest {format_bytes(max(c.msg_bytes for c in sizes))}): the "
+        "link's bandwidth was not checked; run up to 1 GiB or more (-e 1G) to check it"
+    ]
 
 
 def device_note(ms: MeasurementSet, run: int, system: System) -> list[str]:
@@ -101,4 +112,12 @@ def _where(problems: Sequence[LogProblem], kind: str) -> str:
     return f" in {', '.join(files)}" if files else ""
 
 
-__all__ = ["BUSBW_CEILING_FACTOR", "busbw_ceiling", "device_note", "outcome", "own_problems", "plateau_note", "plausible"]
+__all__ = [
+    "BUSBW_CEILING_FACTOR",
+    "busbw_ceiling",
+    "device_note",
+    "outcome",
+    "own_problems",
+    "plateau_note",
+    "plausible",
+]

@@ -64,12 +64,21 @@ and another machine's arithmetic lands elsewhere in it (issue 35: an 8 GiB predi
 finer than the data's own scatter, the parameters, the profile written and every prediction printed
 from them are the same on any machine (unless a fit lands within ~1e-8 of a rounding edge)."""
 PARAMS = ("intra_bw", "intra_hop", "base", "nic_bw", "nic_hop")
-_LABELS = {"intra_bw": "intra-node bandwidth", "intra_hop": "intra-node hop latency scale",
-           "base": "base latency scale", "nic_bw": "NIC bandwidth", "nic_hop": "NIC hop latency scale"}
+_LABELS = {
+    "intra_bw": "intra-node bandwidth",
+    "intra_hop": "intra-node hop latency scale",
+    "base": "base latency scale",
+    "nic_bw": "NIC bandwidth",
+    "nic_hop": "NIC hop latency scale",
+}
 # Bounds keep the parameters physical: latency scales within 1/20..20, bandwidth within 1e6..1e13 B/s.
-_BOUNDS = {"intra_bw": (math.log(1e6), math.log(1e13)), "nic_bw": (math.log(1e6), math.log(1e13)),
-           "intra_hop": (math.log(0.05), math.log(20)), "nic_hop": (math.log(0.05), math.log(20)),
-           "base": (math.log(0.05), math.log(20))}
+_BOUNDS = {
+    "intra_bw": (math.log(1e6), math.log(1e13)),
+    "nic_bw": (math.log(1e6), math.log(1e13)),
+    "intra_hop": (math.log(0.05), math.log(20)),
+    "nic_hop": (math.log(0.05), math.log(20)),
+    "base": (math.log(0.05), math.log(20)),
+}
 _ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "hierarchical", "pat": "ring"}
 DATASHEET_SLACK = 1.05
 """A fitted bandwidth may pass its fabric's datasheet rate by timing noise (nccl-tests' clock, columns
@@ -159,33 +168,50 @@ class FitResult:
         return float(max(abs(r.rel_error) for r in self.residuals))
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "base_system": self.base_system, "params": self.params.to_dict(),
-                "median_abs_error": self.median_abs_error, "worst_abs_error": self.worst_abs_error,
-                "heldout_median_abs_error": self.heldout, "sources": list(self.sources),
-                "headline": self.headline(), "warnings": list(self.warnings), "notes": list(self.notes),
-                "residuals": [r.to_dict() for r in self.residuals]}
+        return {
+            "name": self.name,
+            "base_system": self.base_system,
+            "params": self.params.to_dict(),
+            "median_abs_error": self.median_abs_error,
+            "worst_abs_error": self.worst_abs_error,
+            "heldout_median_abs_error": self.heldout,
+            "sources": list(self.sources),
+            "headline": self.headline(),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "residuals": [r.to_dict() for r in self.residuals],
+        }
 
     def headline(self) -> str:
         """One line naming each fitted bandwidth: which link, seen through which algorithm."""
         p, s = self.params, self.system
-        intra = (f"intra-node {s.intra_fabric.kind} ring-link busbw {format_rate(p.intra_bytes_per_s)}"
-                 + (f" (seen through {p.intra_seen})" if p.intra_seen else " (not seen by the data: catalog value)"))
+        intra = f"intra-node {s.intra_fabric.kind} ring-link busbw {format_rate(p.intra_bytes_per_s)}" + (
+            f" (seen through {p.intra_seen})" if p.intra_seen else " (not seen by the data: catalog value)"
+        )
         rings = _off_link_rings(self)
         if rings:  # the rings measured ran on other links than intra_fabric (a PCIe tree): say what they reach
             ratio = p.intra_bytes_per_s / self.base_intra_bytes_per_s
-            intra = (f"intra-node ring busbw {rings}"
-                     + (f"(every intra-node link and host path x{ratio:.3g} of {self.base_system}'s)" if p.intra_seen
-                        else "(not seen by the data: catalog values)"))
+            intra = f"intra-node ring busbw {rings}" + (
+                f"(every intra-node link and host path x{ratio:.3g} of {self.base_system}'s)"
+                if p.intra_seen
+                else "(not seen by the data: catalog values)"
+            )
         nvls = _nvls_busbw(self)
         if nvls:
             intra += f", NVLS busbw {format_rate(nvls[1])} at {nvls[0]} GPUs"
-        parts = [f"# profile {self.name} (from {self.base_system}): {intra}",
-                 f"hop latency x{p.intra_hop_scale:.2f}", f"base latency x{p.base_scale:.2f}"]
+        parts = [
+            f"# profile {self.name} (from {self.base_system}): {intra}",
+            f"hop latency x{p.intra_hop_scale:.2f}",
+            f"base latency x{p.base_scale:.2f}",
+        ]
         if p.nic_bytes_per_s:
             per_node = _per_node(self)
             net = f"network {format_rate(per_node)} per node ({s.nics_per_node} NICs x {format_rate(p.nic_bytes_per_s)}"
-            net += (f", seen through {p.nic_seen})" if p.nic_seen else ", not seen by the data: catalog value)")
-            parts += [net + (f" over NCCL's {p.network}" if p.network else ""), f"NIC hop latency x{p.nic_hop_scale:.2f}"]
+            net += f", seen through {p.nic_seen})" if p.nic_seen else ", not seen by the data: catalog value)"
+            parts += [
+                net + (f" over NCCL's {p.network}" if p.network else ""),
+                f"NIC hop latency x{p.nic_hop_scale:.2f}",
+            ]
         return ", ".join(parts)
 
 
@@ -197,8 +223,13 @@ def _off_link_rings(result: FitResult) -> str:
     paths = {g: ring_path(s, g) for g in counts}
     if all(set(path.name.split("+")) == {s.intra_fabric.name} for path in paths.values()):
         return ""
-    return ", ".join(f"{format_rate(path.busbw_bytes_per_s)} at {g} GPUs ({'/'.join(sorted(set(path.transports)))})"
-                     for g, path in paths.items()) + " "
+    return (
+        ", ".join(
+            f"{format_rate(path.busbw_bytes_per_s)} at {g} GPUs ({'/'.join(sorted(set(path.transports)))})"
+            for g, path in paths.items()
+        )
+        + " "
+    )
 
 
 def counts_trays(ranks: int, logged: int, system: System) -> bool:
@@ -233,25 +264,49 @@ def _variant(base: System, p: Params, *, name: str, sources: str, catalog: Catal
     # achievable rate, and it keeps the base fabric's NVLS efficiency. The node's other intra-node
     # links scale with it (fit_write.scale_node): on a PCIe box the ring may never touch `intra_fabric`.
     ratio = p.intra_bytes_per_s / base.intra_fabric.achievable_bytes_per_s
-    intra = replace(base.intra_fabric, name=f"{name}-intra",
-                    achievable_bytes_per_s=p.intra_bytes_per_s,
-                    bytes_per_s=base.intra_fabric.bytes_per_s * ratio,
-                    nvls_efficiency=nvls_efficiency(base, catalog) if catalog else base.intra_fabric.nvls_efficiency,
-                    hop_latency_s={k: v * p.intra_hop_scale for k, v in base.intra_fabric.hop_latency_s.items()},
-                    figure="measured", achievable_source=f"fitted on {sources}")
+    intra = replace(
+        base.intra_fabric,
+        name=f"{name}-intra",
+        achievable_bytes_per_s=p.intra_bytes_per_s,
+        bytes_per_s=base.intra_fabric.bytes_per_s * ratio,
+        nvls_efficiency=nvls_efficiency(base, catalog) if catalog else base.intra_fabric.nvls_efficiency,
+        hop_latency_s={k: v * p.intra_hop_scale for k, v in base.intra_fabric.hop_latency_s.items()},
+        figure="measured",
+        achievable_source=f"fitted on {sources}",
+    )
     nic = base.nic_fabric
     if nic is not None and p.nic_bytes_per_s is not None:
-        nic = replace(nic, name=f"{name}-nic", achievable_bytes_per_s=p.nic_bytes_per_s,
-                      bytes_per_s=max(nic.bytes_per_s, p.nic_bytes_per_s),
-                      hop_latency_s={k: v * p.nic_hop_scale for k, v in nic.hop_latency_s.items()},
-                      figure="measured", achievable_source=f"fitted on {sources}")
+        nic = replace(
+            nic,
+            name=f"{name}-nic",
+            achievable_bytes_per_s=p.nic_bytes_per_s,
+            bytes_per_s=max(nic.bytes_per_s, p.nic_bytes_per_s),
+            hop_latency_s={k: v * p.nic_hop_scale for k, v in nic.hop_latency_s.items()},
+            figure="measured",
+            achievable_source=f"fitted on {sources}",
+        )
     node = scale_node(base, ratio, name=name, sources=sources, intra=intra)
-    return replace(node, name=name, nic_fabric=nic, base_latency_scale=p.base_scale,
-                   profile_source=sources, source=f"fitted profile of {base.name} on {sources}")
+    return replace(
+        node,
+        name=name,
+        nic_fabric=nic,
+        base_latency_scale=p.base_scale,
+        profile_source=sources,
+        source=f"fitted profile of {base.name} on {sources}",
+    )
 
 
-def nccl_line(system: System, catalog: Catalog, op: str, msg_bytes: float, *, ranks: int, nodes: int,
-              algos: Sequence[str] = (), protos: Sequence[str] = ()):
+def nccl_line(
+    system: System,
+    catalog: Catalog,
+    op: str,
+    msg_bytes: float,
+    *,
+    ranks: int,
+    nodes: int,
+    algos: Sequence[str] = (),
+    protos: Sequence[str] = (),
+):
     """The line NCCL runs for one sample: among the algorithms and protocols a run forced
     (NCCL_ALGO / NCCL_PROTO), else among all. `fit` and `check` price a sample with it alone."""
     group = make_group(system, nodes=nodes, gpus=ranks, catalog=catalog)
@@ -287,8 +342,11 @@ def _observations(sets: Sequence[MeasurementSet], base: System) -> list[Obs]:
 def _forced(run: dict, env: dict) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     # A text log says it in its command line or notes; a -J document in its env list.
     exported = [f"{k}={v}" for k, v in (env.get("nccl_env") or {}).items()]
-    text = " ".join(str(v) for v in [run.get("command"), env.get("command"), *(run.get("annotations") or {}).values(),
-                                     *exported] if v)
+    text = " ".join(
+        str(v)
+        for v in [run.get("command"), env.get("command"), *(run.get("annotations") or {}).values(), *exported]
+        if v
+    )
     algos = protos = ()
     if m := re.search(r"\bNCCL_ALGO=([\w,^]+)", text):
         names = [a.strip().lower() for a in m.group(1).lstrip("^").split(",")]
@@ -313,8 +371,17 @@ def _params(x: dict[str, float], **extra) -> Params:
     return Params(e["intra_bw"], e["intra_hop"], e["base"], e.get("nic_bw"), e.get("nic_hop"), **extra)
 
 
-def _visible(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, *, name: str, sources: str,
-             bw: str, hops: tuple[str, ...]) -> list[str]:
+def _visible(
+    base: System,
+    catalog: Catalog,
+    obs: Sequence[Obs],
+    x: dict,
+    *,
+    name: str,
+    sources: str,
+    bw: str,
+    hops: tuple[str, ...],
+) -> list[str]:
     """Parameters these samples can see at x: a bandwidth where some sample is mostly bandwidth term,
     latency scales where some sample is mostly latency term."""
     system = _variant(base, _params(x), name=name, sources=sources, catalog=catalog)
@@ -323,9 +390,11 @@ def _visible(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, *, nam
     return free + ([h for h in hops if h in x] if any(sh >= 0.5 for sh in shares) else [])
 
 
-def _solve(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, free: Sequence[str], *, name: str,
-           sources: str) -> tuple[dict, list[str]]:
+def _solve(
+    base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, free: Sequence[str], *, name: str, sources: str
+) -> tuple[dict, list[str]]:
     from scipy.optimize import least_squares
+
     if not free or not obs:
         return x, []
     meas = np.log([o.sample.time_s for o in obs])
@@ -344,6 +413,7 @@ def _solve(base: System, catalog: Catalog, obs: Sequence[Obs], x: dict, free: Se
         def cost(k: int) -> tuple[float, int]:
             r = residuals([start[0] + math.log(2.0) * k, *start[1:]])
             return round(float(np.sum(np.log1p(np.square(r / 0.1)))), 9), abs(k)
+
         start[0] += math.log(2.0) * min(range(-8, 3), key=cost)
     res = least_squares(residuals, start, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, max_nfev=200)
     at_bound = [_LABELS[k] for k, v, a, b in zip(free, res.x, lo, hi) if min(v - a, b - v) < 1e-3]
@@ -365,16 +435,25 @@ def _fit(base: System, catalog: Catalog, obs: Sequence[Obs], *, name: str, sourc
         x = {k: v for k, v in x.items() if not k.startswith("nic")}
     system = _variant(base, _params(x, fitted=tuple(free1 + free2)), **kw, catalog=catalog)
     network = "socket transport (NCCL_IB_DISABLE=1)" if multi and all(o.socket for o in multi) else ""
-    return _params(x, at_bound=tuple(bound1 + bound2), fitted=tuple(free1 + free2), network=network,
-                   intra_seen=_seen_through(system, catalog, single) if "intra_bw" in free1 else "",
-                   nic_seen=_seen_through(system, catalog, multi) if "nic_bw" in free2 else "")
+    return _params(
+        x,
+        at_bound=tuple(bound1 + bound2),
+        fitted=tuple(free1 + free2),
+        network=network,
+        intra_seen=_seen_through(system, catalog, single) if "intra_bw" in free1 else "",
+        nic_seen=_seen_through(system, catalog, multi) if "nic_bw" in free2 else "",
+    )
 
 
 def _seen_through(system: System, catalog: Catalog, obs: Sequence[Obs]) -> str:
     """The algorithms of the bandwidth-bound samples: what a fitted bandwidth was seen through."""
     algos = {_predict(system, catalog, o)[1] for o in obs if _predict(system, catalog, o)[3] < 0.5}
-    words = sorted({"NVLS" if a == "nvls" else "NVLSTree" if a == "hierarchical" else "ring link" if a == "ring"
-                    else a for a in algos})
+    words = sorted(
+        {
+            "NVLS" if a == "nvls" else "NVLSTree" if a == "hierarchical" else "ring link" if a == "ring" else a
+            for a in algos
+        }
+    )
     return " and ".join(words)
 
 
@@ -396,8 +475,15 @@ def _per_node(result: FitResult) -> float:
     return nic_bytes_per_s(group)
 
 
-def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
-                catalog: Catalog | None = None, holdout: bool = True, force: bool = False) -> FitResult:
+def fit_profile(
+    sets: Sequence[MeasurementSet],
+    *,
+    name: str,
+    base_system: str,
+    catalog: Catalog | None = None,
+    holdout: bool = True,
+    force: bool = False,
+) -> FitResult:
     """The profile fitted on `sets` (module docstring); one outside physical bounds is a MeasureError
     naming the bound, or with `force` a warning."""
     catalog = catalog or load_catalog()
@@ -409,8 +495,10 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
         raise MeasureError(f"profile name {name!r} is already a catalog system{was}; choose another --name")
     obs = _observations(sets, base)
     if len(obs) < 3:
-        raise MeasureError(f"need at least 3 usable out-of-place samples with 2+ ranks that fit {base.name} "
-                           f"({base.gpus_per_node} GPUs per node); got {len(obs)}")
+        raise MeasureError(
+            f"need at least 3 usable out-of-place samples with 2+ ranks that fit {base.name} "
+            f"({base.gpus_per_node} GPUs per node); got {len(obs)}"
+        )
     sources = ", ".join(os.path.basename(ms.source) for ms in sets)
     params = _fit(base, catalog, obs, name=name, sources=sources)
     system = _variant(base, params, name=name, sources=sources, catalog=catalog)
@@ -423,40 +511,61 @@ def fit_profile(sets: Sequence[MeasurementSet], *, name: str, base_system: str,
     if unphysical and not force:
         raise MeasureError(f"{unphysical[0]}; pass --force to keep the profile anyway")
     heldout = _heldout(base, catalog, obs, name=name, sources=sources) if holdout else {}
-    return FitResult(name, base.name, params, tuple(residuals), heldout, system, tuple(ms.source for ms in sets),
-                     warnings=tuple(unphysical) + _warnings(heldout, obs, system, catalog), notes=_notes(params, obs, base),
-                     base_intra_bytes_per_s=base.intra_fabric.achievable_bytes_per_s)
+    return FitResult(
+        name,
+        base.name,
+        params,
+        tuple(residuals),
+        heldout,
+        system,
+        tuple(ms.source for ms in sets),
+        warnings=tuple(unphysical) + _warnings(heldout, obs, system, catalog),
+        notes=_notes(params, obs, base),
+        base_intra_bytes_per_s=base.intra_fabric.achievable_bytes_per_s,
+    )
 
 
 def _unphysical(p: Params, base: System, residuals: Sequence[Residual]) -> list[str]:
     """Where the fitted profile leaves physics (DATASHEET_SLACK, LATENCY_FLOOR_S), one line each."""
     out = []
-    for key, fitted, fabric, what in (("intra_bw", p.intra_bytes_per_s, base.intra_fabric, "intra-node"),
-                                      ("nic_bw", p.nic_bytes_per_s, base.nic_fabric, "NIC")):
+    for key, fitted, fabric, what in (
+        ("intra_bw", p.intra_bytes_per_s, base.intra_fabric, "intra-node"),
+        ("nic_bw", p.nic_bytes_per_s, base.nic_fabric, "NIC"),
+    ):
         if key in p.fitted and fabric is not None and fitted > fabric.bytes_per_s * DATASHEET_SLACK:
-            out.append(f"not physical: the fitted {what} bandwidth {format_rate(fitted)} is above {fabric.name}'s "
-                       f"datasheet {format_rate(fabric.bytes_per_s)} per direction (bound: x{DATASHEET_SLACK:g} of it): "
-                       f"the data is not {base.name}'s {what} link")
+            out.append(
+                f"not physical: the fitted {what} bandwidth {format_rate(fitted)} is above {fabric.name}'s "
+                f"datasheet {format_rate(fabric.bytes_per_s)} per direction (bound: x{DATASHEET_SLACK:g} of it): "
+                f"the data is not {base.name}'s {what} link"
+            )
     fastest = min(residuals, key=lambda r: r.predicted_s)
     if fastest.predicted_s < LATENCY_FLOOR_S:
-        out.append(f"not physical: the fitted profile predicts {fastest.op} of {format_bytes(fastest.msg_bytes)} on "
-                   f"{fastest.ranks} GPUs in {format_seconds(fastest.predicted_s)} (measured "
-                   f"{format_seconds(fastest.measured_s)}), below the physical floor of "
-                   f"{format_seconds(LATENCY_FLOOR_S)} for one collective between GPUs")
+        out.append(
+            f"not physical: the fitted profile predicts {fastest.op} of {format_bytes(fastest.msg_bytes)} on "
+            f"{fastest.ranks} GPUs in {format_seconds(fastest.predicted_s)} (measured "
+            f"{format_seconds(fastest.measured_s)}), below the physical floor of "
+            f"{format_seconds(LATENCY_FLOOR_S)} for one collective between GPUs"
+        )
     return out
 
 
 def _warnings(heldout: dict[int, float], obs: Sequence[Obs], system: System, catalog: Catalog) -> tuple[str, ...]:
-    out = [f"held out: {n} GPUs predicted with median |error| {100 * e:.0f}% (above {100 * HELDOUT_WARN:.0f}%) "
-           f"by a fit without them: the profile does not extrapolate to {n} GPUs" for n, e in sorted(heldout.items())
-           if e > HELDOUT_WARN]
+    out = [
+        f"held out: {n} GPUs predicted with median |error| {100 * e:.0f}% (above {100 * HELDOUT_WARN:.0f}%) "
+        f"by a fit without them: the profile does not extrapolate to {n} GPUs"
+        for n, e in sorted(heldout.items())
+        if e > HELDOUT_WARN
+    ]
     forced = sorted({(o.sample.n_ranks, a) for o in obs for a in o.algos})
     for ranks, algo in forced:
-        group = make_group(system, nodes=next(o.nodes for o in obs if o.sample.n_ranks == ranks), gpus=ranks,
-                           catalog=catalog)
+        group = make_group(
+            system, nodes=next(o.nodes for o in obs if o.sample.n_ranks == ranks), gpus=ranks, catalog=catalog
+        )
         if not any(c.algorithm == algo for c in candidates(group, "all-reduce", "nccl")):
-            out.append(f"the log forces NCCL_ALGO={algo} at {ranks} ranks, which the model has no line for there: "
-                       f"priced with NCCL's own choice")
+            out.append(
+                f"the log forces NCCL_ALGO={algo} at {ranks} ranks, which the model has no line for there: "
+                f"priced with NCCL's own choice"
+            )
     return tuple(out)
 
 
@@ -464,10 +573,15 @@ def _notes(p: Params, obs: Sequence[Obs], base: System) -> tuple[str, ...]:
     single = any(o.nodes == 1 for o in obs)
     out = []
     if "intra_bw" not in p.fitted:
-        why = ("the samples are all multi-node: their time is set by the network, which the fit blames instead"
-               if not single else "no single-node sample is bandwidth-bound")
-        out.append(f"intra-node bandwidth kept at {base.intra_fabric.name}'s "
-                   f"{format_rate(base.intra_fabric.achievable_bytes_per_s)}: {why}")
+        why = (
+            "the samples are all multi-node: their time is set by the network, which the fit blames instead"
+            if not single
+            else "no single-node sample is bandwidth-bound"
+        )
+        out.append(
+            f"intra-node bandwidth kept at {base.intra_fabric.name}'s "
+            f"{format_rate(base.intra_fabric.achievable_bytes_per_s)}: {why}"
+        )
     if base.nic_fabric is not None and any(o.nodes > 1 for o in obs) and "nic_bw" not in p.fitted:
         out.append(f"NIC bandwidth kept at {base.nic_fabric.name}'s: no multi-node sample is bandwidth-bound")
     return tuple(out)

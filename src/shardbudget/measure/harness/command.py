@@ -38,20 +38,29 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description=DESCRIPTION)
     p.add_argument("--backend", default="gloo", help=f"{' | '.join(BACKENDS)} (default gloo)")
     # --gpus and --size as every shardbudget command spells them; --nproc and --sizes, the old names
-    p.add_argument("--gpus", "--nproc", dest="nproc", type=int, default=None,
-                   help="ranks to spawn locally (default 2); under torchrun/srun: theirs")
+    p.add_argument(
+        "--gpus",
+        "--nproc",
+        dest="nproc",
+        type=int,
+        default=None,
+        help="ranks to spawn locally (default 2); under torchrun/srun: theirs",
+    )
     p.add_argument("--op", default="all-reduce", help=f"{' | '.join(OPS)} (default all-reduce)")
-    p.add_argument("--size", "--sizes", dest="sizes", default="8B:64MiB",
-                   help="8B:64MiB (powers of two), 8B:64MiB:4 (factor 4) or a list 8B,1KiB")
-    p.add_argument("--dtype", default="fp32",
-                   help=f"{' | '.join(DTYPES)}, or torch's names (bfloat16, float32, ...)")
+    p.add_argument(
+        "--size",
+        "--sizes",
+        dest="sizes",
+        default="8B:64MiB",
+        help="8B:64MiB (powers of two), 8B:64MiB:4 (factor 4) or a list 8B,1KiB",
+    )
+    p.add_argument("--dtype", default="fp32", help=f"{' | '.join(DTYPES)}, or torch's names (bfloat16, float32, ...)")
     p.add_argument("--iters", type=int, default=20, help="timed iterations per size (the median is reported)")
     p.add_argument("--warmup", type=int, default=5, help="untimed iterations per size before the timed ones")
     p.add_argument("--check", action="store_true", help="verify the results on known data")
     p.add_argument("--out", default=None, help="write every sample and the environment to this JSON file")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    p.add_argument("--timeout", default="120s",
-                   help="give up on a hung or dead rank after this long (e.g. 120s)")
+    p.add_argument("--timeout", default="120s", help="give up on a hung or dead rank after this long (e.g. 120s)")
     p.add_argument("--master-addr", default="127.0.0.1", help="rendezvous address (local runs)")
     p.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -78,11 +87,22 @@ def run(argv: list[str] | None = None, *, prog: str = PROG) -> None:
     timeout_s = parse_seconds(args.timeout, what="--timeout")
     try:
         result = run_measure(
-            backend=args.backend, nproc=args.nproc, op=args.op, sizes_bytes=sizes,
-            dtype=args.dtype, iters=args.iters, warmup=args.warmup, check=args.check,
-            out=args.out, force=args.force, timeout_s=timeout_s, master_addr=args.master_addr,
-            master_port=args.port, progress=not args.no_progress,
-            on_size=_row_printer(args, len(sizes)))
+            backend=args.backend,
+            nproc=args.nproc,
+            op=args.op,
+            sizes_bytes=sizes,
+            dtype=args.dtype,
+            iters=args.iters,
+            warmup=args.warmup,
+            check=args.check,
+            out=args.out,
+            force=args.force,
+            timeout_s=timeout_s,
+            master_addr=args.master_addr,
+            master_port=args.port,
+            progress=not args.no_progress,
+            on_size=_row_printer(args, len(sizes)),
+        )
     except MeasureRunError as exc:
         if is_reporting_rank():
             _print_summary(exc.result)
@@ -112,11 +132,14 @@ def _row_printer(args: argparse.Namespace, n_sizes: int) -> Callable[[SizeResult
         # run_measure has accepted both spellings by now; print the canonical ones
         op, dtype_name = parse_op(args.op), dtypes.canonical(args.dtype)
         if not printed:
-            print(f"# shardbudget {op} on {args.backend}, {dtype_name}, {n_sizes} size{'s' * (n_sizes != 1)}, "
-                  f"{args.iters} iters; time is the median over iterations of the slowest rank")
+            print(
+                f"# shardbudget {op} on {args.backend}, {dtype_name}, {n_sizes} size{'s' * (n_sizes != 1)}, "
+                f"{args.iters} iters; time is the median over iterations of the slowest rank"
+            )
             print(format_table_header())
             printed.append(True)
         print(format_table_row(row, op=op, dtype=dtype_name), flush=True)
+
     return on_size
 
 

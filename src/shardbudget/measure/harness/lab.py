@@ -79,6 +79,7 @@ def netem_available(ns: str, dev: str) -> bool:
 
 # --- topology ---------------------------------------------------------------------------------
 
+
 @dataclass
 class Topology:
     """Rank namespaces with one veth each; 3+ ranks meet on a bridge in a switch namespace."""
@@ -144,16 +145,48 @@ class Topology:
             if rate_bytes_per_s is None and not delay_ms:
                 continue
             if delay_ms:
-                _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
-                      f"{delay_ms}ms"])
+                _run(
+                    [
+                        "tc",
+                        "-n",
+                        ns,
+                        "qdisc",
+                        "add",
+                        "dev",
+                        dev,
+                        "root",
+                        "handle",
+                        "1:",
+                        "netem",
+                        "delay",
+                        f"{delay_ms}ms",
+                    ]
+                )
             if rate_bytes_per_s is not None:
                 bits = int(rate_bytes_per_s * 8)
                 # burst: 2 ms at the rate (at least 16 frames): less and the kernel's timer cannot keep
                 # the link busy (0.2 ms halved the throughput at 1 Gbit/s); the prediction accounts for it
                 burst = max(int(rate_bytes_per_s * BURST_S), 16 * 1514)
                 parent = ["parent", "1:1"] if delay_ms else ["root"]
-                _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, *parent, "tbf", "rate", f"{bits}bit",
-                      "burst", str(burst), "latency", "100ms"])
+                _run(
+                    [
+                        "tc",
+                        "-n",
+                        ns,
+                        "qdisc",
+                        "add",
+                        "dev",
+                        dev,
+                        *parent,
+                        "tbf",
+                        "rate",
+                        f"{bits}bit",
+                        "burst",
+                        str(burst),
+                        "latency",
+                        "100ms",
+                    ]
+                )
 
     def destroy(self) -> None:
         for ns in reversed(self.namespaces):
@@ -169,7 +202,7 @@ def reclaim_stale() -> list[str]:
         name = line.split()[0] if line.split() else ""
         if not name.startswith(PREFIX) or name.startswith(f"{PREFIX}probe"):
             continue
-        digits = "".join(ch for ch in name[len(PREFIX):].split("r")[0].split("sw")[0] if ch.isdigit())
+        digits = "".join(ch for ch in name[len(PREFIX) :].split("r")[0].split("sw")[0] if ch.isdigit())
         if digits and int(digits) != os.getpid() and not Path(f"/proc/{digits}").exists():
             _run(["ip", "netns", "del", name], check=False)
             removed.append(name)
@@ -178,16 +211,44 @@ def reclaim_stale() -> list[str]:
 
 # --- one measurement over the lab -----------------------------------------------------------
 
+
 def _measure(topo: Topology, *, sizes: str, iters: int, warmup: int, timeout_s: float, out: Path) -> dict:
     port = 29500 + os.getpid() % 1000
     procs = []
     for r in range(topo.ranks):
-        env = {**os.environ, "RANK": str(r), "WORLD_SIZE": str(topo.ranks), "LOCAL_RANK": "0",
-               "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": topo.addr(0), "MASTER_PORT": str(port),
-               "GLOO_SOCKET_IFNAME": topo.device_of(r), "OMP_NUM_THREADS": "1"}
-        cmd = ["ip", "netns", "exec", topo.rank_ns(r), sys.executable, "-m", "shardbudget.measure",
-               "--backend", "gloo", "--op", "all-reduce", "--sizes", sizes, "--iters", str(iters),
-               "--warmup", str(warmup), "--timeout", f"{timeout_s}s", "--no-progress"]
+        env = {
+            **os.environ,
+            "RANK": str(r),
+            "WORLD_SIZE": str(topo.ranks),
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": "1",
+            "MASTER_ADDR": topo.addr(0),
+            "MASTER_PORT": str(port),
+            "GLOO_SOCKET_IFNAME": topo.device_of(r),
+            "OMP_NUM_THREADS": "1",
+        }
+        cmd = [
+            "ip",
+            "netns",
+            "exec",
+            topo.rank_ns(r),
+            sys.executable,
+            "-m",
+            "shardbudget.measure",
+            "--backend",
+            "gloo",
+            "--op",
+            "all-reduce",
+            "--sizes",
+            sizes,
+            "--iters",
+            str(iters),
+            "--warmup",
+            str(warmup),
+            "--timeout",
+            f"{timeout_s}s",
+            "--no-progress",
+        ]
         if r == 0:
             cmd += ["--out", str(out), "--force"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -211,6 +272,7 @@ def _measure(topo: Topology, *, sizes: str, iters: int, warmup: int, timeout_s: 
 
 
 # --- model and comparison -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class LabRow:
@@ -249,18 +311,39 @@ class LabResult:
     """One line each: B fitted on latency-bound sizes only (an extrapolation), ..."""
 
     def to_dict(self) -> dict:
-        return {"ranks": self.ranks, "alpha_s": self.alpha_s, "unshaped_bytes_per_s": self.unshaped_bytes_per_s,
-                "netem_available": self.netem, "raw_files": list(self.raw_files), "warnings": list(self.warnings),
-                "rates": [{"label": r.label, "rate_bytes_per_s": r.rate_bytes_per_s,
-                           "effective_bytes_per_s": r.effective_bytes_per_s,
-                           "rows": [{"bytes": x.msg_bytes, "measured_s": x.measured_s, "spread_s": list(x.spread),
-                                     "predicted_s": x.predicted_s, "rel_error": x.rel_error,
-                                     "bandwidth_bound": x.bandwidth_bound} for x in r.rows]} for r in self.rates]}
+        return {
+            "ranks": self.ranks,
+            "alpha_s": self.alpha_s,
+            "unshaped_bytes_per_s": self.unshaped_bytes_per_s,
+            "netem_available": self.netem,
+            "raw_files": list(self.raw_files),
+            "warnings": list(self.warnings),
+            "rates": [
+                {
+                    "label": r.label,
+                    "rate_bytes_per_s": r.rate_bytes_per_s,
+                    "effective_bytes_per_s": r.effective_bytes_per_s,
+                    "rows": [
+                        {
+                            "bytes": x.msg_bytes,
+                            "measured_s": x.measured_s,
+                            "spread_s": list(x.spread),
+                            "predicted_s": x.predicted_s,
+                            "rel_error": x.rel_error,
+                            "bandwidth_bound": x.bandwidth_bound,
+                        }
+                        for x in r.rows
+                    ],
+                }
+                for r in self.rates
+            ],
+        }
 
 
 def fit_alpha_beta(sizes: np.ndarray, times: np.ndarray, p: int) -> tuple[float, float]:
     """Robust fit of t = α + k·n/B in log space (every size weighs the same)."""
     from scipy.optimize import least_squares
+
     k = busbw_factor(CollectiveOp.ALL_REDUCE, p)  # each rank sends 2(p-1)/p of the message
 
     def resid(x):
@@ -277,9 +360,19 @@ def _medians(runs: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return sizes, np.median(per_repeat, axis=0), per_repeat.min(axis=0), per_repeat.max(axis=0)
 
 
-def run_lab(*, ranks: int = 2, rates: tuple[str, ...] = ("unshaped", "10Gbit/s", "1Gbit/s"),
-            sizes: str = "8B:8MiB", iters: int = 10, warmup: int = 3, repeats: int = 3, timeout_s: float = 120,
-            delay_ms: float = 0.0, keep_dir: str | None = None, log=print) -> LabResult:
+def run_lab(
+    *,
+    ranks: int = 2,
+    rates: tuple[str, ...] = ("unshaped", "10Gbit/s", "1Gbit/s"),
+    sizes: str = "8B:8MiB",
+    iters: int = 10,
+    warmup: int = 3,
+    repeats: int = 3,
+    timeout_s: float = 120,
+    delay_ms: float = 0.0,
+    keep_dir: str | None = None,
+    log=print,
+) -> LabResult:
     why = lab_unavailable()
     if why:
         raise MeasureError(why)
@@ -310,8 +403,9 @@ def run_lab(*, ranks: int = 2, rates: tuple[str, ...] = ("unshaped", "10Gbit/s",
             for k in range(repeats):
                 out = workdir / f"lab-{label.replace('/', 'ps')}-{k}.json"
                 log(f"# measuring {ranks} ranks over {label} link, repeat {k + 1}/{repeats}")
-                measured[label].append(_measure(topo, sizes=sizes, iters=iters, warmup=warmup,
-                                                timeout_s=timeout_s, out=out))
+                measured[label].append(
+                    _measure(topo, sizes=sizes, iters=iters, warmup=warmup, timeout_s=timeout_s, out=out)
+                )
                 files.append(str(out))
         return _compare(ranks, parsed, measured, netem=netem, files=files)
     finally:
@@ -329,9 +423,16 @@ def _compare(ranks: int, parsed, measured, *, netem: bool, files: list[str]) -> 
     for label, rate in parsed:
         sizes, med, lo, hi = _medians(measured[label])
         b = b_un if rate is None else min(b_un, rate * TCP_PAYLOAD_FRACTION)
-        rows = tuple(LabRow(float(n), float(m), (float(a), float(z)), alpha + _wire_s(k * n, b_un, rate, alpha),
-                            _wire_s(k * n, b_un, rate, alpha) > alpha)
-                     for n, m, a, z in zip(sizes, med, lo, hi))
+        rows = tuple(
+            LabRow(
+                float(n),
+                float(m),
+                (float(a), float(z)),
+                alpha + _wire_s(k * n, b_un, rate, alpha),
+                _wire_s(k * n, b_un, rate, alpha) > alpha,
+            )
+            for n, m, a, z in zip(sizes, med, lo, hi)
+        )
         out.append(LabRate(label, rate, b, rows))
     return LabResult(ranks, alpha, b_un, tuple(out), netem, tuple(files), warnings=_fit_warnings(sizes, alpha, b_un, k))
 
@@ -342,10 +443,12 @@ def _fit_warnings(sizes: np.ndarray, alpha_s: float, b_bytes_per_s: float, k: fl
     largest = float(np.max(sizes))
     if k * largest / b_bytes_per_s > alpha_s:
         return ()
-    return (f"every size of the unshaped run is latency-bound (by the fit the largest, {format_bytes(largest)}, "
-            f"spends {format_seconds(k * largest / b_bytes_per_s)} on the wire against alpha {format_seconds(alpha_s)}): "
-            f"B = {format_rate(b_bytes_per_s)} is extrapolated, not measured, and so is every bandwidth-bound "
-            f"prediction below; measure larger sizes (e.g. --size 8B:64MiB), until some take longer than alpha on the wire",)
+    return (
+        f"every size of the unshaped run is latency-bound (by the fit the largest, {format_bytes(largest)}, "
+        f"spends {format_seconds(k * largest / b_bytes_per_s)} on the wire against alpha {format_seconds(alpha_s)}): "
+        f"B = {format_rate(b_bytes_per_s)} is extrapolated, not measured, and so is every bandwidth-bound "
+        f"prediction below; measure larger sizes (e.g. --size 8B:64MiB), until some take longer than alpha on the wire",
+    )
 
 
 def _wire_s(sent_bytes: float, b_unshaped: float, rate: float | None, alpha_s: float) -> float:
@@ -380,36 +483,49 @@ def _install_cleanup(topo: Topology):
         for sig, h in previous.items():
             signal.signal(sig, h)
         atexit.unregister(topo.destroy)
+
     return restore
 
 
 def format_lab(result: LabResult) -> str:
-    lines = [f"# fabric lab: {result.ranks} gloo ranks, one per network namespace, all-reduce; "
-             f"fitted on the unshaped link: alpha {format_seconds(result.alpha_s)}, "
-             f"B {format_rate(result.unshaped_bytes_per_s)}" + ("" if result.netem else "; netem: not available")]
+    lines = [
+        f"# fabric lab: {result.ranks} gloo ranks, one per network namespace, all-reduce; "
+        f"fitted on the unshaped link: alpha {format_seconds(result.alpha_s)}, "
+        f"B {format_rate(result.unshaped_bytes_per_s)}" + ("" if result.netem else "; netem: not available")
+    ]
     lines += [f"# warning: {w}" for w in result.warnings]
     for r in result.rates:
-        lines.append(f"## {r.label}: predicted with B = {format_rate(r.effective_bytes_per_s)}"
-                     + ("" if r.rate_bytes_per_s is None else " (tc rate x 1448/1514 TCP payload)"))
+        lines.append(
+            f"## {r.label}: predicted with B = {format_rate(r.effective_bytes_per_s)}"
+            + ("" if r.rate_bytes_per_s is None else " (tc rate x 1448/1514 TCP payload)")
+        )
         lines.append(f"#{'size':>10} {'measured':>11} {'spread':>21} {'predicted':>11} {'error':>7}  regime")
         for x in r.rows:
-            lines.append(f" {format_bytes(x.msg_bytes):>10} {format_seconds(x.measured_s):>11} "
-                         f"{format_seconds(x.spread[0]):>10}..{format_seconds(x.spread[1]):<9} "
-                         f"{format_seconds(x.predicted_s):>11} {100 * x.rel_error:>6.1f}%  "
-                         f"{'bandwidth' if x.bandwidth_bound else 'latency'}")
+            lines.append(
+                f" {format_bytes(x.msg_bytes):>10} {format_seconds(x.measured_s):>11} "
+                f"{format_seconds(x.spread[0]):>10}..{format_seconds(x.spread[1]):<9} "
+                f"{format_seconds(x.predicted_s):>11} {100 * x.rel_error:>6.1f}%  "
+                f"{'bandwidth' if x.bandwidth_bound else 'latency'}"
+            )
         bw, lat = r.errors(True), r.errors(False)
         summary = []
         if bw:
-            summary.append(f"bandwidth-bound sizes: median |error| {100 * np.median(bw):.1f}%, worst {100 * max(bw):.1f}%")
+            summary.append(
+                f"bandwidth-bound sizes: median |error| {100 * np.median(bw):.1f}%, worst {100 * max(bw):.1f}%"
+            )
         if lat:
-            summary.append(f"latency-bound sizes: median |error| {100 * np.median(lat):.1f}%, worst {100 * max(lat):.1f}%")
+            summary.append(
+                f"latency-bound sizes: median |error| {100 * np.median(lat):.1f}%, worst {100 * max(lat):.1f}%"
+            )
         lines.append("  " + "; ".join(summary))
         # the lesson: a decode step's all-reduces over this link (llama-3.1-8b, TP2: 66 calls)
         k = busbw_factor(CollectiveOp.ALL_REDUCE, result.ranks)
         for batch in (1, 64):
             n = batch * 4096 * 2
             t = result.alpha_s + k * n / r.effective_bytes_per_s
-            lines.append(f"  llama-3.1-8b TP{result.ranks} decode, batch {batch}: 66 all-reduces of "
-                         f"{format_bytes(n)} = {format_seconds(66 * t)} per token over this link"
-                         + (" (B extrapolated: see the warning)" if result.warnings and r.rate_bytes_per_s is None else ""))
+            lines.append(
+                f"  llama-3.1-8b TP{result.ranks} decode, batch {batch}: 66 all-reduces of "
+                f"{format_bytes(n)} = {format_seconds(66 * t)} per token over this link"
+                + (" (B extrapolated: see the warning)" if result.warnings and r.rate_bytes_per_s is None else "")
+            )
     return "\n".join(lines)

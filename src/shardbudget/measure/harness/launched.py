@@ -44,15 +44,22 @@ def run_launched(base: dict[str, Any], launch: Launch, timeout_s: float, recorde
     """Run this rank's sweep; raises RunFailed naming where and why it stopped."""
     from . import worker  # imports torch, which stays out of `import shardbudget`
 
-    init = "env://" if launch.name == "torchrun" else tcp_init(launch.master_addr,
-                                                              launch.master_port)
-    cfg = RankConfig(**base, rank=launch.rank, world_size=launch.world_size,
-                     local_rank=launch.local_rank, init_method=init, pg_timeout_s=timeout_s,
-                     report_all_ranks=True, watch_peers=True)
+    init = "env://" if launch.name == "torchrun" else tcp_init(launch.master_addr, launch.master_port)
+    cfg = RankConfig(
+        **base,
+        rank=launch.rank,
+        world_size=launch.world_size,
+        local_rank=launch.local_rank,
+        init_method=init,
+        pg_timeout_s=timeout_s,
+        report_all_ranks=True,
+        watch_peers=True,
+    )
     seen: dict[str, Any] = {"index": -1, "hosts": [], "addrs": [], "peers": None}
     events: queue.Queue[dict[str, Any]] = queue.Queue()
-    sweep = threading.Thread(target=_sweep, args=(worker.run_rank, cfg, events.put),
-                             name="shardbudget-sweep", daemon=True)
+    sweep = threading.Thread(
+        target=_sweep, args=(worker.run_rank, cfg, events.put), name="shardbudget-sweep", daemon=True
+    )
     try:
         with stops_reported(launch, worker.failing):
             sweep.start()
@@ -88,8 +95,10 @@ def _follow(events: queue.Queue, recorder: Recorder, seen: dict[str, Any], give_
         if kind == _RAISED:
             raise ev["exc"]
         if kind == Event.ABORTED:
-            raise CollectiveAborted(f"stopped waiting on a peer silent for {SILENCE_S:g} s (the "
-                                    "collective itself would have waited for --timeout)")
+            raise CollectiveAborted(
+                f"stopped waiting on a peer silent for {SILENCE_S:g} s (the "
+                "collective itself would have waited for --timeout)"
+            )
         _record(ev, recorder, seen)
 
 
@@ -129,10 +138,10 @@ def _launched_failure(exc: BaseException, cfg: RankConfig, launch: Launch, seen:
     index = seen["index"]
     at = f"at size {size_text(cfg.sizes_bytes[index])}" if index >= 0 else "before the first size"
     error = f"{type(exc).__name__}: {short_error(str(exc))}"
-    peers = describe(seen["peers"], rank=launch.rank, index=index, error=str(exc),
-                     hosts=seen["hosts"], addrs=seen["addrs"])
+    peers = describe(
+        seen["peers"], rank=launch.rank, index=index, error=str(exc), hosts=seen["hosts"], addrs=seen["addrs"]
+    )
     if peers:
         return f"rank {launch.rank} stopped {at}: {peers}; {error}"
     # Nothing more to go on: a peer's own log (or the launcher's) has the rest.
-    return (f"rank {launch.rank} stopped {at}: {error} (if a peer died or hung, {launch.name}'s "
-            "log names it)")
+    return f"rank {launch.rank} stopped {at}: {error} (if a peer died or hung, {launch.name}'s log names it)"

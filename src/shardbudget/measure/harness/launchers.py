@@ -40,8 +40,12 @@ protocol.SILENCE_S plus a store round trip); then it exits."""
 
 
 def _exit_after_term(launch: Launch) -> None:
-    print(f"error: rank {launch.rank}: {launch.name} sent SIGTERM while the rank was reporting its failure; "
-          f"exiting after {TERM_GRACE_S:g} s", file=sys.stderr, flush=True)
+    print(
+        f"error: rank {launch.rank}: {launch.name} sent SIGTERM while the rank was reporting its failure; "
+        f"exiting after {TERM_GRACE_S:g} s",
+        file=sys.stderr,
+        flush=True,
+    )
     os._exit(1)
 
 
@@ -63,8 +67,10 @@ def stops_reported(launch: Launch, deferring: Callable[[], bool]) -> Iterator[No
 
     def on_term(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
         if not deferring():
-            raise LauncherStopped(f"{launch.name} sent SIGTERM (it ends its ranks when its rendezvous "
-                                  "or a peer node is lost, or when the job is cancelled)")
+            raise LauncherStopped(
+                f"{launch.name} sent SIGTERM (it ends its ranks when its rendezvous "
+                "or a peer node is lost, or when the job is cancelled)"
+            )
         # Held back, but not for the launcher's whole 30 s: a rank stuck on its way out still ends soon.
         timer = threading.Timer(TERM_GRACE_S, _exit_after_term, args=(launch,))
         timer.daemon = True  # a rank that finishes reporting first exits at once
@@ -80,16 +86,27 @@ def detect_launcher(environ: dict[str, str] | None = None) -> Launch | None:
     try:
         if all(k in env for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
             world = int(env["WORLD_SIZE"])
-            return Launch("torchrun", int(env["RANK"]), world, int(env.get("LOCAL_RANK", 0)),
-                          int(env.get("LOCAL_WORLD_SIZE", world)),
-                          check_host(env["MASTER_ADDR"], "MASTER_ADDR"), int(env["MASTER_PORT"]))
+            return Launch(
+                "torchrun",
+                int(env["RANK"]),
+                world,
+                int(env.get("LOCAL_RANK", 0)),
+                int(env.get("LOCAL_WORLD_SIZE", world)),
+                check_host(env["MASTER_ADDR"], "MASTER_ADDR"),
+                int(env["MASTER_PORT"]),
+            )
         # SLURM_STEP_NUM_TASKS is set by srun only: a shell inside salloc is not a rank.
         if "SLURM_PROCID" in env and "SLURM_STEP_NUM_TASKS" in env:
             world = int(env["SLURM_STEP_NUM_TASKS"])
-            return Launch("slurm", int(env["SLURM_PROCID"]), world,
-                          int(env.get("SLURM_LOCALID", 0)),
-                          int(env.get("SLURM_STEP_TASKS_PER_NODE", "1").split("(")[0]),
-                          _slurm_master_addr(env), _slurm_master_port(env))
+            return Launch(
+                "slurm",
+                int(env["SLURM_PROCID"]),
+                world,
+                int(env.get("SLURM_LOCALID", 0)),
+                int(env.get("SLURM_STEP_TASKS_PER_NODE", "1").split("(")[0]),
+                _slurm_master_addr(env),
+                _slurm_master_port(env),
+            )
     except ValueError as exc:
         raise MeasureError(f"launcher environment is malformed: {exc}") from None
     return None
@@ -116,8 +133,9 @@ def _slurm_master_addr(env: dict[str, str]) -> str:
     if nodelist and not re.search(r"[\[,]", nodelist):
         return check_host(nodelist, "SLURM node")
     try:  # 'gpu[01-04]' -> 'gpu01'; scontrol is the one tool that expands Slurm's host lists
-        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.split()
+        out = subprocess.run(
+            ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.split()
         return check_host(out[0], "SLURM node")
     except (OSError, subprocess.SubprocessError, IndexError):
         raise MeasureError(f"cannot find the first node of {nodelist!r}; set MASTER_ADDR") from None

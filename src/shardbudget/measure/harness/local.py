@@ -29,14 +29,23 @@ from .recorder import Recorder
 from .results import RunFailed, size_text
 
 
-def run_local(base: dict[str, Any], *, world_size: int, master_addr: str, master_port: int,
-              timeout_s: float, recorder: Recorder) -> None:
+def run_local(
+    base: dict[str, Any], *, world_size: int, master_addr: str, master_port: int, timeout_s: float, recorder: Recorder
+) -> None:
     """Run the sweep `base` describes on `world_size` local ranks; raises RunFailed."""
-    configs = [RankConfig(**base, rank=r, world_size=world_size, local_rank=r,
-                          init_method=tcp_init(master_addr, master_port),
-                          # the parent is the watchdog; the ranks' own timeout is a backstop
-                          pg_timeout_s=timeout_s + STARTUP_ALLOWANCE_S,
-                          report_all_ranks=False) for r in range(world_size)]
+    configs = [
+        RankConfig(
+            **base,
+            rank=r,
+            world_size=world_size,
+            local_rank=r,
+            init_method=tcp_init(master_addr, master_port),
+            # the parent is the watchdog; the ranks' own timeout is a backstop
+            pg_timeout_s=timeout_s + STARTUP_ALLOWANCE_S,
+            report_all_ranks=False,
+        )
+        for r in range(world_size)
+    ]
     ranks = LocalRanks()
     try:
         ranks.start(configs, worker_env(master_addr))
@@ -74,8 +83,12 @@ class LocalRanks:
             self.stderr.append(err)
             proc = subprocess.Popen(
                 [sys.executable, "-m", "shardbudget.measure.harness.worker", cfg.to_json()],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env,
-                start_new_session=True)  # Ctrl-C reaches the parent only; it stops the ranks
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+            )  # Ctrl-C reaches the parent only; it stops the ranks
             self.procs.append(proc)
             thread = threading.Thread(target=self._read, args=(cfg.rank, proc), daemon=True)
             thread.start()
@@ -208,16 +221,19 @@ class Supervisor:
     def _hang_message(self, limit_s: float) -> str:
         stuck = [r for r, s in enumerate(self.state) if not s.ready]
         if stuck:
-            return (f"rank{'s' * (len(stuck) > 1)} {_ranks_text(stuck)} did not start within "
-                    f"{limit_s:g} s (importing torch or the rendezvous hung)")
+            return (
+                f"rank{'s' * (len(stuck) > 1)} {_ranks_text(stuck)} did not start within "
+                f"{limit_s:g} s (importing torch or the rendezvous hung)"
+            )
         lowest = min(s.index for s in self.state)
         behind = [r for r, s in enumerate(self.state) if s.index == lowest]
         if len(behind) < len(self.state):
             waiting = self.recorder.plan[max(s.index for s in self.state)].size_bytes
-            return (f"rank{'s' * (len(behind) > 1)} {_ranks_text(behind)} hung: no progress for "
-                    f"{limit_s:g} s, while the other ranks wait at size {size_text(waiting)}")
-        return (f"all ranks stalled {self._where(0)}: no progress for {limit_s:g} s "
-                "(a collective never completed)")
+            return (
+                f"rank{'s' * (len(behind) > 1)} {_ranks_text(behind)} hung: no progress for "
+                f"{limit_s:g} s, while the other ranks wait at size {size_text(waiting)}"
+            )
+        return f"all ranks stalled {self._where(0)}: no progress for {limit_s:g} s (a collective never completed)"
 
 
 def _ranks_text(ranks: list[int]) -> str:

@@ -44,22 +44,27 @@ def short_error(text: str) -> str:
     return _BOILERPLATE.sub("", lines[0] if lines else "").strip()
 
 
-def describe(report: PeerReport | None, *, rank: int, index: int, error: str, hosts: Sequence[str],
-             addrs: Sequence[str | None]) -> str:
+def describe(
+    report: PeerReport | None, *, rank: int, index: int, error: str, hosts: Sequence[str], addrs: Sequence[str | None]
+) -> str:
     """'lost rank 1 (node-b, 10.0.0.2): no heartbeat for 2.5 s' or '' when nothing can be said."""
     if report is not None and report.store_ok:
         if report.lost:
-            return (f"lost rank{'s' * (len(report.lost) > 1)} {_who(report.lost, hosts, addrs)}: "
-                    f"no heartbeat for {report.silence_s:g} s")
+            return (
+                f"lost rank{'s' * (len(report.lost) > 1)} {_who(report.lost, hosts, addrs)}: "
+                f"no heartbeat for {report.silence_s:g} s"
+            )
         behind = sorted(r for r in range(len(hosts)) if r != rank and report.at.get(r, -1) < index)
         if behind:
-            return (f"rank{'s' * (len(behind) > 1)} {_who(behind, hosts, addrs)} never started this "
-                    "size (hung?)")
+            return f"rank{'s' * (len(behind) > 1)} {_who(behind, hosts, addrs)} never started this size (hung?)"
         return ""
     named, parts = ranks_at_addresses(error, addrs, exclude=rank), []
     if report is not None:  # the store is down: its node, and any other rank the error names
-        holders = [r for r in range(len(hosts)) if r != rank and report.store_host and
-                   report.store_host in (hosts[r], addrs[r] if r < len(addrs) else None)]
+        holders = [
+            r
+            for r in range(len(hosts))
+            if r != rank and report.store_host and report.store_host in (hosts[r], addrs[r] if r < len(addrs) else None)
+        ]
         parts.append(_store_down(holders, hosts, addrs))
         named = [r for r in named if r not in holders]
     if named:
@@ -72,8 +77,10 @@ def _store_down(holders: Sequence[int], hosts: Sequence[str], addrs: Sequence[st
     on, known whether or not the collective's error (or the launcher's SIGTERM) names an address."""
     if not holders:
         return "the rendezvous store is unreachable (its node may be down)"
-    return (f"the rendezvous store is unreachable (it ran on the node of rank{'s' * (len(holders) > 1)} "
-            f"{_who(holders, hosts, addrs)}, which may be down)")
+    return (
+        f"the rendezvous store is unreachable (it ran on the node of rank{'s' * (len(holders) > 1)} "
+        f"{_who(holders, hosts, addrs)}, which may be down)"
+    )
 
 
 def ranks_at_addresses(text: str, addrs: Sequence[str | None], *, exclude: int) -> list[int]:

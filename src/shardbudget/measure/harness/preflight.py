@@ -14,13 +14,21 @@ from ...errors import MeasureError, UnknownNameError, did_you_mean
 from .protocol import BACKENDS, DTYPES, OPS, check_max_value
 
 
-def check_request(*, backend: str, op: str, dtype: str, iters: int, warmup: int, check: bool,
-                  timeout_s: float, sizes_bytes: list[float], world_size: int
-                  ) -> tuple[CollectiveOp, str]:
+def check_request(
+    *,
+    backend: str,
+    op: str,
+    dtype: str,
+    iters: int,
+    warmup: int,
+    check: bool,
+    timeout_s: float,
+    sizes_bytes: list[float],
+    world_size: int,
+) -> tuple[CollectiveOp, str]:
     """The operation and the canonical dtype name a sweep asks for, or a one-line MeasureError."""
     if backend not in BACKENDS:
-        raise MeasureError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}"
-                           f"{did_you_mean(backend, BACKENDS)}")
+        raise MeasureError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}{did_you_mean(backend, BACKENDS)}")
     the_op = parse_op(op, OPS, error=MeasureError)
     dtype_name = harness_dtype(dtype)
     if world_size < 2:
@@ -33,8 +41,10 @@ def check_request(*, backend: str, op: str, dtype: str, iters: int, warmup: int,
         raise MeasureError(f"sizes must be a non-empty list of positive byte counts, got {sizes_bytes}")
     largest = check_max_value(the_op, world_size)
     if check and largest > dtypes.dtype(dtype_name).max_exact:
-        raise MeasureError(f"{dtype_name} cannot hold the check values of {the_op} on {world_size} "
-                           f"ranks (up to {largest}); use a wider dtype")
+        raise MeasureError(
+            f"{dtype_name} cannot hold the check values of {the_op} on {world_size} "
+            f"ranks (up to {largest}); use a wider dtype"
+        )
     return the_op, dtype_name
 
 
@@ -45,8 +55,9 @@ def harness_dtype(name: str) -> str:
     except UnknownNameError as exc:
         raise MeasureError(str(exc)) from None
     if found.name not in DTYPES:
-        raise MeasureError(f"dtype {found.name!r} has no torch.distributed collectives here "
-                           f"(expected one of {', '.join(DTYPES)})")
+        raise MeasureError(
+            f"dtype {found.name!r} has no torch.distributed collectives here (expected one of {', '.join(DTYPES)})"
+        )
     return found.name
 
 
@@ -91,8 +102,10 @@ def check_port_free(addr: str, port: int) -> None:
         try:
             sock.bind((addr, port))
         except OSError as exc:
-            raise MeasureError(f"port {port} on {addr} is already in use ({exc.strerror}); pick "
-                               "another or leave the port out to use a free one") from None
+            raise MeasureError(
+                f"port {port} on {addr} is already in use ({exc.strerror}); pick "
+                "another or leave the port out to use a free one"
+            ) from None
 
 
 def _family(addr: str) -> int:
@@ -101,6 +114,7 @@ def _family(addr: str) -> int:
 
 # --- devices ----------------------------------------------------------------------------------
 
+
 def check_cuda(backend: str, gpus_needed: int) -> None:
     if backend != "nccl":
         return
@@ -108,5 +122,7 @@ def check_cuda(backend: str, gpus_needed: int) -> None:
 
     found = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if found < gpus_needed:
-        raise MeasureError(f"backend 'nccl' needs {gpus_needed} CUDA GPU(s) on this node, torch "
-                           f"{torch.__version__} sees {found}; use --backend gloo on CPUs")
+        raise MeasureError(
+            f"backend 'nccl' needs {gpus_needed} CUDA GPU(s) on this node, torch "
+            f"{torch.__version__} sees {found}; use --backend gloo on CPUs"
+        )

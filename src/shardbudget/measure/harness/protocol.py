@@ -33,8 +33,7 @@ from ...dtypes import TABLE as DTYPE_TABLE
 from ...errors import MeasureError
 from ...units import parse_bytes
 
-OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER,
-       CollectiveOp.ALL_TO_ALL)
+OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_TO_ALL)
 """The collectives the harness times: the four torch.distributed runs on flat tensors."""
 DTYPES = tuple(d.name for d in DTYPE_TABLE if d.torch_name is not None)
 """Canonical names of the element types the harness can move (those torch has a dtype for)."""
@@ -74,19 +73,23 @@ def read_event_line(line: str) -> dict[str, Any] | None:
     """The event a worker's stdout line carries, or None for any other output."""
     if not line.startswith(EVENT_PREFIX):
         return None
-    return json.loads(line[len(EVENT_PREFIX):])
+    return json.loads(line[len(EVENT_PREFIX) :])
 
 
 def check_max_value(op: str, world_size: int) -> int:
     """Largest value the worker's --check patterns reach (see `worker._check_data`), so that a
     dtype too small to hold it exactly can be refused before any work."""
     n = world_size
-    return {CollectiveOp.ALL_REDUCE: n * (n + 1) // 2, CollectiveOp.ALL_GATHER: n,
-            CollectiveOp.REDUCE_SCATTER: n * (n + 1) // 2 + n * (n - 1),
-            CollectiveOp.ALL_TO_ALL: n * n}[CollectiveOp(op)]
+    return {
+        CollectiveOp.ALL_REDUCE: n * (n + 1) // 2,
+        CollectiveOp.ALL_GATHER: n,
+        CollectiveOp.REDUCE_SCATTER: n * (n + 1) // 2 + n * (n - 1),
+        CollectiveOp.ALL_TO_ALL: n * n,
+    }[CollectiveOp(op)]
 
 
 # --- faults (test hook) -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -95,8 +98,7 @@ class Fault:
     size_bytes: int | None  # None: every size
 
     def hits(self, kind: str, rank: int, size_bytes: int) -> bool:
-        return (self.kind == kind and self.rank == rank
-                and self.size_bytes in (None, size_bytes))
+        return self.kind == kind and self.rank == rank and self.size_bytes in (None, size_bytes)
 
 
 def armed_faults() -> str:
@@ -122,14 +124,16 @@ def parse_faults(text: str | None) -> list[Fault]:
     for item in filter(None, (p.strip() for p in (text or "").split(","))):
         match = re.fullmatch(r"([a-z-]+)@(\d+)(?::(.+))?", item)
         if not match or match[1] not in FAULT_KINDS:
-            raise MeasureError(f"{FAULT_ENV} item {item!r} must look like KIND@RANK[:SIZE] with "
-                               f"KIND one of {', '.join(FAULT_KINDS)}")
+            raise MeasureError(
+                f"{FAULT_ENV} item {item!r} must look like KIND@RANK[:SIZE] with KIND one of {', '.join(FAULT_KINDS)}"
+            )
         size = int(parse_bytes(match[3], what=f"{FAULT_ENV} size")) if match[3] else None
         faults.append(Fault(match[1], int(match[2]), size))
     return faults
 
 
 # --- the configuration one rank runs with -----------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class RankConfig:

@@ -23,8 +23,15 @@ from .results import MeasureResult, PlannedSize, SizeResult, summarize
 class Recorder:
     """Collects completed sizes, saves them after each one, drives progress and the callback."""
 
-    def __init__(self, result: MeasureResult, plan: list[PlannedSize],
-                 on_size: Callable[[SizeResult], None] | None, progress: bool, *, force: bool = False):
+    def __init__(
+        self,
+        result: MeasureResult,
+        plan: list[PlannedSize],
+        on_size: Callable[[SizeResult], None] | None,
+        progress: bool,
+        *,
+        force: bool = False,
+    ):
         self.result, self.plan, self.on_size = result, plan, on_size
         self._replace = force  # the first save replaces a file only with --force; later ones their own
         self._bar = Progress(len(plan), result.op) if progress else None
@@ -47,10 +54,14 @@ class Recorder:
         if addrs:
             self.result.env["addrs"] = list(addrs)
 
-    def completed(self, index: int, samples_s: list[float],
-                  wrong_by_rank: list[int] | None) -> None:
-        row = summarize(self.plan[index], samples_s, op=self.result.op,
-                        world_size=self.result.world_size, wrong_by_rank=wrong_by_rank)
+    def completed(self, index: int, samples_s: list[float], wrong_by_rank: list[int] | None) -> None:
+        row = summarize(
+            self.plan[index],
+            samples_s,
+            op=self.result.op,
+            world_size=self.result.world_size,
+            wrong_by_rank=wrong_by_rank,
+        )
         self.result.results.append(row)
         self.save()
         if self._bar:
@@ -89,8 +100,9 @@ class Progress:
             return
         # Redirect stdout through the bar only when it shares the terminal; a redirected stdout
         # (a table piped to a file) must stay untouched.
-        self._bar = RichProgress(console=Console(stderr=True), transient=True,
-                                 redirect_stdout=sys.stdout.isatty(), redirect_stderr=False)
+        self._bar = RichProgress(
+            console=Console(stderr=True), transient=True, redirect_stdout=sys.stdout.isatty(), redirect_stderr=False
+        )
         self._task = self._bar.add_task(op, total=total)
         self._op = op
         self._bar.start()

@@ -28,8 +28,7 @@ class PlannedSize:
     count: int  # nccl-tests "count" in elements
 
 
-def plan_sizes(sizes_bytes: list[float], op: str, dtype: str, world_size: int
-               ) -> tuple[list[PlannedSize], list[str]]:
+def plan_sizes(sizes_bytes: list[float], op: str, dtype: str, world_size: int) -> tuple[list[PlannedSize], list[str]]:
     """Round each size up to whole elements (whole chunks where the buffer is split n ways)."""
     elem_bytes = int(dtypes.dtype(dtype).elem_bytes)  # every type the harness moves is whole bytes
     split = 1 if op == CollectiveOp.ALL_REDUCE else world_size  # the other ops cut it in n chunks
@@ -49,12 +48,15 @@ def plan_sizes(sizes_bytes: list[float], op: str, dtype: str, world_size: int
         chunks = f" ({split} chunks of equal size)" if split > 1 else ""
         notes.append(f"sizes rounded up to whole {dtype} elements{chunks}: {shown}")
     if len(plan) < len(sizes_bytes):
-        notes.append(f"{len(sizes_bytes) - len(plan)} requested sizes fell on the same size after "
-                     "rounding and were measured once")
+        notes.append(
+            f"{len(sizes_bytes) - len(plan)} requested sizes fell on the same size after "
+            "rounding and were measured once"
+        )
     return list(plan.values()), notes
 
 
 # --- results ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class SizeResult:
@@ -77,29 +79,42 @@ class SizeResult:
         return self.median_s
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bytes": self.size_bytes, "requested_bytes": self.requested_bytes,
-                "count": self.count, "time_s": self.median_s, "median_s": self.median_s,
-                "min_s": self.min_s, "p99_s": self.p99_s,
-                "algbw_bytes_per_s": self.algbw_bytes_per_s,
-                "busbw_bytes_per_s": self.busbw_bytes_per_s, "wrong": self.wrong,
-                "wrong_by_rank": list(self.wrong_by_rank) if self.wrong_by_rank else None,
-                "samples_s": list(self.samples_s)}
+        return {
+            "bytes": self.size_bytes,
+            "requested_bytes": self.requested_bytes,
+            "count": self.count,
+            "time_s": self.median_s,
+            "median_s": self.median_s,
+            "min_s": self.min_s,
+            "p99_s": self.p99_s,
+            "algbw_bytes_per_s": self.algbw_bytes_per_s,
+            "busbw_bytes_per_s": self.busbw_bytes_per_s,
+            "wrong": self.wrong,
+            "wrong_by_rank": list(self.wrong_by_rank) if self.wrong_by_rank else None,
+            "samples_s": list(self.samples_s),
+        }
 
 
-def summarize(planned: PlannedSize, samples_s: list[float], *, op: str, world_size: int,
-              wrong_by_rank: list[int] | None) -> SizeResult:
+def summarize(
+    planned: PlannedSize, samples_s: list[float], *, op: str, world_size: int, wrong_by_rank: list[int] | None
+) -> SizeResult:
     """Per-iteration slowest-rank times -> median / min / p99 and nccl-tests bandwidths."""
     arr = np.asarray(samples_s, dtype=float)
     median_s = float(np.median(arr))
     algbw = planned.size_bytes / median_s if median_s > 0 else math.inf
     return SizeResult(
-        size_bytes=planned.size_bytes, requested_bytes=planned.requested_bytes,
-        count=planned.count, median_s=median_s, min_s=float(arr.min()),
-        p99_s=float(np.percentile(arr, 99)), algbw_bytes_per_s=algbw,
+        size_bytes=planned.size_bytes,
+        requested_bytes=planned.requested_bytes,
+        count=planned.count,
+        median_s=median_s,
+        min_s=float(arr.min()),
+        p99_s=float(np.percentile(arr, 99)),
+        algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, world_size),
         wrong=None if wrong_by_rank is None else int(sum(wrong_by_rank)),
         wrong_by_rank=None if wrong_by_rank is None else tuple(int(w) for w in wrong_by_rank),
-        samples_s=tuple(float(s) for s in samples_s))
+        samples_s=tuple(float(s) for s in samples_s),
+    )
 
 
 @dataclass(kw_only=True)
@@ -125,16 +140,31 @@ class MeasureResult:
     @property
     def failed_checks(self) -> list[str]:
         """'rank 1: 2 wrong elements at 1 KiB (1024 B)' for every rank and size that failed."""
-        return [f"rank {rank}: {w} wrong element{'s' * (w != 1)} at {size_text(r.size_bytes)}"
-                for r in self.results for rank, w in enumerate(r.wrong_by_rank or ()) if w]
+        return [
+            f"rank {rank}: {w} wrong element{'s' * (w != 1)} at {size_text(r.size_bytes)}"
+            for r in self.results
+            for rank, w in enumerate(r.wrong_by_rank or ())
+            if w
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tool": "shardbudget", "version": version("shardbudget"), "env": self.env,
-                "op": self.op, "world_size": self.world_size, "n_nodes": self.n_nodes,
-                "backend": self.backend, "dtype": self.dtype, "iters": self.iters,
-                "warmup": self.warmup, "check": self.check, "notes": list(self.notes),
-                "results": [r.to_dict() for r in self.results],
-                "complete": self.complete, "error": self.error}
+        return {
+            "tool": "shardbudget",
+            "version": version("shardbudget"),
+            "env": self.env,
+            "op": self.op,
+            "world_size": self.world_size,
+            "n_nodes": self.n_nodes,
+            "backend": self.backend,
+            "dtype": self.dtype,
+            "iters": self.iters,
+            "warmup": self.warmup,
+            "check": self.check,
+            "notes": list(self.notes),
+            "results": [r.to_dict() for r in self.results],
+            "complete": self.complete,
+            "error": self.error,
+        }
 
 
 class MeasureRunError(MeasureError):
@@ -166,13 +196,12 @@ def version(dist_name: str) -> str:
 
 # --- the nccl-tests style table ---------------------------------------------------------------
 
-_COLUMNS = ("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}")
+_COLUMNS = "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}"
 _REDUCING = (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER)
 
 
 def format_table_header() -> str:
-    names = _COLUMNS.format("size", "count", "type", "redop", "root", "time", "algbw", "busbw",
-                            "#wrong")
+    names = _COLUMNS.format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong")
     units = _COLUMNS.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "")
     return "#" + names[1:] + "\n#" + units[1:].rstrip()
 
@@ -181,10 +210,16 @@ def format_table_row(row: SizeResult, *, op: str, dtype: str) -> str:
     """One line in nccl-tests' column layout; GB/s are 1e9 bytes/s as there."""
     time_us = row.median_s * 1e6
     return _COLUMNS.format(
-        row.size_bytes, row.count, dtypes.dtype(dtype).nccl_name, "sum" if op in _REDUCING else "none",
-        -1, f"{time_us:.2f}" if time_us < 1e5 else f"{time_us:.0f}",
-        f"{row.algbw_bytes_per_s / 1e9:.2f}", f"{row.busbw_bytes_per_s / 1e9:.2f}",
-        "N/A" if row.wrong is None else row.wrong)
+        row.size_bytes,
+        row.count,
+        dtypes.dtype(dtype).nccl_name,
+        "sum" if op in _REDUCING else "none",
+        -1,
+        f"{time_us:.2f}" if time_us < 1e5 else f"{time_us:.0f}",
+        f"{row.algbw_bytes_per_s / 1e9:.2f}",
+        f"{row.busbw_bytes_per_s / 1e9:.2f}",
+        "N/A" if row.wrong is None else row.wrong,
+    )
 
 
 def format_table(result: MeasureResult) -> str:

@@ -108,16 +108,27 @@ from .protocol import FAULT_ENV, armed_faults, parse_faults  # noqa: F401 (FAULT
 from .recorder import Recorder
 from .results import MeasureResult, MeasureRunError, RunFailed, SizeResult, plan_sizes, version
 
-TORCH_MISSING = ("torch is not installed; pip install 'shardbudget[measure]' "
-                 "(CPU: pip install torch==2.13.0)")
+TORCH_MISSING = "torch is not installed; pip install 'shardbudget[measure]' (CPU: pip install torch==2.13.0)"
 
 
-def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "all-reduce",
-                sizes_bytes: list[float], dtype: str = "fp32", iters: int = 20,
-                warmup: int = 5, check: bool = False, out: str | None = None,
-                force: bool = False, timeout_s: float = 120.0, master_addr: str = "127.0.0.1",
-                master_port: int | None = None, progress: bool = True,
-                on_size: Callable[[SizeResult], None] | None = None) -> MeasureResult:
+def run_measure(
+    *,
+    backend: str = "gloo",
+    nproc: int | None = None,
+    op: str = "all-reduce",
+    sizes_bytes: list[float],
+    dtype: str = "fp32",
+    iters: int = 20,
+    warmup: int = 5,
+    check: bool = False,
+    out: str | None = None,
+    force: bool = False,
+    timeout_s: float = 120.0,
+    master_addr: str = "127.0.0.1",
+    master_port: int | None = None,
+    progress: bool = True,
+    on_size: Callable[[SizeResult], None] | None = None,
+) -> MeasureResult:
     """Time one collective over a sweep of sizes on `nproc` ranks; see the module docstring.
 
     `op` and `dtype` take any spelling `collective_op` and `dtypes` know ("all_reduce",
@@ -130,9 +141,17 @@ def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "a
     """
     launch = detect_launcher()
     world_size = _world_size(nproc, launch)
-    the_op, dtype_name = check_request(backend=backend, op=op, dtype=dtype, iters=iters,
-                                       warmup=warmup, check=check, timeout_s=timeout_s,
-                                       sizes_bytes=sizes_bytes, world_size=world_size)
+    the_op, dtype_name = check_request(
+        backend=backend,
+        op=op,
+        dtype=dtype,
+        iters=iters,
+        warmup=warmup,
+        check=check,
+        timeout_s=timeout_s,
+        sizes_bytes=sizes_bytes,
+        world_size=world_size,
+    )
     faults = armed_faults()  # the test hook: "" outside the test suite (protocol.FAULT_HOOK)
     parse_faults(faults)  # a typo'd hook must fail loudly, not measure a healthy run
     if not _torch_installed():
@@ -145,16 +164,40 @@ def run_measure(*, backend: str = "gloo", nproc: int | None = None, op: str = "a
     check_cuda(backend, world_size if launch is None else launch.local_rank + 1)
 
     plan, notes = plan_sizes(sizes_bytes, the_op, dtype_name, world_size)
-    result = MeasureResult(op=the_op, backend=backend, dtype=dtype_name, world_size=world_size,
-                           n_nodes=1, iters=iters, warmup=warmup, check=check, notes=notes,
-                           out_path=out if reporting else None,
-                           env=_environment(backend, world_size, launch))
+    result = MeasureResult(
+        op=the_op,
+        backend=backend,
+        dtype=dtype_name,
+        world_size=world_size,
+        n_nodes=1,
+        iters=iters,
+        warmup=warmup,
+        check=check,
+        notes=notes,
+        out_path=out if reporting else None,
+        env=_environment(backend, world_size, launch),
+    )
     # Every rank keeps the rows (they are all-reduced); only the reporting one prints and saves.
     recorder = Recorder(result, plan, on_size if reporting else None, progress and reporting, force=force)
-    base = dict(backend=backend, op=the_op, dtype=dtype_name, sizes_bytes=[p.size_bytes for p in plan],
-                iters=iters, warmup=warmup, check=check, faults=faults)
-    return _execute(base, launch=launch, world_size=world_size, master_addr=master_addr,
-                    master_port=master_port, timeout_s=timeout_s, recorder=recorder)
+    base = dict(
+        backend=backend,
+        op=the_op,
+        dtype=dtype_name,
+        sizes_bytes=[p.size_bytes for p in plan],
+        iters=iters,
+        warmup=warmup,
+        check=check,
+        faults=faults,
+    )
+    return _execute(
+        base,
+        launch=launch,
+        world_size=world_size,
+        master_addr=master_addr,
+        master_port=master_port,
+        timeout_s=timeout_s,
+        recorder=recorder,
+    )
 
 
 def _torch_installed() -> bool:
@@ -170,13 +213,27 @@ def _local_rendezvous(master_addr: str, master_port: int | None) -> tuple[str, i
     return master_addr, master_port
 
 
-def _execute(base: dict[str, Any], *, launch: Launch | None, world_size: int, master_addr: str,
-             master_port: int | None, timeout_s: float, recorder: Recorder) -> MeasureResult:
+def _execute(
+    base: dict[str, Any],
+    *,
+    launch: Launch | None,
+    world_size: int,
+    master_addr: str,
+    master_port: int | None,
+    timeout_s: float,
+    recorder: Recorder,
+) -> MeasureResult:
     try:
         if launch is None:
             assert master_port is not None
-            run_local(base, world_size=world_size, master_addr=master_addr,
-                      master_port=master_port, timeout_s=timeout_s, recorder=recorder)
+            run_local(
+                base,
+                world_size=world_size,
+                master_addr=master_addr,
+                master_port=master_port,
+                timeout_s=timeout_s,
+                recorder=recorder,
+            )
         else:
             run_launched(base, launch, timeout_s, recorder)
     except RunFailed as exc:
@@ -196,22 +253,30 @@ def _execute(base: dict[str, Any], *, launch: Launch | None, world_size: int, ma
 
 # --- where and how it ran ---------------------------------------------------------------------
 
+
 def _world_size(nproc: int | None, launch: Launch | None) -> int:
     if launch is None:
         return 2 if nproc is None else int(nproc)
     if nproc is not None and nproc != launch.world_size:
-        raise MeasureError(f"{launch.name} provides a world size of {launch.world_size}, but "
-                           f"{nproc} ranks were requested; drop --nproc or relaunch with {nproc}")
+        raise MeasureError(
+            f"{launch.name} provides a world size of {launch.world_size}, but "
+            f"{nproc} ranks were requested; drop --nproc or relaunch with {nproc}"
+        )
     return launch.world_size
 
 
 def _environment(backend: str, world_size: int, launch: Launch | None) -> dict[str, Any]:
-    return {"torch": version("torch"), "backend": backend, "hosts": [socket.gethostname()],
-            "world_size": world_size, "n_nodes": 1,
-            "launcher": launch.name if launch else "local",
-            "command": _command_line(),
-            "time_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "python": platform.python_version()}
+    return {
+        "torch": version("torch"),
+        "backend": backend,
+        "hosts": [socket.gethostname()],
+        "world_size": world_size,
+        "n_nodes": 1,
+        "launcher": launch.name if launch else "local",
+        "command": _command_line(),
+        "time_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "python": platform.python_version(),
+    }
 
 
 def _command_line() -> str:

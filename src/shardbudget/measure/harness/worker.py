@@ -26,8 +26,7 @@ import torch.distributed as dist
 from ... import dtypes
 from ...comm.op import CollectiveOp
 from .peers import PeerReport, short_error
-from .protocol import (HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, RankConfig, event_line,
-                       parse_faults)
+from .protocol import HEARTBEAT_S, SILENCE_S, STORE_TIMEOUT_S, Event, Fault, RankConfig, event_line, parse_faults
 
 Emit = Callable[[dict[str, Any]], None]
 _FAILING = threading.Event()
@@ -64,8 +63,14 @@ def run_rank(cfg: RankConfig, emit: Emit) -> None:
     try:
         where: list[tuple[str, str | None] | None] = [None] * cfg.world_size
         dist.all_gather_object(where, (socket.gethostname(), _local_addr(_store_address(cfg)[0])))
-        emit({"ev": Event.READY, "hosts": [w[0] for w in where], "addrs": [w[1] for w in where],
-              "torch": torch.__version__})
+        emit(
+            {
+                "ev": Event.READY,
+                "hosts": [w[0] for w in where],
+                "addrs": [w[1] for w in where],
+                "torch": torch.__version__,
+            }
+        )
         for index, size_bytes in enumerate(cfg.sizes_bytes):
             _measure_size(cfg, index, size_bytes, device=device, faults=faults, emit=report)
         dist.barrier()
@@ -126,15 +131,18 @@ class _PeerWatch:
         self.backend, self.emit = cfg.backend, emit
         self.store, reader = (dist.PrefixStore("shardbudget/", self._client(host, port)) for _ in range(2))
         self._stop, self._armed = threading.Event(), True
-        self._threads = [threading.Thread(target=self._beat, daemon=True),
-                         threading.Thread(target=self._watchdog, args=(reader,), daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._beat, daemon=True),
+            threading.Thread(target=self._watchdog, args=(reader,), daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
     @staticmethod
     def _client(host: str, port: int) -> dist.TCPStore:
-        return dist.TCPStore(host, port, is_master=False, wait_for_workers=False,
-                             timeout=timedelta(seconds=STORE_TIMEOUT_S))
+        return dist.TCPStore(
+            host, port, is_master=False, wait_for_workers=False, timeout=timedelta(seconds=STORE_TIMEOUT_S)
+        )
 
     def _beat(self) -> None:
         while not self._stop.is_set():
@@ -207,8 +215,7 @@ class _PeerWatch:
                 after = [self.store.add(f"beat/{r}", 0) for r in others]
                 silent = tuple(r for r, a, b in zip(others, before, after) if a == b)
             failed = tuple(r for r in others if self.store.check([f"failed/{r}"]))
-            at = {r: int(self.store.get(f"at/{r}")) for r in range(self.world)
-                  if self.store.check([f"at/{r}"])}
+            at = {r: int(self.store.get(f"at/{r}")) for r in range(self.world) if self.store.check([f"at/{r}"])}
         except Exception as exc:  # noqa: BLE001 - an unreachable store is itself the finding
             return PeerReport(store_ok=False, store_error=short_error(str(exc)), store_host=self.store_host)
         lost = tuple(r for r in silent if r not in failed)
@@ -224,7 +231,7 @@ class _PeerWatch:
 def _store_address(cfg: RankConfig) -> tuple[str, int]:
     """Where the rendezvous store listens: torchrun's MASTER_ADDR/PORT, or the tcp:// init method."""
     if cfg.init_method.startswith("tcp://"):
-        host, _, port = cfg.init_method[len("tcp://"):].rpartition(":")
+        host, _, port = cfg.init_method[len("tcp://") :].rpartition(":")
         return host.strip("[]"), int(port)
     return os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
 
@@ -252,14 +259,20 @@ def _init(cfg: RankConfig) -> torch.device:
         # torchrun's default 1 ("TearDown") would kill the process with nothing said. A user's 0 stays.
         if os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") == "1":
             os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
-    dist.init_process_group(cfg.backend, init_method=cfg.init_method, rank=cfg.rank,
-                            world_size=cfg.world_size,
-                            timeout=timedelta(seconds=cfg.pg_timeout_s), **kwargs)
+    dist.init_process_group(
+        cfg.backend,
+        init_method=cfg.init_method,
+        rank=cfg.rank,
+        world_size=cfg.world_size,
+        timeout=timedelta(seconds=cfg.pg_timeout_s),
+        **kwargs,
+    )
     return device
 
 
-def _measure_size(cfg: RankConfig, index: int, size_bytes: int, *, device: torch.device,
-                  faults: list[Fault], emit: Emit) -> None:
+def _measure_size(
+    cfg: RankConfig, index: int, size_bytes: int, *, device: torch.device, faults: list[Fault], emit: Emit
+) -> None:
     if any(f.hits("hang", cfg.rank, size_bytes) for f in faults):
         while True:  # test hook: never start this size, as a stuck rank would
             time.sleep(3600)
@@ -267,8 +280,7 @@ def _measure_size(cfg: RankConfig, index: int, size_bytes: int, *, device: torch
     if any(f.hits("crash", cfg.rank, size_bytes) for f in faults):
         os.kill(os.getpid(), signal.SIGKILL)  # test hook: die as the OOM killer would
     torch_dtype = getattr(torch, dtypes.dtype(cfg.dtype).torch_name)
-    bufs = _Buffers(op=cfg.op, size_bytes=size_bytes, dtype=torch_dtype, n=cfg.world_size,
-                    device=device)
+    bufs = _Buffers(op=cfg.op, size_bytes=size_bytes, dtype=torch_dtype, n=cfg.world_size, device=device)
     for _ in range(cfg.warmup):
         bufs.run()
     times = _time_iters(bufs, cfg.iters, device)
@@ -279,15 +291,21 @@ def _measure_size(cfg: RankConfig, index: int, size_bytes: int, *, device: torch
         corrupt = any(f.hits("wrong-reduction", cfg.rank, size_bytes) for f in faults)
         wrong_by_rank = _check(bufs, cfg.rank, cfg.world_size, corrupt)
     if cfg.rank == 0 or cfg.report_all_ranks:
-        emit({"ev": Event.RESULT, "index": index, "bytes": size_bytes,
-              "samples_s": times.tolist(), "wrong_by_rank": wrong_by_rank})
+        emit(
+            {
+                "ev": Event.RESULT,
+                "index": index,
+                "bytes": size_bytes,
+                "samples_s": times.tolist(),
+                "wrong_by_rank": wrong_by_rank,
+            }
+        )
 
 
 class _Buffers:
     """Send/receive tensors sized as nccl-tests sizes them (see the harness docstring)."""
 
-    def __init__(self, *, op: CollectiveOp, size_bytes: int, dtype: torch.dtype, n: int,
-                 device: torch.device):
+    def __init__(self, *, op: CollectiveOp, size_bytes: int, dtype: torch.dtype, n: int, device: torch.device):
         elements = size_bytes // dtype.itemsize
         self.op, self.n, self.chunk = op, n, elements // n
         alloc = dict(dtype=dtype, device=device)

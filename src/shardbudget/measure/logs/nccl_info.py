@@ -39,8 +39,10 @@ _USING_NET = re.compile(r"NCCL INFO Using network (.+?)\s*$")
 _NET_IB = re.compile(r"NCCL INFO NET/(IB|OFI|IBext\w*) : Using (.+?)(?:;\s*OOB.*)?$")
 _NET_SOCKET = re.compile(r"NCCL INFO NET/Socket : Using (.+)$")
 _NNODES = re.compile(r"NCCL INFO .*\bnRanks [0-9]+ nNodes ([0-9]+)")
-_PLUGIN = re.compile(r"NCCL INFO (?:P2P plugin (\S+)|NET/Plugin: Loaded net plugin (.+?)(?: \(|$)|"
-                     r"Plugin Path : (\S+))")
+_PLUGIN = re.compile(
+    r"NCCL INFO (?:P2P plugin (\S+)|NET/Plugin: Loaded net plugin (.+?)(?: \(|$)|"
+    r"Plugin Path : (\S+))"
+)
 _INTERNAL = re.compile(r"NCCL INFO NET/Plugin ?: (?:No plugin found|Could not find: libnccl-net\.so\. Using internal)")
 
 
@@ -189,8 +191,10 @@ class _Acc:
             self.network = self.network or m.group(1)
             self.note("network", n, line)
         if m := _NET_IB.search(line):
-            self.nic_counts.append(len(re.findall(r"[A-Za-z][\w.-]*:[0-9]+/(?:IB|RoCE)", m.group(2)))
-                                   or len(re.findall(r"\[[0-9]+\]", m.group(2))))
+            self.nic_counts.append(
+                len(re.findall(r"[A-Za-z][\w.-]*:[0-9]+/(?:IB|RoCE)", m.group(2)))
+                or len(re.findall(r"\[[0-9]+\]", m.group(2)))
+            )
             self.note("nics", n, line)
         elif m := _NET_SOCKET.search(line):
             self.note("socket", n, line)
@@ -209,17 +213,27 @@ class _Acc:
         network = self.network
         if network is None and (env.get("NCCL_IB_DISABLE") == "1" or env.get("NCCL_NET", "").lower() == "socket"):
             network = "Socket"
-            self.evidence.setdefault("network", self.evidence.get("NCCL_IB_DISABLE") or self.evidence.get("NCCL_NET", ""))
+            self.evidence.setdefault(
+                "network", self.evidence.get("NCCL_IB_DISABLE") or self.evidence.get("NCCL_NET", "")
+            )
         if network is None and "socket" in self.evidence and not self.nic_counts:
             network = "Socket"
             self.evidence["network"] = self.evidence["socket"]
         return NcclSettings(
-            info_lines=self.info, version=self.version,
+            info_lines=self.info,
+            version=self.version,
             channels=max(self.rings) if self.rings else (max(self.coll) if self.coll else None),
-            nvls_channels=max(self.nvls_ch) if self.nvls_ch else None, nvls=nvls,
-            transports=tuple(self.transports), gdr=self._gdr(), network=network,
-            nics=min(self.nic_counts) if self.nic_counts else None, net_plugin=self.plugin,
-            n_nodes=self.n_nodes, env=dict(env), evidence=dict(self.evidence))
+            nvls_channels=max(self.nvls_ch) if self.nvls_ch else None,
+            nvls=nvls,
+            transports=tuple(self.transports),
+            gdr=self._gdr(),
+            network=network,
+            nics=min(self.nic_counts) if self.nic_counts else None,
+            net_plugin=self.plugin,
+            n_nodes=self.n_nodes,
+            env=dict(env),
+            evidence=dict(self.evidence),
+        )
 
     def _nvls(self) -> bool | None:
         if self.env.get("NCCL_NVLS_ENABLE") == "0":

@@ -70,8 +70,9 @@ def _parse_row(line: str, lineno: int, expect_root: bool | None, per_iter: bool 
     body_at = i + has_root  # index (in toks) of the first time field
     body = rest[1:] if has_root else rest
     halves, stats, cut = _read_halves(body, width)
-    blank_first = (len(halves) == 1 and body_at < len(spans)
-                   and spans[body_at][1] - spans[body_at - 1][2] >= _BLANK_COLUMNS_GAP)
+    blank_first = (
+        len(halves) == 1 and body_at < len(spans) and spans[body_at][1] - spans[body_at - 1][2] >= _BLANK_COLUMNS_GAP
+    )
     return Row(lineno, int(toks[0]), toks[2], redop, has_root, halves, cut, blank_first, stats)
 
 
@@ -97,13 +98,14 @@ def _value(token: str) -> float | None:
     return value
 
 
-def _read_halves(body: list[str], width: int = 4
-                 ) -> tuple[list[tuple[float, float, float, str]], list[tuple[float, float, float, float]], bool]:
+def _read_halves(
+    body: list[str], width: int = 4
+) -> tuple[list[tuple[float, float, float, str]], list[tuple[float, float, float, float]], bool]:
     halves, stats = [], []
     for k in range(0, min(len(body) - len(body) % width, 2 * width), width):
-        t, a, b, w = body[k:k + 4]
+        t, a, b, w = body[k : k + 4]
         nums = (_value(t), _value(a), _value(b))
-        extra = [num(x) for x in body[k + 4:k + width]]
+        extra = [num(x) for x in body[k + 4 : k + width]]
         if None in nums or not WRONG.fullmatch(w) or None in extra:
             return halves, stats, True
         halves.append((nums[0], nums[1], nums[2], w))  # type: ignore[arg-type]
@@ -116,11 +118,12 @@ def _read_halves(body: list[str], width: int = 4
 # --- nccl-tests text: run context ------------------------------------------------------------
 
 BINARY = re.compile(r"(?:^|(?<=[\s/'\"=(]))([A-Za-z][A-Za-z_]*?)_perf(?:_mpi)?(?=$|[\s:;,'\")])")
-_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "srun", "jsrun", "aprun",
-              "flux", "torchrun"}
+_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun", "srun", "jsrun", "aprun", "flux", "torchrun"}
 _MPI_FAMILY = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun"}
-_RANK_LINE = re.compile(r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+-?[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(\S+)"
-                        r"\s+device\s+[0-9]+\s+\[[^\]]*\]\s*(.*)")
+_RANK_LINE = re.compile(
+    r"#\s*Rank\s+([0-9]{1,7})\s+(?:Group\s+-?[0-9]+\s+)?Pid\s+[0-9]+\s+on\s+(\S+)"
+    r"\s+device\s+[0-9]+\s+\[[^\]]*\]\s*(.*)"
+)
 _VERSION = re.compile(r"\b([NR]CCL) version\s*:?\s*v?([0-9]+\.[0-9]+\.[0-9]+(?:\+[\w.]+)?)")
 ANNOTATED_VERSION = re.compile(r"\b([NR]CCL)\s+v?([0-9]+\.[0-9]+\.[0-9]+(?:\+[\w.]+)?)")
 _TESTS_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:.*nccl-library=([0-9]{1,9}))?")
@@ -179,7 +182,7 @@ def parse_command(text: str) -> _Launch | None:
     m = BINARY.search(text)
     if not m:
         return None
-    before, after = text[:m.start()].split(), text[m.end():].split()
+    before, after = text[: m.start()].split(), text[m.end() :].split()
     test = _test_flags(after)
     launcher = next((t for t in before if os.path.basename(t) in _LAUNCHERS), None)
     if launcher is None and not test:
@@ -188,7 +191,7 @@ def parse_command(text: str) -> _Launch | None:
     per_process = (positive_int(test.get("t")) or 1) * (positive_int(test.get("g")) or 1)
     if launcher is None:
         return _Launch(ranks=per_process, nodes=1, graph=graph)
-    procs, nodes = _launcher_counts(before[before.index(launcher):], os.path.basename(launcher))
+    procs, nodes = _launcher_counts(before[before.index(launcher) :], os.path.basename(launcher))
     return _Launch(ranks=procs * per_process if procs else None, nodes=nodes, graph=graph)
 
 
@@ -241,6 +244,7 @@ def _launcher_counts(tokens: list[str], launcher: str) -> tuple[int | None, int 
 
 # --- nccl-tests text: scanning ---------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Options:
     source: str
@@ -287,8 +291,7 @@ class _Scanner:
         if s.startswith("@"):
             self._annotation(s)
             return
-        expect_root = self.table.rows[-1].has_root if self.table and self.table.rows else \
-            self.ctx.columns.get("root")
+        expect_root = self.table.rows[-1].has_root if self.table and self.table.rows else self.ctx.columns.get("root")
         row = _parse_row(line, lineno, expect_root, bool(self.ctx.columns.get("per_iter")))
         if row is not None:
             self._row(row)
@@ -346,8 +349,13 @@ class _Scanner:
             self.ctx.binary = m.group(1)
         elif re.search(r"\b(out-of-place|in-place)\b", s) and "size" not in s:
             self._new_run_line()
-            self.ctx.placements = ("out", "in") if "out-of-place" in s and "in-place" in s else \
-                ("out",) if "out-of-place" in s else ("in",)
+            self.ctx.placements = (
+                ("out", "in")
+                if "out-of-place" in s and "in-place" in s
+                else ("out",)
+                if "out-of-place" in s
+                else ("in",)
+            )
         elif re.match(r"#\s*size\b", s) or re.match(r"#\s*bytes\s+N\b", s):
             self._new_run_line()
             self._columns(s)
@@ -397,8 +405,12 @@ class _Scanner:
     def _columns(self, s: str) -> None:
         names = s.lstrip("#").split()
         times = [n for n in names if n in ("time", "cputime")]
-        self.ctx.columns = {"root": "root" in names, "error": "error" in names or "res" in names,
-                            "cputime": "cputime" in names, "per_iter": "i_min" in names}
+        self.ctx.columns = {
+            "root": "root" in names,
+            "error": "error" in names or "res" in names,
+            "cputime": "cputime" in names,
+            "per_iter": "i_min" in names,
+        }
         if len(times) >= 2:
             self.ctx.placements = ("out", "in")
         elif self.ctx.placements is None:

@@ -62,8 +62,14 @@ _MAX_FILE_BYTES = 256 * 2**20  # a log of 256 MiB is not a log
 
 # --- entry points ----------------------------------------------------------------------------
 
-def read_log(path: str | os.PathLike, *, default_op: str = "all-reduce",
-             n_ranks: int | None = None, expect_ranks: int | None = None) -> MeasurementSet:
+
+def read_log(
+    path: str | os.PathLike,
+    *,
+    default_op: str = "all-reduce",
+    n_ranks: int | None = None,
+    expect_ranks: int | None = None,
+) -> MeasurementSet:
     """Read one nccl-tests / rccl-tests log (text or nccl-tests' ``-J`` JSON) or shardbudget JSON.
 
     `default_op` is used (with a warning) for tables whose log never names the collective;
@@ -73,18 +79,28 @@ def read_log(path: str | os.PathLike, *, default_op: str = "all-reduce",
     """
     source = str(path) if isinstance(path, (str, os.PathLike)) else repr(path)
     text = _read_text(path, source)
-    return parse_log_text(text, source=source, default_op=default_op, n_ranks=n_ranks,
-                          expect_ranks=expect_ranks)
+    return parse_log_text(text, source=source, default_op=default_op, n_ranks=n_ranks, expect_ranks=expect_ranks)
 
 
-def read_logs(paths: Iterable[str | os.PathLike], *, default_op: str = "all-reduce",
-              n_ranks: int | None = None, expect_ranks: int | None = None) -> list[MeasurementSet]:
+def read_logs(
+    paths: Iterable[str | os.PathLike],
+    *,
+    default_op: str = "all-reduce",
+    n_ranks: int | None = None,
+    expect_ranks: int | None = None,
+) -> list[MeasurementSet]:
     """`read_log` on each path, in order."""
     return [read_log(p, default_op=default_op, n_ranks=n_ranks, expect_ranks=expect_ranks) for p in paths]
 
 
-def parse_log_text(text: str | bytes, *, source: str = "<text>", default_op: str = "all-reduce",
-                   n_ranks: int | None = None, expect_ranks: int | None = None) -> MeasurementSet:
+def parse_log_text(
+    text: str | bytes,
+    *,
+    source: str = "<text>",
+    default_op: str = "all-reduce",
+    n_ranks: int | None = None,
+    expect_ranks: int | None = None,
+) -> MeasurementSet:
     """Like `read_log`, for text already in memory; `source` names it in messages."""
     default_op = parse_op(default_op, OPS, error=MeasureError)
     if n_ranks is not None:
@@ -115,11 +131,12 @@ def _only_ranks(ms: MeasurementSet, expect_ranks: int) -> MeasurementSet:
         return ms
     counts = ", ".join(str(n) for n in others)
     if not kept:
-        raise MeasureError(f"{ms.source}: a log of {counts} GPUs (ranks), but {expect_ranks} were "
-                           f"asked for (--gpus {expect_ranks}); give a log of {expect_ranks} GPUs "
-                           "or change --gpus")
-    note = (f"{ms.source}: dropped the tables of {counts} ranks; kept those of {expect_ranks} "
-            "(--gpus)")
+        raise MeasureError(
+            f"{ms.source}: a log of {counts} GPUs (ranks), but {expect_ranks} were "
+            f"asked for (--gpus {expect_ranks}); give a log of {expect_ranks} GPUs "
+            "or change --gpus"
+        )
+    note = f"{ms.source}: dropped the tables of {counts} ranks; kept those of {expect_ranks} (--gpus)"
     return replace(ms, samples=kept, warnings=(*ms.warnings, note))
 
 
@@ -134,8 +151,7 @@ def summarize(ms: MeasurementSet) -> str:
         parts.append(f"{runs} runs")
     parts.append(_span(sorted({x.n_ranks for x in s}), "rank") + _nodes_phrase(s))
     sizes = sorted({x.msg_bytes for x in s})
-    parts.append(f"{format_bytes(sizes[0])}..{format_bytes(sizes[-1])}" if len(sizes) > 1
-                 else format_bytes(sizes[0]))
+    parts.append(f"{format_bytes(sizes[0])}..{format_bytes(sizes[-1])}" if len(sizes) > 1 else format_bytes(sizes[0]))
     parts.append(f"{len(sizes)} size{'s' if len(sizes) != 1 else ''}")
     if any(x.graph for x in s):
         parts.append("CUDA graphs")
@@ -179,8 +195,7 @@ def read_log_text(path: str | os.PathLike) -> str:
 def _read_text(path: object, source: str) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise MeasureError(f"{source}: cannot be read (expected a file path, got {type(path).__name__})")
-    data = read_user_file(path, what="an nccl-tests log or shardbudget JSON", limit=_MAX_FILE_BYTES,
-                          error=MeasureError)
+    data = read_user_file(path, what="an nccl-tests log or shardbudget JSON", limit=_MAX_FILE_BYTES, error=MeasureError)
     return _decode(data, source)
 
 
@@ -193,10 +208,19 @@ def _decode(data: bytes, source: str) -> str:
     # Logs are text: a NUL, many undecodable bytes or control characters mean a binary file.
     controls = len(_CONTROL.findall(text))
     if b"\x00" in data or controls > max(8, len(text) // 100):
-        raise MeasureError(f"{source}: looks like a binary file, expected nccl-tests text output "
-                           "or shardbudget JSON")
+        raise MeasureError(f"{source}: looks like a binary file, expected nccl-tests text output or shardbudget JSON")
     return text
 
 
-__all__ = ["OPS", "TOOLS", "IterStats", "MeasurementSet", "Sample", "parse_log_text", "read_log", "read_log_text", "read_logs",
-           "summarize"]
+__all__ = [
+    "OPS",
+    "TOOLS",
+    "IterStats",
+    "MeasurementSet",
+    "Sample",
+    "parse_log_text",
+    "read_log",
+    "read_log_text",
+    "read_logs",
+    "summarize",
+]

@@ -33,6 +33,7 @@ dropped    data rows or tables the reader could not read and skipped."""
 
 # --- records ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, kw_only=True)
 class IterStats:
     """Per-iteration timing of one size, in seconds: nccl-tests ``-I 1`` or the harness's samples.
@@ -85,10 +86,19 @@ def iter_stats_of(times_s: Sequence[float], *, skipped: int = 0) -> IterStats | 
         return None
     mean = math.fsum(kept) / n
     stddev = math.sqrt(math.fsum((t - mean) ** 2 for t in kept) / n)
-    return IterStats(n_iters=n, skipped=skipped, min_s=kept[0], max_s=kept[-1], mean_s=mean,
-                     p50_s=kept[n // 2], p95_s=kept[percentile_index(n, 95)],
-                     p99_s=kept[percentile_index(n, 99)], stddev_s=stddev,
-                     cv=stddev / mean if mean > 0 else None, times_s=tuple(times))
+    return IterStats(
+        n_iters=n,
+        skipped=skipped,
+        min_s=kept[0],
+        max_s=kept[-1],
+        mean_s=mean,
+        p50_s=kept[n // 2],
+        p95_s=kept[percentile_index(n, 95)],
+        p99_s=kept[percentile_index(n, 99)],
+        stddev_s=stddev,
+        cv=stddev / mean if mean > 0 else None,
+        times_s=tuple(times),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +164,9 @@ class Notes(list):
 
     def problem(self, kind: str, text: str, *, run: int | None = None, sizes: Sequence[float] = ()) -> None:
         self.append(text)
-        self.problems.append(LogProblem(kind=kind, text=text, run=run, sizes=tuple(sorted(set(sizes))), source=self.source))
+        self.problems.append(
+            LogProblem(kind=kind, text=text, run=run, sizes=tuple(sorted(set(sizes))), source=self.source)
+        )
 
 
 class NoUsableRows(MeasureError):
