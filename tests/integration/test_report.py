@@ -137,7 +137,7 @@ def test_fabric_comparison_draws_every_system_and_its_floor():
     title = fig._suptitle.get_text()
     # the slowest at that size is named: the two nodes over InfiniBand, not the healthy PCIe box (21.8 us;
     # the degraded l40s-pcie-nps1-degraded was, issue 34)
-    assert "16 KiB" in title and "2x hgx-h100 takes 24.4 µs" in title, title
+    assert "16 KiB" in title and "2x hgx-h100 takes 32.6 µs" in title, title  # 24.4 before LL staging (a431f97)
     _assert_not_blank(_png_array(fig), "fabric comparison")
 
 
