@@ -14,10 +14,7 @@ from ..decide.deploy import DeployResult
 from .fig_deploy import pareto_figure
 from .grid import SHOWN_OPTIONS
 from .markup import esc, fig_block, launch_block, table
-from .tables import deploy_cells
-
-
-COST_HEADERS = {"cost": "$/Mtok", "energy": "tok/J"}
+from .tables import deploy_cells, objective_columns
 
 
 def _options_table(r: DeployResult) -> str:
@@ -42,7 +39,7 @@ def _options_table(r: DeployResult) -> str:
         "meets",
     ]
     objective = r.costs.objective if r.costs else "throughput"
-    keep = [i for i, h in enumerate(headers) if h not in COST_HEADERS.values() or h == COST_HEADERS.get(objective)]
+    keep = objective_columns(headers, objective)
     return table([headers[i] for i in keep], [[row[i] for i in keep] for row in rows], left=1)
 
 

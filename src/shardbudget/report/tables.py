@@ -627,8 +627,14 @@ def _fit_costs(cols: list[Col], rows: list[list[str]], objective: str) -> tuple[
     have both."""
     if 1 + sum(w + _BORDER for w in _widths(cols, rows, True)) <= terminal_width():
         return cols, rows
-    keep = [i for i, c in enumerate(cols) if c.header not in _COSTS.values() or c.header == _COSTS.get(objective)]
+    keep = objective_columns([c.header for c in cols], objective)
     return [cols[i] for i in keep], [[r[i] for i in keep] for r in rows]
+
+
+def objective_columns(headers: list[str], objective: str) -> list[int]:
+    """The columns a narrow deploy table keeps: every one but the cost columns, of which the
+    objective's alone (none by throughput); the terminal's and the report's tables alike."""
+    return [i for i, h in enumerate(headers) if h not in _COSTS.values() or h == _COSTS.get(objective)]
 
 
 def deploy_cells(o, *, tpot: bool = True, tail: bool = False) -> list[str]:
