@@ -103,6 +103,7 @@ def assemble(engine: str, p: Priced, steps: list[Step], *, notes: list[str], fil
         notes=tuple(notes),
         env_all=nccl_env(p),
         scale_out=_scale_out(p),
+        hosts_per_nvlink_domain=max(1, p.system.gpus_per_node // gpn),
         local_paths=tuple(dict.fromkeys(x for x in (p.cfg.folder, p.draft_id) if x and x.startswith("/"))),
     )
 

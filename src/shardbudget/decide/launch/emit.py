@@ -29,15 +29,23 @@ from pathlib import Path
 from ...atomic import write_atomic
 from ...errors import OutputError, PlanError, UnknownNameError
 from ...quoting import one_line, shell_quote
-from .k8s import K8sOptions, cluster_notes, disaggregated_manifests, gpu_resource, manifest_name, pod_spec
+from .k8s import (
+    MPI_REFUSAL,
+    NAME_MAX,
+    K8sOptions,
+    cluster_notes,
+    disaggregated_manifests,
+    gpu_resource,
+    lws_command,
+    lws_name_limit,
+    manifest_name,
+    nvlink_domain,
+    pod_labels,
+    pod_spec,
+)
 from .layout import Launch, Step, heredoc, to_yaml
 
 KINDS = ("slurm", "k8s")
-MPI_REFUSAL = (
-    "--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
-    "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
-    "pods (no SSH server, no MPI operator): use --emit slurm"
-)
 
 
 def check_emit(kind: str, folder: Path, *, force: bool) -> Path:
@@ -139,6 +147,26 @@ stopped with the node named where it has none (an empty NODE<i>_IP would start s
 rendezvous nowhere)."""
 
 
+def _nvlink_domain_lines(launch: Launch) -> list[str]:
+    """Comment lines where the job's hosts share an NVLink domain (an NVL72 rack's trays): what was
+    priced needs them in one rack and an IMEX channel, which the cluster's Slurm provides, not the
+    script (a directive the cluster's plugins do not know would refuse the job)."""
+    per, n = launch.hosts_per_nvlink_domain, launch.nodes
+    if per <= 1 or n <= 1:
+        return []
+    where = (
+        f"all {n} hosts in one NVLink domain (with Slurm's topology/block plugin: sbatch --segment={n})"
+        if n <= per
+        else f"each server's hosts in one NVLink domain ({per} hosts each; topology/block's --segment)"
+    )
+    return [
+        "# " + one_line(f"Priced on NVLink across hosts: {where}."),
+        "# NCCL reaches NVLink across hosts only through an IMEX channel, from the cluster's IMEX setup (Slurm's",
+        "# switch/nvidia_imex plugin, or a prolog that starts nvidia-imex with the job's nodes); without one it",
+        "# falls back to the network.",
+    ]
+
+
 def _wait_steps(n: int) -> list[str]:
     """The end of the script: each node's step waited for through ENDED's pipe; the first that
     fails ends the job with its status, so Slurm marks it FAILED and stops the other steps."""
@@ -168,6 +196,7 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
         "# " + one_line(f"(or start each node's step in its image: {launch.image})."),
         "# A gated model needs a Hugging Face token: export HF_TOKEN before sbatch (it passes the environment",
         "# on), or keep it in $HF_TOKEN_PATH (default ~/.cache/huggingface/token); it is never written here.",
+        *_nvlink_domain_lines(launch),
         "set -euo pipefail",
         'cd "$SLURM_SUBMIT_DIR"',
         'mapfile -t NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -190,20 +219,6 @@ def slurm_files(launch: Launch, result) -> dict[str, str]:
 # --- Kubernetes -----------------------------------------------------------------------------
 
 
-def _k8s_command(launch: Launch, step: Step, first: int) -> str:
-    """A step's command inside a pod: the device plugin picks its GPUs (no CUDA_VISIBLE_DEVICES);
-    the head's address and the worker's rank come from LeaderWorkerSet's environment, put in the
-    words that hold them (not found in the text, where a model's name could match)."""
-    bare = Step(**{**step.__dict__, "gpus": None, "background": False})
-    argv, raw = step.argv, {}
-    if "--node-rank" in argv:
-        raw[argv.index("--node-rank") + 1] = "$LWS_WORKER_INDEX"
-    if "--data-parallel-size-local" in argv and "--data-parallel-start-rank" in argv:
-        local = int(argv[argv.index("--data-parallel-size-local") + 1])
-        raw[argv.index("--data-parallel-start-rank") + 1] = f"$((LWS_WORKER_INDEX * {local}))"
-    return launch.command(bare, addresses={first: "LWS_LEADER_ADDRESS"}, raw=raw)
-
-
 def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict[str, str]:
     """manifests.yaml (module doc); `options`: what the pods ask of the cluster beyond GPUs."""
     options = options or K8sOptions()
@@ -223,10 +238,11 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
     replica_nodes = _replica_nodes(launch)
     span = replica_nodes[0][1]
     gpus = launch.gpus_per_node if span > 1 or heads[0].gpus is None else len(heads[0].gpus)
-    name = manifest_name(result, "server")
+    name = manifest_name(result, "server", limit=lws_name_limit(len(replica_nodes)) if span > 1 else NAME_MAX)
     labels = {"app": name}
+    domain = nvlink_domain(launch, result, needed=span > 1)  # a group over trays of an NVL72 rack
     if span == 1:
-        pod = pod_spec(launch, _k8s_command(launch, heads[0], heads[0].node), gpus, resource, config, options=options)
+        pod = pod_spec(launch, lws_command(launch, heads[0], heads[0].node), gpus, resource, config, options=options)
         docs.append(
             {
                 "apiVersion": "apps/v1",
@@ -241,8 +257,8 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
         )
     else:
         first = replica_nodes[0][0]
-        lead_cmd = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first)
-        worker = " && ".join(_k8s_command(launch, s, first) for s in launch.steps if s.node == first + 1)
+        lead_cmd = " && ".join(lws_command(launch, s, first) for s in launch.steps if s.node == first)
+        worker = " && ".join(lws_command(launch, s, first) for s in launch.steps if s.node == first + 1)
         docs.append(
             {
                 "apiVersion": "leaderworkerset.x-k8s.io/v1",
@@ -253,17 +269,20 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
                     "leaderWorkerTemplate": {
                         "size": span,
                         "leaderTemplate": {
-                            "metadata": {"labels": {**labels, "role": "leader"}},
-                            "spec": pod_spec(launch, lead_cmd, gpus, resource, config, options=options, rdma=True),
+                            "metadata": {"labels": pod_labels({**labels, "role": "leader"}, domain)},
+                            "spec": _group_pod(launch, lead_cmd, gpus, resource, config, options, domain),
                         },
                         "workerTemplate": {
-                            "spec": pod_spec(launch, worker, gpus, resource, config, options=options, rdma=True)
+                            "metadata": {"labels": pod_labels(labels, domain)},
+                            "spec": _group_pod(launch, worker, gpus, resource, config, options, domain),
                         },
                     },
                 },
             }
         )
         labels = {**labels, "role": "leader"}
+    if domain is not None:
+        docs.insert(len(docs) - 1, domain.doc())
     docs.append(
         {
             "apiVersion": "v1",
@@ -282,10 +301,17 @@ def k8s_files(launch: Launch, result, options: K8sOptions | None = None) -> dict
     )
     return {
         "manifests.yaml": header
-        + cluster_notes(launch, options, rdma=span > 1)
+        + cluster_notes(launch, options, rdma=span > 1, domain=domain)
         + "\n---\n".join(to_yaml(d) for d in docs)
         + "\n"
     }
+
+
+def _group_pod(launch: Launch, command: str, gpus: int, resource: str, config, options: K8sOptions, domain) -> dict:
+    """A pod of a server over several nodes: the RDMA NICs where the group leaves the NVLink
+    domain, the IMEX channel and the group's NVLink partition where it spans an NVL72's trays."""
+    pod = pod_spec(launch, command, gpus, resource, config, options=options, rdma=True)
+    return domain.claim(pod, group=True) if domain else pod
 
 
 def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
@@ -304,4 +330,4 @@ def _replica_nodes(launch: Launch) -> list[tuple[int, int]]:
     return [(a, max(1, n) if per_node == 1 else 1) for a, n in zip(firsts, spans)]
 
 
-__all__ = ["KINDS", "check_emit", "emit", "job_name", "k8s_files", "node_script", "slurm_files"]
+__all__ = ["KINDS", "MPI_REFUSAL", "check_emit", "emit", "job_name", "k8s_files", "node_script", "slurm_files"]

@@ -21,7 +21,12 @@ Per engine:
   URL, pip-installed at the release its flag table was read at where the image lacks it.
 * TensorRT-LLM: `trtllm-serve disaggregated -c` with the config's urls set to the pods' names.
 
-A side whose server spans several nodes is refused (--emit slurm writes it).
+A side whose servers span several nodes is a LeaderWorkerSet (as `k8s_files` writes an aggregated
+server over several nodes); a TensorRT-LLM one (an MPI job) is refused: MPI_REFUSAL.
+
+Where the NVLink domain spans hosts (an NVL72 rack's 4-GPU compute trays) and servers talk across
+them, every server pod claims the IMEX channel of one ComputeDomain (NvlinkDomain) and is kept to
+one NVLink partition by pod affinity on the nodes' clique label.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ from .flags import check_argv, programs
 from .vllm import PROXY_COMMIT, PROXY_SHA256
 from .layout import ROUTER_PORT, SERVER_PORT, Launch, Step, program_words, shell_word, to_yaml
 
+MPI_REFUSAL = (
+    "--emit k8s: a TensorRT-LLM replica over several nodes is one MPI job (mpirun, or srun --mpi=pmix, "
+    "starting trtllm-llmapi-launch on every rank), and its published image brings no launcher that spans "
+    "pods (no SSH server, no MPI operator): use --emit slurm"
+)
+
 SHM_SIZE = "64Gi"
 """/dev/shm for the engines' NCCL and IPC buffers: Docker's 64 MB default is what vLLM's and SGLang's
 docs tell users to raise (--shm-size / --ipc=host)."""
@@ -48,21 +59,121 @@ NAME_MAX = 52
 named longer than 52 never creates a pod (kubernetes/kubernetes#64023); every object is held to it."""
 
 
-def manifest_name(result, what: str) -> str:
+def manifest_name(result, what: str, *, limit: int = NAME_MAX) -> str:
     """A Kubernetes object name: a DNS-1035 label (lower-case letters, digits and '-', starting with
     a letter, as a Service needs) of at most NAME_MAX characters, ending in `what` (server, options,
     prefill, decode, router: never cut, so a deployment's objects never share a name). Where the
     model's name does not survive as it is (cut to fit, or other characters turned into '-'), six
-    hex digits of its SHA-256 follow what is kept, so two models never share a name either."""
+    hex digits of its SHA-256 follow what is kept, so two models never share a name either. `limit`:
+    a shorter bound (a LeaderWorkerSet's, `lws_name_limit`)."""
     model = str(result.model)
     slug = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
     if not slug[:1].isalpha():
         slug = f"m-{slug}".rstrip("-")
-    if slug == model and len(slug) + 1 + len(what) <= NAME_MAX:
+    if slug == model and len(slug) + 1 + len(what) <= limit:
         return f"{slug}-{what}"
     digest = hashlib.sha256(model.encode("utf-8", "surrogateescape")).hexdigest()[:6]
-    keep = slug[: NAME_MAX - len(what) - len(digest) - 2].rstrip("-")
+    keep = slug[: limit - len(what) - len(digest) - 2].rstrip("-")
     return f"{keep}-{digest}-{what}"
+
+
+def lws_name_limit(replicas: int) -> int:
+    """The longest name of a LeaderWorkerSet of `replicas` groups: group i's workers are StatefulSet
+    `<name>-<i>` (the LWS controller's naming), held to NAME_MAX itself."""
+    return NAME_MAX - 1 - len(str(max(replicas - 1, 0)))
+
+
+IMEX_API = "resource.nvidia.com/v1beta1"
+"""The API group of NVIDIA's DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu), whose
+ComputeDomain gives the pods of one workload an IMEX channel: the fabric memory handles that NCCL's
+NVLink transport, torch's symmetric memory and the KV transfer need between the hosts (compute
+trays) of one NVLink domain (NVIDIA GPU Operator docs, "NVIDIA DRA Driver for GPUs: ComputeDomains").
+Without one, memory is not shared over NVLink across trays and NCCL falls back to the network."""
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+"""The node label the GPU operator sets to a node's NVLink partition (cluster UUID.clique id): pods
+that reach each other over NVLink must share its value (the pod affinity's topology key)."""
+DOMAIN_LABEL = "shardbudget.io/nvlink-domain"
+"""The label on every pod of a ComputeDomain's deployment, which its pod affinity selects."""
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+"""The label the LWS controller sets to one value on the pods of one group (leader and workers)."""
+IMEX_CLAIM = "imex-channel"
+"""The name, inside a pod, of its claim on the ComputeDomain's channel."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvlinkDomain:
+    """The ComputeDomain a deployment's server pods share where they reach each other over the
+    NVLink of several hosts (an NVL72 rack's trays): a TP / EP group over trays, or a KV hand-off
+    between a prefill and a decode server priced on NVLink."""
+
+    name: str
+    """The ComputeDomain's name."""
+    template: str
+    """The ResourceClaimTemplate the driver makes for it, which each pod claims."""
+    hosts: int
+    """The hosts (Kubernetes nodes) the deployment's servers use."""
+    one_partition: bool
+    """Every server in one NVLink partition (the deployment fits one domain: every pod reaches
+    every other, as priced); else each group of a LeaderWorkerSet is kept in one."""
+
+    def doc(self) -> dict:
+        # numNodes: the driver's older releases wait for this many IMEX daemons before a pod starts;
+        # the newer ones (IMEXDaemonsWithDNSNames) read it no more (the driver's API reference)
+        return {
+            "apiVersion": IMEX_API,
+            "kind": "ComputeDomain",
+            "metadata": {"name": self.name},
+            "spec": {"numNodes": self.hosts, "channel": {"resourceClaimTemplate": {"name": self.template}}},
+        }
+
+    def affinity(self, *, group: bool) -> dict:
+        """Pods on nodes of an NVLink partition; with the deployment's other pods in one partition
+        (one_partition), or with their LWS group's (`group`); else the partition is free."""
+        nodes = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": CLIQUE_LABEL, "operator": "Exists"}]}]
+            }
+        }
+        out: dict = {"nodeAffinity": nodes}
+        if self.one_partition or group:
+            term: dict = {"labelSelector": {"matchLabels": {DOMAIN_LABEL: self.name}}, "topologyKey": CLIQUE_LABEL}
+            if not self.one_partition:
+                term["matchLabelKeys"] = [LWS_GROUP_KEY]
+            out["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        return out
+
+    def claim(self, pod: dict, *, group: bool) -> dict:
+        """`pod` (a pod_spec) with the channel claimed by its server container and the affinity."""
+        pod["resourceClaims"] = [{"name": IMEX_CLAIM, "resourceClaimTemplateName": self.template}]
+        pod["containers"][0]["resources"]["claims"] = [{"name": IMEX_CLAIM}]
+        pod["affinity"] = self.affinity(group=group)
+        return pod
+
+    def note(self) -> str:
+        where = "all in one NVLink partition" if self.one_partition else "each multi-host group in one NVLink partition"
+        return (
+            f"Pods reach each other over NVLink across hosts through the IMEX channel of ComputeDomain "
+            f"{self.name} (NVIDIA's DRA driver for GPUs, ComputeDomains enabled), {where} (node label "
+            f"{CLIQUE_LABEL}), as priced; without it NCCL leaves NVLink for the network."
+        )
+
+
+def nvlink_domain(launch: Launch, result, *, needed: bool) -> NvlinkDomain | None:
+    """The deployment's ComputeDomain where its NVLink domain spans hosts and `needed` (its servers
+    talk across hosts), else None."""
+    if launch.hosts_per_nvlink_domain <= 1 or not needed:
+        return None
+    return NvlinkDomain(
+        name=manifest_name(result, "imex"),
+        template=manifest_name(result, "imex-channel"),
+        hosts=launch.nodes,
+        one_partition=launch.nodes <= launch.hosts_per_nvlink_domain,
+    )
+
+
+def pod_labels(labels: dict, domain: NvlinkDomain | None) -> dict:
+    """A server pod template's labels: `labels`, and the domain's where there is one."""
+    return {**labels, DOMAIN_LABEL: domain.name} if domain else labels
 
 
 RDMA_RESOURCES = {
@@ -177,9 +288,10 @@ def pod_spec(
     return pod
 
 
-def cluster_notes(launch: Launch, options: K8sOptions, *, rdma: bool) -> str:
+def cluster_notes(launch: Launch, options: K8sOptions, *, rdma: bool, domain: NvlinkDomain | None = None) -> str:
     """The header's lines on what the cluster must provide: the token's Secret, the RDMA device
-    plugin where a group talks across nodes, the local checkpoint on every node."""
+    plugin where a group talks across nodes, the IMEX channel where pods talk over NVLink across
+    hosts, the local checkpoint on every node."""
     lines = [
         f"A gated model reads HF_TOKEN from Secret {HF_SECRET} (key token), made once: kubectl create "
         f"secret generic {HF_SECRET} --from-literal=token=YOUR_TOKEN."
@@ -192,9 +304,26 @@ def cluster_notes(launch: Launch, options: K8sOptions, *, rdma: bool) -> str:
             + ("" if options.host_network else "; --host-network puts them on the nodes' network")
             + "."
         )
+    if domain is not None:
+        lines.append(domain.note())
     for path in launch.local_paths:
         lines.append(f"Every GPU node must hold {path} (mounted from the node).")
     return "".join("# " + one_line(line) + "\n" for line in lines)
+
+
+def lws_command(launch: Launch, step: Step, first: int) -> str:
+    """A step's command inside a LeaderWorkerSet's pod: the device plugin picks its GPUs (no
+    CUDA_VISIBLE_DEVICES); the head's address and the worker's rank come from LeaderWorkerSet's
+    environment, put in the words that hold them (not found in the text, where a model's name could
+    match). `first`: the node of the group's head."""
+    bare = Step(**{**step.__dict__, "gpus": None, "background": False})
+    argv, raw = step.argv, {}
+    if "--node-rank" in argv:
+        raw[argv.index("--node-rank") + 1] = "$LWS_WORKER_INDEX"
+    if "--data-parallel-size-local" in argv and "--data-parallel-start-rank" in argv:
+        local = int(argv[argv.index("--data-parallel-size-local") + 1])
+        raw[argv.index("--data-parallel-start-rank") + 1] = f"$((LWS_WORKER_INDEX * {local}))"
+    return launch.command(bare, addresses={first: "LWS_LEADER_ADDRESS"}, raw=raw)
 
 
 def gpu_resource(launch: Launch) -> str:
@@ -222,19 +351,19 @@ def proxy_fetch() -> str:
     return "python3 -c " + shell_quote(code)
 
 
-def _sides(launch: Launch) -> dict[str, list[Step]]:
-    """Each side's server steps, in order (keyed by the word the engine uses for it)."""
-    out: dict[str, list[Step]] = {}
+_SERVER = re.compile(r"server (\d+)")
+
+
+def _sides(launch: Launch) -> dict[str, list[list[Step]]]:
+    """Each side's servers (keyed by the word the engine uses for the side), each its steps in
+    node order: one, or its head and then one per further node."""
+    out: dict[str, dict[str, list[Step]]] = {}
     for s in launch.steps:
         word = s.what.split(" server")[0]
         if s.program == "serve" and word in SIDES:
-            if "rank" in s.what or "--headless" in s.argv or "--nnodes" in s.argv:
-                raise PlanError(
-                    f"--emit k8s: a disaggregated {word} server over several nodes is not written as "
-                    f"manifests (each side is a StatefulSet of one-node servers); use --emit slurm"
-                )
-            out.setdefault(word, []).append(s)
-    return out
+            number = _SERVER.search(s.what)
+            out.setdefault(word, {}).setdefault(number.group(1) if number else s.what, []).append(s)
+    return {word: list(servers.values()) for word, servers in out.items()}
 
 
 def _set(argv: tuple[str, ...], flag: str, value: object) -> tuple[str, ...]:
@@ -245,11 +374,14 @@ def _set(argv: tuple[str, ...], flag: str, value: object) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _server_command(launch: Launch, step: Step) -> str:
+def _server_command(launch: Launch, step: Step, first: int | None = None) -> str:
+    """A side's server step in its pod, on the ports every pod listens on; `first`: the head's node
+    of a server over several nodes (its words from LeaderWorkerSet's environment, lws_command)."""
     argv = _set(step.argv, "--port", SERVER_PORT)
     if launch.engine == "sglang":
         argv = _set(argv, "--disaggregation-bootstrap-port", _bootstrap())
-    return launch.command(Step(**{**step.__dict__, "argv": argv, "gpus": None, "background": False}))
+    step = Step(**{**step.__dict__, "argv": argv, "gpus": None, "background": False})
+    return launch.command(step) if first is None else lws_command(launch, step, first)
 
 
 def _bootstrap() -> int:
@@ -306,27 +438,65 @@ def _line(command: str, argv) -> str:
 def _side_docs(
     launch: Launch,
     name: str,
-    steps: list[Step],
+    servers: list[list[Step]],
     *,
     resource: str,
     config: str | None,
     prefill: bool,
     options: K8sOptions,
+    domain: NvlinkDomain | None,
 ) -> list[dict]:
-    gpus = len(steps[0].gpus) if steps[0].gpus is not None else launch.gpus_per_node
+    """A side's objects: a StatefulSet of one-node servers with its headless Service, or a
+    LeaderWorkerSet of servers over several nodes (whose controller makes the headless Service of
+    the same name: the leader of group i answers at `<name>-<i>.<name>` either way)."""
+    head = servers[0][0]
+    span = len(servers[0])
+    gpus = len(head.gpus) if head.gpus is not None and span == 1 else launch.gpus_per_node
     labels = {"app": name}
     # the KV cache moves between pods (NIXL, Mooncake, UCX) over the NICs where they may sit on other nodes
-    pod = pod_spec(
-        launch, _server_command(launch, steps[0]), gpus, resource, config, options=options, rdma=_across_nodes(launch)
-    )
-    container = pod["containers"][0]
-    ports = [{"name": "http", "port": SERVER_PORT, "targetPort": SERVER_PORT}]
-    if launch.engine == "vllm":
-        container["env"].append(
-            {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+    rdma = _across_nodes(launch)
+
+    def pod(step: Step) -> dict:
+        spec = pod_spec(
+            launch,
+            _server_command(launch, step, None if span == 1 else head.node),
+            gpus,
+            resource,
+            config,
+            options=options,
+            rdma=rdma,
         )
+        container = spec["containers"][0]
+        if launch.engine == "vllm":
+            container["env"].append(
+                {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+            )
+        if launch.engine == "sglang" and prefill and step is head:
+            container["ports"].append({"containerPort": _bootstrap()})
+        return domain.claim(spec, group=span > 1) if domain else spec
+
+    if span > 1:
+        worker = pod(servers[0][1])
+        return [
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": len(servers),
+                    "leaderWorkerTemplate": {
+                        "size": span,
+                        "leaderTemplate": {
+                            "metadata": {"labels": pod_labels({**labels, "role": "leader"}, domain)},
+                            "spec": pod(head),
+                        },
+                        "workerTemplate": {"metadata": {"labels": pod_labels(labels, domain)}, "spec": worker},
+                    },
+                },
+            }
+        ]
+    ports = [{"name": "http", "port": SERVER_PORT, "targetPort": SERVER_PORT}]
     if launch.engine == "sglang" and prefill:
-        container["ports"].append({"containerPort": _bootstrap()})
         ports.append({"name": "bootstrap", "port": _bootstrap(), "targetPort": _bootstrap()})
     return [
         {
@@ -341,10 +511,10 @@ def _side_docs(
             "metadata": {"name": name, "labels": labels},
             "spec": {
                 "serviceName": name,
-                "replicas": len(steps),
+                "replicas": len(servers),
                 "podManagementPolicy": "Parallel",
                 "selector": {"matchLabels": labels},
-                "template": {"metadata": {"labels": labels}, "spec": pod},
+                "template": {"metadata": {"labels": pod_labels(labels, domain)}, "spec": pod(head)},
             },
         },
     ]
@@ -356,23 +526,33 @@ def _across_nodes(launch: Launch) -> bool:
 
 def disaggregated_manifests(launch: Launch, result, options: K8sOptions | None = None) -> dict[str, str]:
     """manifests.yaml of a disaggregated deployment (module doc)."""
+    if any(s.wrapper for s in launch.steps):
+        raise PlanError(MPI_REFUSAL)
     sides = _sides(launch)
     resource = gpu_resource(launch)
-    names = {word: manifest_name(result, word) for word in sides}
-    hosts = {SIDES[w]: [f"{names[w]}-{i}.{names[w]}" for i in range(len(steps))] for w, steps in sides.items()}
+    names = {
+        word: manifest_name(result, word, limit=lws_name_limit(len(servers)) if len(servers[0]) > 1 else NAME_MAX)
+        for word, servers in sides.items()
+    }
+    hosts = {SIDES[w]: [f"{names[w]}-{i}.{names[w]}" for i in range(len(servers))] for w, servers in sides.items()}
+    # the KV hand-off between trays of one NVLink domain is priced on NVLink (disagg.kv_handoff_s)
+    domain = nvlink_domain(launch, result, needed=launch.nodes > 1)
     command, front_files = _front(launch, hosts)
     files = {**{k: v for k, v in launch.files if k != "trtllm-disagg.yaml"}, **front_files}
     config = manifest_name(result, "options") if files else None
     docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config}, "data": files}] if config else []
-    for word, steps in sides.items():
+    if domain is not None:
+        docs.append(domain.doc())
+    for word, servers in sides.items():
         docs += _side_docs(
             launch,
             names[word],
-            steps,
+            servers,
             resource=resource,
             config=config,
             prefill=SIDES[word] == "prefill",
             options=options,
+            domain=domain,
         )
     front = manifest_name(result, "router")
     pod = pod_spec(launch, command, 0, resource, config if front_files else None, options=options, server=False)
@@ -400,17 +580,26 @@ def disaggregated_manifests(launch: Launch, result, options: K8sOptions | None =
         "# "
         + one_line(
             f"{launch.label}: {result.model} on {result.system}, disaggregated ({result.prefill['gpus']} GPUs prefill, "
-            f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet (server i at "
-            f"<side>-i.<side>); the front end is Service {front}, port {ROUTER_PORT}."
+            f"{result.best.label()} decode); written by shardbudget deploy. Each side is a StatefulSet of one-node "
+            f"servers or a LeaderWorkerSet of servers over several nodes (server i at <side>-i.<side>; "
+            f"LeaderWorkerSet needs its controller, sigs.k8s.io/lws); the front end is Service {front}, port "
+            f"{ROUTER_PORT}."
         )
         + "\n"
     )
-    notes = cluster_notes(launch, options, rdma=_across_nodes(launch))
+    notes = cluster_notes(launch, options, rdma=_across_nodes(launch), domain=domain)
     return {"manifests.yaml": header + notes + "\n---\n".join(to_yaml(d) for d in docs) + "\n"}
 
 
 __all__ = [
+    "CLIQUE_LABEL",
+    "DOMAIN_LABEL",
     "HF_SECRET",
+    "IMEX_API",
+    "IMEX_CLAIM",
+    "LWS_GROUP_KEY",
+    "MPI_REFUSAL",
+    "NvlinkDomain",
     "K8sOptions",
     "NAME_MAX",
     "PROXY_COMMIT",
@@ -422,7 +611,11 @@ __all__ = [
     "cluster_notes",
     "disaggregated_manifests",
     "gpu_resource",
+    "lws_command",
+    "lws_name_limit",
     "manifest_name",
+    "nvlink_domain",
+    "pod_labels",
     "pod_spec",
     "proxy_fetch",
     "rdma_request",

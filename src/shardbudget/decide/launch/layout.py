@@ -110,6 +110,10 @@ class Launch:
     scale_out: tuple[str | None, int] = (None, 0)
     """The system's scale-out fabric kind (infiniband, roce, efa; None: none) and NICs per node:
     what a Kubernetes pod of a group across nodes asks the RDMA device plugin for (k8s.py)."""
+    hosts_per_nvlink_domain: int = 1
+    """Hosts that share one NVLink domain (an NVL72 rack: its 18 compute trays; 1 where NVLink ends
+    at the host): pods on several of them reach each other over NVLink only through an IMEX channel
+    (k8s.py's ComputeDomain)."""
     local_paths: tuple[str, ...] = ()
     """Local folders the commands read by their absolute paths (a checkpoint given as a folder):
     each node must hold them; a pod mounts them from its node (k8s.py)."""
