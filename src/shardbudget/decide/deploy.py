@@ -168,6 +168,9 @@ class DeployResult:
     in_flight: int | None = None
     """Under a load: the sequences in flight per replica of the best option at that load (at most its
     batch cap, max_batch; capacity.deploy_for_load), which the table's header and the launch lines name."""
+    moe_a2a: str = "nccl"
+    """What runs the MoE dispatch and combine (--moe-a2a): the launch lines name it where it is not
+    the engine's default."""
     engine_version: str = ""
     """The engine release priced (engines/*.toml [engine] version)."""
     costs: CostView = CostView()  # --objective, the prices, the figure's cost / energy curves (decide.cost)
@@ -465,6 +468,7 @@ def deploy(
         judged=workload.judged,
         judged_words=_judged_words(workload, disaggregate),
         engine_version=load_engine(sc.engine).version,
+        moe_a2a=sc.settings.moe_a2a,
         costs=cost_view(rated, curves, options),
         without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate, batch=batch),
     )

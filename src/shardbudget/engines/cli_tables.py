@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .presets import engine_name
+from ..comm.moe_a2a import BACKENDS
 from ..datacache import cached, read_builtin
 from ..datafile import Table, key, parse_toml, read_record, record_keys
 from ..errors import CatalogError, UnknownNameError
@@ -55,6 +56,25 @@ def _specs(t: Table, name: str) -> Mapping[str, Any]:
         out[k] = spec
     table.done()
     return MappingProxyType(out)
+
+
+MOE_A2A_ROLES = ("serve", "prefill", "decode")
+"""The sides a `[cli.moe_a2a]` key may name after '@' (decide/launch/priced.py Side.role)."""
+
+
+def _a2a(t: Table, name: str) -> Mapping[str, str]:
+    """`[cli.moe_a2a]`: `--moe-a2a` backend (comm/moe_a2a.py BACKENDS), or `backend@side`, -> the
+    words a server line adds for it."""
+    table = t.table(name)
+    for k, _ in table.entries():
+        if k == "source":
+            continue
+        backend, _, role = k.partition("@")
+        if backend not in BACKENDS:
+            raise UnknownNameError(f"--moe-a2a backend in {table.where}", backend, BACKENDS)
+        if role and role not in MOE_A2A_ROLES:
+            raise UnknownNameError(f"side in {table.where}", role, MOE_A2A_ROLES)
+    return _words(t, name)
 
 
 def _env(t: Table, name: str) -> Mapping[str, tuple[str, ...]]:
@@ -184,11 +204,20 @@ class EngineCli:
     quantization_methods: Mapping[str, str] = key("quantization_methods", _words, factory=lambda: MappingProxyType({}))
     kv_cache_dtypes: Mapping[str, str] = key("kv_cache_dtypes", _words, factory=lambda: MappingProxyType({}))
     """The dtype -> the engine's word for it."""
+    moe_a2a: Mapping[str, str] = key("moe_a2a", _a2a, factory=lambda: MappingProxyType({}))
+    """`--moe-a2a` backend (or `backend@side`: serve, prefill, decode) -> the words of a server line
+    that run it; a backend not listed runs as the engine's default (`moe_a2a_words`)."""
     support: Support | None = key("support", _support, default=None)
     multinode: Multinode | None = key("multinode", Multinode, default=None)
     disaggregation: Disaggregation | None = key("disaggregation", Disaggregation, default=None)
     programs: Mapping[str, ProgramTable] = key("programs", _programs, factory=lambda: MappingProxyType({}))
     source: str = key("source")
+
+    def moe_a2a_words(self, backend: str, side: str) -> list[str]:
+        """The words that make a `side` server run MoE dispatch and combine as `backend` priced it
+        ([] where the engine's default does, or the table names none)."""
+        words = self.moe_a2a.get(f"{backend}@{side}", self.moe_a2a.get(backend, ""))
+        return words.split()
 
     def flag(self, role: str) -> str:
         """The flag of a role ('tensor_parallel' -> '--tensor-parallel-size'), or a one-line error."""
@@ -225,6 +254,7 @@ def load_cli(name: str) -> EngineCli:
 
 
 __all__ = [
+    "MOE_A2A_ROLES",
     "ROLES",
     "SPECULATIVE_METHODS",
     "Disaggregation",

@@ -115,6 +115,7 @@ def priced(result, cfg: ModelConfig, system: System, catalog: Catalog) -> Priced
         speculation=w.speculation,
         draft_id=draft,
         load=(result.in_flight, result.load) if getattr(result, "load", None) else None,
+        moe_a2a=result.moe_a2a,
     )
 
 

@@ -52,6 +52,12 @@ class Side:
     def gpus(self) -> int:
         return self.tp * self.pp
 
+    @property
+    def all_to_all(self) -> bool:
+        """The MoE layers dispatch and combine by all-to-all: expert ranks beyond the TP group, or
+        attention DP over the whole group (model/comms.py layer_collectives)."""
+        return self.ep > 1 and (self.ep > self.tp or (self.dp > 1 and self.tp // self.dp == 1))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Priced:
@@ -78,6 +84,15 @@ class Priced:
     """The draft's Hugging Face id (a draft model or an EAGLE head); None where it is the model's own MTP."""
     load: tuple[int, str] | None = None
     """Under deploy --rate/--users: (sequences in flight per replica at the load, the load in words)."""
+    moe_a2a: str = "nccl"
+    """What ran the MoE dispatch and combine as priced (--moe-a2a; comm/moe_a2a.py BACKENDS)."""
+
+    def moe_a2a_words(self, engine: str, side: Side) -> list[str]:
+        """The words of `side`'s server line that run its MoE all-to-all as priced ([] where the plan
+        has none, or the engine's default runs it)."""
+        if not side.all_to_all or self.moe_a2a == "nccl":
+            return []
+        return load_cli(engine).moe_a2a_words(self.moe_a2a, side.role)
 
     @property
     def disaggregated(self) -> bool:

@@ -45,6 +45,7 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None, bootstrap
         f.raw("--speculative-num-steps", k).raw("--speculative-eagle-topk", 1).raw(
             "--speculative-num-draft-tokens", k + 1
         )
+    f.extend(p.moe_a2a_words(ENGINE, side))
     if side.role != "serve":
         f.raw("--disaggregation-mode", side.role)
         f.raw("--disaggregation-transfer-backend", load_cli(ENGINE).disaggregation.transfer_backend)

@@ -80,6 +80,9 @@ def build(p: Priced) -> Launch:
             )
             urls[side.role].append(f"{node_ip(first)}:{port}")
     notes = spec_note(p)
+    if p.moe_a2a != "nccl" and any(s.all_to_all for s in p.sides):
+        # TensorRT-LLM has no flag for it: its fused MoE picks the all-to-all by the layout
+        notes.append(f"TensorRT-LLM picks its MoE all-to-all itself (priced: --moe-a2a {p.moe_a2a})")
     if p.disaggregated:
         files.append(
             (

@@ -58,6 +58,7 @@ def _server_flags(p: Priced, side: Side, *, dp: int, port: int | None) -> Flags:
         f.add("speculative_config", json.dumps(spec, separators=(",", ":")))
     if side.role != "serve":  # a disaggregated side: prefill produces, decode consumes (kv_both for either)
         f.add("kv_transfer", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":")))
+    f.extend(p.moe_a2a_words(ENGINE, side))
     f.add("port", port)
     return f
 
@@ -195,6 +196,10 @@ def build(p: Priced) -> Launch:
         notes.append(f"put a load balancer in front of the {len(ends['serve'])} servers")
     if p.quantize_to and p.quantize_to not in load_cli(ENGINE).quantization_methods:
         notes.append(f"serve a checkpoint already quantized to {p.quantize_to}: vLLM reads its method from config.json")
+    if p.moe_a2a == "deepep" and any(s.role == "serve" and s.all_to_all for s in p.sides):
+        notes.append(
+            "vLLM runs one DeepEP mode per server: low-latency (its prompt chunks were priced on the normal kernels)"
+        )
     return assemble(ENGINE, p, steps, notes=notes)
 
 
