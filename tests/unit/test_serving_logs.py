@@ -96,6 +96,20 @@ def test_sglang_jsonl_gives_one_run_per_line_and_reads_capacity():
     assert runs[1].settings.kv_capacity_tokens == 500000
 
 
+def test_an_sglang_line_of_late_2024_without_request_throughput():
+    """datacrunch-research/h200-benchmarks' JSONL (a copy): no request_throughput, no server_info, no
+    mean TPOT; the in-flight count is Little's law on completed / duration and the mean e2e latency."""
+    runs = read_serving(FIX / "sglang_datacrunch_llama33_70b_4xh200_tp4_online.jsonl")
+    assert len(runs) == 7 and [r.request_rate for r in runs] == [1.0, 2.0, 4.0, 8.0, 16.0, 4.0, 8.0]
+    run = runs[0]
+    assert (run.tool, run.model, run.concurrency, run.completed) == ("sglang bench_serving", None, None, 300)
+    assert (run.input_len, run.output_len) == (152612 / 300, 160347 / 300)  # random_range_ratio 0: not 1024
+    assert run.latency("itl", "median") == pytest.approx(13.638956006616354e-3)
+    assert run.latency("tpot") is None and run.latency("ttft") is None
+    assert run.in_flight == pytest.approx(300 / 298.3675805060193 * 7.840616212638561)
+    assert run.settings.tp is None and run.settings.engine == "sglang"
+
+
 def test_trtllm_bench_report():
     (run,) = read_serving(FIX / "trtllm_dsr1_h200_tp8ep8_c4.json")
     s = run.settings

@@ -133,7 +133,11 @@ def setting_notes(run: ServingRun, req: Request, p: Plan) -> tuple[str, ...]:
 
 
 def causes_of(run: ServingRun, req: Request, p: Plan, row: Row, *, b: float, off, metrics, tol: float) -> tuple:
-    """The likely causes of the metric `off` (a MetricCheck), most likely first (module docstring)."""
+    """The likely causes of the metric `off` (a MetricCheck), most likely first (module docstring).
+    An output throughput off is judged as the mean TPOT it implies (the priced TPOT times the ratio:
+    a request's tokens take that much longer), so every cause compares seconds with seconds."""
+    if off.metric == "output tok/s":
+        off = replace(off, metric="TPOT", stat="mean", measured=row.tpot_s * off.ratio, predicted=row.tpot_s)
     measured, slow = off.measured, off.verdict == "slow"
     priced_of = _priced_as(off.metric, off.stat)
     causes = [

@@ -183,6 +183,14 @@ def _server_settings(info, backend, source: str) -> RunSettings:
     )
 
 
+def _request_rate(obj: dict, completed: int | None, source: str) -> float | None:
+    """Requests completed per second: the file's request_throughput, else completed / duration (the
+    lines of SGLang's bench_serving of late 2024 carry no request_throughput)."""
+    rate = number(obj.get("request_throughput"), "request_throughput", source)
+    duration = number(obj.get("duration"), "duration", source)
+    return rate if rate is not None else completed / duration if completed and duration else None
+
+
 def read_sglang(obj: dict, *, source: str, index: int) -> ServingRun:
     completed = whole(obj.get("completed"), "completed", source)
     lat = _flat_latencies(
@@ -215,7 +223,7 @@ def read_sglang(obj: dict, *, source: str, index: int) -> ServingRun:
     )
     return _with_in_flight(
         run,
-        number(obj.get("request_throughput"), "request_throughput", source),
+        _request_rate(obj, completed, source),
         own=number(obj.get("concurrency"), "concurrency", source),
     )
 
