@@ -195,3 +195,17 @@ def test_bad_input_is_one_line_and_exit_2(capsys, name, argv, words):
     assert len(err.splitlines()) == 1 and err.startswith("error: ")
     for w in words:
         assert w in err
+
+
+def test_check_parses_each_file_once(capsys, monkeypatch):
+    """The dispatch's parse is the one the check uses: each file's JSON is decoded once, and a
+    second file is read by the serving reader alone."""
+    from shardbudget.measure.logs import serving_formats
+
+    calls = []
+    real = serving_formats.json_objects
+    monkeypatch.setattr(serving_formats, "json_objects", lambda text: calls.append(len(text)) or real(text))
+    path = FIX / "vllm_gptoss_h100_tp8_c4.json"
+    code, d = run_json(capsys, path, path, "-s", "hgx-h100", "-m", "gpt-oss-120b")
+    assert code == 0 and len(d["checks"]) == 2
+    assert calls == [path.stat().st_size] * 2

@@ -93,9 +93,10 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Is this nccl-tests result or serving benchmark normal for the system? Per size and region, or per metric, with the likely cause; exit 0 ok, 1 not, 2 bad input, 3 a bug."""
-    from ..measure.logs.serving_formats import is_serving_file
+    from ..measure.logs.serving_formats import serving_runs_or_none
 
-    serving = bool(files) and is_serving_file(files[0])
+    first_runs = serving_runs_or_none(files[0]) if files else None  # the file parsed once, here
+    serving = first_runs is not None
     _refuse_others(
         serving,
         gpus=gpus,
@@ -113,12 +114,14 @@ def check(
     )
     check_plot(plot, force=force)
     if serving:
-        from ..decide.serving_check import Asked, check_serving
+        from ..decide.serving_check import Asked, check_serving_runs
+        from ..measure.logs.serving_formats import read_serving
         from ..report.serving_check import format_serving_check
 
         asked = Asked(tp=tp, pp=pp, ep=ep, replicas=replicas, concurrency=concurrency)
-        result = check_serving(
-            files,
+        runs = first_runs + [run for path in files[1:] for run in read_serving(path)]
+        result = check_serving_runs(
+            runs,
             system=system,
             model=model,
             engine=engine,

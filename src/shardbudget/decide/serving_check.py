@@ -350,6 +350,38 @@ def check_serving(
     library's `check` for serving runs. `model` and `engine` default to what the file names."""
     check_options(asked, tol, ttft_tol)
     runs = [run for path in paths for run in read_serving(path)]
+    return check_serving_runs(
+        runs,
+        system=system,
+        model=model,
+        engine=engine,
+        nodes=nodes,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        catalog=catalog,
+        asked=asked,
+        tol=tol,
+        ttft_tol=ttft_tol,
+    )
+
+
+def check_serving_runs(
+    runs,
+    *,
+    system: str,
+    model: str | None = None,
+    engine: str | None = None,
+    nodes: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    catalog=None,
+    asked: Asked = Asked(),
+    tol: float = defaults.CHECK_TOLERANCE,
+    ttft_tol: float = DEFAULT_TTFT_TOLERANCE,
+) -> ServingCheckResult:
+    """`check_serving` on runs already read (check's dispatch parses each file once and passes its
+    `ServingRun`s here): each run priced under its own model, engine and node count."""
+    check_options(asked, tol, ttft_tol)
     checks = []
     for run in runs:
         name = model or run.model

@@ -399,6 +399,12 @@ def parse_serving_text(text: str, source: str = "<text>") -> list[ServingRun]:
     objs = json_objects(text)
     if not objs:
         raise MeasureError(f"{source}: not JSON (expected {EXPECTED})")
+    return parse_serving_objects(objs, source)
+
+
+def parse_serving_objects(objs: list, source: str) -> list[ServingRun]:
+    """Every run of a file's JSON value(s), parsed once (`json_objects`); a one-line MeasureError
+    for a record no reader knows or one without any latency."""
     runs = []
     for i, obj in enumerate(objs, start=1):
         tool = detect(obj)
@@ -421,12 +427,26 @@ def read_serving_text(path: str | os.PathLike) -> str:
 
 
 def is_serving_file(path: str | os.PathLike) -> bool:
-    """Does this file hold a serving benchmark's result? (check's dispatch: a file that cannot be read,
-    or is not one, goes to the nccl-tests reader, which says what is wrong with it.)"""
+    """Does this file hold a serving benchmark's result? (A file that cannot be read, or is not one,
+    is not; check itself dispatches with `serving_runs_or_none`, which parses the file once.)"""
     try:
         return is_serving_text(read_serving_text(path))
     except MeasureError:
         return False
+
+
+def serving_runs_or_none(path: str | os.PathLike) -> list[ServingRun] | None:
+    """check's dispatch, the file read and its JSON parsed once: the runs of a serving benchmark's
+    result, or None where the file holds something else or cannot be read (the nccl-tests reader then
+    says what is wrong with it). A serving result with a malformed record: a one-line MeasureError."""
+    try:
+        text = read_serving_text(path)
+    except MeasureError:
+        return None
+    objs = json_objects(text) if text.lstrip().startswith(("{", "[")) else None
+    if not objs or detect(objs[0]) is None:
+        return None
+    return parse_serving_objects(objs, os.fspath(path))
 
 
 def read_serving(path: str | os.PathLike) -> list[ServingRun]:
@@ -440,6 +460,7 @@ __all__ = [
     "hf_name",
     "is_serving_file",
     "is_serving_text",
+    "parse_serving_objects",
     "parse_serving_text",
     "read_serving",
     "read_serving_text",
@@ -447,4 +468,5 @@ __all__ = [
     "read_sglang",
     "read_trtllm",
     "read_vllm",
+    "serving_runs_or_none",
 ]
