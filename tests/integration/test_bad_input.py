@@ -398,8 +398,8 @@ CASES = [
         SUB,
     ),
     (
-        ["deploy", "-m", "llama-3.1-8b", "-s", "gb200-nvl72", "--gpus", "8", "--objective", "cost"],
-        ["no GPU-hour price for gb200-nvl72", "--gpu-hour-usd"],
+        ["deploy", "-m", "llama-3.1-8b", "-s", "gb300-nvl72", "--gpus", "8", "--objective", "cost"],
+        ["no GPU-hour price for gb300-nvl72", "--gpu-hour-usd"],
         None,
     ),
     (["measure", "--gpus", "0"], ["'--gpus'", "0 is outside 1.."], None),

@@ -28,7 +28,7 @@ def test_json_keys_are_stable_and_every_option_is_priced(capsys):
     for o in d["options"]:
         assert set(o["cost"]) == COST_KEYS
         # $/Mtok = GPU-hour / 3600 / (tok/s/GPU) x 1e6, tok/J = tok/s/GPU / W: checkable by hand
-        assert o["cost"]["usd_per_mtok"] == pytest.approx(3.9492 / 3600 / o["tokens_per_s_per_gpu"] * 1e6)
+        assert o["cost"]["usd_per_mtok"] == pytest.approx(6.155 / 3600 / o["tokens_per_s_per_gpu"] * 1e6)
         assert o["cost"]["tokens_per_joule"] == pytest.approx(o["tokens_per_s_per_gpu"] / 700)
 
 
@@ -41,7 +41,7 @@ def test_overrides_reprice_and_the_table_shows_both_columns(capsys, monkeypatch)
     assert best["cost"]["tokens_per_joule"] == pytest.approx(best["tokens_per_s_per_gpu"] / 500)
     assert cli.main(["deploy", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--gpus", "8", "--objective", "cost"]) == 0
     out = capsys.readouterr().out
-    assert "$/Mtok" in out and "tok/J" in out and "ranked by cost; $3.9492 per GPU-hour, 700 W per GPU" in out
+    assert "$/Mtok" in out and "tok/J" in out and "ranked by cost; $6.155 per GPU-hour, 700 W per GPU" in out
     assert "gives the fewest dollars per million output tokens ($" in out
 
 
@@ -64,6 +64,24 @@ def test_the_cheaper_pcie_box_wins_on_cost_and_loses_on_latency(capsys):
         for obj in ("throughput", "cost")
     }
     assert by == {"throughput": "hgx-h100", "cost": "l40s-pcie-p2p"}
+
+
+def test_at_catalog_prices_the_pcie_box_wins_on_cost_and_loses_on_latency(capsys):
+    """Only the catalog's prices (CoreWeave's on-demand list, one basis): the RTX PRO 6000 PCIe box at
+    $2.50 per GPU-hour against the HGX H100 at $6.155 (2.46x) makes about half the tokens/s per GPU,
+    so it gives the fewer dollars per million tokens, at a longer ITL. (The L40S box at $2.25 does
+    not: 2.74x cheaper per GPU-hour, it makes about a quarter of the H100's tokens/s per GPU.)"""
+    _, h100 = deploy_json(capsys, "-s", "hgx-h100", "--objective", "cost", "--budget", "100ms")
+    _, rtx = deploy_json(capsys, "-s", "rtx-pro-6000-pcie", "--objective", "cost", "--budget", "100ms")
+    assert h100["prices"]["usd_per_gpu_hour"] == pytest.approx(6.155)
+    assert rtx["prices"]["usd_per_gpu_hour"] == pytest.approx(2.50)
+    assert "coreweave.com/pricing" in h100["prices"]["price_source"] + rtx["prices"]["price_source"]
+    a, b = h100["best"], rtx["best"]
+    assert a["tokens_per_s_per_gpu"] > 1.5 * b["tokens_per_s_per_gpu"]  # throughput: the NVSwitch box
+    assert b["cost"]["usd_per_mtok"] < a["cost"]["usd_per_mtok"]  # cost: the PCIe box
+    assert b["itl_s"] > a["itl_s"]  # ... which loses on latency
+    _, l40s = deploy_json(capsys, "-s", "l40s-pcie-p2p", "--objective", "cost", "--budget", "100ms")
+    assert l40s["best"]["cost"]["usd_per_mtok"] > a["cost"]["usd_per_mtok"]
 
 
 def test_energy_picks_the_lower_power_board(capsys):
@@ -111,7 +129,7 @@ def test_energy_counts_the_nics_of_a_replica_that_spans_nodes(capsys):
         (["--gpu-hour-usd", "nan"], "--gpu-hour-usd must be a finite number above 0, got nan"),
         (["--gpu-watts", "0"], "--gpu-watts must be a finite number above 0, got 0.0"),
         (["--objective", "speed"], "--objective must be one of throughput, cost, energy, got 'speed'"),
-        (["-s", "gb200-nvl72", "--objective", "cost"], "--objective cost: no GPU-hour price for gb200-nvl72"),
+        (["-s", "gb300-nvl72", "--objective", "cost"], "--objective cost: no GPU-hour price for gb300-nvl72"),
     ],
 )
 def test_bad_values_are_refused_in_one_line(capsys, argv, words):
@@ -153,7 +171,7 @@ def test_the_pareto_figure_takes_the_objectives_axis():
     best = r.best.label()
     usd, per_joule = r.costs.curves[best]
     per_gpu = r.curves[best][1]
-    assert usd == pytest.approx(3.9492 / 3600 / per_gpu * 1e6) and per_joule == pytest.approx(per_gpu / 700)
+    assert usd == pytest.approx(6.155 / 3600 / per_gpu * 1e6) and per_joule == pytest.approx(per_gpu / 700)
     for axis, label, star in (
         ("cost", "$ per million output tokens", r.best.cost.usd_per_mtok),
         ("energy", "output tokens per joule", r.best.cost.tokens_per_joule),

@@ -21,8 +21,10 @@ def test_every_price_and_power_names_its_source_and_date():
         assert e.source.strip() and e.date.strip(), e
     assert c.gpu_power["h100-sxm"].load_watts == 700  # the datasheet's TDP
     assert c.gpu_power["l40s"].load_watts == 350
-    assert c.system_costs["hgx-h100"].usd_per_gpu_hour == pytest.approx(3.9492)
-    assert c.system_costs["l40s-pcie-p2p"].usd_per_gpu_hour == pytest.approx(1.9512)
+    assert c.system_costs["hgx-h100"].usd_per_gpu_hour == pytest.approx(49.24 / 8)  # CoreWeave's 8-GPU instance
+    assert c.system_costs["l40s-pcie-p2p"].usd_per_gpu_hour == pytest.approx(18.00 / 8)
+    assert c.system_costs["gb200-nvl72"].usd_per_gpu_hour == pytest.approx(42.00 / 4)  # a 4-GPU tray of the rack
+    assert c.gpu_power["mi300x"].load_watts == 750
     assert c.nic_power["ib-ndr"].watts_per_nic == pytest.approx(9 + 17 / 2)  # NIC-side + half a twin-port cage
 
 
@@ -129,8 +131,9 @@ def test_the_overrides_replace_the_catalogs_figures():
         "--gpu-watts",
     )
     r = rates(cat, h100, Pricing())
-    assert (r.usd_per_gpu_hour, r.gpu_watts) == (pytest.approx(3.9492), 700.0)
-    assert rates(cat, cat.system("gb200-nvl72"), Pricing()).usd_per_gpu_hour is None  # no public price
+    assert (r.usd_per_gpu_hour, r.gpu_watts) == (pytest.approx(6.155), 700.0)
+    assert rates(cat, cat.system("gb300-nvl72"), Pricing()).usd_per_gpu_hour is None  # no public price
+    assert rates(cat, cat.system("gb300-nvl72"), Pricing()).switch_watts_per_node == 3600
     assert rates(cat, cat.system("gb200-nvl72"), Pricing()).switch_watts_per_node == 3600
 
 
