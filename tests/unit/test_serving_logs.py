@@ -119,6 +119,31 @@ def test_trtllm_bench_report():
     assert (run.in_flight, run.input_len, run.output_len) == (4.0, 1024.0, 1024.0)
 
 
+def test_a_real_aiperf_0_10_export():
+    """anud18/qwen36-vllm-aiperf-benchmark's profile_export_aiperf.json (AIPerf 0.10.0, schema 1.3;
+    trimmed, README): the model in input_config.models.items, the load in the profiling phase (the
+    warm-up phase is excluded from results), inter_token_latency per request (vLLM's TPOT) and
+    inter_chunk_latency (every gap: vLLM's ITL), in ms."""
+    (run,) = read_serving(FIX / "aiperf_qwen36_nvfp4_5090_chatbot_c4.json")
+    assert (run.tool, run.model, run.concurrency, run.request_rate) == ("aiperf", "qwen3.6-nvfp4", 4, None)
+    assert (run.input_len, run.output_len) == (515.8125, 204.78125)
+    assert run.latency("tpot") == pytest.approx(6.74376905272837e-3)
+    assert run.latency("itl", "median") == pytest.approx(5.6854911050476185e-3)
+    assert run.latency("ttft", "p99") == pytest.approx(234.56491185e-3)
+    assert run.output_tok_per_s == pytest.approx(538.5320453113063)
+    assert run.in_flight == pytest.approx(2.6297917671237303 * 1.48438162621875)  # 3.90 of the 4 allowed
+
+
+def test_an_aiperf_open_loop_phase_gives_the_rate():
+    doc = json.loads((FIX / "aiperf_qwen36_nvfp4_5090_chatbot_c4.json").read_text())
+    doc["input_config"]["phases"] = [
+        {"name": "warmup", "type": "poisson", "exclude_from_results": True, "requests": 16, "rate": 0.8},
+        {"name": "profiling", "type": "poisson", "requests": 96, "rate": 0.8},
+    ]
+    (run,) = parse_serving_text(json.dumps(doc))
+    assert (run.concurrency, run.request_rate) == (None, 0.8)
+
+
 def test_units_of_an_aiperf_metric_are_honoured():
     doc = {
         "time_to_first_token": {"unit": "s", "avg": 0.25},

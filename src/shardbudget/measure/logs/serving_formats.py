@@ -17,7 +17,8 @@ AIPerf, genai-perf  aiperf/common/models/export_models.py (ai-dynamo/aiperf), "d
                     inter_chunk_latency (the gaps between chunks: vLLM's ITL), request_latency,
                     input_/output_sequence_length, output_token_throughput, request_throughput; and
                     input_config (genai-perf: model [..], concurrency, request_rate; AIPerf:
-                    endpoint.model_names, loadgen.concurrency / request_rate).
+                    endpoint.model_names, loadgen.concurrency / request_rate, or as 0.10 writes it
+                    models.items[].name and the profiling phase's concurrency / rate).
 trtllm-bench        tensorrt_llm/bench/dataclasses/reporting.py (NVIDIA/TensorRT-LLM)
                     `get_statistics_dict`: engine (model, backend, kv_cache_dtype), machine (name),
                     world_info (tp_size, pp_size, ep_size, max_batch_size), request_info
@@ -249,14 +250,7 @@ def _perf_config(cfg, source: str) -> tuple:
     if not isinstance(cfg, dict):
         return None, None, None, None
     if isinstance(cfg.get("endpoint"), dict):  # AIPerf's UserConfig
-        names, load = cfg["endpoint"].get("model_names") or [], cfg.get("loadgen") or {}
-        model = names[0] if isinstance(names, list) and names else None
-        return (
-            model,
-            whole(load.get("concurrency"), "loadgen.concurrency", source),
-            number(load.get("request_rate"), "loadgen.request_rate", source),
-            None,
-        )
+        return _aiperf_config(cfg, source)
     models = cfg.get("model")
     model = models[0] if isinstance(models, list) and models else models if isinstance(models, str) else None
     return (
@@ -265,6 +259,28 @@ def _perf_config(cfg, source: str) -> tuple:
         number(cfg.get("request_rate"), "input_config.request_rate", source),
         _engine_of(cfg.get("backend")),
     )
+
+
+def _aiperf_config(cfg: dict, source: str) -> tuple:
+    """AIPerf's input_config: the model in endpoint.model_names and the load in loadgen (the schema
+    the reader was first written from), or, as AIPerf 0.10 writes it (schema 1.3), the model in
+    models.items[].name and the load in the profiling phase of `phases` (type concurrency with its
+    `concurrency`, or an arrival pattern with its `rate`; the warm-up phase is excluded from results)."""
+    names = cfg["endpoint"].get("model_names") or []
+    items = (cfg.get("models") or {}).get("items") if isinstance(cfg.get("models"), dict) else None
+    if not names and isinstance(items, list):
+        names = [i.get("name") for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)]
+    model = names[0] if isinstance(names, list) and names else None
+    load = cfg.get("loadgen") if isinstance(cfg.get("loadgen"), dict) else {}
+    conc_key, rate_key = "loadgen.concurrency", "loadgen.request_rate"
+    conc, rate = load.get("concurrency"), load.get("request_rate")
+    phases = cfg.get("phases") if isinstance(cfg.get("phases"), list) else []
+    measured = [ph for ph in phases if isinstance(ph, dict) and not ph.get("exclude_from_results")]
+    if conc is None and rate is None and measured:
+        ph = measured[0]
+        conc, rate = ph.get("concurrency"), ph.get("rate")
+        conc_key, rate_key = "phases.concurrency", "phases.rate"
+    return model, whole(conc, conc_key, source), number(rate, rate_key, source), None
 
 
 def read_perf(obj: dict, *, source: str, index: int) -> ServingRun:
