@@ -3,7 +3,7 @@
     python benchmarks/known_defects.py
 
 Every kernel switch where the model's time falls as the message grows and no measurement does
-(issue 20; the list is `KNOWN` in src/shardbudget/calibrate/falls.py, and
+(issue 20; the list is the `known` rows of data/falls.csv, read by src/shardbudget/calibrate/falls.py, and
 `python -m shardbudget.calibrate --report` prints the same lines): its system, GPUs, library, op,
 kernels either side, size, the model's times either side and what the data say there.
 tests/unit/test_physics.py holds the list true: each listed fall still happens (a fixed one fails

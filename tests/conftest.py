@@ -107,6 +107,7 @@ SLOW_UNIT = {
         "test_the_catalogs_fabric_ladder_orders_every_plan",
         "test_the_known_falls_are_not_measured_ones",
         "test_the_lists_are_what_the_scan_finds",
+        "test_the_file_is_what_falls_writes",
         "test_the_measured_steps_are_in_the_data",
     ],
     "test_planner.py": [

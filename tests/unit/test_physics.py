@@ -5,7 +5,7 @@
 * no plan is faster on a worse fabric (the same GPUs and engine, the fabric's bandwidth halved and
   its hop latency doubled).
 
-Each holds except at a kernel switch listed in shardbudget/calibrate/falls.py. A library switches kernel at
+Each holds except at a kernel switch listed in data/falls.csv (shardbudget/calibrate/falls.py reads it). A library switches kernel at
 a size (an engine by its source's thresholds, NCCL by its own estimate), and where the kernel above
 is faster there, the time falls. MEASURED lists the switches whose measured rows fall too (each side's
 rows extended to the edge: vLLM 0.19.0 two-shot -> symmetric memory on 8 B200s at 1 MiB, NCCL's ring
@@ -45,10 +45,11 @@ from shardbudget.step.settings import PlanSettings, engine_efficiency
 from shardbudget.decide.request import request
 
 from shardbudget.calibrate.edge_rows import NOISE, measured_at_edge, measured_fall
-from shardbudget.calibrate.falls import KNOWN, MEASURED
+from shardbudget.calibrate.falls import known, measured
 from shardbudget.calibrate.switches import NVL72_STEPS, Switch, engine_switch, model_switch, nccl_switch, scan
 
 CAT = load_catalog()
+KNOWN, MEASURED = known(), measured()
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b")
 SYSTEMS = tuple(sorted(CAT.systems))
 ENGINES = ("vllm", "vllm-0.19", "sglang", "trtllm", "eager")
@@ -124,7 +125,7 @@ def _allowed(switch: Switch | None) -> bool:
 @example(model="llama-3.1-70b", system="hgx-b200", tp=8, engine="vllm-0.19", batch=63)
 @given(**requests)
 def test_itl_does_not_fall_as_batch_grows(model, system, tp, engine, batch):
-    """Except where the TP all-reduce crosses a kernel switch listed in shardbudget/calibrate/falls.py: a
+    """Except where the TP all-reduce crosses a kernel switch listed in data/falls.csv: a
     measured one (vLLM 0.19's two-shot -> symmetric memory on 8 B200s at 1 MiB: 26.05 us at 512 KiB,
     16.67 us at 1 MiB), or a known defect (test_every_known_fall_still_happens)."""
     sm = _step(model, system, tp, engine)
@@ -190,7 +191,7 @@ def test_every_known_fall_still_happens():
         _, before_us, after_us = model_switch(key)
         if not after_us < before_us * (1 - REL):
             gone.append((key, before_us, after_us))
-    assert not gone, f"falls that no longer happen: remove them from KNOWN (calibrate/falls.py): {gone}"
+    assert not gone, f"falls that no longer happen: run `python -m shardbudget.calibrate --falls` (data/falls.csv): {gone}"
 
 
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():
@@ -401,3 +402,15 @@ def test_the_lists_are_what_the_scan_finds():
     """MEASURED and KNOWN hold exactly the switches at which the model's collectives fall (every
     system at 2-72 GPUs, NCCL and the four engines, 256 B to 1 GiB): none missing, none stale."""
     assert set(scan()) == set(MEASURED) | set(KNOWN)
+
+
+def test_the_file_is_what_falls_writes():
+    """data/falls.csv is exactly what `python -m shardbudget.calibrate --falls` writes today: the
+    scan's falls, each measured one quoting its rows, each known one what the rows at its edge say."""
+    from shardbudget.calibrate.falls import FILE, to_csv
+    from shardbudget.calibrate.paths import DATA
+    from shardbudget.calibrate.report import scanned_falls
+
+    assert to_csv(scanned_falls()) == (DATA / FILE).read_text(encoding="utf-8"), (
+        "run `python -m shardbudget.calibrate --falls` and read the diff of data/falls.csv"
+    )

@@ -4,7 +4,7 @@ message, for every system, GPU count and implementation, except at the kernel sw
 `auto` runs NCCL's own choice (README, Collectives): where NCCL's estimate switches line later
 than the real crossover, the time falls at the switch. An engine switches kernel at sizes its source
 names (engines/rules.py), priced as `plan` and `allreduce --impl ENGINE` price it (engines/
-allreduce.py). A fall is allowed only at a switch listed in shardbudget/calibrate/falls.py: MEASURED (the
+allreduce.py). A fall is allowed only at a switch listed in data/falls.csv (calibrate/falls.py): MEASURED (the
 rows each side of it, extended to the edge, fall too; test_physics checks each against the data) or
 KNOWN (a defect: the list `python -m shardbudget.calibrate --report` prints, held current by
 test_physics). On an NVL72, NCCL's ring LL ->
@@ -22,7 +22,7 @@ from shardbudget.engines.allreduce import allreduce_ranges_for, engine_allreduce
 from shardbudget.fabric.catalog import load_catalog
 
 from shardbudget.calibrate import xla_nvl72
-from shardbudget.calibrate.falls import KNOWN, MEASURED
+from shardbudget.calibrate.falls import known, measured
 from shardbudget.calibrate.switches import NVL72_STEPS, engine_switch, nccl_switch
 
 SIZES = 2.0 ** np.arange(8, 31, 0.25)  # 256 B .. 1 GiB, four per octave
@@ -55,7 +55,7 @@ def test_time_does_not_fall_with_size(system, gpus):
         for i in _falls(t):
             switch = nccl_switch(system, gpus, lines, SIZES[i], SIZES[i + 1], op=op)
             assert (
-                switch is not None and switch.impl == "nccl" and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}
+                switch is not None and switch.impl == "nccl" and switch.key in {**measured(), **known(), **NVL72_STEPS}
             ), (
                 f"{impl} {op} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
                 f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})"
@@ -65,7 +65,7 @@ def test_time_does_not_fall_with_size(system, gpus):
         t, _ = engine_allreduce_s(ranges, SIZES)
         for i in _falls(t):
             switch = engine_switch(system, gpus, engine, ranges, SIZES[i], SIZES[i + 1])
-            assert switch is not None and switch.key in {**MEASURED, **KNOWN, **NVL72_STEPS}, (
+            assert switch is not None and switch.key in {**measured(), **known(), **NVL72_STEPS}, (
                 f"{engine} on {gpus} GPUs of {system}: {t[i] * 1e6:.2f} us at {SIZES[i]:.0f} B, "
                 f"{t[i + 1] * 1e6:.2f} us at {SIZES[i + 1]:.0f} B ({switch})"
             )

@@ -1,7 +1,7 @@
 """The engines' all-reduce at their rule edges (issue 20): what makes a kernel switch fall or not, each
 checked against the engine's source or a measured row of measured_comm.csv, with its tolerance.
 
-shardbudget/calibrate/falls.py lists the switches at which the model's time falls; these are the facts behind
+data/falls.csv (shardbudget/calibrate/falls.py) lists the switches at which the model's time falls; these are the facts behind
 the entries it moved: which release's rows stand for the pinned one (SAME_RELEASE), at what rate a
 one-shot reads its peer over PCIe, and that TensorRT-LLM's kernels never run on a GPU without CUDA.
 """

@@ -3,7 +3,7 @@ constants fitted on them and written into the catalog, and the model validated a
 
     python -m shardbudget.calibrate            # fit and write the fitted entries of the catalog
     python -m shardbudget.calibrate --check    # exit 1 naming every entry that differs from a fresh fit
-    python -m shardbudget.calibrate --report   # the model's known defects (falls.py KNOWN)
+    python -m shardbudget.calibrate --report   # the model's known defects (data/falls.csv's known rows)
 
 The parts, each one job:
 
@@ -23,7 +23,8 @@ The parts, each one job:
     loso                    leave one system out (benchmarks/loso.py prints it)
     switches, edge_rows, falls, report
                             the model's kernel-switch falls: found by a scan, the measured rows at
-                            each, the MEASURED and KNOWN lists, the known-defects report
+                            each, the MEASURED and KNOWN lists (data/falls.csv: `--falls` writes
+                            it), the known-defects report
     decode, serving         decode and served-TPOT cases from published engine measurements
 
 Every constant is fitted by a closed-form estimator on a named subset of rows, so that a held-out

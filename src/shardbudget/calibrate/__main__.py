@@ -1,7 +1,7 @@
 """`python -m shardbudget.calibrate`: fit the catalog's measured constants on the repository's data/ and
 write them into the catalog; `--check` compares instead of writing; `--report` prints the model's known
-defects. Exit status: 0 done (or the catalog agrees), 1 the catalog differs from a fresh fit, 2 the
-data is missing.
+defects; `--falls` writes data/falls.csv (the kernel-switch falls) from a scan. Exit status: 0 done
+(or the catalog agrees), 1 the catalog differs from a fresh fit, 2 the data is missing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from .check import CATALOG, differences, values_to_json, write
 from .describe import describe
 from .fit import fit_all
-from .report import falls_tables, known_defects
+from . import falls
+from .report import known_defects, scanned_falls
 from .tables import fitted_values
 
 EPILOG = """without an option: fit and write the fitted values into src/shardbudget/catalog (nccl.toml,
@@ -31,12 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--print", action="store_true", help="print the fitted constants; write nothing")
     what.add_argument("--json", action="store_true", help="print the fitted catalog values as JSON; write nothing")
     what.add_argument(
-        "--report", action="store_true", help="print the model's known defects (calibrate/falls.py KNOWN)"
+        "--report", action="store_true", help="print the model's known defects (data/falls.csv's known rows)"
     )
     what.add_argument(
         "--falls",
         action="store_true",
-        help="print MEASURED and KNOWN as a scan finds them today (paste into calibrate/falls.py)",
+        help="write data/falls.csv (MEASURED and KNOWN) as a scan finds them today; read its diff",
     )
     ap.add_argument(
         "--data", type=Path, default=None, help="folder of the measurements (default: the repository's data/)"
@@ -68,16 +69,34 @@ def _check(data: Path | None, catalog_dir: Path) -> int:
     return 0
 
 
+def _write_falls() -> str:
+    """Write data/falls.csv from a scan; what changed, counted."""
+    try:
+        before = falls.load()
+    except (FileNotFoundError, falls.FallsFileError):
+        before = falls.Falls({}, {})
+    after = scanned_falls()
+    path = falls.write(after)
+    was = set(before.measured) | set(before.known)
+    now = set(after.measured) | set(after.known)
+    return (
+        f"calibrate: wrote {path}: {len(after.measured)} measured, {len(after.known)} known falls "
+        f"(was {len(before.measured)} and {len(before.known)}: {len(was - now)} gone, {len(now - was)} new)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.catalog_dir != CATALOG and not args.check:
         parser.error("--catalog-dir is read by --check only: the fit is written into the package's catalog")
+    if args.data is not None and args.falls:
+        parser.error("--falls reads and writes the repository's data/ (the rows at each switch are its own)")
     try:
         if args.report:
             print("\n".join(known_defects()))
         elif args.falls:
-            print(falls_tables())
+            print(_write_falls())
         elif args.check:
             return _check(args.data, args.catalog_dir)
         elif args.print:
@@ -88,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             rounds, written = write(args.data)
             files = ", ".join(sorted(set(written))) or "nothing changed"
             print(f"calibrate: the catalog is its own fit after {rounds} round(s); written: {files}")
-    except FileNotFoundError as err:
+    except (FileNotFoundError, falls.FallsFileError) as err:
         print(f"calibrate: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`--report | head`): as the CLI, exit 130, no traceback

@@ -2,39 +2,42 @@
 `known_defects`, `python -m shardbudget.calibrate --report` and `make bench`'s
 benchmarks/known_defects.py: every fall of KNOWN, with its system, GPUs, library, op, kernels, size
 and the model's times either side) and the two
-lists of falls.py as a scan finds them today (`falls_tables`, to paste after a pricing change).
+lists of data/falls.csv as a scan finds them today (`scanned_falls`, which `--falls` writes after a
+pricing change).
 """
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from ..units import format_bytes
 from .edge_rows import measured_at_edge, measured_fall
-from .falls import KNOWN
+from .falls import Falls, known
 from .switches import model_switch, scan
 
 
-def falls_tables() -> str:
-    """MEASURED and KNOWN as falls.py holds them, from scan() and the data."""
-    measured, known = [], []
+def scanned_falls() -> Falls:
+    """MEASURED and KNOWN as a scan finds them today: every fall of scan(), with the measured rows at
+    its edge where they fall too (MEASURED, quoted), else what they say (KNOWN)."""
+    measured, defects = {}, {}
     for key, (sw, _, _) in sorted(scan().items(), key=lambda kv: str(kv[0])):
         m = measured_at_edge(sw)
         if measured_fall(sw):
-            measured.append(f"    {key!r}:\n        {m[2]!r},")
+            measured[key] = m[2]
         else:
-            why = (
+            defects[key] = (
                 "no rows measured at this release"
                 if m is None
                 else f"measured {m[0]:.2f} -> {m[1]:.2f} us at the edge, no fall"
             )
-            known.append(f"    {key!r}: {why!r},")
-    return "\n".join(["MEASURED = {", *measured, "}", "KNOWN = {", *known, "}"])
+    return Falls(MappingProxyType(measured), MappingProxyType(defects))
 
 
 def defect_records() -> list[dict]:
     """Every known defect (KNOWN) as a record: where the model's time falls at a kernel switch that no
     measurement shows (issue 20), the model's times either side, and what the data say there."""
     out = []
-    for key, why in sorted(KNOWN.items(), key=lambda kv: str(kv[0])):
+    for key, why in sorted(known().items(), key=lambda kv: str(kv[0])):
         sw, before_us, after_us = model_switch(key)
         out.append(
             {

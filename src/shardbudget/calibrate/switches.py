@@ -5,7 +5,7 @@ by its token table), NCCL by its own estimate (tuning.cc). Where the kernel abov
 there, the real time falls at the switch. The model has such a fall only where the measured curve of
 the same system, GPU count and library release has it too (MEASURED below: measured_comm.csv; on an
 NVL72 beyond its 4 measured GB300 GPUs, XLA's all-gather table, xla_series); every other fall is a
-defect, listed in KNOWN (falls.py) with what the data say: the known defects `python -m
+defect, listed as KNOWN (data/falls.csv, read by falls.py) with what the data say: the known defects `python -m
 shardbudget.calibrate --report` prints. tests/unit/test_physics.py holds both lists to what a full
 scan meets (a fall in neither fails, a listed fall that is gone fails), and the properties
 (tests/unit/test_physics.py, tests/validation/test_collective_monotonic.py) fail on any fall listed
