@@ -15,6 +15,7 @@ import numpy as np
 from ..comm.collectives import candidates, make_group
 from ..comm.custom_kernels import KERNEL_OF, mnnvl, read_class, two_shot_extra_s
 from ..comm.lines import pick
+from ..fabric.ring_path import ring_path
 from ..engines.allreduce import allreduce_ranges_for
 from ..fabric.hardware import Catalog
 from .fit_nccl import _line_fit
@@ -38,6 +39,9 @@ class _Points:
     across: dict[tuple[str, int], list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
     """Across an NVL72's trays (the multi-node NVLink kernels), by kernel and GPU count."""
     across_floor: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    across_cap: dict[int, float] = field(default_factory=dict)
+    """[GPUs] -> the GPU's NVLink line rate per direction over the ring's busbw: the most a kernel's
+    share of the ring busbw can be (its bytes cross the GPU's own ports)."""
 
 
 def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[str, dict]:
@@ -59,7 +63,7 @@ def fit_engines(rows: Sequence[tuple[str, Sample]], catalog: Catalog) -> dict[st
         if floor is not None and floor[1] >= 0:
             fit["mnnvl_launch_s"], fit["mnnvl_per_peer_s"] = floor
         if pts.across:
-            fit.update(_fit_mnnvl(pts.across))
+            fit.update(_fit_mnnvl(pts.across, pts.across_cap))
         out[engine] = fit
     return out
 
@@ -81,6 +85,8 @@ def _engine_points(engine: str, k, rows: Sequence[tuple[str, Sample]], catalog: 
                 pts.across_floor[x.gpus].append(x.time_s)
             elif x.size_bytes >= 65536:
                 pts.across[(c.algorithm, x.gpus)].append(_transfer_point(k, c, x, group))
+                path = ring_path(s, x.gpus)
+                pts.across_cap[x.gpus] = path.peak_bytes_per_s / path.busbw_bytes_per_s
             continue
         if c.algorithm == "one-shot" and x.size_bytes <= 4096:
             pts.floors[s.gpu.arch][x.gpus].append(x.time_s)
@@ -152,24 +158,42 @@ def _transfer_point(k, c, x: Sample, group) -> tuple[float, float]:
     return x.size_bytes / c.algbw_bytes_per_s * eff, x.time_s - c.latency_s
 
 
-def _fit_mnnvl(points: Mapping[tuple[str, int], list[tuple[float, float]]]) -> dict:
+def _fit_mnnvl(points: Mapping[tuple[str, int], list[tuple[float, float]]], caps: Mapping[int, float]) -> dict:
     """The multi-node NVLink kernels' own rates (TensorRT-LLM's MNNVL one-shot and two-shot, which
     measured_comm.csv times on GB300 across trays): each kernel's share of the ring busbw by GPU
     count, the slope through the origin of the time beyond the kernel's latency. The two-shot's
     second stage is not fitted: a line's intercept over 256 KiB-512 MiB rows came out 0 (the 1 us
     stage is lost in ms-long rows), which priced the two-shot below the one-shot at their switch
     where the rows rise (5.11 us at 128 KiB one-shot, 6.08 at 256 KiB two-shot on 8 GPUs); the
-    stage is one NVLink LL step (custom_kernels.two_shot_extra_s)."""
+    stage is one NVLink LL step (custom_kernels.two_shot_extra_s).
+
+    A share is capped where the GPU's ports bind (`caps`: NVLink line rate per direction over the
+    ring's busbw, 900 / 680 GB/s = 1.32 on an NVL72), not at the ring's busbw: the one-shot's rows
+    past its launch give 2.2x the ring busbw (GB300, 8 GPUs: 4.55 us at 64 KiB, 5.11 at 128 KiB;
+    the launch rows overlap its transfer), and every rank receives its g - 1 peers' n through its
+    own links whatever the group's size, so the one-shot's share pooled over every group size (8 and
+    16 GPUs) stands for the sizes not measured (32-72 GPUs). Capped at 1.0, it had priced the one-shot
+    at 32-72 GPUs above the two-shot at flashinfer's switch (1 MiB of group data: 8.03 -> 7.98 us at
+    32 KiB on 32 GPUs). The two-shot's unmeasured sizes keep 1.0 (its 16-GPU 0.72 is the kernel's,
+    not extrapolated)."""
     fit: dict = {}
+    cap = min(caps.values(), default=1.0)
     for algo, key in (("one-shot", "mnnvl_one_shot_efficiency"), ("two-shot", "mnnvl_two_shot_efficiency")):
-        table = {}
+        table, pooled = {}, []
         for (a, g), pts in sorted(points.items()):
-            if a == algo and len({x for x, _ in pts}) >= 2:
+            if a != algo:
+                continue
+            pooled += pts
+            if len({x for x, _ in pts}) >= 2:
                 slope = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
                 if slope > 0:
-                    table[str(g)] = min(1.0, 1 / slope)
+                    table[str(g)] = min(caps.get(g, 1.0), 1 / slope)
+        default = 1.0
+        if algo == "one-shot" and len({x for x, _ in pooled}) >= 2:
+            slope = sum(x * y for x, y in pooled) / sum(x * x for x, _ in pooled)
+            default = min(cap, 1 / slope) if slope > 0 else 1.0
         if table:
-            fit[key] = MappingProxyType({"default": 1.0} | table)
+            fit[key] = MappingProxyType({"default": default} | table)
     return fit
 
 
