@@ -191,7 +191,9 @@ def test_every_known_fall_still_happens():
         _, before_us, after_us = model_switch(key)
         if not after_us < before_us * (1 - REL):
             gone.append((key, before_us, after_us))
-    assert not gone, f"falls that no longer happen: run `python -m shardbudget.calibrate --falls` (data/falls.csv): {gone}"
+    assert not gone, (
+        f"falls that no longer happen: run `python -m shardbudget.calibrate --falls` (data/falls.csv): {gone}"
+    )
 
 
 def test_the_pinned_batch_counter_example_is_what_the_issue_says():
