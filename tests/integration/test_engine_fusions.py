@@ -46,7 +46,7 @@ def test_sglang_rules_from_server_args():
     assert sglang.fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False) == (False, True)
     # vLLM 0.34.0 fuses the all-reduce + RMSNorm at -O2 on Hopper and Blackwell (config/vllm.py
     # enable_allreduce_rms_fusion); 0.19.0 did not
-    assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (True, False)
+    assert load_engine("vllm").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (True, True)
     assert load_engine("vllm-0.19").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True) == (
         False,
         False,
@@ -60,11 +60,17 @@ def test_vllm_runs_fp4_experts_as_the_trtllm_gen_call_on_sm100_only():
     vllm = load_engine("vllm")
     assert vllm.fused_for("kimi_k2", "blackwell", one_node=True, quantized=True, fp4_experts=True)[1]
     assert vllm.fused_for("gpt_oss", "blackwell", one_node=True, quantized=True, fp4_experts=True)[1]
-    assert not vllm.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True)[1]  # FP8 experts
+    # 0.34.0's BF16 and FP8 oracles put FLASHINFER_TRTLLM first on SM 10.x too (0.19.0: Triton)
+    assert vllm.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True)[1]  # FP8 experts
+    assert vllm.fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False)[1]  # BF16 experts
+    assert not load_engine("vllm-0.19").fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True)[1]
+    # on Hopper the FlashInfer backends sit behind Triton (BF16) and block FP8 under TP runs Triton
     assert not vllm.fused_for("deepseek_v3", "hopper", one_node=True, quantized=True, fp4_experts=True)[1]
+    assert not vllm.fused_for("qwen3_moe", "hopper", one_node=True, quantized=False)[1]
     nvfp4 = _step("deepseek-v3", "hgx-b200", "vllm", dtype="nvfp4")
     assert nvfp4.ops.fused_moe_routing
-    assert not _step("deepseek-v3", "hgx-b200", "vllm", dtype="fp8").ops.fused_moe_routing
+    assert _step("deepseek-v3", "hgx-b200", "vllm", dtype="fp8").ops.fused_moe_routing
+    assert not _step("deepseek-v3", "hgx-b200", "vllm-0.19", dtype="fp8").ops.fused_moe_routing
     # RTX PRO 6000 is Blackwell at SM 12.0: no TRT-LLM-gen MoE there (CUTLASS / Marlin instead)
     assert not _step("qwen3.5-397b-a17b", "rtx-pro-6000-pcie", "vllm", tp=4, dtype="nvfp4").ops.fused_moe_routing
     # per DeepSeek MoE layer at batch 4 the Triton block-FP8 call's fixed part (43 us) is gone:
@@ -78,14 +84,14 @@ def test_vllm_runs_fp4_experts_as_the_trtllm_gen_call_on_sm100_only():
 def test_fused_call_drops_the_routing_kernels_on_b200_only():
     fused = _step("deepseek-v3", "hgx-b200", "sglang")
     assert fused.ops.fused_moe_routing and fused.ops.fused_allreduce_norm
-    assert not _step("deepseek-v3", "hgx-b200", "vllm").ops.fused_moe_routing
+    assert not _step("deepseek-v3", "hgx-b200", "vllm-0.19").ops.fused_moe_routing
     assert not _step("deepseek-v3", "hgx-h200", "sglang").ops.fused_moe_routing
     work = fused.work(np.asarray(4.0), np.asarray(1100.0))
     moe_layers = sum(c for c, op in work.ops if op.name == "topk")
     assert moe_layers == 58
-    unfused = _step("deepseek-v3", "hgx-b200", "vllm")
+    unfused = _step("deepseek-v3", "hgx-b200", "vllm-0.19")
     # per MoE layer the TRT-LLM-gen call's fixed part (22 us, flashinfer#5301) against the Triton
-    # call's that vLLM runs (43 us with FP8 experts, sglang#11816): more than 20 us per layer at
+    # call's that vLLM 0.19 runs (43 us with FP8 experts, sglang#11816): more than 20 us per layer at
     # batch 4 (35 us with the fused norms and the two calls' streaming rates)
     saved = float(unfused.ops.compute_s(work, ())[0] - fused.ops.compute_s(work, ())[0])
     assert saved / moe_layers > 20e-6

@@ -357,6 +357,14 @@ class MemoryPolicy:
     max_num_seqs: int | None = key("max_num_seqs", "count", default=None)
     max_num_batched_tokens: int | None = key("max_num_batched_tokens", "count", default=None)
     """The profiling pass's sequences and tokens (vLLM), where the engine states them."""
+    sampler_bytes_per_logit: float | None = key("sampler_bytes_per_logit", "number", default=None)
+    """Bytes the profiling pass's sampler holds per sequence and vocabulary entry, the logits gathered
+    whole on every TP rank and sampled after the forward pass has freed its activations (the peak is
+    the larger of the two); None: the older estimate, fp32 logits of vocab / tp added to the forward's."""
+    kv_margin_floor_bytes: float = key("kv_margin_floor", "size", default=0.0)
+    kv_margin_of_activations: float = key("kv_margin_of_activations", "fraction", default=0.0)
+    """What the engine keeps free beyond everything it measured, max(floor, share x activation peak):
+    vLLM's extensible KV cache (measure_kv_cache_bytes); 0 where the engine keeps none."""
     reserve: MemoryRule | None = None
     """SGLang: the fraction computed at launch (`MemoryRule`); None: `fraction` is the default."""
     source: str = key("source")

@@ -13,6 +13,10 @@ components and their sources are in each engine's preset (engines/<engine>.toml 
   activation of a layer (the gate/up output, 2 x intermediate / tp per token) plus the hidden state
   four times over (residual, normed input, attention output, MLP output), and the sampler's fp32
   logits for max_num_seqs sequences (engines/vllm.toml activation_rule, an estimate);
+  where the preset states the sampler's bytes per logit (vLLM 0.34), the sampler's gathered logits
+  run after the forward pass instead, and the peak is the larger of the two;
+* the margin an engine keeps free beyond what it measured (vLLM 0.34's extensible KV cache:
+  max(1 GiB, 0.75 x the activation peak)), which `fits` keeps out of the fraction;
 * CUDA-graph pool, communication buffers (custom all-reduce IPC buffers, NCCL's), CUDA context:
   the preset's figures, each with its basis.
 
@@ -65,13 +69,27 @@ class MemoryNeed:
 
 
 def activation_peak_bytes(
-    cfg: ModelConfig, plan: Plan, *, act_dtype: str, tokens: int = MAX_NUM_BATCHED_TOKENS, seqs: int = MAX_NUM_SEQS
+    cfg: ModelConfig,
+    plan: Plan,
+    *,
+    act_dtype: str,
+    tokens: int = MAX_NUM_BATCHED_TOKENS,
+    seqs: int = MAX_NUM_SEQS,
+    sampler_bytes_per_logit: float | None = None,
 ) -> float:
-    """The profiling pass's peak: tokens x (2 x FFN width / tp + 4 x hidden) activations, plus the
-    sampler's fp32 logits for `seqs` sequences (vocab / tp each)."""
+    """The profiling pass's peak. Its forward pass holds tokens x (2 x FFN width / tp + 4 x hidden)
+    activations. Where the preset states the sampler's bytes per logit, the sampler runs after the
+    forward pass has freed them, on min(seqs, tokens) rows of logits gathered whole on every TP rank,
+    beside the hidden states the pass returns (tokens + rows of them): the peak is the larger of the
+    two. Otherwise (the older estimate) fp32 logits of vocab / tp per sequence, added to the forward's."""
     width = max(cfg.intermediate_size, cfg.moe_intermediate_size * max(cfg.experts_per_token, 1)) / plan.tp
     per_token = 2 * width + 4 * cfg.hidden_size
-    return tokens * per_token * dtype_bytes(act_dtype) + seqs * cfg.vocab_size / plan.tp * 4.0
+    forward = tokens * per_token * dtype_bytes(act_dtype)
+    if sampler_bytes_per_logit is None:
+        return forward + seqs * cfg.vocab_size / plan.tp * 4.0
+    rows = min(seqs, tokens)
+    kept = (tokens + rows) * cfg.hidden_size * dtype_bytes(act_dtype)
+    return max(forward, kept + rows * cfg.vocab_size * sampler_bytes_per_logit)
 
 
 def memory_need(
@@ -117,7 +135,14 @@ def memory_need(
     return MemoryNeed(
         weights=weights,
         kv_cache=kv,
-        activations=activation_peak_bytes(cfg, plan, act_dtype=precision.activations, tokens=tokens, seqs=seqs),
+        activations=activation_peak_bytes(
+            cfg,
+            plan,
+            act_dtype=precision.activations,
+            tokens=tokens,
+            seqs=seqs,
+            sampler_bytes_per_logit=m.sampler_bytes_per_logit,
+        ),
         cuda_graphs=m.cuda_graph_pool_bytes if load_engine(engine).cuda_graphs.decode else 0.0,
         comm_buffers=comm,
         cuda_context=m.cuda_context_bytes,
@@ -141,7 +166,8 @@ def fits(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, utilization: fl
     judged at the static fraction it needs (`required_fraction`, which the launch line then sets)
     as long as the device holds everything; vLLM's and TensorRT-LLM's defaults are judged as they are."""
     share = fraction(engine, gpu, plan, utilization)
-    basis = load_engine(engine).memory.fraction_of
+    m = load_engine(engine).memory
+    basis = m.fraction_of
     if basis == "free_after_weights":
         return need.kv_cache <= share * (gpu.memory_bytes - need.fixed)
     if basis == "static":
@@ -149,7 +175,8 @@ def fits(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, utilization: fl
         if utilization is None:
             return whole
         return whole & (need.weights + need.kv_cache <= share * gpu.memory_bytes)
-    return need.total <= share * gpu.memory_bytes
+    kept_free = max(m.kv_margin_floor_bytes, m.kv_margin_of_activations * need.activations)
+    return need.total <= min(share * gpu.memory_bytes, gpu.memory_bytes - kept_free)
 
 
 def required_fraction(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan):
@@ -173,8 +200,11 @@ def raised_fraction(need: MemoryNeed, gpu: GPU, *, engine: str, plan: Plan, util
 
 
 def usable_bytes(gpu: GPU, *, engine: str, plan: Plan, utilization: float | None = None) -> float:
-    """The device bytes the engine's fraction allows (for reports; `fits` is the test)."""
-    return fraction(engine, gpu, plan, utilization) * gpu.memory_bytes
+    """The device bytes the engine's fraction allows, less the margin it keeps free at the least
+    (vLLM's extensible KV cache: 1 GiB); for reports, `fits` is the test (its margin grows with the
+    activation peak)."""
+    floor = load_engine(engine).memory.kv_margin_floor_bytes
+    return min(fraction(engine, gpu, plan, utilization) * gpu.memory_bytes, gpu.memory_bytes - floor)
 
 
 __all__ = [
