@@ -18,8 +18,21 @@ _SINT = re.compile(r"-?[0-9]{1,19}")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,40}")
 WRONG = re.compile(r"(N/A|[-+]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][-+]?[0-9]{1,3})?)(\*?)")
 _STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{2}:[0-9]{2}:[0-9]{2}")  # -T timestamps
-# Prefixes launchers put before every line: `srun --label` "12: ", `mpirun --tag-output` "[1,0]<stdout>:".
-LINE_PREFIX = re.compile(r"^\s*(?:[0-9]{1,6}:\s|\[[0-9]{1,6},[0-9]{1,6}\]<std(?:out|err)>:)")
+# Prefixes launchers put before every line:
+# * `srun --label`: "12: ";
+# * Open MPI 4 `mpirun --tag-output`: "[1,0]<stdout>:", after `--timestamp-output`'s
+#   "Thu May  7 10:39:20 2020" where both are given (open-mpi/ompi#7710);
+# * Open MPI 5 / PRRTE `--output tag`, `tag-fullname`, `tag-detailed` and `rank`: "[jobid,rank]<stdout>:"
+#   with the jobid a namespace where it has no '@' ("[prterun-f5n18-100629@1,0]<stdout>: ",
+#   openpmix/prrte#1405), "[jobid,rank][hostname:pid]<stdout>:" and "[rank]<stdout>" (prrte#1406);
+# * MPICH / Intel MPI `mpiexec -prepend-rank` (`-l`): "[0] " (pmodels/mpich#1114).
+_MPI_STAMP = r"(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})?"
+LINE_PREFIX = re.compile(
+    r"^\s*(?:[0-9]{1,6}:\s"
+    rf"|{_MPI_STAMP}\[[\w.@-]{{1,120}},[0-9]{{1,7}}\](?:\[[\w.:-]{{1,120}}\])?<std(?:out|err|diag)>:?"
+    r"|\[[0-9]{1,7}\]<std(?:out|err|diag)>:?"
+    r"|\[[0-9]{1,7}\] )"
+)
 _TOKEN = re.compile(r"\S+")
 # nccl-tests pads blank out-of-place columns with 32 spaces; a normal gap is at most 2 + 7.
 _BLANK_COLUMNS_GAP = 20
