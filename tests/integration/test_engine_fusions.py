@@ -14,7 +14,7 @@ from shardbudget.model import Plan, load_model
 from shardbudget.step.compose import compile_step
 from shardbudget.step.price_ops import kernel_entry
 from shardbudget.step.served import served_curve
-from shardbudget.step.settings import engine_efficiency
+from shardbudget.step.settings import PlanSettings, engine_efficiency
 
 CAT = load_catalog()
 MB = 1e6
@@ -67,6 +67,17 @@ def test_vllm_runs_fp4_experts_as_the_trtllm_gen_call_on_sm100_only():
     # on Hopper the FlashInfer backends sit behind Triton (BF16) and block FP8 under TP runs Triton
     assert not vllm.fused_for("deepseek_v3", "hopper", one_node=True, quantized=True, fp4_experts=True)[1]
     assert not vllm.fused_for("qwen3_moe", "hopper", one_node=True, quantized=False)[1]
+    # over DeepEP the FP8 kernels need DeepEP v2's layout (TrtLlmFp8ExpertsModular): FP4 alone keeps it
+    assert not vllm.fused_for("deepseek_v3", "blackwell", one_node=True, quantized=True, deepep=True)[1]
+    assert vllm.fused_for("kimi_k2", "blackwell", one_node=True, quantized=True, fp4_experts=True, deepep=True)[1]
+    assert load_engine("sglang").fused_for("qwen3_moe", "blackwell", one_node=True, quantized=False, deepep=True)[1]
+    cfg, sysm = load_model("deepseek-v3"), CAT.system("hgx-b200")
+    prec = precision_for(cfg, sysm, "fp8")[0]
+    for a2a, fused in (("nccl", True), ("deepep-ll", False)):
+        step = compile_step(
+            cfg, sysm, Plan(8, 1, 8), CAT, engine="vllm", precision=prec, settings=PlanSettings(moe_a2a=a2a)
+        )
+        assert step.ops.fused_moe_routing is fused, a2a
     nvfp4 = _step("deepseek-v3", "hgx-b200", "vllm", dtype="nvfp4")
     assert nvfp4.ops.fused_moe_routing
     assert _step("deepseek-v3", "hgx-b200", "vllm", dtype="fp8").ops.fused_moe_routing

@@ -398,6 +398,9 @@ class EnginePreset:
     """model_type@arch[:quantized|:fp4] whose MoE the engine runs as one fused routed-experts call
     (routing, GEMMs, finalize: no separate top-k / align / activation / combine kernel); '*' for any
     model type, ':fp4' for experts computed in an FP4 format (NVFP4 / MXFP4) alone."""
+    fused_moe_routing_over_deepep: tuple[str, ...] | None = None
+    """The rules of `fused_moe_routing_auto` that still hold where expert parallelism dispatches over
+    DeepEP (its kernels need another layout); None: all of them."""
     moe_call_floor: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
@@ -406,17 +409,25 @@ class EnginePreset:
     """The release's date as the file states it ('2026-04-03', '2026-11'), "" if not stated."""
 
     def fused_for(
-        self, model_type: str, arch: str, *, one_node: bool, quantized: bool, fp4_experts: bool = False
+        self,
+        model_type: str,
+        arch: str,
+        *,
+        one_node: bool,
+        quantized: bool,
+        fp4_experts: bool = False,
+        deepep: bool = False,
     ) -> tuple[bool, bool]:
         """(all-reduce + residual + RMSNorm fused, MoE routed in one fused call) for a model on a GPU
         generation: the preset's defaults and its model_type@arch rules (the first needs one node
-        without DP attention)."""
+        without DP attention; the second, where EP dispatches over DeepEP, the rules that hold there)."""
         ar = self.allreduce.fused_residual_rmsnorm or (
             one_node and self.runs(self.fused_allreduce_norm_auto, model_type, arch, quantized=quantized)
         )
-        return ar, self.runs(
-            self.fused_moe_routing_auto, model_type, arch, quantized=quantized, fp4_experts=fp4_experts
-        )
+        moe_rules = self.fused_moe_routing_auto
+        if deepep and self.fused_moe_routing_over_deepep is not None:
+            moe_rules = self.fused_moe_routing_over_deepep
+        return ar, self.runs(moe_rules, model_type, arch, quantized=quantized, fp4_experts=fp4_experts)
 
     def runs(
         self, rules: tuple[str, ...], model_type: str, arch: str, *, quantized: bool, fp4_experts: bool = False
@@ -463,6 +474,11 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         fused_allreduce_norm_auto=allreduce.fused_residual_rmsnorm_auto,
         fused_moe_routing_auto=(
             _rules(kernels, "fused_moe_routing_auto") if kernels and kernels.has("fused_moe_routing_auto") else ()
+        ),
+        fused_moe_routing_over_deepep=(
+            _rules(kernels, "fused_moe_routing_over_deepep")
+            if kernels and kernels.has("fused_moe_routing_over_deepep")
+            else None
         ),
         moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
         fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(),

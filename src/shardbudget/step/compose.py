@@ -91,6 +91,7 @@ class StepModel:
             eff=self.eff,
             engine=self.engine,
             impl=self.impl,
+            moe_a2a=self.settings.moe_a2a,
         )
 
     @cached_property

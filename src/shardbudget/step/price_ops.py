@@ -168,7 +168,15 @@ class OpPricer:
 
 
 def engine_op_pricer(
-    model, system: System, plan, *, precision: Precision, eff: Efficiency, engine: str, impl: str | None
+    model,
+    system: System,
+    plan,
+    *,
+    precision: Precision,
+    eff: Efficiency,
+    engine: str,
+    impl: str | None,
+    moe_a2a: str = "nccl",
 ) -> OpPricer:
     """The op prices of a step, with what the engine fuses on this GPU for this model (its preset's
     rules): all-reduce + residual + RMSNorm (with a TP all-reduce the engine chooses), the MoE's routing,
@@ -182,6 +190,7 @@ def engine_op_pricer(
         one_node=one_node,
         quantized=precision.uses_fp8_gemms or precision.uses_fp4_gemms,
         fp4_experts=fp4_experts,
+        deepep=plan.ep > 1 and moe_a2a.startswith("deepep"),
     )
     # the TRT-LLM-gen fused MoE kernels are built for SM 10.x alone (FlashInfer's trtllm_*_moe,
     # vLLM's is_device_capability_family(100) checks): SM 12.x Blackwell runs the engines' other MoE
