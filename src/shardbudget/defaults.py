@@ -23,6 +23,8 @@ ENGINE_NAMES = (
     "vllm-0.9",
     "vllm-0.19",
     "sglang-0.5.14",
+    "vllm-0.5",
+    "vllm-0.6",
 )
 """Engines with a preset file (engines/<name>.toml); vllm-v0 (vLLM 0.7's V0 engine) and tgi
 (text-generation-inference without CUDA graphs) are the older engines behind published decode
@@ -31,7 +33,9 @@ data/; trtllm-1.0 (TensorRT-LLM 1.0.0) the release behind the A100 and L40S
 TensorRT-LLM rows of the collective measurements; vllm-0.9 (vLLM 0.9.x, mid-2025) the release behind the
 July 2025 vLLM rows (its Triton fused-MoE call at small batch); vllm-0.19 (vLLM 0.19.0) and sglang-0.5.14
 (SGLang 0.5.14) the releases the engines' measured all-reduce rows were taken at, which vllm and sglang
-priced until they moved to vLLM 0.34.0 and SGLang 0.5.23 (engines/releases.py lists them all)."""
+priced until they moved to vLLM 0.34.0 and SGLang 0.5.23; vllm-0.5 (vLLM 0.5.4) and vllm-0.6 (vLLM 0.6.3,
+multi-step scheduling with --scheduler-steps) the 2024 releases of the V0 engine (engines/releases.py
+lists them all)."""
 
 CURRENT_ENGINES = ENGINE_NAMES[:4]
 """The engines users choose between today (vllm, sglang, trtllm, eager); the others price old rows."""

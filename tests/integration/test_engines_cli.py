@@ -50,7 +50,7 @@ def test_bad_presets_and_half_a_plan_are_one_line_errors(cli):
     assert r.returncode == 2 and "both --model and --system" in r.stderr
     r = cli("plan", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--engine", "vllm-0.2")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert "vllm-0.19, sglang-0.5.14; `shardbudget engines` lists their releases" in r.stderr
+    assert "sglang-0.5.14, vllm-0.5, vllm-0.6; `shardbudget engines` lists their releases" in r.stderr
 
 
 def test_an_older_release_says_how_old_in_plan_deploy_and_explain(cli):

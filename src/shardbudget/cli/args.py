@@ -189,7 +189,7 @@ KvDtypeOpt = Annotated[
 ]
 ENGINE_HELP = (
     "vllm (vLLM 0.34.0) | sglang (SGLang 0.5.23) | trtllm (TensorRT-LLM 1.3.0rc20) | eager (vLLM "
-    "without CUDA graphs) | older releases: vllm-0.19 | vllm-0.9 (vLLM 0.9.x) | sglang-0.5.14 | sglang-0.4 "
+    "without CUDA graphs) | older releases: vllm-0.19 | vllm-0.9 (vLLM 0.9.x) | vllm-0.6 | vllm-0.5 (vLLM 0.6.3 / 0.5.4, 2024) | sglang-0.5.14 | sglang-0.4 "
     "(SGLang's 2025 releases) | trtllm-1.0 (TensorRT-LLM 1.0.0) | vllm-v0 | tgi: the engine release whose "
     "all-reduce kernels, CUDA graphs and host costs a step has (`shardbudget engines` lists them)."
 )
@@ -228,6 +228,15 @@ MoeA2AOpt = Annotated[
         "--moe-a2a",
         help="What runs MoE dispatch and combine: nccl | deepep (normal for prefill, low-latency for decode) "
         "| deepep-normal | deepep-ll.",
+    ),
+]
+SchedulerStepsOpt = Annotated[
+    int,
+    typer.Option(
+        "--scheduler-steps",
+        min=1,
+        help="Decode steps per scheduler call (vLLM 0.6's --num-scheduler-steps, multi-step scheduling: "
+        "the host's round trip paid once per N steps; --engine vllm-0.6). Default 1.",
     ),
 ]
 GpuMemoryOpt = Annotated[

@@ -59,6 +59,7 @@ class StepArgs:
     sequence_parallel: args.SequenceParallelOpt = False
     gpu_memory_utilization: args.GpuMemoryOpt = None
     moe_a2a: args.MoeA2AOpt = MOE_A2A
+    scheduler_steps: args.SchedulerStepsOpt = 1
 
     def settings(self):
         from ..step.settings import PlanSettings
@@ -68,6 +69,7 @@ class StepArgs:
             sequence_parallel=self.sequence_parallel,
             memory_utilization=self.gpu_memory_utilization,
             moe_a2a=self.moe_a2a,
+            scheduler_steps=self.scheduler_steps,
         )
 
 

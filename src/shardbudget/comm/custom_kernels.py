@@ -218,6 +218,8 @@ def _custom(group: Group, shots: int) -> Candidate | None:
 KERNEL_OF = {
     "eager": "vllm",
     "vllm-v0": "vllm",
+    "vllm-0.5": "vllm",
+    "vllm-0.6": "vllm",
     "vllm-0.9": "vllm",
     "vllm-0.19": "vllm",
     "sglang-0.4": "sglang",

@@ -211,6 +211,9 @@ class HostOverhead:
     jitter_s: float = key("jitter", "seconds", default=0.0)
     """Without graphs each rank's host launches on its own: the standard deviation of one rank's
     host time between two collectives, s. Each collective then waits for the slowest rank."""
+    multi_step: bool = key("multi_step", default=False)
+    """The release runs several decode steps per scheduler call where asked (vLLM 0.5.5-0.8's
+    --num-scheduler-steps): per_step and per_seq are then paid once per that many steps."""
     estimate: bool = key("per_step_estimate", default=False)
     source: str = key("source")
 

@@ -21,7 +21,7 @@ from .presets import EnginePreset, load_engine
 
 LINES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
-        "vllm": ("vllm-0.9", "vllm-0.19", "vllm"),
+        "vllm": ("vllm-0.5", "vllm-0.6", "vllm-0.9", "vllm-0.19", "vllm"),
         "sglang": ("sglang-0.4", "sglang-0.5.14", "sglang"),
         "trtllm": ("trtllm-1.0", "trtllm"),
     }

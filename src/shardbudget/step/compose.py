@@ -154,7 +154,10 @@ class StepModel:
         skew = self._rank_skew_s(calls)
         comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
-        total = np.maximum(gpu, host) + skew + self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs
+        # the host's round trip per scheduler call, shared by the decode steps of one call (multi-step)
+        steps = self.settings.scheduler_steps if self.phase == "decode" else 1
+        round_trip = (self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs) / steps
+        total = np.maximum(gpu, host) + skew + round_trip
         return StepArrays(
             total_s=total,
             compute_s=compute,

@@ -130,6 +130,17 @@ def engine_notes(engine: str) -> tuple[str, ...]:
     return (f"engine: {note}",) if note else ()
 
 
+def check_scheduler_steps(engine: str, steps: int) -> None:
+    """More than one decode step per scheduler call only under a release that runs them ([host]
+    multi_step: vLLM 0.6); a one-line error naming the presets that do, else."""
+    if steps > 1 and not load_engine(engine).host.multi_step:
+        able = ", ".join(n for n in defaults.ENGINE_NAMES if load_engine(n).host.multi_step)
+        raise PlanError(
+            f"--scheduler-steps {steps}: engine {engine!r} runs one decode step per scheduler call "
+            f"(multi-step scheduling: {able})"
+        )
+
+
 def scenario(
     model: str | ModelConfig,
     system: str | System,
@@ -157,6 +168,7 @@ def scenario(
         check_nodes(sysm, nodes)
     if not isinstance(settings, PlanSettings):
         raise PlanError(f"settings must be a PlanSettings, got {type(settings).__name__}")
+    check_scheduler_steps(engine, settings.scheduler_steps)
     dtype = canonical(dtype) if dtype is not None else None
     if precision is None:
         precision, notes = precision_for(cfg, sysm, dtype, kv_dtype)

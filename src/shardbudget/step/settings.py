@@ -77,6 +77,11 @@ class PlanSettings:
     moe_a2a: str = MOE_A2A
     """What runs the MoE dispatch and combine (comm/moe_a2a.py BACKENDS): nccl, deepep (normal for
     prefill, low-latency for decode, as SGLang's --deepep-mode auto), deepep-normal or deepep-ll."""
+    scheduler_steps: int = 1
+    """Decode steps per scheduler call (multi-step scheduling, vLLM 0.5.5-0.8's --num-scheduler-steps):
+    the host's round trip (scheduler, input preparation, the sampled tokens' copy to the host and their
+    output processing; the engine's per_step and per_seq) is paid once per that many steps, the GPU's
+    work every step (vllm-project/vllm#6854). 1, every engine's default: once per step."""
 
     def __post_init__(self) -> None:
         check_overlap(self.overlap)
@@ -84,6 +89,9 @@ class PlanSettings:
         u = self.memory_utilization
         if u is not None and (isinstance(u, bool) or not isinstance(u, (int, float)) or not 0 < u <= 1):
             raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {u!r}")
+        n = self.scheduler_steps
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PlanError(f"--scheduler-steps must be a whole number >= 1, got {n!r}")
         if self.workspace_bytes is not None and not self.workspace_bytes >= 0:
             raise PlanError(f"workspace must be a non-negative number of bytes, got {self.workspace_bytes!r}")
 
