@@ -211,6 +211,10 @@ class HostOverhead:
     jitter_s: float = key("jitter", "seconds", default=0.0)
     """Without graphs each rank's host launches on its own: the standard deviation of one rank's
     host time between two collectives, s. Each collective then waits for the slowest rank."""
+    overlap_scheduler: bool = key("overlap_scheduler", default=False)
+    """The scheduler prepares step N + 1 while the GPU runs step N (SGLang's overlap scheduler, TensorRT-LLM's
+    PyTorch-flow overlap scheduler, both on by default): per_seq's work is hidden behind the GPU's step
+    and adds only where it is longer; per_step stays exposed."""
     multi_step: bool = key("multi_step", default=False)
     """The release runs several decode steps per scheduler call where asked (vLLM 0.5.5-0.8's
     --num-scheduler-steps): per_step and per_seq are then paid once per that many steps."""

@@ -154,10 +154,13 @@ class StepModel:
         skew = self._rank_skew_s(calls)
         comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
-        # the host's round trip per scheduler call, shared by the decode steps of one call (multi-step)
+        # the host's round trip per scheduler call, shared by the decode steps of one call (multi-step);
+        # an overlap scheduler does the per-sequence part while the GPU runs the step before
         steps = self.settings.scheduler_steps if self.phase == "decode" else 1
-        round_trip = (self.eff.step_overhead_s + self.eff.overhead_per_seq_s * seqs) / steps
-        total = np.maximum(gpu, host) + skew + round_trip
+        per_seq = self.eff.overhead_per_seq_s * seqs / steps
+        busy = np.maximum(gpu, host)
+        busy = np.maximum(busy, per_seq) if self.eff.per_seq_overlapped else busy + per_seq
+        total = busy + skew + self.eff.step_overhead_s / steps
         return StepArrays(
             total_s=total,
             compute_s=compute,

@@ -45,6 +45,9 @@ class Efficiency:
     """Host work per step outside the GPU's critical path: scheduling, sampling, output handling."""
     overhead_per_seq_s: float = 20e-6
     """Host work per sequence per step (sampling, detokenisation, scheduler bookkeeping)."""
+    per_seq_overlapped: bool = False
+    """The engine's scheduler runs one step ahead of the GPU ([host] overlap_scheduler): the per-sequence
+    host work of a step is done while the GPU computes, so the step is the longer of the two."""
     host_per_kernel_s: float = 0.0
     """Host time to launch one kernel when the engine does not replay CUDA graphs (eager mode)."""
     host_per_collective_s: float = 0.0
@@ -114,6 +117,7 @@ def engine_efficiency(engine: str = DEFAULT_ENGINE, **overrides) -> Efficiency:
         "kernel_launch_s": host.per_kernel_launch_s if graphs else EAGER_KERNEL_GAP_S,
         "step_overhead_s": host.per_step_s,
         "overhead_per_seq_s": host.per_seq_s,
+        "per_seq_overlapped": host.overlap_scheduler,
         "host_per_kernel_s": 0.0 if graphs else host.per_kernel_launch_s,
         "host_per_collective_s": 0.0 if graphs else host.per_collective_s,
         "host_jitter_s": 0.0 if graphs else host.jitter_s,
