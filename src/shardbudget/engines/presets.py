@@ -212,12 +212,13 @@ class HostOverhead:
     """Without graphs each rank's host launches on its own: the standard deviation of one rank's
     host time between two collectives, s. Each collective then waits for the slowest rank."""
     overlap_scheduler: bool = key("overlap_scheduler", default=False)
-    """The scheduler prepares step N + 1 while the GPU runs step N (SGLang's overlap scheduler, TensorRT-LLM's
-    PyTorch-flow overlap scheduler, both on by default): per_seq's work is hidden behind the GPU's step
-    and adds only where it is longer; per_step stays exposed."""
+    """The host does a step's per-sequence work while the GPU runs another step (SGLang's overlap
+    scheduler and TensorRT-LLM's PyTorch-flow one prepare step N + 1 during step N; vLLM 0.6's
+    asynchronous output processor handles step N's outputs during step N + 1; each on by default):
+    per_seq's work is hidden behind the GPU's step and adds only where it is longer; per_step stays."""
     multi_step: bool = key("multi_step", default=False)
     """The release runs several decode steps per scheduler call where asked (vLLM 0.5.5-0.8's
-    --num-scheduler-steps): per_step and per_seq are then paid once per that many steps."""
+    --num-scheduler-steps): per_step, the round trip, is then paid once per that many steps."""
     estimate: bool = key("per_step_estimate", default=False)
     source: str = key("source")
 

@@ -155,9 +155,10 @@ class StepModel:
         comm = comm + skew
         seqs = b if self.phase == "decode" else np.ones_like(b)
         # the host's round trip per scheduler call, shared by the decode steps of one call (multi-step);
-        # an overlap scheduler does the per-sequence part while the GPU runs the step before
+        # the per-sequence work (each token's output processing) is every step's, done while the GPU runs
+        # another step where the engine overlaps it (overlap schedulers, vLLM 0.6's async output processor)
         steps = self.settings.scheduler_steps if self.phase == "decode" else 1
-        per_seq = self.eff.overhead_per_seq_s * seqs / steps
+        per_seq = self.eff.overhead_per_seq_s * seqs
         busy = np.maximum(gpu, host)
         busy = np.maximum(busy, per_seq) if self.eff.per_seq_overlapped else busy + per_seq
         total = busy + skew + self.eff.step_overhead_s / steps

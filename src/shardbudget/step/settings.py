@@ -46,8 +46,9 @@ class Efficiency:
     overhead_per_seq_s: float = 20e-6
     """Host work per sequence per step (sampling, detokenisation, scheduler bookkeeping)."""
     per_seq_overlapped: bool = False
-    """The engine's scheduler runs one step ahead of the GPU ([host] overlap_scheduler): the per-sequence
-    host work of a step is done while the GPU computes, so the step is the longer of the two."""
+    """The engine does a step's per-sequence host work while the GPU computes another step ([host]
+    overlap_scheduler: SGLang's and TensorRT-LLM's overlap schedulers, vLLM 0.6's asynchronous output
+    processor), so the step is the longer of the two."""
     host_per_kernel_s: float = 0.0
     """Host time to launch one kernel when the engine does not replay CUDA graphs (eager mode)."""
     host_per_collective_s: float = 0.0
@@ -82,9 +83,9 @@ class PlanSettings:
     prefill, low-latency for decode, as SGLang's --deepep-mode auto), deepep-normal or deepep-ll."""
     scheduler_steps: int = 1
     """Decode steps per scheduler call (multi-step scheduling, vLLM 0.5.5-0.8's --num-scheduler-steps):
-    the host's round trip (scheduler, input preparation, the sampled tokens' copy to the host and their
-    output processing; the engine's per_step and per_seq) is paid once per that many steps, the GPU's
-    work every step (vllm-project/vllm#6854). 1, every engine's default: once per step."""
+    the host's round trip (scheduler, input preparation, the sampled tokens' copy to the host: the
+    engine's per_step) is paid once per that many steps, the GPU's work and each token's output
+    processing (per_seq) every step (vllm-project/vllm#6854). 1, every engine's default."""
 
     def __post_init__(self) -> None:
         check_overlap(self.overlap)
