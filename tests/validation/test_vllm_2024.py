@@ -73,3 +73,12 @@ def test_multi_step_only_where_the_release_runs_it():
         scenario("llama-3.1-8b", "hgx-h100", engine="vllm", settings=PlanSettings(scheduler_steps=8))
     with pytest.raises(PlanError, match="whole number >= 1"):
         PlanSettings(scheduler_steps=0)
+
+
+def test_another_engine_of_the_request_runs_one_step_per_call():
+    # the report's engines side by side (Scenario.with_engine): SGLang has no multi-step scheduling
+    sc = scenario("llama-3.1-8b", "hgx-h100", engine="vllm-0.6", settings=PlanSettings(scheduler_steps=8))
+    assert any(n.startswith("multi-step scheduling: 8 decode steps") for n in sc.precision_notes)
+    other = sc.with_engine("sglang")
+    assert other.settings.scheduler_steps == 1
+    assert not any(n.startswith("multi-step") for n in other.precision_notes)

@@ -113,13 +113,17 @@ class Scenario:
         if engine == self.engine:
             return self
         load_engine(engine)
-        notes = tuple(n for n in self.precision_notes if n not in engine_notes(self.engine)) + engine_notes(engine)
+        old = engine_notes(self.engine) + steps_notes(self.engine, self.settings.scheduler_steps)
+        # another release runs its own scheduler: one decode step per call unless it has multi-step
+        steps = self.settings.scheduler_steps if load_engine(engine).host.multi_step else 1
+        notes = tuple(n for n in self.precision_notes if n not in old) + engine_notes(engine)
         return replace(
             self,
             engine=engine,
             catalog=engine_catalog(self.catalog, engine),
             eff=engine_efficiency(engine),
-            precision_notes=notes,
+            settings=replace(self.settings, scheduler_steps=steps),
+            precision_notes=notes + steps_notes(engine, steps),
         )
 
 
@@ -128,6 +132,18 @@ def engine_notes(engine: str) -> tuple[str, ...]:
     `engine` is an older release than its line's newest (engines.releases.age_note), else ()."""
     note = age_note(engine)
     return (f"engine: {note}",) if note else ()
+
+
+def steps_notes(engine: str, steps: int) -> tuple[str, ...]:
+    """('multi-step scheduling: 8 decode steps per scheduler call; the host's 2.5 ms round trip is paid
+    once per 8',) where more than one step runs per call, else ()."""
+    if steps == 1:
+        return ()
+    per_step_ms = load_engine(engine).host.per_step_s * 1e3
+    return (
+        f"multi-step scheduling: {steps} decode steps per scheduler call; the host's {per_step_ms:g} ms "
+        f"round trip is paid once per {steps}",
+    )
 
 
 def check_scheduler_steps(engine: str, steps: int) -> None:
@@ -184,7 +200,7 @@ def scenario(
         dtype=dtype,
         kv_dtype=kv_dtype,
         precision=precision,
-        precision_notes=tuple(notes) + engine_notes(engine),
+        precision_notes=tuple(notes) + engine_notes(engine) + steps_notes(engine, settings.scheduler_steps),
         eff=eff or engine_efficiency(engine),
         settings=settings,
         impl=check_impl(impl),
