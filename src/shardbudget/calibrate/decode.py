@@ -255,6 +255,39 @@ def measurement_cases() -> list[Case]:
             nodes=2,
         )
     )
+    # vLLM's 2024 V0 engine under its own releases' presets (issue 36): vllm-0.5's round trip is fitted on
+    # #6913's batch-1 row and vllm-0.6's on #9856's; #6913's batch-32 row is held out
+    fp8 = Precision(weights="fp8")  # --dtype fp8: FP8 weights and GEMMs, as the checkpoint ran
+    for batch in (1, 32):
+        out.append(
+            Case(
+                f"llama-3.1-70b fp8 h100 TP4 b{batch} vllm-0.5" + (" (fit)" if batch == 1 else ""),
+                "vllm#6913",
+                "llama-3.1-70b",
+                "hgx-h100",
+                Plan(4),
+                batch,
+                192,
+                "vllm-0.5",
+                _measurement("issues/6913", f"batch size {batch};"),
+                False,
+                precision=fp8,
+            )
+        )
+    out.append(
+        Case(
+            "llama-3.1-8b a100 TP2 b8 vllm-0.6 (fit)",
+            "vllm#9856",
+            "llama-3.1-8b",
+            "hgx-a100",
+            Plan(2),
+            8,
+            256,
+            "vllm-0.6",
+            _measurement("pull/9856", "--batch-size 8"),
+            False,
+        )
+    )
     return out
 
 
