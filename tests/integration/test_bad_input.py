@@ -200,6 +200,11 @@ CASES = [
         None,
     ),
     (
+        ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--scheduler-steps", "8"],
+        ["--scheduler-steps 8: engine 'vllm' runs one decode step per scheduler call", "vllm-0.6"],
+        None,
+    ),
+    (
         ["plan", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--dtype", "int5"],
         ["unknown dtype 'int5'", "did you mean"],
         None,
