@@ -57,11 +57,13 @@ def test_the_70b_at_two_requests_per_second_passes_too(capsys):
 
 
 def test_a_throughput_alone_off_is_explained_in_seconds(capsys):
-    """The ShareGPT run at 8 requests/s: the median ITL is within its band, the output throughput is
-    not; the causes compare the TPOT that throughput implies with the step's parts (before, tokens/s
-    were compared with seconds and every part 'needed' x10^6)."""
+    """The ShareGPT run at 4 requests/s (12.6 in flight): the median ITL is within its band, the output
+    throughput is not; the causes compare the TPOT that throughput implies with the step's parts
+    (before, tokens/s were compared with seconds and every part 'needed' x10^6). The run at 8 requests/s
+    (40.5 in flight) was this case until SGLang's overlap scheduler hid the per-sequence host work: its
+    median ITL, 17.67 ms, is now x1.30 the priced 13.59 ms, past the x1.25 band."""
     _, d = run_json(capsys, FIX / "sglang_datacrunch_llama33_70b_4xh200_tp4_online.jsonl", *LLAMA70)
-    c = d["checks"][6]
+    c = d["checks"][5]
     verdicts = {(m["metric"], m["stat"]): m["verdict"] for m in c["metrics"]}
     assert verdicts == {("ITL", "median"): "ok", ("output tok/s", "mean"): "slow"}
     factors = [float(x["text"].rsplit(" x", 1)[1].split()[0]) for x in c["causes"] if "would explain" in x["text"]]
@@ -86,13 +88,16 @@ def test_the_planted_problem_is_named_first(capsys, name, kind, words):
 
 
 def test_the_slow_fabric_is_not_taken_for_eager_mode_or_kernels(capsys):
-    """The file records CUDA graphs on, so eager mode is not offered. Kernels 49 % slower would also
-    explain it, at the edge of their spread (x1.5), so they come a close second: the all-reduces are
-    5 % of the priced step, so x8 on them is x1.5 on the kernels. Host time would need x23."""
+    """The file records CUDA graphs on, so eager mode is not offered. Kernels 50 % slower would also
+    explain it, at the edge of their spread (x1.5), so they come a close second (just past the edge
+    since SGLang's overlap scheduler hides the step's 7.9 x 20 us of per-sequence host work; x1.49
+    before): the all-reduces are 5 % of the priced step, so x8 on them is x1.5 on the kernels. Host
+    time would need x60."""
     _, d = run_json(capsys, FIX / "sglang_datacrunch_llama33_70b_slow_fabric_planted.jsonl", *LLAMA70)
     causes = d["checks"][0]["causes"]
     assert "nvswitch" in causes[0]["text"]
     assert not any(c["kind"] == "eager" for c in causes)
-    assert [c["kind"] for c in causes if c["explains"]] == ["communication", "kernels"]
+    assert [c["kind"] for c in causes[:2]] == ["communication", "kernels"] and causes[0]["explains"]
+    assert "x1.50 would explain it" in causes[1]["text"]
     assert causes[0]["score"] < causes[1]["score"]  # barely: the all-reduces are 5 % of this step
     assert not any(c["explains"] for c in causes if c["kind"] == "host")
