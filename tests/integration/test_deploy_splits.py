@@ -63,3 +63,39 @@ def test_cli_disaggregate_auto_names_the_layout(cli):
     assert r.returncode == 0, r.stderr
     assert "Layout: disaggregated 8:8 wins" in r.stdout and "the best uniform 2xTP8" in r.stdout
     assert "1 prefill:decode split searched" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "model, system, gpus",
+    [("deepseek-v3", "gb200-nvl72", 512), ("llama-3.1-70b", "hgx-h100", 256), ("llama-3.1-8b", "hgx-h100", 1024)],
+)
+def test_the_refined_search_finds_the_exhaustive_winner(model, system, gpus):
+    """Coarse then refined: fewer splits priced than every one in steps of 8, the same winner."""
+    req = request(model, system, budget_s=0.030, ttft_budget_s=2.0)
+    uniform = deploy(req, gpus=gpus).best
+    refined = search_splits(req, gpus=gpus, uniform=uniform)
+    every = search_splits(req, gpus=gpus, uniform=uniform, exhaustive=True)
+    assert len(every.splits) == gpus // 8 - 1 and len(refined.splits) < len(every.splits)
+    assert (refined.best.prefill_gpus, refined.best.option.label()) == (
+        every.best.prefill_gpus,
+        every.best.option.label(),
+    )
+    assert refined.best.tokens_per_s_per_gpu == every.best.tokens_per_s_per_gpu
+
+
+def test_the_winner_is_priced_from_the_search(monkeypatch):
+    """Each plan's curve is priced once per side (served, decode alone) in the whole search: the
+    winning split's deployment reads the decode curves the search priced."""
+    from shardbudget.decide import deploy as deploying
+
+    seen, real = [], deploying._curve
+
+    def counted(sc, p, *, work, prefill=None):
+        seen.append((p, prefill is not None))
+        return real(sc, p, work=work, prefill=prefill)
+
+    monkeypatch.setattr(deploying, "_curve", counted)
+    req = request("deepseek-v3", "gb200-nvl72", budget_s=0.030, ttft_budget_s=2.0)
+    result = deploy_searched(req, gpus=72)
+    assert result.prefill["gpus"] == 40 and result.split_search.best.prefill_gpus == 40
+    assert len(seen) == len(set(seen)) and any(decode for _, decode in seen)

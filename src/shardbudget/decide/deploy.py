@@ -58,6 +58,7 @@ from .deploy_words import verdict_text
 from .cost import CostView, OptionCost, checked_rates, cost_view, objective_key, with_costs
 
 if TYPE_CHECKING:  # tail_plan reads logs; only deploy --jitter needs it loaded
+    from .split_search import PriceMemo, SplitSearch
     from .tail_plan import Jitter
 
 MAX_BATCH = defaults.DEPLOY_MAX_BATCH
@@ -174,6 +175,9 @@ class DeployResult:
     engine_version: str = ""
     """The engine release priced (engines/*.toml [engine] version)."""
     costs: CostView = CostView()  # --objective, the prices, the figure's cost / energy curves (decide.cost)
+    split_search: SplitSearch | None = None
+    """The prefill:decode splits searched beside the uniform options (split_search.deploy_searched;
+    None: not searched, and the JSON has no such key)."""
 
     def to_dict(self) -> dict:
         return {
@@ -204,27 +208,47 @@ class DeployResult:
             "load": self.load,
             "in_flight_per_replica": self.in_flight,
             **self.costs.to_dict(),
+            **({"split_search": self.split_search.to_dict()} if self.split_search is not None else {}),
         }
 
 
 # --- the splits -----------------------------------------------------------------------------
 
 
-def splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]]:
+def splits(cfg: ModelConfig, system: System, gpus: int, memo: dict | None = None) -> list[tuple[int, Plan]]:
     """Every (replicas, plan) with replicas x plan GPUs = `gpus`: a replica inside a node, or over
-    whole nodes."""
+    whole nodes. `memo` (nodes -> {GPUs: plans}) keeps each node count's valid plans across the
+    sizes of a search (PriceMemo.plans)."""
     gpn = system.gpus_per_node
     out = []
-    for size in (d for d in range(1, gpus + 1) if gpus % d == 0):
+    for size in _divisors(gpus):
         if size > gpn and (size % gpn or system.nic_fabric is None):
             continue
-        nodes = max(1, size // gpn)
-        try:
-            plans = valid_plans(cfg, system, nodes, pp_all=True)
-        except PlanError:
-            continue
-        out += [(gpus // size, p) for p in plans if p.gpus == size]
+        out += [(gpus // size, p) for p in _plans_by_gpus(cfg, system, max(1, size // gpn), memo).get(size, ())]
     return out
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def _plans_by_gpus(cfg: ModelConfig, system: System, nodes: int, memo: dict | None) -> dict[int, list[Plan]]:
+    """The valid plans on `nodes` nodes, by their GPUs, in valid_plans' order: every PP degree on
+    one node (replicas of any size inside it); over several, those of all their GPUs alone (TP x PP
+    = nodes x GPUs per node, which valid_plans gives without pp_all too, at a fraction of the cost)."""
+    if memo is not None and nodes in memo:
+        return memo[nodes]
+    try:
+        plans = valid_plans(cfg, system, nodes, pp_all=nodes == 1)
+    except PlanError:
+        plans = []
+    by: dict[int, list[Plan]] = {}
+    for p in plans:
+        by.setdefault(p.gpus, []).append(p)
+    if memo is not None:
+        memo[nodes] = by
+    return by
 
 
 def partial_splits(cfg: ModelConfig, system: System, gpus: int) -> list[tuple[int, Plan]]:
@@ -321,8 +345,22 @@ def _curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill | None = N
     )
 
 
-def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None) -> Option:
-    """The split at its largest batch within the budgets, or (`batch`) at that decode batch."""
+def _decode_curve(sc: Scenario, p: Plan, *, work: Workload, prefill: Prefill, memo: PriceMemo | None) -> _Curve:
+    """A disaggregated decode plan's curve: decode steps alone, whatever the prefill side but its
+    TTFT (constant over the batch), so a search prices it once per plan (memo.curves)."""
+    if memo is None:
+        return _curve(sc, p, work=work, prefill=prefill)
+    if p not in memo.curves:
+        memo.curves[p] = _curve(sc, p, work=work, prefill=prefill)
+    c = memo.curves[p]
+    return dataclasses.replace(c, ttft_s=np.full_like(c.itl_s, prefill.ttft_s))
+
+
+def _option(
+    replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int | None = None, memory: bool = True
+) -> Option:
+    """The split at its largest batch within the budgets, or (`batch`) at that decode batch; without
+    `memory`, its memory parts left out (a search's ranking, which never shows them)."""
     fits = c.fits
     itl_ok = c.tpot_s <= budgets.budget_s if budgets.budget_s is not None else np.ones_like(fits)
     ttft_ok = (
@@ -368,7 +406,7 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
         gpus_per_replica=p.gpus,
         tokens_per_step=c.tokens_per_step,
         memory_fraction=None if c.fraction is None or not runs or np.isnan(c.fraction[i]) else float(c.fraction[i]),
-        memory=c.memory_at(i),
+        memory=c.memory_at(i) if memory else None,
     )
 
 
@@ -376,7 +414,13 @@ def _option(replicas: int, p: Plan, c: _Curve, *, budgets: Budgets, batch: int |
 
 
 def deploy(
-    req: Request, *, gpus: int, disaggregate: tuple[int, int] | None = None, batch: int | None = None
+    req: Request,
+    *,
+    gpus: int,
+    disaggregate: tuple[int, int] | None = None,
+    batch: int | None = None,
+    memo: PriceMemo | None = None,
+    launches: bool = True,
 ) -> DeployResult:
     """Every way to spend `gpus` GPUs on identical replicas, each at its largest batch within the
     budgets (or each at decode batch `batch`: a PP replica holds pp micro-batches of it); the best is
@@ -384,7 +428,9 @@ def deploy(
     the replicas are over the other D (disagg.py). The request's scenario forces every all-reduce
     as plan's --impl does where it names one; its jitter (plan's --jitter) adds each option's p99
     ITL at its batch. Its nodes: None for as few as the GPUs need. split_search.deploy_searched
-    searches the prefill:decode splits too (`--disaggregate auto`)."""
+    searches the prefill:decode splits too (`--disaggregate auto`), and hands its `memo` here to
+    price the winning split from what it priced; without `launches`, the result has no verdict and
+    no launch lines yet (`with_launches` adds them: a search builds the winner's alone)."""
     sc, workload, budgets = req.scenario, req.served_workload, req.budgets
     cfg, sysm = sc.model, sc.system
     nodes = _nodes(sysm, gpus, sc.nodes)
@@ -397,20 +443,27 @@ def deploy(
             sc,
             gpus=disaggregate[0],
             input_len=workload.input_len,  # one for every decode plan
-            candidates=splits(cfg, sysm, disaggregate[0]),
+            candidates=splits(cfg, sysm, disaggregate[0], memo.plans if memo else None),
+            memo=memo.prefill if memo else None,
         )
         if disaggregate
         else None
     )
-    for replicas, p in splits(cfg, sysm, decode_gpus):
+    for replicas, p in splits(cfg, sysm, decode_gpus, memo.plans if memo else None):
         pre = (
             with_handoff(
-                sc, *side, gpus=disaggregate[0], input_len=workload.input_len, decode_plan=p, decode_gpus=decode_gpus
+                sc,
+                *side,
+                gpus=disaggregate[0],
+                input_len=workload.input_len,
+                decode_plan=p,
+                decode_gpus=decode_gpus,
+                memo=memo.handoffs if memo else None,
             )
             if side
             else None
         )
-        c = _curve(sc, p, work=workload, prefill=pre)
+        c = _curve(sc, p, work=workload) if pre is None else _decode_curve(sc, p, work=workload, prefill=pre, memo=memo)
         opt = _option(replicas, p, c, budgets=budgets, batch=batch)
         if pre is not None:
             opt = _fed_by(opt, c, pre, workload, gpus)
@@ -472,7 +525,13 @@ def deploy(
         costs=cost_view(rated, curves, options),
         without_speculation=_plain_best(req, workload, gpus=gpus, disaggregate=disaggregate, batch=batch),
     )
-    return _with_words(result, *(build_launches(result, cfg, sysm, sc.catalog) if best else ({}, {})))
+    return with_launches(req, result) if launches else result
+
+
+def with_launches(req: Request, result: DeployResult) -> DeployResult:
+    """The result with its verdict and its best option's launch lines."""
+    sc = req.scenario
+    return _with_words(result, *(build_launches(result, sc.model, sc.system, sc.catalog) if result.best else ({}, {})))
 
 
 def _judged_words(work: Workload, disaggregate: tuple[int, int] | None) -> str:
@@ -563,7 +622,7 @@ def _decode_gpus(gpus: int, disaggregate: tuple[int, int] | None, work: Workload
     return disaggregate[1]
 
 
-def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> Option:
+def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int, memory: bool = True) -> Option:
     """A decode option under disaggregation, per GPU over all P + D GPUs. Where the prefill side
     cannot feed the largest batch (prompts/s x output_len tokens/s), the batch is the smallest that
     takes all it feeds, with that batch's (lower) ITL."""
@@ -586,7 +645,7 @@ def _fed_by(opt: Option, c: _Curve, pre: Prefill, work: Workload, gpus: int) -> 
             "tokens_per_s_per_gpu": fed / gpus,
             "tokens_per_s_per_user": 1 / tpot,
             "mem_bytes_per_gpu": float(c.mem_bytes[i]),
-            "memory": c.memory_at(i),
+            "memory": c.memory_at(i) if memory else None,
             "comm_share": float(c.comm_share[i]),
             "binding": "prefill",
         }

@@ -66,25 +66,37 @@ def parse_split(text: str) -> tuple[int, int]:
 
 
 def with_handoff(
-    sc: Scenario, replicas: int, p: Plan, t: float, *, gpus: int, input_len: int, decode_plan: Plan, decode_gpus: int
+    sc: Scenario,
+    replicas: int,
+    p: Plan,
+    t: float,
+    *,
+    gpus: int,
+    input_len: int,
+    decode_plan: Plan,
+    decode_gpus: int,
+    memo: dict | None = None,
 ) -> Prefill:
-    """The prefill side `prefill_side` chose, with its KV hand-off to `decode_plan`'s GPUs."""
+    """The prefill side `prefill_side` chose, with its KV hand-off to `decode_plan`'s GPUs. `memo`
+    ((decode plan, same node) -> seconds) keeps each hand-off's price across the splits of a search:
+    it depends on the decode plan and the path alone, not on the prefill side."""
     system = sc.system
-    return Prefill(
-        gpus=gpus,
-        replicas=replicas,
-        plan=p,
-        prefill_s=t,
-        transfer_s=kv_handoff_s(
+    same_node = gpus + decode_gpus <= system.gpus_per_node
+    key = (decode_plan, same_node)
+    if memo is None or key not in memo:
+        transfer = kv_handoff_s(
             sc.model,
             system,
             sc.catalog,
             input_len=input_len,
             decode_plan=decode_plan,
             kv_dtype=sc.precision.kv_dtype,
-            same_node=gpus + decode_gpus <= system.gpus_per_node,
-        ),
-    )
+            same_node=same_node,
+        )
+        if memo is None:
+            return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t, transfer_s=transfer)
+        memo[key] = transfer
+    return Prefill(gpus=gpus, replicas=replicas, plan=p, prefill_s=t, transfer_s=memo[key])
 
 
 def prefill_side(

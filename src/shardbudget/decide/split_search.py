@@ -4,28 +4,51 @@ Aggregated serving runs prompts and decode steps on the same replicas; disaggreg
 P GPUs to prefill and D = N - P to decode, the KV cache handed over on the fabric (disagg.py). The
 best split depends on the model, the rack and the budgets: DeepSeek-V3 on one GB200 NVL72 serves
 twice the tokens per GPU disaggregated, with wide EP and data-parallel attention on the decode side,
-while a dense 70B model on one HGX node is best aggregated. `search_splits` prices every split of
-the GPUs in steps of `split_step` GPUs against the best uniform (aggregated) option and names the
-winner and its gain.
+while a dense 70B model on one HGX node is best aggregated. `search_splits` prices the splits of
+the GPUs in steps of `split_step` GPUs, a coarse grid first and then finer ones around its best,
+against the best uniform (aggregated) option and names the winner and its gain.
 
 The prefill side of P GPUs is chosen once per P (disagg.prefill_side: it does not depend on the
-decode side it feeds) and each decode plan's curve once for every P (only the TTFT it carries and
-the hand-off differ), so the search costs about one aggregated sweep per distinct side size.
+decode side it feeds), each prefill plan's prompt, each decode plan's curve and KV hand-off once for
+the whole search (only the TTFT it carries differs between splits: `PriceMemo`), and the winning
+split's deployment is priced from that memo, so the search costs about one aggregated sweep per
+distinct plan size, whatever the number of splits.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from ..errors import PlanError
 from ..fabric.hardware import System
-from ..model import Plan
-from .deploy import DeployResult, Option, _curve, _fed_by, _option, _rank, deploy, splits
+from .deploy import (
+    DeployResult,
+    Option,
+    _decode_curve,
+    _fed_by,
+    _option,
+    _rank,
+    deploy,
+    splits,
+    with_launches,
+)
 from .disagg import Prefill, prefill_side, with_handoff
 from .request import Request
+
+
+@dataclass
+class PriceMemo:
+    """What repeats across the prefill:decode splits of one search, priced once:
+    each node count's valid plans by GPUs, each prefill plan's prompt (disagg.prefill_side), each
+    decode plan's KV hand-off (disagg.with_handoff) and decode-only curve, whose constant TTFT is
+    set per split. `deploy(..., memo=)` prices the winning split from it, not again."""
+
+    plans: dict = field(default_factory=dict)
+    prefill: dict = field(default_factory=dict)
+    handoffs: dict = field(default_factory=dict)
+    curves: dict = field(default_factory=dict)
+
 
 SPLIT_STEP_MAX = 8
 """Prefill sides are tried in steps of a node's GPUs, at most 8 (a tray pair of an NVL72; the TP
@@ -130,47 +153,80 @@ class SplitSearch:
         }
 
 
-def search_splits(req: Request, *, gpus: int, uniform: Option | None) -> SplitSearch | None:
-    """Every prefill:decode split of `gpus` GPUs in steps of `split_step`, each side's best; None
+COARSE_SPLITS = 16
+"""At most this many splits in the first, coarse grid; finer grids then refine around its best."""
+REFINE_BEST = 2
+"""The best splits of each grid whose neighbourhoods the next, finer grid searches."""
+
+
+def search_splits(
+    req: Request, *, gpus: int, uniform: Option | None, memo: PriceMemo | None = None, exhaustive: bool = False
+) -> SplitSearch | None:
+    """The prefill:decode splits of `gpus` GPUs in steps of `split_step`, each side's best; None
     where the workload hands no prompt over (--context: decode only).
 
-    A split cannot serve more than its prefill side feeds (prompts/s x output tokens): the splits
-    are priced from the one that feeds most down, and a split whose feed is no more than the best
-    found (or than the uniform option) is not priced further (`Split.pruned`)."""
+    Coarse, then refined: the first grid takes every split in steps of `split_step` x 2^k, the
+    fewest that give at most COARSE_SPLITS splits; each finer grid (a quarter of the step, down to
+    `split_step`) takes the splits within one step of the REFINE_BEST best so far. Tokens/s per GPU
+    rises with the prefill side until it feeds all the decode side serves, then falls with the
+    decode side, so the best lies beside the coarse grid's best (`exhaustive`: every split, which
+    tests/integration/test_deploy_splits.py holds the refined search to).
+
+    A split cannot serve more than its prefill side feeds (prompts/s x output tokens): each grid's
+    splits are priced from the one that feeds most down, and a split whose feed is no more than the
+    best found (or than the uniform option) is not priced further (`Split.pruned`)."""
     if req.served_workload.context:
         return None
-    search = _Search(req, gpus)
-    step = split_step(req.scenario.system)
-    prefills = {n: search.prefill(n) for n in range(step, gpus - step + 1, step)}
+    search = _Search(req, gpus, memo if memo is not None else PriceMemo())
+    fine = split_step(req.scenario.system)
+    count = max(0, (gpus - fine) // fine)  # splits of both sides at least `fine`
+    step = fine
+    while not exhaustive and count * fine // step > COARSE_SPLITS:
+        step *= 2
     floor = uniform.tokens_per_s_per_gpu if uniform is not None and uniform.meets_budget else 0.0
     out: dict[int, Split] = {}
-    for p_gpus in sorted(prefills, key=lambda n: search.feed(prefills[n]), reverse=True):
-        side = prefills[p_gpus]
-        if side is None or search.feed(side) <= max([s.tokens_per_s_per_gpu for s in out.values()] + [floor]):
-            out[p_gpus] = Split(
-                prefill_gpus=p_gpus, decode_gpus=gpus - p_gpus, option=None, prefill=None, pruned=side is not None
-            )
-        else:
-            out[p_gpus] = search.decode(p_gpus, side)
+    search.price(range(step, gpus - fine + 1, step), out, floor)
+    while step > fine:
+        wide, step = step, max(fine, step // 4)
+        best = sorted((s for s in out.values() if s.option is not None), key=lambda s: -s.tokens_per_s_per_gpu)
+        near = {
+            n
+            for s in best[:REFINE_BEST]
+            for n in range(s.prefill_gpus - wide + step, s.prefill_gpus + wide, step)
+            if fine <= n <= gpus - fine and n not in out
+        }
+        search.price(sorted(near), out, floor)
     return SplitSearch(gpus=gpus, uniform=uniform, splits=tuple(out[k] for k in sorted(out)))
 
 
 class _Search:
     """What the splits of one search share: each size's splits, each prefill plan's price, each
-    decode plan's curve and KV hand-off (which depend on the decode plan alone)."""
+    decode plan's curve and KV hand-off (which depend on the decode plan alone): a PriceMemo, which
+    `deploy` then prices the winning split from."""
 
-    def __init__(self, req: Request, gpus: int):
-        self.req, self.gpus = req, gpus
-        self.sides: dict[int, list] = {}
-        self.prefill_memo: dict = {}
-        self.curves: dict[Plan, object] = {}
-        self.handoffs: dict[Plan, Prefill] = {}
+    def __init__(self, req: Request, gpus: int, memo: PriceMemo):
+        self.req, self.gpus, self.memo = req, gpus, memo
 
     def split_of(self, n: int) -> list:
-        if n not in self.sides:
-            sc = self.req.scenario
-            self.sides[n] = splits(sc.model, sc.system, n)
-        return self.sides[n]
+        sc = self.req.scenario
+        return splits(sc.model, sc.system, n, self.memo.plans)
+
+    def price(self, sizes, out: dict[int, Split], floor: float) -> None:
+        """Each prefill side of `sizes` GPUs, from the one that feeds most down: a split whose feed
+        is no more than the best found (or `floor`) is not priced further."""
+        prefills = {n: self.prefill(n) for n in sizes}
+        for p_gpus in sorted(prefills, key=lambda n: self.feed(prefills[n]), reverse=True):
+            side = prefills[p_gpus]
+            if side is None or self.feed(side) <= max([s.tokens_per_s_per_gpu for s in out.values()] + [floor]):
+                out[p_gpus] = Split(
+                    prefill_gpus=p_gpus,
+                    decode_gpus=self.gpus - p_gpus,
+                    option=None,
+                    prefill=None,
+                    pruned=side is not None,
+                )
+            else:
+                out[p_gpus] = self.decode(p_gpus, side)
 
     def prefill(self, p_gpus: int) -> tuple | None:
         """(replicas, plan, prefill seconds) of the best prefill side of `p_gpus` (None: none fits)."""
@@ -180,7 +236,7 @@ class _Search:
                 gpus=p_gpus,
                 input_len=self.req.served_workload.input_len,
                 candidates=self.split_of(p_gpus),
-                memo=self.prefill_memo,
+                memo=self.memo.prefill,
             )
         except PlanError:  # no plan of the model fits a prefill side this small
             return None
@@ -190,27 +246,22 @@ class _Search:
         return 0.0 if side is None else side[0] / side[2] * self.req.served_workload.output_len / self.gpus
 
     def decode(self, p_gpus: int, side: tuple) -> Split:
-        """The best decode option on the other GPUs, fed by `side`."""
+        """The best decode option on the other GPUs, fed by `side` (ranked as deploy ranks them; the
+        options' memory parts, which the ranking never reads, left out)."""
         sc, work, d_gpus = self.req.scenario, self.req.served_workload, self.gpus - p_gpus
-        replicas, pre_plan, pre_s = side
         best: tuple[Option, Prefill] | None = None
         for r, p in self.split_of(d_gpus):
-            if p not in self.handoffs:
-                self.handoffs[p] = with_handoff(
-                    sc,
-                    replicas,
-                    pre_plan,
-                    pre_s,
-                    gpus=p_gpus,
-                    input_len=work.input_len,
-                    decode_plan=p,
-                    decode_gpus=d_gpus,
-                )
-            pre = dataclasses.replace(self.handoffs[p], gpus=p_gpus, replicas=replicas, plan=pre_plan, prefill_s=pre_s)
-            if p not in self.curves:
-                self.curves[p] = _curve(sc, p, work=work, prefill=pre)
-            c = dataclasses.replace(self.curves[p], ttft_s=np.full_like(self.curves[p].itl_s, pre.ttft_s))
-            opt = _fed_by(_option(r, p, c, budgets=self.req.budgets), c, pre, work, self.gpus)
+            pre = with_handoff(
+                sc,
+                *side,
+                gpus=p_gpus,
+                input_len=work.input_len,
+                decode_plan=p,
+                decode_gpus=d_gpus,
+                memo=self.memo.handoffs,
+            )
+            c = _decode_curve(sc, p, work=work, prefill=pre, memo=self.memo)
+            opt = _fed_by(_option(r, p, c, budgets=self.req.budgets, memory=False), c, pre, work, self.gpus, False)
             if opt.meets_budget and (best is None or _rank(opt) < _rank(best[0])):
                 best = (opt, pre)
         return Split(
@@ -218,22 +269,37 @@ class _Search:
         )
 
 
-def deploy_searched(req: Request, *, gpus: int) -> DeployResult:
+def deploy_searched(req: Request, *, gpus: int, quiet_uniform: bool = False, exhaustive: bool = False) -> DeployResult:
     """`deploy` with the prefill:decode splits searched beside the uniform options (`--disaggregate
-    auto`): where a split serves more tokens/s per GPU, that split's deployment, its verdict naming
-    the layout and its gain over the best uniform option; else the uniform answer, the search's line
-    in its verdict."""
+    auto`, and deploy's default where it applies): where a split serves more tokens/s per GPU, that
+    split's deployment, priced from what the search priced (its PriceMemo), its verdict naming the
+    layout and its gain over the best uniform option; else the uniform answer, the search's line in
+    its verdict (`quiet_uniform`: the uniform answer as `deploy` gives it, the search in its record
+    alone). The search is the result's `split_search`."""
     if req.served_workload.context:
         raise PlanError(
             "--disaggregate auto searches prefill:decode splits of served prompts: give "
             "--input-len/--output-len (a prompt to hand over), not --context"
         )
-    uniform = deploy(req, gpus=gpus)
-    search = search_splits(req, gpus=gpus, uniform=uniform.best)
+    memo = PriceMemo()
+    result = deploy(req, gpus=gpus, memo=memo, launches=False)
+    search = search_splits(req, gpus=gpus, uniform=result.best, memo=memo, exhaustive=exhaustive)
     if search.disaggregated_wins:
         best = search.best
-        uniform = deploy(req, gpus=gpus, disaggregate=(best.prefill_gpus, best.decode_gpus))
-    return dataclasses.replace(uniform, verdict=f"{search.words()}\n{uniform.verdict}")
+        result = deploy(req, gpus=gpus, disaggregate=(best.prefill_gpus, best.decode_gpus), memo=memo, launches=False)
+    result = with_launches(req, result)
+    if not search.disaggregated_wins and quiet_uniform:
+        return dataclasses.replace(result, split_search=search)
+    return dataclasses.replace(result, verdict=f"{search.words()}\n{result.verdict}", split_search=search)
 
 
-__all__ = ["SPLIT_STEP_MAX", "Split", "SplitSearch", "deploy_searched", "search_splits", "split_step"]
+__all__ = [
+    "COARSE_SPLITS",
+    "REFINE_BEST",
+    "SPLIT_STEP_MAX",
+    "Split",
+    "SplitSearch",
+    "deploy_searched",
+    "search_splits",
+    "split_step",
+]

@@ -15,6 +15,7 @@ keys go through `quoting.yaml_quote`.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Mapping
@@ -57,9 +58,11 @@ def shell_word(word: str, addresses: Mapping[int, str] | None = None) -> str:
     return "".join(out)
 
 
-def program_words(command: str) -> list[str]:
-    """A program's command ('vllm serve', 'python -m sglang.launch_server') as quoted words."""
-    return [shell_quote(w) for w in shlex.split(command)]
+@functools.lru_cache(maxsize=64)
+def program_words(command: str) -> tuple[str, ...]:
+    """A program's command ('vllm serve', 'python -m sglang.launch_server') as quoted words (kept:
+    a deployment of thousands of servers quotes each engine's few commands once)."""
+    return tuple(shell_quote(w) for w in shlex.split(command))
 
 
 @dataclass(frozen=True, kw_only=True)
