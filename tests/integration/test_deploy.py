@@ -127,7 +127,11 @@ def test_json_keys_are_the_issues(cli):
     assert OPTION_KEYS <= set(d["best"]) and d["best"] == d["options"][0]
     assert d["pareto"] and all(PARETO_KEYS <= set(p) for p in d["pareto"])
     assert set(d["launch"]) == {"vllm", "sglang", "trtllm"} and all(d["launch"].values())
-    assert isinstance(d["verdict"], str) and d["verdict"].startswith("On 16 GPUs of hgx-h100")
+    assert isinstance(d["verdict"], str) and d["verdict"].startswith("Layout: disaggregated 8:8 wins")
+    assert "\nOn 16 GPUs of hgx-h100 (8 prefilling" in d["verdict"]
+    search = d["split_search"]  # the splits searched by default, the uniform best beside them
+    assert search["uniform"] == "2xTP8" and search["best"]["prefill_gpus"] == 8 and search["gain"] > 1
+    assert [s["prefill_gpus"] for s in search["splits"]] == [8] and search["words"] == d["verdict"].split("\n")[0]
     for o in d["options"]:
         assert o["binding"] in BINDINGS and isinstance(o["meets_budget"], bool)
         assert all(isinstance(o[k], (int, float)) for k in OPTION_KEYS - {"binding", "meets_budget"})

@@ -3,6 +3,8 @@ build item 1), on an NVL72 rack and an HGX node."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shardbudget.decide.deploy import deploy
@@ -99,3 +101,65 @@ def test_the_winner_is_priced_from_the_search(monkeypatch):
     result = deploy_searched(req, gpus=72)
     assert result.prefill["gpus"] == 40 and result.split_search.best.prefill_gpus == 40
     assert len(seen) == len(set(seen)) and any(decode for _, decode in seen)
+
+
+def _deploy(capsys, *argv: str) -> tuple[int, str]:
+    from shardbudget import cli
+
+    code = cli.main(["deploy", *argv, "--budget", "30ms", "--ttft-budget", "2s"])
+    return code, capsys.readouterr().out
+
+
+def test_the_default_deploy_on_one_nvl72_is_the_split(capsys):
+    """Issue 38's 'done when': without --disaggregate, DeepSeek-V3 on one GB200 NVL72 is answered
+    disaggregated, the layout named, at least 1.9x the 208 tokens/s per GPU of the uniform answer."""
+    code, out = _deploy(capsys, "-m", "deepseek-v3", "-s", "gb200-nvl72", "--gpus", "72", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["best"]["tokens_per_s_per_gpu"] >= 1.9 * 208
+    assert d["verdict"].startswith("Layout: disaggregated 40:32 wins, prefill 10xTP4 + decode 2xTP16/EP16/DP16")
+    search = d["split_search"]
+    assert search["uniform"] == "9xTP8" and search["gain"] == pytest.approx(2.04, abs=0.005)
+    assert [s["prefill_gpus"] for s in search["splits"]] == list(range(8, 72, 8))
+    assert {"option", "tokens_per_s_per_gpu", "prefill", "pruned"} <= set(search["splits"][0])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "8"),
+        ("-m", "deepseek-v3", "-s", "hgx-h200", "--gpus", "16"),
+        ("-m", "llama-3.1-405b", "-s", "hgx-h100", "--gpus", "16"),  # nothing meets the budgets: exit 1
+    ],
+)
+def test_where_aggregated_wins_the_default_prints_what_off_does(capsys, argv):
+    """The search runs (its record in the JSON) but the text is the aggregated answer's, unchanged."""
+    code, searched = _deploy(capsys, *argv)
+    off_code, off = _deploy(capsys, *argv, "--disaggregate", "off")
+    assert code == off_code and searched == off and "Layout:" not in searched
+    d = json.loads(_deploy(capsys, *argv, "--json")[1])
+    assert d["split_search"]["disaggregated_wins"] is False
+    assert "split_search" not in json.loads(_deploy(capsys, *argv, "--disaggregate", "off", "--json")[1])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--context", "4096"),
+        ("--batch", "8"),
+        ("--objective", "cost", "--gpu-hour-usd", "2"),
+        ("--disaggregate", "off"),
+    ],
+)
+def test_no_search_where_it_does_not_apply(capsys, extra):
+    """A decode-only --context, a given --batch, a cost ranking and --disaggregate off: aggregated
+    replicas alone, as before (16 GPUs of Llama-3.1-70B, which the search answers 8:8)."""
+    code, out = _deploy(capsys, "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16", *extra, "--json")
+    d = json.loads(out)
+    assert code == 0 and "split_search" not in d and d["prefill"] is None and d["best"]["replicas"] >= 1
+
+
+def test_explicit_split_and_bad_words(capsys):
+    code, out = _deploy(capsys, "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16", "--disaggregate", "8:8")
+    assert code == 0 and "Layout:" not in out and "prefilled on the other 8 GPUs" in out.replace("\n# ", " ")
+    code = _deploy(capsys, "-m", "llama-3.1-70b", "-s", "hgx-h100", "--gpus", "16", "--disaggregate", "of")[0]
+    assert code == 2

@@ -24,7 +24,19 @@ def big():
 
 
 def test_4096_gpus_print_at_most_200_lines(capsys):
+    """The default answer is disaggregated (2808:1288): 1,404 prefill servers, a router's list of
+    them, TensorRT-LLM's YAML of 1,574 lines, its first 16 printed."""
     assert cli.main(ARGV) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) <= 200
+    assert "Layout: disaggregated 2808:1288 wins" in out
+    assert "# ... and 1403 more like it on nodes 0-350: --all prints every line" in out
+    assert "# trtllm-disagg.yaml: 1574 lines, the first 16 of them (--all prints the file" in out
+    assert "cat > trtllm-disagg.yaml" not in out  # nothing writes part of a file
+
+
+def test_4096_gpus_aggregated_print_at_most_200_lines(capsys):
+    assert cli.main([*ARGV, "--disaggregate", "off"]) == 0
     out = capsys.readouterr().out
     assert len(out.splitlines()) <= 200
     assert "# ... and 510 more like it on nodes 2-511: --all prints every line" in out  # vLLM's headless ranks
@@ -32,7 +44,7 @@ def test_4096_gpus_print_at_most_200_lines(capsys):
 
 
 def test_all_prints_every_line(capsys, big):
-    assert cli.main([*ARGV, "--all"]) == 0
+    assert cli.main([*ARGV, "--disaggregate", "off", "--all"]) == 0
     out = capsys.readouterr().out
     steps = sum(len(la.steps) for la in big.launches.values())
     assert out.count("] ") >= steps and steps > 3 * 512

@@ -227,6 +227,8 @@ def test_plan_served_tpot_is_deploys(req, capsys):
         "--budget",
         f"{budget_ms}ms",
         *served,
+        "--disaggregate",
+        "off",  # the aggregated options, whose served TPOT is plan's (a split's decode side is pure decode)
         "--json",
     ] + (["--ttft-budget", f"{ttft_ms}ms"] if ttft_ms else [])
     code = main(argv)

@@ -69,7 +69,7 @@ def deploy(
         Optional[str],
         typer.Option(
             "--disaggregate",
-            help="P:D GPUs for prefill and decode, e.g. 2:6; auto: search every split beside the uniform options and answer the best, with its gain.",
+            help="P:D GPUs for prefill and decode, e.g. 2:6; off: aggregated replicas alone; auto: search the splits beside the uniform options, answer the best and say which layout wins (default: searched where prompts are served, no --batch and --objective throughput; named when a split wins).",
         ),
     ] = None,
     plot: PlotOpt = None,
@@ -202,7 +202,8 @@ def _load(rate, users, *, gpus, nodes, disaggregate, batch):
             raise PlanError("deploy needs --gpus (the GPUs to spend), or --rate / --users (the load to serve)")
         return None
     given = "--rate" if rate is not None else "--users"
-    for flag, value in (("--gpus", gpus), ("--nodes", nodes), ("--disaggregate", disaggregate), ("--batch", batch)):
+    split = None if (disaggregate or "").strip().lower() == "off" else disaggregate  # aggregated, as a load's answer
+    for flag, value in (("--gpus", gpus), ("--nodes", nodes), ("--disaggregate", split), ("--batch", batch)):
         if value is not None:
             raise PlanError(f"{given} finds the GPUs itself: give {given} or {flag}, not both")
     from ..decide.capacity import Load
@@ -233,7 +234,8 @@ def _for_gpus(req, shown: dict, *, gpus, batch, disaggregate):
     from ..decide.disagg import parse_split
     from ..errors import PlanError
 
-    if disaggregate is not None and disaggregate.strip().lower() == "auto":
+    mode = (disaggregate or "").strip().lower()
+    if mode == "auto" or (not mode and _searched_by_default(req, batch)):
         if batch is not None:
             raise PlanError(
                 "--disaggregate auto searches prefill:decode splits of served prompts: "
@@ -241,13 +243,20 @@ def _for_gpus(req, shown: dict, *, gpus, batch, disaggregate):
             )
         from ..decide.split_search import deploy_searched
 
-        result = deploy_searched(req, gpus=gpus)
+        result = deploy_searched(req, gpus=gpus, quiet_uniform=not mode)
     else:
-        result = run_deploy(
-            req, gpus=gpus, batch=batch, disaggregate=parse_split(disaggregate) if disaggregate else None
-        )
+        split = parse_split(disaggregate) if mode and mode != "off" else None
+        result = run_deploy(req, gpus=gpus, batch=batch, disaggregate=split)
     _show(result, **shown)
     return result
+
+
+def _searched_by_default(req, batch) -> bool:
+    """Whether deploy searches the prefill:decode splits without --disaggregate: where prompts are
+    served (not --context), at each option's own batch (not --batch), ranked by tokens/s per GPU
+    (the search's measure; --objective cost / energy rank the uniform options alone)."""
+    objective = req.pricing.objective if req.pricing is not None else "throughput"
+    return batch is None and not req.served_workload.context and objective == "throughput"
 
 
 def _for_load(req, load, shown: dict):

@@ -149,6 +149,7 @@ class SplitSearch:
             "best": self.best.to_dict() if self.best else None,
             "gain": self.gain,
             "disaggregated_wins": self.disaggregated_wins,
+            "words": self.words(),
             "splits": [s.to_dict() for s in self.splits],
         }
 

@@ -34,6 +34,9 @@ DIST_PORT = 5000
 SUMMARY_STEPS = 16
 """The most steps deploy prints one by one without --all (Launch.summary): 4,096 GPUs are 512 nodes'
 lines per engine, which belong in the files of --emit, not on a terminal."""
+SUMMARY_FILE_LINES = 16
+"""A launch's file of more lines is printed, without --all, as its first lines (Launch.summary): a
+disaggregated router's list of 1,404 prefill servers belongs in the files of --emit too."""
 PLACEHOLDER = re.compile(r"\$NODE(\d+)_IP")
 """A node's address as the commands name it (node_ip)."""
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_]")
@@ -166,7 +169,7 @@ class Launch:
         if len(names) > 4:
             names = [names[0], names[1], "...", names[-1]]
         width = len(str(self.nodes - 1))
-        lines = self._head(names, of=len(self.placeholders))
+        lines = self._head(names, of=len(self.placeholders), short=True)
         for steps in shapes.values():
             lines.append(f"[node {steps[0].node:>{width}}] {self.command(steps[0])}")
             if len(steps) > 1:
@@ -177,14 +180,16 @@ class Launch:
                 )
         return "\n".join(lines)
 
-    def _head(self, names: list[str], *, of: int | None = None) -> list[str]:
-        """The comment naming the launch and the placeholders to fill in, then the files."""
+    def _head(self, names: list[str], *, of: int | None = None, short: bool = False) -> list[str]:
+        """The comment naming the launch and the placeholders to fill in, then the files (`short`:
+        one of more than SUMMARY_FILE_LINES lines as comments, its first lines alone)."""
         notes = "; ".join(self.notes)
         head = f"{self.label}, {self.nodes} node{'s' if self.nodes > 1 else ''}"
         if names:
             count = f", {of} in all" if "..." in names else ""
             head += f"; fill in {', '.join(names)} (the nodes' addresses{count}; NODE0 runs the head)"
-        return ["# " + one_line(head + (f"; {notes}" if notes else "")), *(heredoc(n, b) for n, b in self.files)]
+        files = (file_summary(n, b) if short else heredoc(n, b) for n, b in self.files)
+        return ["# " + one_line(head + (f"; {notes}" if notes else "")), *files]
 
     def to_dict(self) -> dict:
         return {
@@ -265,6 +270,19 @@ def _ranges(nodes: list[int]) -> str:
     return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
 
 
+def file_summary(name: str, body: str) -> str:
+    """A file as the summary prints it: its here-document where it has at most SUMMARY_FILE_LINES
+    lines; else its first lines as comments (nothing that writes part of it), and how many more."""
+    lines = body.rstrip().split("\n")
+    if len(lines) <= SUMMARY_FILE_LINES:
+        return heredoc(name, body)
+    head = (
+        f"{name}: {len(lines)} lines, the first {SUMMARY_FILE_LINES} of them (--all prints the file, "
+        f"--emit slurm|k8s DIR writes it)"
+    )
+    return "\n".join(["# " + one_line(head), *("#   " + one_line(line) for line in lines[:SUMMARY_FILE_LINES])])
+
+
 def heredoc(name: str, body: str) -> str:
     """The shell lines that write a file: a quoted here-document (the shell takes its body as it is:
     no `$`, backquote or backslash in it is read), then, where the body names nodes' addresses, those
@@ -332,6 +350,7 @@ __all__ = [
     "DIST_PORT",
     "Launch",
     "PLACEHOLDER",
+    "SUMMARY_FILE_LINES",
     "SUMMARY_STEPS",
     "heredoc",
     "Placer",
