@@ -17,8 +17,12 @@
     ISL 2048 / OSL 256 / TPOT 30 ms / TTFT 2000 ms, which shardbudget is given too (--input-len 2048
     --output-len 256 --budget 30ms --ttft-budget 2s). Its console script is timed as a subprocess,
     start-up included, exactly as a user runs it. The wall-time ratio (aiconfigurator / shardbudget)
-    is a target: >= 1x. Its default sweeps aggregated and disaggregated serving; shardbudget's
-    `deploy` sweeps aggregated splits only (disaggregation is one given P:D split).
+    is a target: >= 1x. Its default sweeps aggregated and disaggregated serving; so does
+    shardbudget's `deploy` (issue 38: the prefill:decode splits searched beside the uniform options).
+(d) The split search's cost (issue 38): `deploy --gpus N` as it runs by default (the splits searched)
+    against `--disaggregate off` (the uniform options alone, the answer before the search) at 8, 72,
+    512 and 4,096 GPUs, each a subprocess, the median CPU time (user + sys) of several runs; the
+    ratio is a target: <= SEARCH_RATIO_TARGET.
 
 Nothing of aiconfigurator is imported into this process or copied into the repository: only its
 console script's wall time, exit status and the summary lines it prints are read.
@@ -52,6 +56,13 @@ AIC_VERSION = "0.12.0"
 
 WALL_TARGET_S = 1.0  # one `deploy --gpus 64` call, start-up included (issue 13)
 RATIO_TARGET = 1.0  # aiconfigurator wall / shardbudget wall
+SEARCH_RATIO_TARGET = 1.5  # deploy with the split search / --disaggregate off, CPU time (issue 38)
+SEARCH_CASES = [  # (model, system, GPUs): deploy's default answer at each size, searched or not
+    ("llama-3.1-70b", "hgx-h100", 8),
+    ("deepseek-v3", "gb200-nvl72", 72),
+    ("deepseek-v3", "gb200-nvl72", 512),
+    ("deepseek-v3", "gb200-nvl72", 4096),
+]
 AIC_TIMEOUT_S = 1200.0  # one aiconfigurator run (the MoE sweep takes ~3 minutes here)
 
 WORKLOAD = ["--budget", "30ms", "--ttft-budget", "2s", "--input-len", "2048", "--output-len", "256"]
@@ -420,6 +431,45 @@ def aic_ratio(case: str, ours: dict, python: Path | None, runs: int) -> dict:
     )
 
 
+# --- (d) the split search's cost ------------------------------------------------------------
+
+
+def search_cost(model: str, system: str, gpus: int, runs: int) -> dict:
+    """deploy's default (the splits searched) against --disaggregate off: median CPU and wall."""
+    base = ["deploy", "--model", model, "--system", system, "--gpus", str(gpus), *WORKLOAD[:4]]
+    env, got = _child_env(), {}
+    for name, extra in (("searched", []), ("off", ["--disaggregate", "off"])):
+        cmd = _cli() + base + extra
+        timed_run(cmd, env=env)  # warm
+        walls, cpus = [], []
+        for _ in range(runs):
+            wall, cpu, proc = timed_run(cmd, env=env)
+            if proc.returncode not in (0, 1):
+                raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+            walls.append(wall)
+            cpus.append(cpu)
+        got[name] = {
+            **_summary(walls, cpus),
+            "layout": next((line for line in proc.stdout.splitlines() if line.startswith("Layout:")), "aggregated"),
+        }
+    ratio = got["searched"]["cpu_s_median"] / got["off"]["cpu_s_median"]
+    print(
+        f"(d) {model} on {gpus} GPUs of {system}: searched CPU {got['searched']['cpu_s_median']:.2f} s "
+        f"(wall {got['searched']['wall_s_median']:.2f}), off {got['off']['cpu_s_median']:.2f} s "
+        f"(wall {got['off']['wall_s_median']:.2f}): {ratio:.2f}x; {got['searched']['layout'][:120]}"
+    )
+    return target(
+        f"deploy split search cost, {model} on {gpus} x {system} GPUs",
+        ratio,
+        "x",
+        SEARCH_RATIO_TARGET,
+        False,
+        runs=runs,
+        searched=got["searched"],
+        off=got["off"],
+    )
+
+
 def _versions() -> dict[str, str]:
     """The start-up cost depends on these (typer 0.29 imports pydantic to coerce parameters)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -476,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         aic_runs = args.aic_runs or (1 if args.quick or case == "moe" else 3)
         targets.append(aic_ratio(case, ours, args.aiconfigurator_python, aic_runs))
+    for model, system, gpus in SEARCH_CASES:
+        targets.append(search_cost(model, system, gpus, 1 if args.quick else 3))
     if args.out:
         write_json_atomic(
             args.out, {"benchmark": "deploy_speed", "versions": versions, "targets": targets, "breakdown": breakdowns}

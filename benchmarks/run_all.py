@@ -5,7 +5,8 @@
 Runs, each as its own subprocess so one cannot skew another's timing or memory:
     speed.py     planner throughput, `shardbudget plan` wall time, llm-analysis time ratio
     startup.py   start-up: `plan`, `--help`, `plan --help`, medians of 9 cold runs against `import numpy`
-    deploy_speed.py  `shardbudget deploy --gpus 64` wall time (dense and MoE), where it goes, and
+    deploy_speed.py  `shardbudget deploy --gpus 64` wall time (dense and MoE), where it goes, the
+                 split search's cost at 8-4,096 GPUs (searched / --disaggregate off), and
                  aiconfigurator's `cli default` sweep for the same model and system (wall-time ratio)
     accuracy.py  the collective model against published nccl-tests / rccl-tests timings
     loso.py      leave-one-system-out: constants refitted without each system, that system predicted
