@@ -68,7 +68,7 @@ COMMANDS = [
 ]
 
 
-LAUNCH = ("vllm: ", "sglang: ", "trtllm: ", "[node ", "cat > ", "#!/bin/bash", "srun ", "    ")
+LAUNCH = ("vllm: ", "sglang: ", "trtllm: ", "[node ", "cat > ", "body=$(<", "#!/bin/bash", "srun ", "    ")
 """Launch lines (and what --emit writes) are printed whole: they are commands to copy, not text to wrap."""
 
 
