@@ -91,12 +91,20 @@ def test_cli_line_names_deepep_and_nccl_stays_auto():
 )
 def test_a_plans_moe_all_to_all_is_priced_by_its_backend(backend, phase, mode):
     """DeepSeek-V3 TP8/EP8/DP8 (data-parallel attention) on one HGX H200: its MoE layers'
-    dispatch + combine at the backend's line; the dense layers' all-gather untouched."""
+    dispatch + combine at the backend's line; the dense layers' all-gather untouched. Under nccl,
+    TensorRT-LLM's, which keeps NCCL's all-to-all (vLLM and SGLang gather and reduce-scatter:
+    test_moe_dispatch.py)."""
     cfg = load_model("deepseek-v3")
     catalog = load_catalog()
     plan = Plan(tp=8, ep=8, dp=8)
     step = compile_step(
-        cfg, catalog.system("hgx-h200"), plan, catalog, phase=phase, settings=PlanSettings(moe_a2a=backend)
+        cfg,
+        catalog.system("hgx-h200"),
+        plan,
+        catalog,
+        phase=phase,
+        settings=PlanSettings(moe_a2a=backend),
+        engine="trtllm" if backend == "nccl" else "vllm",
     )
     group = step.groups["ep"]
     msg = np.array([3.0e6])

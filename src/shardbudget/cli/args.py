@@ -226,7 +226,8 @@ MoeA2AOpt = Annotated[
     str,
     typer.Option(
         "--moe-a2a",
-        help="What runs MoE dispatch and combine: nccl | deepep (normal for prefill, low-latency for decode) "
+        help="What runs MoE dispatch and combine: nccl (the engine's default: vLLM and SGLang gather and "
+        "reduce-scatter under DP attention) | deepep (normal for prefill, low-latency for decode) "
         "| deepep-normal | deepep-ll.",
     ),
 ]

@@ -48,10 +48,11 @@ from .nccl_algos import alltoall, intra, nic_bytes_per_s
 
 MODES = ("normal", "low_latency")
 BACKENDS = ("nccl", "deepep", "deepep-normal", "deepep-ll")
-"""How a plan's MoE all-to-all runs: nccl (NCCL's all-to-all); deepep (SGLang's --deepep-mode auto:
+"""How a plan's MoE all-to-all runs: nccl (the engine's default over NCCL: its all-to-all, or, where
+the preset's moe_dispatch says so, an all-gather and a reduce-scatter: step/price_comm.py); deepep (SGLang's --deepep-mode auto:
 normal for prefill, low-latency for decode); deepep-normal; deepep-ll (low latency)."""
 BACKEND_WORDS = {
-    "nccl": "NCCL's all-to-all",
+    "nccl": "the engine's default over NCCL (all-to-all; vLLM and SGLang gather every rank's tokens and reduce-scatter the outputs under DP attention)",
     "deepep": "DeepEP, normal kernels in prefill, low-latency in decode (SGLang's --deepep-mode auto)",
     "deepep-normal": "DeepEP's normal kernels (hierarchical: the network once per node, then NVLink)",
     "deepep-ll": "DeepEP's low-latency kernels (one-sided writes of every copy, FP8 dispatch)",
@@ -61,6 +62,11 @@ ALGORITHMS = ("deepep-normal", "deepep-ll")
 """The `--algo` names of DeepEP's lines for an all-to-all (`allreduce --op all-to-all`)."""
 FP8_WIRE = (1 + 4 / 128) / 2
 """Bytes of an FP8 token (hidden bytes + hidden/128 fp32 scales) per byte of the same BF16 token."""
+NVFP4_WIRE = (0.5 + 1 / 16) / 2
+"""Bytes of an NVFP4 token (half a byte per element and one FP8 scale per 16) per byte of BF16."""
+DISPATCH_WIRE = {"fp8": FP8_WIRE, "nvfp4": NVFP4_WIRE}
+"""Experts' dtype -> bytes of a token quantized to their input format before the dispatch, per
+byte of BF16 (W8A8 FP8, W4A4 NVFP4); other experts (BF16, MXFP4 / INT4 weight-only) take BF16."""
 REFERENCE_TOPK = 8
 """Experts per token where a bare all-to-all names no model (`allreduce --op all-to-all`): DeepSeek-V3's 8."""
 
@@ -197,7 +203,9 @@ __all__ = [
     "ALGORITHMS",
     "BACKENDS",
     "DeepEPMode",
+    "DISPATCH_WIRE",
     "FP8_WIRE",
+    "NVFP4_WIRE",
     "MODES",
     "REFERENCE_TOPK",
     "Split",

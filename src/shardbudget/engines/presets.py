@@ -71,6 +71,8 @@ multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
 _FRACTION_OF = ("total", "static", "free_after_weights")
 _FRACTION_KEYS = ("gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
+MOE_DISPATCH = ("all-to-all", "allgather-reducescatter")
+"""`[kernels] moe_dispatch`: the engine's default MoE dispatch under DP attention (EnginePreset)."""
 _KERNEL_ROLES = ("moe", "attention_mha_gqa", "attention_mla")
 """[kernels]: which kernels price the decode floors in catalog/kernels.toml, by role (names only)."""
 
@@ -413,6 +415,14 @@ class EnginePreset:
     """[arch] -> the floor (s) of one fused-MoE call of this release's kernel at small batch, where it
     differs from catalog/kernels.toml's grouped_moe_gemm floor (`[kernels.moe_call_floor]`)."""
     fusions: Fusions = Fusions()
+    moe_dispatch: str = "all-to-all"
+    """How the MoE layers of a DP-attention group reach their experts under the engine's default
+    (--moe-a2a nccl): all-to-all (NCCL's, of each token's expert copies), or
+    allgather-reducescatter (every rank gathers every rank's tokens, computes its own experts on
+    them, and the outputs are reduce-scattered back): `[kernels] moe_dispatch`, MOE_DISPATCH."""
+    moe_dispatch_quantized: bool = False
+    """Under allgather-reducescatter, the tokens are quantized to the experts' input format before
+    they are gathered (vLLM), not after (SGLang): `[kernels] moe_dispatch_quantized`."""
     released: str = ""
     """The release's date as the file states it ('2026-04-03', '2026-11'), "" if not stated."""
 
@@ -490,6 +500,8 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         ),
         moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
         fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(),
+        moe_dispatch=_moe_dispatch(kernels),
+        moe_dispatch_quantized=kernels.flag("moe_dispatch_quantized", False) if kernels else False,
         released=eng.text("released", ""),
     )
     eng.text("allreduce_commit", "")  # the commit the all-reduce rule was read at, for the reader
@@ -497,6 +509,17 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         if table is not None:
             table.done()
     return preset
+
+
+def _moe_dispatch(kernels: Table | None) -> str:
+    """[kernels] moe_dispatch (one of MOE_DISPATCH, with its moe_dispatch_source), else all-to-all."""
+    if kernels is None or not kernels.has("moe_dispatch"):
+        return "all-to-all"
+    value = kernels.text("moe_dispatch")
+    if value not in MOE_DISPATCH:
+        raise UnknownNameError(f"moe_dispatch in {kernels.where}", value, MOE_DISPATCH)
+    kernels.text("moe_dispatch_source")
+    return value
 
 
 def _memory(mem: Table) -> MemoryPolicy:

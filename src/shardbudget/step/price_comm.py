@@ -11,9 +11,10 @@ from functools import cached_property
 import numpy as np
 
 from ..comm.collectives import Group, candidates, make_group, times_and_latencies_s
-from ..comm.moe_a2a import moe_lines
+from ..comm.moe_a2a import DISPATCH_WIRE, moe_lines
 from ..comm.op import CollectiveOp
 from ..engines.allreduce import AllReduceRanges, allreduce_ranges_for, engine_allreduce_s
+from ..engines.presets import load_engine
 from ..errors import PlanError
 from ..fabric.hardware import Catalog, System
 from ..model import CollectiveCall, ModelConfig, Plan, Precision, hidden_message_bytes
@@ -86,7 +87,32 @@ class CommPricer:
         if call.op == CollectiveOp.ALL_TO_ALL and call.group == "ep" and self.moe_a2a != "nccl":
             lines = moe_lines(group, self.moe_a2a, self.phase, max(1, self.model.experts_per_token))
             return _priced(times_and_latencies_s, lines, msg_bytes)
+        if call.op == CollectiveOp.ALL_TO_ALL and call.group == "ep" and self.gathers_tokens:
+            return self._gathered_s(group, msg_bytes)
         return _priced(times_and_latencies_s, candidates(group, call.op, self.impl or "nccl"), msg_bytes)
+
+    @cached_property
+    def gathers_tokens(self) -> bool:
+        """The MoE layers of this DP-attention group reach their experts by gathering every rank's
+        tokens and reduce-scattering the outputs (the engine's default dispatch, EnginePreset.moe_dispatch),
+        not by an all-to-all of each token's expert copies."""
+        p = self.plan
+        return p.dp > 1 and p.tp // p.dp == 1 and load_engine(self.engine).moe_dispatch == "allgather-reducescatter"
+
+    def _gathered_s(self, group: Group, msg_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One of a dispatch + combine pair (the call's count is 2) as `gathers_tokens` runs them:
+        half of an all-gather (of the tokens quantized to the experts' input where the engine does
+        so first: DISPATCH_WIRE) and a reduce-scatter (BF16) of every rank's hidden states. The all-to-all's
+        message is each rank's expert copies (model.comms.dispatch_bytes: tokens x top-k x hidden /
+        ep), so every token's hidden state is that x ep / top-k."""
+        hidden = msg_bytes * self.plan.ep / max(1, self.model.experts_per_token)
+        impl = self.impl or "nccl"
+        preset = load_engine(self.engine)
+        experts = self.precision.expert_weights or self.precision.weights
+        wire = DISPATCH_WIRE.get(experts, 1.0) if preset.moe_dispatch_quantized else 1.0
+        t_ag, l_ag = _priced(times_and_latencies_s, candidates(group, CollectiveOp.ALL_GATHER, impl), hidden * wire)
+        t_rs, l_rs = _priced(times_and_latencies_s, candidates(group, CollectiveOp.REDUCE_SCATTER, impl), hidden)
+        return (t_ag + t_rs) / 2, (l_ag + l_rs) / 2
 
 
 _PRICES: dict[tuple, tuple] = {}
