@@ -8,7 +8,7 @@ network, and what runs is not what was priced.
 
 * A TP group over trays: one ComputeDomain, every server pod claims its channel and is held to
   one partition; no RDMA (nothing leaves the rack). A group inside one tray: none of it.
-* The rack's disaggregated layout (DeepSeek-V3, 40 GPUs prefill and 2 decode servers of 16 over 4
+* The rack's disaggregated layout (DeepSeek-V3, 40 GPUs prefill and 4 decode servers of 8 over 2
   trays each): written as manifests (it was refused), the decode side a LeaderWorkerSet whose
   leaders the front end addresses, each worker's rank from the LWS environment, run under stubs.
 * Every pod template valid under the Kubernetes 1.33 schema; every name within its limit.
@@ -67,11 +67,12 @@ def tp_over_trays(cat):
 
 @pytest.fixture(scope="module")
 def rack_split(cat):
-    """DeepSeek-V3 on the whole rack, prefill:decode 40:32 (issue 38's layout)."""
+    """DeepSeek-V3 on the whole rack, prefill:decode 40:32 (issue 38's layout): decode 4 servers of 8
+    GPUs over 2 trays each."""
     result, launches = _launches(
         cat, "deepseek-v3", 72, disaggregate=(40, 32), req={"budget_s": 0.030, "ttft_budget_s": 2.0}
     )
-    assert result.best.label() == "2xTP16/EP16/DP16"
+    assert result.best.label() == "4xTP8/EP8/DP8"
     return result, launches
 
 
@@ -169,24 +170,24 @@ def test_the_racks_disaggregated_layout_is_written_with_a_leaderworkerset_decode
     assert len(kinds) == len(docs)
     (lws,) = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
     name = lws["metadata"]["name"]
-    assert name.endswith("-decode") and len(name) <= lws_name_limit(2)
-    assert lws["spec"]["replicas"] == 2 and lws["spec"]["leaderWorkerTemplate"]["size"] == 4  # 16 GPUs over 4 trays
+    assert name.endswith("-decode") and len(name) <= lws_name_limit(4)
+    assert lws["spec"]["replicas"] == 4 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2  # 8 GPUs over 2 trays
     assert ("Service", name) not in kinds  # the LWS controller makes the headless Service of its name
     (prefill,) = [d for d in docs if d["kind"] == "StatefulSet"]
     assert prefill["spec"]["replicas"] == 10
     front = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    for i in range(2):  # the front end addresses each decode server's leader
+    for i in range(4):  # the front end addresses each decode server's leader
         assert re.search(rf"\b{name}-{i}\.{name}\b", front["command"][-1])
     # each pod's command under stubs: the worker's rank and the leader's address from the LWS environment
     stubs = make_stubs(tmp_path / "bin")
     worker_cmd = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["command"]
-    (rec,) = run_pod(worker_cmd, tmp_path / "w2", stubs, worker=2)
+    (rec,) = run_pod(worker_cmd, tmp_path / "w1", stubs, worker=1)
     words = rec[3:]
     if engine == "vllm":
-        assert words[words.index("--data-parallel-start-rank") + 1] == "8"
+        assert words[words.index("--data-parallel-start-rank") + 1] == "4"
         assert words[words.index("--data-parallel-address") + 1] == ip(0)
     else:
-        assert words[words.index("--node-rank") + 1] == "2"
+        assert words[words.index("--node-rank") + 1] == "1"
         assert words[words.index("--dist-init-addr") + 1] == f"{ip(0)}:5000"
 
 
