@@ -195,3 +195,28 @@ def test_custom_allreduce_latency_is_launch_plus_shots_times_sync_plus_hop():
     by_algo = {c.algorithm: c for c in candidates(make_group("hgx-h100", gpus=8, catalog=cat), "all-reduce", "custom")}
     assert by_algo["one-shot"].latency_s == pytest.approx(5.1e-6, rel=1e-9)
     assert by_algo["two-shot"].latency_s == pytest.approx(6.6e-6, rel=1e-9)
+
+
+def test_a_tree_line_does_not_fall_where_its_correction_factor_steps_up():
+    """tuning.cc's treeCorrectionFactor steps by power-of-two bucket (LL128 0.6 -> 0.8 at 4 MiB on
+    4 nodes of A100: a bucket read in the time made tree LL128 fall 153.9 -> 132.4 us there). NCCL's
+    estimate keeps the step; the real time follows the curve through the buckets' middles, so it
+    rises with size on every tree line of every multi-node group."""
+    sizes = 2.0 ** np.arange(8, 31, 1 / 64)
+    for name in ("hgx-a100", "hgx-h100", "l40s-pcie-switch", "rtx4090-pcie"):
+        for nodes in (2, 4, 8):
+            for c in candidates(make_group(name, nodes=nodes), "all-reduce", "nccl"):
+                if c.algorithm != "tree":
+                    continue
+                t = np.array([c.time_s(n) for n in sizes])
+                assert np.all(np.diff(t) > 0), (name, nodes, c.protocol)
+    ll128 = next(
+        c
+        for c in candidates(make_group("hgx-a100", nodes=4), "all-reduce", "nccl")
+        if (c.algorithm, c.protocol) == ("tree", "ll128")
+    )
+    # the estimate: bucket 15 (2-4 MiB) reads 0.6, bucket 16 reads 0.8; the time reads 0.7 at 4 MiB
+    below, at = 4 * 2**20 - 1, 4 * 2**20
+    assert ll128._factor(below) == 0.6 and ll128._factor(at) == 0.8
+    assert ll128._factor(at, smooth=True) == pytest.approx(0.7)
+    assert ll128.select_time_s(at) < ll128.select_time_s(below)

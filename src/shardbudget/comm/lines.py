@@ -93,24 +93,37 @@ class Candidate:
     priority: int = 1
     """Lines of a lower priority that accept the size win before times are compared."""
     bw_factors: tuple[float, ...] | None = None
-    """Bandwidth factor by floor(log2(n / 64)), for n from 64 B (tuning.cc treeCorrectionFactor)."""
+    """Bandwidth factor by floor(log2(n / 64)), for n from 64 B (tuning.cc treeCorrectionFactor): in
+    NCCL's estimate by bucket, in the real time as a curve through the buckets' middles (`_factor`)."""
     impl: str = "nccl"
     """Which library runs it: nccl, or custom (an engine's one-/two-shot or symmetric-memory kernel)."""
     ll_staging: LLNetStaging | None = None
     """LL's per-step store-and-forward over the network, in the real time only (NCCL's estimate,
     by which it chooses, does not have it)."""
 
-    def _factor(self, msg_bytes):
+    def _factor(self, msg_bytes, smooth: bool = False):
+        """NCCL's bandwidth factor for this size: by its bucket floor(log2(n / 64)) as NCCL's estimate
+        reads it; `smooth`, the same table as a curve in log2(n), through each bucket's value at its
+        geometric middle (64 x 2^(k + 1/2) B) and 1.0 outside the table, for the real time."""
         if self.bw_factors is None:
             return 1.0
         n = np.asarray(msg_bytes, dtype=float)
+        if smooth:
+            # the buckets sample a rate that does not jump at a power of two: a line's real time
+            # read off the steps would fall at each step up (tree LL128 0.6 -> 0.8 at 4 MiB, a
+            # 13% fall); between middles the factor moves at most 0.2 an octave, which keeps
+            # n / factor rising wherever the factor is above 0.2 / ln 2 (every table value is 0.4+)
+            k = len(self.bw_factors)
+            x = np.log2(np.maximum(n, 1.0) / 64.0)
+            factor = np.interp(x, np.arange(-0.5, k + 1.0), (1.0,) + tuple(self.bw_factors) + (1.0,))
+            return float(factor) if np.ndim(factor) == 0 else factor
         k = np.floor(np.log2(np.maximum(n, 1.0) / 64.0)).astype(int)
         table = np.asarray(self.bw_factors + (1.0,))
         factor = np.where((k >= 0) & (k < len(self.bw_factors)), table[np.clip(k, 0, len(self.bw_factors))], 1.0)
         return float(factor) if np.ndim(factor) == 0 else factor
 
     def time_s(self, msg_bytes):
-        t = self.latency_s + msg_bytes / (self.algbw_bytes_per_s * self._factor(msg_bytes))
+        t = self.latency_s + msg_bytes / (self.algbw_bytes_per_s * self._factor(msg_bytes, smooth=True))
         return t if self.ll_staging is None else t + self.ll_staging.extra_s(msg_bytes)
 
     def select_time_s(self, msg_bytes):
@@ -140,7 +153,7 @@ def times_s(cands: Sequence[Candidate], msg_bytes: np.ndarray) -> np.ndarray:
 def _line(c: Candidate, msg: np.ndarray, select: bool) -> np.ndarray:
     """A line's real (or estimated) time for every size, without the method-call overhead."""
     lat, bw = (c.select_latency_s, c.select_algbw_bytes_per_s) if select else (c.latency_s, c.algbw_bytes_per_s)
-    t = lat + msg / (bw * c._factor(msg)) if c.bw_factors is not None else lat + msg * (1.0 / bw)
+    t = lat + msg / (bw * c._factor(msg, smooth=not select)) if c.bw_factors is not None else lat + msg * (1.0 / bw)
     if c.ll_staging is not None and not select:
         t = t + c.ll_staging.extra_s(msg)
     return t

@@ -286,7 +286,9 @@ def _tree_line(group: Group, proto: str, real: bool) -> tuple[float, float]:
 def tree(group: Group, proto: str) -> Candidate:
     """NCCL's double binary tree across nodes, a chain inside each node (all-reduce only). Its
     bandwidth carries tuning.cc's treeCorrectionFactor by message size, in NCCL's estimate and in
-    the time alike: NCCL applies it because "trees are not perfectly sticking to the model"."""
+    the time alike: NCCL applies it because "trees are not perfectly sticking to the model". NCCL's
+    estimate reads it by power-of-two bucket; the time reads it as the curve the buckets sample
+    (lines.Candidate._factor), so a tree's time does not fall where a bucket steps up."""
     return _line(
         "tree",
         proto,
