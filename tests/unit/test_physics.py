@@ -402,7 +402,8 @@ def test_the_catalogs_fabric_ladder_orders_every_plan(system):
 
 def test_the_lists_are_what_the_scan_finds():
     """MEASURED and KNOWN hold exactly the switches at which the model's collectives fall (every
-    system at 2-72 GPUs, NCCL and the four engines, 256 B to 1 GiB): none missing, none stale."""
+    system at 2-72 GPUs of one node and 2, 4, 8 whole nodes, NCCL and the engines, 256 B to 1 GiB): none
+    missing, none stale."""
     assert set(scan()) == set(MEASURED) | set(KNOWN)
 
 

@@ -7,7 +7,8 @@ meets a fall in neither list, or a listed fall no longer happens.
 
 A row's key is switches.Switch.key: an NCCL switch is keyed without its bytes (NCCL's crossover is
 where its estimate puts it, one per group, op and pair of lines; `edge_bytes` is left blank), an
-engine's by the size its rule names (`op` is all-reduce). `source`: for a measured row the rows it
+engine's by the size its rule names (`op` is all-reduce). `gpus` above a node's size names whole nodes
+(hgx-h100 16: 2 nodes of 8; switches.switch_group). `source`: for a measured row the rows it
 rests on, quoted (file, system, library and release, each row's time and size); for a known one what
 the rows at that edge show (no fall), or that none are measured at that release.
 """

@@ -11,6 +11,10 @@ scan meets (a fall in neither fails, a listed fall that is gone fails), and the 
 (tests/unit/test_physics.py, tests/validation/test_collective_monotonic.py) fail on any fall listed
 in neither.
 
+The groups are those the tool prices: 2-72 GPUs inside one node, and 2, 4 and 8 whole nodes of each
+system with a scale-out network; a switch's `gpus` above the node's size names whole nodes (16 on an
+HGX is 2 nodes of 8, 144 on an NVL72 2 racks of 72: switch_group).
+
 How a fall is measured: the tables are octave-spaced (256 KiB, 512 KiB, ...), so a fall inside an
 octave shows only in the two kernels' own rows: the two rows below the switch (the lower kernel),
 extended along their straight line (t = latency + n / algbw, the model's own form) to the switch,
@@ -97,18 +101,29 @@ def engine_switch(system: str, gpus: int, engine: str, ranges, lo: float, hi: fl
     return Switch(system, gpus, engine, ka, kb, int(edges[0]))
 
 
+def switch_group(system: str, gpus: int, catalog=None):
+    """The group a switch's `gpus` name: inside one node up to its size, else whole nodes (the
+    multi-node groups the scan prices: 2, 4 and 8 nodes of every GPU)."""
+    catalog = catalog or load_catalog()
+    per_node = catalog.system(system).gpus_per_node
+    nodes = 1 if gpus <= per_node else gpus // per_node
+    return make_group(system, nodes=nodes, gpus=gpus, catalog=catalog)
+
+
 def model_switch(key: tuple) -> tuple[Switch, float, float]:
     """The model's switch of a MEASURED / KNOWN key and its time (us) just below and at the edge:
     NCCL's found on a 1/256-octave grid, an engine's at its edge for 4, 8 or 16 KiB per token (the
     hidden sizes 2048-8192 of the properties' models)."""
     system, gpus, impl = key[:3]
-    group = make_group(system, nodes=1, gpus=gpus)
+    group = switch_group(system, gpus)
     if impl == "nccl":
         op = key[5] if len(key) > 5 else "all-reduce"
         lines = candidates(group, op, "nccl")
         sizes = 2.0 ** np.arange(8, 31, 1 / 256)
         t, _ = times_and_latencies_s(lines, sizes)
-        for i in range(len(sizes) - 1):
+        # where the time falls first (a listed switch falls: found at once), then every step
+        falls = np.where(np.diff(t) < -1e-9 * t[1:])[0]
+        for i in (*falls, *range(len(sizes) - 1)):
             s = nccl_switch(system, gpus, lines, sizes[i], sizes[i + 1], op=op)
             if s is not None and s.key == key:
                 return s, t[i] * 1e6, t[i + 1] * 1e6
@@ -125,6 +140,9 @@ def model_switch(key: tuple) -> tuple[Switch, float, float]:
 
 
 SCAN_GPUS = (2, 4, 8, 16, 32, 36, 64, 72)
+SCAN_NODES = (2, 4, 8)
+"""Multi-node groups: 2, 4 and 8 whole nodes of every system with a scale-out network (a key's `gpus`
+is then nodes x GPUs per node: 16-64 on an HGX, 144-576 on an NVL72)."""
 SCAN_BYTES_PER_TOKEN = (4096.0, 8192.0, 16384.0)
 SCAN_NCCL_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 NVL72_XLA = ("gb200-nvl72", "gb300-nvl72")
@@ -148,12 +166,26 @@ NVL72_STEPS = {
 """NCCL switches beyond 8 GPUs and the measurement that has the same step (test_collective_monotonic.test_nvl72_steps_are_in_the_data)."""
 
 
+def _scan_groups(cat):
+    """(system, GPUs, group) the scan prices: SCAN_GPUS inside each node, then SCAN_NODES whole nodes
+    of each system with a scale-out network."""
+    for name in sorted(cat.systems):
+        s = cat.system(name)
+        for g in (g for g in SCAN_GPUS if g <= s.gpus_per_node):
+            yield name, g, make_group(name, nodes=1, gpus=g, catalog=cat)
+        if s.nic_fabric is not None:
+            for nodes in SCAN_NODES:
+                yield name, nodes * s.gpus_per_node, make_group(name, nodes=nodes, catalog=cat)
+
+
 def scan() -> dict[tuple, tuple[Switch, float, float]]:
     """Every switch at which the model's time falls: NCCL's choice (all-reduce, all-gather,
     reduce-scatter) and each engine's all-reduce rule (vllm,
-    sglang, trtllm, eager, trtllm-1.0 at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs, 256 B to 1 GiB
-    on a 1/256-octave grid; key -> (switch, us before, us after). NCCL's ring LL -> NVLS at 16 NVL72
-    GPUs is NVL72_STEPS's (XLA's table, not measured_comm)."""
+    sglang, trtllm, eager, trtllm-1.0 at 4, 8 and 16 KiB per token) on every system at 2-72 GPUs of one
+    node and on 2, 4 and 8 whole nodes of each system with a network (_scan_groups), 256 B to 1 GiB
+    on a 1/256-octave grid; key -> (switch, us before, us after). An engine whose rule runs NCCL at
+    every size (every engine across nodes) adds nothing to NCCL's own all-reduce and is not timed
+    again. NCCL's ring LL -> NVLS at 16 NVL72 GPUs is NVL72_STEPS's (XLA's table, not measured_comm)."""
     cat = load_catalog()
     sizes = 2.0 ** np.arange(8, 31, 1 / 256)
     found: dict[tuple, tuple[Switch, float, float]] = {}
@@ -168,18 +200,18 @@ def scan() -> dict[tuple, tuple[Switch, float, float]]:
             return
         found.setdefault(sw.key, (sw, ta * 1e6, tb * 1e6))
 
-    for name in sorted(cat.systems):
-        for g in (g for g in SCAN_GPUS if g <= cat.system(name).gpus_per_node):
-            group = make_group(name, nodes=1, gpus=g, catalog=cat)
-            for op in SCAN_NCCL_OPS:
-                lines = candidates(group, op, "nccl")
-                t, _ = times_and_latencies_s(lines, sizes)
+    for name, g, group in _scan_groups(cat):
+        for op in SCAN_NCCL_OPS:
+            lines = candidates(group, op, "nccl")
+            t, _ = times_and_latencies_s(lines, sizes)
+            for i in falls(t):
+                add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1], op=op), t[i], t[i + 1])
+        for engine in SCAN_ENGINES:
+            for per_token in SCAN_BYTES_PER_TOKEN:
+                ranges = allreduce_ranges_for(engine, group, per_token)
+                if set(ranges.kinds) | set(ranges.at_edge) == {"nccl"}:
+                    continue  # NCCL's own all-reduce at every size: its falls are scanned above
+                t, _ = engine_allreduce_s(ranges, sizes)
                 for i in falls(t):
-                    add(nccl_switch(name, g, lines, sizes[i], sizes[i + 1], op=op), t[i], t[i + 1])
-            for engine in SCAN_ENGINES:
-                for per_token in SCAN_BYTES_PER_TOKEN:
-                    ranges = allreduce_ranges_for(engine, group, per_token)
-                    t, _ = engine_allreduce_s(ranges, sizes)
-                    for i in falls(t):
-                        add(engine_switch(name, g, engine, ranges, sizes[i], sizes[i + 1]), t[i], t[i + 1])
+                    add(engine_switch(name, g, engine, ranges, sizes[i], sizes[i + 1]), t[i], t[i + 1])
     return found
