@@ -7,10 +7,13 @@ prints). Figures at this commit, by `python benchmarks/loso.py` (row 'all rows, 
     system        rows  median    p90
     gb200-nvl72     17   14.7%  59.6%   (the 20-rack rows, below)
     hgx-a100        26    2.8%  20.1%
-    hgx-h100        61    7.0%  22.8%   (nccl-tests#309 2 and 4 nodes, tree LL at 1-128 KiB: below)
+    hgx-h100        61    6.9%  22.9%   (nccl-tests#309 2 and 4 nodes, tree LL at 1-128 KiB: below)
     hgx-h200         2    5.6%   5.6%
     l40s-pcie-nps1-degraded       31    3.8%  13.6%
-    all            137    7.0%  24.3%
+    all            137    6.5%  24.3%
+
+Before the tree's LL line ran past llMaxBw in its real time (test_tree_ll_across_nodes_runs_past_
+nccls_ll_ceiling) hgx-h100 was 7.0% / 22.8% and all 7.0% / 24.3%.
 
 Before NVLSTree's pipeline fill (comm/nccl_algos.py nvls_tree_step_bytes) gb200-nvl72 was 20.8% /
 68.2% (2 racks 17-22% low), hgx-h100 7.8% / 12.1%, all 6.1% / 22.7%.
@@ -36,11 +39,11 @@ from shardbudget.calibrate import nccl_tests as measured
 EXPECTED = {
     "gb200-nvl72": (0.155, 0.596),
     "hgx-a100": (0.028, 0.201),
-    "hgx-h100": (0.070, 0.228),
+    "hgx-h100": (0.070, 0.229),
     "hgx-h200": (0.056, 0.056),
     "l40s-pcie-nps1-degraded": (0.038, 0.136),
 }
-POOLED = (0.070, 0.243)
+POOLED = (0.065, 0.243)
 MEDIAN_TOL, P90_TOL = 0.015, 0.03
 TARGET_MEDIAN = 0.20
 
@@ -239,3 +242,27 @@ def test_two_node_h100_at_64_mib_follows_the_measured_line(data_dir):
     cost = collective_cost("all-reduce", 64 * 2**20, "hgx-h100", nodes=2, gpus=16)
     assert cost.algorithm == "hierarchical"
     assert cost.time_s == pytest.approx(line_64, rel=0.05)
+
+
+def test_tree_ll_across_nodes_runs_past_nccls_ll_ceiling(data_dir):
+    """nccl-tests#309 (NCCL 2.26.2, 2 and 4 nodes of 8 H100, auto: tree LL at 16-128 KiB). Its 4-node
+    rows rise 7.4 us from 16 to 128 KiB (about 15 GB/s); with llMaxBw's ceiling (NCCL's estimate of
+    where LL saturates, 20.4 GB/s of bus bandwidth beyond 2 nodes) in the real line they priced
+    6-12% slow (12.3% at 128 KiB). The real line keeps the link's LL rate, NCCL's estimate the
+    ceiling: the 4-node rows within 6% (3.7, 3.1, 1.1, -5.4%). The 2-node rows, which LL's network
+    staging (ll_net_proxy_line_ns) was read off with the ceiling in place, move from -2.0..3.7% to
+    -10.5..-1.9% (128 KiB the farthest): within 11%."""
+    rows = [
+        r
+        for r in measured.load_rows(data_dir)
+        if r.kept
+        and r.source_id == "nccl-tests#309"
+        and r.op == "all-reduce"
+        and r.nodes in (2, 4)
+        and 16384 <= r.size_bytes <= 131072
+    ]
+    compared = measured.predict(rows)
+    assert len(compared) == 8
+    assert all((c.algorithm, c.protocol) == ("tree", "ll") for c in compared), compared
+    errors = {(c.row.nodes, int(c.row.size_bytes)): c.rel_error for c in compared}
+    assert all(abs(e) <= (0.06 if nodes == 4 else 0.11) for (nodes, _), e in errors.items()), errors
