@@ -77,6 +77,7 @@ SLOW_UNIT = {
         "test_the_network_answer_keeps_its_question_where_the_network_is_slower",
     ],
     "test_fit.py": [
+        "test_synthetic_two_node_runs_recover_the_nic_and_keep_the_nvswitch",
         "test_a_fit_prints_the_same_on_any_machine",
         "test_check_of_a_fitted_log_against_its_own_profile_agrees_with_the_fit",
         "test_fit_recovers_a_bandwidth_change",
