@@ -17,7 +17,8 @@ from shardbudget.comm.collectives import candidates, times_and_latencies_s
 from shardbudget.comm.moe_a2a import FP8_WIRE, NVFP4_WIRE
 from shardbudget.comm.op import CollectiveOp
 from shardbudget.datafile import Table, parse_toml
-from shardbudget.engines.presets import MOE_DISPATCH, _moe_dispatch, load_engine
+from shardbudget.engines.kernel_table import MOE_DISPATCH, moe_dispatch
+from shardbudget.engines.presets import load_engine
 from shardbudget.errors import UnknownNameError
 from shardbudget.fabric.catalog import load_catalog
 from shardbudget.model import CollectiveCall, Plan, Precision, load_model
@@ -92,5 +93,5 @@ def test_an_unknown_dispatch_is_refused():
         parse_toml('[kernels]\nmoe_dispatch = "broadcast"\nmoe_dispatch_source = "x"\n', "t.toml"), "", "t.toml"
     )
     with pytest.raises(UnknownNameError, match="broadcast"):
-        _moe_dispatch(table.table("kernels"))
+        moe_dispatch(table.table("kernels"))
     assert "allgather-reducescatter" in MOE_DISPATCH

@@ -35,12 +35,12 @@ from types import MappingProxyType
 from typing import Any
 
 from .. import units
+from .kernel_table import KERNEL_ROLES, moe_dispatch, per_arch_seconds, rules
 from .tuned import FlashInferAllReduce, TunedCustom, capability, load_tuned, sizes_by_world
 from ..datacache import cached, read_builtin
 from ..datafile import Table, key, parse_toml, read_record, world_size
 from ..defaults import ENGINE_NAMES
 from ..errors import CatalogError, UnknownNameError
-from ..fabric.catalog import builtin_archs
 
 __all__ = [
     "ALLREDUCE_KINDS",
@@ -71,10 +71,6 @@ multi-node NVLink kernel (TensorRT-LLM MNNVL), or NCCL."""
 _ORDER_ITEMS = ("custom", "symm-mem", "nccl")
 _FRACTION_OF = ("total", "static", "free_after_weights")
 _FRACTION_KEYS = ("gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_memory_fraction")
-MOE_DISPATCH = ("all-to-all", "allgather-reducescatter")
-"""`[kernels] moe_dispatch`: the engine's default MoE dispatch under DP attention (EnginePreset)."""
-_KERNEL_ROLES = ("moe", "attention_mha_gqa", "attention_mla")
-"""[kernels]: which kernels price the decode floors in catalog/kernels.toml, by role (names only)."""
 
 
 # --- how the tables' special fields are read (datafile.key kinds) -------------------------------------
@@ -144,14 +140,6 @@ def _order(t: Table, name: str) -> tuple[str, ...]:
         if item not in _ORDER_ITEMS:
             raise UnknownNameError(f"all-reduce implementation in {t.at(name)}", item, _ORDER_ITEMS)
     return order
-
-
-def _rules(t: Table, name: str) -> tuple[str, ...]:
-    """A list of model_type@arch rules, each checked for its '@'."""
-    rules = t.raw(name, types=list)
-    if not all(isinstance(r, str) and "@" in r for r in rules):
-        raise t.fail(name, f"expected a list of 'model_type@arch' strings, got {rules!r}")
-    return tuple(rules)
 
 
 def _rows_by_memory(t: Table, name: str, columns: tuple[str, ...]) -> tuple[tuple[float, ...], ...]:
@@ -316,7 +304,7 @@ class AllReducePolicy:
     order: tuple[str, ...] = key("order", _order)
     fused_residual_rmsnorm: bool = key("fused_residual_rmsnorm")
     """All-reduce, residual add and RMSNorm run as one kernel by default."""
-    fused_residual_rmsnorm_auto: tuple[str, ...] = key("fused_residual_rmsnorm_auto", _rules, default=())
+    fused_residual_rmsnorm_auto: tuple[str, ...] = key("fused_residual_rmsnorm_auto", rules, default=())
     """model_type@arch where the engine turns that fusion on by itself (one node, no DP attention)."""
     custom: CustomAllReduce | None = key("custom", CustomAllReduce, default=None)
     symm_mem: SymmMem | None = key("symm_mem", SymmMem, default=None)
@@ -488,19 +476,19 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         host=read_record(HostOverhead, top.table("host")),
         allreduce=allreduce,
         memory=_memory(top.table("memory")),
-        kernels=MappingProxyType({r: kernels.text(r) for r in _KERNEL_ROLES if kernels and kernels.has(r)}),
+        kernels=MappingProxyType({r: kernels.text(r) for r in KERNEL_ROLES if kernels and kernels.has(r)}),
         fused_allreduce_norm_auto=allreduce.fused_residual_rmsnorm_auto,
         fused_moe_routing_auto=(
-            _rules(kernels, "fused_moe_routing_auto") if kernels and kernels.has("fused_moe_routing_auto") else ()
+            rules(kernels, "fused_moe_routing_auto") if kernels and kernels.has("fused_moe_routing_auto") else ()
         ),
         fused_moe_routing_over_deepep=(
-            _rules(kernels, "fused_moe_routing_over_deepep")
+            rules(kernels, "fused_moe_routing_over_deepep")
             if kernels and kernels.has("fused_moe_routing_over_deepep")
             else None
         ),
-        moe_call_floor=_per_arch_seconds(kernels, "moe_call_floor"),
+        moe_call_floor=per_arch_seconds(kernels, "moe_call_floor"),
         fusions=read_record(Fusions, fusions) if fusions is not None else Fusions(),
-        moe_dispatch=_moe_dispatch(kernels),
+        moe_dispatch=moe_dispatch(kernels),
         moe_dispatch_quantized=kernels.flag("moe_dispatch_quantized", False) if kernels else False,
         released=eng.text("released", ""),
     )
@@ -509,17 +497,6 @@ def read_engine(raw: Mapping[str, Any], where: str) -> EnginePreset:
         if table is not None:
             table.done()
     return preset
-
-
-def _moe_dispatch(kernels: Table | None) -> str:
-    """[kernels] moe_dispatch (one of MOE_DISPATCH, with its moe_dispatch_source), else all-to-all."""
-    if kernels is None or not kernels.has("moe_dispatch"):
-        return "all-to-all"
-    value = kernels.text("moe_dispatch")
-    if value not in MOE_DISPATCH:
-        raise UnknownNameError(f"moe_dispatch in {kernels.where}", value, MOE_DISPATCH)
-    kernels.text("moe_dispatch_source")
-    return value
 
 
 def _memory(mem: Table) -> MemoryPolicy:
@@ -531,21 +508,6 @@ def _memory(mem: Table) -> MemoryPolicy:
         )
     reserve = read_record(MemoryRule, mem, done=False) if mem.has("reserved_base") else None
     return read_record(MemoryPolicy, mem, fraction=mem.fraction(given[0]), reserve=reserve)
-
-
-def _per_arch_seconds(table: Table | None, name: str) -> Mapping[str, float]:
-    """An optional [arch] -> time sub-table, in seconds (empty when absent); `basis` and `source` notes."""
-    t = table.opt_table(name) if table is not None else None
-    if t is None:
-        return MappingProxyType({})
-    known = builtin_archs()
-    out = {}
-    for arch, _ in t.entries():
-        if arch not in known:
-            raise UnknownNameError(f"GPU generation in {t.where}", arch, known)
-        out[arch] = t.seconds(arch)
-    t.done()
-    return MappingProxyType(out)
 
 
 def engine_name(name: str) -> str:
