@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
+from k8s_schema import valid_docs
 from launch_stubs import make_stubs, run_slurm
 from shardbudget import cli
 from shardbudget.decide.deploy import deploy
@@ -64,19 +64,7 @@ def disagg(cat):
 
 
 def _docs(text: str) -> list[dict]:
-    docs = list(yaml.safe_load_all(text))
-    for d in docs:
-        if d["kind"] == "LeaderWorkerSet":  # a CRD: its pods by the schema
-            for key in ("leaderTemplate", "workerTemplate"):
-                template = d["spec"]["leaderWorkerTemplate"][key]
-                kv.validate(
-                    {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template},
-                    "1.33",
-                    strict=True,
-                )
-        else:
-            kv.validate(d, "1.33", strict=True)
-    return docs
+    return valid_docs(text)
 
 
 def _pods(d: dict) -> list[dict]:

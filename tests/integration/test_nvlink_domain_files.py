@@ -21,8 +21,8 @@ import re
 import subprocess
 
 import pytest
-import yaml
 
+from k8s_schema import pod_templates, valid_docs
 from launch_stubs import ip, make_stubs, run_pod
 from shardbudget.decide.deploy import deploy
 from shardbudget.decide.launch import build_launches
@@ -30,7 +30,6 @@ from shardbudget.decide.launch.emit import k8s_files, slurm_files
 from shardbudget.decide.launch.k8s import (
     CLIQUE_LABEL,
     DOMAIN_LABEL,
-    IMEX_API,
     IMEX_CLAIM,
     LWS_GROUP_KEY,
     MPI_REFUSAL,
@@ -77,35 +76,12 @@ def rack_split(cat):
 
 
 def _template(d: dict) -> list[tuple[dict, dict]]:
-    """(pod template metadata, pod spec) of a document's pods."""
-    spec = d.get("spec", {})
-    if "template" in spec:
-        return [(spec["template"].get("metadata", {}), spec["template"]["spec"])]
-    lwt = spec.get("leaderWorkerTemplate")
-    if not lwt:
-        return []
-    return [(lwt[k].get("metadata", {}), lwt[k]["spec"]) for k in ("leaderTemplate", "workerTemplate")]
+    return pod_templates(d)
 
 
 def _docs(text: str) -> list[dict]:
-    """The documents, each valid under the 1.33 schema (a CRD's pods by the schema, the
-    ComputeDomain by its API reference's fields)."""
-    docs = list(yaml.safe_load_all(text))
-    for d in docs:
-        assert len(d["metadata"]["name"]) <= NAME_MAX
-        if d["kind"] == "ComputeDomain":
-            assert d["apiVersion"] == IMEX_API and set(d["spec"]) == {"numNodes", "channel"}
-            assert set(d["spec"]["channel"]) == {"resourceClaimTemplate"}
-        elif d["kind"] == "LeaderWorkerSet":
-            for meta, pod in _template(d):
-                template = {"metadata": meta, "spec": pod}
-                kv.validate(
-                    {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template},
-                    "1.33",
-                    strict=True,
-                )
-        else:
-            kv.validate(d, "1.33", strict=True)
+    docs = valid_docs(text)
+    assert all(len(d["metadata"]["name"]) <= NAME_MAX for d in docs)
     return docs
 
 

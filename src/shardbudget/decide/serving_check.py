@@ -332,37 +332,11 @@ def check_runs(
     )
 
 
-def check_serving(
-    paths,
-    *,
-    system: str,
-    model: str | None = None,
-    engine: str | None = None,
-    nodes: int | None = None,
-    dtype: str | None = None,
-    kv_dtype: str | None = None,
-    catalog=None,
-    asked: Asked = Asked(),
-    tol: float = defaults.CHECK_TOLERANCE,
-    ttft_tol: float = DEFAULT_TTFT_TOLERANCE,
-) -> ServingCheckResult:
+def check_serving(paths, *, system: str, **options) -> ServingCheckResult:
     """Read each serving benchmark result file and check every run in it (module docstring): the
-    library's `check` for serving runs. `model` and `engine` default to what the file names."""
-    check_options(asked, tol, ttft_tol)
-    runs = [run for path in paths for run in read_serving(path)]
-    return check_serving_runs(
-        runs,
-        system=system,
-        model=model,
-        engine=engine,
-        nodes=nodes,
-        dtype=dtype,
-        kv_dtype=kv_dtype,
-        catalog=catalog,
-        asked=asked,
-        tol=tol,
-        ttft_tol=ttft_tol,
-    )
+    library's `check` for serving runs. `options`: those of `check_serving_runs` (model and engine
+    default to what the file names)."""
+    return check_serving_runs([run for path in paths for run in read_serving(path)], system=system, **options)
 
 
 def check_serving_runs(
