@@ -181,6 +181,7 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
     from shardbudget.decide.launch import build_launches
     from shardbudget.fabric.catalog import load_catalog
     from shardbudget.model import load_model
+    from shardbudget.step.settings import PlanSettings
     from shardbudget.step.speculative import Speculation
 
     cat = load_catalog()
@@ -208,6 +209,19 @@ def server_lines(engine: str) -> list[tuple[str, list[str]]]:
         ),
         ("llama-3.1-405b", "hgx-h100", 16, {"budget_s": 0.1}),
         ("deepseek-v3", "hgx-h200", 24, {"budget_s": 0.1, "disaggregate": (8, 16)}),
+        # the priced MoE all-to-all on the lines (--all2all-backend; --moe-a2a-backend, --deepep-mode)
+        ("deepseek-v3", "hgx-h200", 32, {"budget_s": 0.1, "settings": PlanSettings(moe_a2a="deepep-normal")}),
+        (
+            "deepseek-v3",
+            "gb200-nvl72",
+            72,
+            {
+                "budget_s": 0.03,
+                "ttft_budget_s": 2.0,
+                "disaggregate": (40, 32),
+                "settings": PlanSettings(moe_a2a="deepep"),
+            },
+        ),
         (
             "llama-3.1-70b",
             "hgx-h100",
